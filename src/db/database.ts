@@ -1,0 +1,69 @@
+import { mkdir } from 'node:fs/promises';
+import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite/vector';
+import { PrismaPg } from '@prisma/adapter-pg';
+import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import type { DatabaseConfig } from '../config.ts';
+import { PrismaClient } from '../generated/prisma/client.ts';
+
+type Adapter = NonNullable<ConstructorParameters<typeof PrismaClient>[0]["adapter"]>;
+
+/**
+ * Secret columns are omitted from every query unless one asks for them explicitly, so a
+ * forgotten `select` can never leak a deployment secret or a key hash.
+ */
+function createClient(adapter: Adapter, onQuery?: (sql: string) => void) {
+  const prisma = new PrismaClient({
+    adapter,
+    log: onQuery ? [{ emit: 'event', level: 'query' }] : [],
+    omit: { deployment: { secrets: true }, apiKey: { hash: true } },
+    // Interactive transactions queue for the single embedded connection or the pool; the
+    // defaults (2 s wait) fail under bursts of concurrent writes.
+    transactionOptions: { maxWait: 10_000, timeout: 15_000 },
+  });
+  if (onQuery) prisma.$on('query' as never, (e: { query: string }) => onQuery(e.query));
+  return prisma;
+}
+
+export type Db = ReturnType<typeof createClient>;
+
+export interface Database {
+  prisma: Db;
+  adapterFactory: SqlMigrationAwareDriverAdapterFactory;
+  /** For the start-up line: never includes credentials. */
+  description: string;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** Called with every SQL statement Prisma sends (tests count them to catch N+1 queries). */
+  onQuery?: (sql: string) => void;
+}
+
+export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<Database> {
+  if (config.kind === 'postgres') {
+    const adapterFactory = new PrismaPg({ connectionString: config.url });
+    const prisma = createClient(adapterFactory, options.onQuery);
+    const url = new URL(config.url);
+    return {
+      prisma,
+      adapterFactory,
+      description: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
+      close: () => prisma.$disconnect(),
+    };
+  }
+  if (config.dataDir) await mkdir(config.dataDir, { recursive: true });
+  const pglite = await PGlite.create(config.dataDir ?? 'memory://', { extensions: { vector } });
+  const adapterFactory = new PrismaPGlite(pglite);
+  const prisma = createClient(adapterFactory, options.onQuery);
+  return {
+    prisma,
+    adapterFactory,
+    description: config.dataDir ? `embedded PGlite in ${config.dataDir}` : 'embedded PGlite in memory',
+    async close() {
+      await prisma.$disconnect();
+      await pglite.close();
+    },
+  };
+}

@@ -1,0 +1,155 @@
+import { createHash } from 'node:crypto';
+import { credit } from '../domain/manna/ledger.ts';
+import type { Services } from '../domain/services.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
+import {
+  DEMO_CREATION_COUNT, demoAgents, demoConcept, demoCreation, demoDeployments, demoModels, demoSessions, demoTriggers, demoUsers,
+} from './dataset.ts';
+
+/** Stable ids make the load idempotent: a second run finds every row and inserts nothing. */
+export function demoId(...parts: (string | number)[]): string {
+  const h = createHash('sha256').update(`parley-demo:${parts.join(':')}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+const DEMO_GRANT = 'demo grant';
+
+export interface DemoManifest {
+  users: { id: string; username: string; apiKey: string }[];
+  agents: { id: string; key: string; owner: string }[];
+  deployments: { id: string; agent: string; platform: string }[];
+  triggers: { id: string; agent: string; name: string }[];
+  concepts: { id: string; owner: string }[];
+  models: { id: string; owner: string; public: boolean }[];
+  creations: { id: string; owner: string; public: boolean }[];
+  shares: { share_id: string; owner: string }[];
+  sessions: { id: string; owner: string; sharedWith: string[] }[];
+}
+
+async function loadRows(tx: Prisma.TransactionClient) {
+  const userIds = new Map<string, string>();
+  for (const u of demoUsers) {
+    const user = await tx.user.upsert({
+      where: { username: u.username },
+      create: { id: demoId('user', u.username), username: u.username, userImage: u.userImage, subscriptionTier: u.subscriptionTier },
+      update: {},
+    });
+    userIds.set(u.username, user.id);
+    if (!(await tx.mannaLedger.findFirst({ where: { userId: user.id, reason: DEMO_GRANT } }))) {
+      for (const kind of ['subscription', 'forever'] as const) {
+        if (u.grants[kind] !== '0') await credit(tx, { userId: user.id, kind, amount: u.grants[kind], reason: DEMO_GRANT });
+      }
+    }
+  }
+  const userId = (name: string) => userIds.get(name)!;
+
+  const agentIds = new Map<string, string>();
+  for (const { key, owner, ...fields } of demoAgents) {
+    const existing = await tx.user.findUnique({ where: { username: key }, include: { agentProfile: true } });
+    if (existing && !existing.agentProfile) throw new Error(`demo: the username "${key}" is taken by a user that is not an agent`);
+    const id = existing?.id ?? demoId('agent', key);
+    if (!existing) {
+      await tx.user.create({
+        data: {
+          id,
+          type: 'agent',
+          username: key,
+          agentProfile: {
+            create: { ...fields, suggestions: [...fields.suggestions], ownerId: userId(owner), image: `https://cdn.parley.dev/agents/${key}.jpg` },
+          },
+        },
+      });
+    }
+    agentIds.set(key, id);
+  }
+  const agentId = (key: string) => agentIds.get(key)!;
+  const ownerOfAgent = (key: string) => userId(demoAgents.find((a) => a.key === key)!.owner);
+
+  await tx.deployment.createMany({
+    skipDuplicates: true,
+    data: demoDeployments.map((d) => ({
+      id: demoId('deployment', d.agent, d.platform), agentId: agentId(d.agent), userId: ownerOfAgent(d.agent), platform: d.platform, config: d.config, secrets: d.secrets,
+    })),
+  });
+  await tx.trigger.createMany({
+    skipDuplicates: true,
+    data: demoTriggers.map((t) => ({
+      id: demoId('trigger', t.agent, t.name), name: t.name, agentId: agentId(t.agent), userId: ownerOfAgent(t.agent),
+      cron: t.cron, timezone: t.timezone, triggerPrompt: t.prompt, status: t.status,
+    })),
+  });
+
+  const conceptId = demoId('concept', demoConcept.name);
+  await tx.concept.createMany({
+    skipDuplicates: true,
+    data: [{ id: conceptId, name: demoConcept.name, userId: userId(demoConcept.owner), agentId: agentId(demoConcept.agent), usageInstructions: demoConcept.usageInstructions }],
+  });
+  await tx.conceptImage.createMany({
+    skipDuplicates: true,
+    data: demoConcept.images.map((img, position) => ({ id: demoId('concept-image', conceptId, position), conceptId, position, ...img })),
+  });
+
+  await tx.model.createMany({
+    skipDuplicates: true,
+    data: demoModels.map((m) => ({
+      id: demoId('model', m.owner, m.name), userId: userId(m.owner), name: m.name, baseModel: m.baseModel, loraTriggerText: m.trigger, public: m.public,
+      checkpoint: `https://cdn.parley.dev/loras/${demoId('model', m.owner, m.name)}.safetensors`, thumbnail: `https://cdn.parley.dev/loras/${demoId('model', m.owner, m.name)}.jpg`,
+      args: { lora_rank: 16, max_train_steps: 1000 },
+    })),
+  });
+
+  const creations = Array.from({ length: DEMO_CREATION_COUNT }, (_, n) => ({ n, ...demoCreation(n) }));
+  await tx.creation.createMany({
+    skipDuplicates: true,
+    data: creations.map((c) => {
+      const id = demoId('creation', c.n);
+      return {
+        id, userId: userId(c.owner), agentId: c.agent ? agentId(c.agent) : null, tool: c.tool, args: c.args, name: c.name,
+        url: `https://cdn.parley.dev/creations/${id}.${c.ext}`, thumbnail: `https://cdn.parley.dev/creations/${id}-thumb.webp`,
+        filename: `${id}.${c.ext}`, mediaAttributes: c.mediaAttributes, public: c.public, createdAt: c.createdAt,
+      };
+    }),
+  });
+
+  for (const [i, s] of demoSessions.entries()) {
+    const sessionId = demoId('session', i);
+    const start = Date.UTC(2026, 10, 1 + i, 10);
+    await tx.session.createMany({ skipDuplicates: true, data: [{ id: sessionId, ownerId: userId(s.owner), title: s.title, createdAt: new Date(start) }] });
+    await tx.sessionAgent.createMany({ skipDuplicates: true, data: s.agents.map((a, position) => ({ sessionId, agentId: agentId(a), position, userId: userId(s.owner) })) });
+    await tx.sessionUser.createMany({
+      skipDuplicates: true,
+      data: [{ sessionId, userId: userId(s.owner), permission: 'owner' as const }, ...s.sharedWith.map((w) => ({ sessionId, userId: userId(w.username), permission: w.permission }))],
+    });
+    const messages = [
+      { role: 'eden' as const, senderId: null, content: `${s.agents.join(', ')} joined the session` },
+      ...s.messages.map((m) => ({ role: m.role, senderId: m.role === 'user' ? userId(m.from) : agentId(m.from), content: m.content })),
+    ].map((m, k) => ({ id: demoId('message', sessionId, k), sessionId, ...m, createdAt: new Date(start + k * 60_000) }));
+    await tx.message.createMany({ skipDuplicates: true, data: messages });
+    if (s.publicShare) {
+      await tx.share.createMany({
+        skipDuplicates: true,
+        data: [{ id: demoId('share', sessionId), sessionId, ownerId: userId(s.owner), messageId: messages.at(-1)!.id, title: s.title, public: true }],
+      });
+    }
+  }
+
+  return { userId, agentId, conceptId, creations };
+}
+
+/** Loads the demo (all rows in one transaction) and issues one fresh API key per demo user. */
+export async function loadDemo(services: Services): Promise<DemoManifest> {
+  const { userId, agentId, conceptId, creations } = await services.db.$transaction((tx) => loadRows(tx), { timeout: 60_000 });
+  const users = [];
+  for (const u of demoUsers) users.push({ id: userId(u.username), username: u.username, apiKey: (await services.apiKeys.create(userId(u.username))).apiKey });
+  return {
+    users,
+    agents: demoAgents.map((a) => ({ id: agentId(a.key), key: a.key, owner: a.owner })),
+    deployments: demoDeployments.map((d) => ({ id: demoId('deployment', d.agent, d.platform), agent: d.agent, platform: d.platform })),
+    triggers: demoTriggers.map((t) => ({ id: demoId('trigger', t.agent, t.name), agent: t.agent, name: t.name })),
+    concepts: [{ id: conceptId, owner: demoConcept.owner }],
+    models: demoModels.map((m) => ({ id: demoId('model', m.owner, m.name), owner: m.owner, public: m.public })),
+    creations: creations.map((c) => ({ id: demoId('creation', c.n), owner: c.owner, public: c.public })),
+    shares: demoSessions.flatMap((s, i) => (s.publicShare ? [{ share_id: demoId('share', demoId('session', i)), owner: s.owner }] : [])),
+    sessions: demoSessions.map((s, i) => ({ id: demoId('session', i), owner: s.owner, sharedWith: s.sharedWith.map((w) => w.username) })),
+  };
+}

@@ -1,0 +1,95 @@
+import type { Db } from '../../db/database.ts';
+import type { Agent, Prisma } from '../../generated/prisma/client.ts';
+import { badInput, conflict, forbidden, notFound } from '../errors.ts';
+import { isUniqueViolation } from '../prisma-errors.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
+import { nonEmptyPatch, parseInput } from '../validation.ts';
+import type { Viewer } from '../viewer.ts';
+import { agentCreateSchema, agentPatchSchema, type AgentPatch } from './inputs.ts';
+
+export const AGENT_NOT_FOUND = 'Agent not found';
+export const AGENT_KEY_TAKEN = 'An agent with this key already exists';
+
+export type AgentQuery = { include?: Prisma.AgentInclude };
+/** An agent with its creator row, whose username is the agent's `key`. */
+export type AgentWithKey = Agent & { user: { username: string } };
+
+/** A private persona is shown only to the agent's owner. */
+export const visiblePersona = (viewer: Viewer | null, agent: Pick<Agent, 'persona' | 'isPersonaPublic' | 'ownerId'>) =>
+  agent.isPersonaPublic || viewer?.id === agent.ownerId ? agent.persona : null;
+
+export const canReadAgent = (viewer: Viewer | null, agent: Pick<Agent, 'public' | 'ownerId'>) => agent.public || viewer?.id === agent.ownerId;
+
+const withKey = (query: AgentQuery = {}) => ({ include: { user: true, ...query.include } }) as const;
+
+export function agentService(db: Db, tools: ToolRegistry) {
+  /** References inside agent input must point at things that exist and the caller may use. */
+  async function checkReferences(viewer: Viewer, input: AgentPatch) {
+    for (const key of Object.keys(input.tools ?? {})) {
+      if (!tools.get(key)) throw badInput(`unknown tool "${key}"`, ['tools', key]);
+    }
+    const loras = input.models?.map((m) => m.lora) ?? [];
+    if (loras.length) {
+      const found = await db.model.findMany({ where: { id: { in: loras }, OR: [{ public: true }, { userId: viewer.id }] }, select: { id: true } });
+      const ids = new Set(found.map((m) => m.id));
+      const missing = loras.findIndex((id) => !ids.has(id));
+      if (missing >= 0) throw badInput('model not found or not usable by you', ['models', missing, 'lora']);
+    }
+  }
+
+  const columns = ({ key: _key, llmSettings: _llm, ...rest }: AgentPatch) => rest;
+
+  return {
+    async get(viewer: Viewer, id: string, query?: AgentQuery): Promise<AgentWithKey> {
+      const agent = await db.agent.findUnique({ where: { id }, ...withKey(query) });
+      if (!agent) throw notFound(AGENT_NOT_FOUND);
+      if (!canReadAgent(viewer, agent)) throw forbidden('You do not have access to this agent');
+      return agent;
+    },
+
+    async create(viewer: Viewer, raw: unknown, query?: AgentQuery): Promise<AgentWithKey> {
+      const input = parseInput(agentCreateSchema, raw);
+      await checkReferences(viewer, input);
+      try {
+        const user = await db.user.create({
+          data: {
+            type: 'agent',
+            username: input.key,
+            userImage: input.image ?? null,
+            agentProfile: { create: { ...columns(input), name: input.name, ownerId: viewer.id, llmSettings: input.llmSettings ?? {} } },
+          },
+        });
+        return (await db.agent.findUniqueOrThrow({ where: { id: user.id }, ...withKey(query) })) as AgentWithKey;
+      } catch (e) {
+        if (isUniqueViolation(e)) throw conflict(AGENT_KEY_TAKEN);
+        throw e;
+      }
+    },
+
+    /** Only the fields present change; `llmSettings` is merged field by field. */
+    async update(viewer: Viewer, id: string, raw: unknown, query?: AgentQuery): Promise<AgentWithKey> {
+      const existing = await db.agent.findUnique({ where: { id } });
+      if (!existing) throw notFound(AGENT_NOT_FOUND);
+      if (existing.ownerId !== viewer.id) throw forbidden('Only the owner of this agent can update it');
+      const patch = nonEmptyPatch(parseInput(agentPatchSchema, raw), 'agent');
+      await checkReferences(viewer, patch);
+      const llmSettings = patch.llmSettings ? { ...(existing.llmSettings as object), ...patch.llmSettings } : undefined;
+      try {
+        return (await db.agent.update({
+          where: { id },
+          data: {
+            ...columns(patch),
+            llmSettings,
+            ...(patch.key !== undefined || patch.image !== undefined ? { user: { update: { username: patch.key, userImage: patch.image } } } : {}),
+          },
+          ...withKey(query),
+        })) as AgentWithKey;
+      } catch (e) {
+        if (isUniqueViolation(e)) throw conflict(AGENT_KEY_TAKEN);
+        throw e;
+      }
+    },
+  };
+}
+
+export type AgentService = ReturnType<typeof agentService>;

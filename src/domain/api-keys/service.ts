@@ -1,0 +1,41 @@
+import type { Db } from '../../db/database.ts';
+import { badInput, notFound, unauthenticated } from '../errors.ts';
+import type { Viewer } from '../viewer.ts';
+import { generateKey, parseKey, secretMatches } from './secret.ts';
+
+export const KEY_NOT_FOUND = 'API key not found';
+
+export function apiKeyService(db: Db) {
+  return {
+    /** Issues a key for a user; the plaintext is returned here and never again. */
+    async create(userId: string): Promise<{ id: string; apiKey: string }> {
+      const key = generateKey();
+      await db.apiKey.create({ data: { id: key.id, userId, hash: key.hash, preview: key.preview } });
+      return { id: key.id, apiKey: key.plaintext };
+    },
+
+    /**
+     * Resolves a key to its user, reading the database every time so that a deleted key fails
+     * on the very next request. Throws UNAUTHENTICATED for a missing or bad key.
+     */
+    async authenticate(plaintext: string | undefined | null): Promise<Viewer> {
+      if (!plaintext) throw unauthenticated('Missing API key: send it in the X-Api-Key header');
+      const parsed = parseKey(plaintext);
+      const row = parsed ? await db.apiKey.findUnique({ where: { id: parsed.id }, omit: { hash: false }, include: { user: true } }) : null;
+      if (!parsed || !row || !secretMatches(parsed.secret, row.hash)) throw unauthenticated('Invalid API key');
+      return { id: row.user.id, username: row.user.username, type: row.user.type, apiKeyId: row.id };
+    },
+
+    /** Deletes one of the caller's keys (possibly the one in use); another user's key is "not found". */
+    async delete(viewer: Viewer, plaintext: unknown): Promise<void> {
+      if (typeof plaintext !== 'string' || plaintext.length === 0) throw badInput('Missing apiKey', ['apiKey']);
+      const parsed = parseKey(plaintext);
+      const row = parsed ? await db.apiKey.findUnique({ where: { id: parsed.id }, omit: { hash: false } }) : null;
+      if (!parsed || !row || row.userId !== viewer.id || !secretMatches(parsed.secret, row.hash)) throw notFound(KEY_NOT_FOUND);
+      const { count } = await db.apiKey.deleteMany({ where: { id: row.id, userId: viewer.id } });
+      if (count === 0) throw notFound(KEY_NOT_FOUND);
+    },
+  };
+}
+
+export type ApiKeyService = ReturnType<typeof apiKeyService>;

@@ -1,0 +1,46 @@
+import type { Db } from '../../db/database.ts';
+import type { Creation, Prisma } from '../../generated/prisma/client.ts';
+import { badInput, notFound } from '../errors.ts';
+import type { Viewer } from '../viewer.ts';
+import { visibleCreations } from './visibility.ts';
+
+export const CREATION_NOT_FOUND = 'Creation not found or you do not have access to it';
+export const LIKE_NOT_FOUND = 'Like not found';
+
+export type CreationQuery = { include?: Prisma.CreationInclude };
+
+export function creationService(db: Db) {
+  async function findVisible(tx: Prisma.TransactionClient | Db, viewer: Viewer, id: string) {
+    const creation = await tx.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, select: { id: true } });
+    if (!creation) throw notFound(CREATION_NOT_FOUND);
+  }
+
+  return {
+    async get(viewer: Viewer, id: string, query: CreationQuery = {}): Promise<Creation> {
+      const creation = await db.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, ...query });
+      if (!creation) throw notFound(CREATION_NOT_FOUND);
+      return creation;
+    },
+
+    /** The like row and `likeCount` change in one transaction, so the count always matches. */
+    async like(viewer: Viewer, id: string): Promise<void> {
+      await db.$transaction(async (tx) => {
+        await findVisible(tx, viewer, id);
+        const { count } = await tx.like.createMany({ data: [{ creationId: id, userId: viewer.id }], skipDuplicates: true });
+        if (count === 0) throw badInput('Creation already liked by user');
+        await tx.creation.update({ where: { id }, data: { likeCount: { increment: 1 } }, select: { id: true } });
+      });
+    },
+
+    async unlike(viewer: Viewer, id: string): Promise<void> {
+      await db.$transaction(async (tx) => {
+        await findVisible(tx, viewer, id);
+        const { count } = await tx.like.deleteMany({ where: { creationId: id, userId: viewer.id } });
+        if (count === 0) throw notFound(LIKE_NOT_FOUND);
+        await tx.creation.update({ where: { id }, data: { likeCount: { decrement: 1 } }, select: { id: true } });
+      });
+    },
+  };
+}
+
+export type CreationService = ReturnType<typeof creationService>;

@@ -1,0 +1,27 @@
+/**
+ * Expected failures of the domain, each with a code that both transports understand:
+ * GraphQL puts it in `extensions.code`, REST maps it to a status (per resource, because the
+ * original service used different statuses and body keys for different resources).
+ */
+export type ErrorCode = 'UNAUTHENTICATED' | 'FORBIDDEN' | 'NOT_FOUND' | 'BAD_USER_INPUT' | 'UNPROCESSABLE' | 'CONFLICT';
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** For input errors: the field at fault, as a path in the domain's (camelCase) names. */
+    readonly path?: (string | number)[],
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const unauthenticated = (message: string) => new DomainError('UNAUTHENTICATED', message);
+export const forbidden = (message: string) => new DomainError('FORBIDDEN', message);
+export const notFound = (message: string) => new DomainError('NOT_FOUND', message);
+export const conflict = (message: string) => new DomainError('CONFLICT', message);
+export const badInput = (message: string, path?: (string | number)[]) => new DomainError('BAD_USER_INPUT', message, path);
+export const unprocessable = (message: string, path?: (string | number)[]) => new DomainError('UNPROCESSABLE', message, path);
+
+export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { costVariables, parseCost } from './cost.ts';
+
+const parameterSchema = z
+  .object({
+    name: z.string().regex(/^[a-z][a-z0-9_]*$/, 'must be snake_case'),
+    type: z.enum(['string', 'integer', 'float', 'boolean', 'image', 'video', 'audio', 'lora', 'array']),
+    label: z.string().optional(),
+    description: z.string().min(1),
+    required: z.boolean().default(false),
+    default: z.unknown().optional(),
+    min: z.number().optional(),
+    max: z.number().optional(),
+    step: z.number().positive().optional(),
+    choices: z.array(z.union([z.string(), z.number()])).min(1).optional(),
+  })
+  .strict()
+  .refine((p) => p.min === undefined || p.max === undefined || p.min <= p.max, { message: 'min must not exceed max', path: ['min'] });
+
+/** The shape of one file in the tool registry (`tools/<key>.yaml`). */
+export const toolDefinitionSchema = z
+  .object({
+    key: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'must be lowercase letters, digits, "_" or "-"'),
+    name: z.string().min(1),
+    description: z.string().min(1),
+    output_type: z.enum(['image', 'video', 'audio', 'text', 'lora']),
+    base_model: z.string().optional(),
+    thumbnail: z.string().url().optional(),
+    active: z.boolean().default(true),
+    visible: z.boolean().default(true),
+    order: z.number().int(),
+    cost_estimate: z.string().min(1),
+    resolutions: z.array(z.string().regex(/^\d+x\d+$/, 'must look like 1024x768')).default([]),
+    parameters: z.array(parameterSchema).min(1),
+  })
+  .strict()
+  .superRefine((tool, ctx) => {
+    const names = new Set<string>();
+    tool.parameters.forEach((p, i) => {
+      if (names.has(p.name)) ctx.addIssue({ code: 'custom', message: `duplicate parameter "${p.name}"`, path: ['parameters', i, 'name'] });
+      names.add(p.name);
+    });
+    try {
+      for (const v of costVariables(parseCost(tool.cost_estimate))) {
+        if (!names.has(v)) ctx.addIssue({ code: 'custom', message: `uses "${v}", which is not a parameter`, path: ['cost_estimate'] });
+      }
+    } catch (e) {
+      ctx.addIssue({ code: 'custom', message: (e as Error).message, path: ['cost_estimate'] });
+    }
+  });
+
+export type ToolDefinition = z.output<typeof toolDefinitionSchema>;

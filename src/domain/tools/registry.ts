@@ -1,0 +1,52 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { basename, extname, join, relative } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { formatPath } from '../validation.ts';
+import { toolDefinitionSchema, type ToolDefinition } from './definition.ts';
+
+export class ToolRegistryError extends Error {
+  override name = 'ToolRegistryError';
+}
+
+export interface ToolRegistry {
+  /** Tools a caller may use: active and visible, in their `order`. */
+  listAvailable(): ToolDefinition[];
+  get(key: string): ToolDefinition | undefined;
+}
+
+/** Loads every `*.yaml` / `*.yml` in `dir`; any broken file stops start-up, naming file and field. */
+export async function loadToolRegistry(dir: string): Promise<ToolRegistry> {
+  let files: string[];
+  try {
+    files = (await readdir(dir)).filter((f) => ['.yaml', '.yml'].includes(extname(f))).sort();
+  } catch (e) {
+    throw new ToolRegistryError(`Tool registry: cannot read ${dir}: ${(e as Error).message}`);
+  }
+  if (files.length === 0) throw new ToolRegistryError(`Tool registry: no tool files (*.yaml) in ${dir}`);
+
+  const byKey = new Map<string, ToolDefinition>();
+  for (const file of files) {
+    const where = relative(process.cwd(), join(dir, file)) || file;
+    let raw: unknown;
+    try {
+      raw = parseYaml(await readFile(join(dir, file), 'utf8'));
+    } catch (e) {
+      throw new ToolRegistryError(`Tool registry: ${where}: not valid YAML: ${(e as Error).message.split('\n')[0]}`);
+    }
+    const parsed = toolDefinitionSchema.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const field = formatPath(issue.path.filter((p): p is string | number => typeof p !== 'symbol')) || '(file)';
+      throw new ToolRegistryError(`Tool registry: ${where}: ${field}: ${issue.message}`);
+    }
+    const tool = parsed.data;
+    if (tool.key !== basename(file, extname(file))) throw new ToolRegistryError(`Tool registry: ${where}: key: "${tool.key}" must match the file name`);
+    byKey.set(tool.key, tool);
+  }
+
+  const available = [...byKey.values()].filter((t) => t.active && t.visible).sort((a, b) => a.order - b.order || a.key.localeCompare(b.key));
+  return {
+    listAvailable: () => available,
+    get: (key) => byKey.get(key),
+  };
+}

@@ -1,0 +1,16 @@
+import type { Db } from '../../db/database.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
+import type { Viewer } from '../viewer.ts';
+
+export type TriggerQuery = { include?: Prisma.TriggerInclude };
+
+export function triggerService(db: Db) {
+  return {
+    /** Triggers of every agent the caller owns, newest first. */
+    listMine(viewer: Viewer, query: TriggerQuery = {}) {
+      return db.trigger.findMany({ where: { agent: { ownerId: viewer.id } }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], ...query });
+    },
+  };
+}
+
+export type TriggerService = ReturnType<typeof triggerService>;

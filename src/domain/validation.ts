@@ -1,0 +1,31 @@
+import { z } from 'zod';
+import { badInput, unprocessable } from './errors.ts';
+
+/**
+ * Parses input at the edge of the domain. The first issue becomes a BAD_USER_INPUT error whose
+ * path names the field; transports render that path in their own field names.
+ * Issues tagged `params: { status: 422 }` are limits the original answered with 422.
+ */
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+  const unprocessableIssue = issue.code === 'custom' && (issue as { params?: { status?: number } }).params?.status === 422;
+  throw unprocessableIssue ? unprocessable(issue.message, path) : badInput(issue.message, path);
+}
+
+/** Formats an error path for a message: `llm_settings.model_profile`, `images[2].image`. */
+export function formatPath(path: readonly (string | number)[], rename: (key: string) => string = (k) => k): string {
+  return path.reduce<string>((out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${rename(part)}` : rename(part)), '');
+}
+
+/** A message naming the field, e.g. `name: must be at most 100 characters`. */
+export function describeInputError(message: string, path: readonly (string | number)[] | undefined, rename?: (key: string) => string): string {
+  return path && path.length ? `${formatPath(path, rename)}: ${message}` : message;
+}
+
+export const nonEmptyPatch = <T extends Record<string, unknown>>(patch: T, what: string): T => {
+  if (Object.values(patch).every((v) => v === undefined)) throw badInput(`No ${what} fields to update in the request`);
+  return patch;
+};

@@ -1,0 +1,36 @@
+import { GraphQLError } from 'graphql';
+import { isDomainError, type ErrorCode } from '../domain/errors.ts';
+import { describeInputError } from '../domain/validation.ts';
+
+const graphqlCode: Record<ErrorCode, string> = {
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
+  FORBIDDEN: 'FORBIDDEN',
+  NOT_FOUND: 'NOT_FOUND',
+  BAD_USER_INPUT: 'BAD_USER_INPUT',
+  UNPROCESSABLE: 'BAD_USER_INPUT',
+  CONFLICT: 'CONFLICT',
+};
+
+/**
+ * Domain errors become GraphQL errors with `extensions.code`; GraphQL's own errors (syntax,
+ * validation) pass through; anything else is logged and masked, so no internals leak.
+ */
+export function createErrorMasker(logUnexpected: (error: unknown) => void) {
+  return (error: unknown): Error => {
+    const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
+    const located = error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {};
+    if (isDomainError(original)) {
+      return new GraphQLError(describeInputError(original.message, original.path), {
+        ...located,
+        extensions: {
+          code: graphqlCode[original.code],
+          ...(original.path?.length ? { field: original.path.join('.') } : {}),
+          ...(original.code === 'UNAUTHENTICATED' ? { http: { status: 401 } } : {}),
+        },
+      });
+    }
+    if (original instanceof GraphQLError) return original;
+    logUnexpected(original);
+    return new GraphQLError('Unexpected error.', { ...located, extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+  };
+}

@@ -1,0 +1,47 @@
+import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
+import type { IncomingMessage } from 'node:http';
+import { createYoga } from 'graphql-yoga';
+import type { Services } from '../domain/services.ts';
+import { createContext } from './context.ts';
+import { createErrorMasker } from './errors.ts';
+import { schema } from './schema.ts';
+
+export interface GraphQLLogger {
+  error(obj: unknown, msg?: string): void;
+}
+
+/** What a key can arrive in: an HTTP request, or graphql-ws `connectionParams`. */
+interface ServerContext {
+  request?: Request;
+  req?: IncomingMessage;
+  connectionParams?: Record<string, unknown>;
+}
+
+const apiKeyFrom = (c: ServerContext): string | null => {
+  const fromParams = c.connectionParams?.['X-Api-Key'] ?? c.connectionParams?.['x-api-key'] ?? c.connectionParams?.apiKey;
+  if (typeof fromParams === 'string') return fromParams;
+  const header = c.request?.headers.get('x-api-key') ?? c.req?.headers['x-api-key'];
+  return typeof header === 'string' ? header : null;
+};
+
+export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
+  return createYoga<ServerContext>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    landingPage: false,
+    graphiql: { title: 'parley', headers: JSON.stringify({ 'X-Api-Key': '<your API key>' }) },
+    logging: false,
+    context: (initial) => createContext(services, apiKeyFrom(initial)),
+    maskedErrors: { maskError: createErrorMasker((err) => logger.error({ err }, 'unexpected error in a GraphQL operation')) },
+    plugins: [
+      EnvelopArmorPlugin({
+        maxDepth: { n: 12 },
+        maxAliases: { n: 30 },
+        costLimit: { maxCost: 20000 },
+        maxTokens: { n: 5000 },
+      }),
+    ],
+  });
+}
+
+export type GraphQLServer = ReturnType<typeof createGraphQLServer>;

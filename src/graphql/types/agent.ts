@@ -1,0 +1,109 @@
+import { agentLlmSettings, agentModels, agentSuggestions, agentTools, type AgentLlmSettings, type AgentModel, type AgentSuggestion } from '../../domain/agents/fields.ts';
+import { visiblePersona } from '../../domain/agents/service.ts';
+import { builder } from '../builder.ts';
+import { viewerOf } from '../context.ts';
+import { ModelProfileEnum, OwnerPaysEnum, ThinkingEffortCapEnum, ThinkingPolicyEnum } from './enums.ts';
+
+const AgentModelRef = builder.objectRef<AgentModel>('AgentModel').implement({
+  description: 'A LoRA the agent may use, and when.',
+  fields: (t) => ({ lora: t.exposeString('lora'), useWhen: t.exposeString('useWhen') }),
+});
+
+const SuggestionRef = builder.objectRef<AgentSuggestion>('Suggestion').implement({
+  fields: (t) => ({ label: t.exposeString('label'), prompt: t.exposeString('prompt') }),
+});
+
+const LlmSettingsRef = builder.objectRef<AgentLlmSettings>('LlmSettings').implement({
+  fields: (t) => ({
+    modelProfile: t.string({ nullable: true, resolve: (s) => s.modelProfile ?? null }),
+    thinkingPolicy: t.string({ nullable: true, resolve: (s) => s.thinkingPolicy ?? null }),
+    thinkingEffortCap: t.string({ nullable: true, resolve: (s) => s.thinkingEffortCap ?? null }),
+    thinkingEffortInstructions: t.string({ nullable: true, resolve: (s) => s.thinkingEffortInstructions ?? null }),
+  }),
+});
+
+export const Agent = builder.prismaObject('Agent', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    key: t.string({ description: 'Unique handle of the agent (its creator username).', select: { user: { select: { username: true } } }, resolve: (a) => a.user.username }),
+    name: t.exposeString('name'),
+    description: t.exposeString('description'),
+    image: t.exposeString('image', { nullable: true }),
+    public: t.exposeBoolean('public'),
+    models: t.field({ type: [AgentModelRef], resolve: agentModels }),
+    persona: t.string({ nullable: true, description: 'Null unless the persona is public or you own the agent.', resolve: (a, _, ctx) => visiblePersona(ctx.viewer, a) }),
+    isPersonaPublic: t.exposeBoolean('isPersonaPublic'),
+    greeting: t.exposeString('greeting'),
+    knowledge: t.exposeString('knowledge'),
+    voice: t.exposeString('voice', { nullable: true }),
+    suggestions: t.field({ type: [SuggestionRef], resolve: agentSuggestions }),
+    ownerPays: t.expose('ownerPays', { type: OwnerPaysEnum }),
+    tools: t.field({ type: 'JSON', description: 'Tool key → enabled.', resolve: agentTools }),
+    llmSettings: t.field({ type: LlmSettingsRef, resolve: agentLlmSettings }),
+    owner: t.relation('owner'),
+    creator: t.relation('user', { description: 'The creator profile of the agent itself.' }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+  }),
+});
+
+const AgentModelInput = builder.inputType('AgentModelInput', {
+  fields: (t) => ({ lora: t.string({ required: true }), useWhen: t.string() }),
+});
+const SuggestionInput = builder.inputType('SuggestionInput', {
+  fields: (t) => ({ label: t.string({ required: true }), prompt: t.string({ required: true }) }),
+});
+const LlmSettingsInput = builder.inputType('LlmSettingsInput', {
+  fields: (t) => ({
+    modelProfile: t.field({ type: ModelProfileEnum }),
+    thinkingPolicy: t.field({ type: ThinkingPolicyEnum }),
+    thinkingEffortCap: t.field({ type: ThinkingEffortCapEnum }),
+    thinkingEffortInstructions: t.string(),
+  }),
+});
+
+/** Field checks (lengths, limits, references) happen once, in the domain's zod schema. */
+const agentInputFields = (required: boolean) =>
+  builder.inputType(required ? 'CreateAgentInput' : 'UpdateAgentInput', {
+    fields: (t) => ({
+      name: t.string({ required }),
+      key: t.string({ required }),
+      description: t.string(),
+      image: t.string(),
+      public: t.boolean(),
+      models: t.field({ type: [AgentModelInput] }),
+      persona: t.string(),
+      isPersonaPublic: t.boolean(),
+      greeting: t.string(),
+      knowledge: t.string(),
+      voice: t.string(),
+      suggestions: t.field({ type: [SuggestionInput] }),
+      ownerPays: t.field({ type: OwnerPaysEnum }),
+      tools: t.field({ type: 'JSON' }),
+      llmSettings: t.field({ type: LlmSettingsInput }),
+    }),
+  });
+const CreateAgentInput = agentInputFields(true);
+const UpdateAgentInput = agentInputFields(false);
+
+builder.queryField('agent', (t) =>
+  t.prismaField({
+    type: 'Agent',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (query, _root, { id }, ctx) => ctx.services.agents.get(viewerOf(ctx), String(id), query),
+  }),
+);
+
+builder.mutationFields((t) => ({
+  createAgent: t.prismaField({
+    type: 'Agent',
+    args: { input: t.arg({ type: CreateAgentInput, required: true }) },
+    resolve: (query, _root, { input }, ctx) => ctx.services.agents.create(viewerOf(ctx), input, query),
+  }),
+  updateAgent: t.prismaField({
+    type: 'Agent',
+    description: 'Changes only the fields given; llmSettings is merged field by field.',
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateAgentInput, required: true }) },
+    resolve: (query, _root, { id, input }, ctx) => ctx.services.agents.update(viewerOf(ctx), String(id), input, query),
+  }),
+}));

@@ -1,0 +1,53 @@
+import { builder } from '../builder.ts';
+import { loadersOf, viewerOf } from '../context.ts';
+import { Tool } from './tool.ts';
+
+export const Creation = builder.prismaObject('Creation', {
+  description: 'An output of a tool: an image, a video, a sound or a text.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    name: t.exposeString('name'),
+    toolKey: t.exposeString('tool'),
+    tool: t.field({ type: Tool, nullable: true, resolve: (c, _, ctx) => ctx.services.tools.get(c.tool) ?? null }),
+    args: t.expose('args', { type: 'JSON' }),
+    url: t.exposeString('url'),
+    thumbnail: t.exposeString('thumbnail', { nullable: true }),
+    filename: t.exposeString('filename', { nullable: true }),
+    mediaAttributes: t.expose('mediaAttributes', { type: 'JSON' }),
+    likeCount: t.exposeInt('likeCount'),
+    likedByMe: t.boolean({ resolve: (c, _, ctx) => loadersOf(ctx).likedByViewer.load(c.id) }),
+    public: t.exposeBoolean('public'),
+    creator: t.relation('user'),
+    agent: t.relation('agent', { nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+
+builder.queryField('creation', (t) =>
+  t.prismaField({
+    type: 'Creation',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (query, _root, { id }, ctx) => ctx.services.creations.get(viewerOf(ctx), String(id), query),
+  }),
+);
+
+builder.mutationFields((t) => ({
+  likeCreation: t.prismaField({
+    type: 'Creation',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (query, _root, { id }, ctx) => {
+      const viewer = viewerOf(ctx);
+      await ctx.services.creations.like(viewer, String(id));
+      return ctx.services.creations.get(viewer, String(id), query);
+    },
+  }),
+  unlikeCreation: t.prismaField({
+    type: 'Creation',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (query, _root, { id }, ctx) => {
+      const viewer = viewerOf(ctx);
+      await ctx.services.creations.unlike(viewer, String(id));
+      return ctx.services.creations.get(viewer, String(id), query);
+    },
+  }),
+}));

@@ -1,0 +1,50 @@
+import { balanceOf } from '../../domain/creators/service.ts';
+import { visibleCreations } from '../../domain/creations/visibility.ts';
+import type { User } from '../../generated/prisma/client.ts';
+import { builder } from '../builder.ts';
+import { viewerOf, type GraphQLContext } from '../context.ts';
+import { CreatorTypeEnum } from './enums.ts';
+
+const isSelf = (ctx: GraphQLContext, user: Pick<User, 'id'>) => ctx.viewer?.id === user.id;
+/** Balances and account details are private to the creator. */
+const ownOnly = <T>(ctx: GraphQLContext, user: User, value: (u: User) => T) => (isSelf(ctx, user) ? value(user) : null);
+
+export const Creator = builder.prismaObject('User', {
+  name: 'Creator',
+  description: 'A user or an agent: anyone who can own things and take part in sessions.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    username: t.exposeString('username'),
+    userImage: t.exposeString('userImage', { nullable: true }),
+    type: t.expose('type', { type: CreatorTypeEnum }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    balance: t.float({
+      nullable: true,
+      description: 'Spendable manna (subscription + forever); only on your own profile.',
+      resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => balanceOf(x).toNumber()),
+    }),
+    subscriptionBalance: t.float({ nullable: true, resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => x.subscriptionBalance.toNumber()) }),
+    foreverBalance: t.float({ nullable: true, resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => x.foreverBalance.toNumber()) }),
+    subscriptionTier: t.string({ nullable: true, resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => x.subscriptionTier) }),
+    featureFlags: t.stringList({ nullable: true, resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => x.featureFlags) }),
+    agentProfile: t.relation('agentProfile', { nullable: true, description: 'The agent behind this creator, when it is one.' }),
+    agents: t.relatedConnection('ownedAgents', {
+      cursor: 'id',
+      description: 'Agents this creator owns: all of them on your own profile, public ones elsewhere.',
+      query: (_args, ctx) => ({ where: { OR: [{ public: true }, { ownerId: viewerOf(ctx).id }] }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] }),
+    }),
+    creations: t.relatedConnection('creations', {
+      cursor: 'id',
+      description: 'Creations by this creator that you can see, newest first.',
+      query: (_args, ctx) => ({ where: visibleCreations(viewerOf(ctx)), orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] }),
+    }),
+  }),
+});
+
+builder.queryField('me', (t) =>
+  t.prismaField({
+    type: 'User',
+    description: 'The creator that owns the API key.',
+    resolve: (query, _root, _args, ctx) => ctx.services.creators.me(viewerOf(ctx), query),
+  }),
+);

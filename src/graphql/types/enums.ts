@@ -1,0 +1,17 @@
+import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/inputs.ts';
+import { CreatorType, DeploymentPlatform, MessageRole, SessionStatus, TriggerStatus } from '../../generated/prisma/enums.ts';
+import { builder } from '../builder.ts';
+
+/** GraphQL enum values are UPPER_CASE; the domain, the database and REST use the lowercase originals. */
+const upper = <const T extends string>(values: readonly T[]) =>
+  Object.fromEntries(values.map((v) => [v.toUpperCase(), { value: v }])) as { [K in T as Uppercase<K>]: { value: K } };
+
+export const CreatorTypeEnum = builder.enumType('CreatorType', { values: upper(Object.values(CreatorType)) });
+export const OwnerPaysEnum = builder.enumType('OwnerPays', { values: upper(ownerPaysValues) });
+export const ModelProfileEnum = builder.enumType('ModelProfile', { values: upper(modelProfiles) });
+export const ThinkingPolicyEnum = builder.enumType('ThinkingPolicy', { values: upper(thinkingPolicies) });
+export const ThinkingEffortCapEnum = builder.enumType('ThinkingEffortCap', { values: upper(thinkingEffortCaps) });
+export const DeploymentPlatformEnum = builder.enumType('DeploymentPlatform', { values: upper(Object.values(DeploymentPlatform)) });
+export const TriggerStatusEnum = builder.enumType('TriggerStatus', { values: upper(Object.values(TriggerStatus)) });
+export const SessionStatusEnum = builder.enumType('SessionStatus', { values: upper(Object.values(SessionStatus)) });
+export const MessageRoleEnum = builder.enumType('MessageRole', { values: upper(Object.values(MessageRole)) });

@@ -1,0 +1,69 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDomainError, type DomainError, type ErrorCode } from '../domain/errors.ts';
+import { describeInputError } from '../domain/validation.ts';
+
+/**
+ * How one REST resource reports errors. The original service used `{error}` for some
+ * resources and `{message}` for others, and a few non-standard statuses; clients read them
+ * as they are, so each resource declares its style in one place.
+ */
+export interface RestErrorStyle {
+  bodyKey: 'error' | 'message';
+  status?: Partial<Record<ErrorCode, number>>;
+  /** Renders a domain field name the way REST clients spell it (snake_case). */
+  fieldName?: (domainName: string) => string;
+}
+
+const defaultStatus: Record<ErrorCode, number> = {
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  BAD_USER_INPUT: 400,
+  UNPROCESSABLE: 422,
+  CONFLICT: 409,
+};
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    errors?: RestErrorStyle;
+    /** No API key needed. */
+    public?: boolean;
+  }
+}
+
+export function sendDomainError(reply: FastifyReply, error: DomainError, style: RestErrorStyle = { bodyKey: 'error' }) {
+  const status = style.status?.[error.code] ?? defaultStatus[error.code];
+  return reply.code(status).send({ [style.bodyKey]: describeInputError(error.message, error.path, style.fieldName) });
+}
+
+/** Statuses for transport-level failures; their bodies carry both keys so any client finds the text. */
+const transportError = (reply: FastifyReply, status: number, error: string, message: string) => reply.code(status).send({ error, message });
+
+export function installErrorHandlers(app: FastifyInstance) {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (isDomainError(error)) return sendDomainError(reply, error, request.routeOptions.config.errors);
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return transportError(reply, 413, 'Payload Too Large', 'Request body is larger than 1 MiB');
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return transportError(reply, 415, 'Unsupported Media Type', 'Send request bodies as application/json');
+    if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+      return transportError(reply, error.statusCode, 'Bad Request', error.message);
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return transportError(reply, 500, 'Internal Server Error', 'Something went wrong on our side');
+  });
+
+  app.setNotFoundHandler((request, reply) => transportError(reply, 404, 'Not Found', `No route for ${request.method} ${request.url.split('?')[0]}`));
+}
+
+/** JSON bodies: an empty body reads as "no body" (so handlers can say which field is missing). */
+export function installJsonParser(app: FastifyInstance) {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (e) {
+      done(Object.assign(new Error(`Malformed JSON in request body: ${(e as Error).message}`), { statusCode: 400 }), undefined);
+    }
+  });
+}

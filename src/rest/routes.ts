@@ -1,0 +1,17 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../domain/services.ts';
+import { agentRoutes } from './agents.ts';
+import { apiKeyRoutes } from './api-keys.ts';
+import { conceptRoutes } from './concepts.ts';
+import { creationRoutes } from './creations.ts';
+import { creatorRoutes } from './creators.ts';
+import { deploymentRoutes } from './deployments.ts';
+import { modelRoutes } from './models.ts';
+import { toolRoutes } from './tools.ts';
+import { triggerRoutes } from './triggers.ts';
+
+export function restRoutes(app: FastifyInstance, services: Services) {
+  for (const register of [apiKeyRoutes, agentRoutes, deploymentRoutes, triggerRoutes, conceptRoutes, modelRoutes, toolRoutes, creationRoutes, creatorRoutes]) {
+    register(app, services);
+  }
+}

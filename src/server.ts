@@ -1,0 +1,34 @@
+import { buildApp } from './app.ts';
+import { loadConfig } from './config.ts';
+
+/** Starts the service; SIGTERM/SIGINT close it cleanly (in-flight requests finish first). */
+export async function serve() {
+  const config = loadConfig();
+  const app = await buildApp(config);
+  const address = await app.http.listen({ port: config.port, host: config.host });
+  console.log(`parley listening on ${address} (GraphQL and graphql-ws at /graphql, REST at /v2 and /apikeys)`);
+  console.log(`database: ${app.database.description}`);
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    console.log(`${signal} received: closing`);
+    try {
+      await app.close();
+      process.exit(0);
+    } catch (e) {
+      console.error('error while closing', e);
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  serve().catch((e) => {
+    console.error(e instanceof Error ? e.message : e);
+    process.exit(1);
+  });
+}
