@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { graphql } from './generated/gql.ts';
+
+const CreationsWithRelations = graphql(`
+  query CreationsWithRelations($first: Int!) {
+    me {
+      creations(first: $first) {
+        edges {
+          node {
+            id
+            name
+            likedByMe
+            creator { username }
+            agent { key owner { username } }
+          }
+        }
+      }
+    }
+  }
+`);
+
+const AgentsWithOwners = graphql(`
+  query AgentsWithOwners {
+    me {
+      agents(first: 100) {
+        edges { node { key owner { username } creator { username } } }
+      }
+    }
+  }
+`);
+
+/**
+ * Relations resolve through Prisma's relation loading and per-request DataLoaders, so the
+ * number of SQL statements must not grow with the number of rows.
+ */
+describe('query batching', () => {
+  let t: TestApp;
+  let alice: TestUser;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    alice = await t.createUser('alice');
+  });
+  afterAll(() => t.close());
+
+  async function statementsFor(document: Parameters<TestApp['gql']>[0], variables?: Record<string, unknown>) {
+    let result: Awaited<ReturnType<TestApp['gql']>> | undefined;
+    const count = await t.countQueries(async () => {
+      result = await t.gql(document as never, variables as never, alice.apiKey);
+    });
+    expect(result!.errors).toBeUndefined();
+    return { count, data: result!.data as any };
+  }
+
+  it('50 creations with creator and agent cost the same number of statements as 5', async () => {
+    const f = fixtures(t);
+    const agents = [await f.agent(alice), await f.agent(alice)];
+    for (let i = 0; i < 5; i++) await f.creation(alice, { agentId: agents[i % 2]!.id });
+    const small = await statementsFor(CreationsWithRelations, { first: 50 });
+    expect(small.data.me.creations.edges).toHaveLength(5);
+
+    for (let i = 0; i < 45; i++) await f.creation(alice, { agentId: agents[i % 2]!.id });
+    const large = await statementsFor(CreationsWithRelations, { first: 50 });
+    expect(large.data.me.creations.edges).toHaveLength(50);
+    expect(large.data.me.creations.edges.every((e: any) => e.node.creator.username === 'alice' && e.node.agent.owner.username === 'alice')).toBe(true);
+
+    expect(large.count).toBe(small.count);
+    // auth (2), me, creations, then one per relation level and one for likedByMe.
+    expect(large.count).toBeLessThanOrEqual(10);
+  });
+
+  it('me { agents { owner { username } } } is a fixed number of statements', async () => {
+    const f = fixtures(t);
+    const small = await statementsFor(AgentsWithOwners);
+    for (let i = 0; i < 30; i++) await f.agent(alice);
+    const large = await statementsFor(AgentsWithOwners);
+    expect(large.data.me.agents.edges.length).toBe(small.data.me.agents.edges.length + 30);
+    expect(large.count).toBe(small.count);
+  });
+});

@@ -1,0 +1,102 @@
+import { fileURLToPath } from 'node:url';
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { print } from 'graphql';
+import { buildApp, type App } from '../../src/app.ts';
+import { freshDatabase } from './database.ts';
+
+export const toolsDir = fileURLToPath(new URL('../../tools', import.meta.url));
+
+export interface TestUser {
+  id: string;
+  username: string;
+  apiKey: string;
+}
+
+export interface RestResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export interface GraphQLResponse<T> {
+  status: number;
+  data: T | null | undefined;
+  errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string; field?: string } }[];
+}
+
+/**
+ * The real app (same factory as production) on a free loopback port, over a fresh database.
+ * `queries` records every SQL statement Prisma sends, for N+1 checks.
+ */
+export async function startTestApp() {
+  const db = await freshDatabase();
+  const queries: string[] = [];
+  const app: App = await buildApp(
+    { port: 0, host: '127.0.0.1', database: db.config, toolsDir, logLevel: 'silent' },
+    { onQuery: (sql) => queries.push(sql) },
+  );
+  const url = await app.http.listen({ port: 0, host: '127.0.0.1' });
+  const services = app.services;
+  let userCount = 0;
+
+  async function createUser(username = `user${++userCount}_${Math.random().toString(36).slice(2, 8)}`): Promise<TestUser> {
+    const user = await services.creators.ensureUser(username);
+    const { apiKey } = await services.apiKeys.create(user.id);
+    return { id: user.id, username: user.username, apiKey };
+  }
+
+  async function rest<T = any>(method: string, path: string, options: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<RestResponse<T>> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.key) headers['x-api-key'] = options.key;
+    let payload: string | undefined = options.rawBody;
+    if (options.body !== undefined) payload = JSON.stringify(options.body);
+    if (payload !== undefined) headers['content-type'] ??= 'application/json';
+    const response = await fetch(`${url}${path}`, { method, headers, body: payload });
+    const text = await response.text();
+    let body: any = text;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      // leave non-JSON bodies as text so a test can show what came back
+    }
+    return { status: response.status, body, headers: response.headers };
+  }
+
+  async function gql<TResult, TVariables>(
+    document: TypedDocumentNode<TResult, TVariables>,
+    ...[variables, key]: TVariables extends Record<string, never> ? [variables?: TVariables, key?: string | null] : [variables: TVariables, key?: string | null]
+  ): Promise<GraphQLResponse<TResult>> {
+    const response = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...(key ? { 'x-api-key': key } : {}) },
+      body: JSON.stringify({ query: print(document), variables }),
+    });
+    const body = (await response.json()) as { data?: TResult; errors?: GraphQLResponse<TResult>['errors'] };
+    return { status: response.status, data: body.data, errors: body.errors };
+  }
+
+  /** Counts the SQL statements `run` causes. */
+  async function countQueries(run: () => Promise<unknown>): Promise<number> {
+    const before = queries.length;
+    await run();
+    return queries.length - before;
+  }
+
+  return {
+    url,
+    app,
+    services,
+    db: services.db,
+    queries,
+    createUser,
+    rest,
+    gql,
+    countQueries,
+    async close() {
+      await app.close();
+      await db.drop();
+    },
+  };
+}
+
+export type TestApp = Awaited<ReturnType<typeof startTestApp>>;

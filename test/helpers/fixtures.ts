@@ -1,0 +1,44 @@
+import type { TestApp, TestUser } from './app.ts';
+
+let seq = 0;
+const next = () => `${Date.now().toString(36)}${(++seq).toString(36)}`;
+
+/** Rows the tests need, made through the domain services where one exists, else through Prisma. */
+export function fixtures(t: TestApp) {
+  const viewerOf = async (user: TestUser) => t.services.apiKeys.authenticate(user.apiKey);
+  return {
+    async agent(owner: TestUser, fields: Record<string, unknown> = {}) {
+      return t.services.agents.create(await viewerOf(owner), { name: 'Test agent', key: `agent-${next()}`, public: true, ...fields });
+    },
+    async concept(owner: TestUser, fields: Record<string, unknown> = {}) {
+      return t.services.concepts.create(await viewerOf(owner), {
+        name: 'Test concept',
+        images: [{ image: 'https://example.com/a.jpg', usageInstructions: 'front view' }],
+        ...fields,
+      });
+    },
+    async model(owner: TestUser, fields: { public?: boolean; name?: string } = {}) {
+      return t.db.model.create({ data: { userId: owner.id, name: fields.name ?? `LoRA ${next()}`, baseModel: 'flux-dev', public: fields.public ?? true, loraTriggerText: 'tok' } });
+    },
+    async creation(owner: TestUser, fields: { public?: boolean; deleted?: boolean; agentId?: string; tool?: string } = {}) {
+      return t.db.creation.create({
+        data: {
+          userId: owner.id,
+          agentId: fields.agentId,
+          tool: fields.tool ?? 'flux_dev',
+          name: `Creation ${next()}`,
+          url: 'https://cdn.example.com/c.png',
+          public: fields.public ?? true,
+          deleted: fields.deleted ?? false,
+          args: { prompt: 'a lighthouse' },
+        },
+      });
+    },
+    async deployment(agentId: string, ownerId: string, platform: 'discord' | 'telegram' = 'discord') {
+      return t.db.deployment.create({ data: { agentId, userId: ownerId, platform, config: { channel: 'general' }, secrets: { bot_token: `secret-${next()}` } } });
+    },
+    async trigger(agentId: string, ownerId: string) {
+      return t.db.trigger.create({ data: { agentId, userId: ownerId, name: `Trigger ${next()}`, cron: '0 9 * * *', timezone: 'Europe/Paris', triggerPrompt: 'Say good morning' } });
+    },
+  };
+}

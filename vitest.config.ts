@@ -1,0 +1,20 @@
+import { createRequire } from 'node:module';
+import { defineConfig } from 'vitest/config';
+
+const require = createRequire(import.meta.url);
+
+export default defineConfig({
+  resolve: {
+    // graphql ships ESM and CJS builds; Pothos and Yoga load the CJS one, so ours must be the
+    // same instance or `instanceof` checks inside graphql fail.
+    alias: { graphql: require.resolve('graphql') },
+  },
+  test: {
+    include: ['test/**/*.test.ts'],
+    pool: 'forks',
+    // Each file starts its own app and database; two cores, so two files at a time.
+    maxWorkers: 2,
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+  },
+});
