@@ -4,4 +4,7 @@ import { register } from 'tsx/esm/api';
 
 register();
 const { main } = await import('../src/cli/main.ts');
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// Commands that finish exit at once: Prisma's WebAssembly schema engine leaves a 10 s lock
+// timer behind after migrating, which would otherwise keep the process alive.
+if (code !== null) process.exit(code);

@@ -37,12 +37,16 @@ async function withServices<T>(run: (services: ReturnType<typeof createServices>
   }
 }
 
-export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } },
-  });
+/** Returns the exit code, or null while the service keeps running (`serve`). */
+export async function main(argv: string[]): Promise<number | null> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } } });
+  } catch (e) {
+    console.error(`${(e as Error).message}\n\n${usage.main}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
   const help = (text: string) => {
     console.log(text);
@@ -55,7 +59,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'serve':
         if (values.help) return help(usage.serve);
         await serve();
-        return 0;
+        return null;
       case 'migrate': {
         if (values.help) return help(usage.migrate);
         const config = loadConfig();

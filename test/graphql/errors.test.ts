@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { graphql } from './generated/gql.ts';
+import { expectData, expectError, expectNoInternals, postRaw } from './support.ts';
+
+const ErrorsCreateAgent = graphql(`
+  mutation ErrorsCreateAgent($input: CreateAgentInput!) {
+    createAgent(input: $input) { id }
+  }
+`);
+const ErrorsUpdateAgent = graphql(`
+  mutation ErrorsUpdateAgent($id: ID!, $input: UpdateAgentInput!) {
+    updateAgent(id: $id, input: $input) { id name }
+  }
+`);
+const ErrorsAgent = graphql(`
+  query ErrorsAgent($id: ID!) {
+    agent(id: $id) { id name description }
+  }
+`);
+const ErrorsMeAndAgent = graphql(`
+  query ErrorsMeAndAgent($id: ID!) {
+    me { username }
+    agent(id: $id) { id }
+  }
+`);
+
+let t: TestApp;
+let alice: TestUser;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  alice = await t.createUser('alice');
+});
+afterAll(() => t.close());
+
+/** A request error: no data, a readable first message, nothing internal. */
+function expectRequestError(response: { status: number; json: any; text: string }, message: RegExp) {
+  expect(response.json, response.text).toBeDefined();
+  expect(response.json.data ?? null).toBeNull();
+  expect(response.json.errors[0].message).toMatch(message);
+  expectNoInternals(response.json.errors);
+  expect(response.text).not.toMatch(/"stack"|node_modules|\.ts:\d+/);
+}
+
+describe('errors never leak internals', () => {
+  it('a syntax error is 400 with the parser message', async () => {
+    const response = await postRaw(t, { query: '{ me { id ' }, alice.apiKey);
+    expect(response.status).toBe(400);
+    expectRequestError(response, /^Syntax Error: /);
+    expect(response.json.errors[0].extensions?.code).toBe('GRAPHQL_PARSE_FAILED');
+  });
+
+  it('a syntax error is reported the same way without a key', async () => {
+    const response = await postRaw(t, { query: 'query { me { id }' });
+    expect(response.status).toBe(400);
+    expectRequestError(response, /^Syntax Error: /);
+  });
+
+  it('a validation error is 400 (200 for plain application/json) naming the field', async () => {
+    const response = await postRaw(t, { query: '{ me { username passwordHash } }' }, alice.apiKey);
+    expect(response.status).toBe(400);
+    expectRequestError(response, /Cannot query field "passwordHash" on type "Creator"/);
+    expect(response.json.errors[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+
+    const plain = await fetch(`${t.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': alice.apiKey },
+      body: JSON.stringify({ query: '{ me { username passwordHash } }' }),
+    });
+    expect(plain.status).toBe(200);
+    const body = (await plain.json()) as { data?: unknown; errors: { message: string }[] };
+    expect(body.data ?? null).toBeNull();
+    expect(body.errors[0]!.message).toMatch(/passwordHash/);
+  });
+
+  it('a missing required argument or variable is a clear request error', async () => {
+    const missingArg = await postRaw(t, { query: '{ agent { id } }' }, alice.apiKey);
+    expect([200, 400]).toContain(missingArg.status);
+    expectRequestError(missingArg, /argument "id" of type "ID!" is required/);
+
+    const missingVariable = await postRaw(t, { query: 'query ErrorsRawMissing($id: ID!) { agent(id: $id) { id } }', variables: {} }, alice.apiKey);
+    expect([200, 400]).toContain(missingVariable.status);
+    expectRequestError(missingVariable, /Variable "\$id" of required type "ID!" was not provided/);
+  });
+
+  it('a variable of the wrong type is a request error that names the variable and where it is', async () => {
+    const wrongType = await postRaw(t, { query: 'query ErrorsRawWrong($id: ID!) { agent(id: $id) { id } }', variables: { id: { nested: true } } }, alice.apiKey);
+    expect(wrongType.status).toBe(400);
+    expectRequestError(wrongType, /Variable "\$id" got invalid value/);
+    expect(wrongType.json.errors[0].locations).toEqual([{ line: 1, column: 22 }]);
+
+    const wrongEnum = await postRaw(
+      t,
+      { query: 'mutation ErrorsRawEnum($i: UpdateAgentInput!) { updateAgent(id: "x", input: $i) { id } }', variables: { i: { ownerPays: 'NOPE' } } },
+      alice.apiKey,
+    );
+    expect(wrongEnum.status).toBe(400);
+    expectRequestError(wrongEnum, /Variable "\$i" got invalid value "NOPE" at "i\.ownerPays"/);
+  });
+
+  it('a body that is not JSON, or has no query, is a 400 with a clear message', async () => {
+    const notJson = await postRaw(t, '{"query": "{ me { id } }"', alice.apiKey);
+    expect(notJson.status).toBe(400);
+    expect(notJson.text).not.toMatch(/"stack"|node_modules|\.ts:\d+/);
+
+    const noQuery = await postRaw(t, { variables: {} }, alice.apiKey);
+    expect(noQuery.status).toBe(400);
+    expectRequestError(noQuery, /query/i);
+  });
+
+  it('an unknown operation name is a clear request error', async () => {
+    const response = await postRaw(t, { query: 'query A { me { id } }', operationName: 'B' }, alice.apiKey);
+    expect([200, 400]).toContain(response.status);
+    expectRequestError(response, /operation/i);
+  });
+
+  it('an unexpected failure is masked as INTERNAL_SERVER_ERROR and changes nothing', async () => {
+    // A NUL character is valid GraphQL and passes input validation, but PostgreSQL cannot store it.
+    const before = await t.db.agent.count();
+    const created = await t.gql(ErrorsCreateAgent, { input: { name: 'nul\u0000byte', key: 'nul-agent' } }, alice.apiKey);
+    expect(created.data).toBeNull();
+    const error = expectError(created, 'INTERNAL_SERVER_ERROR');
+    expect(error.message).toBe('Unexpected error.');
+    expect(error.path).toEqual(['createAgent']);
+    expect(await t.db.agent.count()).toBe(before);
+    expect(await t.db.user.count({ where: { username: 'nul-agent' } })).toBe(0);
+
+    const agent = await fixtures(t).agent(alice, { name: 'Stable', description: 'unchanged' });
+    const updated = await t.gql(ErrorsUpdateAgent, { id: agent.id, input: { name: 'Changed', description: 'bad\u0000value' } }, alice.apiKey);
+    expect(expectError(updated, 'INTERNAL_SERVER_ERROR').message).toBe('Unexpected error.');
+    expect(expectData(await t.gql(ErrorsAgent, { id: agent.id }, alice.apiKey)).agent).toMatchObject({ name: 'Stable', description: 'unchanged' });
+  });
+
+  it('an error in one root field leaves the others answered', async () => {
+    const response = await t.gql(ErrorsMeAndAgent, { id: 'no-such-agent' }, alice.apiKey);
+    // agent is non-null, so the error nulls the whole data object, per the GraphQL spec.
+    expect(response.data).toBeNull();
+    expect(expectError(response, 'NOT_FOUND').path).toEqual(['agent']);
+  });
+});

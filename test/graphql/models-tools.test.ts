@@ -1,0 +1,144 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, toolsDir, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { graphql } from './generated/gql.ts';
+import { expectData, expectError } from './support.ts';
+
+const ModelsGet = graphql(`
+  query ModelsGet($id: ID!) {
+    model(id: $id) { id name baseModel loraTriggerText checkpoint thumbnail public args owner { id username } createdAt }
+  }
+`);
+const ToolsList = graphql(`
+  query ToolsList {
+    tools { key name description outputType active costEstimate parameters resolutions thumbnail order baseModel }
+  }
+`);
+const ToolsOfCreation = graphql(`
+  query ToolsOfCreation($id: ID!) {
+    creation(id: $id) { id toolKey tool { key name outputType order } }
+  }
+`);
+
+let t: TestApp;
+let alice: TestUser;
+let bob: TestUser;
+let f: ReturnType<typeof fixtures>;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  alice = await t.createUser('alice');
+  bob = await t.createUser('bob');
+  f = fixtures(t);
+});
+afterAll(() => t.close());
+
+describe('model(id)', () => {
+  it("a public model is readable by anyone, with its owner", async () => {
+    const model = await f.model(alice, { public: true, name: 'Public LoRA' });
+    const read = expectData(await t.gql(ModelsGet, { id: model.id }, bob.apiKey)).model;
+    expect(read).toMatchObject({
+      id: model.id,
+      name: 'Public LoRA',
+      baseModel: 'flux-dev',
+      loraTriggerText: 'tok',
+      checkpoint: null,
+      public: true,
+      args: {},
+      owner: { id: alice.id, username: 'alice' },
+    });
+  });
+
+  it('your own private model is readable', async () => {
+    const model = await f.model(alice, { public: false, name: 'Mine only' });
+    expect(expectData(await t.gql(ModelsGet, { id: model.id }, alice.apiKey)).model).toMatchObject({ name: 'Mine only', public: false });
+  });
+
+  it("another user's private model is FORBIDDEN", async () => {
+    const model = await f.model(alice, { public: false, name: 'Hidden LoRA' });
+    const response = await t.gql(ModelsGet, { id: model.id }, bob.apiKey);
+    expect(response.data).toBeNull();
+    expectError(response, 'FORBIDDEN');
+    expect(JSON.stringify(response)).not.toContain('Hidden LoRA');
+  });
+
+  it('an unknown id is NOT_FOUND', async () => {
+    const response = await t.gql(ModelsGet, { id: 'no-such-model' }, alice.apiKey);
+    expect(response.data).toBeNull();
+    expect(expectError(response, 'NOT_FOUND').path).toEqual(['model']);
+  });
+});
+
+describe('tools', () => {
+  /** What the registry files say, read independently of the service. */
+  async function registryFiles() {
+    const files = (await readdir(toolsDir)).filter((n) => n.endsWith('.yaml'));
+    return Promise.all(files.map(async (n) => parseYaml(await readFile(join(toolsDir, n), 'utf8')) as Record<string, any>));
+  }
+
+  it('lists exactly the active, visible tools, sorted by order', async () => {
+    const tools = expectData(await t.gql(ToolsList, {}, alice.apiKey)).tools;
+    const expected = (await registryFiles())
+      .filter((d) => d.active !== false && d.visible !== false)
+      .sort((a, b) => a.order - b.order)
+      .map((d) => d.key);
+    expect(tools.map((tool) => tool.key)).toEqual(expected);
+
+    const orders = tools.map((tool) => tool.order);
+    expect(orders).toEqual([...orders].sort((a, b) => a - b));
+    expect(tools.every((tool) => tool.active)).toBe(true);
+    // sdxl is inactive and prompt_enhance is hidden in tools/.
+    expect(tools.map((tool) => tool.key)).not.toContain('sdxl');
+    expect(tools.map((tool) => tool.key)).not.toContain('prompt_enhance');
+    expect(tools.length).toBeGreaterThanOrEqual(5);
+  });
+
+  it('gives each tool its key, name, output type, cost estimate, parameters and resolutions', async () => {
+    const tools = expectData(await t.gql(ToolsList, {}, alice.apiKey)).tools;
+    const flux = tools.find((tool) => tool.key === 'flux_dev');
+    expect(flux).toMatchObject({
+      key: 'flux_dev',
+      name: 'FLUX.1 [dev]',
+      outputType: 'image',
+      active: true,
+      order: 10,
+      costEstimate: 'n_samples * max(1, num_inference_steps / 28)',
+      resolutions: ['1024x1024', '1152x896', '896x1152', '1344x768', '768x1344'],
+      baseModel: 'black-forest-labs/FLUX.1-dev',
+      thumbnail: 'https://cdn.parley.dev/tools/flux_dev.jpg',
+    });
+    expect(Array.isArray(flux!.parameters)).toBe(true);
+    const parameters = flux!.parameters as Record<string, unknown>[];
+    expect(parameters.map((p) => p.name)).toEqual(['prompt', 'n_samples', 'num_inference_steps', 'guidance_scale', 'seed']);
+    expect(parameters[0]).toMatchObject({ name: 'prompt', type: 'string', required: true });
+    expect(parameters[1]).toMatchObject({ name: 'n_samples', type: 'integer', default: 1, min: 1, max: 4 });
+
+    for (const tool of tools) {
+      expect(typeof tool.name).toBe('string');
+      expect(['image', 'video', 'audio', 'text', 'lora']).toContain(tool.outputType);
+      expect(tool.costEstimate.length).toBeGreaterThan(0);
+      expect(Array.isArray(tool.parameters) && (tool.parameters as unknown[]).length > 0).toBe(true);
+      expect(Array.isArray(tool.resolutions)).toBe(true);
+    }
+    // A tool without resolutions lists none rather than null.
+    expect(tools.find((tool) => tool.key === 'flux_lora_trainer')!.resolutions).toEqual([]);
+  });
+});
+
+describe('Creation.tool', () => {
+  it("resolves the registry tool for the creation's tool key", async () => {
+    const creation = await f.creation(alice, { tool: 'wan_t2v' });
+    const read = expectData(await t.gql(ToolsOfCreation, { id: creation.id }, alice.apiKey)).creation;
+    expect(read).toEqual({ id: creation.id, toolKey: 'wan_t2v', tool: { key: 'wan_t2v', name: expect.any(String), outputType: 'video', order: 40 } });
+  });
+
+  it('is null for a tool key that is not in the registry', async () => {
+    const creation = await f.creation(alice, { tool: 'retired_tool' });
+    const read = expectData(await t.gql(ToolsOfCreation, { id: creation.id }, alice.apiKey)).creation;
+    expect(read.toolKey).toBe('retired_tool');
+    expect(read.tool).toBeNull();
+  });
+});

@@ -1,0 +1,135 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { graphqlWsClients, wsExecute } from '../helpers/graphql-ws.ts';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { graphql } from './generated/gql.ts';
+import { expectData, expectNoInternals } from './support.ts';
+
+const WsMe = graphql(`
+  query WsMe {
+    me { id username type }
+  }
+`);
+const WsAgent = graphql(`
+  query WsAgent($id: ID!) {
+    agent(id: $id) { id name }
+  }
+`);
+const WsLike = graphql(`
+  mutation WsLike($id: ID!) {
+    likeCreation(id: $id) { id likeCount likedByMe }
+  }
+`);
+const WsCreation = graphql(`
+  query WsCreation($id: ID!) {
+    creation(id: $id) { likeCount likedByMe }
+  }
+`);
+const WsDeleteKey = graphql(`
+  mutation WsDeleteKey($apiKey: String!) {
+    deleteApiKey(apiKey: $apiKey)
+  }
+`);
+const WsCreateAgent = graphql(`
+  mutation WsCreateAgent($input: CreateAgentInput!) {
+    createAgent(input: $input) { id }
+  }
+`);
+
+let t: TestApp;
+let alice: TestUser;
+let bob: TestUser;
+const ws = graphqlWsClients(() => t.url);
+
+beforeAll(async () => {
+  t = await startTestApp();
+  alice = await t.createUser('alice');
+  bob = await t.createUser('bob');
+});
+afterEach(() => ws.disposeAll());
+afterAll(async () => {
+  await ws.disposeAll();
+  await t.close();
+});
+
+describe('GraphQL over graphql-ws', () => {
+  it('a query over the socket runs as the key in connectionParams', async () => {
+    const result = await wsExecute(ws.connect(alice.apiKey), WsMe);
+    expect(result.errors).toBeUndefined();
+    expect(result.data).toEqual({ me: { id: alice.id, username: 'alice', type: 'USER' } });
+  });
+
+  it('the key is also accepted as x-api-key or apiKey', async () => {
+    expect((await wsExecute(ws.connect(bob.apiKey, { paramName: 'x-api-key' }), WsMe)).data?.me.username).toBe('bob');
+    expect((await wsExecute(ws.connect(bob.apiKey, { paramName: 'apiKey' }), WsMe)).data?.me.username).toBe('bob');
+  });
+
+  it('two sockets with different keys each see their own user, several operations per socket', async () => {
+    const a = ws.connect(alice.apiKey);
+    const b = ws.connect(bob.apiKey);
+    const results = await Promise.all([wsExecute(a, WsMe), wsExecute(b, WsMe), wsExecute(a, WsMe), wsExecute(b, WsMe)]);
+    expect(results.map((r) => r.data?.me.username)).toEqual(['alice', 'bob', 'alice', 'bob']);
+  });
+
+  it.each([
+    ['a bad key', 'pk_not_a_real_key', /invalid api key/i],
+    ['no key', null, /missing api key/i],
+  ])('with %s the operation errors with UNAUTHENTICATED', async (_name, key, message) => {
+    const result = await wsExecute(ws.connect(key), WsMe);
+    expect(result.data ?? null).toBeNull();
+    expect(result.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    expect(result.errors?.[0]?.message).toMatch(message);
+    expect(result.errors?.[0]?.path).toEqual(['me']);
+    expectNoInternals(result.errors as never);
+  });
+
+  it('domain errors carry the same codes as over HTTP', async () => {
+    const f = fixtures(t);
+    const hidden = await f.agent(alice, { public: false });
+    const client = ws.connect(bob.apiKey);
+    const forbidden = await wsExecute(client, WsAgent, { id: hidden.id });
+    expect(forbidden.data ?? null).toBeNull();
+    expect(forbidden.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    const missing = await wsExecute(client, WsAgent, { id: 'no-such-agent' });
+    expect(missing.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expectNoInternals([...(forbidden.errors ?? []), ...(missing.errors ?? [])] as never);
+  });
+
+  it('a mutation over the socket is persisted', async () => {
+    const creation = await fixtures(t).creation(alice, { public: true });
+    const result = await wsExecute(ws.connect(bob.apiKey), WsLike, { id: creation.id });
+    expect(result.data?.likeCreation).toEqual({ id: creation.id, likeCount: 1, likedByMe: true });
+    expect(expectData(await t.gql(WsCreation, { id: creation.id }, bob.apiKey)).creation).toEqual({ likeCount: 1, likedByMe: true });
+  });
+
+  it('a key deleted while the socket is open fails on the next operation', async () => {
+    const carl = await t.createUser('carl');
+    const client = ws.connect(carl.apiKey);
+    expect((await wsExecute(client, WsMe)).data?.me.username).toBe('carl');
+    expect((await wsExecute(client, WsDeleteKey, { apiKey: carl.apiKey })).data?.deleteApiKey).toBe(true);
+    const after = await wsExecute(client, WsMe);
+    expect(after.data ?? null).toBeNull();
+    expect(after.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+  });
+
+  it('an invalid document is refused with a clear message and no stack', async () => {
+    const client = ws.connect(alice.apiKey);
+    const refused = await new Promise<unknown>((resolve) => {
+      client.subscribe({ query: '{ me { notAField } }' }, { next: () => resolve('unexpected result'), error: resolve, complete: () => resolve('completed without error') });
+    });
+    expect(Array.isArray(refused)).toBe(true);
+    const errors = refused as { message: string }[];
+    expect(errors[0]!.message).toMatch(/Cannot query field "notAField" on type "Creator"/);
+    expect(JSON.stringify(errors)).not.toMatch(/stack|node_modules|prisma/i);
+  });
+
+  it('an unexpected failure is masked over the socket too', async () => {
+    // A NUL character is valid GraphQL and passes input validation, but PostgreSQL cannot store it.
+    const result = await wsExecute(ws.connect(alice.apiKey), WsCreateAgent, { input: { name: 'nul\u0000byte', key: 'ws-nul-agent' } });
+    expect(result.data ?? null).toBeNull();
+    expect(result.errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');
+    expect(result.errors?.[0]?.message).toBe('Unexpected error.');
+    expectNoInternals(result.errors as never);
+    expect(await t.db.user.count({ where: { username: 'ws-nul-agent' } })).toBe(0);
+  });
+});

@@ -1,0 +1,90 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freshDatabase } from './database.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const bin = join(root, 'bin/parley.js');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Environment for child processes over a fresh database: a PGlite data dir, or a new PostgreSQL database. */
+export async function freshDatabaseEnv(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  const db = await freshDatabase();
+  if (db.config.kind === 'postgres') return { env: { DATABASE_URL: db.config.url }, drop: db.drop };
+  return { env: { DATA_DIR: await mkdtemp(join(tmpdir(), 'parley-data-')) }, drop: db.drop };
+}
+
+const childEnv = (env: Record<string, string>) => {
+  const { DATABASE_URL: _url, DATA_DIR: _dir, PORT: _port, ...rest } = process.env;
+  return { ...rest, LOG_LEVEL: 'info', ...env };
+};
+
+export async function runCli(args: string[], env: Record<string, string>) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [bin, ...args], { cwd: root, env: childEnv(env) });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  exited: Promise<number | null>;
+}
+
+/** Starts the service the way `npm start` does (one node process running src/server.ts through tsx). */
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: root,
+    env: childEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }),
+  });
+  let out = '';
+  const listeners = new Set<() => void>();
+  const append = (d: Buffer) => {
+    out += d;
+    for (const l of listeners) l();
+  };
+  child.stdout!.on('data', append);
+  child.stderr!.on('data', append);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+
+  const waitFor = (pattern: RegExp, timeoutMs = 60_000) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (pattern.test(out)) {
+          listeners.delete(check);
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      const timer = setTimeout(() => {
+        listeners.delete(check);
+        reject(new Error(`timed out waiting for ${pattern}; output so far:\n${out}`));
+      }, timeoutMs);
+      listeners.add(check);
+      void exited.then(() => setTimeout(() => reject(new Error(`server exited before ${pattern}; output:\n${out}`)), 50));
+      check();
+    });
+
+  return { url: `http://127.0.0.1:${port}`, child, output: () => out, waitFor, exited };
+}

@@ -1,0 +1,247 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { expectError, expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
+
+const NOT_FOUND = 'Concept not found';
+
+describe('REST concepts', () => {
+  let t: TestApp;
+  let f: ReturnType<typeof fixtures>;
+  let alice: TestUser;
+  let bob: TestUser;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    f = fixtures(t);
+    alice = await t.createUser('alice');
+    bob = await t.createUser('bob');
+  });
+  afterAll(() => t.close());
+
+  const twoImages = [
+    { image: 'https://example.com/front.jpg', usageInstructions: 'front view' },
+    { image: 'https://example.com/side.jpg', usageInstructions: 'side view' },
+  ];
+
+  async function concept(owner: TestUser, fields: Record<string, unknown> = {}, options: { public?: boolean } = {}) {
+    const c = await f.concept(owner, { name: 'Lighthouse look', usageInstructions: 'use for coastal scenes', images: twoImages, ...fields });
+    if (options.public) await t.db.concept.update({ where: { id: c.id }, data: { public: true } });
+    return c;
+  }
+
+  const read = async (id: string, user: TestUser = alice) => {
+    const res = await t.rest('GET', `/v2/concepts/${id}`, { key: user.apiKey });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body)).toEqual(['concept']);
+    return res.body.concept;
+  };
+
+  const patch = (id: string, body: unknown, user: TestUser = alice) => t.rest('PATCH', `/v2/concepts/${id}`, { key: user.apiKey, body });
+  const withoutUpdatedAt = ({ updatedAt: _u, ...rest }: Record<string, unknown>) => rest;
+  const imageRows = (conceptId: string) => t.db.conceptImage.findMany({ where: { conceptId }, orderBy: { position: 'asc' } });
+
+  async function expectPatched(id: string, body: unknown, changed: Record<string, unknown>) {
+    const before = await read(id);
+    const res = await patch(id, body);
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body)).toEqual(['concept']);
+    const expected = withoutUpdatedAt({ ...before, ...changed });
+    expect(withoutUpdatedAt(res.body.concept)).toEqual(expected);
+    expect(res.body.concept.updatedAt).toEqual(isoDate);
+    // The response is the concept as stored.
+    expect(await read(id)).toEqual(res.body.concept);
+    return res.body.concept;
+  }
+
+  async function expectRejected(id: string, body: unknown, status: number, options: { field?: string; text?: string; user?: TestUser; raw?: string } = {}) {
+    const before = await read(id);
+    const rowsBefore = await imageRows(id);
+    const res = options.raw !== undefined
+      ? await t.rest('PATCH', `/v2/concepts/${id}`, { key: (options.user ?? alice).apiKey, rawBody: options.raw })
+      : await patch(id, body, options.user);
+    expect(res.status).toBe(status);
+    if (options.raw === undefined) expect(Object.keys(res.body)).toEqual(['message']);
+    expect(typeof res.body.message).toBe('string');
+    if (options.field) {
+      expect(res.body.message.startsWith(`${options.field}: `), `"${res.body.message}" should name ${options.field}`).toBe(true);
+      expect(res.body.message).not.toContain('usageInstructions');
+    }
+    if (options.text) expect(res.body.message).toBe(options.text);
+    expect(await read(id)).toEqual(before);
+    expect(await imageRows(id)).toEqual(rowsBefore);
+    return res;
+  }
+
+  describe('auth', () => {
+    it.each([
+      ['GET', undefined],
+      ['PATCH', { name: 'Hacked' }],
+    ])('%s /v2/concepts/{id} answers 401 {error} for missing, malformed and unknown keys', async (method, body) => {
+      const c = await concept(alice);
+      const before = await read(c.id);
+      expect(await expectRejectsBadKeys(t, method, `/v2/concepts/${c.id}`, body)).toBe(true);
+      expect(await read(c.id)).toEqual(before);
+    });
+  });
+
+  describe('GET /v2/concepts/{id}', () => {
+    it('returns my concept with every field', async () => {
+      const agent = await f.agent(alice);
+      const c = await concept(alice, { agent: agent.id });
+      const res = await t.rest('GET', `/v2/concepts/${c.id}`, { key: alice.apiKey });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        concept: {
+          id: c.id,
+          name: 'Lighthouse look',
+          agent: agent.id,
+          user: alice.id,
+          usage_instructions: 'use for coastal scenes',
+          images: [
+            { image: 'https://example.com/front.jpg', usage_instructions: 'front view' },
+            { image: 'https://example.com/side.jpg', usage_instructions: 'side view' },
+          ],
+          public: false,
+          createdAt: isoDate,
+          updatedAt: isoDate,
+        },
+      });
+    });
+
+    it("refuses another user's private concept with 403 {message}", async () => {
+      const c = await concept(alice);
+      const res = await t.rest('GET', `/v2/concepts/${c.id}`, { key: bob.apiKey });
+      expectError(res, 403, 'message');
+      expect(res.body.message).not.toContain('Lighthouse');
+    });
+
+    it("shows another user's public concept", async () => {
+      const c = await concept(alice, {}, { public: true });
+      expect(await read(c.id, bob)).toEqual(await read(c.id, alice));
+    });
+
+    it.each([['nope'], ['5f1e2d3c4b5a697887766554'], ['01890a5d-ac96-774b-bcce-b302099a8057'], ['a%00b']])(
+      'answers 404 {message:"Concept not found"} for unknown id %s',
+      async (id) => {
+        expectError(await t.rest('GET', `/v2/concepts/${id}`, { key: alice.apiKey }), 404, 'message', NOT_FOUND);
+      },
+    );
+  });
+
+  describe('PATCH /v2/concepts/{id}', () => {
+    it('changes only the fields sent and returns the full updated concept', async () => {
+      const c = await concept(alice);
+      await expectPatched(c.id, { name: 'Harbour look' }, { name: 'Harbour look' });
+      await expectPatched(c.id, { usage_instructions: 'use at dusk' }, { usage_instructions: 'use at dusk' });
+      await expectPatched(c.id, { name: 'Both', usage_instructions: '' }, { name: 'Both', usage_instructions: '' });
+    });
+
+    it('replaces the image list when images are sent (order kept, usage_instructions defaulting to "")', async () => {
+      const c = await concept(alice);
+      const images = [
+        { image: 'https://example.com/3.jpg', usage_instructions: 'third' },
+        { image: 'https://example.com/1.jpg' },
+        { image: 'https://example.com/2.jpg', usage_instructions: 'second' },
+      ];
+      await expectPatched(c.id, { images }, {
+        images: [
+          { image: 'https://example.com/3.jpg', usage_instructions: 'third' },
+          { image: 'https://example.com/1.jpg', usage_instructions: '' },
+          { image: 'https://example.com/2.jpg', usage_instructions: 'second' },
+        ],
+      });
+      const rows = await imageRows(c.id);
+      expect(rows.map((r) => [r.position, r.image])).toEqual([
+        [0, 'https://example.com/3.jpg'],
+        [1, 'https://example.com/1.jpg'],
+        [2, 'https://example.com/2.jpg'],
+      ]);
+      // Back to one image: the old rows are gone.
+      await expectPatched(c.id, { images: [{ image: 'https://example.com/only.jpg', usage_instructions: 'only' }] }, {
+        images: [{ image: 'https://example.com/only.jpg', usage_instructions: 'only' }],
+      });
+      expect(await imageRows(c.id)).toHaveLength(1);
+    });
+
+    it('accepts 25 images', async () => {
+      const c = await concept(alice);
+      const images = Array.from({ length: 25 }, (_, i) => ({ image: `https://example.com/${i}.jpg`, usage_instructions: `#${i}` }));
+      const updated = await expectPatched(c.id, { images }, { images });
+      expect(updated.images).toHaveLength(25);
+    });
+
+    it.each([
+      ['images', { images: [] }],
+      ['images', { images: Array.from({ length: 26 }, (_, i) => ({ image: `https://example.com/${i}.jpg` })) }],
+      ['images', { images: 'https://example.com/a.jpg' }],
+      ['images', { images: null }],
+      ['images[0].image', { images: [{ image: 'not a url' }] }],
+      ['images[0].image', { images: [{ usage_instructions: 'no image' }] }],
+      ['images[1].image', { images: [{ image: 'https://example.com/ok.jpg' }, { image: 42 }] }],
+      ['images[0].usage_instructions', { images: [{ image: 'https://example.com/ok.jpg', usage_instructions: 'x'.repeat(2001) }] }],
+      ['name', { name: '' }],
+      ['name', { name: '  ' }],
+      ['name', { name: 'x'.repeat(101) }],
+      ['name', { name: 5 }],
+      ['usage_instructions', { usage_instructions: 'x'.repeat(5001) }],
+      ['usage_instructions', { usage_instructions: false }],
+      ['agent', { agent: 5 }],
+    ])('refuses a bad %s with 400 {message} naming it, changing nothing', async (field, bad) => {
+      const c = await concept(alice);
+      const valid = field === 'name' ? { usage_instructions: 'SHOULD NOT APPLY' } : { name: 'SHOULD NOT APPLY' };
+      await expectRejected(c.id, { ...valid, ...bad }, 400, { field });
+    });
+
+    it('attaches the concept to one of my agents, and detaches it with null', async () => {
+      const c = await concept(alice);
+      const a1 = await f.agent(alice);
+      const a2 = await f.agent(alice, { public: false });
+      await expectPatched(c.id, { agent: a1.id }, { agent: a1.id });
+      await expectPatched(c.id, { agent: a2.id }, { agent: a2.id });
+      await expectPatched(c.id, { agent: null }, { agent: null });
+    });
+
+    it("refuses someone else's agent (public or not) or an unknown agent with 400 naming agent", async () => {
+      const mine = await f.agent(alice);
+      const c = await concept(alice, { agent: mine.id });
+      const bobsPublic = await f.agent(bob, { public: true });
+      const bobsPrivate = await f.agent(bob, { public: false });
+      for (const agent of [bobsPublic.id, bobsPrivate.id, 'no-such-agent']) {
+        await expectRejected(c.id, { name: 'SHOULD NOT APPLY', agent }, 400, { field: 'agent' });
+      }
+      expect((await read(c.id)).agent).toBe(mine.id);
+    });
+
+    it("refuses a non-owner with 403 {message}, also on a public concept, changing nothing", async () => {
+      const pub = await concept(alice, {}, { public: true });
+      await expectRejected(pub.id, { name: 'Hijacked', images: [{ image: 'https://evil.example.com/x.jpg' }] }, 403, { user: bob });
+      const priv = await concept(alice);
+      const res = await patch(priv.id, { name: 'Hijacked' }, bob);
+      expectError(res, 403, 'message');
+      expect((await read(priv.id)).name).toBe('Lighthouse look');
+    });
+
+    it('answers 404 {message:"Concept not found"} for an unknown concept', async () => {
+      for (const id of ['nope', '5f1e2d3c4b5a697887766554']) {
+        expectError(await patch(id, { name: 'Ghost' }), 404, 'message', NOT_FOUND);
+      }
+      expect(await t.db.concept.count({ where: { name: 'Ghost' } })).toBe(0);
+    });
+
+    it('refuses a body with no known fields with 400', async () => {
+      const c = await concept(alice);
+      await expectRejected(c.id, {}, 400);
+      await expectRejected(c.id, { public: true, user: bob.id }, 400);
+    });
+
+    it.each([
+      ['malformed JSON', '{"name":'],
+      ['a JSON array', '[]'],
+      ['JSON null', 'null'],
+    ])('refuses %s with 400, changing nothing', async (_label, raw) => {
+      const c = await concept(alice);
+      await expectRejected(c.id, undefined, 400, { raw });
+    });
+  });
+});

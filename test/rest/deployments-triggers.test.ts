@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { expectRejectsBadKeys, isoDate, rawRequest } from '../helpers/rest-helpers.ts';
+
+describe('REST agent deployments and triggers', () => {
+  let t: TestApp;
+  let f: ReturnType<typeof fixtures>;
+  let alice: TestUser;
+  let bob: TestUser;
+  let carol: TestUser;
+  let secretSeq = 0;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    f = fixtures(t);
+    alice = await t.createUser('alice');
+    bob = await t.createUser('bob');
+    carol = await t.createUser('carol');
+  });
+  afterAll(() => t.close());
+
+  const at = (minutes: number) => new Date(Date.UTC(2025, 0, 1, 12, minutes));
+
+  const deployment = (agentId: string, userId: string, platform: 'discord' | 'telegram' | 'twitter', createdAt: Date) =>
+    t.db.deployment.create({
+      data: { agentId, userId, platform, config: { channel: `chan-${platform}` }, secrets: { bot_token: `TOPSECRET-${++secretSeq}-xyz` }, valid: platform !== 'twitter', createdAt },
+      omit: { secrets: false },
+    });
+
+  const trigger = (agentId: string, userId: string, createdAt: Date, fields: Record<string, unknown> = {}) =>
+    t.db.trigger.create({ data: { agentId, userId, name: `Trigger at ${createdAt.toISOString()}`, cron: '0 9 * * 1-5', timezone: 'Europe/Paris', triggerPrompt: 'Say good morning', createdAt, ...fields } });
+
+  describe('auth', () => {
+    it.each(['/v2/agents/deployments', '/v2/agents/triggers'])('GET %s answers 401 {error} for missing, malformed and unknown keys', async (path) => {
+      expect(await expectRejectsBadKeys(t, 'GET', path)).toBe(true);
+    });
+  });
+
+  describe('GET /v2/agents/deployments', () => {
+    it('lists the deployments of my agents only, newest first, with exactly the public fields', async () => {
+      const a1 = await f.agent(alice);
+      const a2 = await f.agent(alice, { public: false });
+      const b1 = await f.agent(bob);
+      const middle = await deployment(a1.id, alice.id, 'discord', at(20));
+      const oldest = await deployment(a2.id, alice.id, 'telegram', at(10));
+      const newest = await deployment(a1.id, alice.id, 'twitter', at(30));
+      const bobs = await deployment(b1.id, bob.id, 'discord', at(40));
+
+      const res = await t.rest('GET', '/v2/agents/deployments', { key: alice.apiKey });
+      expect(res.status).toBe(200);
+      expect(Object.keys(res.body)).toEqual(['deployments']);
+      expect(res.body.deployments).toEqual(
+        [newest, middle, oldest].map((d) => ({
+          id: d.id,
+          agent: d.agentId,
+          user: alice.id,
+          platform: d.platform,
+          config: { channel: `chan-${d.platform}` },
+          valid: d.platform !== 'twitter',
+          createdAt: d.createdAt.toISOString(),
+        })),
+      );
+      expect(res.body.deployments.map((d: any) => d.id)).not.toContain(bobs.id);
+
+      const bobRes = await t.rest('GET', '/v2/agents/deployments', { key: bob.apiKey });
+      expect(bobRes.body.deployments.map((d: any) => d.id)).toEqual([bobs.id]);
+    });
+
+    it('never returns secrets: no "secrets" key and no secret value in the raw response', async () => {
+      const agent = await f.agent(carol);
+      const d = await deployment(agent.id, carol.id, 'telegram', at(50));
+      const secret = (d.secrets as { bot_token: string }).bot_token;
+      expect(secret).toMatch(/^TOPSECRET-/);
+      const raw = await rawRequest(t, 'GET', '/v2/agents/deployments', { key: carol.apiKey });
+      expect(raw.status).toBe(200);
+      expect(raw.text).toContain(d.id);
+      expect(raw.text).not.toContain(secret);
+      expect(raw.text).not.toContain('TOPSECRET');
+      expect(raw.text).not.toContain('bot_token');
+      expect(raw.text).not.toMatch(/secrets/i);
+      const body = JSON.parse(raw.text);
+      for (const item of body.deployments) expect(Object.keys(item).sort()).toEqual(['agent', 'config', 'createdAt', 'id', 'platform', 'user', 'valid']);
+    });
+
+    it('lists deployments by agent ownership: one made by another user on my agent is mine to see, not theirs', async () => {
+      const dana = await t.createUser('dana');
+      const erin = await t.createUser('erin');
+      const danasAgent = await f.agent(dana);
+      const d = await deployment(danasAgent.id, erin.id, 'discord', at(5));
+      const danas = await t.rest('GET', '/v2/agents/deployments', { key: dana.apiKey });
+      expect(danas.body.deployments.map((x: any) => [x.id, x.user])).toEqual([[d.id, erin.id]]);
+      const erins = await t.rest('GET', '/v2/agents/deployments', { key: erin.apiKey });
+      expect(erins.body).toEqual({ deployments: [] });
+    });
+
+    it('returns an empty list for a user without agents', async () => {
+      const lonely = await t.createUser('lonely');
+      const res = await t.rest('GET', '/v2/agents/deployments', { key: lonely.apiKey });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ deployments: [] });
+    });
+  });
+
+  describe('GET /v2/agents/triggers', () => {
+    it('lists the triggers of my agents only, newest first, with every field', async () => {
+      const frank = await t.createUser('frank');
+      const a1 = await f.agent(frank);
+      const a2 = await f.agent(frank, { public: false });
+      const other = await f.agent(bob);
+      const session = await t.db.session.create({ data: { ownerId: frank.id, title: 'Mornings' } });
+      const older = await trigger(a1.id, frank.id, at(1));
+      const newer = await trigger(a2.id, frank.id, at(2), { sessionId: session.id, status: 'paused', lastRun: at(3), nextRun: at(4), timezone: 'UTC' });
+      const bobs = await trigger(other.id, bob.id, at(9));
+
+      const res = await t.rest('GET', '/v2/agents/triggers', { key: frank.apiKey });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        triggers: [
+          {
+            id: newer.id,
+            name: newer.name,
+            agent: a2.id,
+            user: frank.id,
+            session: session.id,
+            schedule: { cron: '0 9 * * 1-5', timezone: 'UTC' },
+            trigger_prompt: 'Say good morning',
+            status: 'paused',
+            last_run: at(3).toISOString(),
+            next_run: at(4).toISOString(),
+            createdAt: at(2).toISOString(),
+          },
+          {
+            id: older.id,
+            name: older.name,
+            agent: a1.id,
+            user: frank.id,
+            session: null,
+            schedule: { cron: '0 9 * * 1-5', timezone: 'Europe/Paris' },
+            trigger_prompt: 'Say good morning',
+            status: 'active',
+            last_run: null,
+            next_run: null,
+            createdAt: isoDate,
+          },
+        ],
+      });
+      expect(res.body.triggers.map((x: any) => x.id)).not.toContain(bobs.id);
+      const bobRes = await t.rest('GET', '/v2/agents/triggers', { key: bob.apiKey });
+      expect(bobRes.status).toBe(200);
+      expect(bobRes.body.triggers.map((x: any) => x.id)).toEqual([bobs.id]);
+    });
+
+    it('returns an empty list for a user without agents', async () => {
+      const lonely = await t.createUser('lonely2');
+      const res = await t.rest('GET', '/v2/agents/triggers', { key: lonely.apiKey });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ triggers: [] });
+    });
+  });
+});
