@@ -6,6 +6,7 @@ import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapt
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import type { DatabaseConfig } from '../config.ts';
 import { PrismaClient } from '../generated/prisma/client.ts';
+import { PostgresMigrationAdapterFactory } from './postgres-migrations.ts';
 
 type Adapter = NonNullable<ConstructorParameters<typeof PrismaClient>[0]["adapter"]>;
 
@@ -30,7 +31,8 @@ export type Db = ReturnType<typeof createClient>;
 
 export interface Database {
   prisma: Db;
-  adapterFactory: SqlMigrationAwareDriverAdapterFactory;
+  /** What the schema engine applies migrations through. */
+  migrationAdapterFactory: SqlMigrationAwareDriverAdapterFactory;
   /** For the start-up line: never includes credentials. */
   description: string;
   close(): Promise<void>;
@@ -48,7 +50,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     const url = new URL(config.url);
     return {
       prisma,
-      adapterFactory,
+      migrationAdapterFactory: new PostgresMigrationAdapterFactory({ connectionString: config.url, max: 1 }),
       description: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
       close: () => prisma.$disconnect(),
     };
@@ -59,7 +61,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   const prisma = createClient(adapterFactory, options.onQuery);
   return {
     prisma,
-    adapterFactory,
+    migrationAdapterFactory: adapterFactory,
     description: config.dataDir ? `embedded PGlite in ${config.dataDir}` : 'embedded PGlite in memory',
     async close() {
       await prisma.$disconnect();

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { startTestApp, type GraphQLResponse, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphql } from './generated/gql.ts';
 
@@ -45,13 +46,13 @@ describe('query batching', () => {
   });
   afterAll(() => t.close());
 
-  async function statementsFor(document: Parameters<TestApp['gql']>[0], variables?: Record<string, unknown>) {
-    let result: Awaited<ReturnType<TestApp['gql']>> | undefined;
+  async function statementsFor<R, V>(document: TypedDocumentNode<R, V>, variables?: V) {
+    let result: GraphQLResponse<R> | undefined;
     const count = await t.countQueries(async () => {
-      result = await t.gql(document as never, variables as never, alice.apiKey);
+      result = await t.gql(document as TypedDocumentNode<R, Record<string, never>>, variables as Record<string, never>, alice.apiKey);
     });
     expect(result!.errors).toBeUndefined();
-    return { count, data: result!.data as any };
+    return { count, data: result!.data! };
   }
 
   it('50 creations with creator and agent cost the same number of statements as 5', async () => {
@@ -64,7 +65,7 @@ describe('query batching', () => {
     for (let i = 0; i < 45; i++) await f.creation(alice, { agentId: agents[i % 2]!.id });
     const large = await statementsFor(CreationsWithRelations, { first: 50 });
     expect(large.data.me.creations.edges).toHaveLength(50);
-    expect(large.data.me.creations.edges.every((e: any) => e.node.creator.username === 'alice' && e.node.agent.owner.username === 'alice')).toBe(true);
+    expect(large.data.me.creations.edges.every((e) => e.node.creator.username === 'alice' && e.node.agent?.owner.username === 'alice')).toBe(true);
 
     expect(large.count).toBe(small.count);
     // auth (2), me, creations, then one per relation level and one for likedByMe.

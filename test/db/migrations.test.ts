@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Database } from '../../src/db/database.ts';
+import { applyMigrations } from '../../src/db/migrate.ts';
+import { freshDatabase } from '../helpers/database.ts';
+
+describe('migrations', () => {
+  let db: Database;
+  let drop: () => Promise<void>;
+  let applied: string[];
+
+  beforeAll(async () => {
+    const fresh = await freshDatabase();
+    drop = fresh.drop;
+    db = await openDatabase(fresh.config);
+    applied = await applyMigrations(db.migrationAdapterFactory);
+  });
+  afterAll(async () => {
+    await db.close();
+    await drop();
+  });
+
+  it('are recorded in _prisma_migrations as `prisma migrate deploy` records them, and apply once', async () => {
+    expect(applied.length).toBeGreaterThan(0);
+    const rows = await db.prisma.$queryRaw<{ migration_name: string; finished_at: Date | null; checksum: string }[]>`
+      SELECT migration_name, finished_at, checksum FROM _prisma_migrations ORDER BY migration_name`;
+    expect(rows.map((r) => r.migration_name)).toEqual(applied);
+    for (const row of rows) {
+      expect(row.finished_at).toBeInstanceOf(Date);
+      expect(row.checksum).toMatch(/^[0-9a-f]{64}$/);
+    }
+    expect(await applyMigrations(db.migrationAdapterFactory)).toEqual([]);
+  });
+
+  it('store creation embeddings as vector(768) where pgvector exists and real[] where it does not', async () => {
+    const [{ available }] = await db.prisma.$queryRaw<{ available: boolean }[]>`
+      SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available`;
+    const [{ type }] = await db.prisma.$queryRaw<{ type: string }[]>`
+      SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute
+      WHERE attrelid = '"Creation"'::regclass AND attname = 'embedding'`;
+    expect(type).toBe(available ? 'vector(768)' : 'real[]');
+  });
+
+  it('refuse negative balances and like counts at the database level', async () => {
+    const user = await db.prisma.user.create({ data: { username: 'constrained' } });
+    await expect(db.prisma.user.update({ where: { id: user.id }, data: { foreverBalance: -1 } })).rejects.toThrow();
+    const creation = await db.prisma.creation.create({ data: { userId: user.id, tool: 'flux_dev', name: 'x', url: 'https://x' } });
+    await expect(db.prisma.creation.update({ where: { id: creation.id }, data: { likeCount: -1 } })).rejects.toThrow();
+    expect((await db.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).foreverBalance.toNumber()).toBe(0);
+  });
+});
