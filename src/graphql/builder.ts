@@ -20,6 +20,8 @@ export const builder = new SchemaBuilder<{
     client: (ctx) => ctx.services.db,
     dmmf: getDatamodel(),
     filterConnectionTotalCount: true,
+    defaultConnectionSize: 20,
+    maxConnectionSize: 100,
     onUnusedQuery: null,
   },
   relay: { clientMutationId: 'omit', cursorType: 'String' },
