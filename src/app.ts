@@ -30,7 +30,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const tools = await loadToolRegistry(config.toolsDir);
   const database = await openDatabase(config.database, { onQuery: options.onQuery });
   try {
-    await applyMigrations(database.adapterFactory);
+    await applyMigrations(database.migrationAdapterFactory);
   } catch (e) {
     await database.close();
     throw e;

@@ -30,7 +30,7 @@ async function withServices<T>(run: (services: ReturnType<typeof createServices>
   const tools = await loadToolRegistry(config.toolsDir);
   const database = await openDatabase(config.database);
   try {
-    await applyMigrations(database.adapterFactory);
+    await applyMigrations(database.migrationAdapterFactory);
     return await run(createServices(database.prisma, tools));
   } finally {
     await database.close();
@@ -65,7 +65,7 @@ export async function main(argv: string[]): Promise<number | null> {
         const config = loadConfig();
         const database = await openDatabase(config.database);
         try {
-          const applied = await applyMigrations(database.adapterFactory);
+          const applied = await applyMigrations(database.migrationAdapterFactory);
           console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
         } finally {
           await database.close();
