@@ -7,7 +7,7 @@ import { loadToolRegistry } from './domain/tools/registry.ts';
 import { createGraphQLServer } from './graphql/server.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
-import { installErrorHandlers, installJsonParser } from './rest/errors.ts';
+import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
 import { restRoutes } from './rest/routes.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -41,6 +41,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
+    frameworkErrors: frameworkErrorHandler,
   });
   installJsonParser(http);
   installErrorHandlers(http);

@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { isDomainError, type ErrorCode } from '../domain/errors.ts';
+import { nulCharacterError } from '../domain/prisma-errors.ts';
 import { describeInputError } from '../domain/validation.ts';
 
 const graphqlCode: Record<ErrorCode, string> = {
@@ -17,7 +18,8 @@ const graphqlCode: Record<ErrorCode, string> = {
  */
 export function createErrorMasker(logUnexpected: (error: unknown) => void) {
   return (error: unknown): Error => {
-    const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
+    const thrown = error instanceof GraphQLError ? (error.originalError ?? error) : error;
+    const original = nulCharacterError(thrown) ?? thrown;
     const located = error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {};
     if (isDomainError(original)) {
       return new GraphQLError(describeInputError(original.message, original.path), {

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDomainError, type DomainError, type ErrorCode } from '../domain/errors.ts';
+import { nulCharacterError } from '../domain/prisma-errors.ts';
 import { describeInputError } from '../domain/validation.ts';
 
 /**
@@ -41,7 +42,8 @@ const transportError = (reply: FastifyReply, status: number, error: string, mess
 
 export function installErrorHandlers(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    if (isDomainError(error)) return sendDomainError(reply, error, request.routeOptions.config.errors);
+    const domainError = isDomainError(error) ? error : nulCharacterError(error);
+    if (domainError) return sendDomainError(reply, domainError, request.routeOptions.config.errors);
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return transportError(reply, 413, 'Payload Too Large', 'Request body is larger than 1 MiB');
     if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return transportError(reply, 415, 'Unsupported Media Type', 'Send request bodies as application/json');
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
@@ -54,9 +56,19 @@ export function installErrorHandlers(app: FastifyInstance) {
   app.setNotFoundHandler((request, reply) => transportError(reply, 404, 'Not Found', `No route for ${request.method} ${request.url.split('?')[0]}`));
 }
 
-/** JSON bodies: an empty body reads as "no body" (so handlers can say which field is missing). */
+/** Errors Fastify's router raises before any route runs: undecodable URLs and over-long ids. */
+export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+  return error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+    ? transportError(reply, 414, 'URI Too Long', 'A path parameter is longer than allowed')
+    : transportError(reply, 400, 'Bad Request', 'The request URL is not valid');
+}
+
+/**
+ * JSON bodies only: an empty body reads as "no body" (so handlers can say which field is
+ * missing), and other content types are a 415 rather than a string the handlers misread.
+ */
 export function installJsonParser(app: FastifyInstance) {
-  app.removeContentTypeParser('application/json');
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);

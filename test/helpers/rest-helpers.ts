@@ -48,7 +48,7 @@ export async function rawRequest(
   t: TestApp,
   method: string,
   path: string,
-  options: { key?: string | null; body?: string | Uint8Array; headers?: Record<string, string> } = {},
+  options: { key?: string | null; body?: string; headers?: Record<string, string> } = {},
 ) {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers['x-api-key'] = options.key;

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { Agent, Prisma } from '../../generated/prisma/client.ts';
 import { badInput, conflict, forbidden, notFound } from '../errors.ts';
+import { canNameARow } from '../ids.ts';
 import { isUniqueViolation } from '../prisma-errors.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { nonEmptyPatch, parseInput } from '../validation.ts';
@@ -41,7 +42,7 @@ export function agentService(db: Db, tools: ToolRegistry) {
 
   return {
     async get(viewer: Viewer, id: string, query?: AgentQuery): Promise<AgentWithKey> {
-      const agent = await db.agent.findUnique({ where: { id }, ...withKey(query) });
+      const agent = canNameARow(id) ? await db.agent.findUnique({ where: { id }, ...withKey(query) }) : null;
       if (!agent) throw notFound(AGENT_NOT_FOUND);
       if (!canReadAgent(viewer, agent)) throw forbidden('You do not have access to this agent');
       return agent;
@@ -68,7 +69,7 @@ export function agentService(db: Db, tools: ToolRegistry) {
 
     /** Only the fields present change; `llmSettings` is merged field by field. */
     async update(viewer: Viewer, id: string, raw: unknown, query?: AgentQuery): Promise<AgentWithKey> {
-      const existing = await db.agent.findUnique({ where: { id } });
+      const existing = canNameARow(id) ? await db.agent.findUnique({ where: { id } }) : null;
       if (!existing) throw notFound(AGENT_NOT_FOUND);
       if (existing.ownerId !== viewer.id) throw forbidden('Only the owner of this agent can update it');
       const patch = nonEmptyPatch(parseInput(agentPatchSchema, raw), 'agent');

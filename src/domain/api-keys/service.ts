@@ -28,7 +28,7 @@ export function apiKeyService(db: Db) {
 
     /** Deletes one of the caller's keys (possibly the one in use); another user's key is "not found". */
     async delete(viewer: Viewer, plaintext: unknown): Promise<void> {
-      if (typeof plaintext !== 'string' || plaintext.length === 0) throw badInput('Missing apiKey', ['apiKey']);
+      if (typeof plaintext !== 'string' || plaintext.length === 0) throw badInput('Missing apiKey');
       const parsed = parseKey(plaintext);
       const row = parsed ? await db.apiKey.findUnique({ where: { id: parsed.id }, omit: { hash: false } }) : null;
       if (!parsed || !row || row.userId !== viewer.id || !secretMatches(parsed.secret, row.hash)) throw notFound(KEY_NOT_FOUND);

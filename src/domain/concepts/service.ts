@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { Concept, ConceptImage, Prisma } from '../../generated/prisma/client.ts';
 import { badInput, forbidden, notFound } from '../errors.ts';
+import { canNameARow } from '../ids.ts';
 import { nonEmptyPatch, parseInput } from '../validation.ts';
 import type { Viewer } from '../viewer.ts';
 import { conceptCreateSchema, conceptPatchSchema, type ConceptPatch } from './inputs.ts';
@@ -18,13 +19,13 @@ const imageRows = (images: NonNullable<ConceptPatch['images']>) =>
 export function conceptService(db: Db) {
   async function checkAgent(viewer: Viewer, agentId: string | null | undefined) {
     if (!agentId) return;
-    const agent = await db.agent.findUnique({ where: { id: agentId }, select: { ownerId: true } });
+    const agent = canNameARow(agentId) ? await db.agent.findUnique({ where: { id: agentId }, select: { ownerId: true } }) : null;
     if (!agent || agent.ownerId !== viewer.id) throw badInput('agent not found among your agents', ['agent']);
   }
 
   return {
     async get(viewer: Viewer, id: string, query?: ConceptQuery): Promise<ConceptWithImages> {
-      const concept = await db.concept.findUnique({ where: { id }, ...withImages(query) });
+      const concept = canNameARow(id) ? await db.concept.findUnique({ where: { id }, ...withImages(query) }) : null;
       if (!concept) throw notFound(CONCEPT_NOT_FOUND);
       if (!concept.public && concept.userId !== viewer.id) throw forbidden('You do not have access to this concept');
       return concept;
@@ -47,7 +48,7 @@ export function conceptService(db: Db) {
 
     /** Only the fields present change; `images`, when sent, replaces the whole list. */
     async update(viewer: Viewer, id: string, raw: unknown, query?: ConceptQuery): Promise<ConceptWithImages> {
-      const existing = await db.concept.findUnique({ where: { id }, select: { userId: true } });
+      const existing = canNameARow(id) ? await db.concept.findUnique({ where: { id }, select: { userId: true } }) : null;
       if (!existing) throw notFound(CONCEPT_NOT_FOUND);
       if (existing.userId !== viewer.id) throw forbidden('Only the owner of this concept can update it');
       const patch = nonEmptyPatch(parseInput(conceptPatchSchema, raw), 'concept');

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { Creation, Prisma } from '../../generated/prisma/client.ts';
 import { badInput, notFound } from '../errors.ts';
+import { canNameARow } from '../ids.ts';
 import type { Viewer } from '../viewer.ts';
 import { visibleCreations } from './visibility.ts';
 
@@ -11,13 +12,13 @@ export type CreationQuery = { include?: Prisma.CreationInclude };
 
 export function creationService(db: Db) {
   async function findVisible(tx: Prisma.TransactionClient | Db, viewer: Viewer, id: string) {
-    const creation = await tx.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, select: { id: true } });
+    const creation = canNameARow(id) ? await tx.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, select: { id: true } }) : null;
     if (!creation) throw notFound(CREATION_NOT_FOUND);
   }
 
   return {
     async get(viewer: Viewer, id: string, query: CreationQuery = {}): Promise<Creation> {
-      const creation = await db.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, ...query });
+      const creation = canNameARow(id) ? await db.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, ...query }) : null;
       if (!creation) throw notFound(CREATION_NOT_FOUND);
       return creation;
     },

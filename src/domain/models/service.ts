@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { Model, Prisma } from '../../generated/prisma/client.ts';
 import { forbidden, notFound } from '../errors.ts';
+import { canNameARow } from '../ids.ts';
 import type { Viewer } from '../viewer.ts';
 
 export type ModelQuery = { include?: Prisma.ModelInclude };
@@ -9,7 +10,7 @@ export function modelService(db: Db) {
   return {
     /** Public models are readable by everyone; a private one only by its owner. */
     async get(viewer: Viewer, id: string, query: ModelQuery = {}): Promise<Model> {
-      const model = await db.model.findUnique({ where: { id }, ...query });
+      const model = canNameARow(id) ? await db.model.findUnique({ where: { id }, ...query }) : null;
       if (!model) throw notFound('Model not found');
       if (!model.public && model.userId !== viewer.id) throw forbidden('You do not have access to this model');
       return model;

@@ -41,6 +41,7 @@ export async function loadToolRegistry(dir: string): Promise<ToolRegistry> {
     }
     const tool = parsed.data;
     if (tool.key !== basename(file, extname(file))) throw new ToolRegistryError(`Tool registry: ${where}: key: "${tool.key}" must match the file name`);
+    if (byKey.has(tool.key)) throw new ToolRegistryError(`Tool registry: ${where}: key: "${tool.key}" is already defined by another file`);
     byKey.set(tool.key, tool);
   }
 
