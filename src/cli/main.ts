@@ -4,6 +4,7 @@ import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { loadDemo } from '../demo/load.ts';
 import { isDomainError } from '../domain/errors.ts';
+import { describeInputError } from '../domain/validation.ts';
 import { createServices } from '../domain/services.ts';
 import { loadToolRegistry } from '../domain/tools/registry.ts';
 import { serve } from '../server.ts';
@@ -100,7 +101,7 @@ export async function main(argv: string[]): Promise<number | null> {
         return 2;
     }
   } catch (e) {
-    console.error(isDomainError(e) ? `${e.path?.length ? `${e.path.join('.')}: ` : ''}${e.message}` : e instanceof Error ? e.message : e);
+    console.error(isDomainError(e) ? describeInputError(e.message, e.fieldPath) : e instanceof Error ? e.message : e);
     return 1;
   }
 }

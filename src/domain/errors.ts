@@ -9,8 +9,11 @@ export class DomainError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    /** For input errors: the field at fault, as a path in the domain's (camelCase) names. */
-    readonly path?: (string | number)[],
+    /**
+     * For input errors: the field at fault, in the domain's (camelCase) names. Not called
+     * `path`: graphql-js would take an array `path` for the error's location in the response.
+     */
+    readonly fieldPath?: (string | number)[],
   ) {
     super(message);
     this.name = 'DomainError';

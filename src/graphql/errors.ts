@@ -22,16 +22,16 @@ export function createErrorMasker(logUnexpected: (error: unknown) => void) {
     const original = nulCharacterError(thrown) ?? thrown;
     const located = error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {};
     if (isDomainError(original)) {
-      return new GraphQLError(describeInputError(original.message, original.path), {
+      return new GraphQLError(describeInputError(original.message, original.fieldPath), {
         ...located,
         extensions: {
           code: graphqlCode[original.code],
-          ...(original.path?.length ? { field: original.path.join('.') } : {}),
+          ...(original.fieldPath?.length ? { field: original.fieldPath.join('.') } : {}),
           ...(original.code === 'UNAUTHENTICATED' ? { http: { status: 401 } } : {}),
         },
       });
     }
-    if (original instanceof GraphQLError) return original;
+    if (original instanceof GraphQLError) return error as GraphQLError;
     logUnexpected(original);
     return new GraphQLError('Unexpected error.', { ...located, extensions: { code: 'INTERNAL_SERVER_ERROR' } });
   };

@@ -34,7 +34,7 @@ declare module 'fastify' {
 
 export function sendDomainError(reply: FastifyReply, error: DomainError, style: RestErrorStyle = { bodyKey: 'error' }) {
   const status = style.status?.[error.code] ?? defaultStatus[error.code];
-  return reply.code(status).send({ [style.bodyKey]: describeInputError(error.message, error.path, style.fieldName) });
+  return reply.code(status).send({ [style.bodyKey]: describeInputError(error.message, error.fieldPath, style.fieldName) });
 }
 
 /** Statuses for transport-level failures; their bodies carry both keys so any client finds the text. */

@@ -94,7 +94,8 @@ describe('deleteApiKey', () => {
   it('an empty key is BAD_USER_INPUT naming apiKey', async () => {
     const user = await t.createUser();
     const response = await t.gql(KeysDelete, { apiKey: '' }, user.apiKey);
-    expect(expectError(response, 'BAD_USER_INPUT').extensions?.field).toBe('apiKey');
+    expect(response.data).toBeNull();
+    expect(expectError(response, 'BAD_USER_INPUT').message).toMatch(/apiKey/);
     await expectKeyWorks(user.apiKey, user.username);
   });
 });

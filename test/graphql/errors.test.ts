@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectError, expectNoInternals, postRaw } from './support.ts';
+import { expectData, expectError, expectNoInternals, postDocument, postRaw } from './support.ts';
 
 const ErrorsCreateAgent = graphql(`
   mutation ErrorsCreateAgent($input: CreateAgentInput!) {
@@ -116,21 +116,55 @@ describe('errors never leak internals', () => {
     expectRequestError(response, /operation/i);
   });
 
-  it('an unexpected failure is masked as INTERNAL_SERVER_ERROR and changes nothing', async () => {
-    // A NUL character is valid GraphQL and passes input validation, but PostgreSQL cannot store it.
+  /** What an unexpected database failure looks like from the inside. */
+  const internalFailure = () =>
+    Object.assign(
+      new Error('Invalid `prisma.agent.findUnique()` invocation in /work/main/src/domain/agents/service.ts:42:7\n\nSELECT "public"."Agent"."id" FROM "public"."Agent" WHERE id = $1: connection terminated unexpectedly'),
+      { code: 'P1017', clientVersion: '7.10.0' },
+    );
+
+  it('an unexpected failure in a query is masked as INTERNAL_SERVER_ERROR', async () => {
+    const agent = await fixtures(t).agent(alice);
+    const spy = vi.spyOn(t.services.agents, 'get').mockRejectedValueOnce(internalFailure());
+    try {
+      const raw = await postDocument(t, ErrorsAgent, { id: agent.id }, alice.apiKey);
+      expect(spy).toHaveBeenCalledOnce();
+      expect(raw.json.data).toBeNull();
+      expect(raw.json.errors).toHaveLength(1);
+      expect(raw.json.errors[0]).toMatchObject({ message: 'Unexpected error.', path: ['agent'], extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+      expectNoInternals(raw.json.errors);
+      expect(raw.text).not.toMatch(/P1017|service\.ts|SELECT|connection terminated|clientVersion/);
+    } finally {
+      spy.mockRestore();
+    }
+    // The next request is served normally.
+    expect(expectData(await t.gql(ErrorsAgent, { id: agent.id }, alice.apiKey)).agent.id).toBe(agent.id);
+  });
+
+  it('an unexpected failure in a mutation is masked and changes nothing', async () => {
+    const agent = await fixtures(t).agent(alice, { name: 'Stable', description: 'unchanged' });
+    const spy = vi.spyOn(t.services.agents, 'update').mockRejectedValueOnce(internalFailure());
+    try {
+      const updated = await t.gql(ErrorsUpdateAgent, { id: agent.id, input: { name: 'Changed' } }, alice.apiKey);
+      expect(updated.data).toBeNull();
+      const error = expectError(updated, 'INTERNAL_SERVER_ERROR');
+      expect(error.message).toBe('Unexpected error.');
+      expect(error.path).toEqual(['updateAgent']);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(expectData(await t.gql(ErrorsAgent, { id: agent.id }, alice.apiKey)).agent).toMatchObject({ name: 'Stable', description: 'unchanged' });
+  });
+
+  it('a NUL character in a string is refused without leaking anything, and nothing is stored', async () => {
+    // Valid GraphQL, but PostgreSQL cannot store it: either input validation or the masker must catch it.
     const before = await t.db.agent.count();
     const created = await t.gql(ErrorsCreateAgent, { input: { name: 'nul\u0000byte', key: 'nul-agent' } }, alice.apiKey);
     expect(created.data).toBeNull();
-    const error = expectError(created, 'INTERNAL_SERVER_ERROR');
-    expect(error.message).toBe('Unexpected error.');
-    expect(error.path).toEqual(['createAgent']);
+    expect(['BAD_USER_INPUT', 'INTERNAL_SERVER_ERROR']).toContain(created.errors?.[0]?.extensions?.code);
+    expectNoInternals(created.errors);
     expect(await t.db.agent.count()).toBe(before);
     expect(await t.db.user.count({ where: { username: 'nul-agent' } })).toBe(0);
-
-    const agent = await fixtures(t).agent(alice, { name: 'Stable', description: 'unchanged' });
-    const updated = await t.gql(ErrorsUpdateAgent, { id: agent.id, input: { name: 'Changed', description: 'bad\u0000value' } }, alice.apiKey);
-    expect(expectError(updated, 'INTERNAL_SERVER_ERROR').message).toBe('Unexpected error.');
-    expect(expectData(await t.gql(ErrorsAgent, { id: agent.id }, alice.apiKey)).agent).toMatchObject({ name: 'Stable', description: 'unchanged' });
   });
 
   it('an error in one root field leaves the others answered', async () => {

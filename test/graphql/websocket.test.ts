@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { graphqlWsClients, wsExecute } from '../helpers/graphql-ws.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
@@ -28,11 +28,6 @@ const WsCreation = graphql(`
 const WsDeleteKey = graphql(`
   mutation WsDeleteKey($apiKey: String!) {
     deleteApiKey(apiKey: $apiKey)
-  }
-`);
-const WsCreateAgent = graphql(`
-  mutation WsCreateAgent($input: CreateAgentInput!) {
-    createAgent(input: $input) { id }
   }
 `);
 
@@ -124,12 +119,19 @@ describe('GraphQL over graphql-ws', () => {
   });
 
   it('an unexpected failure is masked over the socket too', async () => {
-    // A NUL character is valid GraphQL and passes input validation, but PostgreSQL cannot store it.
-    const result = await wsExecute(ws.connect(alice.apiKey), WsCreateAgent, { input: { name: 'nul\u0000byte', key: 'ws-nul-agent' } });
-    expect(result.data ?? null).toBeNull();
-    expect(result.errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');
-    expect(result.errors?.[0]?.message).toBe('Unexpected error.');
-    expectNoInternals(result.errors as never);
-    expect(await t.db.user.count({ where: { username: 'ws-nul-agent' } })).toBe(0);
+    const agent = await fixtures(t).agent(alice);
+    const spy = vi
+      .spyOn(t.services.agents, 'get')
+      .mockRejectedValueOnce(new Error('Invalid `prisma.agent.findUnique()` invocation: SELECT "public"."Agent" FROM "public"."Agent": connection terminated'));
+    try {
+      const result = await wsExecute(ws.connect(alice.apiKey), WsAgent, { id: agent.id });
+      expect(spy).toHaveBeenCalledOnce();
+      expect(result.data ?? null).toBeNull();
+      expect(result.errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');
+      expect(result.errors?.[0]?.message).toBe('Unexpected error.');
+      expectNoInternals(result.errors as never);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });

@@ -1,7 +1,8 @@
 import { agentLlmSettings, agentModels, agentSuggestions, agentTools, type AgentLlmSettings, type AgentModel, type AgentSuggestion } from '../../domain/agents/fields.ts';
-import { visiblePersona } from '../../domain/agents/service.ts';
+import { canReadAgent, visiblePersona } from '../../domain/agents/service.ts';
+import type { Agent as AgentRow } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
-import { viewerOf } from '../context.ts';
+import { viewerOf, type GraphQLContext } from '../context.ts';
 import { ModelProfileEnum, OwnerPaysEnum, ThinkingEffortCapEnum, ThinkingPolicyEnum } from './enums.ts';
 
 const AgentModelRef = builder.objectRef<AgentModel>('AgentModel').implement({
@@ -46,6 +47,12 @@ export const Agent = builder.prismaObject('Agent', {
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
   }),
 });
+
+/**
+ * What a relation to an agent shows: someone else's private agent reads as null, as
+ * `agent(id)` refuses it, so no path through the graph reaches its fields.
+ */
+export const readableAgent = (ctx: GraphQLContext, agent: AgentRow | null | undefined) => (agent && canReadAgent(ctx.viewer, agent) ? agent : null);
 
 const AgentModelInput = builder.inputType('AgentModelInput', {
   fields: (t) => ({ lora: t.string({ required: true }), useWhen: t.string() }),

@@ -1,5 +1,6 @@
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
+import { Agent, readableAgent } from './agent.ts';
 
 builder.prismaObject('ConceptImage', {
   fields: (t) => ({ image: t.exposeString('image'), usageInstructions: t.exposeString('usageInstructions') }),
@@ -13,7 +14,12 @@ export const Concept = builder.prismaObject('Concept', {
     usageInstructions: t.exposeString('usageInstructions'),
     public: t.exposeBoolean('public'),
     images: t.relation('images', { query: { orderBy: { position: 'asc' } } }),
-    agent: t.relation('agent', { nullable: true }),
+    agent: t.field({
+      type: Agent,
+      nullable: true,
+      select: (_args, _ctx, nested) => ({ agent: nested(true) }),
+      resolve: (concept, _args, ctx) => readableAgent(ctx, concept.agent),
+    }),
     owner: t.relation('user'),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),

@@ -1,5 +1,6 @@
 import { builder } from '../builder.ts';
 import { loadersOf, viewerOf } from '../context.ts';
+import { Agent, readableAgent } from './agent.ts';
 import { Tool } from './tool.ts';
 
 export const Creation = builder.prismaObject('Creation', {
@@ -18,7 +19,12 @@ export const Creation = builder.prismaObject('Creation', {
     likedByMe: t.boolean({ resolve: (c, _, ctx) => loadersOf(ctx).likedByViewer.load(c.id) }),
     public: t.exposeBoolean('public'),
     creator: t.relation('user'),
-    agent: t.relation('agent', { nullable: true }),
+    agent: t.field({
+      type: Agent,
+      nullable: true,
+      select: (_args, _ctx, nested) => ({ agent: nested(true) }),
+      resolve: (creation, _args, ctx) => readableAgent(ctx, creation.agent),
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });

@@ -3,6 +3,7 @@ import { visibleCreations } from '../../domain/creations/visibility.ts';
 import type { User } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
 import { viewerOf, type GraphQLContext } from '../context.ts';
+import { Agent, readableAgent } from './agent.ts';
 import { CreatorTypeEnum } from './enums.ts';
 
 const isSelf = (ctx: GraphQLContext, user: Pick<User, 'id'>) => ctx.viewer?.id === user.id;
@@ -27,7 +28,13 @@ export const Creator = builder.prismaObject('User', {
     foreverBalance: t.float({ nullable: true, resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => x.foreverBalance.toNumber()) }),
     subscriptionTier: t.string({ nullable: true, resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => x.subscriptionTier) }),
     featureFlags: t.stringList({ nullable: true, resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => x.featureFlags) }),
-    agentProfile: t.relation('agentProfile', { nullable: true, description: 'The agent behind this creator, when it is one.' }),
+    agentProfile: t.field({
+      type: Agent,
+      nullable: true,
+      description: 'The agent behind this creator, when it is one (and you may see it).',
+      select: (_args, _ctx, nested) => ({ agentProfile: nested(true) }),
+      resolve: (user, _args, ctx) => readableAgent(ctx, user.agentProfile),
+    }),
     agents: t.relatedConnection('ownedAgents', {
       cursor: 'id',
       description: 'Agents this creator owns: all of them on your own profile, public ones elsewhere.',
