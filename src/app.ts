@@ -71,6 +71,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   restRoutes(http, services);
 
+  // Responses finished while closing end their connection: a keep-alive socket left idle after
+  // close() began would otherwise hold the process open until its keep-alive timeout.
+  let closing = false;
+  http.addHook('preClose', async () => {
+    closing = true;
+  });
+  http.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
+
   const websocket = attachGraphQLWebSocket(http.server, yoga, yoga.graphqlEndpoint);
   http.addHook('onClose', async () => {
     await websocket.close();

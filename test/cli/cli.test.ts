@@ -112,12 +112,13 @@ describe('parley CLI and server process', () => {
       expect(oldKey.status).toBe(200);
 
       // SIGTERM while a request is in flight: it still gets its answer, then the process exits 0.
+      const sentAt = server.output().length;
       const inFlight = fetch(`${server.url}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': alice.apiKey },
         body: JSON.stringify({ query: '{ me { creations(first: 100) { edges { node { id name creator { username } tool { name } } } } } }' }),
       });
-      await server.waitFor(/"url":"\/graphql".*"msg":"incoming request"[\s\S]*"url":"\/graphql".*"msg":"incoming request"/);
+      await server.waitFor(/"url":"\/graphql".*"msg":"incoming request"/, { since: sentAt });
       server.child.kill('SIGTERM');
       const answered = await inFlight;
       expect(answered.status).toBe(200);

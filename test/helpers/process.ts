@@ -47,7 +47,8 @@ export interface ServerProcess {
   url: string;
   child: ChildProcess;
   output(): string;
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** Waits for `pattern` in the output, looking only past character `since` if given. */
+  waitFor(pattern: RegExp, options?: { since?: number; timeoutMs?: number }): Promise<void>;
   exited: Promise<number | null>;
 }
 
@@ -68,10 +69,10 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   child.stderr!.on('data', append);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
 
-  const waitFor = (pattern: RegExp, timeoutMs = 60_000) =>
+  const waitFor = (pattern: RegExp, { since = 0, timeoutMs = 60_000 } = {}) =>
     new Promise<void>((resolve, reject) => {
       const check = () => {
-        if (pattern.test(out)) {
+        if (pattern.test(out.slice(since))) {
           listeners.delete(check);
           clearTimeout(timer);
           resolve();
