@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDomainError, type DomainError, type ErrorCode } from '../domain/errors.ts';
 import { nulCharacterError } from '../domain/prisma-errors.ts';
@@ -47,7 +48,7 @@ export function installErrorHandlers(app: FastifyInstance) {
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return transportError(reply, 413, 'Payload Too Large', 'Request body is larger than 1 MiB');
     if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return transportError(reply, 415, 'Unsupported Media Type', 'Send request bodies as application/json');
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-      return transportError(reply, error.statusCode, 'Bad Request', error.message);
+      return transportError(reply, error.statusCode, STATUS_CODES[error.statusCode] ?? 'Bad Request', error.message);
     }
     request.log.error({ err: error }, 'unhandled error');
     return transportError(reply, 500, 'Internal Server Error', 'Something went wrong on our side');

@@ -32,9 +32,9 @@ describe('migrations', () => {
   });
 
   it('store creation embeddings as vector(768) where pgvector exists and real[] where it does not', async () => {
-    const [{ available }] = await db.prisma.$queryRaw<{ available: boolean }[]>`
+    const [{ available }] = await db.prisma.$queryRaw<[{ available: boolean }]>`
       SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available`;
-    const [{ type }] = await db.prisma.$queryRaw<{ type: string }[]>`
+    const [{ type }] = await db.prisma.$queryRaw<[{ type: string }]>`
       SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute
       WHERE attrelid = '"Creation"'::regclass AND attname = 'embedding'`;
     expect(type).toBe(available ? 'vector(768)' : 'real[]');
