@@ -1,4 +1,5 @@
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
 import { PrismaPg } from '@prisma/adapter-pg';
@@ -6,6 +7,7 @@ import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapt
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import type { DatabaseConfig } from '../config.ts';
 import { PrismaClient } from '../generated/prisma/client.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 import { PostgresMigrationAdapterFactory } from './postgres-migrations.ts';
 
 type Adapter = NonNullable<ConstructorParameters<typeof PrismaClient>[0]["adapter"]>;
@@ -55,8 +57,16 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       close: () => prisma.$disconnect(),
     };
   }
-  if (config.dataDir) await mkdir(config.dataDir, { recursive: true });
-  const pglite = await PGlite.create(config.dataDir ?? 'memory://', { extensions: { vector } });
+  // DATA_DIR holds the lock file and, in pgdata/, PGlite's own files (it wants a directory to itself).
+  let unlock = async () => {};
+  if (config.dataDir) {
+    await mkdir(join(config.dataDir, 'pgdata'), { recursive: true });
+    unlock = await lockDataDir(config.dataDir);
+  }
+  const pglite = await PGlite.create(config.dataDir ? join(config.dataDir, 'pgdata') : 'memory://', { extensions: { vector } }).catch(async (e) => {
+    await unlock();
+    throw e;
+  });
   const adapterFactory = new PrismaPGlite(pglite);
   const prisma = createClient(adapterFactory, options.onQuery);
   return {
@@ -66,6 +76,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     async close() {
       await prisma.$disconnect();
       await pglite.close();
+      await unlock();
     },
   };
 }

@@ -2,6 +2,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onRealPostgres } from '../helpers/database.ts';
 import { freshDatabaseEnv, runCli, startServerProcess } from '../helpers/process.ts';
 
 /**
@@ -80,6 +81,13 @@ describe('parley CLI and server process', () => {
       await server.waitFor(/parley listening on http:\/\/127\.0\.0\.1:\d+.*\ndatabase: /);
       expect(server.output()).toMatch(/database: (embedded PGlite in \/|PostgreSQL at )/);
       expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+
+      if (!onRealPostgres()) {
+        // The embedded database belongs to the running server; a second process must not open it.
+        const concurrent = await runCli(['keys', 'create', 'dave'], db.env);
+        expect(concurrent.code).toBe(1);
+        expect(concurrent.stderr).toMatch(/is in use by another parley process \(pid \d+\)\. Stop it first/);
+      }
 
       const me = await fetch(`${server.url}/v2/creators/me`, { headers: { 'x-api-key': apiKey } });
       expect(me.status).toBe(200);
