@@ -1,5 +1,4 @@
 import type { Db } from '../../db/database.ts';
-import type { CreatorType } from '../../generated/prisma/enums.ts';
 import { badInput, notFound, unauthenticated } from '../errors.ts';
 import type { Viewer } from '../viewer.ts';
 import { generateKey, parseKey, secretMatches } from './secret.ts';
@@ -22,14 +21,10 @@ export function apiKeyService(db: Db) {
     async authenticate(plaintext: string | undefined | null): Promise<Viewer> {
       if (!plaintext) throw unauthenticated('Missing API key: send it in the X-Api-Key header');
       const parsed = parseKey(plaintext);
-      // Every request comes through here: one statement (key joined to its user), not two.
-      const [row] = parsed
-        ? await db.$queryRaw<{ hash: string; userId: string; username: string; type: CreatorType }[]>`
-            SELECT k."hash", u."id" AS "userId", u."username", u."type"::text AS "type"
-            FROM "ApiKey" k JOIN "User" u ON u."id" = k."userId" WHERE k."id" = ${parsed.id}`
-        : [];
+      // Every request comes through here: one primary-key lookup, no join.
+      const row = parsed ? await db.apiKey.findUnique({ where: { id: parsed.id }, select: { userId: true, hash: true } }) : null;
       if (!parsed || !row || !secretMatches(parsed.secret, row.hash)) throw unauthenticated('Invalid API key');
-      return { id: row.userId, username: row.username, type: row.type, apiKeyId: parsed.id };
+      return { id: row.userId };
     },
 
     /** Deletes one of the caller's keys (possibly the one in use); another user's key is "not found". */
