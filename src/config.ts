@@ -7,9 +7,6 @@ const envSchema = z.object({
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
   DATA_DIR: z.string().min(1).default('./data'),
   TOOLS_DIR: z.string().min(1).default('./tools'),
-  REDIS_URL: z.string().optional(),
-  LLM_BASE_URL: z.string().url().optional(),
-  LLM_API_KEY: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

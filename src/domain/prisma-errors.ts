@@ -14,11 +14,5 @@ export function nulCharacterError(e: unknown): DomainError | null {
 /** invalid_byte_sequence_for_encoding (text columns), untranslatable_character (jsonb). */
 const NUL_REJECTED = ['22021', '22P05'];
 
-/** True when a write failed on a unique constraint (optionally one covering `field`). */
-export function isUniqueViolation(e: unknown, field?: string): boolean {
-  if (!(e instanceof Prisma.PrismaClientKnownRequestError) || e.code !== 'P2002') return false;
-  if (!field) return true;
-  const target = (e.meta as { target?: unknown; driverAdapterError?: { cause?: { constraint?: { fields?: string[] } } } } | undefined);
-  const fields = target?.driverAdapterError?.cause?.constraint?.fields ?? (Array.isArray(target?.target) ? (target.target as string[]) : []);
-  return fields.length === 0 || fields.some((f) => f.replace(/"/g, '') === field);
-}
+/** True when a write failed on a unique constraint. */
+export const isUniqueViolation = (e: unknown) => e instanceof Prisma.PrismaClientKnownRequestError && e.code === 'P2002';

@@ -99,7 +99,7 @@ describe('tool registry validation', () => {
       output_type: 'image',
       order: '5',
       cost_estimate: '"1 * n_samples"',
-      parameters: '\n  - name: n_samples\n    type: integer\n    description: How many.',
+      parameters: '\n  - name: n_samples\n    type: integer\n    description: How many.\n    default: 1',
       ...fields,
     };
     return Object.entries(lines)
@@ -112,7 +112,7 @@ describe('tool registry validation', () => {
     const dir = await registryDir({ 'good_tool.yaml': tool('good_tool') });
     const registry = await loadToolRegistry(dir);
     expect(registry.listAvailable().map((x) => x.key)).toEqual(['good_tool', 'flux_schnell']);
-    expect(registry.get('good_tool')?.parameters[0]).toEqual({ name: 'n_samples', type: 'integer', description: 'How many.', required: false });
+    expect(registry.get('good_tool')?.parameters[0]).toEqual({ name: 'n_samples', type: 'integer', description: 'How many.', default: 1, required: false });
   });
 
   it.each([
@@ -120,6 +120,9 @@ describe('tool registry validation', () => {
     ['a cost_estimate over an unknown variable', 'cost_tool.yaml', tool('cost_tool', { cost_estimate: '"2 * steps_count"' }), ['cost_estimate', 'steps_count']],
     ['a cost_estimate with an unknown function', 'fn_tool.yaml', tool('fn_tool', { cost_estimate: '"sqrt(n_samples)"' }), ['cost_estimate', 'sqrt']],
     ['a cost_estimate that does not parse', 'syntax_tool.yaml', tool('syntax_tool', { cost_estimate: '"2 * (n_samples"' }), ['cost_estimate']],
+    ['a cost_estimate over a parameter without a numeric default', 'nodefault_tool.yaml', tool('nodefault_tool', { parameters: '\n  - name: n_samples\n    type: integer\n    description: How many.' }), ['cost_estimate', 'n_samples', 'numeric default']],
+    ['a cost_estimate that is infinite with the defaults', 'inf_tool.yaml', tool('inf_tool', { cost_estimate: '"1 / (n_samples - 1)"' }), ['cost_estimate', 'Infinity']],
+    ['a cost_estimate that is negative with the defaults', 'neg_tool.yaml', tool('neg_tool', { cost_estimate: '"2 - 3 * n_samples"' }), ['cost_estimate', '-1']],
     ['a key that does not match the file name', 'named_tool.yaml', tool('other_name'), ['key', 'other_name']],
     ['a missing name', 'noname_tool.yaml', tool('noname_tool', { name: '' }), ['name']],
     ['an order that is not a number', 'order_tool.yaml', tool('order_tool', { order: 'first' }), ['order']],

@@ -58,4 +58,3 @@ export const agentPatchSchema = agentFieldsSchema.partial();
 export const agentCreateSchema = agentFieldsSchema.partial().required({ name: true, key: true });
 
 export type AgentPatch = z.output<typeof agentPatchSchema>;
-export type AgentCreate = z.output<typeof agentCreateSchema>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { costVariables, parseCost } from './cost.ts';
+import { costVariables, evaluateCost, parseCost } from './cost.ts';
 
 const parameterSchema = z
   .object({
@@ -40,12 +40,27 @@ export const toolDefinitionSchema = z
       if (names.has(p.name)) ctx.addIssue({ code: 'custom', message: `duplicate parameter "${p.name}"`, path: ['parameters', i, 'name'] });
       names.add(p.name);
     });
+    // The estimate must price a call made with the defaults: every variable a numeric
+    // parameter with a numeric default, and the result a finite, non-negative amount.
+    let cost;
     try {
-      for (const v of costVariables(parseCost(tool.cost_estimate))) {
-        if (!names.has(v)) ctx.addIssue({ code: 'custom', message: `uses "${v}", which is not a parameter`, path: ['cost_estimate'] });
-      }
+      cost = parseCost(tool.cost_estimate);
     } catch (e) {
       ctx.addIssue({ code: 'custom', message: (e as Error).message, path: ['cost_estimate'] });
+      return;
+    }
+    const defaults: Record<string, number> = {};
+    for (const v of costVariables(cost)) {
+      const parameter = tool.parameters.find((p) => p.name === v);
+      if (!parameter) return void ctx.addIssue({ code: 'custom', message: `uses "${v}", which is not a parameter`, path: ['cost_estimate'] });
+      if (typeof parameter.default !== 'number') {
+        return void ctx.addIssue({ code: 'custom', message: `uses "${v}", which needs a numeric default`, path: ['cost_estimate'] });
+      }
+      defaults[v] = parameter.default;
+    }
+    const atDefaults = evaluateCost(cost, defaults);
+    if (!Number.isFinite(atDefaults) || atDefaults < 0) {
+      ctx.addIssue({ code: 'custom', message: `comes to ${atDefaults} with the default arguments; it must be a finite amount of at least 0`, path: ['cost_estimate'] });
     }
   });
 
