@@ -328,6 +328,12 @@ describe('REST agents', () => {
       expect(res.body.error).toContain('teleport');
     });
 
+    it('refuses tools that GET /v2/tools does not list (deprecated sdxl, hidden prompt_enhance)', async () => {
+      const { agent } = await richAgent(alice);
+      await expectRejected(agent.id, { tools: { sdxl: true } }, 400, { field: 'tools.sdxl' });
+      await expectRejected(agent.id, { tools: { prompt_enhance: true } }, 400, { field: 'tools.prompt_enhance' });
+    });
+
     it('changes the key; GET shows the new key and the old key becomes free', async () => {
       const { agent } = await richAgent(alice);
       const oldKey = agent.user.username;

@@ -27,7 +27,7 @@ export function agentService(db: Db, tools: ToolRegistry) {
   /** References inside agent input must point at things that exist and the caller may use. */
   async function checkReferences(viewer: Viewer, input: AgentPatch) {
     for (const key of Object.keys(input.tools ?? {})) {
-      if (!tools.get(key)) throw badInput(`unknown tool "${key}"`, ['tools', key]);
+      if (!tools.isAvailable(key)) throw badInput(`unknown tool "${key}" (see the tools list)`, ['tools', key]);
     }
     const loras = input.models?.map((m) => m.lora) ?? [];
     if (loras.length) {
@@ -52,15 +52,16 @@ export function agentService(db: Db, tools: ToolRegistry) {
       const input = parseInput(agentCreateSchema, raw);
       await checkReferences(viewer, input);
       try {
-        const user = await db.user.create({
+        return await db.agent.create({
           data: {
-            type: 'agent',
-            username: input.key,
-            userImage: input.image ?? null,
-            agentProfile: { create: { ...columns(input), name: input.name, ownerId: viewer.id, llmSettings: input.llmSettings ?? {} } },
+            ...columns(input),
+            name: input.name,
+            llmSettings: input.llmSettings ?? {},
+            owner: { connect: { id: viewer.id } },
+            user: { create: { type: 'agent', username: input.key, userImage: input.image ?? null } },
           },
+          ...withKey(query),
         });
-        return (await db.agent.findUniqueOrThrow({ where: { id: user.id }, ...withKey(query) })) as AgentWithKey;
       } catch (e) {
         if (isUniqueViolation(e)) throw conflict(AGENT_KEY_TAKEN);
         throw e;

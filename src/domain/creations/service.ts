@@ -23,22 +23,25 @@ export function creationService(db: Db) {
       return creation;
     },
 
-    /** The like row and `likeCount` change in one transaction, so the count always matches. */
-    async like(viewer: Viewer, id: string): Promise<void> {
-      await db.$transaction(async (tx) => {
+    /**
+     * The like row and `likeCount` change in one transaction, so the count always matches;
+     * the creation is returned as that transaction left it.
+     */
+    like(viewer: Viewer, id: string, query: CreationQuery = {}): Promise<Creation> {
+      return db.$transaction(async (tx) => {
         await findVisible(tx, viewer, id);
         const { count } = await tx.like.createMany({ data: [{ creationId: id, userId: viewer.id }], skipDuplicates: true });
         if (count === 0) throw badInput('Creation already liked by user');
-        await tx.creation.update({ where: { id }, data: { likeCount: { increment: 1 } }, select: { id: true } });
+        return tx.creation.update({ where: { id }, data: { likeCount: { increment: 1 } }, ...query });
       });
     },
 
-    async unlike(viewer: Viewer, id: string): Promise<void> {
-      await db.$transaction(async (tx) => {
+    unlike(viewer: Viewer, id: string, query: CreationQuery = {}): Promise<Creation> {
+      return db.$transaction(async (tx) => {
         await findVisible(tx, viewer, id);
         const { count } = await tx.like.deleteMany({ where: { creationId: id, userId: viewer.id } });
         if (count === 0) throw notFound(LIKE_NOT_FOUND);
-        await tx.creation.update({ where: { id }, data: { likeCount: { decrement: 1 } }, select: { id: true } });
+        return tx.creation.update({ where: { id }, data: { likeCount: { decrement: 1 } }, ...query });
       });
     },
   };

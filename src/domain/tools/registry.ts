@@ -11,6 +11,8 @@ export class ToolRegistryError extends Error {
 export interface ToolRegistry {
   /** Tools a caller may use: active and visible, in their `order`. */
   listAvailable(): ToolDefinition[];
+  /** Whether `key` is one of the tools in `listAvailable()`. */
+  isAvailable(key: string): boolean;
   get(key: string): ToolDefinition | undefined;
 }
 
@@ -46,8 +48,10 @@ export async function loadToolRegistry(dir: string): Promise<ToolRegistry> {
   }
 
   const available = [...byKey.values()].filter((t) => t.active && t.visible).sort((a, b) => a.order - b.order || a.key.localeCompare(b.key));
+  const availableKeys = new Set(available.map((t) => t.key));
   return {
     listAvailable: () => available,
+    isAvailable: (key) => availableKeys.has(key),
     get: (key) => byKey.get(key),
   };
 }

@@ -41,19 +41,11 @@ builder.mutationFields((t) => ({
   likeCreation: t.prismaField({
     type: 'Creation',
     args: { id: t.arg.id({ required: true }) },
-    resolve: async (query, _root, { id }, ctx) => {
-      const viewer = viewerOf(ctx);
-      await ctx.services.creations.like(viewer, String(id));
-      return ctx.services.creations.get(viewer, String(id), query);
-    },
+    resolve: (query, _root, { id }, ctx) => ctx.services.creations.like(viewerOf(ctx), String(id), query),
   }),
   unlikeCreation: t.prismaField({
     type: 'Creation',
     args: { id: t.arg.id({ required: true }) },
-    resolve: async (query, _root, { id }, ctx) => {
-      const viewer = viewerOf(ctx);
-      await ctx.services.creations.unlike(viewer, String(id));
-      return ctx.services.creations.get(viewer, String(id), query);
-    },
+    resolve: (query, _root, { id }, ctx) => ctx.services.creations.unlike(viewerOf(ctx), String(id), query),
   }),
 }));
