@@ -328,6 +328,14 @@ describe('REST agents', () => {
       expect(res.body.error).toContain('teleport');
     });
 
+    it('merges concurrent PATCHes of different llm_settings fields without losing any', async () => {
+      const { agent } = await richAgent(alice);
+      const settings = { model_profile: 'high', thinking_policy: 'always', thinking_effort_cap: 'medium', thinking_effort_instructions: 'Think in steps.' };
+      const responses = await Promise.all(Object.entries(settings).map(([field, value]) => patch(agent.id, { llm_settings: { [field]: value } })));
+      expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      expect((await read(agent.id)).llm_settings).toEqual(settings);
+    });
+
     it('refuses tools that GET /v2/tools does not list (deprecated sdxl, hidden prompt_enhance)', async () => {
       const { agent } = await richAgent(alice);
       await expectRejected(agent.id, { tools: { sdxl: true } }, 400, { field: 'tools.sdxl' });

@@ -75,17 +75,21 @@ export function agentService(db: Db, tools: ToolRegistry) {
       if (existing.ownerId !== viewer.id) throw forbidden('Only the owner of this agent can update it');
       const patch = nonEmptyPatch(parseInput(agentPatchSchema, raw), 'agent');
       await checkReferences(viewer, patch);
-      const llmSettings = patch.llmSettings ? { ...(existing.llmSettings as object), ...patch.llmSettings } : undefined;
       try {
-        return (await db.agent.update({
-          where: { id },
-          data: {
-            ...columns(patch),
-            llmSettings,
-            ...(patch.key !== undefined || patch.image !== undefined ? { user: { update: { username: patch.key, userImage: patch.image } } } : {}),
-          },
-          ...withKey(query),
-        })) as AgentWithKey;
+        return await db.$transaction(async (tx) => {
+          // The merge reads llmSettings and writes it back: the row lock makes concurrent PATCHes
+          // of different settings apply one after the other instead of overwriting each other.
+          const [current] = await tx.$queryRaw<{ llmSettings: object }[]>`SELECT "llmSettings" FROM "Agent" WHERE "id" = ${id} FOR UPDATE`;
+          return tx.agent.update({
+            where: { id },
+            data: {
+              ...columns(patch),
+              llmSettings: patch.llmSettings && { ...current?.llmSettings, ...patch.llmSettings },
+              ...(patch.key !== undefined || patch.image !== undefined ? { user: { update: { username: patch.key, userImage: patch.image } } } : {}),
+            },
+            ...withKey(query),
+          });
+        });
       } catch (e) {
         if (isUniqueViolation(e)) throw conflict(AGENT_KEY_TAKEN);
         throw e;
