@@ -49,14 +49,15 @@ async function loadRows(tx: Prisma.TransactionClient) {
     if (existing && !existing.agentProfile) throw new Error(`demo: the username "${key}" is taken by a user that is not an agent`);
     const id = existing?.id ?? demoId('agent', key);
     if (!existing) {
+      // The agent's image is also its creator profile's picture, as the agents service keeps it.
+      const image = `https://cdn.parley.dev/agents/${key}.jpg`;
       await tx.user.create({
         data: {
           id,
           type: 'agent',
           username: key,
-          agentProfile: {
-            create: { ...fields, suggestions: [...fields.suggestions], ownerId: userId(owner), image: `https://cdn.parley.dev/agents/${key}.jpg` },
-          },
+          userImage: image,
+          agentProfile: { create: { ...fields, suggestions: [...fields.suggestions], ownerId: userId(owner), image } },
         },
       });
     }

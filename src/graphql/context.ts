@@ -6,30 +6,33 @@ import type { Viewer } from '../domain/viewer.ts';
 
 export interface GraphQLContext {
   services: Services;
-  viewer: Viewer | null;
-  /** Why there is no viewer (missing or invalid key), for the UNAUTHENTICATED error. */
-  authProblem: string;
-  loaders: { likedByViewer: DataLoader<string, boolean> } | null;
+  /** The caller, or why there is none (missing or invalid key) for the UNAUTHENTICATED error. */
+  auth: { viewer: Viewer } | { problem: string };
+  /** Per-operation DataLoaders, made on first use. */
+  loaders?: { likedByViewer: DataLoader<string, boolean> };
 }
 
 /** Builds the per-operation context from an API key (HTTP header or graphql-ws connectionParams). */
 export async function createContext(services: Services, apiKey: string | null | undefined): Promise<GraphQLContext> {
   try {
-    const viewer = await services.apiKeys.authenticate(apiKey);
-    return { services, viewer, authProblem: '', loaders: { likedByViewer: likedByViewerLoader(services.db, viewer) } };
+    return { services, auth: { viewer: await services.apiKeys.authenticate(apiKey) } };
   } catch (e) {
     if (!isDomainError(e)) throw e;
-    return { services, viewer: null, authProblem: e.message, loaders: null };
+    return { services, auth: { problem: e.message } };
   }
 }
 
+/** The caller, or null for public fields that only adapt to who asks. */
+export const maybeViewer = (ctx: GraphQLContext): Viewer | null => ('viewer' in ctx.auth ? ctx.auth.viewer : null);
+
 /** The caller, or UNAUTHENTICATED: every root field but public ones starts here. */
 export function viewerOf(ctx: GraphQLContext): Viewer {
-  if (!ctx.viewer) throw unauthenticated(ctx.authProblem);
-  return ctx.viewer;
+  if ('problem' in ctx.auth) throw unauthenticated(ctx.auth.problem);
+  return ctx.auth.viewer;
 }
 
 export function loadersOf(ctx: GraphQLContext) {
-  viewerOf(ctx);
-  return ctx.loaders!;
+  const viewer = viewerOf(ctx);
+  ctx.loaders ??= { likedByViewer: likedByViewerLoader(ctx.services.db, viewer) };
+  return ctx.loaders;
 }

@@ -2,7 +2,7 @@ import { agentLlmSettings, agentModels, agentSuggestions, agentTools, type Agent
 import { canReadAgent, visiblePersona } from '../../domain/agents/service.ts';
 import type { Agent as AgentRow } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
-import { viewerOf, type GraphQLContext } from '../context.ts';
+import { maybeViewer, viewerOf, type GraphQLContext } from '../context.ts';
 import { ModelProfileEnum, OwnerPaysEnum, ThinkingEffortCapEnum, ThinkingPolicyEnum } from './enums.ts';
 
 const AgentModelRef = builder.objectRef<AgentModel>('AgentModel').implement({
@@ -32,7 +32,7 @@ export const Agent = builder.prismaObject('Agent', {
     image: t.exposeString('image', { nullable: true }),
     public: t.exposeBoolean('public'),
     models: t.field({ type: [AgentModelRef], resolve: agentModels }),
-    persona: t.string({ nullable: true, description: 'Null unless the persona is public or you own the agent.', resolve: (a, _, ctx) => visiblePersona(ctx.viewer, a) }),
+    persona: t.string({ nullable: true, description: 'Null unless the persona is public or you own the agent.', resolve: (a, _, ctx) => visiblePersona(maybeViewer(ctx), a) }),
     isPersonaPublic: t.exposeBoolean('isPersonaPublic'),
     greeting: t.exposeString('greeting'),
     knowledge: t.exposeString('knowledge'),
@@ -52,7 +52,7 @@ export const Agent = builder.prismaObject('Agent', {
  * What a relation to an agent shows: someone else's private agent reads as null, as
  * `agent(id)` refuses it, so no path through the graph reaches its fields.
  */
-export const readableAgent = (ctx: GraphQLContext, agent: AgentRow | null | undefined) => (agent && canReadAgent(ctx.viewer, agent) ? agent : null);
+export const readableAgent = (ctx: GraphQLContext, agent: AgentRow | null | undefined) => (agent && canReadAgent(maybeViewer(ctx), agent) ? agent : null);
 
 const AgentModelInput = builder.inputType('AgentModelInput', {
   fields: (t) => ({ lora: t.string({ required: true }), useWhen: t.string() }),

@@ -2,11 +2,11 @@ import { balanceOf } from '../../domain/creators/service.ts';
 import { visibleCreations } from '../../domain/creations/visibility.ts';
 import type { User } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
-import { viewerOf, type GraphQLContext } from '../context.ts';
+import { maybeViewer, viewerOf, type GraphQLContext } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';
 import { CreatorTypeEnum } from './enums.ts';
 
-const isSelf = (ctx: GraphQLContext, user: Pick<User, 'id'>) => ctx.viewer?.id === user.id;
+const isSelf = (ctx: GraphQLContext, user: Pick<User, 'id'>) => maybeViewer(ctx)?.id === user.id;
 /** Balances and account details are private to the creator. */
 const ownOnly = <T>(ctx: GraphQLContext, user: User, value: (u: User) => T) => (isSelf(ctx, user) ? value(user) : null);
 
