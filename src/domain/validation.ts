@@ -25,6 +25,11 @@ export function describeInputError(message: string, path: readonly (string | num
   return path && path.length ? `${formatPath(path, rename)}: ${message}` : message;
 }
 
+/** Field rules shared by the resources' input schemas. */
+export const text = (max: number) => z.string().max(max, `must be at most ${max} characters`);
+export const urlField = text(2048).url('must be a URL');
+export const nameField = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
+
 export const nonEmptyPatch = <T extends Record<string, unknown>>(patch: T, what: string): T => {
   if (Object.values(patch).every((v) => v === undefined)) throw badInput(`No ${what} fields to update in the request`);
   return patch;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { OwnerPays } from '../../generated/prisma/enums.ts';
 import { usernameSchema } from '../creators/service.ts';
+import { nameField, text, urlField } from '../validation.ts';
 
 /**
  * Agent input as the domain sees it (camelCase). The spec lists one value per enum; we accept
@@ -12,8 +13,6 @@ export const thinkingEffortCaps = ['low', 'medium', 'high'] as const;
 export const ownerPaysValues = Object.values(OwnerPays);
 export const MAX_AGENT_MODELS = 10;
 
-const text = (max: number) => z.string().max(max, `must be at most ${max} characters`);
-const url = z.string().max(2048, 'must be at most 2048 characters').url('must be a URL');
 
 export const llmSettingsSchema = z
   .object({
@@ -33,10 +32,10 @@ const suggestionSchema = z.object({ label: z.string().min(1).max(100), prompt: z
 
 /** Every writable agent field; all optional, as in a PATCH. */
 export const agentFieldsSchema = z.object({
-  name: z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
+  name: nameField,
   key: usernameSchema,
   description: text(2000),
-  image: url.nullable(),
+  image: urlField.nullable(),
   public: z.boolean(),
   // More than the limit is a 422 in the original (a limit, not a malformed value).
   models: z.array(agentModelSchema).refine((m) => m.length <= MAX_AGENT_MODELS, {

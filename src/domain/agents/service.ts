@@ -6,6 +6,7 @@ import { isUniqueViolation } from '../prisma-errors.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { nonEmptyPatch, parseInput } from '../validation.ts';
 import type { Viewer } from '../viewer.ts';
+import { isVisibleTo, visibleToFilter } from '../visibility.ts';
 import { agentCreateSchema, agentPatchSchema, type AgentPatch } from './inputs.ts';
 
 export const AGENT_NOT_FOUND = 'Agent not found';
@@ -19,7 +20,7 @@ export type AgentWithKey = Agent & { user: { username: string } };
 export const visiblePersona = (viewer: Viewer | null, agent: Pick<Agent, 'persona' | 'isPersonaPublic' | 'ownerId'>) =>
   agent.isPersonaPublic || viewer?.id === agent.ownerId ? agent.persona : null;
 
-export const canReadAgent = (viewer: Viewer | null, agent: Pick<Agent, 'public' | 'ownerId'>) => agent.public || viewer?.id === agent.ownerId;
+export const canReadAgent = (viewer: Viewer | null, agent: Pick<Agent, 'public' | 'ownerId'>) => isVisibleTo(viewer, agent, agent.ownerId);
 
 const withKey = (query: AgentQuery = {}) => ({ include: { user: true, ...query.include } }) as const;
 
@@ -31,7 +32,7 @@ export function agentService(db: Db, tools: ToolRegistry) {
     }
     const loras = input.models?.map((m) => m.lora) ?? [];
     if (loras.length) {
-      const found = await db.model.findMany({ where: { id: { in: loras }, OR: [{ public: true }, { userId: viewer.id }] }, select: { id: true } });
+      const found = await db.model.findMany({ where: { id: { in: loras }, ...visibleToFilter(viewer, 'userId') }, select: { id: true } });
       const ids = new Set(found.map((m) => m.id));
       const missing = loras.findIndex((id) => !ids.has(id));
       if (missing >= 0) throw badInput('model not found or not usable by you', ['models', missing, 'lora']);

@@ -4,6 +4,7 @@ import { badInput, forbidden, notFound } from '../errors.ts';
 import { canNameARow } from '../ids.ts';
 import { nonEmptyPatch, parseInput } from '../validation.ts';
 import type { Viewer } from '../viewer.ts';
+import { isVisibleTo } from '../visibility.ts';
 import { conceptCreateSchema, conceptPatchSchema, type ConceptPatch } from './inputs.ts';
 
 export const CONCEPT_NOT_FOUND = 'Concept not found';
@@ -27,7 +28,7 @@ export function conceptService(db: Db) {
     async get(viewer: Viewer, id: string, query?: ConceptQuery): Promise<ConceptWithImages> {
       const concept = canNameARow(id) ? await db.concept.findUnique({ where: { id }, ...withImages(query) }) : null;
       if (!concept) throw notFound(CONCEPT_NOT_FOUND);
-      if (!concept.public && concept.userId !== viewer.id) throw forbidden('You do not have access to this concept');
+      if (!isVisibleTo(viewer, concept, concept.userId)) throw forbidden('You do not have access to this concept');
       return concept;
     },
 

@@ -3,6 +3,7 @@ import type { Model, Prisma } from '../../generated/prisma/client.ts';
 import { forbidden, notFound } from '../errors.ts';
 import { canNameARow } from '../ids.ts';
 import type { Viewer } from '../viewer.ts';
+import { isVisibleTo } from '../visibility.ts';
 
 export type ModelQuery = { include?: Prisma.ModelInclude };
 
@@ -12,7 +13,7 @@ export function modelService(db: Db) {
     async get(viewer: Viewer, id: string, query: ModelQuery = {}): Promise<Model> {
       const model = canNameARow(id) ? await db.model.findUnique({ where: { id }, ...query }) : null;
       if (!model) throw notFound('Model not found');
-      if (!model.public && model.userId !== viewer.id) throw forbidden('You do not have access to this model');
+      if (!isVisibleTo(viewer, model, model.userId)) throw forbidden('You do not have access to this model');
       return model;
     },
   };

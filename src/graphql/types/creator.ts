@@ -1,5 +1,7 @@
 import { balanceOf } from '../../domain/creators/service.ts';
 import { visibleCreations } from '../../domain/creations/visibility.ts';
+import { newestFirst } from '../../domain/ordering.ts';
+import { visibleToFilter } from '../../domain/visibility.ts';
 import type { User } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
 import { maybeViewer, viewerOf, type GraphQLContext } from '../context.ts';
@@ -38,12 +40,12 @@ export const Creator = builder.prismaObject('User', {
     agents: t.relatedConnection('ownedAgents', {
       cursor: 'id',
       description: 'Agents this creator owns: all of them on your own profile, public ones elsewhere.',
-      query: (_args, ctx) => ({ where: { OR: [{ public: true }, { ownerId: viewerOf(ctx).id }] }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] }),
+      query: (_args, ctx) => ({ where: visibleToFilter(viewerOf(ctx), 'ownerId'), orderBy: newestFirst }),
     }),
     creations: t.relatedConnection('creations', {
       cursor: 'id',
       description: 'Creations by this creator that you can see, newest first.',
-      query: (_args, ctx) => ({ where: visibleCreations(viewerOf(ctx)), orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] }),
+      query: (_args, ctx) => ({ where: visibleCreations(viewerOf(ctx)), orderBy: newestFirst }),
     }),
   }),
 });
