@@ -13,7 +13,6 @@ export const thinkingEffortCaps = ['low', 'medium', 'high'] as const;
 export const ownerPaysValues = Object.values(OwnerPays);
 export const MAX_AGENT_MODELS = 10;
 
-
 export const llmSettingsSchema = z
   .object({
     modelProfile: z.enum(modelProfiles),

@@ -71,16 +71,18 @@ export function agentService(db: Db, tools: ToolRegistry) {
 
     /** Only the fields present change; `llmSettings` is merged field by field. */
     async update(viewer: Viewer, id: string, raw: unknown, query?: AgentQuery): Promise<AgentWithKey> {
-      const existing = canNameARow(id) ? await db.agent.findUnique({ where: { id } }) : null;
+      const existing = canNameARow(id) ? await db.agent.findUnique({ where: { id }, select: { ownerId: true } }) : null;
       if (!existing) throw notFound(AGENT_NOT_FOUND);
       if (existing.ownerId !== viewer.id) throw forbidden('Only the owner of this agent can update it');
       const patch = nonEmptyPatch(parseInput(agentPatchSchema, raw), 'agent');
       await checkReferences(viewer, patch);
       try {
         return await db.$transaction(async (tx) => {
-          // The merge reads llmSettings and writes it back: the row lock makes concurrent PATCHes
+          // Merging llmSettings reads it and writes it back: the row lock makes concurrent PATCHes
           // of different settings apply one after the other instead of overwriting each other.
-          const [current] = await tx.$queryRaw<{ llmSettings: object }[]>`SELECT "llmSettings" FROM "Agent" WHERE "id" = ${id} FOR UPDATE`;
+          const [current] = patch.llmSettings
+            ? await tx.$queryRaw<{ llmSettings: object }[]>`SELECT "llmSettings" FROM "Agent" WHERE "id" = ${id} FOR UPDATE`
+            : [];
           return tx.agent.update({
             where: { id },
             data: {
