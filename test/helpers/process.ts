@@ -4,10 +4,27 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 import { freshDatabase } from './database.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const bin = join(root, 'bin/parley.js');
+
+/**
+ * Every child a test starts is killed when its file ends, and when the worker exits, also after
+ * a failed or timed-out test: no server outlives the test that started it.
+ */
+const children = new Set<ChildProcess>();
+const track = <C extends ChildProcess>(child: C): C => {
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  return child;
+};
+export const killChildren = () => {
+  for (const child of children) child.kill('SIGKILL');
+};
+process.on('exit', killChildren);
+afterAll(killChildren);
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -34,7 +51,7 @@ const childEnv = (env: Record<string, string>) => {
 
 export async function runCli(args: string[], env: Record<string, string>) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: root, env: childEnv(env) });
+    const child = track(spawn(process.execPath, [bin, ...args], { cwd: root, env: childEnv(env) }));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -55,10 +72,12 @@ export interface ServerProcess {
 /** Starts the service the way `npm start` does (one node process running src/server.ts through tsx). */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: root,
-    env: childEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }),
-  });
+  const child = track(
+    spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      cwd: root,
+      env: childEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }),
+    }),
+  );
   let out = '';
   const listeners = new Set<() => void>();
   const append = (d: Buffer) => {

@@ -1,0 +1,14 @@
+import { loadConfig } from '../../config.ts';
+import { openDatabase } from '../../db/database.ts';
+import { applyMigrations } from '../../db/migrate.ts';
+
+export async function migrate(): Promise<number> {
+  const database = await openDatabase(loadConfig().database);
+  try {
+    const applied = await applyMigrations(database.migrationAdapterFactory);
+    console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+  } finally {
+    await database.close();
+  }
+  return 0;
+}
