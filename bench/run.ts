@@ -4,6 +4,7 @@
 //   npm run bench [-- --rounds 5 --requests 300 --concurrency 8]
 import { parseArgs } from 'node:util';
 import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
 import { loadDemo } from '../src/demo/load.ts';
 
 const { values } = parseArgs({
@@ -13,7 +14,7 @@ const rounds = Number(values.rounds);
 const requests = Number(values.requests);
 const concurrency = Number(values.concurrency);
 
-const app = await buildApp({ port: 0, host: '127.0.0.1', database: { kind: 'pglite', dataDir: undefined }, toolsDir: 'tools', logLevel: 'silent' });
+const app = await buildApp({ ...loadConfig({ LOG_LEVEL: 'silent' }), port: 0, database: { kind: 'pglite', dataDir: undefined } });
 const url = await app.http.listen({ port: 0, host: '127.0.0.1' });
 const manifest = await loadDemo(app.services);
 const key = manifest.users[0]!.apiKey;

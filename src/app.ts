@@ -35,14 +35,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await database.close();
     throw e;
   }
-  const services = createServices(database.prisma, tools);
-
   const http = Fastify({
     logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler,
   });
+  const services = createServices(database.prisma, tools, { config, log: http.log });
   installJsonParser(http);
   installErrorHandlers(http);
   installAuth(http, services);
@@ -50,7 +49,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
     try {
       await database.prisma.$queryRaw`SELECT 1`;
-      return { status: 'ok', database: 'ok' };
+      return { status: 'ok', database: 'ok', replies: services.provider.description };
     } catch {
       return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
     }
@@ -69,13 +68,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
   });
 
-  restRoutes(http, services);
+  restRoutes(http, services, { heartbeatMs: config.events.heartbeatMs });
 
   // Responses finished while closing end their connection: a keep-alive socket left idle after
   // close() began would otherwise hold the process open until its keep-alive timeout.
+  // Replies being written get a grace period to finish (their watchers see them end), then every
+  // open stream is told the server is going away, so clients reconnect elsewhere.
   let closing = false;
   http.addHook('preClose', async () => {
     closing = true;
+    await services.replies.drain(config.shutdownGraceMs);
+    await services.bus.close();
+    await websocket.close();
   });
   http.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');
@@ -83,7 +87,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   const websocket = attachGraphQLWebSocket(http.server, yoga, yoga.graphqlEndpoint);
   http.addHook('onClose', async () => {
-    await websocket.close();
     await database.close();
   });
 

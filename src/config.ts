@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -8,6 +10,24 @@ const envSchema = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   TOOLS_DIR: z.string().min(1).default('./tools'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  LLM_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  LLM_API_KEY: z.string().optional(),
+  LLM_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  LLM_MODEL_LOW: z.string().min(1).optional(),
+  LLM_MODEL_MEDIUM: z.string().min(1).optional(),
+  LLM_MODEL_HIGH: z.string().min(1).optional(),
+  LLM_CONTEXT_TOKENS: positiveInt(16_000),
+  LLM_MAX_COMPLETION_TOKENS: positiveInt(1_024),
+  LLM_FIRST_TOKEN_TIMEOUT_MS: positiveInt(60_000),
+  LLM_IDLE_TIMEOUT_MS: positiveInt(30_000),
+  OFFLINE_TOKEN_DELAY_MS: z.coerce.number().int().min(0).default(25),
+
+  EVENT_REPLAY_LIMIT: positiveInt(5_000),
+  EVENT_IDLE_TTL_MS: positiveInt(600_000),
+  SUBSCRIBER_QUEUE_LIMIT: positiveInt(2_000),
+  SSE_HEARTBEAT_MS: positiveInt(15_000),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
 });
 
 export type DatabaseConfig =
@@ -15,12 +35,42 @@ export type DatabaseConfig =
   /** `dataDir` undefined means an in-memory database (tests). */
   | { kind: 'pglite'; dataDir: string | undefined };
 
+export interface LlmConfig {
+  /** Unset: the built-in offline responder answers. */
+  baseUrl: string | undefined;
+  apiKey: string | undefined;
+  /** Model name per `llm_settings.model_profile`, and the one used when an agent names none. */
+  models: { default: string; low: string; medium: string; high: string };
+  contextTokens: number;
+  maxCompletionTokens: number;
+  /** Until the provider's first chunk (this is also when a failed call may be retried once). */
+  firstTokenTimeoutMs: number;
+  /** Longest silence between two chunks once a reply is streaming. */
+  idleTimeoutMs: number;
+  /** Pause between the offline responder's tokens, so it streams like a model would. */
+  offlineTokenDelayMs: number;
+}
+
+export interface EventsConfig {
+  /** Events kept per session for clients that resume with `after` / Last-Event-ID. */
+  replayLimit: number;
+  /** A session with no watcher and no event for this long forgets its replay log. */
+  idleTtlMs: number;
+  /** Events waiting for one slow subscriber before it is cut off (it resumes with `after`). */
+  subscriberQueueLimit: number;
+  heartbeatMs: number;
+}
+
 export interface Config {
   port: number;
   host: string;
   database: DatabaseConfig;
   toolsDir: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  llm: LlmConfig;
+  events: EventsConfig;
+  /** On SIGTERM, how long replies still being written may take before they are cut off. */
+  shutdownGraceMs: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -36,5 +86,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     database: e.DATABASE_URL ? { kind: 'postgres', url: e.DATABASE_URL } : { kind: 'pglite', dataDir: resolve(e.DATA_DIR) },
     toolsDir: resolve(e.TOOLS_DIR),
     logLevel: e.LOG_LEVEL,
+    llm: {
+      baseUrl: e.LLM_BASE_URL?.replace(/\/+$/, ''),
+      apiKey: e.LLM_API_KEY,
+      models: {
+        default: e.LLM_MODEL,
+        low: e.LLM_MODEL_LOW ?? e.LLM_MODEL,
+        medium: e.LLM_MODEL_MEDIUM ?? e.LLM_MODEL,
+        high: e.LLM_MODEL_HIGH ?? e.LLM_MODEL,
+      },
+      contextTokens: e.LLM_CONTEXT_TOKENS,
+      maxCompletionTokens: e.LLM_MAX_COMPLETION_TOKENS,
+      firstTokenTimeoutMs: e.LLM_FIRST_TOKEN_TIMEOUT_MS,
+      idleTimeoutMs: e.LLM_IDLE_TIMEOUT_MS,
+      offlineTokenDelayMs: e.OFFLINE_TOKEN_DELAY_MS,
+    },
+    events: {
+      replayLimit: e.EVENT_REPLAY_LIMIT,
+      idleTtlMs: e.EVENT_IDLE_TTL_MS,
+      subscriberQueueLimit: e.SUBSCRIBER_QUEUE_LIMIT,
+      heartbeatMs: e.SSE_HEARTBEAT_MS,
+    },
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
   };
 }

@@ -16,3 +16,6 @@ const NUL_REJECTED = ['22021', '22P05'];
 
 /** True when a write failed on a unique constraint. */
 export const isUniqueViolation = (e: unknown) => e instanceof Prisma.PrismaClientKnownRequestError && e.code === 'P2002';
+
+/** True when a write found no row to change: it was deleted meanwhile (a session, say). */
+export const isRecordGone = (e: unknown) => e instanceof Prisma.PrismaClientKnownRequestError && (e.code === 'P2025' || e.code === 'P2003');

@@ -1,4 +1,6 @@
 /** The authenticated caller, as established from an API key. */
 export interface Viewer {
   id: string;
+  /** The key the caller used: connections made with it close when it is deleted. */
+  keyId?: string;
 }

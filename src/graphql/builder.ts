@@ -11,6 +11,7 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     DateTime: { Input: Date; Output: Date };
     JSON: { Input: unknown; Output: unknown };
+    Seq: { Input: number; Output: number };
   };
   DefaultFieldNullability: false;
 }>({
@@ -29,3 +30,4 @@ export const builder = new SchemaBuilder<{
 
 builder.queryType({});
 builder.mutationType({});
+builder.subscriptionType({});

@@ -1,15 +1,22 @@
-import type DataLoader from 'dataloader';
+import DataLoader from 'dataloader';
 import { likedByViewerLoader } from '../domain/creations/loaders.ts';
 import { isDomainError, unauthenticated } from '../domain/errors.ts';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
+import type { Agent, User } from '../generated/prisma/client.ts';
+
+interface Loaders {
+  likedByViewer: DataLoader<string, boolean>;
+  creatorById: DataLoader<string, User | null>;
+  agentById: DataLoader<string, Agent | null>;
+}
 
 export interface GraphQLContext {
   services: Services;
   /** The caller, or why there is none (missing or invalid key) for the UNAUTHENTICATED error. */
   auth: { viewer: Viewer } | { problem: string };
   /** Per-operation DataLoaders, made on first use. */
-  loaders?: { likedByViewer: DataLoader<string, boolean> };
+  loaders?: Loaders;
 }
 
 /** Builds the per-operation context from an API key (HTTP header or graphql-ws connectionParams). */
@@ -31,8 +38,21 @@ export function viewerOf(ctx: GraphQLContext): Viewer {
   return ctx.auth.viewer;
 }
 
-export function loadersOf(ctx: GraphQLContext) {
+/** Rows by id, one query per model for everything an operation asks in the same tick. */
+function byId<T extends { id: string }>(find: (ids: string[]) => Promise<T[]>) {
+  return new DataLoader<string, T | null>(async (ids) => {
+    const rows = new Map((await find([...ids])).map((r) => [r.id, r]));
+    return ids.map((id) => rows.get(id) ?? null);
+  });
+}
+
+export function loadersOf(ctx: GraphQLContext): Loaders {
   const viewer = viewerOf(ctx);
-  ctx.loaders ??= { likedByViewer: likedByViewerLoader(ctx.services.db, viewer) };
+  const { db } = ctx.services;
+  ctx.loaders ??= {
+    likedByViewer: likedByViewerLoader(db, viewer),
+    creatorById: byId((ids) => db.user.findMany({ where: { id: { in: ids } } })),
+    agentById: byId((ids) => db.agent.findMany({ where: { id: { in: ids } } })),
+  };
   return ctx.loaders;
 }

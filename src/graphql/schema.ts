@@ -10,6 +10,7 @@ import './types/deployment.ts';
 import './types/message.ts';
 import './types/model.ts';
 import './types/session.ts';
+import './types/session-event.ts';
 import './types/share.ts';
 import './types/tool.ts';
 import './types/trigger.ts';

@@ -10,7 +10,8 @@ import { describeInputError } from '../domain/validation.ts';
  * as they are, so each resource declares its style in one place.
  */
 export interface RestErrorStyle {
-  bodyKey: 'error' | 'message';
+  /** `both`: `{error, message}` with the same text, as the original's session delete answered. */
+  bodyKey: 'error' | 'message' | 'both';
   status?: Partial<Record<ErrorCode, number>>;
   /** Renders a domain field name the way REST clients spell it (snake_case). */
   fieldName?: (domainName: string) => string;
@@ -35,7 +36,8 @@ declare module 'fastify' {
 
 export function sendDomainError(reply: FastifyReply, error: DomainError, style: RestErrorStyle = { bodyKey: 'error' }) {
   const status = style.status?.[error.code] ?? defaultStatus[error.code];
-  return reply.code(status).send({ [style.bodyKey]: describeInputError(error.message, error.fieldPath, style.fieldName) });
+  const text = describeInputError(error.message, error.fieldPath, style.fieldName);
+  return reply.code(status).send(style.bodyKey === 'both' ? { error: text, message: text } : { [style.bodyKey]: text });
 }
 
 /** Statuses for transport-level failures; their bodies carry both keys so any client finds the text. */

@@ -7,11 +7,13 @@ import { creationRoutes } from './creations.ts';
 import { creatorRoutes } from './creators.ts';
 import { deploymentRoutes } from './deployments.ts';
 import { modelRoutes } from './models.ts';
+import { sessionRoutes } from './sessions.ts';
 import { toolRoutes } from './tools.ts';
 import { triggerRoutes } from './triggers.ts';
 
-export function restRoutes(app: FastifyInstance, services: Services) {
+export function restRoutes(app: FastifyInstance, services: Services, options: { heartbeatMs: number }) {
   for (const register of [apiKeyRoutes, agentRoutes, deploymentRoutes, triggerRoutes, conceptRoutes, modelRoutes, toolRoutes, creationRoutes, creatorRoutes]) {
     register(app, services);
   }
+  sessionRoutes(app, services, options);
 }

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
 import { buildApp, type App } from '../../src/app.ts';
+import { loadConfig, type Config, type DatabaseConfig, type EventsConfig, type LlmConfig } from '../../src/config.ts';
 import { freshDatabase } from './database.ts';
 
 export const toolsDir = fileURLToPath(new URL('../../tools', import.meta.url));
@@ -24,17 +25,36 @@ export interface GraphQLResponse<T> {
   errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string; field?: string } }[];
 }
 
+export interface ConfigOverrides {
+  llm?: Partial<LlmConfig>;
+  events?: Partial<EventsConfig>;
+  shutdownGraceMs?: number;
+  toolsDir?: string;
+}
+
+/** The production configuration with nothing set (offline responder without pauses), on `database`. */
+export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides = {}): Config {
+  const base = loadConfig({ LOG_LEVEL: 'silent', OFFLINE_TOKEN_DELAY_MS: '0' });
+  return {
+    ...base,
+    port: 0,
+    host: '127.0.0.1',
+    database,
+    toolsDir: overrides.toolsDir ?? toolsDir,
+    llm: { ...base.llm, ...overrides.llm },
+    events: { ...base.events, ...overrides.events },
+    shutdownGraceMs: overrides.shutdownGraceMs ?? base.shutdownGraceMs,
+  };
+}
+
 /**
  * The real app (same factory as production) on a free loopback port, over a fresh database.
  * `queries` records every SQL statement Prisma sends, for N+1 checks.
  */
-export async function startTestApp() {
+export async function startTestApp(overrides: ConfigOverrides = {}) {
   const db = await freshDatabase();
   const queries: string[] = [];
-  const app: App = await buildApp(
-    { port: 0, host: '127.0.0.1', database: db.config, toolsDir, logLevel: 'silent' },
-    { onQuery: (sql) => queries.push(sql) },
-  );
+  const app: App = await buildApp(testConfig(db.config, overrides), { onQuery: (sql) => queries.push(sql) });
   const url = await app.http.listen({ port: 0, host: '127.0.0.1' });
   const services = app.services;
   let userCount = 0;

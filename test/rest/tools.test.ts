@@ -5,7 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { loadToolRegistry } from '../../src/domain/tools/registry.ts';
-import { startTestApp, toolsDir, type TestApp, type TestUser } from '../helpers/app.ts';
+import { startTestApp, testConfig, toolsDir, type TestApp, type TestUser } from '../helpers/app.ts';
 import { expectRejectsBadKeys } from '../helpers/rest-helpers.ts';
 
 const SPEC_FIELDS = ['key', 'name', 'output_type', 'active', 'description', 'cost_estimate', 'parameters', 'resolutions', 'thumbnail', 'order', 'base_model'].sort();
@@ -158,7 +158,7 @@ describe('tool registry validation', () => {
 
   it('stops buildApp (start-up) when a tool file is broken', async () => {
     const dir = await registryDir({ 'holo_tool.yaml': tool('holo_tool', { output_type: 'hologram' }) });
-    const started = buildApp({ port: 0, host: '127.0.0.1', database: { kind: 'pglite', dataDir: undefined }, toolsDir: dir, logLevel: 'silent' });
+    const started = buildApp(testConfig({ kind: 'pglite', dataDir: undefined }, { toolsDir: dir }));
     const outcome = await started.then(
       async (app) => {
         await app.close();

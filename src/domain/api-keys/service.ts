@@ -5,7 +5,7 @@ import { generateKey, parseKey, secretMatches } from './secret.ts';
 
 export const KEY_NOT_FOUND = 'API key not found';
 
-export function apiKeyService(db: Db) {
+export function apiKeyService(db: Db, onDeleted: (keyId: string) => Promise<void> = async () => {}) {
   return {
     /** Issues a key for a user; the plaintext is returned here and never again. */
     async create(userId: string): Promise<{ id: string; apiKey: string }> {
@@ -24,7 +24,7 @@ export function apiKeyService(db: Db) {
       // Every request comes through here: one primary-key lookup, no join.
       const row = parsed ? await db.apiKey.findUnique({ where: { id: parsed.id }, select: { userId: true, hash: true } }) : null;
       if (!parsed || !row || !secretMatches(parsed.secret, row.hash)) throw unauthenticated('Invalid API key');
-      return { id: row.userId };
+      return { id: row.userId, keyId: parsed.id };
     },
 
     /** Deletes one of the caller's keys (possibly the one in use); another user's key is "not found". */
@@ -35,6 +35,7 @@ export function apiKeyService(db: Db) {
       if (!parsed || !row || row.userId !== viewer.id || !secretMatches(parsed.secret, row.hash)) throw notFound(KEY_NOT_FOUND);
       const { count } = await db.apiKey.deleteMany({ where: { id: row.id, userId: viewer.id } });
       if (count === 0) throw notFound(KEY_NOT_FOUND);
+      await onDeleted(row.id);
     },
   };
 }

@@ -1,5 +1,5 @@
 import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/inputs.ts';
-import { CreatorType, DeploymentPlatform, MessageRole, SessionStatus, TriggerStatus } from '../../generated/prisma/enums.ts';
+import { CreatorType, DeploymentPlatform, MessageRole, MessageStatus, SessionPermission, SessionStatus, ToolCallStatus, TriggerStatus } from '../../generated/prisma/enums.ts';
 import { builder } from '../builder.ts';
 
 /** GraphQL enum values are UPPER_CASE; the domain, the database and REST use the lowercase originals. */
@@ -15,3 +15,6 @@ export const DeploymentPlatformEnum = builder.enumType('DeploymentPlatform', { v
 export const TriggerStatusEnum = builder.enumType('TriggerStatus', { values: upper(Object.values(TriggerStatus)) });
 export const SessionStatusEnum = builder.enumType('SessionStatus', { values: upper(Object.values(SessionStatus)) });
 export const MessageRoleEnum = builder.enumType('MessageRole', { values: upper(Object.values(MessageRole)) });
+export const MessageStatusEnum = builder.enumType('MessageStatus', { values: upper(Object.values(MessageStatus)) });
+export const SessionPermissionEnum = builder.enumType('SessionPermission', { values: upper(Object.values(SessionPermission)) });
+export const ToolCallStatusEnum = builder.enumType('ToolCallStatus', { values: upper(Object.values(ToolCallStatus)) });

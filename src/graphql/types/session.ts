@@ -1,5 +1,33 @@
+import { queryFromInfo } from '@pothos/plugin-prisma';
+import type { GraphQLResolveInfo } from 'graphql';
+import { badInput } from '../../domain/errors.ts';
+import { BUDGET_LIMITS } from '../../domain/sessions/inputs.ts';
+import type { MessagePage } from '../../domain/sessions/service.ts';
+import type { Session as SessionRow } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
-import { SessionStatusEnum } from './enums.ts';
+import { viewerOf, type GraphQLContext } from '../context.ts';
+import { Agent, readableAgent } from './agent.ts';
+import { SessionPermissionEnum, SessionStatusEnum } from './enums.ts';
+import { Message } from './message.ts';
+
+const SessionBudget = builder.objectRef<{ manna: number | null; tokens: number | null; turns: number | null }>('SessionBudget').implement({
+  description: 'Limits on what the session may spend (null: no limit), or what it has spent.',
+  fields: (t) => ({
+    manna: t.exposeFloat('manna', { nullable: true }),
+    tokens: t.exposeInt('tokens', { nullable: true }),
+    turns: t.exposeInt('turns', { nullable: true, description: 'Model calls.' }),
+  }),
+});
+
+builder.prismaObject('SessionUser', {
+  name: 'SessionMember',
+  description: 'A user taking part in a session, and what they may do there.',
+  fields: (t) => ({
+    user: t.relation('user'),
+    permission: t.expose('permission', { type: SessionPermissionEnum, description: 'EDITOR may post and react; OWNER may also share, delete and manage users.' }),
+    addedAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
 
 export const Session = builder.prismaObject('Session', {
   description: 'A conversation between users and agents.',
@@ -9,8 +37,144 @@ export const Session = builder.prismaObject('Session', {
     scenario: t.exposeString('scenario', { nullable: true }),
     status: t.expose('status', { type: SessionStatusEnum }),
     owner: t.relation('owner'),
-    messages: t.relatedConnection('messages', { cursor: 'id', query: { orderBy: { id: 'asc' } } }),
+    agents: t.field({
+      type: [Agent],
+      description: 'The agents of the session, in order (those you may see).',
+      select: (_args, _ctx, nested) => ({ agents: { orderBy: { position: 'asc' }, select: { agent: nested(true) } } }),
+      resolve: (s, _args, ctx) => s.agents.map((a) => readableAgent(ctx, a.agent)).filter((a) => a !== null),
+    }),
+    users: t.relation('users', { query: { orderBy: { createdAt: 'asc' } } }),
+    myPermission: t.field({
+      type: SessionPermissionEnum,
+      nullable: true,
+      select: (_args, ctx) => ({ ownerId: true, users: { where: { userId: viewerOf(ctx).id }, select: { permission: true } } }),
+      resolve: (s, _args, ctx) => (s.ownerId === viewerOf(ctx).id ? 'owner' : (s.users[0]?.permission ?? null)),
+    }),
+    budget: t.field({
+      type: SessionBudget,
+      description: `Limits set when the session was made: manna ${BUDGET_LIMITS.mannaBudget.min}–${BUDGET_LIMITS.mannaBudget.max}, tokens ${BUDGET_LIMITS.tokenBudget.min}–${BUDGET_LIMITS.tokenBudget.max}, turns ${BUDGET_LIMITS.turnBudget.min}–${BUDGET_LIMITS.turnBudget.max}.`,
+      resolve: (s) => ({ manna: s.mannaBudget?.toNumber() ?? null, tokens: s.tokenBudget, turns: s.turnBudget }),
+    }),
+    spent: t.field({ type: SessionBudget, resolve: (s) => ({ manna: s.mannaSpent.toNumber(), tokens: s.tokensSpent, turns: s.turnsSpent }) }),
+    messages: t.connection({
+      type: Message,
+      description: 'Oldest first. Page forwards with first/after, backwards with last/before; with neither, the latest 50.',
+      resolve: async (s, args, ctx) => messageConnection(await ctx.services.sessions.messages(viewerOf(ctx), s.id, args)),
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'The last activity: a message, a reply, a change.' }),
   }),
 });
+
+function messageConnection(page: MessagePage) {
+  const edges = page.messages.map((node) => ({ cursor: page.cursor(node), node }));
+  return {
+    edges,
+    pageInfo: { hasNextPage: page.hasNextPage, hasPreviousPage: page.hasPreviousPage, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+  };
+}
+
+/** A page of sessions as a connection, loading what the selection under `edges.node` needs. */
+async function sessionConnection(
+  list: (page: { first?: number | null; after?: string | null }, query: object) => Promise<{ sessions: SessionRow[]; nextCursor: string | null; cursor(s: SessionRow): string }>,
+  args: { first?: number | null; after?: string | null; last?: number | null; before?: string | null },
+  ctx: GraphQLContext,
+  info: GraphQLResolveInfo,
+) {
+  if (args.last != null || args.before != null) throw badInput('Sessions page forwards only: use first and after', [args.last != null ? 'last' : 'before']);
+  const { sessions, nextCursor, cursor } = await list({ first: args.first, after: args.after }, queryFromInfo({ context: ctx, info, path: ['edges', 'node'] }));
+  const edges = sessions.map((node) => ({ cursor: cursor(node), node }));
+  return {
+    edges,
+    pageInfo: { hasNextPage: nextCursor !== null, hasPreviousPage: Boolean(args.after), startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+  };
+}
+
+builder.queryFields((t) => ({
+  session: t.prismaField({
+    type: 'Session',
+    description: 'A session you own or take part in.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (query, _root, { id }, ctx) => ctx.services.sessions.get(viewerOf(ctx), String(id), query),
+  }),
+  sessions: t.connection({
+    type: Session,
+    description: 'Your sessions, newest activity first (forward paging only: first/after).',
+    resolve: (_root, args, ctx, info) => sessionConnection((page, query) => ctx.services.sessions.listMine(viewerOf(ctx), page, query), args, ctx, info),
+  }),
+  sharedSessions: t.connection({
+    type: Session,
+    description: 'Sessions other users added you to, newest activity first (forward paging only).',
+    resolve: (_root, args, ctx, info) => sessionConnection((page, query) => ctx.services.sessions.listShared(viewerOf(ctx), page, query), args, ctx, info),
+  }),
+}));
+
+const SessionBudgetInput = builder.inputType('SessionBudgetInput', {
+  fields: (t) => ({ mannaBudget: t.float(), tokenBudget: t.int(), turnBudget: t.int() }),
+});
+const SendExtrasInput = builder.inputType('SendExtrasInput', {
+  fields: (t) => ({ excludeMemory: t.boolean({ description: 'Keep this exchange out of the agents\' memory of you.' }) }),
+});
+
+/** Checks (lengths, budgets, agents) happen once, in the domain's zod schema. */
+export const SendMessageInput = builder.inputType('SendMessageInput', {
+  description: 'A message to a session; without sessionId, a new session with agentIds and this first message.',
+  fields: (t) => ({
+    sessionId: t.id(),
+    content: t.string(),
+    attachments: t.stringList(),
+    thinking: t.boolean({ description: 'Ask the agents to show their reasoning (kept as the reply\'s thought).' }),
+    agentIds: t.idList({ description: 'New session: its agents. Existing session: the agents that should answer.' }),
+    scenario: t.string(),
+    budget: t.field({ type: SessionBudgetInput }),
+    title: t.string(),
+    extras: t.field({ type: SendExtrasInput }),
+  }),
+});
+
+const SendMessageResult = builder.objectRef<{ sessionId: string; promptId: string | null; replyIds: string[]; seq: number | null }>('SendMessageResult').implement({
+  fields: (t) => ({
+    session: t.prismaField({ type: 'Session', resolve: (query, r, _args, ctx) => ctx.services.sessions.get(viewerOf(ctx), r.sessionId, query) }),
+    promptId: t.exposeID('promptId', { nullable: true, description: 'Your saved message (null when none was sent).' }),
+    replyIds: t.exposeIDList('replyIds', { description: 'The replies being written, one per answering agent.' }),
+    seq: t.expose('seq', { type: 'Seq', nullable: true, description: 'Watch sessionEvents with after: seq - 1 to see the whole reply.' }),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  sendMessage: t.field({
+    type: SendMessageResult,
+    description: 'Sends a message and returns at once; the replies are written in the background (watch sessionEvents).',
+    args: { input: t.arg({ type: SendMessageInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const started = await ctx.services.sessions.send(viewerOf(ctx), input);
+      return { sessionId: started.sessionId, promptId: started.promptId, replyIds: started.replies.map((r) => r.messageId), seq: started.startSeq };
+    },
+  }),
+  deleteSession: t.boolean({
+    description: 'Deletes a session with its messages and shares, for good (owners only). Watchers are told.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, ctx) => {
+      await ctx.services.sessions.delete(viewerOf(ctx), String(id));
+      return true;
+    },
+  }),
+  addSessionUser: t.prismaField({
+    type: 'Session',
+    description: 'Adds a user to a session (or changes their permission); owners only.',
+    args: { sessionId: t.arg.id({ required: true }), username: t.arg.string({ required: true }), permission: t.arg({ type: SessionPermissionEnum, required: true }) },
+    resolve: async (query, _root, { sessionId, username, permission }, ctx) => {
+      const viewer = viewerOf(ctx);
+      await ctx.services.sessions.addUser(viewer, String(sessionId), { username, permission });
+      return ctx.services.sessions.get(viewer, String(sessionId), query);
+    },
+  }),
+  removeSessionUser: t.boolean({
+    description: 'Removes a user from a session (owners), or leaves it (your own id). Their live subscriptions end.',
+    args: { sessionId: t.arg.id({ required: true }), userId: t.arg.id({ required: true }) },
+    resolve: async (_root, { sessionId, userId }, ctx) => {
+      await ctx.services.sessions.removeUser(viewerOf(ctx), String(sessionId), String(userId));
+      return true;
+    },
+  }),
+}));

@@ -1,0 +1,294 @@
+import type { LlmConfig } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import type { EventBus } from '../../realtime/bus.ts';
+import { agentLlmSettings, agentSuggestions, agentTools } from '../agents/fields.ts';
+import { isRecordGone } from '../prisma-errors.ts';
+import { addTokens, BUDGET_EXCEEDED, reserveTurns } from '../sessions/budgets.ts';
+import type { MessageView, SessionEventPayload } from '../sessions/events.ts';
+import { messageSelect, toMessageView } from '../sessions/views.ts';
+import { buildPrompt, type PromptAgent } from './prompt.ts';
+import { ProviderError, type ChatMessage, type ChatProvider, type ChatRequest } from './providers/types.ts';
+import { cleanModelTitle, fallbackTitle, TITLE_INSTRUCTION, titleFromText } from './title.ts';
+import { estimateTokens } from './tokens.ts';
+import { noMemory, noTools, type MemoryHost, type RequestedToolCall, type ToolHost } from './tools.ts';
+
+/** One prompt's replies, as the sessions service hands them over once the prompt is saved. */
+export interface ReplyJob {
+  sessionId: string;
+  promptId: string;
+  /** The user who sent the prompt. */
+  userId: string;
+  /** The placeholder assistant message of each agent that answers, made with the prompt. */
+  replies: { messageId: string; agentId: string }[];
+  thinking: boolean;
+  excludeMemory: boolean;
+  /** The first exchange of a session without a title: name it afterwards. */
+  generateTitle: boolean;
+}
+
+export interface ReplyEngineDeps {
+  db: Db;
+  bus: EventBus;
+  provider: ChatProvider;
+  /** True for the offline responder: titles then come from the text, not from a model call. */
+  offline: boolean;
+  llm: LlmConfig;
+  tools?: ToolHost;
+  memory?: MemoryHost;
+  log: { error(obj: unknown, msg?: string): void };
+}
+
+/** Model calls one reply may make (each is a turn of the budget) before it must answer. */
+const MAX_CALLS_PER_REPLY = 8;
+/** Stored messages read for a prompt; the context window usually keeps fewer. */
+const HISTORY_LIMIT = 200;
+
+class ReplyStopped extends Error {}
+
+type LoadedAgent = NonNullable<Awaited<ReturnType<typeof loadSession>>>['agents'][number]['agent'];
+
+function loadSession(db: Db, sessionId: string) {
+  return db.session.findUnique({
+    where: { id: sessionId },
+    select: {
+      scenario: true,
+      agents: { orderBy: { position: 'asc' }, select: { agent: { include: { user: { select: { username: true } } } } } },
+    },
+  });
+}
+
+const profileOf = (a: LoadedAgent): PromptAgent => ({
+  id: a.id,
+  key: a.user.username,
+  name: a.name,
+  description: a.description,
+  persona: a.persona,
+  greeting: a.greeting,
+  knowledge: a.knowledge,
+});
+
+/**
+ * Runs replies in the background: each agent's reply is a loop of model calls (a model call may
+ * ask for tools, whose results feed the next call) streamed to the session's event bus, then
+ * saved with its token usage. Replies outlive the request that started them: a client that
+ * disconnects does not stop one.
+ */
+export function createReplyEngine(deps: ReplyEngineDeps) {
+  const { db, bus, provider, llm, log } = deps;
+  const tools = deps.tools ?? noTools;
+  const memory = deps.memory ?? noMemory;
+  const running = new Map<string, Set<AbortController>>();
+  const active = new Set<Promise<void>>();
+
+  const emit = (sessionId: string, event: SessionEventPayload) =>
+    bus.publish(sessionId, event).catch((err) => log.error({ err }, 'could not publish a session event'));
+
+  /** Saves a reply as it ended, with its tokens counted on the session in the same transaction. */
+  async function save(sessionId: string, messageId: string, fields: { content: string; thought: string; status: 'complete' | 'failed' | 'cancelled'; error: string | null; promptTokens: number; completionTokens: number }) {
+    return db.$transaction(async (tx) => {
+      const row = await tx.message.update({
+        where: { id: messageId },
+        data: { content: fields.content, thought: fields.thought || null, status: fields.status, error: fields.error, promptTokens: fields.promptTokens, completionTokens: fields.completionTokens },
+        select: messageSelect,
+      });
+      await addTokens(tx, sessionId, fields.promptTokens + fields.completionTokens);
+      return toMessageView(row);
+    });
+  }
+
+  async function reply(job: ReplyJob, target: ReplyJob['replies'][number], agent: LoadedAgent, request: Omit<ChatRequest, 'agent' | 'model' | 'reasoningEffort' | 'tools'>, signal: AbortSignal): Promise<MessageView | null> {
+    const { sessionId, promptId } = job;
+    const { messageId, agentId } = target;
+    const settings = agentLlmSettings(agent);
+    const thinks = settings.thinkingPolicy === 'always' || (settings.thinkingPolicy !== 'off' && job.thinking);
+    const base: ChatRequest = {
+      ...request,
+      model: (settings.modelProfile && llm.models[settings.modelProfile as keyof typeof llm.models]) || llm.models.default,
+      reasoningEffort: thinks ? ((settings.thinkingEffortCap as ChatRequest['reasoningEffort']) ?? 'medium') : null,
+      tools: tools.offer(agentId, agentTools(agent)),
+      agent: { name: agent.name, key: agent.user.username, description: agent.description, greeting: agent.greeting, knowledge: agent.knowledge, suggestions: agentSuggestions(agent) },
+    };
+    const messages: ChatMessage[] = [...request.messages];
+    let content = '';
+    let thought = '';
+    const usage = { prompt: 0, completion: 0 };
+
+    try {
+      for (let call = 0; ; call++) {
+        // The first call's turn was reserved with the prompt; every further call needs its own.
+        if (call > 0) {
+          const stopped = await db.$transaction((tx) => reserveTurns(tx, sessionId, 1, usage.prompt + usage.completion));
+          if (stopped) throw new ReplyStopped(BUDGET_EXCEEDED[stopped]);
+        }
+        const calls: (Partial<RequestedToolCall> & { arguments: string })[] = [];
+        let reported = false;
+        let written = '';
+        for await (const delta of provider.stream({ ...base, messages }, signal)) {
+          if (delta.type === 'content') {
+            content += delta.text;
+            written += delta.text;
+            void emit(sessionId, { type: 'assistant_token', promptId, messageId, agentId, text: delta.text });
+          } else if (delta.type === 'reasoning') {
+            if (!thinks) continue;
+            thought += delta.text;
+            void emit(sessionId, { type: 'assistant_thinking', promptId, messageId, agentId, text: delta.text });
+          } else if (delta.type === 'tool_call') {
+            const c = (calls[delta.index] ??= { arguments: '' });
+            if (delta.id) c.id = delta.id;
+            if (delta.name) c.name = delta.name;
+            if (delta.arguments) c.arguments += delta.arguments;
+          } else {
+            reported = true;
+            usage.prompt += delta.promptTokens;
+            usage.completion += delta.completionTokens;
+          }
+        }
+        if (!reported) {
+          // Providers that do not report usage are charged an estimate, never nothing.
+          usage.prompt += messages.reduce((n, m) => n + estimateTokens(m.content ?? ''), 0);
+          usage.completion += estimateTokens(written);
+        }
+        const requested = calls.filter((c) => c).map((c, i) => ({ id: c.id ?? `call_${call}_${i}`, name: c.name ?? '', arguments: c.arguments }));
+        if (requested.length === 0) break;
+        if (call + 1 >= MAX_CALLS_PER_REPLY) throw new ReplyStopped(`The reply used its ${MAX_CALLS_PER_REPLY} model calls without finishing`);
+        const results = await tools.run(requested, { sessionId, promptId, messageId, agentId, userId: job.userId, signal });
+        messages.push(
+          { role: 'assistant', content: written || null, tool_calls: requested.map((r) => ({ id: r.id, type: 'function', function: { name: r.name, arguments: r.arguments } })) },
+          ...results.map((r) => ({ role: 'tool' as const, tool_call_id: r.id, content: r.content })),
+        );
+      }
+      const message = await save(sessionId, messageId, { content, thought, status: 'complete', error: null, promptTokens: usage.prompt, completionTokens: usage.completion });
+      await emit(sessionId, { type: 'assistant_message', promptId, agentId, message });
+      return message;
+    } catch (e) {
+      const reason = signal.aborted ? signal.reason : e;
+      if (reason === SESSION_GONE) return null;
+      const error =
+        reason === SHUTTING_DOWN
+          ? 'The server shut down before the reply was finished'
+          : reason instanceof ProviderError || reason instanceof ReplyStopped
+            ? reason.message
+            : 'The reply failed unexpectedly';
+      if (!(reason instanceof ProviderError || reason instanceof ReplyStopped || reason === SHUTTING_DOWN)) log.error({ err: reason }, 'a reply failed');
+      try {
+        const message = await save(sessionId, messageId, { content, thought, status: 'failed', error, promptTokens: usage.prompt, completionTokens: usage.completion });
+        await emit(sessionId, { type: 'error', promptId, agentId, error, message });
+      } catch (saveError) {
+        if (!isRecordGone(saveError)) throw saveError;
+      }
+      return null;
+    }
+  }
+
+  async function title(job: ReplyJob, prompt: string, answer: string | undefined, signal: AbortSignal) {
+    let text = titleFromText(prompt);
+    if (!deps.offline && answer) {
+      try {
+        let said = '';
+        const request: ChatRequest = {
+          model: llm.models.default,
+          messages: [
+            { role: 'system', content: TITLE_INSTRUCTION },
+            { role: 'user', content: `User: ${prompt.slice(0, 2000)}\n\nAgent: ${answer.slice(0, 2000)}` },
+          ],
+          tools: [],
+          maxTokens: 24,
+          reasoningEffort: null,
+          agent: { name: '', key: '', description: '', greeting: '', knowledge: '', suggestions: [] },
+        };
+        for await (const delta of provider.stream(request, signal)) if (delta.type === 'content') said += delta.text;
+        text = cleanModelTitle(said) ?? fallbackTitle(prompt);
+      } catch {
+        text = fallbackTitle(prompt);
+      }
+    }
+    const { count } = await db.session.updateMany({ where: { id: job.sessionId, title: null }, data: { title: text } });
+    if (count) {
+      const session = await db.session.findUnique({ where: { id: job.sessionId }, select: { title: true, scenario: true } });
+      if (session) await emit(job.sessionId, { type: 'session_updated', title: session.title, scenario: session.scenario });
+    }
+  }
+
+  async function run(job: ReplyJob, controller: AbortController) {
+    const { signal } = controller;
+    const [session, history] = await Promise.all([
+      loadSession(db, job.sessionId),
+      db.message.findMany({ where: { sessionId: job.sessionId, status: { not: 'streaming' } }, orderBy: { ordinal: 'desc' }, take: HISTORY_LIMIT, select: messageSelect }),
+    ]);
+    if (!session) return;
+    history.reverse();
+    const agents = new Map(session.agents.map((s) => [s.agent.id, s.agent]));
+    const senders = [...new Set(history.map((m) => m.senderId).filter((id): id is string => id !== null && !agents.has(id)))];
+    const people = senders.length ? await db.user.findMany({ where: { id: { in: senders } }, select: { id: true, username: true } }) : [];
+    const names = new Map<string, string>([...people.map((u) => [u.id, u.username] as const), ...[...agents.values()].map((a) => [a.id, a.name] as const)]);
+    const views = history.map(toMessageView);
+    const prompt = views.find((m) => m.id === job.promptId);
+
+    const results = await Promise.all(
+      job.replies.map(async (target) => {
+        const agent = agents.get(target.agentId);
+        if (!agent) return null;
+        const memories = job.excludeMemory ? [] : await memory.recall(agent.id, job.userId);
+        const messages = buildPrompt({
+          agent: profileOf(agent),
+          scenario: session.scenario,
+          otherAgents: [...agents.values()].filter((a) => a.id !== agent.id).map((a) => a.name),
+          names,
+          history: views,
+          memory: memories,
+          contextTokens: llm.contextTokens,
+          maxCompletionTokens: llm.maxCompletionTokens,
+        });
+        const saved = await reply(job, target, agent, { messages, maxTokens: llm.maxCompletionTokens }, signal);
+        if (saved && prompt && !job.excludeMemory) {
+          memory.remember({ agentId: agent.id, userId: job.userId, sessionId: job.sessionId, prompt: prompt.content, reply: saved.content }).catch((err) => log.error({ err }, 'could not update memory'));
+        }
+        return saved;
+      }),
+    );
+    if (signal.aborted && signal.reason === SESSION_GONE) return;
+    await emit(job.sessionId, { type: 'end_prompt', promptId: job.promptId });
+    if (job.generateTitle && prompt) await title(job, prompt.content, results.find((r) => r)?.content, signal);
+  }
+
+  return {
+    /** Starts a prompt's replies in the background. */
+    start(job: ReplyJob) {
+      const controller = new AbortController();
+      const set = running.get(job.sessionId) ?? new Set();
+      running.set(job.sessionId, set.add(controller));
+      const task = run(job, controller)
+        .catch((err) => {
+          if (!isRecordGone(err)) log.error({ err }, 'a prompt could not be answered');
+        })
+        .finally(() => {
+          set.delete(controller);
+          if (set.size === 0) running.delete(job.sessionId);
+          active.delete(task);
+        });
+      active.add(task);
+    },
+
+    /** Stops the session's replies without saving them (the session is being deleted). */
+    cancelSession(sessionId: string) {
+      for (const controller of running.get(sessionId) ?? []) controller.abort(SESSION_GONE);
+    },
+
+    /** Lets running replies finish for up to `graceMs`, then cuts the rest off (saved as failed). */
+    async drain(graceMs: number) {
+      if (active.size === 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(active), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+      clearTimeout(timer);
+      for (const set of running.values()) for (const controller of set) controller.abort(SHUTTING_DOWN);
+      await Promise.all(active);
+    },
+
+    activeCount: () => active.size,
+  };
+}
+
+const SESSION_GONE = Symbol('session deleted');
+const SHUTTING_DOWN = Symbol('shutting down');
+
+export type ReplyEngine = ReturnType<typeof createReplyEngine>;

@@ -1,0 +1,118 @@
+import type { LlmConfig } from '../../../config.ts';
+import { sseData } from './sse-lines.ts';
+import { ProviderError, type ChatDelta, type ChatProvider, type ChatRequest } from './types.ts';
+
+interface ChunkChoice {
+  delta?: {
+    content?: string | null;
+    reasoning_content?: string | null;
+    reasoning?: string | null;
+    tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[];
+  };
+  finish_reason?: string | null;
+}
+interface Chunk {
+  choices?: ChunkChoice[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+  error?: { message?: string };
+}
+
+const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+const brief = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 200);
+
+/**
+ * Any OpenAI-compatible chat-completions endpoint, streaming. A call that fails before its first
+ * chunk (network, timeout, 5xx, 429) is retried once; after that a failure ends the reply, since
+ * the user has already seen part of it.
+ */
+export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatProvider {
+  const url = `${config.baseUrl}/chat/completions`;
+
+  async function* attempt(request: ChatRequest, outer: AbortSignal, onFirstChunk: () => void): AsyncGenerator<ChatDelta> {
+    const controller = new AbortController();
+    const abort = () => controller.abort();
+    outer.addEventListener('abort', abort, { once: true });
+    let timeout: ProviderError | null = null;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = (ms: number, message: string) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        timeout = new ProviderError(message, true);
+        controller.abort();
+      }, ms);
+    };
+    arm(config.firstTokenTimeoutMs, `The model provider did not answer within ${seconds(config.firstTokenTimeoutMs)}`);
+    try {
+      const response = await fetch(url, {
+        method: 'POST',
+        signal: controller.signal,
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {}) },
+        body: JSON.stringify({
+          model: request.model,
+          messages: request.messages,
+          stream: true,
+          stream_options: { include_usage: true },
+          max_tokens: request.maxTokens,
+          ...(request.tools.length ? { tools: request.tools } : {}),
+          ...(request.reasoningEffort ? { reasoning_effort: request.reasoningEffort } : {}),
+        }),
+      });
+      if (!response.ok || !response.body) {
+        const detail = brief(await response.text().catch(() => ''));
+        throw new ProviderError(`The model provider answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`, response.status >= 500 || response.status === 429);
+      }
+      let first = true;
+      let finished = false;
+      for await (const data of sseData(response.body)) {
+        if (first) {
+          first = false;
+          onFirstChunk();
+        }
+        arm(config.idleTimeoutMs, `The model provider stopped sending for ${seconds(config.idleTimeoutMs)} in the middle of a reply`);
+        if (data.trim() === '[DONE]') return;
+        let chunk: Chunk;
+        try {
+          chunk = JSON.parse(data) as Chunk;
+        } catch {
+          throw new ProviderError('The model provider sent a malformed chunk', false);
+        }
+        if (chunk.error) throw new ProviderError(`The model provider reported an error: ${brief(chunk.error.message ?? 'unknown')}`, false);
+        for (const choice of chunk.choices ?? []) {
+          const delta = choice.delta ?? {};
+          const reasoning = delta.reasoning_content ?? delta.reasoning;
+          if (reasoning) yield { type: 'reasoning', text: reasoning };
+          if (delta.content) yield { type: 'content', text: delta.content };
+          for (const call of delta.tool_calls ?? []) {
+            yield { type: 'tool_call', index: call.index, id: call.id, name: call.function?.name, arguments: call.function?.arguments };
+          }
+          if (choice.finish_reason) finished = true;
+        }
+        if (chunk.usage) yield { type: 'usage', promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
+      }
+      if (!finished) throw new ProviderError('The connection to the model provider closed in the middle of a reply', true);
+    } catch (e) {
+      if (timeout) throw timeout;
+      if (outer.aborted || e instanceof ProviderError) throw e;
+      throw new ProviderError(`Could not reach the model provider (${brief((e as Error).message)})`, true);
+    } finally {
+      clearTimeout(timer);
+      outer.removeEventListener('abort', abort);
+    }
+  }
+
+  return {
+    description: `OpenAI-compatible endpoint at ${new URL(config.baseUrl).origin}`,
+    async *stream(request, signal) {
+      for (let tries = 0; ; tries++) {
+        let started = false;
+        try {
+          yield* attempt(request, signal, () => (started = true));
+          return;
+        } catch (e) {
+          if (signal.aborted || started || tries > 0 || !(e instanceof ProviderError) || !e.transient) throw e;
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+      }
+    },
+  };
+}

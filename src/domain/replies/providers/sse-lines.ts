@@ -1,0 +1,34 @@
+/**
+ * Splits a Server-Sent Events body into the `data` of each event. Chunks may cut an event (or a
+ * UTF-8 character) anywhere, so text is decoded as a stream and buffered up to a blank line.
+ */
+export async function* sseData(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let data: string[] = [];
+  const lines = function* (final: boolean) {
+    let nl: number;
+    while ((nl = buffer.search(/\r\n|\r|\n/)) >= 0) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + (buffer[nl] === '\r' && buffer[nl + 1] === '\n' ? 2 : 1));
+      yield line;
+    }
+    if (final && buffer) {
+      yield buffer;
+      buffer = '';
+    }
+  };
+  const take = function* (line: string) {
+    if (line === '') {
+      if (data.length) yield data.join('\n');
+      data = [];
+    } else if (line.startsWith('data:')) data.push(line.slice(line[5] === ' ' ? 6 : 5));
+  };
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    for (const line of lines(false)) yield* take(line);
+  }
+  buffer += decoder.decode();
+  for (const line of lines(true)) yield* take(line);
+  if (data.length) yield data.join('\n');
+}

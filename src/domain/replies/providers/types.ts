@@ -1,0 +1,63 @@
+/** The chat-completions contract every provider speaks (OpenAI's message and tool shapes). */
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[] }
+  | { role: 'tool'; content: string; tool_call_id: string };
+
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** A tool offered to the model, in the OpenAI function-calling format. */
+export interface ChatTool {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** Who is answering, for providers that answer from the agent's profile (the offline responder). */
+export interface AgentProfile {
+  name: string;
+  key: string;
+  description: string;
+  greeting: string;
+  knowledge: string;
+  suggestions: { label: string; prompt: string }[];
+}
+
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools: ChatTool[];
+  maxTokens: number;
+  /** Ask for visible reasoning at this effort, where the provider offers it. */
+  reasoningEffort: 'low' | 'medium' | 'high' | null;
+  agent: AgentProfile;
+}
+
+/** One piece of a streamed answer. */
+export type ChatDelta =
+  | { type: 'content'; text: string }
+  | { type: 'reasoning'; text: string }
+  /** Tool calls arrive in pieces: the first piece of each index has its id and name. */
+  | { type: 'tool_call'; index: number; id?: string; name?: string; arguments?: string }
+  | { type: 'usage'; promptTokens: number; completionTokens: number };
+
+export interface ChatProvider {
+  /** For the start-up line and /healthz: what answers, never a secret. */
+  readonly description: string;
+  stream(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatDelta>;
+}
+
+/** A provider failure, worded for the user who sees it at the end of a broken reply. */
+export class ProviderError extends Error {
+  override name = 'ProviderError';
+  constructor(
+    message: string,
+    /** Worth one retry if nothing has streamed yet (network, timeout, 5xx, 429). */
+    readonly transient: boolean,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,63 @@
+import type { MessageRole, MessageStatus, SessionPermission, ToolCallStatus } from '../../generated/prisma/enums.ts';
+
+/**
+ * What a session's watchers are told, independent of transport: REST writes these as SSE frames,
+ * GraphQL as typed subscription events. Everything is plain JSON (dates as ISO strings) because
+ * events may cross processes.
+ */
+export interface ToolCallView {
+  id: string;
+  tool: string;
+  args: unknown;
+  status: ToolCallStatus;
+  result: unknown;
+  cost: number | null;
+  error: string | null;
+}
+
+/** Who reacted how: user id → reactions, as the original service stored them. */
+export type ReactionsView = Record<string, string[]>;
+
+export interface MessageView {
+  id: string;
+  sessionId: string;
+  ordinal: number;
+  role: MessageRole;
+  senderId: string | null;
+  promptId: string | null;
+  status: MessageStatus;
+  content: string;
+  attachments: string[];
+  thought: string | null;
+  error: string | null;
+  promptTokens: number;
+  completionTokens: number;
+  toolCalls: ToolCallView[];
+  reactions: ReactionsView;
+  createdAt: string;
+}
+
+export type SessionEventPayload =
+  /** A user message arrived; `replyIds` are the assistant messages that will answer it. */
+  | { type: 'start_prompt'; promptId: string; message: MessageView; agentIds: string[]; replyIds: string[] }
+  | { type: 'assistant_token'; promptId: string; messageId: string; agentId: string; text: string }
+  | { type: 'assistant_thinking'; promptId: string; messageId: string; agentId: string; text: string }
+  | { type: 'assistant_message'; promptId: string; agentId: string; message: MessageView }
+  | { type: 'tool_complete'; promptId: string; messageId: string; agentId: string; toolCall: ToolCallView }
+  | { type: 'tool_cancelled'; promptId: string; messageId: string; agentId: string; toolCall: ToolCallView }
+  /** One reply failed; `message` is the saved (failed) assistant message with its partial text. */
+  | { type: 'error'; promptId: string | null; agentId: string | null; error: string; message: MessageView | null }
+  | { type: 'end_prompt'; promptId: string }
+  | { type: 'reaction'; messageId: string; reactions: ReactionsView }
+  | { type: 'session_updated'; title: string | null; scenario: string | null }
+  | { type: 'user_added'; userId: string; permission: SessionPermission }
+  | { type: 'user_removed'; userId: string }
+  | { type: 'session_deleted' };
+
+export type SessionEventType = SessionEventPayload['type'];
+
+/** An event as published: numbered per session (`seq` only grows), with its session and time. */
+export type SessionEvent = SessionEventPayload & { seq: number; sessionId: string; at: string };
+
+/** Events that belong to one prompt's stream (what `sendMessage` and a REST `stream: true` reply show). */
+export const promptOf = (event: SessionEvent): string | null => ('promptId' in event ? event.promptId : null);

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { SessionPermission } from '../../generated/prisma/enums.ts';
+import { text, urlField } from '../validation.ts';
+
+/** Limits of the original service (research notes), kept so integrations see the same 400s. */
+export const BUDGET_LIMITS = {
+  mannaBudget: { min: 100, max: 50_000 },
+  tokenBudget: { min: 1_000, max: 1_000_000 },
+  turnBudget: { min: 1, max: 1_000 },
+} as const;
+export const MAX_CONTENT = 100_000;
+export const MAX_ATTACHMENTS = 10;
+export const MAX_SESSION_AGENTS = 10;
+
+const between = (name: keyof typeof BUDGET_LIMITS, whole: boolean) => {
+  const { min, max } = BUDGET_LIMITS[name];
+  const number = z.number({ error: 'must be a number' }).min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+  return whole ? number.int('must be a whole number') : number;
+};
+
+const id = z.string().min(1, 'must not be empty').max(200, 'is too long');
+
+export const budgetSchema = z
+  .object({
+    mannaBudget: between('mannaBudget', false),
+    tokenBudget: between('tokenBudget', true),
+    turnBudget: between('turnBudget', true),
+  })
+  .partial();
+
+/** Operation 4: a prompt to an existing session, or a new session with its first prompt. */
+export const sendMessageSchema = z.object({
+  sessionId: id.optional(),
+  content: text(MAX_CONTENT).optional(),
+  attachments: z.array(urlField).max(MAX_ATTACHMENTS, `must have at most ${MAX_ATTACHMENTS} attachments`).optional(),
+  thinking: z.boolean().optional(),
+  agentIds: z
+    .array(id)
+    .max(MAX_SESSION_AGENTS, `must name at most ${MAX_SESSION_AGENTS} agents`)
+    .refine((ids) => new Set(ids).size === ids.length, 'must not name an agent twice')
+    .optional(),
+  scenario: text(1000).optional(),
+  budget: budgetSchema.optional(),
+  title: text(1000).optional(),
+  extras: z.object({ excludeMemory: z.boolean().optional() }).optional(),
+});
+export type SendMessageInput = z.output<typeof sendMessageSchema>;
+
+export const reactionSchema = z.object({
+  messageId: id,
+  reaction: z.string().trim().min(1, 'must not be empty').max(32, 'must be at most 32 characters'),
+});
+
+export const sessionUserSchema = z.object({
+  username: z.string().min(1, 'must not be empty').max(100),
+  permission: z.enum(SessionPermission),
+});
+
+/** A forward page of a list: `first` items after the cursor `after`. */
+export const pageSchema = z.object({
+  first: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(100, 'must be at most 100').default(20),
+  after: z.string().max(200).optional(),
+});

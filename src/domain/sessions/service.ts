@@ -1,0 +1,336 @@
+import type { Db } from '../../db/database.ts';
+import type { Prisma, Session } from '../../generated/prisma/client.ts';
+import type { EventBus } from '../../realtime/bus.ts';
+import { canReadAgent } from '../agents/service.ts';
+import { badInput, forbidden, notFound } from '../errors.ts';
+import { canNameARow } from '../ids.ts';
+import type { ReplyEngine } from '../replies/engine.ts';
+import { chooseResponders } from '../replies/routing.ts';
+import { parseInput } from '../validation.ts';
+import type { Viewer } from '../viewer.ts';
+import { canManage, canPost, NO_ACCESS, SESSION_NOT_FOUND, type Permission } from './access.ts';
+import { BUDGET_EXCEEDED, reserveTurns } from './budgets.ts';
+import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
+import type { MessageView, ReactionsView } from './events.ts';
+import { pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
+import { sessionWatchStep, watchStream } from './stream.ts';
+import { messageSelect, reactionsView, toMessageView } from './views.ts';
+
+export const MESSAGE_NOT_FOUND = 'Message not found';
+export const NOT_ALLOWED_TO_DELETE = 'You are not allowed to delete this session';
+export const AGENT_IDS_REQUIRED = 'agent_ids must be provided when creating a new session';
+
+export type SessionQuery = { include?: Prisma.SessionInclude; select?: Prisma.SessionSelect };
+
+/** `thumbs_up` and `thumbs_down` exclude each other; other reactions combine freely. */
+const EXCLUSIVE: Record<string, string> = { thumbs_up: 'thumbs_down', thumbs_down: 'thumbs_up' };
+
+/** The result of operation 4: the session, and the prompt whose replies are now being written. */
+export interface PromptStarted {
+  sessionId: string;
+  created: boolean;
+  /** Null when the request carried no message (a session created empty). */
+  promptId: string | null;
+  message: MessageView | null;
+  replies: { messageId: string; agentId: string }[];
+  /** Seq of the prompt's `start_prompt` event: watch from just before it to see the whole reply. */
+  startSeq: number | null;
+}
+
+export interface MessagePageArgs {
+  first?: number | null;
+  after?: string | null;
+  last?: number | null;
+  before?: string | null;
+}
+
+export interface MessagePage {
+  messages: MessageView[];
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
+  cursor(m: MessageView): string;
+}
+
+const DEFAULT_MESSAGE_PAGE = 50;
+const MAX_MESSAGE_PAGE = 200;
+const messageCursor = (m: Pick<MessageView, 'ordinal'>) => encodeCursor('msg', String(m.ordinal));
+const ordinalOf = (cursor: string) => decodeCursor('msg', cursor, parseOrdinal);
+
+const sessionCursor = (s: Pick<Session, 'updatedAt' | 'id'>) => encodeCursor('ses', `${s.updatedAt.toISOString()}|${s.id}`);
+const sessionPosition = (cursor: string) =>
+  decodeCursor('ses', cursor, (v) => {
+    const [at, id] = v.split('|');
+    const date = new Date(at ?? '');
+    return id && !Number.isNaN(date.getTime()) ? { updatedAt: date, id } : null;
+  });
+/** Newest activity first; the id breaks ties. */
+const byActivity = [{ updatedAt: 'desc' as const }, { id: 'desc' as const }];
+
+export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
+  /** The caller's permission in a session, or NOT_FOUND when there is no such session. */
+  async function permissionIn(viewer: Viewer, sessionId: string): Promise<Permission | null> {
+    const session = canNameARow(sessionId)
+      ? await db.session.findUnique({ where: { id: sessionId }, select: { ownerId: true, users: { where: { userId: viewer.id }, select: { permission: true } } } })
+      : null;
+    if (!session) throw notFound(SESSION_NOT_FOUND);
+    return session.ownerId === viewer.id ? 'owner' : (session.users[0]?.permission ?? null);
+  }
+
+  async function requireAccess(viewer: Viewer, sessionId: string): Promise<Permission> {
+    const permission = await permissionIn(viewer, sessionId);
+    if (!permission) throw forbidden(NO_ACCESS);
+    return permission;
+  }
+
+  async function requireManager(viewer: Viewer, sessionId: string, action: string) {
+    const permission = await requireAccess(viewer, sessionId);
+    if (!canManage(permission)) throw forbidden(`Only an owner of this session can ${action}`);
+  }
+
+  /** The session's agents in order, as the prompt needs them; for a new session, checked first. */
+  async function agentsFor(viewer: Viewer, input: SendMessageInput) {
+    if (input.sessionId) {
+      const rows = await db.sessionAgent.findMany({
+        where: { sessionId: input.sessionId },
+        orderBy: { position: 'asc' },
+        select: { agent: { select: { id: true, name: true, user: { select: { username: true } } } } },
+      });
+      const agents = rows.map((r) => ({ id: r.agent.id, name: r.agent.name, key: r.agent.user.username }));
+      input.agentIds?.forEach((id, i) => {
+        if (!agents.some((a) => a.id === id)) throw badInput('agent is not in this session', ['agentIds', i]);
+      });
+      return agents;
+    }
+    if (!input.agentIds?.length) throw badInput(AGENT_IDS_REQUIRED);
+    const ids = input.agentIds;
+    const found = await db.agent.findMany({ where: { id: { in: ids.filter(canNameARow) } }, include: { user: { select: { username: true } } } });
+    return ids.map((id, i) => {
+      const agent = found.find((a) => a.id === id);
+      if (!agent || !canReadAgent(viewer, agent)) throw badInput('agent not found or not usable by you', ['agentIds', i]);
+      return { id: agent.id, name: agent.name, key: agent.user.username };
+    });
+  }
+
+  async function list<Q extends SessionQuery>(where: Prisma.SessionWhereInput, page: { first?: unknown; after?: unknown } | undefined, query: Q) {
+    const { first: limit, after } = parseInput(pageSchema, Object.fromEntries(Object.entries(page ?? {}).filter(([, v]) => v != null)));
+    const from = after ? sessionPosition(after) : null;
+    const rows = await db.session.findMany({
+      where: from ? { AND: [where, { OR: [{ updatedAt: { lt: from.updatedAt } }, { updatedAt: from.updatedAt, id: { lt: from.id } }] }] } : where,
+      orderBy: byActivity,
+      take: limit + 1,
+      ...query,
+    });
+    const sessions = rows.slice(0, limit);
+    return { sessions: sessions as unknown as Prisma.SessionGetPayload<Q>[], nextCursor: rows.length > limit ? sessionCursor(sessions.at(-1)!) : null, cursor: sessionCursor };
+  }
+
+  const sessionSettings = (input: SendMessageInput) => ({
+    title: input.title,
+    scenario: input.scenario,
+    mannaBudget: input.budget?.mannaBudget,
+    tokenBudget: input.budget?.tokenBudget,
+    turnBudget: input.budget?.turnBudget,
+  });
+
+  /**
+   * Operation 4. Saves the prompt and starts the agents' replies in the background. The turn
+   * budget is spent for every agent that will answer in the same transaction that saves the
+   * prompt, so concurrent prompts can never run more model calls than the budget allows; a
+   * prompt past a budget saves nothing.
+   */
+  async function send(viewer: Viewer, raw: unknown): Promise<PromptStarted> {
+    const input = parseInput(sendMessageSchema, raw);
+    const settings = sessionSettings(input);
+    const changesSettings = Object.values(settings).some((v) => v !== undefined);
+    if (input.sessionId) {
+      const permission = await permissionIn(viewer, input.sessionId);
+      if (!canPost(permission)) throw forbidden(NO_ACCESS);
+      if (changesSettings && !canManage(permission)) throw forbidden('Only an owner of this session can change its title, scenario or budget');
+    }
+    const agents = await agentsFor(viewer, input);
+    const content = input.content ?? '';
+    const attachments = input.attachments ?? [];
+    const hasPrompt = content.trim() !== '' || attachments.length > 0;
+    const responders = hasPrompt ? chooseResponders(agents, input.sessionId ? input.agentIds : undefined, content) : [];
+
+    const saved = await db.$transaction(async (tx) => {
+      let sessionId = input.sessionId;
+      if (!sessionId) {
+        const session = await tx.session.create({
+          data: {
+            ownerId: viewer.id,
+            ...settings,
+            agents: { create: agents.map((a, position) => ({ agentId: a.id, position, userId: viewer.id })) },
+            users: { create: { userId: viewer.id, permission: 'owner' } },
+          },
+          select: { id: true },
+        });
+        sessionId = session.id;
+        await tx.message.create({ data: { sessionId, role: 'eden', content: `${agents.map((a) => a.name).join(', ')} joined the session` } });
+      } else if (changesSettings) {
+        await tx.session.update({ where: { id: sessionId }, data: settings });
+      }
+      if (!hasPrompt) return { sessionId, prompt: null, replies: [], firstExchange: false };
+      const stopped = await reserveTurns(tx, sessionId, responders.length);
+      if (stopped) throw badInput(BUDGET_EXCEEDED[stopped]);
+      const earlier = await tx.message.count({ where: { sessionId, role: 'user' } });
+      const prompt = await tx.message.create({ data: { sessionId, role: 'user', senderId: viewer.id, content, attachments }, select: messageSelect });
+      const replyRows = [];
+      for (const agentId of responders) {
+        replyRows.push(await tx.message.create({ data: { sessionId, role: 'assistant', senderId: agentId, promptId: prompt.id, status: 'streaming' }, select: { id: true, senderId: true } }));
+      }
+      const { title } = await tx.session.findUniqueOrThrow({ where: { id: sessionId }, select: { title: true } });
+      return { sessionId, prompt, replies: replyRows.map((r) => ({ messageId: r.id, agentId: r.senderId! })), firstExchange: earlier === 0 && title === null };
+    });
+
+    const { sessionId, prompt } = saved;
+    if (input.sessionId && changesSettings) {
+      const s = await db.session.findUnique({ where: { id: sessionId }, select: { title: true, scenario: true } });
+      if (s) await bus.publish(sessionId, { type: 'session_updated', title: s.title, scenario: s.scenario });
+    }
+    if (!prompt) return { sessionId, created: !input.sessionId, promptId: null, message: null, replies: [], startSeq: null };
+    const message = toMessageView(prompt);
+    const started = await bus.publish(sessionId, { type: 'start_prompt', promptId: prompt.id, message, agentIds: responders, replyIds: saved.replies.map((r) => r.messageId) });
+    replies.start({
+      sessionId,
+      promptId: prompt.id,
+      userId: viewer.id,
+      replies: saved.replies,
+      thinking: input.thinking ?? false,
+      excludeMemory: input.extras?.excludeMemory ?? false,
+      generateTitle: saved.firstExchange,
+    });
+    return { sessionId, created: !input.sessionId, promptId: prompt.id, message, replies: saved.replies, startSeq: started.seq };
+  }
+
+  /**
+   * Live events of a session for someone with access: replayed from after `after` when given,
+   * then live. It ends with a reason when the session is deleted or the watcher removed.
+   * With `promptId`, only that prompt's events, ending with its `end_prompt`.
+   */
+  async function watch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string } = {}) {
+    await requireAccess(viewer, sessionId);
+    return watchStream(bus.subscribe(sessionId, { after: options.after }), sessionWatchStep(viewer.id, options.promptId ?? null));
+  }
+
+  return {
+    permissionIn,
+
+    async get<Q extends SessionQuery = object>(viewer: Viewer, id: string, query?: Q): Promise<Prisma.SessionGetPayload<Q>> {
+      await requireAccess(viewer, id);
+      return (await db.session.findUniqueOrThrow({ where: { id }, ...query })) as unknown as Prisma.SessionGetPayload<Q>;
+    },
+
+    /** Sessions the caller owns, newest activity first. */
+    async listMine<Q extends SessionQuery = object>(viewer: Viewer, page: { first?: unknown; after?: unknown }, query: Q = {} as Q) {
+      return list({ ownerId: viewer.id }, page, query);
+    },
+
+    /** Sessions other users added the caller to, newest activity first (operation 1). */
+    async listShared<Q extends SessionQuery = object>(viewer: Viewer, page: { first?: unknown; after?: unknown }, query: Q = {} as Q) {
+      return list({ ownerId: { not: viewer.id }, users: { some: { userId: viewer.id } } }, page, query);
+    },
+
+    /**
+     * A page of the session's messages, oldest first within the page. `first`/`after` page
+     * forwards, `last`/`before` backwards; with neither, the latest messages.
+     */
+    async messages(viewer: Viewer, sessionId: string, args: MessagePageArgs): Promise<MessagePage> {
+      await requireAccess(viewer, sessionId);
+      const size = (n: number | null | undefined) => {
+        if (n == null) return DEFAULT_MESSAGE_PAGE;
+        if (!Number.isInteger(n) || n < 0 || n > MAX_MESSAGE_PAGE) throw badInput(`must be a whole number from 0 to ${MAX_MESSAGE_PAGE}`, [args.first != null ? 'first' : 'last']);
+        return n;
+      };
+      const after = args.after ? ordinalOf(args.after) : null;
+      const before = args.before ? ordinalOf(args.before) : null;
+      const forwards = args.first != null || (after !== null && args.last == null);
+      const take = size(forwards ? args.first : args.last);
+      const rows = await db.message.findMany({
+        where: { sessionId, ordinal: { ...(after !== null ? { gt: after } : {}), ...(before !== null ? { lt: before } : {}) } },
+        orderBy: { ordinal: forwards ? 'asc' : 'desc' },
+        take: take + 1,
+        select: messageSelect,
+      });
+      const more = rows.length > take;
+      const page = rows.slice(0, take).map(toMessageView);
+      if (!forwards) page.reverse();
+      return {
+        messages: page,
+        hasNextPage: forwards ? more : before !== null,
+        hasPreviousPage: forwards ? after !== null : more,
+        cursor: messageCursor,
+      };
+    },
+
+    send,
+    watch,
+
+    /** Sends a prompt and watches its replies: what `stream: true` and `Subscription.sendMessage` do. */
+    async sendAndWatch(viewer: Viewer, raw: unknown) {
+      const started = await send(viewer, raw);
+      const events = started.promptId ? await watch(viewer, started.sessionId, { after: started.startSeq! - 1, promptId: started.promptId }) : null;
+      return { started, events };
+    },
+
+    /**
+     * Operation 6: toggles the caller's reaction on a message; `thumbs_up` and `thumbs_down`
+     * replace each other.
+     */
+    async react(viewer: Viewer, raw: unknown): Promise<{ added: boolean; messageId: string; reactions: ReactionsView }> {
+      const { messageId, reaction } = parseInput(reactionSchema, raw);
+      const message = canNameARow(messageId) ? await db.message.findUnique({ where: { id: messageId }, select: { sessionId: true } }) : null;
+      if (!message) throw notFound(MESSAGE_NOT_FOUND);
+      await requireAccess(viewer, message.sessionId);
+      const { added, rows } = await db.$transaction(async (tx) => {
+        const mine = { messageId, userId: viewer.id };
+        const { count: removed } = await tx.reaction.deleteMany({ where: { ...mine, reaction } });
+        if (!removed) {
+          const opposite = EXCLUSIVE[reaction];
+          if (opposite) await tx.reaction.deleteMany({ where: { ...mine, reaction: opposite } });
+          await tx.reaction.createMany({ data: [{ ...mine, reaction }], skipDuplicates: true });
+        }
+        const rows = await tx.reaction.findMany({ where: { messageId }, select: { userId: true, reaction: true }, orderBy: { createdAt: 'asc' } });
+        return { added: !removed, rows };
+      });
+      const reactions = reactionsView(rows);
+      await bus.publish(message.sessionId, { type: 'reaction', messageId, reactions });
+      return { added, messageId, reactions };
+    },
+
+    /** Operation 9: owners only; messages, shares and reactions go with it, and watchers are told. */
+    async delete(viewer: Viewer, id: string) {
+      const permission = await permissionIn(viewer, id);
+      if (!canManage(permission)) throw forbidden(NOT_ALLOWED_TO_DELETE);
+      replies.cancelSession(id);
+      await db.session.deleteMany({ where: { id } });
+      await bus.publish(id, { type: 'session_deleted' });
+    },
+
+    /** Adds a user to the session, or changes their permission. */
+    async addUser(viewer: Viewer, sessionId: string, raw: unknown) {
+      await requireManager(viewer, sessionId, 'add or remove users');
+      const { username, permission } = parseInput(sessionUserSchema, raw);
+      const user = await db.user.findUnique({ where: { username }, select: { id: true, type: true } });
+      if (!user || user.type !== 'user') throw notFound('User not found');
+      const session = await db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { ownerId: true } });
+      if (user.id === session.ownerId) throw badInput("The session's owner always keeps the owner permission");
+      await db.sessionUser.upsert({ where: { sessionId_userId: { sessionId, userId: user.id } }, create: { sessionId, userId: user.id, permission }, update: { permission } });
+      await bus.publish(sessionId, { type: 'user_added', userId: user.id, permission });
+      return { userId: user.id, permission };
+    },
+
+    /** Removes a user (owners may remove anyone but the owner; anyone may leave). */
+    async removeUser(viewer: Viewer, sessionId: string, userId: string) {
+      if (userId !== viewer.id) await requireManager(viewer, sessionId, 'add or remove users');
+      else await requireAccess(viewer, sessionId);
+      const session = await db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { ownerId: true } });
+      if (userId === session.ownerId) throw badInput("The session's owner cannot be removed");
+      const { count } = canNameARow(userId) ? await db.sessionUser.deleteMany({ where: { sessionId, userId } }) : { count: 0 };
+      if (!count) throw notFound('That user is not in this session');
+      await bus.publish(sessionId, { type: 'user_removed', userId });
+    },
+  };
+}
+
+export type SessionService = ReturnType<typeof sessionService>;

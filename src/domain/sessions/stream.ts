@@ -1,0 +1,64 @@
+import { isStreamEnd, type BusItem, type BusSubscription, type StreamEnd } from '../../realtime/bus.ts';
+import type { SessionEvent } from './events.ts';
+
+/** Why a watch ended early: the bus's reasons, or a change in the session itself. */
+export interface WatchEnd {
+  end: true;
+  code: StreamEnd['code'] | 'SESSION_DELETED' | 'ACCESS_REVOKED';
+  reason: string;
+  lastSeq: number | null;
+}
+export type WatchItem = SessionEvent | WatchEnd;
+export const isWatchEnd = (item: WatchItem): item is WatchEnd => 'end' in item;
+
+type Step = { emit?: WatchItem; stop?: boolean };
+
+/**
+ * A filtered view of a bus subscription. Written as an iterator rather than an async generator
+ * so that `return()` (a client unsubscribing) frees the subscription at once, even while it
+ * waits for the next event; a generator would only notice at its next event.
+ */
+export function watchStream(source: BusSubscription, step: (item: BusItem) => Step): AsyncIterableIterator<WatchItem> & { close(): void } {
+  let finished = false;
+  const finish = () => {
+    finished = true;
+    source.close();
+  };
+  return {
+    async next() {
+      while (!finished) {
+        const r = await source.next();
+        if (r.done) break;
+        const { emit, stop } = step(r.value);
+        if (stop) finish();
+        if (emit) return { value: emit, done: false };
+      }
+      finish();
+      return { value: undefined, done: true };
+    },
+    async return() {
+      finish();
+      return { value: undefined, done: true };
+    },
+    close: finish,
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+}
+
+/** Ends a watch when the session goes away or the watcher is removed from it. */
+export function sessionWatchStep(viewerId: string, promptId: string | null) {
+  let lastSeq: number | null = null;
+  return (item: BusItem): Step => {
+    if (isStreamEnd(item)) return { emit: { ...item, lastSeq: item.lastSeq ?? lastSeq }, stop: true };
+    if (item.type === 'session_deleted') return { emit: { end: true, code: 'SESSION_DELETED', reason: 'This session was deleted', lastSeq: item.seq }, stop: true };
+    if (item.type === 'user_removed' && item.userId === viewerId) {
+      return { emit: { end: true, code: 'ACCESS_REVOKED', reason: 'You were removed from this session', lastSeq: item.seq }, stop: true };
+    }
+    lastSeq = item.seq;
+    if (promptId === null) return { emit: item };
+    if (!('promptId' in item) || item.promptId !== promptId) return {};
+    return { emit: item, stop: item.type === 'end_prompt' };
+  };
+}

@@ -1,0 +1,106 @@
+import type { Db } from '../../db/database.ts';
+import { forbidden, notFound } from '../errors.ts';
+import { canNameARow } from '../ids.ts';
+import type { SessionService } from '../sessions/service.ts';
+import { reactionCounts, reactionsView } from '../sessions/views.ts';
+import type { Viewer } from '../viewer.ts';
+
+export const SHARE_NOT_FOUND = 'Shared session not found';
+
+/** Someone as a share shows them: a name and a picture, never an id. */
+export interface SharedPerson {
+  username: string;
+  userImage: string | null;
+  type: 'user' | 'agent';
+}
+
+/**
+ * A session frozen up to a message, readable by anyone with its id. It holds only what a
+ * reader should see: no budgets, no memory, no user ids, no thoughts, no later messages.
+ */
+export interface SharedSession {
+  shareId: string;
+  title: string;
+  createdAt: Date;
+  owner: { username: string; userImage: string | null };
+  session: { id: string; title: string | null; createdAt: Date; agents: { key: string; name: string; image: string | null }[] };
+  messages: {
+    id: string;
+    role: string;
+    content: string;
+    attachments: string[];
+    sender: SharedPerson | null;
+    reactions: { reaction: string; count: number }[];
+    createdAt: Date;
+  }[];
+}
+
+export function shareService(db: Db, sessions: SessionService) {
+  async function read(shareId: string): Promise<SharedSession> {
+    const share = canNameARow(shareId)
+      ? await db.share.findUnique({
+          where: { id: shareId },
+          include: {
+            owner: { select: { username: true, userImage: true } },
+            message: { select: { ordinal: true } },
+            session: {
+              select: {
+                id: true,
+                title: true,
+                createdAt: true,
+                agents: { orderBy: { position: 'asc' }, select: { agent: { select: { name: true, image: true, user: { select: { username: true } } } } } },
+              },
+            },
+          },
+        })
+      : null;
+    if (!share || !share.public) throw notFound(SHARE_NOT_FOUND);
+    const messages = share.message
+      ? await db.message.findMany({
+          where: { sessionId: share.sessionId, ordinal: { lte: share.message.ordinal }, status: { not: 'streaming' } },
+          orderBy: { ordinal: 'asc' },
+          select: {
+            id: true,
+            role: true,
+            content: true,
+            attachments: true,
+            createdAt: true,
+            sender: { select: { username: true, userImage: true, type: true } },
+            reactions: { select: { userId: true, reaction: true } },
+          },
+        })
+      : [];
+    return {
+      shareId: share.id,
+      title: share.title,
+      createdAt: share.createdAt,
+      owner: share.owner,
+      session: {
+        id: share.session.id,
+        title: share.session.title,
+        createdAt: share.session.createdAt,
+        agents: share.session.agents.map(({ agent }) => ({ key: agent.user.username, name: agent.name, image: agent.image })),
+      },
+      messages: messages.map(({ reactions, ...m }) => ({ ...m, reactions: reactionCounts(reactionsView(reactions)) })),
+    };
+  }
+
+  return {
+    /** Operation 18: public, no key. */
+    read,
+
+    /** Freezes the session at its latest finished message; owners only. */
+    async create(viewer: Viewer, sessionId: string): Promise<SharedSession> {
+      const permission = await sessions.permissionIn(viewer, sessionId);
+      if (permission !== 'owner') throw forbidden(permission ? 'Only an owner of this session can share it' : 'You do not have access to this session');
+      const [session, latest] = await Promise.all([
+        db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { title: true } }),
+        db.message.findFirst({ where: { sessionId, status: { not: 'streaming' } }, orderBy: { ordinal: 'desc' }, select: { id: true } }),
+      ]);
+      const share = await db.share.create({ data: { sessionId, ownerId: viewer.id, messageId: latest?.id ?? null, title: session.title ?? 'Untitled session' }, select: { id: true } });
+      return read(share.id);
+    },
+  };
+}
+
+export type ShareService = ReturnType<typeof shareService>;

@@ -1,0 +1,127 @@
+import { GraphQLError } from 'graphql';
+import type { SessionEvent as SessionEventView, SessionEventType } from '../../domain/sessions/events.ts';
+import { isWatchEnd, type WatchEnd, type WatchItem } from '../../domain/sessions/stream.ts';
+import { builder } from '../builder.ts';
+import { viewerOf } from '../context.ts';
+import { SessionPermissionEnum } from './enums.ts';
+import { Message, ReactionCountRef, reactionsFor, ToolCall } from './message.ts';
+import { SendMessageInput } from './session.ts';
+
+type Of<T extends SessionEventType> = Extract<SessionEventView, { type: T }>;
+
+export const SessionEvent = builder.interfaceRef<SessionEventView>('SessionEvent').implement({
+  description: 'Something that happened in a session. `seq` grows with every event of the session: resume with after: seq.',
+  fields: (t) => ({
+    seq: t.expose('seq', { type: 'Seq' }),
+    sessionId: t.exposeID('sessionId'),
+    type: t.exposeString('type', { description: 'The event type as REST streams name it (assistant_token, ...).' }),
+    at: t.field({ type: 'DateTime', resolve: (e) => new Date(e.at) }),
+  }),
+});
+
+/** Each event type as a GraphQL type implementing SessionEvent, told apart by its `type`. */
+function eventType<T extends SessionEventType>(type: T, name: string, description: string, fields: ObjectFields<Of<T>>) {
+  return builder.objectRef<Of<T>>(name).implement({
+    description,
+    interfaces: [SessionEvent],
+    isTypeOf: (e) => (e as SessionEventView).type === type,
+    fields,
+  });
+}
+type ObjectFields<T> = NonNullable<Parameters<ReturnType<typeof builder.objectRef<T>>['implement']>[0]['fields']>;
+
+eventType('start_prompt', 'PromptStarted', 'A user message arrived; replyIds are the replies that will answer it.', (t) => ({
+  promptId: t.exposeID('promptId'),
+  message: t.field({ type: Message, resolve: (e) => e.message }),
+  agentIds: t.exposeIDList('agentIds'),
+  replyIds: t.exposeIDList('replyIds'),
+}));
+eventType('assistant_token', 'AssistantToken', 'A piece of a reply being written.', (t) => ({
+  promptId: t.exposeID('promptId'),
+  messageId: t.exposeID('messageId'),
+  agentId: t.exposeID('agentId'),
+  text: t.exposeString('text'),
+}));
+eventType('assistant_thinking', 'AssistantThinking', 'A piece of the reasoning behind a reply (when thinking was asked for).', (t) => ({
+  promptId: t.exposeID('promptId'),
+  messageId: t.exposeID('messageId'),
+  agentId: t.exposeID('agentId'),
+  text: t.exposeString('text'),
+}));
+eventType('assistant_message', 'AssistantMessage', 'A reply finished and saved.', (t) => ({
+  promptId: t.exposeID('promptId'),
+  agentId: t.exposeID('agentId'),
+  message: t.field({ type: Message, resolve: (e) => e.message }),
+}));
+eventType('tool_complete', 'ToolCompleted', 'A tool call of a reply finished (or failed).', (t) => ({
+  promptId: t.exposeID('promptId'),
+  messageId: t.exposeID('messageId'),
+  agentId: t.exposeID('agentId'),
+  toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
+}));
+eventType('tool_cancelled', 'ToolCancelled', 'A tool call of a reply was cancelled.', (t) => ({
+  promptId: t.exposeID('promptId'),
+  messageId: t.exposeID('messageId'),
+  agentId: t.exposeID('agentId'),
+  toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
+}));
+eventType('error', 'ReplyFailed', 'A reply broke off; message is the saved reply (status FAILED) with what was written.', (t) => ({
+  promptId: t.exposeID('promptId', { nullable: true }),
+  agentId: t.exposeID('agentId', { nullable: true }),
+  error: t.exposeString('error'),
+  message: t.field({ type: Message, nullable: true, resolve: (e) => e.message }),
+}));
+eventType('end_prompt', 'PromptEnded', 'Every reply to a prompt has finished or failed.', (t) => ({ promptId: t.exposeID('promptId') }));
+eventType('reaction', 'ReactionsChanged', 'Someone reacted to a message.', (t) => ({
+  messageId: t.exposeID('messageId'),
+  reactions: t.field({ type: [ReactionCountRef], resolve: (e, _args, ctx) => reactionsFor(e.reactions, viewerOf(ctx).id) }),
+}));
+eventType('session_updated', 'SessionUpdated', 'The title or scenario changed.', (t) => ({
+  title: t.exposeString('title', { nullable: true }),
+  scenario: t.exposeString('scenario', { nullable: true }),
+}));
+eventType('user_added', 'SessionUserAdded', 'A user was added to the session or given another permission.', (t) => ({
+  userId: t.exposeID('userId'),
+  permission: t.expose('permission', { type: SessionPermissionEnum }),
+}));
+eventType('user_removed', 'SessionUserRemoved', 'A user left or was removed.', (t) => ({ userId: t.exposeID('userId') }));
+eventType('session_deleted', 'SessionDeleted', 'The session was deleted; nothing follows.', () => ({}));
+
+const endCodes: Record<WatchEnd['code'], string> = {
+  SESSION_DELETED: 'SESSION_DELETED',
+  ACCESS_REVOKED: 'FORBIDDEN',
+  SLOW_CONSUMER: 'SLOW_CONSUMER',
+  EVENTS_EXPIRED: 'EVENTS_EXPIRED',
+  SHUTTING_DOWN: 'SHUTTING_DOWN',
+};
+
+/** An early end reaches the client as an error with a code and the seq to resume after. */
+const deliver = (item: WatchItem) => {
+  if (!isWatchEnd(item)) return item;
+  throw new GraphQLError(item.reason, { extensions: { code: endCodes[item.code], lastSeq: item.lastSeq } });
+};
+
+const nothing = (): AsyncIterableIterator<WatchItem> => ({
+  next: async () => ({ value: undefined, done: true }),
+  return: async () => ({ value: undefined, done: true }),
+  [Symbol.asyncIterator]() {
+    return this;
+  },
+});
+
+builder.subscriptionFields((t) => ({
+  sessionEvents: t.field({
+    type: SessionEvent,
+    description: 'Everything that happens in a session you take part in, live. With after, first every event after that seq (a reconnecting client misses nothing).',
+    args: { sessionId: t.arg.id({ required: true }), after: t.arg({ type: 'Seq' }) },
+    subscribe: (_root, { sessionId, after }, ctx) => ctx.services.sessions.watch(viewerOf(ctx), String(sessionId), { after: after ?? undefined }),
+    resolve: deliver as never,
+  }),
+  sendMessage: t.field({
+    type: SessionEvent,
+    description: 'Sends a message and streams its replies, from PromptStarted to PromptEnded.',
+    args: { input: t.arg({ type: SendMessageInput, required: true }) },
+    subscribe: async (_root, { input }, ctx) => (await ctx.services.sessions.sendAndWatch(viewerOf(ctx), input)).events ?? nothing(),
+    resolve: deliver as never,
+  }),
+}));

@@ -1,0 +1,46 @@
+import type { SessionEvent, SessionEventPayload } from '../domain/sessions/events.ts';
+
+/**
+ * Why a subscription ended before its consumer let go. The consumer may resume from `lastSeq`
+ * with `after` (GraphQL) or `Last-Event-ID` (SSE) where `resumable`.
+ */
+export interface StreamEnd {
+  end: true;
+  code: 'SLOW_CONSUMER' | 'EVENTS_EXPIRED' | 'SHUTTING_DOWN';
+  reason: string;
+  lastSeq: number | null;
+}
+
+export type BusItem = SessionEvent | StreamEnd;
+export const isStreamEnd = (item: BusItem): item is StreamEnd => 'end' in item;
+
+export interface BusSubscription extends AsyncIterableIterator<BusItem> {
+  /** Stops delivery and frees the subscription (also what `return()` does). */
+  close(): void;
+}
+
+export interface SubscribeOptions {
+  /**
+   * Replay every retained event with a greater seq first, then continue live. Without it the
+   * subscription starts with the next event published. When events after `after` are no longer
+   * retained, the subscription yields an EVENTS_EXPIRED end at once.
+   */
+  after?: number;
+}
+
+/**
+ * The one publish/replay interface for live events. The in-process implementation serves a
+ * single instance; a shared implementation (Redis) slots in behind the same interface.
+ */
+export interface EventBus {
+  /** Numbers the event (seq grows per session) and delivers it to every subscriber. */
+  publish(sessionId: string, event: SessionEventPayload): Promise<SessionEvent>;
+  subscribe(sessionId: string, options?: SubscribeOptions): BusSubscription;
+  /** Tells every connection authenticated with this key to close. */
+  revokeKey(keyId: string): Promise<void>;
+  onKeyRevoked(listener: (keyId: string) => void): () => void;
+  /** Ends every subscription with SHUTTING_DOWN (clients reconnect elsewhere) and stops. */
+  close(): Promise<void>;
+  /** For metrics and tests: subscriptions open right now. */
+  subscriberCount(): number;
+}

@@ -1,0 +1,136 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+/** What the fake model does for one request. */
+export interface Script {
+  /** Content pieces, streamed one chunk each. */
+  tokens?: string[];
+  /** Reasoning pieces (`reasoning_content` deltas), streamed before the content. */
+  reasoning?: string[];
+  /** Tool calls asked for after the content (streamed in two pieces each: name, then arguments). */
+  toolCalls?: { id: string; name: string; arguments: string }[];
+  /** Pause before each chunk, in ms. */
+  delayMs?: number;
+  /** Usage reported in the final chunk; default: counts of the request and the tokens. */
+  usage?: { prompt_tokens: number; completion_tokens: number } | null;
+  /** Answer this HTTP status with an error body instead of streaming. */
+  status?: number;
+  /** Stop sending (keep the connection open) after this many content chunks. */
+  stallAfter?: number;
+  /** Destroy the connection after this many content chunks. */
+  dropAfter?: number;
+  /** Send a chunk that is not JSON after this many content chunks. */
+  malformedAfter?: number;
+  /** Wait for this promise before each content chunk (a test holds the reply mid-stream). */
+  gate?: (index: number) => Promise<void> | void;
+}
+
+export interface RecordedRequest {
+  body: {
+    model: string;
+    messages: { role: string; content: string | null; tool_calls?: unknown[]; tool_call_id?: string }[];
+    stream: boolean;
+    tools?: { function: { name: string } }[];
+    reasoning_effort?: string;
+    max_tokens?: number;
+  };
+  headers: IncomingMessage['headers'];
+}
+
+/**
+ * A small server speaking the OpenAI chat-completions wire protocol (streaming chunks, usage,
+ * tool calls, errors), so tests drive the real provider client over real HTTP. Each request
+ * takes the next queued script, or the default one.
+ */
+export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello', ' there', '!'] }) {
+  const queue: Script[] = [];
+  const requests: RecordedRequest[] = [];
+  const sockets = new Set<Socket>();
+  let fallback = defaultScript;
+  let chooser: ((request: RecordedRequest) => Script | undefined) | null = null;
+
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const chunk = (res: ServerResponse, delta: object, extra: object = {}) =>
+    res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: 'fake-model', choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`);
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    let raw = '';
+    for await (const part of req) raw += part;
+    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+      res.writeHead(404).end();
+      return;
+    }
+    const recorded: RecordedRequest = { body: JSON.parse(raw), headers: req.headers };
+    requests.push(recorded);
+    const script = chooser?.(recorded) ?? queue.shift() ?? fallback;
+    if (script.status) {
+      res.writeHead(script.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `fake failure ${script.status}`, type: 'server_error' } }));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const wait = () => (script.delayMs ? sleep(script.delayMs) : Promise.resolve());
+    for (const text of script.reasoning ?? []) {
+      await wait();
+      chunk(res, { reasoning_content: text });
+    }
+    const tokens = script.tokens ?? [];
+    for (const [i, text] of tokens.entries()) {
+      if (i === script.stallAfter) return; // keep the socket open, send nothing more
+      if (i === script.dropAfter) return void res.socket?.destroy();
+      if (i === script.malformedAfter) {
+        res.write('data: {"choices": [ this is not json\n\n');
+        return void res.end();
+      }
+      await script.gate?.(i);
+      await wait();
+      if (res.destroyed) return;
+      chunk(res, { ...(i === 0 ? { role: 'assistant' } : {}), content: text });
+    }
+    for (const [index, call] of (script.toolCalls ?? []).entries()) {
+      chunk(res, { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] });
+      chunk(res, { tool_calls: [{ index, function: { arguments: call.arguments } }] });
+    }
+    res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: script.toolCalls?.length ? 'tool_calls' : 'stop' }] })}\n\n`);
+    const usage = script.usage === undefined ? { prompt_tokens: raw.length >> 2, completion_tokens: tokens.length } : script.usage;
+    if (usage) res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch(() => res.destroy());
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    /** Queues scripts for the next requests, in order. */
+    enqueue(...scripts: Script[]) {
+      queue.push(...scripts);
+    },
+    /** Picks a script per request (for parallel replies whose order is not fixed). */
+    choose(f: ((request: RecordedRequest) => Script | undefined) | null) {
+      chooser = f;
+    },
+    setDefault(script: Script) {
+      fallback = script;
+    },
+    reset() {
+      queue.length = 0;
+      requests.length = 0;
+      chooser = null;
+      fallback = defaultScript;
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export type FakeOpenAI = Awaited<ReturnType<typeof startFakeOpenAI>>;

@@ -1,0 +1,98 @@
+/** A Server-Sent Events client over fetch, as an integration would read a stream. */
+export interface SseEvent {
+  id?: string;
+  data: string;
+}
+
+export interface SseFrame {
+  id?: number;
+  event: string;
+  data: any;
+}
+
+export interface SseClient {
+  status: number;
+  headers: Headers;
+  /** Every frame received so far, parsed (`data` JSON). */
+  frames: SseFrame[];
+  /** Comment lines (heartbeats) received. */
+  comments: number;
+  /** Resolves when a frame matching `predicate` has arrived (or rejects when the stream ends first). */
+  waitFor(predicate: (f: SseFrame) => boolean): Promise<SseFrame>;
+  /** Resolves with all frames when the server ends the stream. */
+  done: Promise<SseFrame[]>;
+  close(): void;
+}
+
+export async function openSse(url: string, init: RequestInit = {}): Promise<SseClient> {
+  const controller = new AbortController();
+  const response = await fetch(url, { ...init, signal: controller.signal });
+  const frames: SseFrame[] = [];
+  const waiters = new Set<{ predicate: (f: SseFrame) => boolean; resolve: (f: SseFrame) => void; reject: (e: Error) => void }>();
+  const client: SseClient = {
+    status: response.status,
+    headers: response.headers,
+    frames,
+    comments: 0,
+    waitFor(predicate) {
+      const found = frames.find(predicate);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        if (ended) return reject(new Error(`stream ended without the frame; got ${JSON.stringify(frames.map((f) => f.data?.data?.type ?? f.event))}`));
+        waiters.add({ predicate, resolve, reject });
+      });
+    },
+    done: Promise.resolve([]),
+    close: () => controller.abort(),
+  };
+  let ended = false;
+  const finish = () => {
+    ended = true;
+    for (const w of waiters) w.reject(new Error(`stream ended without the frame; got ${JSON.stringify(frames.map((f) => f.data?.data?.type ?? f.event))}`));
+    waiters.clear();
+  };
+  client.done = (async () => {
+    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) {
+      finish();
+      return frames;
+    }
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of response.body) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          let id: number | undefined;
+          const data: string[] = [];
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) client.comments++;
+            else if (line.startsWith('id: ')) id = Number(line.slice(4));
+            else if (line.startsWith('data: ')) data.push(line.slice(6));
+          }
+          if (!data.length) continue;
+          const parsed = JSON.parse(data.join('\n'));
+          const frame: SseFrame = { id, event: parsed.event, data: parsed };
+          frames.push(frame);
+          for (const w of [...waiters]) {
+            if (w.predicate(frame)) {
+              waiters.delete(w);
+              w.resolve(frame);
+            }
+          }
+        }
+      }
+    } catch (e) {
+      if ((e as Error).name !== 'AbortError') throw e;
+    } finally {
+      finish();
+    }
+    return frames;
+  })();
+  return client;
+}
+
+/** The `data.data` of update frames: the events, in order. */
+export const updates = (frames: SseFrame[]) => frames.filter((f) => f.event === 'update').map((f) => ({ ...f.data.data, _id: f.id }));
