@@ -4,7 +4,8 @@ import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
-import { createGraphQLServer } from './graphql/server.ts';
+import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts';
+import { trackConnections } from './http/connections.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
@@ -68,24 +69,28 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
   });
 
-  restRoutes(http, services, { heartbeatMs: config.events.heartbeatMs });
+  restRoutes(http, services, config.events);
 
-  // Responses finished while closing end their connection: a keep-alive socket left idle after
-  // close() began would otherwise hold the process open until its keep-alive timeout.
-  // Replies being written get a grace period to finish (their watchers see them end), then every
-  // open stream is told the server is going away, so clients reconnect elsewhere.
-  let closing = false;
+  // On close, replies being written get a grace period to finish (their watchers see them end),
+  // then every open stream is told the server is going away, so clients reconnect elsewhere.
+  // Connections then close as soon as they have nothing left to answer (responses sent meanwhile
+  // say so), rather than holding the process open until their keep-alive timeout.
+  const connections = trackConnections(http.server);
   http.addHook('preClose', async () => {
-    closing = true;
     await services.replies.drain(config.shutdownGraceMs);
     await services.bus.close();
     await websocket.close();
+    connections.closeIdle();
   });
   http.addHook('onSend', async (_request, reply) => {
-    if (closing) reply.header('connection', 'close');
+    if (connections.closing) reply.header('connection', 'close');
   });
 
-  const websocket = attachGraphQLWebSocket(http.server, yoga, yoga.graphqlEndpoint);
+  const websocket = attachGraphQLWebSocket(http.server, yoga, yoga.graphqlEndpoint, {
+    bus: services.bus,
+    events: config.events,
+    keyIdOf: async (params) => (await services.apiKeys.authenticate(keyInConnectionParams(params)).catch(() => null))?.keyId ?? null,
+  });
   http.addHook('onClose', async () => {
     await database.close();
   });

@@ -25,7 +25,8 @@ const envSchema = z.object({
 
   EVENT_REPLAY_LIMIT: positiveInt(5_000),
   EVENT_IDLE_TTL_MS: positiveInt(600_000),
-  SUBSCRIBER_QUEUE_LIMIT: positiveInt(2_000),
+  STREAM_BUFFER_BYTES: positiveInt(1024 * 1024),
+  SLOW_CLIENT_MS: positiveInt(30_000),
   SSE_HEARTBEAT_MS: positiveInt(15_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
 });
@@ -56,8 +57,10 @@ export interface EventsConfig {
   replayLimit: number;
   /** A session with no watcher and no event for this long forgets its replay log. */
   idleTtlMs: number;
-  /** Events waiting for one slow subscriber before it is cut off (it resumes with `after`). */
-  subscriberQueueLimit: number;
+  /** Output an SSE stream may have waiting for a client; past it, writing waits for the client. */
+  streamBufferBytes: number;
+  /** A client that leaves its stream or WebSocket output unread this long is cut off as too slow. */
+  slowClientMs: number;
   heartbeatMs: number;
 }
 
@@ -104,7 +107,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     events: {
       replayLimit: e.EVENT_REPLAY_LIMIT,
       idleTtlMs: e.EVENT_IDLE_TTL_MS,
-      subscriberQueueLimit: e.SUBSCRIBER_QUEUE_LIMIT,
+      streamBufferBytes: e.STREAM_BUFFER_BYTES,
+      slowClientMs: e.SLOW_CLIENT_MS,
       heartbeatMs: e.SSE_HEARTBEAT_MS,
     },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,

@@ -27,7 +27,8 @@ export function describeInputError(message: string, path: readonly (string | num
 
 /** Field rules shared by the resources' input schemas. */
 export const text = (max: number) => z.string().max(max, `must be at most ${max} characters`);
-export const urlField = text(2048).url('must be a URL');
+/** Every URL a user gives: http or https only, so no `javascript:`, `data:` or `file:` link is ever served back. */
+export const urlField = z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).max(2048, 'must be at most 2048 characters');
 export const nameField = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
 
 export const nonEmptyPatch = <T extends Record<string, unknown>>(patch: T, what: string): T => {

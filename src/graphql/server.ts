@@ -17,9 +17,15 @@ interface ServerContext {
   connectionParams?: Record<string, unknown>;
 }
 
+/** graphql-ws clients send the key in `connectionParams`, under any of these names. */
+export const keyInConnectionParams = (params: Record<string, unknown> | undefined): string | null => {
+  const key = params?.['X-Api-Key'] ?? params?.['x-api-key'] ?? params?.apiKey;
+  return typeof key === 'string' ? key : null;
+};
+
 const apiKeyFrom = (c: ServerContext): string | null => {
-  const fromParams = c.connectionParams?.['X-Api-Key'] ?? c.connectionParams?.['x-api-key'] ?? c.connectionParams?.apiKey;
-  if (typeof fromParams === 'string') return fromParams;
+  const fromParams = keyInConnectionParams(c.connectionParams);
+  if (fromParams !== null) return fromParams;
   const header = c.request?.headers.get('x-api-key') ?? c.req?.headers['x-api-key'];
   return typeof header === 'string' ? header : null;
 };

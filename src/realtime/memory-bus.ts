@@ -32,9 +32,10 @@ class Channel {
 }
 
 /**
- * One subscription: a position in its channel's log, so it holds no events of its own. A
- * consumer that falls so far behind that the log no longer has its next event is ended with
- * SLOW_CONSUMER, and resumes with `after`.
+ * One subscription: a position in its channel's log, so it holds no events of its own and a
+ * consumer that stops reading costs nothing here. One that falls so far behind that the log no
+ * longer has its next event is ended with SLOW_CONSUMER (it re-reads the session). An end
+ * (shutdown, say) is delivered before any event still waiting.
  */
 class Subscriber implements BusSubscription {
   private waiting: ((r: IteratorResult<BusItem>) => void) | null = null;
@@ -48,7 +49,7 @@ class Subscriber implements BusSubscription {
     private readonly onClose: (s: Subscriber) => void,
   ) {}
 
-  /** Ends the stream with a reason, delivered after whatever the consumer can still read. */
+  /** Ends the stream with a reason, delivered at the consumer's next read. */
   end(code: StreamEnd['code'], reason: string) {
     if (this.final || this.done) return;
     this.final = { end: true, code, reason, lastSeq: this.position };
@@ -66,13 +67,13 @@ class Subscriber implements BusSubscription {
 
   private pull(): IteratorResult<BusItem> | null {
     if (this.done) return { value: undefined, done: true };
-    const next = this.channel.after(this.position);
+    const next = this.final ? null : this.channel.after(this.position);
     if (next) {
       this.position = next.seq;
       return { value: next, done: false };
     }
-    if (next === undefined && !this.final) {
-      this.final = { end: true, code: 'SLOW_CONSUMER', reason: 'The client fell too far behind the live events; resume after the last event it received', lastSeq: this.position };
+    if (next === undefined) {
+      this.final = { end: true, code: 'SLOW_CONSUMER', reason: 'The client fell so far behind that the events it missed are gone; read the session again', lastSeq: this.position };
     }
     if (this.final) {
       const final = this.final;

@@ -1,12 +1,16 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 
-/** Headers that keep proxies and browsers from buffering or caching an event stream. */
+/**
+ * Headers that keep proxies and browsers from buffering or caching an event stream. Its
+ * connection is not kept for another request: when a stream ends (a shutdown, say) the socket
+ * closes with it instead of idling until the keep-alive timeout.
+ */
 export const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache, no-transform',
   'x-accel-buffering': 'no',
-  connection: 'keep-alive',
+  connection: 'close',
 } as const;
 
 export interface SseFrame {
@@ -14,10 +18,23 @@ export interface SseFrame {
   data: unknown;
 }
 
+export interface SseOptions {
+  heartbeatMs: number;
+  /** Output allowed to wait for a client before writing pauses. */
+  bufferBytes: number;
+  /** How long writing may stay paused for a client that does not read before it is cut off. */
+  slowClientMs: number;
+}
+
+/** How long a cut-off stream may take to hand its last bytes to a client that does not read. */
+const LINGER_MS = 10_000;
+
 /**
- * Server-Sent Events over a Fastify reply (hijacked: the stream is ours to write). Writes wait
- * while the socket is backed up, so an event stream never buffers more than one frame in the
- * process for a client that does not read; the event source decides when such a client is cut off.
+ * Server-Sent Events over a Fastify reply (hijacked: the stream is ours to write). Frames are
+ * written as events come until `bufferBytes` of output wait for the client; then `roomToWrite`
+ * waits for it to read. A client that leaves it waiting for `slowClientMs` is too slow: the
+ * caller writes a last frame saying so and ends the stream, and the socket is destroyed if even
+ * that is not read. So a stream never holds much more than `bufferBytes` in this process.
  */
 export class SseStream {
   private readonly res: ServerResponse;
@@ -25,7 +42,10 @@ export class SseStream {
   private readonly gone: Promise<void>;
   private open = true;
 
-  constructor(reply: FastifyReply, heartbeatMs: number) {
+  constructor(
+    reply: FastifyReply,
+    private readonly options: SseOptions,
+  ) {
     reply.hijack();
     this.res = reply.raw;
     this.res.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...SSE_HEADERS });
@@ -33,11 +53,24 @@ export class SseStream {
     this.gone = new Promise((resolve) => this.res.once('close', () => resolve()));
     void this.gone.then(() => this.stop());
     // A comment line now and then keeps idle proxies from closing the connection.
-    this.heartbeat = setInterval(() => this.open && this.res.write(': keep-alive\n\n'), heartbeatMs);
+    this.heartbeat = setInterval(() => this.open && this.res.write(': keep-alive\n\n'), options.heartbeatMs);
   }
 
   get closed() {
     return !this.open;
+  }
+
+  /** Resolves true when there is room to write again, false if the client is too slow (or gone). */
+  async roomToWrite(): Promise<boolean> {
+    if (this.res.writableLength <= this.options.bufferBytes) return this.open;
+    let timer: NodeJS.Timeout | undefined;
+    const drained = await Promise.race([
+      new Promise<boolean>((resolve) => this.res.once('drain', () => resolve(true))),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.options.slowClientMs))),
+      this.gone.then(() => false),
+    ]);
+    clearTimeout(timer);
+    return drained && this.open;
   }
 
   /** Resolves when the client goes away (or the stream is ended). */
@@ -45,16 +78,16 @@ export class SseStream {
     return this.gone;
   }
 
-  async send(frame: SseFrame): Promise<void> {
+  send(frame: SseFrame) {
     if (!this.open) return;
-    const text = `${frame.id !== undefined ? `id: ${frame.id}\n` : ''}data: ${JSON.stringify(frame.data)}\n\n`;
-    if (!this.res.write(text)) await Promise.race([new Promise((resolve) => this.res.once('drain', resolve)), this.gone]);
+    this.res.write(`${frame.id !== undefined ? `id: ${frame.id}\n` : ''}data: ${JSON.stringify(frame.data)}\n\n`);
   }
 
   end() {
     if (!this.open) return;
     this.stop();
     this.res.end();
+    if (this.res.writableLength > 0) setTimeout(() => this.res.destroy(), LINGER_MS).unref();
   }
 
   private stop() {

@@ -1,16 +1,30 @@
 import type { Server } from 'node:http';
 import type { ExecutionResult } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { EventsConfig } from '../config.ts';
 import type { GraphQLServer } from '../graphql/server.ts';
+import type { EventBus } from './bus.ts';
+
+export interface WebSocketOptions {
+  bus: EventBus;
+  events: Pick<EventsConfig, 'slowClientMs'>;
+  /** The key id of a connection's API key (from `connectionParams`), or null. */
+  keyIdOf(connectionParams: Record<string, unknown> | undefined): Promise<string | null>;
+}
+
+/** graphql-ws close codes: the client should reconnect (1013), or its key is gone (4403). */
+const TRY_AGAIN_LATER = 1013;
+const KEY_DELETED = 4403;
 
 /**
  * graphql-ws on the same port and path as GraphQL over HTTP. Each operation runs through the
  * Yoga envelope, so the same context (API key from `connectionParams`), limits and error
  * masking apply as over HTTP.
  */
-export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path: string) {
+export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path: string, options: WebSocketOptions) {
   const wss = new WebSocketServer({ noServer: true });
+  const keyOf = new WeakMap<WebSocket, string>();
   server.on('upgrade', (request, socket, head) => {
     if (new URL(request.url ?? '/', 'http://localhost').pathname !== path) {
       socket.destroy();
@@ -25,6 +39,11 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
     {
       execute: (args) => (args.rootValue as RootValue).execute(args),
       subscribe: (args) => (args.rootValue as RootValue).subscribe(args),
+      onConnect: async (ctx) => {
+        const keyId = await options.keyIdOf(ctx.connectionParams);
+        if (keyId) keyOf.set(ctx.extra.socket, keyId);
+        return true;
+      },
       onSubscribe: async (ctx, _id, params) => {
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
           ...ctx,
@@ -47,8 +66,35 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
     wss,
   );
 
+  // A deleted key closes every socket opened with it.
+  const stopRevocations = options.bus.onKeyRevoked((keyId) => {
+    for (const ws of wss.clients) if (keyOf.get(ws) === keyId) ws.close(KEY_DELETED, 'The API key of this connection was deleted');
+  });
+
+  // A client that stops reading holds its output in this process; one whose output has not
+  // drained for `slowClientMs` is dropped, and resumes its subscriptions with `after`.
+  const stuckSince = new WeakMap<WebSocket, number>();
+  const monitor = setInterval(() => {
+    const now = Date.now();
+    for (const ws of wss.clients) {
+      if (ws.bufferedAmount === 0) {
+        stuckSince.delete(ws);
+        continue;
+      }
+      const since = stuckSince.get(ws) ?? now;
+      stuckSince.set(ws, since);
+      if (now - since >= options.events.slowClientMs) {
+        ws.close(TRY_AGAIN_LATER, 'Slow consumer: messages went unread; reconnect and resume subscriptions with after');
+        setTimeout(() => ws.terminate(), 1000).unref();
+      }
+    }
+  }, Math.max(50, Math.min(1000, options.events.slowClientMs / 4)));
+  monitor.unref();
+
   return {
     async close() {
+      clearInterval(monitor);
+      stopRevocations();
       await disposable.dispose();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },

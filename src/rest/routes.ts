@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { EventsConfig } from '../config.ts';
 import type { Services } from '../domain/services.ts';
 import { agentRoutes } from './agents.ts';
 import { apiKeyRoutes } from './api-keys.ts';
@@ -11,9 +12,9 @@ import { sessionRoutes } from './sessions.ts';
 import { toolRoutes } from './tools.ts';
 import { triggerRoutes } from './triggers.ts';
 
-export function restRoutes(app: FastifyInstance, services: Services, options: { heartbeatMs: number }) {
+export function restRoutes(app: FastifyInstance, services: Services, events: EventsConfig) {
   for (const register of [apiKeyRoutes, agentRoutes, deploymentRoutes, triggerRoutes, conceptRoutes, modelRoutes, toolRoutes, creationRoutes, creatorRoutes]) {
     register(app, services);
   }
-  sessionRoutes(app, services, options);
+  sessionRoutes(app, services, events);
 }

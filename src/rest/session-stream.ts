@@ -1,37 +1,43 @@
 import type { FastifyReply } from 'fastify';
-import type { EventBus } from '../realtime/bus.ts';
+import type { EventsConfig } from '../config.ts';
 import { SseStream } from '../realtime/sse.ts';
-import { isWatchEnd, type WatchItem } from '../domain/sessions/stream.ts';
-import type { Viewer } from '../domain/viewer.ts';
+import { isWatchEnd, type WatchEnd, type WatchStream } from '../domain/sessions/stream.ts';
 import { DONE_FRAME, toRestEndFrame, toRestFrame } from './session-shapes.ts';
 
-type Events = AsyncIterableIterator<WatchItem> & { close(): void };
+export interface StreamContext {
+  events: Pick<EventsConfig, 'heartbeatMs' | 'streamBufferBytes' | 'slowClientMs'>;
+}
 
 /**
  * Writes a session's events as SSE frames (with `id:` lines for Last-Event-ID) until the events
- * end, the client leaves, or the caller's API key is deleted; then `done`. The reply goes on
- * without the client: leaving only stops this stream.
+ * end (the session is deleted, the caller's key is deleted, ...), the client leaves or stops reading; then
+ * `done`. The reply goes on without the client: leaving only stops this stream.
  */
-export async function streamEvents(reply: FastifyReply, events: Events | null, context: { viewer: Viewer; bus: EventBus; heartbeatMs: number }) {
-  const sse = new SseStream(reply, context.heartbeatMs);
-  let revoked = false;
-  const stopWatching = context.bus.onKeyRevoked((keyId) => {
-    if (keyId !== context.viewer.keyId) return;
-    revoked = true;
-    events?.close();
-  });
+export async function streamEvents(reply: FastifyReply, events: WatchStream | null, context: StreamContext) {
+  const { heartbeatMs, streamBufferBytes: bufferBytes, slowClientMs } = context.events;
+  const sse = new SseStream(reply, { heartbeatMs, bufferBytes, slowClientMs });
+  let ended: Pick<WatchEnd, 'code' | 'reason' | 'lastSeq'> | null = null;
+  let lastSeq: number | null = null;
   void sse.whenGone().then(() => events?.close());
   try {
     if (events) {
       for await (const item of events) {
-        if (isWatchEnd(item)) await sse.send({ data: toRestEndFrame(item) });
-        else await sse.send({ id: item.seq, data: toRestFrame(item) });
+        if (isWatchEnd(item)) {
+          ended = item;
+          break;
+        }
+        sse.send({ id: item.seq, data: toRestFrame(item) });
+        lastSeq = item.seq;
+        if (!(await sse.roomToWrite())) {
+          if (!sse.closed) ended = { code: 'SLOW_CONSUMER', reason: 'The client stopped reading; reconnect with Last-Event-ID to resume', lastSeq };
+          break;
+        }
       }
     }
-    if (revoked) await sse.send({ data: toRestEndFrame({ code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted', lastSeq: null }) });
-    await sse.send({ data: DONE_FRAME });
+    if (ended) sse.send({ data: toRestEndFrame(ended) });
+    sse.send({ data: DONE_FRAME });
   } finally {
-    stopWatching();
+    events?.close();
     sse.end();
   }
 }

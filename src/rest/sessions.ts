@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { EventsConfig } from '../config.ts';
 import { badInput } from '../domain/errors.ts';
 import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from './errors.ts';
@@ -26,8 +27,8 @@ function resumePoint(header: unknown, query: unknown): number | undefined {
   return Number(raw);
 }
 
-export function sessionRoutes(app: FastifyInstance, services: Services, options: { heartbeatMs: number }) {
-  const stream = { bus: services.bus, heartbeatMs: options.heartbeatMs };
+export function sessionRoutes(app: FastifyInstance, services: Services, events: EventsConfig) {
+  const stream = { events };
 
   app.get<{ Querystring: { limit?: string; cursor?: string } }>('/v2/sessions/shared', { config: { errors: { ...shareErrors, fieldName: listNames } } }, async (request) => {
     const page = { first: request.query.limit ?? 100, after: request.query.cursor };
@@ -51,7 +52,7 @@ export function sessionRoutes(app: FastifyInstance, services: Services, options:
       return { session_id: started.sessionId };
     }
     const { events } = await services.sessions.sendAndWatch(request.viewer, input);
-    await streamEvents(reply, events, { ...stream, viewer: request.viewer });
+    await streamEvents(reply, events, stream);
     return reply;
   });
 
@@ -88,7 +89,7 @@ export function sessionRoutes(app: FastifyInstance, services: Services, options:
   app.get<SessionParams & { Querystring: { after?: string } }>('/v2/sessions/:session_id/events', { config: { errors } }, async (request, reply) => {
     const after = resumePoint(request.headers['last-event-id'], request.query.after);
     const events = await services.sessions.watch(request.viewer, request.params.session_id, { after });
-    await streamEvents(reply, events, { ...stream, viewer: request.viewer });
+    await streamEvents(reply, events, stream);
     return reply;
   });
 

@@ -4,9 +4,9 @@ import type { AddressInfo, Socket } from 'node:net';
 /** What the fake model does for one request. */
 export interface Script {
   /** Content pieces, streamed one chunk each. */
-  tokens?: string[];
+  tokens?: readonly string[];
   /** Reasoning pieces (`reasoning_content` deltas), streamed before the content. */
-  reasoning?: string[];
+  reasoning?: readonly string[];
   /** Tool calls asked for after the content (streamed in two pieces each: name, then arguments). */
   toolCalls?: { id: string; name: string; arguments: string }[];
   /** Pause before each chunk, in ms. */
@@ -17,7 +17,7 @@ export interface Script {
   status?: number;
   /** Stop sending (keep the connection open) after this many content chunks. */
   stallAfter?: number;
-  /** Destroy the connection after this many content chunks. */
+  /** Close the connection (without ending the HTTP response) after this many content chunks. */
   dropAfter?: number;
   /** Send a chunk that is not JSON after this many content chunks. */
   malformedAfter?: number;
@@ -47,6 +47,7 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   let fallback = defaultScript;
+  let titleScript: Script = { tokens: ['A', ' Test', ' Title'] };
   let chooser: ((request: RecordedRequest) => Script | undefined) | null = null;
 
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -62,7 +63,10 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
     }
     const recorded: RecordedRequest = { body: JSON.parse(raw), headers: req.headers };
     requests.push(recorded);
-    const script = chooser?.(recorded) ?? queue.shift() ?? fallback;
+    // parley names a session with a separate call after its first exchange; those calls get
+    // their own answer so that they never take a script queued for a reply.
+    const naming = recorded.body.messages[0]?.content?.startsWith('Give this conversation a title');
+    const script = chooser?.(recorded) ?? (naming ? titleScript : (queue.shift() ?? fallback));
     if (script.status) {
       res.writeHead(script.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `fake failure ${script.status}`, type: 'server_error' } }));
       return;
@@ -76,7 +80,8 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
     const tokens = script.tokens ?? [];
     for (const [i, text] of tokens.entries()) {
       if (i === script.stallAfter) return; // keep the socket open, send nothing more
-      if (i === script.dropAfter) return void res.socket?.destroy();
+      // Ends the TCP connection after what was written reaches the client: a reply cut mid-stream.
+      if (i === script.dropAfter) return void res.socket?.end();
       if (i === script.malformedAfter) {
         res.write('data: {"choices": [ this is not json\n\n');
         return void res.end();
@@ -117,6 +122,8 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
     choose(f: ((request: RecordedRequest) => Script | undefined) | null) {
       chooser = f;
     },
+    /** The requests for replies (not for session titles). */
+    replyRequests: () => requests.filter((r) => !r.body.messages[0]?.content?.startsWith('Give this conversation a title')),
     setDefault(script: Script) {
       fallback = script;
     },

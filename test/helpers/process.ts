@@ -15,7 +15,7 @@ const bin = join(root, 'bin/parley.js');
  * a failed or timed-out test: no server outlives the test that started it.
  */
 const children = new Set<ChildProcess>();
-const track = <C extends ChildProcess>(child: C): C => {
+export const trackChild = <C extends ChildProcess>(child: C): C => {
   children.add(child);
   child.on('exit', () => children.delete(child));
   return child;
@@ -51,7 +51,7 @@ const childEnv = (env: Record<string, string>) => {
 
 export async function runCli(args: string[], env: Record<string, string>) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = track(spawn(process.execPath, [bin, ...args], { cwd: root, env: childEnv(env) }));
+    const child = trackChild(spawn(process.execPath, [bin, ...args], { cwd: root, env: childEnv(env) }));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -72,7 +72,7 @@ export interface ServerProcess {
 /** Starts the service the way `npm start` does (one node process running src/server.ts through tsx). */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
-  const child = track(
+  const child = trackChild(
     spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
       cwd: root,
       env: childEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }),

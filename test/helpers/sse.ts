@@ -38,7 +38,7 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseC
       const found = frames.find(predicate);
       if (found) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
-        if (ended) return reject(new Error(`stream ended without the frame; got ${JSON.stringify(frames.map((f) => f.data?.data?.type ?? f.event))}`));
+        if (ended) return reject(new Error(`stream ended without the frame; ${describe()}`));
         waiters.add({ predicate, resolve, reject });
       });
     },
@@ -46,9 +46,11 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseC
     close: () => controller.abort(),
   };
   let ended = false;
+  /** The end of what arrived, for failure messages. */
+  const describe = () => `${frames.length} frames, ending ${JSON.stringify(frames.slice(-3).map((f) => (f.event === 'update' ? f.data.data.type : f.data)))}`;
   const finish = () => {
     ended = true;
-    for (const w of waiters) w.reject(new Error(`stream ended without the frame; got ${JSON.stringify(frames.map((f) => f.data?.data?.type ?? f.event))}`));
+    for (const w of waiters) w.reject(new Error(`stream ended without the frame; ${describe()}`));
     waiters.clear();
   };
   client.done = (async () => {
@@ -58,13 +60,17 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseC
     }
     const decoder = new TextDecoder();
     let buffer = '';
+    // Where to look for the end of the frame being read: a large frame arrives in many chunks,
+    // and searching it from its start every time would make reading it quadratic.
+    let searchFrom = 0;
     try {
       for await (const chunk of response.body) {
         buffer += decoder.decode(chunk, { stream: true });
         let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
+        while ((end = buffer.indexOf('\n\n', searchFrom)) >= 0) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
+          searchFrom = 0;
           let id: number | undefined;
           const data: string[] = [];
           for (const line of block.split('\n')) {
@@ -83,6 +89,7 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseC
             }
           }
         }
+        searchFrom = Math.max(0, buffer.length - 1);
       }
     } catch (e) {
       if ((e as Error).name !== 'AbortError') throw e;

@@ -13,7 +13,7 @@ import { BUDGET_EXCEEDED, reserveTurns } from './budgets.ts';
 import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
 import { pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
-import { sessionWatchStep, watchStream } from './stream.ts';
+import { sessionWatchStep, watchStream, type WatchStream } from './stream.ts';
 import { messageSelect, reactionsView, toMessageView } from './views.ts';
 
 export const MESSAGE_NOT_FOUND = 'Message not found';
@@ -151,7 +151,7 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
     const content = input.content ?? '';
     const attachments = input.attachments ?? [];
     const hasPrompt = content.trim() !== '' || attachments.length > 0;
-    const responders = hasPrompt ? chooseResponders(agents, input.sessionId ? input.agentIds : undefined, content) : [];
+    const responders = hasPrompt ? chooseResponders(agents, input.agentIds, content) : [];
 
     const saved = await db.$transaction(async (tx) => {
       let sessionId = input.sessionId;
@@ -208,9 +208,15 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
    * then live. It ends with a reason when the session is deleted or the watcher removed.
    * With `promptId`, only that prompt's events, ending with its `end_prompt`.
    */
-  async function watch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string } = {}) {
+  async function watch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string } = {}): Promise<WatchStream> {
     await requireAccess(viewer, sessionId);
-    return watchStream(bus.subscribe(sessionId, { after: options.after }), sessionWatchStep(viewer.id, options.promptId ?? null));
+    let stopListening = () => {};
+    const stream = watchStream(bus.subscribe(sessionId, { after: options.after }), sessionWatchStep(viewer.id, options.promptId ?? null), () => stopListening());
+    // A deleted API key ends what was opened with it, on every transport.
+    stopListening = bus.onKeyRevoked((keyId) => {
+      if (keyId === viewer.keyId) stream.interrupt({ end: true, code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted', lastSeq: null });
+    });
+    return stream;
   }
 
   return {

@@ -1,7 +1,7 @@
 import { isStreamEnd, type BusItem, type BusSubscription, type StreamEnd } from '../../realtime/bus.ts';
 import type { SessionEvent } from './events.ts';
 
-/** Why a watch ended early: the bus's reasons, or a change in the session itself. */
+/** Why a watch ended early: the bus's reasons, or a change in the session or the caller's key. */
 export interface WatchEnd {
   end: true;
   code: StreamEnd['code'] | 'SESSION_DELETED' | 'ACCESS_REVOKED';
@@ -13,34 +13,51 @@ export const isWatchEnd = (item: WatchItem): item is WatchEnd => 'end' in item;
 
 type Step = { emit?: WatchItem; stop?: boolean };
 
+export interface WatchStream extends AsyncIterableIterator<WatchItem> {
+  close(): void;
+  /** Ends the watch from outside (a deleted key, say): `end` is the last item it yields. */
+  interrupt(end: WatchEnd): void;
+}
+
 /**
  * A filtered view of a bus subscription. Written as an iterator rather than an async generator
  * so that `return()` (a client unsubscribing) frees the subscription at once, even while it
  * waits for the next event; a generator would only notice at its next event.
  */
-export function watchStream(source: BusSubscription, step: (item: BusItem) => Step): AsyncIterableIterator<WatchItem> & { close(): void } {
+export function watchStream(source: BusSubscription, step: (item: BusItem) => Step, onFinish: () => void = () => {}): WatchStream {
   let finished = false;
+  let interrupted: WatchEnd | null = null;
   const finish = () => {
+    if (finished) return;
     finished = true;
     source.close();
+    onFinish();
   };
   return {
     async next() {
       while (!finished) {
+        if (interrupted) break;
         const r = await source.next();
-        if (r.done) break;
+        if (interrupted || r.done) break;
         const { emit, stop } = step(r.value);
         if (stop) finish();
         if (emit) return { value: emit, done: false };
       }
+      const last = interrupted;
+      interrupted = null;
       finish();
-      return { value: undefined, done: true };
+      return last ? { value: last, done: false } : { value: undefined, done: true };
     },
     async return() {
       finish();
       return { value: undefined, done: true };
     },
     close: finish,
+    interrupt(end) {
+      if (finished || interrupted) return;
+      interrupted = end;
+      source.close();
+    },
     [Symbol.asyncIterator]() {
       return this;
     },

@@ -1,0 +1,407 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { expectAuthError, expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
+import { newSession, settledSession } from '../helpers/sessions.ts';
+
+let t: TestApp;
+let llm: FakeOpenAI;
+let alice: TestUser;
+let bob: TestUser;
+let carol: TestUser;
+let muse: { id: string };
+let remy: { id: string };
+let privateAgent: { id: string };
+
+beforeAll(async () => {
+  llm = await startFakeOpenAI({ tokens: ['Hello', ' from', ' the', ' model.'], usage: { prompt_tokens: 40, completion_tokens: 4 } });
+  t = await startTestApp({ llm: { baseUrl: llm.baseUrl } });
+  [alice, bob, carol] = [await t.createUser('alice'), await t.createUser('bob'), await t.createUser('carol')];
+  const f = fixtures(t);
+  muse = await f.agent(alice, { name: 'Muse', key: 'muse', persona: 'You are Muse, an art director.', greeting: 'Hi, I sketch.', knowledge: 'Riso inks.' });
+  remy = await f.agent(bob, { name: 'Remy', key: 'remy' });
+  privateAgent = await f.agent(bob, { name: 'Hidden', key: 'hidden', public: false });
+});
+beforeEach(() => llm.reset());
+afterAll(async () => {
+  await t.close();
+  await llm.close();
+});
+
+const post = (user: TestUser, body: unknown) => t.rest('POST', '/v2/sessions', { key: user.apiKey, body });
+const countSessions = () => t.db.session.count();
+
+describe('POST /v2/sessions (operation 4)', () => {
+  it('creates a session with its first message, answers {session_id} at once, and the agent replies in the background', async () => {
+    const res = await post(alice, { agent_ids: [muse.id], content: 'Plan a zine cover', scenario: 'A zine fair in May' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ session_id: expect.any(String) });
+
+    const read = await settledSession(t, alice, res.body.session_id);
+    expect(read.messages.map((m: any) => [m.role, m.content, m.status])).toEqual([
+      ['eden', 'Muse joined the session', 'complete'],
+      ['user', 'Plan a zine cover', 'complete'],
+      ['assistant', 'Hello from the model.', 'complete'],
+    ]);
+    const [, prompt, reply] = read.messages;
+    expect(prompt.sender).toBe(alice.id);
+    expect(reply).toMatchObject({ sender: muse.id, prompt_id: prompt.id, usage: { prompt_tokens: 40, completion_tokens: 4 }, error: null, createdAt: isoDate });
+    expect(read.session).toMatchObject({ id: res.body.session_id, owner: alice.id, agents: [muse.id], scenario: 'A zine fair in May', spent: { tokens: 44, turns: 1, manna: 0 } });
+
+    // What the model was given: the persona, greeting, knowledge and scenario, then the conversation.
+    const chat = llm.requests.find((r) => r.body.messages.at(-1)?.content === 'Plan a zine cover')!;
+    expect(chat.body.stream).toBe(true);
+    const system = chat.body.messages[0]!;
+    expect(system.role).toBe('system');
+    for (const part of ['Muse', 'You are Muse, an art director.', 'Hi, I sketch.', 'Riso inks.', 'A zine fair in May']) expect(system.content).toContain(part);
+  });
+
+  it('names the session after the first exchange with the model, or from the first 30 characters if the model says no title', async () => {
+    llm.choose((r) => (r.body.messages[0]?.content?.startsWith('Give this conversation a title') ? { tokens: ['Riso', ' Zine', ' Cover'] } : undefined));
+    const named = await newSession(t, alice, [muse.id], { content: 'Help me with a riso zine cover' });
+    await expect.poll(async () => (await t.rest('GET', `/v2/sessions/${named}`, { key: alice.apiKey })).body.session.title).toBe('Riso Zine Cover');
+
+    llm.choose((r) => (r.body.messages[0]?.content?.startsWith('Give this conversation a title') ? { tokens: ['Hmm'] } : undefined));
+    const fallback = await newSession(t, alice, [muse.id], { content: 'What colours would suit a night market poster?' });
+    await expect.poll(async () => (await t.rest('GET', `/v2/sessions/${fallback}`, { key: alice.apiKey })).body.session.title).toBe('What colours would suit a nigh');
+
+    const given = await newSession(t, alice, [muse.id], { title: 'My own title' });
+    await settledSession(t, alice, given);
+    expect((await t.rest('GET', `/v2/sessions/${given}`, { key: alice.apiKey })).body.session.title).toBe('My own title');
+  });
+
+  it('continues an existing session; the conversation so far goes to the model', async () => {
+    const id = await newSession(t, alice, [muse.id], { content: 'First question' });
+    await settledSession(t, alice, id);
+    llm.reset();
+    const res = await post(alice, { session_id: id, content: 'Second question' });
+    expect(res.body).toEqual({ session_id: id });
+    const read = await settledSession(t, alice, id);
+    expect(read.messages.map((m: any) => m.content).slice(-4)).toEqual(['First question', 'Hello from the model.', 'Second question', 'Hello from the model.']);
+    const sent = llm.requests[0]!.body.messages.map((m) => [m.role, m.content]);
+    expect(sent.slice(-3)).toEqual([
+      ['user', 'First question'],
+      ['assistant', 'Hello from the model.'],
+      ['user', 'Second question'],
+    ]);
+    expect(read.session.spent.turns).toBe(2);
+  });
+
+  it('refuses bad input with 400 {message} naming the field, and creates nothing', async () => {
+    const before = await countSessions();
+    const cases: [unknown, RegExp | string][] = [
+      [{ content: 'hi' }, 'agent_ids must be provided when creating a new session'],
+      [{ agent_ids: [], content: 'hi' }, 'agent_ids must be provided when creating a new session'],
+      [{ agent_ids: ['nope'], content: 'hi' }, 'agent_ids[0]: agent not found or not usable by you'],
+      [{ agent_ids: [muse.id, privateAgent.id], content: 'hi' }, 'agent_ids[1]: agent not found or not usable by you'],
+      [{ agent_ids: [muse.id, muse.id], content: 'hi' }, /^agent_ids: must not name an agent twice/],
+      [{ agent_ids: [muse.id], content: 5 }, /^content: /],
+      [{ agent_ids: [muse.id], content: 'hi', budget: { turn_budget: 1001 } }, 'budget.turn_budget: must be at most 1000'],
+      [{ agent_ids: [muse.id], content: 'hi', budget: { turn_budget: 2.5 } }, 'budget.turn_budget: must be a whole number'],
+      [{ agent_ids: [muse.id], content: 'hi', budget: { token_budget: 999 } }, 'budget.token_budget: must be at least 1000'],
+      [{ agent_ids: [muse.id], content: 'hi', budget: { manna_budget: 50001 } }, 'budget.manna_budget: must be at most 50000'],
+      [{ agent_ids: [muse.id], content: 'hi', title: 'x'.repeat(1001) }, 'title: must be at most 1000 characters'],
+      [{ agent_ids: [muse.id], content: 'hi', scenario: 'x'.repeat(1001) }, 'scenario: must be at most 1000 characters'],
+      [{ agent_ids: [muse.id], content: 'hi', attachments: ['javascript:alert(1)'] }, /^attachments\[0\]: /],
+      [{ agent_ids: [muse.id], content: 'hi', stream: 'yes' }, 'stream: must be true or false'],
+      [[1, 2], 'The request body must be a JSON object'],
+    ];
+    for (const [body, text] of cases) {
+      const res = await post(alice, body);
+      expect({ body, status: res.status, keys: Object.keys(res.body ?? {}) }).toEqual({ body, status: 400, keys: ['message'] });
+      if (typeof text === 'string') expect(res.body.message).toBe(text);
+      else expect(res.body.message).toMatch(text);
+    }
+    expect(await countSessions()).toBe(before);
+  });
+
+  it('404 for an unknown session, 403 for one you are not in; editors may post, only owners change settings', async () => {
+    expect(await post(alice, { session_id: 'no-such-session', content: 'hi' })).toMatchObject({ status: 404, body: { message: 'Session not found' } });
+    const id = await newSession(t, alice, [muse.id]);
+    const stranger = await post(carol, { session_id: id, content: 'let me in' });
+    expect(stranger).toMatchObject({ status: 403, body: { message: 'You do not have access to this session' } });
+
+    expect((await t.rest('POST', `/v2/sessions/${id}/users`, { key: alice.apiKey, body: { username: 'bob', permission: 'editor' } })).status).toBe(200);
+    expect((await post(bob, { session_id: id, content: 'Bob here' })).status).toBe(200);
+    expect(await post(bob, { session_id: id, title: 'Bob renames it' })).toMatchObject({ status: 403, body: { message: 'Only an owner of this session can change its title, scenario or budget' } });
+    await settledSession(t, alice, id);
+    const contents = (await settledSession(t, alice, id)).messages.map((m: any) => m.content);
+    expect(contents).toContain('Bob here');
+    expect(contents).not.toContain('let me in');
+  });
+
+  it('stops at the budgets with the original texts, saving no user message', async () => {
+    const turns = await newSession(t, alice, [muse.id], { budget: { turn_budget: 1 } });
+    await settledSession(t, alice, turns);
+    const res = await post(alice, { session_id: turns, content: 'one more' });
+    expect(res).toMatchObject({ status: 400, body: { message: 'Session turn budget exceeded' } });
+    expect((await settledSession(t, alice, turns)).messages.map((m: any) => m.content)).not.toContain('one more');
+
+    llm.setDefault({ tokens: ['Long answer'], usage: { prompt_tokens: 900, completion_tokens: 200 } });
+    const tokens = await newSession(t, alice, [muse.id], { budget: { token_budget: 1000 } });
+    expect((await settledSession(t, alice, tokens)).session.spent.tokens).toBe(1100);
+    expect(await post(alice, { session_id: tokens, content: 'more' })).toMatchObject({ status: 400, body: { message: 'Session token budget exceeded' } });
+
+    // A prompt needs a turn for each agent that answers: two agents, one turn left, nothing runs.
+    const both = await post(alice, { agent_ids: [muse.id, remy.id], content: 'hi both', budget: { turn_budget: 1 } });
+    expect(both).toMatchObject({ status: 400, body: { message: 'Session turn budget exceeded' } });
+  });
+
+  it('fifty prompts at once at a session with turns for five: exactly five run, the rest get the budget error, the counters end exact', async () => {
+    llm.setDefault({ tokens: ['ok'], usage: { prompt_tokens: 10, completion_tokens: 1 } });
+    const id = (await post(alice, { agent_ids: [muse.id], budget: { turn_budget: 5 } })).body.session_id;
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => post(alice, { session_id: id, content: `prompt ${i}` })));
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 400)).toHaveLength(45);
+    for (const r of results.filter((r) => r.status === 400)) expect(r.body).toEqual({ message: 'Session turn budget exceeded' });
+    const read = await settledSession(t, alice, id, '?limit=200');
+    expect(read.messages.filter((m: any) => m.role === 'user')).toHaveLength(5);
+    expect(read.messages.filter((m: any) => m.role === 'assistant' && m.status === 'complete')).toHaveLength(5);
+    expect(read.session.spent).toEqual({ manna: 0, tokens: 55, turns: 5 });
+    expect(llm.requests.filter((r) => r.body.messages.at(-1)?.content?.startsWith('prompt'))).toHaveLength(5);
+  });
+
+  it('answers with the named agents, else the one mentioned, else the first', async () => {
+    llm.choose((r) => ({ tokens: [r.body.messages[0]!.content!.includes('You are Muse') ? 'muse says hi' : 'remy says hi'] }));
+    const id = await newSession(t, alice, [muse.id, remy.id], { content: 'hello both' });
+    let read = await settledSession(t, alice, id);
+    expect(read.messages.filter((m: any) => m.role === 'assistant').map((m: any) => [m.sender, m.content])).toEqual([
+      [muse.id, 'muse says hi'],
+      [remy.id, 'remy says hi'],
+    ]);
+    const replies = async (body: object) => {
+      const before = read.messages.length;
+      await post(alice, { session_id: id, ...body });
+      read = await settledSession(t, alice, id, '?limit=200');
+      return read.messages.slice(before).filter((m: any) => m.role === 'assistant').map((m: any) => m.sender);
+    };
+    expect(await replies({ content: 'Remy, what is for dinner?' })).toEqual([remy.id]);
+    expect(await replies({ content: 'a question for @remy' })).toEqual([remy.id]);
+    expect(await replies({ content: 'nobody in particular' })).toEqual([muse.id]);
+    expect(await replies({ content: 'only remy', agent_ids: [remy.id] })).toEqual([remy.id]);
+    expect((await post(alice, { session_id: id, content: 'x', agent_ids: [privateAgent.id] })).body).toEqual({ message: 'agent_ids[0]: agent is not in this session' });
+  });
+
+  it('creates a session without a message: no reply, no turn spent', async () => {
+    const res = await post(alice, { agent_ids: [muse.id] });
+    const read = await settledSession(t, alice, res.body.session_id);
+    expect(read.messages.map((m: any) => m.role)).toEqual(['eden']);
+    expect(read.session.spent.turns).toBe(0);
+    expect(llm.requests).toHaveLength(0);
+  });
+
+  it('refuses a missing or bad key with 401 {error}', async () => {
+    await expectRejectsBadKeys(t, 'POST', '/v2/sessions', { agent_ids: [muse.id], content: 'hi' });
+  });
+});
+
+describe('reading and listing sessions', () => {
+  it('GET /v2/sessions lists your sessions, newest activity first, page by page', async () => {
+    const dave = await t.createUser('dave');
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await newSession(t, dave, [muse.id], { content: `session ${i}` }));
+    for (const id of ids) await settledSession(t, dave, id);
+    await post(dave, { session_id: ids[0], content: 'bump' });
+    await settledSession(t, dave, ids[0]!);
+
+    const first = await t.rest('GET', '/v2/sessions?limit=2', { key: dave.apiKey });
+    expect(first.status).toBe(200);
+    expect(first.body.sessions.map((s: any) => s.id)).toEqual([ids[0], ids[2]]);
+    expect(first.body.nextCursor).toEqual(expect.any(String));
+    const second = await t.rest('GET', `/v2/sessions?limit=2&cursor=${first.body.nextCursor}`, { key: dave.apiKey });
+    expect(second.body).toEqual({ sessions: [expect.objectContaining({ id: ids[1] })], nextCursor: null });
+    expect(second.body.sessions[0]).toEqual({
+      id: ids[1],
+      title: expect.any(String),
+      scenario: null,
+      status: 'active',
+      owner: dave.id,
+      agents: [muse.id],
+      users: [{ user: dave.id, permission: 'owner' }],
+      budget: { manna_budget: null, token_budget: null, turn_budget: null },
+      spent: { manna: 0, tokens: expect.any(Number), turns: 1 },
+      createdAt: isoDate,
+      updatedAt: isoDate,
+    });
+
+    for (const [query, text] of [
+      ['?limit=0', 'limit: must be at least 1'],
+      ['?limit=101', 'limit: must be at most 100'],
+      ['?limit=abc', 'limit: must be a number'],
+      ['?cursor=not-a-cursor', 'Invalid cursor'],
+      [`?cursor=${Buffer.from('ses:yesterday|x').toString('base64url')}`, 'Invalid cursor'],
+    ]) {
+      expect(await t.rest('GET', `/v2/sessions${query}`, { key: dave.apiKey })).toMatchObject({ status: 400, body: { message: text } });
+    }
+  });
+
+  it('GET /v2/sessions/:id shows the latest messages and pages back and forth', async () => {
+    const id = await newSession(t, alice, [muse.id], { content: 'm0' });
+    await settledSession(t, alice, id);
+    for (let i = 1; i < 4; i++) {
+      await post(alice, { session_id: id, content: `m${i}` });
+      await settledSession(t, alice, id);
+    }
+    // eden, then 4 prompts and 4 replies: 9 messages.
+    const latest = await t.rest('GET', `/v2/sessions/${id}?limit=4`, { key: alice.apiKey });
+    expect(latest.body.messages.map((m: any) => m.content)).toEqual(['m2', 'Hello from the model.', 'm3', 'Hello from the model.']);
+    expect(latest.body.page).toMatchObject({ hasOlder: true, hasNewer: false });
+    const older = await t.rest('GET', `/v2/sessions/${id}?limit=4&before=${latest.body.page.olderCursor}`, { key: alice.apiKey });
+    expect(older.body.messages.map((m: any) => m.content)).toEqual(['m0', 'Hello from the model.', 'm1', 'Hello from the model.']);
+    expect(older.body.page).toMatchObject({ hasOlder: true, hasNewer: true });
+    const oldest = await t.rest('GET', `/v2/sessions/${id}?limit=4&before=${older.body.page.olderCursor}`, { key: alice.apiKey });
+    expect(oldest.body.messages.map((m: any) => m.role)).toEqual(['eden']);
+    expect(oldest.body.page.hasOlder).toBe(false);
+    const newer = await t.rest('GET', `/v2/sessions/${id}?limit=2&after=${older.body.page.newerCursor}`, { key: alice.apiKey });
+    expect(newer.body.messages.map((m: any) => m.content)).toEqual(['m2', 'Hello from the model.']);
+
+    expect(await t.rest('GET', `/v2/sessions/${id}?before=garbage`, { key: alice.apiKey })).toMatchObject({ status: 400, body: { message: 'Invalid cursor' } });
+    expect(await t.rest('GET', `/v2/sessions/${id}?limit=500`, { key: alice.apiKey })).toMatchObject({ status: 400, body: { message: /^limit: / } });
+    expect(await t.rest('GET', `/v2/sessions/${id}`, { key: carol.apiKey })).toMatchObject({ status: 403, body: { message: 'You do not have access to this session' } });
+    expect(await t.rest('GET', '/v2/sessions/nothing-here', { key: alice.apiKey })).toMatchObject({ status: 404, body: { message: 'Session not found' } });
+  });
+});
+
+describe('POST /v2/sessions/react (operation 6)', () => {
+  it('toggles a reaction; thumbs_up and thumbs_down exclude each other; other reactions combine', async () => {
+    const id = await newSession(t, alice, [muse.id]);
+    const reply = (await settledSession(t, alice, id)).messages.at(-1);
+    const react = (user: TestUser, reaction: string) => t.rest('POST', '/v2/sessions/react', { key: user.apiKey, body: { message_id: reply.id, reaction } });
+    const reactions = async () => (await settledSession(t, alice, id)).messages.at(-1).reactions;
+
+    expect(await react(alice, 'thumbs_up')).toMatchObject({ status: 200, body: { success: true, message: 'Reaction added' } });
+    expect(await reactions()).toEqual({ [alice.id]: ['thumbs_up'] });
+    expect((await react(alice, 'thumbs_down')).body).toEqual({ success: true, message: 'Reaction added' });
+    expect(await reactions()).toEqual({ [alice.id]: ['thumbs_down'] });
+    expect((await react(alice, '🔥')).body.message).toBe('Reaction added');
+    expect(await reactions()).toEqual({ [alice.id]: ['thumbs_down', '🔥'] });
+    expect((await react(alice, 'thumbs_down')).body).toEqual({ success: true, message: 'Reaction removed' });
+    expect(await reactions()).toEqual({ [alice.id]: ['🔥'] });
+  });
+
+  it('404 for an unknown message, 403 for a message you cannot see, 400 for missing fields', async () => {
+    const id = await newSession(t, alice, [muse.id]);
+    const reply = (await settledSession(t, alice, id)).messages.at(-1);
+    expect(await t.rest('POST', '/v2/sessions/react', { key: alice.apiKey, body: { message_id: 'nope', reaction: 'thumbs_up' } })).toMatchObject({ status: 404, body: { message: 'Message not found' } });
+    expect(await t.rest('POST', '/v2/sessions/react', { key: carol.apiKey, body: { message_id: reply.id, reaction: 'thumbs_up' } })).toMatchObject({
+      status: 403,
+      body: { message: 'You do not have access to this session' },
+    });
+    for (const [body, text] of [
+      [{ reaction: 'thumbs_up' }, /^message_id: /],
+      [{ message_id: reply.id }, /^reaction: /],
+      [{ message_id: reply.id, reaction: '' }, 'reaction: must not be empty'],
+      [{ message_id: reply.id, reaction: 'x'.repeat(33) }, 'reaction: must be at most 32 characters'],
+    ] as const) {
+      const res = await t.rest('POST', '/v2/sessions/react', { key: alice.apiKey, body });
+      expect(res.status).toBe(400);
+      expect(Object.keys(res.body)).toEqual(['message']);
+      if (typeof text === 'string') expect(res.body.message).toBe(text);
+      else expect(res.body.message).toMatch(text);
+    }
+    expect(await t.db.reaction.count({ where: { messageId: reply.id } })).toBe(0);
+  });
+});
+
+describe('DELETE /v2/sessions/:id (operation 9)', () => {
+  it('owners delete a session with its messages, reactions and shares; others get 401, unknown 404, with {error, message}', async () => {
+    const id = await newSession(t, alice, [muse.id]);
+    const reply = (await settledSession(t, alice, id)).messages.at(-1);
+    await t.rest('POST', `/v2/sessions/${id}/users`, { key: alice.apiKey, body: { username: 'bob', permission: 'editor' } });
+    await t.rest('POST', '/v2/sessions/react', { key: bob.apiKey, body: { message_id: reply.id, reaction: 'thumbs_up' } });
+    const share = (await t.rest('POST', `/v2/sessions/${id}/share`, { key: alice.apiKey })).body.share.share_id;
+
+    for (const user of [bob, carol]) {
+      expect(await t.rest('DELETE', `/v2/sessions/${id}`, { key: user.apiKey })).toMatchObject({
+        status: 401,
+        body: { error: 'You are not allowed to delete this session', message: 'You are not allowed to delete this session' },
+      });
+    }
+    expect(await t.rest('DELETE', '/v2/sessions/unknown-session', { key: alice.apiKey })).toMatchObject({ status: 404, body: { error: 'Session not found', message: 'Session not found' } });
+    expect(await t.rest('DELETE', `/v2/sessions/${id}`, { key: alice.apiKey })).toMatchObject({ status: 200, body: { success: true } });
+
+    expect(await t.rest('GET', `/v2/sessions/${id}`, { key: alice.apiKey })).toMatchObject({ status: 404 });
+    expect(await t.rest('GET', `/v2/sessions/share/${share}`)).toMatchObject({ status: 404 });
+    expect(await t.db.message.count({ where: { sessionId: id } })).toBe(0);
+    expect(await t.db.reaction.count({ where: { messageId: reply.id } })).toBe(0);
+    expect(await t.db.sessionUser.count({ where: { sessionId: id } })).toBe(0);
+    expect(await t.rest('DELETE', `/v2/sessions/${id}`, { key: alice.apiKey })).toMatchObject({ status: 404 });
+  });
+});
+
+describe('sharing (operations 1 and 18)', () => {
+  it('GET /v2/sessions/shared lists sessions others added you to, newest first', async () => {
+    const erin = await t.createUser('erin');
+    const older = await newSession(t, alice, [muse.id], { content: 'older' });
+    const newer = await newSession(t, bob, [remy.id], { content: 'newer' });
+    await newSession(t, erin, [muse.id], { content: 'my own' });
+    await t.rest('POST', `/v2/sessions/${older}/users`, { key: alice.apiKey, body: { username: 'erin', permission: 'editor' } });
+    await settledSession(t, alice, older);
+    await settledSession(t, bob, newer);
+    await t.rest('POST', `/v2/sessions/${newer}/users`, { key: bob.apiKey, body: { username: 'erin', permission: 'owner' } });
+    const res = await t.rest('GET', '/v2/sessions/shared', { key: erin.apiKey });
+    expect(res.status).toBe(200);
+    expect(res.body.sharedSessions.map((s: any) => s.id)).toEqual([newer, older]);
+    expect(res.body.sharedSessions[1].users).toEqual(expect.arrayContaining([{ user: erin.id, permission: 'editor' }]));
+    expectAuthError(await t.rest('GET', '/v2/sessions/shared'));
+    expectAuthError(await t.rest('GET', '/v2/sessions/shared', { key: 'garbage' }));
+  });
+
+  it('a share shows the session up to when it was made, without a key, and nothing private', async () => {
+    const id = await newSession(t, alice, [muse.id], { content: 'Shared question', budget: { manna_budget: 500 } });
+    await t.rest('POST', `/v2/sessions/${id}/users`, { key: alice.apiKey, body: { username: 'bob', permission: 'editor' } });
+    await post(bob, { session_id: id, content: 'Bob adds an idea' });
+    const before = await settledSession(t, alice, id);
+    await t.rest('POST', '/v2/sessions/react', { key: bob.apiKey, body: { message_id: before.messages.at(-1).id, reaction: 'thumbs_up' } });
+
+    expect(await t.rest('POST', `/v2/sessions/${id}/share`, { key: bob.apiKey })).toMatchObject({ status: 403, body: { message: 'Only an owner of this session can share it' } });
+    const made = await t.rest('POST', `/v2/sessions/${id}/share`, { key: alice.apiKey });
+    expect(made.status).toBe(200);
+    await post(alice, { session_id: id, content: 'After the share' });
+    await settledSession(t, alice, id);
+
+    const res = await t.rest('GET', `/v2/sessions/share/${made.body.share.share_id}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ share: made.body.share });
+    const { share } = res.body;
+    expect(share).toEqual({
+      share_id: expect.any(String),
+      title: expect.any(String),
+      session: { id, title: expect.any(String), createdAt: isoDate, agents: [{ key: 'muse', name: 'Muse', image: null }] },
+      messages: expect.any(Array),
+      owner: { username: 'alice', userImage: null },
+      createdAt: isoDate,
+    });
+    expect(share.messages.map((m: any) => m.content)).toEqual(['Muse joined the session', 'Shared question', 'Hello from the model.', 'Bob adds an idea', 'Hello from the model.']);
+    expect(share.messages.at(-1).reactions).toEqual([{ reaction: 'thumbs_up', count: 1 }]);
+    expect(share.messages[3].sender).toEqual({ username: 'bob', userImage: null, type: 'user' });
+    const text = JSON.stringify(res.body);
+    for (const secret of [alice.id, bob.id, 'manna', 'budget', 'After the share', 'thought']) expect(text).not.toContain(secret);
+
+    expect(await t.rest('GET', '/v2/sessions/share/does-not-exist')).toMatchObject({ status: 404, body: { error: 'Shared session not found' } });
+  });
+});
+
+describe('session users', () => {
+  it('owners add users with a permission, change it and remove them; anyone may leave', async () => {
+    const id = await newSession(t, alice, [muse.id]);
+    const add = (by: TestUser, username: string, permission: string) => t.rest('POST', `/v2/sessions/${id}/users`, { key: by.apiKey, body: { username, permission } });
+    expect(await add(alice, 'bob', 'editor')).toMatchObject({ status: 200, body: { success: true, user: bob.id, permission: 'editor' } });
+    expect(await add(bob, 'carol', 'editor')).toMatchObject({ status: 403, body: { message: 'Only an owner of this session can add or remove users' } });
+    expect(await add(alice, 'nobody-by-that-name', 'editor')).toMatchObject({ status: 404, body: { message: 'User not found' } });
+    expect(await add(alice, 'muse', 'editor')).toMatchObject({ status: 404, body: { message: 'User not found' } });
+    expect(await add(alice, 'alice', 'editor')).toMatchObject({ status: 400 });
+    expect(await add(alice, 'carol', 'admin')).toMatchObject({ status: 400, body: { message: /^permission: / } });
+    expect(await add(alice, 'bob', 'owner')).toMatchObject({ status: 200, body: { permission: 'owner' } });
+    expect(await add(bob, 'carol', 'editor')).toMatchObject({ status: 200 });
+
+    expect(await t.rest('DELETE', `/v2/sessions/${id}/users/${alice.id}`, { key: bob.apiKey })).toMatchObject({ status: 400 });
+    expect(await t.rest('DELETE', `/v2/sessions/${id}/users/${carol.id}`, { key: carol.apiKey })).toMatchObject({ status: 200, body: { success: true } });
+    expect(await t.rest('GET', `/v2/sessions/${id}`, { key: carol.apiKey })).toMatchObject({ status: 403 });
+    expect(await t.rest('DELETE', `/v2/sessions/${id}/users/${carol.id}`, { key: alice.apiKey })).toMatchObject({ status: 404, body: { message: 'That user is not in this session' } });
+    expect(await t.rest('DELETE', `/v2/sessions/${id}/users/${bob.id}`, { key: alice.apiKey })).toMatchObject({ status: 200 });
+    expect((await t.rest('GET', `/v2/sessions/${id}`, { key: alice.apiKey })).body.session.users).toEqual([{ user: alice.id, permission: 'owner' }]);
+  });
+});
