@@ -9,7 +9,7 @@ const config: CodegenConfig = {
     'test/graphql/generated/': {
       preset: 'client',
       presetConfig: { fragmentMasking: false },
-      config: { useTypeImports: true, enumsAsTypes: true, scalars: { DateTime: 'string', JSON: 'unknown' } },
+      config: { useTypeImports: true, enumsAsTypes: true, scalars: { DateTime: 'string', JSON: 'unknown', Seq: 'number' } },
     },
   },
 };

@@ -17,6 +17,7 @@ export interface App {
   http: FastifyInstance;
   services: Services;
   database: Database;
+  websocket: ReturnType<typeof attachGraphQLWebSocket>;
   /** Stops accepting, lets in-flight requests finish, then closes sockets and the database. */
   close(): Promise<void>;
 }
@@ -95,5 +96,5 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await database.close();
   });
 
-  return { http, services, database, close: () => http.close() };
+  return { http, services, database, websocket, close: () => http.close() };
 }

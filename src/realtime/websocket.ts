@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import type { ExecutionResult } from 'graphql';
+import { getOperationAST, type ExecutionResult } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { EventsConfig } from '../config.ts';
@@ -16,6 +16,7 @@ export interface WebSocketOptions {
 /** graphql-ws close codes: the client should reconnect (1013), or its key is gone (4403). */
 const TRY_AGAIN_LATER = 1013;
 const KEY_DELETED = 4403;
+const LINGER_MS = 10_000;
 
 /**
  * graphql-ws on the same port and path as GraphQL over HTTP. Each operation runs through the
@@ -25,6 +26,17 @@ const KEY_DELETED = 4403;
 export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path: string, options: WebSocketOptions) {
   const wss = new WebSocketServer({ noServer: true });
   const keyOf = new WeakMap<WebSocket, string>();
+  // Queries and mutations under way per socket: a socket whose key is deleted closes once they
+  // have answered, so deleting the key in use over the socket still gets its result.
+  const answering = new WeakMap<WebSocket, Set<string>>();
+  const revoked = new WeakSet<WebSocket>();
+  const closeRevoked = (ws: WebSocket) => ws.close(KEY_DELETED, 'The API key of this connection was deleted');
+  const answered = (ws: WebSocket, id: string) => {
+    const ids = answering.get(ws);
+    if (!ids?.delete(id) || ids.size > 0 || !revoked.has(ws)) return;
+    // After the operation's last message has been queued on the socket.
+    setImmediate(() => closeRevoked(ws));
+  };
   server.on('upgrade', (request, socket, head) => {
     if (new URL(request.url ?? '/', 'http://localhost').pathname !== path) {
       socket.destroy();
@@ -44,7 +56,9 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
         if (keyId) keyOf.set(ctx.extra.socket, keyId);
         return true;
       },
-      onSubscribe: async (ctx, _id, params) => {
+      onComplete: (ctx, id) => answered(ctx.extra.socket, id),
+      onError: (ctx, id) => answered(ctx.extra.socket, id),
+      onSubscribe: async (ctx, id, params) => {
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
           ...ctx,
           req: ctx.extra.request,
@@ -60,7 +74,12 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
           rootValue: { execute, subscribe },
         };
         const errors = validate(args.schema, args.document);
-        return errors.length ? errors : args;
+        if (errors.length) return errors;
+        if (getOperationAST(args.document, params.operationName)?.operation !== 'subscription') {
+          const ids = answering.get(ctx.extra.socket) ?? new Set();
+          answering.set(ctx.extra.socket, ids.add(id));
+        }
+        return args;
       },
     },
     wss,
@@ -68,12 +87,17 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
 
   // A deleted key closes every socket opened with it.
   const stopRevocations = options.bus.onKeyRevoked((keyId) => {
-    for (const ws of wss.clients) if (keyOf.get(ws) === keyId) ws.close(KEY_DELETED, 'The API key of this connection was deleted');
+    for (const ws of wss.clients) {
+      if (keyOf.get(ws) !== keyId) continue;
+      revoked.add(ws);
+      if (!answering.get(ws)?.size) closeRevoked(ws);
+    }
   });
 
   // A client that stops reading holds its output in this process; one whose output has not
   // drained for `slowClientMs` is dropped, and resumes its subscriptions with `after`.
   const stuckSince = new WeakMap<WebSocket, number>();
+  let droppedAsSlow = 0;
   const monitor = setInterval(() => {
     const now = Date.now();
     for (const ws of wss.clients) {
@@ -83,15 +107,19 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
       }
       const since = stuckSince.get(ws) ?? now;
       stuckSince.set(ws, since);
-      if (now - since >= options.events.slowClientMs) {
+      if (now - since >= options.events.slowClientMs && ws.readyState === ws.OPEN) {
+        droppedAsSlow++;
         ws.close(TRY_AGAIN_LATER, 'Slow consumer: messages went unread; reconnect and resume subscriptions with after');
-        setTimeout(() => ws.terminate(), 1000).unref();
+        // The close frame waits behind the unread output; a client that never reads is cut.
+        setTimeout(() => ws.terminate(), LINGER_MS).unref();
       }
     }
   }, Math.max(50, Math.min(1000, options.events.slowClientMs / 4)));
   monitor.unref();
 
   return {
+    /** For metrics and tests: sockets open now, and how many were dropped as too slow. */
+    stats: () => ({ open: wss.clients.size, droppedAsSlow }),
     async close() {
       clearInterval(monitor);
       stopRevocations();

@@ -82,7 +82,7 @@ export function toRestFrame(e: SessionEvent) {
       case 'tool_cancelled':
         return { ...base, prompt_id: e.promptId, message_id: e.messageId, agent: e.agentId, tool_call: toRestToolCall(e.toolCall) };
       case 'error':
-        return { ...base, prompt_id: e.promptId, agent: e.agentId, error: e.error, message: e.message && toRestMessage(e.message) };
+        return { ...base, prompt_id: e.promptId, agent: e.agentId, error: e.error, message: toRestMessage(e.message) };
       case 'end_prompt':
         return { ...base, prompt_id: e.promptId };
       case 'reaction':

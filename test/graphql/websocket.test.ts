@@ -97,12 +97,20 @@ describe('GraphQL over graphql-ws', () => {
     expect(expectData(await t.gql(WsCreation, { id: creation.id }, bob.apiKey)).creation).toEqual({ likeCount: 1, likedByMe: true });
   });
 
-  it('a key deleted while the socket is open fails on the next operation', async () => {
+  it('a key deleted while the socket is open closes that socket (4403), and the key fails on a new one', async () => {
     const carl = await t.createUser('carl');
-    const client = ws.connect(carl.apiKey);
+    // Kept open between operations, as an app holding its socket would.
+    const client = ws.connect(carl.apiKey, { lazyCloseTimeout: 60_000 });
     expect((await wsExecute(client, WsMe)).data?.me.username).toBe('carl');
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      client.on('closed', (e) => {
+        const { code, reason } = e as { code: number; reason: string };
+        resolve({ code, reason });
+      }),
+    );
     expect((await wsExecute(client, WsDeleteKey, { apiKey: carl.apiKey })).data?.deleteApiKey).toBe(true);
-    const after = await wsExecute(client, WsMe);
+    expect(await closed).toEqual({ code: 4403, reason: 'The API key of this connection was deleted' });
+    const after = await wsExecute(ws.connect(carl.apiKey), WsMe);
     expect(after.data ?? null).toBeNull();
     expect(after.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
   });

@@ -6,10 +6,13 @@ export interface RoutableAgent {
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** Whether the text addresses the agent: `@key`, or its name as a whole word, in any case. */
+/**
+ * Whether the text addresses the agent: `@key`, or its name standing as words of a sentence
+ * (in any case), not inside an address or a longer word.
+ */
 export function mentions(text: string, agent: RoutableAgent): boolean {
   const key = new RegExp(`(^|[^\\w@])@${escape(agent.key)}(?![\\w-])`, 'iu');
-  const name = new RegExp(`(^|[^\\p{L}\\p{N}_])${escape(agent.name)}(?![\\p{L}\\p{N}_])`, 'iu');
+  const name = new RegExp(`(^|[\\s,;:!?("'“‘])${escape(agent.name)}(?=$|[\\s,;:!?)"'”’]|\\.(\\s|$))`, 'iu');
   return key.test(text) || name.test(text);
 }
 

@@ -46,7 +46,7 @@ export type SessionEventPayload =
   | { type: 'tool_complete'; promptId: string; messageId: string; agentId: string; toolCall: ToolCallView }
   | { type: 'tool_cancelled'; promptId: string; messageId: string; agentId: string; toolCall: ToolCallView }
   /** One reply failed; `message` is the saved (failed) assistant message with its partial text. */
-  | { type: 'error'; promptId: string | null; agentId: string | null; error: string; message: MessageView | null }
+  | { type: 'error'; promptId: string; agentId: string; error: string; message: MessageView }
   | { type: 'end_prompt'; promptId: string }
   | { type: 'reaction'; messageId: string; reactions: ReactionsView }
   | { type: 'session_updated'; title: string | null; scenario: string | null }

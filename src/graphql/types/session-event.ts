@@ -66,10 +66,10 @@ eventType('tool_cancelled', 'ToolCancelled', 'A tool call of a reply was cancell
   toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
 }));
 eventType('error', 'ReplyFailed', 'A reply broke off; message is the saved reply (status FAILED) with what was written.', (t) => ({
-  promptId: t.exposeID('promptId', { nullable: true }),
-  agentId: t.exposeID('agentId', { nullable: true }),
+  promptId: t.exposeID('promptId'),
+  agentId: t.exposeID('agentId'),
   error: t.exposeString('error'),
-  message: t.field({ type: Message, nullable: true, resolve: (e) => e.message }),
+  message: t.field({ type: Message, resolve: (e) => e.message }),
 }));
 eventType('end_prompt', 'PromptEnded', 'Every reply to a prompt has finished or failed.', (t) => ({ promptId: t.exposeID('promptId') }));
 eventType('reaction', 'ReactionsChanged', 'Someone reacted to a message.', (t) => ({
