@@ -4,6 +4,8 @@ import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
+import fastifyStatic from '@fastify/static';
+import { graphiqlAssets } from './graphql/graphiql.ts';
 import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts';
 import { trackConnections } from './http/connections.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
@@ -57,6 +59,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     }
   });
 
+  // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.
+  await http.register(fastifyStatic, { serve: false });
+  graphiqlAssets(http);
   const yoga = createGraphQLServer(services, http.log);
   http.route({
     url: yoga.graphqlEndpoint,

@@ -4,6 +4,7 @@ import { createYoga } from 'graphql-yoga';
 import type { Services } from '../domain/services.ts';
 import { createContext } from './context.ts';
 import { createErrorMasker } from './errors.ts';
+import { renderGraphiQL } from './graphiql.ts';
 import { schema } from './schema.ts';
 
 export interface GraphQLLogger {
@@ -35,7 +36,8 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
-    graphiql: { title: 'parley', headers: JSON.stringify({ 'X-Api-Key': '<your API key>' }) },
+    graphiql: { title: 'parley', headers: JSON.stringify({ 'X-Api-Key': '<your API key>' }), subscriptionsProtocol: 'SSE' },
+    renderGraphiQL,
     logging: false,
     context: (initial) => createContext(services, apiKeyFrom(initial)),
     maskedErrors: { maskError: createErrorMasker((err) => logger.error({ err }, 'unexpected error in a GraphQL operation')) },

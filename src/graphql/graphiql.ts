@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+
+const require = createRequire(import.meta.url);
+const bundleDir = dirname(require.resolve('@graphql-yoga/graphiql'));
+const version = (JSON.parse(readFileSync(join(bundleDir, '..', 'package.json'), 'utf8')) as { version: string }).version;
+const startDir = dirname(fileURLToPath(import.meta.url));
+
+/** Where GraphiQL's files are served; the version in the path lets browsers cache them for good. */
+export const GRAPHIQL_ASSETS = `/graphiql/${version}`;
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/**
+ * The GraphiQL page. Its scripts and styles are the installed `@graphql-yoga/graphiql` bundle
+ * served by this service (never a CDN), so it works offline and behind strict proxies.
+ */
+export function renderGraphiQL(options: { title?: string } & Record<string, unknown>): string {
+  // `<` is escaped so no option value can close the script element it sits in.
+  const json = JSON.stringify(options).replace(/</g, '\\u003c');
+  const title = escapeHtml(options.title ?? 'GraphiQL');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>${title}</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="${GRAPHIQL_ASSETS}/graphiql.css">
+</head>
+<body id="body" class="no-focus-outline">
+<noscript>GraphiQL needs JavaScript.</noscript>
+<div id="root">Loading ${title}…</div>
+<script type="application/json" id="graphiql-options">${json}</script>
+<script src="${GRAPHIQL_ASSETS}/yoga-graphiql.umd.js"></script>
+<script src="${GRAPHIQL_ASSETS}/start.js" data-assets="${GRAPHIQL_ASSETS}"></script>
+</body>
+</html>`;
+}
+
+const cacheForever = { immutable: true, maxAge: '365d' } as const;
+
+/** Serves the bundle's files (and the start script) as long-cached static files, to anyone. */
+export function graphiqlAssets(app: FastifyInstance) {
+  app.get<{ Params: { '*': string } }>(`${GRAPHIQL_ASSETS}/*`, { config: { public: true } }, (request, reply) => {
+    const file = request.params['*'];
+    return file === 'start.js' ? reply.sendFile('graphiql-start.js', startDir, cacheForever) : reply.sendFile(file, bundleDir, cacheForever);
+  });
+}

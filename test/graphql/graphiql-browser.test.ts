@@ -1,0 +1,96 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { settledSession } from '../helpers/sessions.ts';
+
+/**
+ * GraphiQL as a person uses it: Debian's Chromium opens /graphql, the key goes into the
+ * headers tab, a query runs, and a subscription shows a reply streaming in. Every request the
+ * page makes must stay on the service's own origin (it must work offline).
+ */
+let t: TestApp;
+let alice: TestUser;
+let browser: Browser;
+let profile: string;
+
+beforeAll(async () => {
+  // The offline responder pauses between tokens, so the reply visibly streams.
+  t = await startTestApp({ llm: { offlineTokenDelayMs: 30 } });
+  alice = await t.createUser('alice');
+  profile = await mkdtemp(join(tmpdir(), 'parley-chromium-'));
+  browser = await puppeteer.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    userDataDir: profile,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+  if (profile) await rm(profile, { recursive: true, force: true });
+});
+
+/** Replaces the text of a GraphiQL editor by typing into it, as a person would. */
+async function typeInto(page: Page, selector: string, text: string) {
+  await page.click(`${selector} .view-lines`);
+  await page.keyboard.down('Control');
+  await page.keyboard.press('KeyA');
+  await page.keyboard.up('Control');
+  await page.keyboard.press('Backspace');
+  await page.keyboard.type(text);
+}
+
+const responseText = (page: Page) => page.$eval('.graphiql-response', (el) => (el as HTMLElement).innerText);
+
+describe('GraphiQL in a real browser', () => {
+  it('loads from the service alone, runs `me` with the key from the headers tab, and streams a subscription', async () => {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1400, height: 900 });
+    const requested: string[] = [];
+    page.on('request', (r) => requested.push(r.url()));
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(String(e)));
+
+    await page.goto(`${t.url}/graphql`, { waitUntil: 'load' });
+    await page.waitForSelector('.graphiql-query-editor .view-lines', { timeout: 20_000 });
+
+    // The headers tab (open already when the page suggests headers), then the key.
+    const [headersTab] = await page.$$("xpath/.//button[normalize-space()='Headers']");
+    if (!(await headersTab!.evaluate((b) => b.classList.contains('active')))) await headersTab!.click();
+    const headersEditor = '.graphiql-editor-tool .graphiql-editor:not(.hidden)';
+    await page.waitForSelector(`${headersEditor} .view-lines`);
+    expect(await page.$eval(headersEditor, (el) => (el as HTMLElement).innerText)).toContain('X-Api-Key');
+    await typeInto(page, headersEditor, `{"X-Api-Key": "${alice.apiKey}"}`);
+
+    await typeInto(page, '.graphiql-query-editor', '{ me { username } }');
+    await page.click('.graphiql-execute-button');
+    await page.waitForFunction(() => document.querySelector('.graphiql-response')?.textContent?.includes('alice'), { timeout: 15_000 });
+    expect(await responseText(page)).toMatch(/"username":\s*"alice"/);
+
+    const muse = await fixtures(t).agent(alice, { name: 'Muse', key: 'muse' });
+    const sessionId = (await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [muse.id], title: 'Browser session' } })).body.session_id;
+    await typeInto(page, '.graphiql-query-editor', `subscription { sessionEvents(sessionId: "${sessionId}") { __typename ... on AssistantToken { text } } }`);
+    await page.click('.graphiql-execute-button');
+    await expect.poll(() => t.services.bus.subscriberCount(), { timeout: 15_000 }).toBe(1);
+
+    await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { session_id: sessionId, content: 'Hello from the browser test' } });
+    await page.waitForFunction(() => document.querySelector('.graphiql-response')?.textContent?.includes('AssistantToken'), { timeout: 15_000 });
+    const during = await responseText(page);
+    await page.waitForFunction(() => document.querySelector('.graphiql-response')?.textContent?.includes('PromptEnded'), { timeout: 30_000 });
+    expect(during).toMatch(/"text":/);
+    const saved = await settledSession(t, alice, sessionId);
+    expect(saved.messages.at(-1).content).toMatch(/^I'm Muse, answering offline/);
+
+    const origin = new URL(t.url).origin;
+    const elsewhere = requested.filter((u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:'));
+    expect(elsewhere).toEqual([]);
+    expect(requested.some((u) => u.includes('/graphiql/') && u.endsWith('yoga-graphiql.umd.js'))).toBe(true);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+});
