@@ -139,6 +139,10 @@ export function demoCreation(n: number) {
   };
 }
 
+/**
+ * Conversations with a real history. Replies carry the token counts a model would have
+ * reported, and the sessions' counters are their sums, as if the replies had been written.
+ */
 export const demoSessions = [
   {
     owner: 'alice',
@@ -148,8 +152,21 @@ export const demoSessions = [
     publicShare: false,
     messages: [
       { role: 'user', from: 'alice', content: 'I want a 24-page zine about the plants growing in abandoned lots. Where do we start?' },
-      { role: 'assistant', from: 'muse', content: 'Start with the spine of the story: pick six plants and give each a spread. I would print on recycled kraft with green and fluorescent pink.' },
+      {
+        role: 'assistant',
+        from: 'muse',
+        content: 'Start with the spine of the story: pick six plants and give each a spread. I would print on recycled kraft with green and fluorescent pink.',
+        usage: [412, 38],
+        reactions: [{ from: 'alice', reaction: 'thumbs_up' }],
+      },
       { role: 'user', from: 'bob', content: 'Could one spread be about edible weeds? I can write recipes.' },
+      {
+        role: 'assistant',
+        from: 'muse',
+        content: 'Yes: make it the centrefold. Dandelion, purslane and wild garlic read well in two-colour riso, and a recipe per plant gives the spread a reason to be kept.',
+        usage: [486, 41],
+        reactions: [{ from: 'bob', reaction: '🌱' }],
+      },
     ],
   },
   {
@@ -160,7 +177,27 @@ export const demoSessions = [
     publicShare: true,
     messages: [
       { role: 'user', from: 'alice', content: 'Make me a poster of a greenhouse lit only by neon signs.' },
-      { role: 'assistant', from: 'muse', content: 'Here is a first direction: teal glass, magenta signage, monstera leaves framing the bottom third.' },
+      { role: 'assistant', from: 'muse', content: 'Here is a first direction: teal glass, magenta signage, monstera leaves framing the bottom third.', usage: [388, 26], reactions: [] },
+      { role: 'user', from: 'alice', content: 'Warmer, please. It should feel like a night market, not a lab.' },
+      { role: 'assistant', from: 'muse', content: 'Swap the teal for amber and keep one magenta sign as the focal point; steam on the glass will soften every light.', usage: [431, 29], reactions: [] },
+    ],
+  },
+  {
+    owner: 'alice',
+    title: 'Menu for the zine launch',
+    agents: ['muse', 'chef-remy'],
+    sharedWith: [],
+    publicShare: false,
+    messages: [
+      { role: 'user', from: 'alice', content: 'We launch the zine on Friday with 30 guests. Remy, what should we cook, and Muse, how do we make the table look like the zine?' },
+      {
+        role: 'assistant',
+        from: 'chef-remy',
+        content: 'Three big dishes that wait well: a lentil salad with roasted carrots, a wild-garlic tart, and rice pudding with rhubarb. All under 90 euros.',
+        usage: [522, 34],
+        reactions: [{ from: 'alice', reaction: 'thumbs_up' }],
+      },
+      { role: 'assistant', from: 'muse', content: 'Kraft paper runners printed with the centrefold plants, and name cards in fluorescent pink so the table matches the cover.', usage: [530, 27], reactions: [] },
     ],
   },
 ] as const;

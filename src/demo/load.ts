@@ -115,17 +115,49 @@ async function loadRows(tx: Prisma.TransactionClient) {
   for (const [i, s] of demoSessions.entries()) {
     const sessionId = demoId('session', i);
     const start = Date.UTC(2026, 10, 1 + i, 10);
-    await tx.session.createMany({ skipDuplicates: true, data: [{ id: sessionId, ownerId: userId(s.owner), title: s.title, createdAt: new Date(start) }] });
+    const replies = s.messages.filter((m) => m.role === 'assistant');
+    await tx.session.createMany({
+      skipDuplicates: true,
+      data: [
+        {
+          id: sessionId,
+          ownerId: userId(s.owner),
+          title: s.title,
+          createdAt: new Date(start),
+          updatedAt: new Date(start + s.messages.length * 60_000),
+          turnsSpent: replies.length,
+          tokensSpent: replies.reduce((n, m) => n + m.usage[0] + m.usage[1], 0),
+        },
+      ],
+    });
     await tx.sessionAgent.createMany({ skipDuplicates: true, data: s.agents.map((a, position) => ({ sessionId, agentId: agentId(a), position, userId: userId(s.owner) })) });
     await tx.sessionUser.createMany({
       skipDuplicates: true,
       data: [{ sessionId, userId: userId(s.owner), permission: 'owner' as const }, ...s.sharedWith.map((w) => ({ sessionId, userId: userId(w.username), permission: w.permission }))],
     });
+    const agentNames = s.agents.map((key) => demoAgents.find((a) => a.key === key)!.name);
+    const id = (k: number) => demoId('message', sessionId, k);
+    // Each reply answers the latest user message before it.
+    let prompt: string | null = null;
     const messages = [
-      { role: 'eden' as const, senderId: null, content: `${s.agents.join(', ')} joined the session` },
-      ...s.messages.map((m) => ({ role: m.role, senderId: m.role === 'user' ? userId(m.from) : agentId(m.from), content: m.content })),
-    ].map((m, k) => ({ id: demoId('message', sessionId, k), sessionId, ...m, createdAt: new Date(start + k * 60_000) }));
+      { id: id(0), role: 'eden' as const, senderId: null, promptId: null, content: `${agentNames.join(', ')} joined the session` },
+      ...s.messages.map((m, k) => {
+        if (m.role === 'user') prompt = id(k + 1);
+        return {
+          id: id(k + 1),
+          role: m.role,
+          senderId: m.role === 'user' ? userId(m.from) : agentId(m.from),
+          promptId: m.role === 'assistant' ? prompt : null,
+          content: m.content,
+          ...(m.role === 'assistant' ? { promptTokens: m.usage[0], completionTokens: m.usage[1] } : {}),
+        };
+      }),
+    ].map((m, k) => ({ sessionId, ...m, createdAt: new Date(start + k * 60_000) }));
     await tx.message.createMany({ skipDuplicates: true, data: messages });
+    await tx.reaction.createMany({
+      skipDuplicates: true,
+      data: s.messages.flatMap((m, k) => (m.role === 'assistant' ? m.reactions.map((r) => ({ messageId: id(k + 1), userId: userId(r.from), reaction: r.reaction })) : [])),
+    });
     if (s.publicShare) {
       await tx.share.createMany({
         skipDuplicates: true,

@@ -1,0 +1,315 @@
+// Streaming benchmark: many concurrent replies streamed by a paced fake provider through parley
+// (REST SSE and graphql-ws) and, in the same run, through a bare pass-through relay (the floor of
+// this machine). Reports added latency per token (provider write → client receive), throughput,
+// lost or reordered tokens, and server memory per open stream and per idle subscription.
+//   npm run bench:stream [-- --levels 100,1000 --tokens 60 --rate 20 --rounds 3 --ramp 2000 --idle 10000]
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+
+const { values } = parseArgs({
+  options: {
+    levels: { type: 'string', default: '100,1000' },
+    tokens: { type: 'string', default: '60' },
+    rate: { type: 'string', default: '20' },
+    rounds: { type: 'string', default: '3' },
+    ramp: { type: 'string', default: '2000' },
+    idle: { type: 'string', default: '10000' },
+    /** Write a CPU profile of the parley server into this directory. */
+    profile: { type: 'string' },
+    transports: { type: 'string', default: 'relay,sse,ws' },
+  },
+});
+const levels = values.levels!.split(',').map(Number);
+const tokens = Number(values.tokens);
+const rate = Number(values.rate);
+const rounds = Number(values.rounds);
+const ramp = Number(values.ramp);
+const idleSubscriptions = Number(values.idle);
+const root = new URL('..', import.meta.url).pathname;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---- the paced provider: `tokens` content chunks at `rate` per second per stream ----------------
+/** When each token of each stream was written by the provider (performance.now()). */
+const sentAt = new Map<string, number[]>();
+
+async function providerHandler(req: IncomingMessage, res: ServerResponse) {
+  let raw = '';
+  for await (const chunk of req) raw += chunk;
+  const body = JSON.parse(raw) as { messages: { role: string; content: string }[] };
+  const chunk = (delta: object, extra: object = {}) => res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`);
+  const finish = () => {
+    res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
+    res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 50, completion_tokens: tokens } })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  };
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const id = /stream (\S+)/.exec(body.messages.at(-1)?.content ?? '')?.[1];
+  if (!id || body.messages[0]?.content?.startsWith('Give this conversation a title')) {
+    chunk({ content: 'Benchmark stream' });
+    return finish();
+  }
+  const times: number[] = [];
+  sentAt.set(id, times);
+  for (let i = 0; i < tokens; i++) {
+    await sleep(1000 / rate);
+    if (res.destroyed) return;
+    chunk({ content: `t${i} ` });
+    times[i] = performance.now();
+  }
+  finish();
+}
+
+// ---- clients -----------------------------------------------------------------------------------
+interface StreamResult {
+  latencies: number[];
+  received: number;
+  reordered: number;
+  firstAt: number;
+  lastAt: number;
+}
+
+/** Records one token frame's text (`t<i> `) of stream `id`. */
+function tally(result: StreamResult, id: string, text: string, expect: { next: number }) {
+  const now = performance.now();
+  const i = Number(/^t(\d+) $/.exec(text)?.[1]);
+  if (i !== expect.next) result.reordered++;
+  expect.next = i + 1;
+  result.received++;
+  const sent = sentAt.get(id)?.[i];
+  if (sent !== undefined) result.latencies.push(now - sent);
+  result.firstAt = Math.min(result.firstAt, now);
+  result.lastAt = Math.max(result.lastAt, now);
+}
+
+async function sseStream(url: string, headers: Record<string, string>, body: object, id: string, result: StreamResult) {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status} ${await response.text()}`);
+  const decoder = new TextDecoder();
+  const expect = { next: 0 };
+  let buffer = '';
+  for await (const chunk of response.body!) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const line = block.split('\n').find((l) => l.startsWith('data: '));
+      if (!line) continue;
+      const frame = JSON.parse(line.slice(6)) as { event: string; data: { type?: string; text?: string } };
+      if (frame.data?.type === 'assistant_token') tally(result, id, frame.data.text!, expect);
+    }
+  }
+}
+
+const SEND = `subscription Bench($input: SendMessageInput!) { sendMessage(input: $input) { __typename ... on AssistantToken { text } } }`;
+
+function wsStream(client: Client, agentId: string, id: string, result: StreamResult) {
+  const expect = { next: 0 };
+  return new Promise<void>((resolve, reject) => {
+    client.subscribe<{ sendMessage: { __typename: string; text?: string } }>(
+      { query: SEND, variables: { input: { agentIds: [agentId], content: `stream ${id}` } } },
+      {
+        next: (r) => {
+          if (r.data?.sendMessage.__typename === 'AssistantToken') tally(result, id, r.data.sendMessage.text!, expect);
+        },
+        error: reject,
+        complete: resolve,
+      },
+    );
+  });
+}
+
+// ---- processes ---------------------------------------------------------------------------------
+const children: ChildProcess[] = [];
+process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+
+function start(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env } });
+  children.push(child);
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const check = (d: Buffer) => {
+      out += d;
+      const match = ready.exec(out);
+      if (match) resolve({ child, match });
+    };
+    child.stdout!.on('data', check);
+    child.stderr!.on('data', check);
+    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}:\n${out}`)));
+  });
+}
+
+async function rssKb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
+}
+
+// ---- one run -----------------------------------------------------------------------------------
+type Transport = 'relay (SSE)' | 'parley REST SSE' | 'parley graphql-ws';
+
+interface Run {
+  transport: Transport;
+  level: number;
+  latencies: number[];
+  expected: number;
+  received: number;
+  reordered: number;
+  throughput: number;
+  memoryPerStreamKb: number;
+}
+
+async function run(transport: Transport, level: number, ctx: { relayUrl: string; parleyUrl: string; key: string; agentId: string; parleyPid: number; relayPid: number }): Promise<Run> {
+  sentAt.clear();
+  const results: StreamResult[] = [];
+  const pid = transport === 'relay (SSE)' ? ctx.relayPid : ctx.parleyPid;
+  const before = await rssKb(pid);
+  let peak = before;
+  const sampler = setInterval(() => void rssKb(pid).then((kb) => (peak = Math.max(peak, kb))), 200);
+  const prefix = `${transport.length}-${level}-${Math.random().toString(36).slice(2, 7)}`;
+  const clients: Client[] = [];
+  const streams = Array.from({ length: level }, async (_, k) => {
+    await sleep((k * ramp) / level);
+    const id = `${prefix}-${k}`;
+    const result: StreamResult = { latencies: [], received: 0, reordered: 0, firstAt: Infinity, lastAt: 0 };
+    results.push(result);
+    if (transport === 'relay (SSE)') return sseStream(ctx.relayUrl, {}, { content: `stream ${id}` }, id, result);
+    if (transport === 'parley REST SSE') {
+      return sseStream(`${ctx.parleyUrl}/v2/sessions`, { 'x-api-key': ctx.key }, { agent_ids: [ctx.agentId], content: `stream ${id}`, stream: true }, id, result);
+    }
+    const client = createClient({ url: `${ctx.parleyUrl.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { 'X-Api-Key': ctx.key }, retryAttempts: 0 });
+    clients.push(client);
+    return wsStream(client, ctx.agentId, id, result);
+  });
+  await Promise.all(streams);
+  clearInterval(sampler);
+  await Promise.all(clients.map((c) => c.dispose()));
+  const first = Math.min(...results.map((r) => r.firstAt));
+  const last = Math.max(...results.map((r) => r.lastAt));
+  const received = results.reduce((n, r) => n + r.received, 0);
+  return {
+    transport,
+    level,
+    latencies: results.flatMap((r) => r.latencies),
+    expected: level * tokens,
+    received,
+    reordered: results.reduce((n, r) => n + r.reordered, 0),
+    throughput: received / ((last - first) / 1000),
+    memoryPerStreamKb: (peak - before) / level,
+  };
+}
+
+/** Opens `count` idle sessionEvents subscriptions over 100 sockets; server memory per subscription. */
+async function idleCost(count: number, ctx: { parleyUrl: string; key: string; agentId: string; parleyPid: number }) {
+  const sessions: string[] = [];
+  for (let i = 0; i < 100; i++) {
+    const r = await fetch(`${ctx.parleyUrl}/v2/sessions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': ctx.key }, body: JSON.stringify({ agent_ids: [ctx.agentId] }) });
+    sessions.push(((await r.json()) as { session_id: string }).session_id);
+  }
+  await sleep(2000);
+  const before = await rssKb(ctx.parleyPid);
+  const sockets = Array.from({ length: 100 }, () =>
+    createClient({ url: `${ctx.parleyUrl.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { 'X-Api-Key': ctx.key }, retryAttempts: 0, lazy: false }),
+  );
+  const unsubscribe: (() => void)[] = [];
+  for (let i = 0; i < count; i++) {
+    const socket = sockets[i % sockets.length]!;
+    unsubscribe.push(socket.subscribe({ query: `subscription { sessionEvents(sessionId: "${sessions[i % sessions.length]}") { seq } }` }, { next: () => {}, error: (e) => console.error('idle subscription failed', e), complete: () => {} }));
+  }
+  const health = await fetch(`${ctx.parleyUrl}/healthz`);
+  await health.text();
+  // Subscriptions register as the server works through them; wait until memory settles.
+  let after = await rssKb(ctx.parleyPid);
+  for (let stable = 0; stable < 3; ) {
+    await sleep(1000);
+    const now = await rssKb(ctx.parleyPid);
+    stable = Math.abs(now - after) < 512 ? stable + 1 : 0;
+    after = now;
+  }
+  unsubscribe.forEach((u) => u());
+  await Promise.all(sockets.map((s) => s.dispose()));
+  return (after - before) / count;
+}
+
+// ---- main --------------------------------------------------------------------------------------
+const provider = createServer((req, res) => void providerHandler(req, res).catch(() => res.destroy()));
+await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+const providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
+
+const dataDir = await mkdtemp(join(tmpdir(), 'parley-bench-'));
+const env = { DATA_DIR: dataDir, LOG_LEVEL: 'warn', LLM_BASE_URL: providerUrl, PORT: '0', HOST: '127.0.0.1' };
+const keys = await new Promise<string>((resolve, reject) => {
+  const c = spawn(process.execPath, ['bin/parley.js', 'keys', 'create', 'bench', '--json'], { cwd: root, env: { ...process.env, ...env } });
+  let out = '';
+  c.stdout.on('data', (d) => (out += d));
+  c.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`keys create failed: ${out}`))));
+});
+const key = (JSON.parse(keys) as { apiKey: string }).apiKey;
+const profiling = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [];
+const parley = await start([...profiling, '--import', 'tsx', 'src/server.ts'], env, /parley listening on (http:\/\/[\d.:]+)/);
+const relay = await start([...profiling, '--import', 'tsx', 'bench/relay.ts', providerUrl], {}, /relay listening on (\d+)/);
+const parleyUrl = parley.match[1]!;
+const relayUrl = `http://127.0.0.1:${relay.match[1]}/`;
+const created = await fetch(`${parleyUrl}/graphql`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json', 'x-api-key': key },
+  body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Bench", key: "bench-agent", public: true }) { id } }' }),
+});
+const agentId = ((await created.json()) as { data: { createAgent: { id: string } } }).data.createAgent.id;
+const ctx = { relayUrl, parleyUrl, key, agentId, parleyPid: parley.child.pid!, relayPid: relay.child.pid! };
+
+const named: Record<string, Transport> = { relay: 'relay (SSE)', sse: 'parley REST SSE', ws: 'parley graphql-ws' };
+const transports = values.transports!.split(',').map((t) => named[t]!);
+const runs: Run[] = [];
+console.log(`${tokens} tokens per stream at ${rate}/s, starts spread over ${ramp} ms, ${rounds} alternating rounds per level\n`);
+for (const level of levels) {
+  await run('parley REST SSE', Math.min(level, 50), ctx); // warm-up: JIT, connection pools, caches
+  for (let r = 0; r < rounds; r++) {
+    for (const transport of transports) {
+      const result = await run(transport, level, ctx);
+      runs.push(result);
+      console.log(`  round ${r + 1} ${transport.padEnd(18)} ${String(level).padStart(5)} streams: ${result.received}/${result.expected} tokens, ${result.reordered} reordered`);
+    }
+  }
+}
+
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
+};
+const median = (xs: number[]) => quantile(xs, 0.5);
+console.log('\nlevel  transport           p50 ms  p99 ms  p50 vs relay  tokens/s  vs relay  lost  reordered  KB/stream');
+for (const level of levels) {
+  const of = (t: Transport) => runs.filter((r) => r.level === level && r.transport === t);
+  const floor = of('relay (SSE)');
+  const floorP50 = quantile(floor.flatMap((r) => r.latencies), 0.5);
+  const floorTput = median(floor.map((r) => r.throughput));
+  for (const transport of transports) {
+    const rs = of(transport);
+    const lat = rs.flatMap((r) => r.latencies);
+    const p50 = quantile(lat, 0.5);
+    const tput = median(rs.map((r) => r.throughput));
+    const lost = rs.reduce((n, r) => n + r.expected - r.received, 0);
+    const reordered = rs.reduce((n, r) => n + r.reordered, 0);
+    console.log(
+      `${String(level).padStart(5)}  ${transport.padEnd(18)} ${p50.toFixed(2).padStart(7)} ${quantile(lat, 0.99).toFixed(2).padStart(7)} ${(p50 / floorP50).toFixed(2).padStart(12)}× ${tput.toFixed(0).padStart(9)} ${(tput / floorTput).toFixed(2).padStart(8)}× ${String(lost).padStart(5)} ${String(reordered).padStart(10)} ${median(rs.map((r) => r.memoryPerStreamKb)).toFixed(1).padStart(10)}`,
+    );
+  }
+}
+if (idleSubscriptions > 0) {
+  const perSubscription = await idleCost(idleSubscriptions, ctx);
+  console.log(`\n${idleSubscriptions} idle graphql-ws subscriptions over 100 sockets: ${perSubscription.toFixed(1)} KB of server memory each (RSS)`);
+}
+
+for (const c of children) c.kill('SIGTERM');
+provider.close();
+await Promise.all(children.map((c) => new Promise((resolve) => (c.exitCode !== null ? resolve(null) : c.once('exit', resolve)))));
+await rm(dataDir, { recursive: true, force: true });
+process.exit(0);
