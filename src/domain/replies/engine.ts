@@ -180,7 +180,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     }
   }
 
-  async function title(job: ReplyJob, prompt: string, answer: string | undefined, signal: AbortSignal) {
+  async function title(job: ReplyJob, scenario: string | null, prompt: string, answer: string | undefined, signal: AbortSignal) {
     let text = titleFromText(prompt);
     if (!deps.offline && answer) {
       try {
@@ -203,24 +203,26 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       }
     }
     const { count } = await db.session.updateMany({ where: { id: job.sessionId, title: null }, data: { title: text } });
-    if (count) {
-      const session = await db.session.findUnique({ where: { id: job.sessionId }, select: { title: true, scenario: true } });
-      if (session) await emit(job.sessionId, { type: 'session_updated', title: session.title, scenario: session.scenario });
-    }
+    if (count) await emit(job.sessionId, { type: 'session_updated', title: text, scenario });
   }
 
   async function run(job: ReplyJob, controller: AbortController) {
     const { signal } = controller;
     const [session, history] = await Promise.all([
       loadSession(db, job.sessionId),
-      db.message.findMany({ where: { sessionId: job.sessionId, status: { not: 'streaming' } }, orderBy: { ordinal: 'desc' }, take: HISTORY_LIMIT, select: messageSelect }),
+      db.message.findMany({
+        where: { sessionId: job.sessionId, status: { not: 'streaming' } },
+        orderBy: { ordinal: 'desc' },
+        take: HISTORY_LIMIT,
+        select: { ...messageSelect, sender: { select: { username: true } } },
+      }),
     ]);
     if (!session) return;
     history.reverse();
     const agents = new Map(session.agents.map((s) => [s.agent.id, s.agent]));
-    const senders = [...new Set(history.map((m) => m.senderId).filter((id): id is string => id !== null && !agents.has(id)))];
-    const people = senders.length ? await db.user.findMany({ where: { id: { in: senders } }, select: { id: true, username: true } }) : [];
-    const names = new Map<string, string>([...people.map((u) => [u.id, u.username] as const), ...[...agents.values()].map((a) => [a.id, a.name] as const)]);
+    // Agents go by their name in the conversation, people by their username.
+    const names = new Map<string, string>(history.flatMap((m) => (m.senderId && m.sender ? [[m.senderId, m.sender.username] as const] : [])));
+    for (const a of agents.values()) names.set(a.id, a.name);
     const views = history.map(toMessageView);
     const prompt = views.find((m) => m.id === job.promptId);
 
@@ -248,7 +250,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     );
     if (signal.aborted && signal.reason === SESSION_GONE) return;
     await emit(job.sessionId, { type: 'end_prompt', promptId: job.promptId });
-    if (job.generateTitle && prompt) await title(job, prompt.content, results.find((r) => r)?.content, signal);
+    if (job.generateTitle && prompt) await title(job, session.scenario, prompt.content, results.find((r) => r)?.content, signal);
   }
 
   return {

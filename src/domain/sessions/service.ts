@@ -14,7 +14,7 @@ import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
 import { pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
 import { sessionWatchStep, watchStream, type WatchStream } from './stream.ts';
-import { messageSelect, reactionsView, toMessageView } from './views.ts';
+import { messageSelect, newMessageSelect, reactionsView, toMessageView } from './views.ts';
 
 export const MESSAGE_NOT_FOUND = 'Message not found';
 export const NOT_ALLOWED_TO_DELETE = 'You are not allowed to delete this session';
@@ -65,6 +65,14 @@ const sessionPosition = (cursor: string) =>
   });
 /** Newest activity first; the id breaks ties. */
 const byActivity = [{ updatedAt: 'desc' as const }, { id: 'desc' as const }];
+
+/** True while a session has no title and no user message yet: its next prompt is its first exchange. */
+async function isUntitledAndUnprompted(tx: Prisma.TransactionClient, sessionId: string) {
+  const [row] = await tx.$queryRaw<{ first: boolean }[]>`
+    SELECT "title" IS NULL AND NOT EXISTS (SELECT 1 FROM "Message" WHERE "sessionId" = ${sessionId} AND "role" = 'user') AS "first"
+    FROM "Session" WHERE "id" = ${sessionId}`;
+  return row?.first ?? false;
+}
 
 export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
   /** The caller's permission in a session, or NOT_FOUND when there is no such session. */
@@ -173,14 +181,14 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
       if (!hasPrompt) return { sessionId, prompt: null, replies: [], firstExchange: false };
       const stopped = await reserveTurns(tx, sessionId, responders.length);
       if (stopped) throw badInput(BUDGET_EXCEEDED[stopped]);
-      const earlier = await tx.message.count({ where: { sessionId, role: 'user' } });
-      const prompt = await tx.message.create({ data: { sessionId, role: 'user', senderId: viewer.id, content, attachments }, select: messageSelect });
+      // A session is named after its first exchange, unless it already has a title.
+      const firstExchange = input.sessionId ? await isUntitledAndUnprompted(tx, sessionId) : !input.title;
+      const prompt = await tx.message.create({ data: { sessionId, role: 'user', senderId: viewer.id, content, attachments }, select: newMessageSelect });
       const replyRows = [];
       for (const agentId of responders) {
-        replyRows.push(await tx.message.create({ data: { sessionId, role: 'assistant', senderId: agentId, promptId: prompt.id, status: 'streaming' }, select: { id: true, senderId: true } }));
+        replyRows.push(await tx.message.create({ data: { sessionId, role: 'assistant', senderId: agentId, promptId: prompt.id, status: 'streaming' }, select: { id: true } }));
       }
-      const { title } = await tx.session.findUniqueOrThrow({ where: { id: sessionId }, select: { title: true } });
-      return { sessionId, prompt, replies: replyRows.map((r) => ({ messageId: r.id, agentId: r.senderId! })), firstExchange: earlier === 0 && title === null };
+      return { sessionId, prompt, replies: replyRows.map((r, i) => ({ messageId: r.id, agentId: responders[i]! })), firstExchange };
     });
 
     const { sessionId, prompt } = saved;
@@ -189,7 +197,7 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
       if (s) await bus.publish(sessionId, { type: 'session_updated', title: s.title, scenario: s.scenario });
     }
     if (!prompt) return { sessionId, created: !input.sessionId, promptId: null, message: null, replies: [], startSeq: null };
-    const message = toMessageView(prompt);
+    const message = toMessageView({ ...prompt, toolCalls: [], reactions: [] });
     const started = await bus.publish(sessionId, { type: 'start_prompt', promptId: prompt.id, message, agentIds: responders, replyIds: saved.replies.map((r) => r.messageId) });
     replies.start({
       sessionId,
@@ -210,6 +218,11 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
    */
   async function watch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string } = {}): Promise<WatchStream> {
     await requireAccess(viewer, sessionId);
+    return openWatch(viewer, sessionId, options);
+  }
+
+  /** A watch for someone whose access was checked just now. */
+  function openWatch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string }): WatchStream {
     let stopListening = () => {};
     const stream = watchStream(bus.subscribe(sessionId, { after: options.after }), sessionWatchStep(viewer.id, options.promptId ?? null), () => stopListening());
     // A deleted API key ends what was opened with it, on every transport.
@@ -275,7 +288,8 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
     /** Sends a prompt and watches its replies: what `stream: true` and `Subscription.sendMessage` do. */
     async sendAndWatch(viewer: Viewer, raw: unknown) {
       const started = await send(viewer, raw);
-      const events = started.promptId ? await watch(viewer, started.sessionId, { after: started.startSeq! - 1, promptId: started.promptId }) : null;
+      // The prompt was just accepted from this caller, so their access was checked.
+      const events = started.promptId ? openWatch(viewer, started.sessionId, { after: started.startSeq! - 1, promptId: started.promptId }) : null;
       return { started, events };
     },
 

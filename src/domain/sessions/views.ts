@@ -23,6 +23,24 @@ export const messageSelect = {
 
 export type MessageRow = Prisma.MessageGetPayload<{ select: typeof messageSelect }>;
 
+/** A message just written has no tool calls or reactions yet: there is nothing to join. */
+export const newMessageSelect = {
+  id: true,
+  ordinal: true,
+  sessionId: true,
+  role: true,
+  senderId: true,
+  promptId: true,
+  status: true,
+  content: true,
+  attachments: true,
+  thought: true,
+  error: true,
+  promptTokens: true,
+  completionTokens: true,
+  createdAt: true,
+} satisfies Prisma.MessageSelect;
+
 export const toToolCallView = (c: MessageRow['toolCalls'][number]): ToolCallView => ({
   id: c.id,
   tool: c.tool,
