@@ -35,7 +35,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await database.close();
     throw e;
   }
-  const services = createServices(database.prisma, tools);
+  const services = createServices(database.prisma, tools, config.search);
 
   const http = Fastify({
     logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
@@ -50,7 +50,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
     try {
       await database.prisma.$queryRaw`SELECT 1`;
-      return { status: 'ok', database: 'ok' };
+      return { status: 'ok', database: 'ok', search: await services.search.describe() };
     } catch {
       return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
     }

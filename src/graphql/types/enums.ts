@@ -1,4 +1,5 @@
 import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/inputs.ts';
+import { sortDirections } from '../../domain/search/inputs.ts';
 import { CreatorType, DeploymentPlatform, MessageRole, SessionStatus, TriggerStatus } from '../../generated/prisma/enums.ts';
 import { builder } from '../builder.ts';
 
@@ -15,3 +16,11 @@ export const DeploymentPlatformEnum = builder.enumType('DeploymentPlatform', { v
 export const TriggerStatusEnum = builder.enumType('TriggerStatus', { values: upper(Object.values(TriggerStatus)) });
 export const SessionStatusEnum = builder.enumType('SessionStatus', { values: upper(Object.values(SessionStatus)) });
 export const MessageRoleEnum = builder.enumType('MessageRole', { values: upper(Object.values(MessageRole)) });
+export const SortDirectionEnum = builder.enumType('SortDirection', { values: upper(sortDirections) });
+export const CreationSearchOrderEnum = builder.enumType('CreationSearchOrder', {
+  values: {
+    SCORE: { value: 'score', description: 'Similarity to the query.' },
+    CREATED_AT: { value: 'createdAt' },
+    LIKE_COUNT: { value: 'likeCount' },
+  } as const,
+});

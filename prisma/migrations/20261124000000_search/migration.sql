@@ -1,0 +1,13 @@
+-- AlterTable
+ALTER TABLE "Creation" ADD COLUMN     "embeddingDimensions" INTEGER,
+ADD COLUMN     "embeddingProvider" TEXT;
+
+-- CreateIndex
+CREATE INDEX "Creation_agentId_createdAt_idx" ON "Creation"("agentId", "createdAt");
+
+-- A vector means nothing without the space it was made in: one of unknown origin is dropped
+-- (nothing wrote embeddings before this migration), and from now on the vector, its provider
+-- and its dimension are set and cleared together.
+UPDATE "Creation" SET "embedding" = NULL WHERE "embedding" IS NOT NULL;
+ALTER TABLE "Creation" ADD CONSTRAINT "Creation_embedding_has_provider"
+  CHECK (("embedding" IS NULL) = ("embeddingProvider" IS NULL) AND ("embeddingProvider" IS NULL) = ("embeddingDimensions" IS NULL));
