@@ -11,3 +11,8 @@ CREATE INDEX "Creation_agentId_createdAt_idx" ON "Creation"("agentId", "createdA
 UPDATE "Creation" SET "embedding" = NULL WHERE "embedding" IS NOT NULL;
 ALTER TABLE "Creation" ADD CONSTRAINT "Creation_embedding_has_provider"
   CHECK (("embedding" IS NULL) = ("embeddingProvider" IS NULL) AND ("embeddingProvider" IS NULL) = ("embeddingDimensions" IS NULL));
+
+-- A 768-dimension vector is about 3 KB: by default PostgreSQL would compress it (in vain, floats
+-- do not compress) and move it out of line, and every ranked row would then cost a TOAST read.
+-- Kept inline, a search that ranks its 500-row window reads 2.5 times less.
+ALTER TABLE "Creation" ALTER COLUMN "embedding" SET STORAGE PLAIN;

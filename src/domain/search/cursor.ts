@@ -10,7 +10,7 @@ import type { SearchOrderBy, SortDirection, SortKey } from './store.ts';
 const cursorSchema = z.object({
   o: z.enum(['score', 'createdAt', 'likeCount']),
   d: z.enum(['asc', 'desc']),
-  k: z.union([z.number(), z.string().datetime()]),
+  k: z.union([z.number(), z.iso.datetime()]),
   id: z.string().min(1),
 });
 

@@ -11,9 +11,12 @@ import { createEmbeddingProvider } from './embeddings/create.ts';
 import type { EmbeddingProvider } from './embeddings/provider.ts';
 import { connectionPage, searchConnectionInput, searchInput, type SearchConnectionInput } from './inputs.ts';
 import { paginate, type Page } from './page.ts';
-import { detectVectorColumn, vectorStore, type Hit, type NearestQuery, type SqlWriter, type VectorStore } from './store.ts';
+import { detectVectorColumn, vectorStore, type Hit, type NearestQuery, type NewCreation, type VectorStore } from './store.ts';
 
 export type Scored<T> = T & { score: number };
+
+/** The client, or a transaction of it. */
+type Client = Db | Prisma.TransactionClient;
 
 export interface SearchConnection<T> {
   edges: { cursor: string; node: Scored<T> }[];
@@ -28,7 +31,9 @@ const REEMBED_BATCH = 256;
 export function searchService(db: Db, config: SearchConfig, provider: EmbeddingProvider = createEmbeddingProvider(config.embeddings)) {
   const minScore = config.minScore ?? provider.defaultMinScore;
   let store: Promise<VectorStore> | undefined;
-  const vectors = () => (store ??= detectVectorColumn(db).then((column) => vectorStore(db, column)));
+  // Detected through the client at hand: inside a transaction on the embedded database (one
+  // connection), a query through `db` would wait for that transaction forever.
+  const vectors = (via: Client = db) => (store ??= detectVectorColumn(via).then((column) => vectorStore(db, column)));
 
   const queryVectors = new Map<string, Float32Array>();
   async function queryVector(text: string): Promise<Float32Array> {
@@ -70,10 +75,10 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
     });
   }
 
-  async function embedAndStore(tx: SqlWriter, creations: readonly { id: string; name: string; args: unknown }[]) {
+  async function embedAndStore(tx: Client, creations: readonly { id: string; name: string; args: unknown }[]) {
     if (creations.length === 0) return;
     const embeddings = await provider.embed(creations.map(creationText));
-    await (await vectors()).write(tx, provider.name, creations.map((c, i) => ({ id: c.id, vector: embeddings[i]! })));
+    await (await vectors(tx)).write(tx, provider.name, creations.map((c, i) => ({ id: c.id, vector: embeddings[i]! })));
   }
 
   return {
@@ -126,16 +131,22 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
 
     /**
      * Embeds creations (name and prompt) with the active provider and stores the vectors, so they
-     * become searchable. Pass a transaction to make it part of the write that creates them.
+     * become searchable. Call it once the creations are committed, or pass the transaction that
+     * writes them (which then also waits for the provider).
      */
-    async indexCreations(ids: readonly string[], tx: SqlWriter = db) {
-      const creations = await db.creation.findMany({ where: { id: { in: [...ids] } }, select: { id: true, name: true, args: true } });
+    async indexCreations(ids: readonly string[], tx: Client = db) {
+      const creations = await tx.creation.findMany({ where: { id: { in: [...ids] } }, select: { id: true, name: true, args: true } });
       await embedAndStore(tx, creations);
     },
 
+    /** Inserts new creations with their vectors (from the active provider's space); returns the ids inserted. */
+    async insertCreations(tx: Client, rows: readonly NewCreation[]) {
+      return (await vectors(tx)).insertWithEmbeddings(tx, provider.name, rows);
+    },
+
     /** Stores vectors computed elsewhere; they must come from the active provider's space. */
-    async storeEmbeddings(tx: SqlWriter, rows: readonly { id: string; vector: Float32Array }[]) {
-      await (await vectors()).write(tx, provider.name, rows);
+    async storeEmbeddings(tx: Client, rows: readonly { id: string; vector: Float32Array }[]) {
+      await (await vectors(tx)).write(tx, provider.name, rows);
     },
 
     /**

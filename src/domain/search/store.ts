@@ -8,9 +8,8 @@ import { EMBEDDING_DIMENSIONS } from './embeddings/provider.ts';
  */
 export type VectorColumn = 'vector' | 'real[]';
 
+/** The client or a transaction of it. */
 type Sql = Pick<Db, '$queryRaw' | '$executeRaw'>;
-/** A client or a transaction: what writes go through. */
-export type SqlWriter = Pick<Db, '$executeRaw'>;
 
 export async function detectVectorColumn(db: Sql): Promise<VectorColumn> {
   const [row] = await db.$queryRaw<{ type: string }[]>`
@@ -35,6 +34,23 @@ export interface NearestQuery {
   direction: SortDirection;
   /** A page by position, or the rows after a keyset cursor (the sort key and id of the last row seen). */
   slice: { offset: number; limit: number } | { after: { key: SortKey; id: string }; limit: number };
+}
+
+export interface NewCreation {
+  id: string;
+  userId: string;
+  agentId: string | null;
+  tool: string;
+  name: string;
+  url: string;
+  thumbnail: string | null;
+  filename: string | null;
+  args: Record<string, unknown>;
+  mediaAttributes: Record<string, unknown>;
+  public: boolean;
+  /** Unset: now. */
+  createdAt?: Date;
+  vector: Float32Array;
 }
 
 export interface Hit {
@@ -116,8 +132,32 @@ export function vectorStore(db: Db, column: VectorColumn) {
       };
     },
 
+    /**
+     * Inserts new creations together with their vectors, in one statement: writing the row and
+     * then its vector would write every row (and its 3 KB vector) twice. Ids already present are
+     * left alone; returns the ids inserted.
+     */
+    async insertWithEmbeddings(tx: Sql, provider: string, rows: readonly NewCreation[]): Promise<string[]> {
+      if (rows.length === 0) return [];
+      const col = <K extends keyof NewCreation>(key: K) => rows.map((r) => r[key]);
+      const inserted = await tx.$queryRaw<{ id: string }[]>`
+        INSERT INTO "Creation" (id, "userId", "agentId", tool, name, url, thumbnail, filename, args, "mediaAttributes", public, "createdAt", "updatedAt",
+                                embedding, "embeddingProvider", "embeddingDimensions")
+        SELECT r.id, r.user_id, r.agent_id, r.tool, r.name, r.url, r.thumbnail, r.filename, r.args::jsonb, r.media::jsonb, r.public,
+               COALESCE(r.created_at::timestamptz AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC'), now() AT TIME ZONE 'UTC',
+               r.embedding::${cast}, ${provider}, ${EMBEDDING_DIMENSIONS}
+        FROM unnest(${col('id')}::text[], ${col('userId')}::text[], ${col('agentId')}::text[], ${col('tool')}::text[], ${col('name')}::text[],
+                    ${col('url')}::text[], ${col('thumbnail')}::text[], ${col('filename')}::text[],
+                    ${rows.map((r) => JSON.stringify(r.args))}::text[], ${rows.map((r) => JSON.stringify(r.mediaAttributes))}::text[],
+                    ${col('public')}::boolean[], ${rows.map((r) => r.createdAt?.toISOString() ?? null)}::text[], ${rows.map((r) => literal(r.vector))}::text[])
+          AS r(id, user_id, agent_id, tool, name, url, thumbnail, filename, args, media, public, created_at, embedding)
+        ON CONFLICT (id) DO NOTHING
+        RETURNING id`;
+      return inserted.map((r) => r.id);
+    },
+
     /** Stores vectors (unit length, 768 dimensions) with the provider that made them, in one statement. */
-    async write(tx: SqlWriter, provider: string, rows: readonly { id: string; vector: Float32Array }[]) {
+    async write(tx: Sql, provider: string, rows: readonly { id: string; vector: Float32Array }[]) {
       if (rows.length === 0) return;
       await tx.$executeRaw`
         UPDATE "Creation" AS c SET embedding = v.e::${cast}, "embeddingProvider" = ${provider}, "embeddingDimensions" = ${EMBEDDING_DIMENSIONS}
