@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
 import { buildApp, type App } from '../../src/app.ts';
+import type { SearchConfig } from '../../src/config.ts';
 import { freshDatabase } from './database.ts';
 
 export const toolsDir = fileURLToPath(new URL('../../tools', import.meta.url));
@@ -28,11 +29,11 @@ export interface GraphQLResponse<T> {
  * The real app (same factory as production) on a free loopback port, over a fresh database.
  * `queries` records every SQL statement Prisma sends, for N+1 checks.
  */
-export async function startTestApp() {
+export async function startTestApp(options: { search?: SearchConfig } = {}) {
   const db = await freshDatabase();
   const queries: string[] = [];
   const app: App = await buildApp(
-    { port: 0, host: '127.0.0.1', database: db.config, toolsDir, logLevel: 'silent' },
+    { port: 0, host: '127.0.0.1', database: db.config, toolsDir, logLevel: 'silent', search: options.search },
     { onQuery: (sql) => queries.push(sql) },
   );
   const url = await app.http.listen({ port: 0, host: '127.0.0.1' });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectError, expectRejectsBadKeys, isoDate, viewerOf } from '../helpers/rest-helpers.ts';
-import { searchableCreation, searchPath } from './support.ts';
+import { searchableCreation, searchPath } from '../search/support.ts';
 
 let t: TestApp;
 let alice: TestUser;
