@@ -15,7 +15,7 @@ const envSchema = z.object({
   EMBEDDINGS_TIMEOUT_MS: z.coerce.number().int().min(1).default(30_000),
   EMBEDDINGS_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
   SEARCH_MIN_SCORE: z.coerce.number().min(-1).max(1).optional(),
-  SEARCH_MAX_RESULTS: z.coerce.number().int().min(1).max(10_000).default(500),
+  SEARCH_MAX_RESULTS: z.coerce.number().int().min(1).max(10_000).default(200),
   SEARCH_EF_SEARCH: z.coerce.number().int().min(1).max(1000).default(200),
 }).refine((e) => !e.EMBEDDINGS_URL || e.EMBEDDINGS_MODEL, { path: ['EMBEDDINGS_MODEL'], message: 'is required with EMBEDDINGS_URL' });
 
@@ -48,7 +48,7 @@ export interface Config {
   search?: SearchConfig;
 }
 
-export const defaultSearchConfig: SearchConfig = { embeddings: { kind: 'hashed-ngrams' }, maxResults: 500, efSearch: 200 };
+export const defaultSearchConfig: SearchConfig = { embeddings: { kind: 'hashed-ngrams' }, maxResults: 200, efSearch: 200 };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));

@@ -1,20 +1,23 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { EMBEDDING_DIMENSIONS } from '../search/embeddings/provider.ts';
-import { describeInputError, urlField } from '../validation.ts';
+import { describeInputError } from '../validation.ts';
 
 const noNul = (v: string) => !v.includes('\u0000');
+const string = () => z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') });
+const url = () => string().max(2048, 'must be at most 2048 characters').url('must be a URL');
+
 const line = z.object({
   id: z
     .string()
     .regex(/^[A-Za-z0-9_.:-]{1,100}$/, 'must be 1 to 100 letters, digits or _ . : -')
     .optional(),
-  user: z.string().min(1, 'must name an existing creator (username)').max(100).refine(noNul, 'must not contain NUL'),
+  user: string().min(1, 'must name an existing creator (username)').max(100).refine(noNul, 'must not contain NUL'),
   agent: z.string().min(1).max(100).refine(noNul, 'must not contain NUL').nullish(),
-  tool: z.string().min(1, 'must not be empty').max(100).refine(noNul, 'must not contain NUL'),
-  name: z.string().trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters').refine(noNul, 'must not contain NUL'),
-  url: urlField,
-  thumbnail: urlField.nullish(),
+  tool: string().min(1, 'must not be empty').max(100).refine(noNul, 'must not contain NUL'),
+  name: string().trim().min(1, 'must not be empty').max(500, 'must be at most 500 characters').refine(noNul, 'must not contain NUL'),
+  url: url(),
+  thumbnail: url().nullish(),
   filename: z.string().max(500).refine(noNul, 'must not contain NUL').nullish(),
   args: z.record(z.string(), z.unknown()).default({}),
   mediaAttributes: z.record(z.string(), z.unknown()).default({}),

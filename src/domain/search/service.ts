@@ -24,6 +24,9 @@ export interface SearchConnection<T> {
   totalCount: number;
 }
 
+/** Creations whose embedding is missing or was made by another provider. */
+const staleFor = (provider: EmbeddingProvider): Prisma.CreationWhereInput => ({ OR: [{ embeddingProvider: null }, { embeddingProvider: { not: provider.name } }] });
+
 /** Query texts are embedded once per process: paging through results asks the provider nothing new. */
 const QUERY_CACHE_SIZE = 1000;
 const REEMBED_BATCH = 256;
@@ -130,13 +133,14 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
     },
 
     /**
-     * Embeds creations (name and prompt) with the active provider and stores the vectors, so they
-     * become searchable. Call it once the creations are committed, or pass the transaction that
-     * writes them (which then also waits for the provider).
+     * Makes creations searchable: those of them without an embedding of the active provider are
+     * embedded (name and prompt) and their vectors stored. Call it once the creations are
+     * committed, or pass the transaction that writes them (which then also waits for the provider).
      */
     async indexCreations(ids: readonly string[], tx: Client = db) {
-      const creations = await tx.creation.findMany({ where: { id: { in: [...ids] } }, select: { id: true, name: true, args: true } });
+      const creations = await tx.creation.findMany({ where: { id: { in: [...ids] }, ...staleFor(provider) }, select: { id: true, name: true, args: true } });
       await embedAndStore(tx, creations);
+      return { embedded: creations.length };
     },
 
     /** Inserts new creations with their vectors (from the active provider's space); returns the ids inserted. */
@@ -155,7 +159,7 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
      * where it stopped.
      */
     async reembed(options: { all?: boolean; onProgress?: (done: number, total: number) => void } = {}) {
-      const stale: Prisma.CreationWhereInput = options.all ? {} : { OR: [{ embeddingProvider: null }, { embeddingProvider: { not: provider.name } }] };
+      const stale = options.all ? {} : staleFor(provider);
       const total = await db.creation.count({ where: stale });
       let done = 0;
       options.onProgress?.(done, total);
