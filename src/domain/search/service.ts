@@ -1,5 +1,6 @@
 import type { SearchConfig } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
+import { detectVectorColumn } from '../../db/vector-column.ts';
 import type { Creation, Prisma } from '../../generated/prisma/client.ts';
 import type { CreationQuery } from '../creations/service.ts';
 import { visibleCreations } from '../creations/visibility.ts';
@@ -11,7 +12,7 @@ import { createEmbeddingProvider } from './embeddings/create.ts';
 import type { EmbeddingProvider } from './embeddings/provider.ts';
 import { connectionPage, searchConnectionInput, searchInput, type SearchConnectionInput } from './inputs.ts';
 import { paginate, type Page } from './page.ts';
-import { detectVectorColumn, vectorStore, type Hit, type NearestQuery, type NewCreation, type VectorStore } from './store.ts';
+import { vectorStore, type Hit, type NearestQuery, type NewCreation, type VectorStore } from './store.ts';
 
 export type Scored<T> = T & { score: number };
 

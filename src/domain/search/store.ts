@@ -1,21 +1,10 @@
 import type { Db } from '../../db/database.ts';
+import type { VectorColumn } from '../../db/vector-column.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { EMBEDDING_DIMENSIONS } from './embeddings/provider.ts';
 
-/**
- * How the database holds embeddings: pgvector's `vector(768)` with an HNSW index, or `real[]`
- * on a PostgreSQL server without pgvector (decided by the first migration).
- */
-export type VectorColumn = 'vector' | 'real[]';
-
 /** The client or a transaction of it. */
 type Sql = Pick<Db, '$queryRaw' | '$executeRaw'>;
-
-export async function detectVectorColumn(db: Sql): Promise<VectorColumn> {
-  const [row] = await db.$queryRaw<{ type: string }[]>`
-    SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = '"Creation"'::regclass AND attname = 'embedding'`;
-  return row?.type.startsWith('vector') ? 'vector' : 'real[]';
-}
 
 export type SearchOrderBy = 'score' | 'createdAt' | 'likeCount';
 export type SortDirection = 'asc' | 'desc';
