@@ -34,7 +34,7 @@ describe('REST transport', () => {
     for (const key of [null, 'garbage']) {
       const res = await t.rest('GET', '/healthz', { key });
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ status: 'ok', database: 'ok' });
+      expect(res.body).toEqual({ status: 'ok', database: 'ok', search: { embeddings: expect.stringMatching(/^hashed-ngrams-v1: .*not CLIP/), storage: expect.any(String) } });
     }
   });
 
