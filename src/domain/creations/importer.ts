@@ -48,7 +48,6 @@ export async function importCreations(
     summary.rejections.push({ line: number, reason });
   };
   const creators = new Map<string, { id: string; isAgent: boolean } | null>();
-  const seen = new Set<string>();
 
   async function resolveCreators(names: string[]) {
     const missing = [...new Set(names)].filter((n) => !creators.has(n));
@@ -64,6 +63,8 @@ export async function importCreations(
       (await db.creation.findMany({ where: { id: { in: batch.map((p) => p.line.id) } }, select: { id: true } })).map((c) => c.id),
     );
     const ready: { number: number; text: string; row: Omit<NewCreation, 'vector'> & { vector?: Float32Array } }[] = [];
+    // Ids of earlier batches are in the database by now; this catches repeats within the batch.
+    const seen = new Set<string>();
     for (const { number, line } of batch) {
       const user = creators.get(line.user);
       const agent = line.agent ? creators.get(line.agent) : undefined;

@@ -97,7 +97,7 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
         storage:
           column === 'vector'
             ? `pgvector vector(768), HNSW cosine index (ef_search ${config.efSearch}, iterative scans)`
-            : 'exact scan over real[]: this PostgreSQL server has no pgvector. To index embeddings, install pgvector on it (Debian: apt-get install postgresql-15-pgvector) and run "parley migrate"',
+            : 'exact scan over real[]: this PostgreSQL server has no pgvector. To index embeddings, install pgvector on it (Debian: the postgresql-<major version>-pgvector package) and run "parley migrate"',
       };
     },
 
