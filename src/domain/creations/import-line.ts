@@ -38,7 +38,7 @@ export type ImportLine = z.output<typeof line> & { id: string };
  * A line without an `id` gets one derived from its text, so importing the same file again (after
  * an interrupt, say) finds the lines already imported instead of adding them twice.
  */
-export function lineId(text: string): string {
+function lineId(text: string): string {
   const h = createHash('sha256').update(`parley-import:${text}`).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-b${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }

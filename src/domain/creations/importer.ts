@@ -26,7 +26,7 @@ interface Pending {
   line: ImportLine;
 }
 
-export const IMPORT_BATCH = 250;
+const IMPORT_BATCH = 250;
 
 /**
  * Imports creations from JSON lines. Lines go in batches: each batch is checked (creator, agent,

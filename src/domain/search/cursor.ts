@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { badInput } from '../errors.ts';
-import type { SearchOrderBy, SortDirection, SortKey } from './store.ts';
+import { searchOrders, sortDirections, type SearchOrderBy, type SortDirection } from './inputs.ts';
+import type { SortKey } from './store.ts';
 
 /**
  * Connection cursors are keyset positions: the sort key and id of a result, with the order they
@@ -8,8 +9,8 @@ import type { SearchOrderBy, SortDirection, SortKey } from './store.ts';
  * offsets would not do under an infinitely scrolling client.
  */
 const cursorSchema = z.object({
-  o: z.enum(['score', 'createdAt', 'likeCount']),
-  d: z.enum(['asc', 'desc']),
+  o: z.enum(searchOrders),
+  d: z.enum(sortDirections),
   k: z.union([z.number(), z.iso.datetime()]),
   id: z.string().min(1),
 });

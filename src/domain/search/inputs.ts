@@ -2,8 +2,10 @@ import { z } from 'zod';
 
 export const searchOrders = ['score', 'createdAt', 'likeCount'] as const;
 export const sortDirections = ['desc', 'asc'] as const;
-export const MAX_PAGE = 1_000_000;
-export const MAX_LIMIT = 100;
+export type SearchOrderBy = (typeof searchOrders)[number];
+export type SortDirection = (typeof sortDirections)[number];
+const MAX_PAGE = 1_000_000;
+const MAX_LIMIT = 100;
 
 /**
  * A whole number from REST's query string ("2") or GraphQL (2); "2.5", "x" or "" are refused
@@ -38,8 +40,6 @@ export const searchInput = z.object({
   orderBy: z.enum(searchOrders, { error: `must be one of ${searchOrders.join(', ')}` }).default('score'),
   direction: z.enum(sortDirections, { error: `must be one of ${sortDirections.join(', ')}` }).default('desc'),
 });
-
-export type SearchInput = z.output<typeof searchInput>;
 
 /** The same search without page and limit, for cursor connections. */
 export const searchConnectionInput = searchInput.omit({ page: true, limit: true });

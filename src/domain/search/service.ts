@@ -37,7 +37,14 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
   let store: Promise<VectorStore> | undefined;
   // Detected through the client at hand: inside a transaction on the embedded database (one
   // connection), a query through `db` would wait for that transaction forever.
-  const vectors = (via: Client = db) => (store ??= detectVectorColumn(via).then((column) => vectorStore(db, column)));
+  const vectors = (via: Client = db) =>
+    (store ??= detectVectorColumn(via).then(
+      (column) => vectorStore(db, column),
+      (e) => {
+        store = undefined;
+        throw e;
+      },
+    ));
 
   const queryVectors = new Map<string, Float32Array>();
   async function queryVector(text: string): Promise<Float32Array> {
@@ -87,7 +94,6 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
 
   return {
     provider,
-    minScore,
 
     /** Where vectors live and how they are searched, for the start-up line and /healthz. */
     async describe() {
@@ -97,7 +103,7 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
         storage:
           column === 'vector'
             ? `pgvector vector(768), HNSW cosine index (ef_search ${config.efSearch}, iterative scans)`
-            : 'exact scan over real[]: this PostgreSQL server has no pgvector. To index embeddings, install pgvector on it (Debian: the postgresql-<major version>-pgvector package) and run "parley migrate"',
+            : 'exact scan over real[]: this PostgreSQL server has no pgvector. To index embeddings, install pgvector on it (Debian: the postgresql-<major version>-pgvector package), run "parley migrate" and restart',
       };
     },
 
@@ -147,11 +153,6 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
     /** Inserts new creations with their vectors (from the active provider's space); returns the ids inserted. */
     async insertCreations(tx: Client, rows: readonly NewCreation[]) {
       return (await vectors(tx)).insertWithEmbeddings(tx, provider.name, rows);
-    },
-
-    /** Stores vectors computed elsewhere; they must come from the active provider's space. */
-    async storeEmbeddings(tx: Client, rows: readonly { id: string; vector: Float32Array }[]) {
-      await (await vectors(tx)).write(tx, provider.name, rows);
     },
 
     /**

@@ -2,12 +2,11 @@ import type { Db } from '../../db/database.ts';
 import type { VectorColumn } from '../../db/vector-column.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { EMBEDDING_DIMENSIONS } from './embeddings/provider.ts';
+import type { SearchOrderBy, SortDirection } from './inputs.ts';
 
 /** The client or a transaction of it. */
 type Sql = Pick<Db, '$queryRaw' | '$executeRaw'>;
 
-export type SearchOrderBy = 'score' | 'createdAt' | 'likeCount';
-export type SortDirection = 'asc' | 'desc';
 export type SortKey = number | Date;
 
 export interface NearestQuery {

@@ -18,7 +18,7 @@ function fnv1a(text: string): number {
   return h >>> 0;
 }
 
-export function words(text: string): string[] {
+function words(text: string): string[] {
   return text
     .normalize('NFKD')
     .replace(/\p{M}/gu, '')
