@@ -54,7 +54,6 @@ const searchInput = ({ query, filter, orderBy, direction }: SearchArgs) => ({
 const creationQuery = (ctx: GraphQLContext, info: GraphQLResolveInfo, path: string[]) =>
   queryFromInfo({ context: ctx, info, typeName: 'Creation', path }) as CreationQuery;
 
-
 builder.queryFields((t) => ({
   searchCreations: t.field({
     type: CreationSearchPage,
