@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildApp } from '../src/app.ts';
-import { defaultSearchConfig } from '../src/config.ts';
+import { defaultSearchConfig, loadConfig } from '../src/config.ts';
 import { importCreations } from '../src/domain/creations/importer.ts';
 import { EMBEDDING_DIMENSIONS as D } from '../src/domain/search/embeddings/provider.ts';
 import { vectorStore } from '../src/domain/search/store.ts';
@@ -80,7 +80,7 @@ const mb = (bytes: bigint | number) => `${(Number(bytes) / 2 ** 20).toFixed(0)} 
 console.log(`PGlite on disk, ${D} dimensions, ${clusterCount} clusters, ${queryCount} queries, top ${K}, hnsw.ef_search ${efSearch}\n`);
 for (const n of sizes) {
   const dir = await mkdtemp(join(tmpdir(), 'parley-bench-search-'));
-  const app = await buildApp({ port: 0, host: '127.0.0.1', database: { kind: 'pglite', dataDir: dir }, toolsDir: 'tools', logLevel: 'silent', search: { ...defaultSearchConfig, efSearch } });
+  const app = await buildApp({ ...loadConfig({ LOG_LEVEL: 'silent' }), port: 0, database: { kind: 'pglite', dataDir: dir }, search: { ...defaultSearchConfig, efSearch } });
   const db = app.services.db;
   const user = await app.services.creators.ensureUser('bench');
   const { vectors, queries } = dataset(n, n);
