@@ -29,7 +29,17 @@ const envSchema = z.object({
   SLOW_CLIENT_MS: positiveInt(30_000),
   SSE_HEARTBEAT_MS: positiveInt(15_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
-});
+
+  EMBEDDINGS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:7997/v1' }).optional(),
+  EMBEDDINGS_MODEL: z.string().min(1).optional(),
+  EMBEDDINGS_API_KEY: z.string().min(1).optional(),
+  EMBEDDINGS_BATCH_SIZE: z.coerce.number().int().min(1).max(2048).default(32),
+  EMBEDDINGS_TIMEOUT_MS: z.coerce.number().int().min(1).default(30_000),
+  EMBEDDINGS_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
+  SEARCH_MIN_SCORE: z.coerce.number().min(-1).max(1).optional(),
+  SEARCH_MAX_RESULTS: z.coerce.number().int().min(1).max(10_000).default(200),
+  SEARCH_EF_SEARCH: z.coerce.number().int().min(1).max(1000).default(200),
+}).refine((e) => !e.EMBEDDINGS_URL || e.EMBEDDINGS_MODEL, { path: ['EMBEDDINGS_MODEL'], message: 'is required with EMBEDDINGS_URL' });
 
 export type DatabaseConfig =
   | { kind: 'postgres'; url: string }
@@ -64,6 +74,20 @@ export interface EventsConfig {
   heartbeatMs: number;
 }
 
+export type EmbeddingsConfig =
+  | { kind: 'hashed-ngrams' }
+  | { kind: 'http'; url: string; model: string; apiKey?: string; batchSize: number; timeoutMs: number; retries: number };
+
+export interface SearchConfig {
+  embeddings: EmbeddingsConfig;
+  /** Cosine similarity a match needs; unset: the provider's default. */
+  minScore?: number;
+  /** At most this many nearest creations are ranked per query (the top-K window). */
+  maxResults: number;
+  /** `hnsw.ef_search` for search queries (pgvector's default is 40). */
+  efSearch: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -74,7 +98,10 @@ export interface Config {
   events: EventsConfig;
   /** On SIGTERM, how long replies still being written may take before they are cut off. */
   shutdownGraceMs: number;
+  search: SearchConfig;
 }
+
+export const defaultSearchConfig: SearchConfig = { embeddings: { kind: 'hashed-ngrams' }, maxResults: 200, efSearch: 200 };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
@@ -112,5 +139,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       heartbeatMs: e.SSE_HEARTBEAT_MS,
     },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    search: {
+      embeddings: e.EMBEDDINGS_URL
+        ? {
+            kind: 'http',
+            url: e.EMBEDDINGS_URL,
+            model: e.EMBEDDINGS_MODEL!,
+            apiKey: e.EMBEDDINGS_API_KEY,
+            batchSize: e.EMBEDDINGS_BATCH_SIZE,
+            timeoutMs: e.EMBEDDINGS_TIMEOUT_MS,
+            retries: e.EMBEDDINGS_RETRIES,
+          }
+        : { kind: 'hashed-ngrams' },
+      minScore: e.SEARCH_MIN_SCORE,
+      maxResults: e.SEARCH_MAX_RESULTS,
+      efSearch: e.SEARCH_EF_SEARCH,
+    },
   };
 }

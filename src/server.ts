@@ -6,7 +6,11 @@ export async function serve() {
   const config = loadConfig();
   const app = await buildApp(config);
   const address = await app.http.listen({ port: config.port, host: config.host });
-  console.log(`parley listening on ${address} (GraphQL and graphql-ws at /graphql, REST at /v2 and /apikeys)\ndatabase: ${app.database.description}\nreplies: ${app.services.provider.description}`);
+  const search = await app.services.search.describe();
+  console.log(
+    `parley listening on ${address} (GraphQL and graphql-ws at /graphql, REST at /v2 and /apikeys)\ndatabase: ${app.database.description}\n` +
+      `replies: ${app.services.provider.description}\nsearch: ${search.storage}\nembeddings: ${search.embeddings}`,
+  );
 
   let closing = false;
   const shutdown = async (signal: string) => {

@@ -8,7 +8,7 @@ import { usage } from './usage.ts';
 export async function main(argv: string[]): Promise<number | null> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } } });
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' }, all: { type: 'boolean' } } });
   } catch (e) {
     console.error(`${(e as Error).message}\n\n${usage.main}`);
     return 2;
@@ -39,6 +39,15 @@ export async function main(argv: string[]): Promise<number | null> {
           return values.help ? 0 : 2;
         }
         return (await import('./commands/keys.ts')).createKey(rest[1], json);
+      case 'creations': {
+        const [sub, file] = rest;
+        if (values.help || !((sub === 'import' && file) || sub === 'reembed')) {
+          console[values.help ? 'log' : 'error'](usage.creations);
+          return values.help ? 0 : 2;
+        }
+        const commands = await import('./commands/creations.ts');
+        return sub === 'import' ? commands.importFile(file!, json) : commands.reembed(Boolean(values.all));
+      }
       case 'demo':
         if (values.help) return help(usage.demo);
         return (await import('./commands/demo.ts')).demo(json);

@@ -11,7 +11,7 @@ export async function withServices<T>(run: (services: Services) => Promise<T>): 
   const database = await openDatabase(config.database);
   try {
     await applyMigrations(database.migrationAdapterFactory);
-    return await run(createServices(database.prisma, tools));
+    return await run(createServices(database.prisma, tools, { config }));
   } finally {
     await database.close();
   }

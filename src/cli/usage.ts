@@ -7,11 +7,35 @@ Commands:
   migrate                    apply database migrations and exit
   keys create <username>     create the user if missing and print a new API key (shown once)
   demo                       load the demo data set (idempotent) and print its manifest
+  creations import <file>    import creations from a JSON-lines file (resumable)
+  creations reembed          embed creations again with the configured embedding provider
 
 Run "parley <command> --help" for a command's options. Configuration comes from the
-environment: DATABASE_URL (else embedded PGlite in DATA_DIR, default ./data), PORT, HOST.`,
+environment: DATABASE_URL (else embedded PGlite in DATA_DIR, default ./data), PORT, HOST,
+EMBEDDINGS_URL and EMBEDDINGS_MODEL (else built-in offline embeddings); see README.`,
   serve: `Usage: parley serve\n\nStarts the service on HOST:PORT (default 127.0.0.1:4000), applying migrations first.`,
   migrate: `Usage: parley migrate\n\nApplies pending migrations from prisma/migrations to the configured database and exits.`,
   keys: `Usage: parley keys create <username> [--json]\n\nCreates <username> if it does not exist and prints a new API key for it.\nThe key is shown only this once; only its hash is stored.\n\n  --json   print {"userId","username","apiKey"} as JSON`,
   demo: `Usage: parley demo [--json]\n\nLoads the demo data set (users alice and bob, agents, deployments, triggers, a concept,\nmodels, 240 creations, sessions and shares). Running it again adds nothing twice.\nA fresh API key for each demo user is printed on every run.\n\n  --json   print the manifest as one JSON object on stdout`,
+  creations: `Usage: parley creations import <file.jsonl> [--json]
+       parley creations reembed [--all]
+
+import: one creation per line, as JSON:
+  {"user": "alice", "name": "Lighthouse at dusk", "tool": "flux_dev", "url": "https://...",
+   "id": "...", "agent": "muse", "thumbnail": "https://...", "filename": "...", "args": {"prompt": "..."},
+   "mediaAttributes": {...}, "public": true, "createdAt": "2026-01-01T00:00:00Z",
+   "embedding": [768 numbers], "embeddingProvider": "..."}
+user, name, tool and url are required; user and agent are usernames that must exist. Lines
+without an embedding (or with one from another provider) are embedded by the configured
+provider, in batches. A line that cannot be imported is reported with its reason and skipped.
+Lines are identified by "id", or else by their text, so running the same file again (after an
+interrupt, say) resumes: lines already imported are skipped, never doubled.
+
+  --json   print the summary, with every rejected line, as one JSON object
+
+reembed: embeds again every creation whose embedding is missing or was made by another
+provider than the configured one (needed after changing EMBEDDINGS_URL/EMBEDDINGS_MODEL:
+search compares only vectors of the active provider). Resumable: run it again after an interrupt.
+
+  --all    embed every creation again, whatever made its embedding`,
 };

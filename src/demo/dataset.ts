@@ -1,6 +1,6 @@
 /**
  * The demo data set: two people, their agents and what those agents made. Text is written to
- * read like real use, so the demo is worth clicking through (and worth searching, later).
+ * read like real use, so the demo is worth clicking through and searching.
  */
 export const demoUsers = [
   { username: 'alice', userImage: 'https://cdn.parley.dev/avatars/alice.jpg', subscriptionTier: 'pro', grants: { subscription: '1000', forever: '250' } },

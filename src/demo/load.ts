@@ -169,9 +169,14 @@ async function loadRows(tx: Prisma.TransactionClient) {
   return { userId, agentId, conceptId, creations };
 }
 
-/** Loads the demo (all rows in one transaction) and issues one fresh API key per demo user. */
+/**
+ * Loads the demo (all rows in one transaction), embeds its creations with the active provider so
+ * search works at once, and issues one fresh API key per demo user.
+ */
 export async function loadDemo(services: Services): Promise<DemoManifest> {
   const { userId, agentId, conceptId, creations } = await services.db.$transaction((tx) => loadRows(tx), { timeout: 60_000 });
+  // Outside the transaction: an embedding server may take its time, and rows stay loaded if it fails.
+  await services.search.indexCreations(creations.map((c) => demoId('creation', c.n)));
   const users = [];
   for (const u of demoUsers) users.push({ id: userId(u.username), username: u.username, apiKey: (await services.apiKeys.create(userId(u.username))).apiKey });
   return {

@@ -13,11 +13,12 @@ import { createReplyEngine } from './replies/engine.ts';
 import { chooseProvider } from './replies/provider.ts';
 import { sessionService } from './sessions/service.ts';
 import { shareService } from './shares/service.ts';
+import { searchService } from './search/service.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
 
 export interface ServiceOptions {
-  config?: Pick<Config, 'llm' | 'events'>;
+  config?: Pick<Config, 'llm' | 'events' | 'search'>;
   bus?: EventBus;
   log?: { error(obj: unknown, msg?: string): void };
 }
@@ -42,6 +43,7 @@ export function createServices(db: Db, tools: ToolRegistry, options: ServiceOpti
     concepts: conceptService(db),
     models: modelService(db),
     creations: creationService(db),
+    search: searchService(db, config.search),
     deployments: deploymentService(db),
     triggers: triggerService(db),
     sessions,

@@ -5,6 +5,7 @@ import './types/agent.ts';
 import './types/api-key.ts';
 import './types/concept.ts';
 import './types/creation.ts';
+import './types/creation-search.ts';
 import './types/creator.ts';
 import './types/deployment.ts';
 import './types/message.ts';

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { applyMigrations } from '../../src/db/migrate.ts';
+import { detectVectorColumn } from '../../src/db/vector-column.ts';
 import { freshDatabase } from '../helpers/database.ts';
 
 describe('migrations', () => {
@@ -46,5 +47,16 @@ describe('migrations', () => {
     const creation = await db.prisma.creation.create({ data: { userId: user.id, tool: 'flux_dev', name: 'x', url: 'https://x' } });
     await expect(db.prisma.creation.update({ where: { id: creation.id }, data: { likeCount: -1 } })).rejects.toThrow();
     expect((await db.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).foreverBalance.toNumber()).toBe(0);
+  });
+
+  it('refuse an embedding stored without the provider and dimension that made it', async () => {
+    const user = await db.prisma.user.create({ data: { username: 'unlabelled' } });
+    const creation = await db.prisma.creation.create({ data: { userId: user.id, tool: 'flux_dev', name: 'x', url: 'https://x' } });
+    const vector = (await detectVectorColumn(db.prisma)) === 'vector' ? `[${Array(768).fill(0.036).join(',')}]` : `{${Array(768).fill(0.036).join(',')}}`;
+    const cast = (await detectVectorColumn(db.prisma)) === 'vector' ? 'vector' : 'real[]';
+    await expect(db.prisma.$executeRawUnsafe(`UPDATE "Creation" SET embedding = $1::${cast} WHERE id = $2`, vector, creation.id)).rejects.toThrow();
+    await expect(db.prisma.$executeRawUnsafe(`UPDATE "Creation" SET embedding = $1::${cast}, "embeddingProvider" = 'p' WHERE id = $2`, vector, creation.id)).rejects.toThrow();
+    await db.prisma.$executeRawUnsafe(`UPDATE "Creation" SET embedding = $1::${cast}, "embeddingProvider" = 'p', "embeddingDimensions" = 768 WHERE id = $2`, vector, creation.id);
+    expect(await db.prisma.creation.findUniqueOrThrow({ where: { id: creation.id }, select: { embeddingProvider: true } })).toEqual({ embeddingProvider: 'p' });
   });
 });

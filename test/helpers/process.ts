@@ -78,6 +78,15 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       env: childEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }),
     }),
   );
+  return { url: `http://127.0.0.1:${port}`, ...watch(child) };
+}
+
+/** Starts a CLI command and lets the test watch its output (and kill it) while it runs. */
+export function startCliProcess(args: string[], env: Record<string, string>): Omit<ServerProcess, 'url'> {
+  return watch(trackChild(spawn(process.execPath, [bin, ...args], { cwd: root, env: childEnv(env) })));
+}
+
+function watch(child: ChildProcess): Omit<ServerProcess, 'url'> {
   let out = '';
   const listeners = new Set<() => void>();
   const append = (d: Buffer) => {
@@ -102,9 +111,9 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
         reject(new Error(`timed out waiting for ${pattern}; output so far:\n${out}`));
       }, timeoutMs);
       listeners.add(check);
-      void exited.then(() => setTimeout(() => reject(new Error(`server exited before ${pattern}; output:\n${out}`)), 50));
+      void exited.then(() => setTimeout(() => reject(new Error(`process exited before ${pattern}; output:\n${out}`)), 50));
       check();
     });
 
-  return { url: `http://127.0.0.1:${port}`, child, output: () => out, waitFor, exited };
+  return { child, output: () => out, waitFor, exited };
 }

@@ -16,6 +16,11 @@ export const Creation = builder.prismaObject('Creation', {
     filename: t.exposeString('filename', { nullable: true }),
     mediaAttributes: t.expose('mediaAttributes', { type: 'JSON' }),
     likeCount: t.exposeInt('likeCount'),
+    score: t.float({
+      nullable: true,
+      description: 'Cosine similarity to the search query (the higher, the closer); null outside search results.',
+      resolve: (c) => (c as { score?: number }).score ?? null,
+    }),
     likedByMe: t.boolean({ resolve: (c, _, ctx) => loadersOf(ctx).likedByViewer.load(c.id) }),
     public: t.exposeBoolean('public'),
     creator: t.relation('user'),

@@ -1,4 +1,5 @@
 import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/inputs.ts';
+import { sortDirections } from '../../domain/search/inputs.ts';
 import { CreatorType, DeploymentPlatform, MessageRole, MessageStatus, SessionPermission, SessionStatus, ToolCallStatus, TriggerStatus } from '../../generated/prisma/enums.ts';
 import { builder } from '../builder.ts';
 
@@ -18,3 +19,11 @@ export const MessageRoleEnum = builder.enumType('MessageRole', { values: upper(O
 export const MessageStatusEnum = builder.enumType('MessageStatus', { values: upper(Object.values(MessageStatus)) });
 export const SessionPermissionEnum = builder.enumType('SessionPermission', { values: upper(Object.values(SessionPermission)) });
 export const ToolCallStatusEnum = builder.enumType('ToolCallStatus', { values: upper(Object.values(ToolCallStatus)) });
+export const SortDirectionEnum = builder.enumType('SortDirection', { values: upper(sortDirections) });
+export const CreationSearchOrderEnum = builder.enumType('CreationSearchOrder', {
+  values: {
+    SCORE: { value: 'score', description: 'Similarity to the query.' },
+    CREATED_AT: { value: 'createdAt' },
+    LIKE_COUNT: { value: 'likeCount' },
+  } as const,
+});

@@ -1,0 +1,76 @@
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { importCreations, type ImportCounts, type ImportSummary } from '../../domain/creations/importer.ts';
+import { progress } from '../progress.ts';
+import { withServices } from '../services.ts';
+
+const SHOWN_REJECTIONS = 20;
+
+async function countLines(path: string): Promise<number> {
+  let lines = 0;
+  let lastByte = 10;
+  for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
+    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
+    if (chunk.length) lastByte = chunk[chunk.length - 1]!;
+  }
+  return lastByte === 10 ? lines : lines + 1;
+}
+
+function describeSummary(s: ImportSummary, provider: string): string {
+  const out = [
+    `Imported ${s.imported} creations (${s.embedded} embedded by ${provider}), skipped ${s.skipped} already present, rejected ${s.rejected} of ${s.lines} lines.`,
+  ];
+  if (s.rejected) {
+    const byReason = new Map<string, number>();
+    for (const r of s.rejections) {
+      const kind = r.reason.split(':')[0]!;
+      byReason.set(kind, (byReason.get(kind) ?? 0) + 1);
+    }
+    out.push(`Rejected by reason: ${[...byReason].map(([k, n]) => `${k} ${n}`).join(', ')}`);
+    for (const r of s.rejections.slice(0, SHOWN_REJECTIONS)) out.push(`  line ${r.line}: ${r.reason}`);
+    if (s.rejections.length > SHOWN_REJECTIONS) out.push(`  ... and ${s.rejections.length - SHOWN_REJECTIONS} more (--json lists them all)`);
+  }
+  return out.join('\n');
+}
+
+export async function importFile(path: string, json: boolean): Promise<number> {
+  const total = await countLines(path);
+  return withServices(async (services) => {
+    const bar = progress('import', 'lines', total);
+    let counts: ImportCounts = { lines: 0, imported: 0, skipped: 0, rejected: 0 };
+    let summary: ImportSummary;
+    try {
+      const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
+      summary = await importCreations(services.db, services.search, lines, {
+        onProgress: (c) => {
+          counts = c;
+          bar.update(c.lines);
+        },
+      });
+    } catch (e) {
+      bar.stop();
+      throw new Error(
+        `${(e as Error).message}\nStopped after line ${counts.lines}: ${counts.imported} creations imported so far. Run the same command again to resume; lines already imported are skipped.`,
+      );
+    }
+    bar.stop();
+    console.log(json ? JSON.stringify(summary) : describeSummary(summary, services.search.provider.name));
+    return 0;
+  });
+}
+
+export async function reembed(all: boolean): Promise<number> {
+  return withServices(async (services) => {
+    let bar: ReturnType<typeof progress> | undefined;
+    const result = await services.search.reembed({
+      all,
+      onProgress: (done, total) => {
+        bar ??= progress('reembed', 'creations', total);
+        bar.update(done);
+      },
+    });
+    bar?.stop();
+    console.log(`Re-embedded ${result.reembedded} creations with ${result.provider}.`);
+    return 0;
+  });
+}
