@@ -147,6 +147,19 @@ function start(args: string[], env: Record<string, string>, ready: RegExp): Prom
   });
 }
 
+/** CPU seconds used so far by each thread of a process, by thread id (from /proc). */
+async function threadCpu(pid: number): Promise<Map<string, { name: string; seconds: number }>> {
+  const { readdir } = await import('node:fs/promises');
+  const out = new Map<string, { name: string; seconds: number }>();
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    out.set(tid, { name, seconds: (Number(fields[11]) + Number(fields[12])) / 100 });
+  }
+  return out;
+}
+
 async function rssKb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
@@ -164,6 +177,8 @@ interface Run {
   reordered: number;
   throughput: number;
   memoryPerStreamKb: number;
+  /** The server's busiest threads during the run (CPU seconds): the event loop, the database. */
+  busiest: { tid: string; name: string; seconds: number }[];
 }
 
 async function run(transport: Transport, level: number, ctx: { relayUrl: string; parleyUrl: string; key: string; agentId: string; parleyPid: number; relayPid: number }): Promise<Run> {
@@ -171,6 +186,7 @@ async function run(transport: Transport, level: number, ctx: { relayUrl: string;
   const results: StreamResult[] = [];
   const pid = transport === 'relay (SSE)' ? ctx.relayPid : ctx.parleyPid;
   const before = await rssKb(pid);
+  const cpuBefore = await threadCpu(pid);
   let peak = before;
   const sampler = setInterval(() => void rssKb(pid).then((kb) => (peak = Math.max(peak, kb))), 200);
   const prefix = `${transport.length}-${level}-${Math.random().toString(36).slice(2, 7)}`;
@@ -190,6 +206,11 @@ async function run(transport: Transport, level: number, ctx: { relayUrl: string;
   });
   await Promise.all(streams);
   clearInterval(sampler);
+  const cpuAfter = await threadCpu(pid);
+  const busiest = [...cpuAfter]
+    .map(([tid, t]) => ({ tid, name: t.name, seconds: t.seconds - (cpuBefore.get(tid)?.seconds ?? 0) }))
+    .sort((a, b) => b.seconds - a.seconds)
+    .slice(0, 3);
   await Promise.all(clients.map((c) => c.dispose()));
   const first = Math.min(...results.map((r) => r.firstAt));
   const last = Math.max(...results.map((r) => r.lastAt));
@@ -203,6 +224,7 @@ async function run(transport: Transport, level: number, ctx: { relayUrl: string;
     reordered: results.reduce((n, r) => n + r.reordered, 0),
     throughput: received / ((last - first) / 1000),
     memoryPerStreamKb: (peak - before) / level,
+    busiest,
   };
 }
 
@@ -275,7 +297,8 @@ for (const level of levels) {
     for (const transport of transports) {
       const result = await run(transport, level, ctx);
       runs.push(result);
-      console.log(`  round ${r + 1} ${transport.padEnd(18)} ${String(level).padStart(5)} streams: ${result.received}/${result.expected} tokens, ${result.reordered} reordered`);
+      const threads = result.busiest.map((b) => `${b.name}#${b.tid} ${b.seconds.toFixed(1)}s`).join(', ');
+      console.log(`  round ${r + 1} ${transport.padEnd(18)} ${String(level).padStart(5)} streams: ${result.received}/${result.expected} tokens, ${result.reordered} reordered; busiest server threads: ${threads}`);
     }
   }
 }

@@ -1,13 +1,11 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { vector } from '@electric-sql/pglite/vector';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
 import type { DatabaseConfig } from '../config.ts';
 import { PrismaClient } from '../generated/prisma/client.ts';
 import { lockDataDir } from './data-dir-lock.ts';
+import { startPGliteThread } from './pglite-thread.ts';
 import { PostgresMigrationAdapterFactory } from './postgres-migrations.ts';
 
 type Adapter = NonNullable<ConstructorParameters<typeof PrismaClient>[0]["adapter"]>;
@@ -63,15 +61,14 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     await mkdir(join(config.dataDir, 'pgdata'), { recursive: true });
     unlock = await lockDataDir(config.dataDir);
   }
-  const pglite = await PGlite.create(config.dataDir ? join(config.dataDir, 'pgdata') : 'memory://', { extensions: { vector } }).catch(async (e) => {
+  const pglite = await startPGliteThread(config.dataDir ? join(config.dataDir, 'pgdata') : undefined).catch(async (e) => {
     await unlock();
     throw e;
   });
-  const adapterFactory = new PrismaPGlite(pglite);
-  const prisma = createClient(adapterFactory, options.onQuery);
+  const prisma = createClient(pglite.factory, options.onQuery);
   return {
     prisma,
-    migrationAdapterFactory: adapterFactory,
+    migrationAdapterFactory: pglite.factory,
     description: config.dataDir ? `embedded PGlite in ${config.dataDir}` : 'embedded PGlite in memory',
     async close() {
       await prisma.$disconnect();

@@ -9,12 +9,12 @@ import { chooseResponders } from '../replies/routing.ts';
 import { parseInput } from '../validation.ts';
 import type { Viewer } from '../viewer.ts';
 import { canManage, canPost, NO_ACCESS, SESSION_NOT_FOUND, type Permission } from './access.ts';
-import { BUDGET_EXCEEDED, reserveTurns } from './budgets.ts';
 import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
 import { pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
 import { sessionWatchStep, watchStream, type WatchStream } from './stream.ts';
-import { messageSelect, newMessageSelect, reactionsView, toMessageView } from './views.ts';
+import { savePrompt } from './prompts.ts';
+import { messageSelect, reactionsView, toMessageView } from './views.ts';
 
 export const MESSAGE_NOT_FOUND = 'Message not found';
 export const NOT_ALLOWED_TO_DELETE = 'You are not allowed to delete this session';
@@ -65,14 +65,6 @@ const sessionPosition = (cursor: string) =>
   });
 /** Newest activity first; the id breaks ties. */
 const byActivity = [{ updatedAt: 'desc' as const }, { id: 'desc' as const }];
-
-/** True while a session has no title and no user message yet: its next prompt is its first exchange. */
-async function isUntitledAndUnprompted(tx: Prisma.TransactionClient, sessionId: string) {
-  const [row] = await tx.$queryRaw<{ first: boolean }[]>`
-    SELECT "title" IS NULL AND NOT EXISTS (SELECT 1 FROM "Message" WHERE "sessionId" = ${sessionId} AND "role" = 'user') AS "first"
-    FROM "Session" WHERE "id" = ${sessionId}`;
-  return row?.first ?? false;
-}
 
 export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
   /** The caller's permission in a session, or NOT_FOUND when there is no such session. */
@@ -161,35 +153,13 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
     const hasPrompt = content.trim() !== '' || attachments.length > 0;
     const responders = hasPrompt ? chooseResponders(agents, input.agentIds, content) : [];
 
-    const saved = await db.$transaction(async (tx) => {
-      let sessionId = input.sessionId;
-      if (!sessionId) {
-        const session = await tx.session.create({
-          data: {
-            ownerId: viewer.id,
-            ...settings,
-            agents: { create: agents.map((a, position) => ({ agentId: a.id, position, userId: viewer.id })) },
-            users: { create: { userId: viewer.id, permission: 'owner' } },
-          },
-          select: { id: true },
-        });
-        sessionId = session.id;
-        await tx.message.create({ data: { sessionId, role: 'eden', content: `${agents.map((a) => a.name).join(', ')} joined the session` } });
-      } else if (changesSettings) {
-        await tx.session.update({ where: { id: sessionId }, data: settings });
-      }
-      if (!hasPrompt) return { sessionId, prompt: null, replies: [], firstExchange: false };
-      const stopped = await reserveTurns(tx, sessionId, responders.length);
-      if (stopped) throw badInput(BUDGET_EXCEEDED[stopped]);
-      // A session is named after its first exchange, unless it already has a title.
-      const firstExchange = input.sessionId ? await isUntitledAndUnprompted(tx, sessionId) : !input.title;
-      const prompt = await tx.message.create({ data: { sessionId, role: 'user', senderId: viewer.id, content, attachments }, select: newMessageSelect });
-      const replyRows = [];
-      for (const agentId of responders) {
-        replyRows.push(await tx.message.create({ data: { sessionId, role: 'assistant', senderId: agentId, promptId: prompt.id, status: 'streaming' }, select: { id: true } }));
-      }
-      return { sessionId, prompt, replies: replyRows.map((r, i) => ({ messageId: r.id, agentId: responders[i]! })), firstExchange };
-    });
+    const saved = await db.$transaction((tx) =>
+      savePrompt(tx, {
+        userId: viewer.id,
+        session: input.sessionId ? { id: input.sessionId, update: changesSettings ? settings : undefined } : { create: { ...settings, agents } },
+        prompt: hasPrompt ? { content, attachments, responders } : null,
+      }),
+    );
 
     const { sessionId, prompt } = saved;
     if (input.sessionId && changesSettings) {

@@ -1,0 +1,143 @@
+import { Worker } from 'node:worker_threads';
+import {
+  DriverAdapterError,
+  type ConnectionInfo,
+  type IsolationLevel,
+  type SqlDriverAdapter,
+  type SqlMigrationAwareDriverAdapterFactory,
+  type SqlQuery,
+  type SqlResultSet,
+  type Transaction,
+  type TransactionOptions,
+} from '@prisma/driver-adapter-utils';
+
+interface Reply {
+  id: number;
+  value?: unknown;
+  error?: { name: string; message: string; cause?: ConstructorParameters<typeof DriverAdapterError>[0] };
+}
+
+/** Calls into the database thread; each call resolves with its reply. */
+class Channel {
+  private next = 0;
+  private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
+
+  constructor(private readonly worker: Worker) {
+    worker.on('message', (reply: Reply) => {
+      const call = this.pending.get(reply.id);
+      if (!call) return;
+      this.pending.delete(reply.id);
+      if (!reply.error) return call.resolve(reply.value);
+      const { name, message, cause } = reply.error;
+      call.reject(cause ? new DriverAdapterError(cause) : Object.assign(new Error(message), { name }));
+    });
+    worker.on('exit', () => this.failAll(new Error('The embedded database stopped')));
+    worker.on('error', (e) => this.failAll(e));
+  }
+
+  call<T>(op: string, args: object = {}): Promise<T> {
+    const id = ++this.next;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.worker.postMessage({ id, op, args });
+    });
+  }
+
+  private failAll(e: unknown) {
+    for (const call of this.pending.values()) call.reject(e);
+    this.pending.clear();
+  }
+}
+
+interface Connected {
+  handle: number;
+  provider: 'postgres';
+  adapterName: string;
+  connectionInfo?: ConnectionInfo;
+}
+
+/** Queries and statements of an adapter or a transaction living in the database thread. */
+class RemoteQueryable {
+  readonly provider = 'postgres' as const;
+
+  constructor(
+    protected readonly channel: Channel,
+    protected readonly handle: number,
+    readonly adapterName: string,
+  ) {}
+
+  queryRaw(query: SqlQuery): Promise<SqlResultSet> {
+    return this.channel.call('queryRaw', { handle: this.handle, query });
+  }
+
+  executeRaw(query: SqlQuery): Promise<number> {
+    return this.channel.call('executeRaw', { handle: this.handle, query });
+  }
+}
+
+class RemoteTransaction extends RemoteQueryable implements Transaction {
+  constructor(channel: Channel, handle: number, adapterName: string, readonly options: TransactionOptions) {
+    super(channel, handle, adapterName);
+  }
+
+  commit(): Promise<void> {
+    return this.channel.call('commit', { handle: this.handle });
+  }
+
+  rollback(): Promise<void> {
+    return this.channel.call('rollback', { handle: this.handle });
+  }
+}
+
+class RemoteAdapter extends RemoteQueryable implements SqlDriverAdapter {
+  constructor(
+    channel: Channel,
+    private readonly connected: Connected,
+  ) {
+    super(channel, connected.handle, connected.adapterName);
+  }
+
+  executeScript(script: string): Promise<void> {
+    return this.channel.call('executeScript', { handle: this.handle, script });
+  }
+
+  async startTransaction(isolationLevel?: IsolationLevel): Promise<Transaction> {
+    const tx = await this.channel.call<{ handle: number; options: TransactionOptions }>('startTransaction', { handle: this.handle, isolationLevel });
+    return new RemoteTransaction(this.channel, tx.handle, this.adapterName, tx.options);
+  }
+
+  getConnectionInfo(): ConnectionInfo {
+    return this.connected.connectionInfo ?? { supportsRelationJoins: true };
+  }
+
+  dispose(): Promise<void> {
+    return this.channel.call('dispose', { handle: this.handle });
+  }
+}
+
+/**
+ * Starts the embedded database (PGlite) on a worker thread and returns a Prisma driver-adapter
+ * factory that forwards to it. Statements then run beside the event loop instead of on it, so a
+ * burst of writes does not hold up the tokens of every reply being streamed.
+ */
+export async function startPGliteThread(dataDir: string | undefined) {
+  const worker = new Worker(new URL('./pglite-worker.js', import.meta.url), { workerData: { dataDir } });
+  await new Promise<void>((resolve, reject) => {
+    worker.once('message', (m: { ready: boolean; error?: { message: string } }) => (m.ready ? resolve() : reject(new Error(m.error?.message ?? 'The embedded database did not start'))));
+    worker.once('error', reject);
+  });
+  const channel = new Channel(worker);
+  const factory: SqlMigrationAwareDriverAdapterFactory = {
+    provider: 'postgres',
+    adapterName: 'pglite-prisma-adapter',
+    connect: async () => new RemoteAdapter(channel, await channel.call<Connected>('connect')),
+    connectToShadowDb: async () => new RemoteAdapter(channel, await channel.call<Connected>('connectToShadowDb')),
+  };
+  return {
+    factory,
+    async close() {
+      await channel.call('close');
+      await worker.terminate();
+    },
+  };
+}
