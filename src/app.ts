@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
+import { isDomainError } from './domain/errors.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
 import fastifyStatic from '@fastify/static';
@@ -95,7 +96,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const websocket = attachGraphQLWebSocket(http.server, yoga, yoga.graphqlEndpoint, {
     bus: services.bus,
     events: config.events,
-    keyIdOf: async (params) => (await services.apiKeys.authenticate(keyInConnectionParams(params)).catch(() => null))?.keyId ?? null,
+    limits: config.websocket,
+    log: http.log,
+    authenticate: async (params) => {
+      const key = keyInConnectionParams(params);
+      try {
+        return { viewer: await services.apiKeys.authenticate(key) };
+      } catch (e) {
+        if (!isDomainError(e)) throw e;
+        return { missing: !key, reason: key ? 'Invalid API key' : 'Missing API key: send it in connectionParams as X-Api-Key' };
+      }
+    },
   });
   http.addHook('onClose', async () => {
     await database.close();

@@ -29,6 +29,9 @@ const envSchema = z.object({
   SLOW_CLIENT_MS: positiveInt(30_000),
   SSE_HEARTBEAT_MS: positiveInt(15_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  WS_MAX_MESSAGE_BYTES: positiveInt(1024 * 1024),
+  WS_MAX_OPERATIONS: positiveInt(100),
+  WS_MAX_SOCKETS_PER_KEY: positiveInt(20),
 
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:7997/v1' }).optional(),
   EMBEDDINGS_MODEL: z.string().min(1).optional(),
@@ -88,6 +91,15 @@ export interface SearchConfig {
   efSearch: number;
 }
 
+/** What one WebSocket (and one API key's sockets together) may hold. */
+export interface WebSocketConfig {
+  /** A larger message closes the socket (1009). */
+  maxMessageBytes: number;
+  /** Queries, mutations and subscriptions under way on one socket. */
+  maxOperations: number;
+  maxSocketsPerKey: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -96,6 +108,7 @@ export interface Config {
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   llm: LlmConfig;
   events: EventsConfig;
+  websocket: WebSocketConfig;
   /** On SIGTERM, how long replies still being written may take before they are cut off. */
   shutdownGraceMs: number;
   search: SearchConfig;
@@ -138,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       slowClientMs: e.SLOW_CLIENT_MS,
       heartbeatMs: e.SSE_HEARTBEAT_MS,
     },
+    websocket: { maxMessageBytes: e.WS_MAX_MESSAGE_BYTES, maxOperations: e.WS_MAX_OPERATIONS, maxSocketsPerKey: e.WS_MAX_SOCKETS_PER_KEY },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     search: {
       embeddings: e.EMBEDDINGS_URL

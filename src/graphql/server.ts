@@ -2,6 +2,7 @@ import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { IncomingMessage } from 'node:http';
 import { createYoga } from 'graphql-yoga';
 import type { Services } from '../domain/services.ts';
+import type { Viewer } from '../domain/viewer.ts';
 import { createContext } from './context.ts';
 import { createErrorMasker } from './errors.ts';
 import { renderGraphiQL } from './graphiql.ts';
@@ -11,11 +12,11 @@ export interface GraphQLLogger {
   error(obj: unknown, msg?: string): void;
 }
 
-/** What a key can arrive in: an HTTP request, or graphql-ws `connectionParams`. */
+/** An HTTP request carries its API key; a WebSocket's caller was established when it connected. */
 interface ServerContext {
   request?: Request;
   req?: IncomingMessage;
-  connectionParams?: Record<string, unknown>;
+  viewer?: Viewer;
 }
 
 /** graphql-ws clients send the key in `connectionParams`, under any of these names. */
@@ -25,8 +26,6 @@ export const keyInConnectionParams = (params: Record<string, unknown> | undefine
 };
 
 const apiKeyFrom = (c: ServerContext): string | null => {
-  const fromParams = keyInConnectionParams(c.connectionParams);
-  if (fromParams !== null) return fromParams;
   const header = c.request?.headers.get('x-api-key') ?? c.req?.headers['x-api-key'];
   return typeof header === 'string' ? header : null;
 };
@@ -39,7 +38,7 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
     graphiql: { title: 'parley', headers: JSON.stringify({ 'X-Api-Key': '<your API key>' }), subscriptionsProtocol: 'SSE' },
     renderGraphiQL,
     logging: false,
-    context: (initial) => createContext(services, apiKeyFrom(initial)),
+    context: (initial) => (initial.viewer ? { services, auth: { viewer: initial.viewer } } : createContext(services, apiKeyFrom(initial))),
     maskedErrors: { maskError: createErrorMasker((err) => logger.error({ err }, 'unexpected error in a GraphQL operation')) },
     plugins: [
       EnvelopArmorPlugin({

@@ -1,42 +1,57 @@
-import type { Server } from 'node:http';
-import { getOperationAST, type ExecutionResult } from 'graphql';
-import { useServer } from 'graphql-ws/use/ws';
+import type { IncomingMessage, Server } from 'node:http';
+import { GraphQLError, getOperationAST, type ExecutionResult } from 'graphql';
+import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { EventsConfig } from '../config.ts';
+import type { EventsConfig, WebSocketConfig } from '../config.ts';
+import type { Viewer } from '../domain/viewer.ts';
 import type { GraphQLServer } from '../graphql/server.ts';
 import type { EventBus } from './bus.ts';
 
 export interface WebSocketOptions {
   bus: EventBus;
-  events: Pick<EventsConfig, 'slowClientMs'>;
-  /** The key id of a connection's API key (from `connectionParams`), or null. */
-  keyIdOf(connectionParams: Record<string, unknown> | undefined): Promise<string | null>;
+  events: Pick<EventsConfig, 'slowClientMs' | 'streamBufferBytes'>;
+  limits: WebSocketConfig;
+  /** The caller behind the key in `connectionParams`, or why there is none. */
+  authenticate(connectionParams: Record<string, unknown> | undefined): Promise<{ viewer: Viewer } | { missing: boolean; reason: string }>;
+  log: { debug(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void; error(obj: unknown, msg?: string): void };
 }
 
-/** graphql-ws close codes: the client should reconnect (1013), or its key is gone (4403). */
+/** What a socket carries once its `connection_init` is accepted. */
+interface Extra {
+  socket: WebSocket;
+  request: IncomingMessage;
+  viewer?: Viewer;
+}
+
+/** Close codes: 1009 is ws's own for oversized messages; the rest follow graphql-ws's meanings. */
 const TRY_AGAIN_LATER = 1013;
 const KEY_DELETED = 4403;
+const TOO_MANY_SOCKETS = 4429;
+/** How long a closing socket may take to hand its last bytes to a client that does not read. */
 const LINGER_MS = 10_000;
+/** Sockets are pinged this often; one that does not answer by the next ping is gone. */
+const KEEP_ALIVE_MS = 12_000;
 
 /**
- * graphql-ws on the same port and path as GraphQL over HTTP. Each operation runs through the
- * Yoga envelope, so the same context (API key from `connectionParams`), limits and error
- * masking apply as over HTTP.
+ * graphql-ws on the same port and path as GraphQL over HTTP. A socket must present a valid API
+ * key in `connection_init` or it is closed; each operation then runs through the Yoga envelope as
+ * that caller, so the same limits and error masking apply as over HTTP. One socket can hold at
+ * most so many operations and buffered bytes, and one key so many sockets: a hostile or broken
+ * client costs the server a bounded amount. This is graphql-ws's own server core with a socket
+ * adapter of ours, so that sends to closed sockets are dropped quietly and every failure goes
+ * through the service's logger.
  */
 export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path: string, options: WebSocketOptions) {
-  const wss = new WebSocketServer({ noServer: true });
+  const { limits, log } = options;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxMessageBytes, handleProtocols });
+  const socketsOfKey = new Map<string, Set<WebSocket>>();
   const keyOf = new WeakMap<WebSocket, string>();
   // Queries and mutations under way per socket: a socket whose key is deleted closes once they
   // have answered, so deleting the key in use over the socket still gets its result.
   const answering = new WeakMap<WebSocket, Set<string>>();
   const revoked = new WeakSet<WebSocket>();
-  const closeRevoked = (ws: WebSocket) => ws.close(KEY_DELETED, 'The API key of this connection was deleted');
-  const answered = (ws: WebSocket, id: string) => {
-    const ids = answering.get(ws);
-    if (!ids?.delete(id) || ids.size > 0 || !revoked.has(ws)) return;
-    // After the operation's last message has been queued on the socket.
-    setImmediate(() => closeRevoked(ws));
-  };
+  let droppedAsSlow = 0;
+
   server.on('upgrade', (request, socket, head) => {
     if (new URL(request.url ?? '/', 'http://localhost').pathname !== path) {
       socket.destroy();
@@ -45,59 +60,136 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
     wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
   });
 
+  const closeRevoked = (ws: WebSocket) => ws.close(KEY_DELETED, 'The API key of this connection was deleted');
+  const answered = (ws: WebSocket, id: string) => {
+    const ids = answering.get(ws);
+    if (!ids?.delete(id) || ids.size > 0 || !revoked.has(ws)) return;
+    // After the operation's last message has been queued on the socket.
+    setImmediate(() => closeRevoked(ws));
+  };
+
+  /** Closes a socket whose client does not read; the close frame waits behind what is unread. */
+  const dropSlow = (ws: WebSocket) => {
+    if (ws.readyState !== ws.OPEN) return;
+    droppedAsSlow++;
+    ws.close(TRY_AGAIN_LATER, 'Slow consumer: messages went unread; reconnect and resume subscriptions with after');
+    setTimeout(() => ws.terminate(), LINGER_MS).unref();
+  };
+
   type Run = (args: unknown) => Promise<ExecutionResult | AsyncIterable<ExecutionResult>>;
-  type RootValue = { execute: Run; subscribe: Run };
-  const disposable = useServer(
-    {
-      execute: (args) => (args.rootValue as RootValue).execute(args),
-      subscribe: (args) => (args.rootValue as RootValue).subscribe(args),
-      onConnect: async (ctx) => {
-        const keyId = await options.keyIdOf(ctx.connectionParams);
-        if (keyId) keyOf.set(ctx.extra.socket, keyId);
-        return true;
-      },
-      onComplete: (ctx, id) => answered(ctx.extra.socket, id),
-      onError: (ctx, id) => answered(ctx.extra.socket, id),
-      onSubscribe: async (ctx, id, params) => {
-        const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
-          ...ctx,
-          req: ctx.extra.request,
-          socket: ctx.extra.socket,
-          params,
-        });
-        const args = {
-          schema,
-          operationName: params.operationName,
-          document: parse(params.query),
-          variableValues: params.variables,
-          contextValue: await contextFactory(),
-          rootValue: { execute, subscribe },
-        };
-        const errors = validate(args.schema, args.document);
-        if (errors.length) return errors;
-        if (getOperationAST(args.document, params.operationName)?.operation !== 'subscription') {
-          const ids = answering.get(ctx.extra.socket) ?? new Set();
-          answering.set(ctx.extra.socket, ids.add(id));
-        }
-        return args;
-      },
+  const graphqlWs = makeServer<Record<string, unknown> | undefined, Extra>({
+    execute: (args) => (args.rootValue as { execute: Run }).execute(args),
+    subscribe: (args) => (args.rootValue as { subscribe: Run }).subscribe(args),
+    onConnect: async (ctx) => {
+      const socket = ctx.extra.socket;
+      const auth = await options.authenticate(ctx.connectionParams);
+      if (!('viewer' in auth)) {
+        socket.close(auth.missing ? CloseCode.Unauthorized : CloseCode.Forbidden, auth.reason);
+        return false;
+      }
+      const keyId = auth.viewer.keyId!;
+      const sockets = socketsOfKey.get(keyId) ?? new Set();
+      if (sockets.size >= limits.maxSocketsPerKey) {
+        socket.close(TOO_MANY_SOCKETS, `Too many open connections for this API key (at most ${limits.maxSocketsPerKey})`);
+        return false;
+      }
+      socketsOfKey.set(keyId, sockets.add(socket));
+      keyOf.set(socket, keyId);
+      ctx.extra.viewer = auth.viewer;
+      return true;
     },
-    wss,
-  );
+    onComplete: (ctx, id) => answered(ctx.extra.socket, id),
+    onError: (ctx, id) => answered(ctx.extra.socket, id),
+    onSubscribe: async (ctx, id, params) => {
+      const socket = ctx.extra.socket;
+      // graphql-ws registers the operation before asking: the count includes this one.
+      if (Object.keys(ctx.subscriptions).length > limits.maxOperations) {
+        return [new GraphQLError(`Too many operations in flight on this connection (at most ${limits.maxOperations})`, { extensions: { code: 'TOO_MANY_OPERATIONS' } })];
+      }
+      const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({ req: ctx.extra.request, socket, params, viewer: ctx.extra.viewer });
+      // A syntax error, or a limit the envelope enforces by throwing (tokens, depth): an error
+      // for this operation, and the socket goes on.
+      let document;
+      let errors;
+      try {
+        document = parse(params.query);
+        errors = validate(schema, document);
+      } catch (e) {
+        if (e instanceof GraphQLError) return [e];
+        throw e;
+      }
+      if (errors.length) return errors;
+      if (getOperationAST(document, params.operationName)?.operation !== 'subscription') {
+        const ids = answering.get(socket) ?? new Set();
+        answering.set(socket, ids.add(id));
+      }
+      return {
+        schema,
+        operationName: params.operationName,
+        document,
+        variableValues: params.variables,
+        contextValue: await contextFactory(),
+        rootValue: { execute, subscribe },
+      };
+    },
+  });
+
+  wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
+    // Oversized messages (ws closes with 1009) and protocol violations end up here.
+    socket.on('error', (err) => log.debug({ err }, 'websocket closed on a client error'));
+    let alive = true;
+    socket.on('pong', () => (alive = true));
+    const keepAlive = setInterval(() => {
+      if (!alive) return void socket.terminate();
+      alive = false;
+      socket.ping();
+    }, KEEP_ALIVE_MS);
+    const closed = graphqlWs.opened(
+      {
+        protocol: socket.protocol,
+        send: (data) =>
+          new Promise<void>((resolve) => {
+            // Results for a socket that has gone are dropped.
+            if (socket.readyState !== socket.OPEN) return resolve();
+            if (socket.bufferedAmount > options.events.streamBufferBytes) {
+              dropSlow(socket);
+              return resolve();
+            }
+            socket.send(data, () => resolve());
+          }),
+        close: (code, reason) => socket.close(code, reason),
+        onMessage: (handle) =>
+          socket.on('message', async (data) => {
+            try {
+              await handle(String(data));
+            } catch (err) {
+              log.error({ err }, 'a graphql-ws message could not be handled');
+              socket.close(CloseCode.InternalServerError, 'Internal server error');
+            }
+          }),
+      },
+      { socket, request },
+    );
+    socket.once('close', (code, reason) => {
+      clearInterval(keepAlive);
+      const keyId = keyOf.get(socket);
+      if (keyId) socketsOfKey.get(keyId)?.delete(socket);
+      if (keyId && socketsOfKey.get(keyId)?.size === 0) socketsOfKey.delete(keyId);
+      void closed(code, String(reason)).catch((err) => log.error({ err }, 'a graphql-ws socket did not close cleanly'));
+    });
+  });
 
   // A deleted key closes every socket opened with it.
   const stopRevocations = options.bus.onKeyRevoked((keyId) => {
-    for (const ws of wss.clients) {
-      if (keyOf.get(ws) !== keyId) continue;
+    for (const ws of socketsOfKey.get(keyId) ?? []) {
       revoked.add(ws);
       if (!answering.get(ws)?.size) closeRevoked(ws);
     }
   });
 
-  // A client that stops reading holds its output in this process; one whose output has not
-  // drained for `slowClientMs` is dropped, and resumes its subscriptions with `after`.
+  // A subscription whose sends stall (the client stopped reading) holds only what is in flight,
+  // but its socket is dropped once nothing has drained for `slowClientMs`.
   const stuckSince = new WeakMap<WebSocket, number>();
-  let droppedAsSlow = 0;
   const monitor = setInterval(() => {
     const now = Date.now();
     for (const ws of wss.clients) {
@@ -107,12 +199,7 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
       }
       const since = stuckSince.get(ws) ?? now;
       stuckSince.set(ws, since);
-      if (now - since >= options.events.slowClientMs && ws.readyState === ws.OPEN) {
-        droppedAsSlow++;
-        ws.close(TRY_AGAIN_LATER, 'Slow consumer: messages went unread; reconnect and resume subscriptions with after');
-        // The close frame waits behind the unread output; a client that never reads is cut.
-        setTimeout(() => ws.terminate(), LINGER_MS).unref();
-      }
+      if (now - since >= options.events.slowClientMs) dropSlow(ws);
     }
   }, Math.max(50, Math.min(1000, options.events.slowClientMs / 4)));
   monitor.unref();
@@ -123,7 +210,7 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
     async close() {
       clearInterval(monitor);
       stopRevocations();
-      await disposable.dispose();
+      for (const ws of wss.clients) ws.close(1001, 'The server is going away; reconnect');
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
 import { buildApp, type App } from '../../src/app.ts';
-import { loadConfig, type Config, type DatabaseConfig, type EventsConfig, type LlmConfig, type SearchConfig } from '../../src/config.ts';
+import { loadConfig, type Config, type DatabaseConfig, type EventsConfig, type LlmConfig, type SearchConfig, type WebSocketConfig } from '../../src/config.ts';
 import { freshDatabase } from './database.ts';
 
 export const toolsDir = fileURLToPath(new URL('../../tools', import.meta.url));
@@ -27,6 +27,7 @@ export interface GraphQLResponse<T> {
 
 export interface ConfigOverrides {
   llm?: Partial<LlmConfig>;
+  websocket?: Partial<WebSocketConfig>;
   search?: SearchConfig;
   events?: Partial<EventsConfig>;
   shutdownGraceMs?: number;
@@ -45,6 +46,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     llm: { ...base.llm, ...overrides.llm },
     events: { ...base.events, ...overrides.events },
     search: overrides.search ?? base.search,
+    websocket: { ...base.websocket, ...overrides.websocket },
     shutdownGraceMs: overrides.shutdownGraceMs ?? base.shutdownGraceMs,
   };
 }
