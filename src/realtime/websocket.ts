@@ -63,7 +63,9 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
   const closeRevoked = (ws: WebSocket) => ws.close(KEY_DELETED, 'The API key of this connection was deleted');
   const answered = (ws: WebSocket, id: string) => {
     const ids = answering.get(ws);
-    if (!ids?.delete(id) || ids.size > 0 || !revoked.has(ws)) return;
+    if (!ids?.delete(id)) return;
+    if (ws.isPaused && ids.size < limits.maxOperations) ws.resume();
+    if (ids.size > 0 || !revoked.has(ws)) return;
     // After the operation's last message has been queued on the socket.
     setImmediate(() => closeRevoked(ws));
   };
@@ -122,6 +124,9 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
       if (getOperationAST(document, params.operationName)?.operation !== 'subscription') {
         const ids = answering.get(socket) ?? new Set();
         answering.set(socket, ids.add(id));
+        // A client with this many queries unanswered is not read until one is answered: one that
+        // floods operations without reading the results stalls itself, not the server.
+        if (ids.size >= limits.maxOperations) socket.pause();
       }
       return {
         schema,
