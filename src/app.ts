@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
@@ -12,6 +13,7 @@ import { trackConnections } from './http/connections.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
+import { mediaRoutes } from './rest/media.ts';
 import { restRoutes } from './rest/routes.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -23,6 +25,14 @@ export interface App {
   websocket: ReturnType<typeof attachGraphQLWebSocket>;
   /** Stops accepting, lets in-flight requests finish, then closes sockets and the database. */
   close(): Promise<void>;
+}
+
+/** Where the server listens, as a base URL (for links to what it serves). */
+function listeningAt(server: Server): string {
+  const address = server.address();
+  if (!address || typeof address === 'string') return 'http://127.0.0.1';
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`;
 }
 
 export interface BuildOptions {
@@ -46,7 +56,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler,
   });
-  const services = createServices(database.prisma, tools, { config, log: http.log });
+  const services = createServices(database.prisma, tools, { config, log: http.log, publicUrl: () => config.publicUrl ?? listeningAt(http.server) });
   installJsonParser(http);
   installErrorHandlers(http);
   installAuth(http, services);
@@ -77,6 +87,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   restRoutes(http, services, config.events);
+  mediaRoutes(http, config.mediaDir);
 
   // On close, replies being written get a grace period to finish (their watchers see them end),
   // then every open stream is told the server is going away, so clients reconnect elsewhere.

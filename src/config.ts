@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
@@ -8,6 +8,8 @@ const envSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
   DATA_DIR: z.string().min(1).default('./data'),
+  MEDIA_DIR: z.string().min(1).optional(),
+  PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   TOOLS_DIR: z.string().min(1).default('./tools'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
@@ -104,6 +106,10 @@ export interface Config {
   port: number;
   host: string;
   database: DatabaseConfig;
+  /** Where files the service makes (tool outputs) are kept; served under /media/. */
+  mediaDir: string;
+  /** The address clients reach the service at, for links to media; unset: where it listens. */
+  publicUrl: string | undefined;
   toolsDir: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   llm: LlmConfig;
@@ -128,6 +134,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: e.HOST,
     database: e.DATABASE_URL ? { kind: 'postgres', url: e.DATABASE_URL } : { kind: 'pglite', dataDir: resolve(e.DATA_DIR) },
     toolsDir: resolve(e.TOOLS_DIR),
+    mediaDir: resolve(e.MEDIA_DIR ?? join(e.DATA_DIR, 'media')),
+    publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
     logLevel: e.LOG_LEVEL,
     llm: {
       baseUrl: e.LLM_BASE_URL?.replace(/\/+$/, ''),

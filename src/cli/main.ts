@@ -8,7 +8,7 @@ import { usage } from './usage.ts';
 export async function main(argv: string[]): Promise<number | null> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' }, all: { type: 'boolean' } } });
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' }, all: { type: 'boolean' }, subscription: { type: 'boolean' } } });
   } catch (e) {
     console.error(`${(e as Error).message}\n\n${usage.main}`);
     return 2;
@@ -47,6 +47,14 @@ export async function main(argv: string[]): Promise<number | null> {
         }
         const commands = await import('./commands/creations.ts');
         return sub === 'import' ? commands.importFile(file!, json) : commands.reembed(Boolean(values.all));
+      }
+      case 'manna': {
+        const [sub, username, amount] = rest;
+        if (values.help || sub !== 'grant' || !username || !amount) {
+          console[values.help ? 'log' : 'error'](usage.manna);
+          return values.help ? 0 : 2;
+        }
+        return (await import('./commands/manna.ts')).grant(username, amount, values.subscription ? 'subscription' : 'forever', json);
       }
       case 'demo':
         if (values.help) return help(usage.demo);

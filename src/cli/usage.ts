@@ -9,6 +9,7 @@ Commands:
   demo                       load the demo data set (idempotent) and print its manifest
   creations import <file>    import creations from a JSON-lines file (resumable)
   creations reembed          embed creations again with the configured embedding provider
+  manna grant <user> <amount>  add manna to a user's balance (a ledger row records it)
 
 Run "parley <command> --help" for a command's options. Configuration comes from the
 environment: DATABASE_URL (else embedded PGlite in DATA_DIR, default ./data), PORT, HOST,
@@ -16,6 +17,7 @@ EMBEDDINGS_URL and EMBEDDINGS_MODEL (else built-in offline embeddings); see READ
   serve: `Usage: parley serve\n\nStarts the service on HOST:PORT (default 127.0.0.1:4000), applying migrations first.`,
   migrate: `Usage: parley migrate\n\nApplies pending migrations from prisma/migrations to the configured database and exits.`,
   keys: `Usage: parley keys create <username> [--json]\n\nCreates <username> if it does not exist and prints a new API key for it.\nThe key is shown only this once; only its hash is stored.\n\n  --json   print {"userId","username","apiKey"} as JSON`,
+  manna: `Usage: parley manna grant <username> <amount> [--subscription] [--json]\n\nAdds <amount> of manna (up to 4 decimals) to the user's balance, with a ledger row.\nForever manna (purchased, never expires) unless --subscription.\n\n  --subscription   add subscription manna (spent first, granted per billing period)\n  --json           print {"ledgerId","amount","kind","subscriptionBalance","foreverBalance"}`,
   demo: `Usage: parley demo [--json]\n\nLoads the demo data set (users alice and bob, agents, deployments, triggers, a concept,\nmodels, 240 creations, sessions and shares). Running it again adds nothing twice.\nA fresh API key for each demo user is printed on every run.\n\n  --json   print the manifest as one JSON object on stdout`,
   creations: `Usage: parley creations import <file.jsonl> [--json]
        parley creations reembed [--all]

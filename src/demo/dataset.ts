@@ -24,7 +24,7 @@ export const demoAgents = [
       { label: 'Zine cover', prompt: 'Design a cover for a 24-page zine about city gardens.' },
       { label: 'Palette', prompt: 'Suggest a four-colour riso palette for a night-market poster.' },
     ],
-    tools: { flux_dev: true, flux_fill: true, image_caption: true },
+    tools: { flux_dev: true, flux_fill: true, image_caption: true, creations_search: true },
     llmSettings: { modelProfile: 'medium', thinkingPolicy: 'auto', thinkingEffortCap: 'medium' },
   },
   {

@@ -13,41 +13,54 @@ import { createReplyEngine } from './replies/engine.ts';
 import { chooseProvider } from './replies/provider.ts';
 import { sessionService } from './sessions/service.ts';
 import { shareService } from './shares/service.ts';
+import { mannaService } from './manna/service.ts';
+import { mediaStore } from './media/store.ts';
+import { memoryService } from './memory/service.ts';
 import { searchService } from './search/service.ts';
+import { createToolHost } from './tools/host.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
 
 export interface ServiceOptions {
-  config?: Pick<Config, 'llm' | 'events' | 'search'>;
+  config?: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port'>;
+  /** Where clients reach the service (for links to media), once it is known. */
+  publicUrl?: () => string;
   bus?: EventBus;
   log?: { error(obj: unknown, msg?: string): void };
 }
 
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
-export function createServices(db: Db, tools: ToolRegistry, options: ServiceOptions = {}) {
+export function createServices(db: Db, registry: ToolRegistry, options: ServiceOptions = {}) {
   const config = options.config ?? loadConfig({});
   const bus = options.bus ?? createMemoryBus(config.events);
   const log = options.log ?? { error: (obj: unknown, msg?: string) => console.error(msg, obj) };
   const { provider, offline } = chooseProvider(config.llm);
-  const replies = createReplyEngine({ db, bus, provider, offline, llm: config.llm, log });
+  const search = searchService(db, config.search);
+  const media = mediaStore(config.mediaDir, options.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
+  const tools = createToolHost({ db, registry, bus, search, media, log });
+  const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
+  const replies = createReplyEngine({ db, bus, provider, offline, llm: config.llm, tools, memory: memories.host, log });
   const sessions = sessionService(db, bus, replies);
   return {
     db,
-    tools,
+    tools: registry,
+    media,
     bus,
     provider,
     replies,
     apiKeys: apiKeyService(db, (keyId) => bus.revokeKey(keyId)),
     creators: creatorService(db),
-    agents: agentService(db, tools),
+    agents: agentService(db, registry),
     concepts: conceptService(db),
     models: modelService(db),
     creations: creationService(db),
-    search: searchService(db, config.search),
+    search,
     deployments: deploymentService(db),
     triggers: triggerService(db),
     sessions,
     shares: shareService(db, sessions),
+    memories,
+    manna: mannaService(db),
   };
 }
 

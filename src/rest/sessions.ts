@@ -98,6 +98,13 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
     return { success: true };
   });
 
+  app.post<SessionParams & { Body: { prompt_id?: unknown } | undefined }>('/v2/sessions/:session_id/cancel', { config: { errors } }, async (request) => {
+    const promptId = request.body?.prompt_id;
+    if (promptId !== undefined && typeof promptId !== 'string') throw badInput('must be a message id', ['prompt_id']);
+    const cancelled = await services.sessions.cancel(request.viewer, request.params.session_id, promptId);
+    return { success: true, cancelled };
+  });
+
   app.post<SessionParams>('/v2/sessions/:session_id/share', { config: { errors } }, async (request) => ({
     share: toRestShare(await services.shares.create(request.viewer, request.params.session_id)),
   }));

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
@@ -43,6 +46,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     host: '127.0.0.1',
     database,
     toolsDir: overrides.toolsDir ?? toolsDir,
+    mediaDir: mkdtempSync(join(tmpdir(), 'parley-media-')),
     llm: { ...base.llm, ...overrides.llm },
     events: { ...base.events, ...overrides.events },
     search: overrides.search ?? base.search,

@@ -77,7 +77,8 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
   const { db, bus, provider, llm, log } = deps;
   const tools = deps.tools ?? noTools;
   const memory = deps.memory ?? noMemory;
-  const running = new Map<string, Set<AbortController>>();
+  /** Replies being written, by session: how to stop each prompt's replies. */
+  const running = new Map<string, Set<{ promptId: string; controller: AbortController }>>();
   const active = new Set<Promise<void>>();
 
   const emit = (sessionId: string, event: SessionEventPayload) =>
@@ -115,6 +116,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
 
     try {
       for (let call = 0; ; call++) {
+        signal.throwIfAborted();
         // The first call's turn was reserved with the prompt; every further call needs its own.
         if (call > 0) {
           const stopped = await db.$transaction((tx) => reserveTurns(tx, sessionId, 1, usage.prompt + usage.completion));
@@ -151,7 +153,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
         const requested = calls.filter((c) => c).map((c, i) => ({ id: c.id ?? `call_${call}_${i}`, name: c.name ?? '', arguments: c.arguments }));
         if (requested.length === 0) break;
         if (call + 1 >= MAX_CALLS_PER_REPLY) throw new ReplyStopped(`The reply used its ${MAX_CALLS_PER_REPLY} model calls without finishing`);
-        const results = await tools.run(requested, { sessionId, promptId, messageId, agentId, userId: job.userId, signal });
+        const results = await tools.run(requested, { sessionId, promptId, messageId, agentId, userId: job.userId, content, signal });
         messages.push(
           { role: 'assistant', content: written || null, tool_calls: requested.map((r) => ({ id: r.id, type: 'function', function: { name: r.name, arguments: r.arguments } })) },
           ...results.map((r) => ({ role: 'tool' as const, tool_call_id: r.id, content: r.content })),
@@ -163,15 +165,19 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     } catch (e) {
       const reason = signal.aborted ? signal.reason : e;
       if (reason === SESSION_GONE) return null;
+      const stopped = reason === CANCELLED || reason === SHUTTING_DOWN;
       const error =
-        reason === SHUTTING_DOWN
-          ? 'The server shut down before the reply was finished'
-          : reason instanceof ProviderError || reason instanceof ReplyStopped
-            ? reason.message
-            : 'The reply failed unexpectedly';
-      if (!(reason instanceof ProviderError || reason instanceof ReplyStopped || reason === SHUTTING_DOWN)) log.error({ err: reason }, 'a reply failed');
+        reason === CANCELLED
+          ? 'The reply was cancelled'
+          : reason === SHUTTING_DOWN
+            ? 'The server shut down before the reply was finished'
+            : reason instanceof ProviderError || reason instanceof ReplyStopped
+              ? reason.message
+              : 'The reply failed unexpectedly';
+      if (!(stopped || reason instanceof ProviderError || reason instanceof ReplyStopped)) log.error({ err: reason }, 'a reply failed');
       try {
-        const message = await save(sessionId, messageId, { content, thought, status: 'failed', error, promptTokens: usage.prompt, completionTokens: usage.completion });
+        const status = reason === CANCELLED ? 'cancelled' : 'failed';
+        const message = await save(sessionId, messageId, { content, thought, status, error, promptTokens: usage.prompt, completionTokens: usage.completion });
         await emit(sessionId, { type: 'error', promptId, agentId, error, message });
       } catch (saveError) {
         if (!isRecordGone(saveError)) throw saveError;
@@ -256,24 +262,39 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
   return {
     /** Starts a prompt's replies in the background. */
     start(job: ReplyJob) {
-      const controller = new AbortController();
+      const entry = { promptId: job.promptId, controller: new AbortController() };
       const set = running.get(job.sessionId) ?? new Set();
-      running.set(job.sessionId, set.add(controller));
-      const task = run(job, controller)
+      running.set(job.sessionId, set.add(entry));
+      const task = run(job, entry.controller)
         .catch((err) => {
           if (!isRecordGone(err)) log.error({ err }, 'a prompt could not be answered');
         })
         .finally(() => {
-          set.delete(controller);
+          set.delete(entry);
           if (set.size === 0) running.delete(job.sessionId);
           active.delete(task);
         });
       active.add(task);
     },
 
+    /**
+     * Stops the replies being written in a session (to one prompt, or all): they are saved as
+     * cancelled with what they had, and their running tools are cancelled and refunded.
+     * Returns how many prompts were stopped.
+     */
+    cancel(sessionId: string, promptId?: string) {
+      let stopped = 0;
+      for (const entry of running.get(sessionId) ?? []) {
+        if (promptId && entry.promptId !== promptId) continue;
+        entry.controller.abort(CANCELLED);
+        stopped++;
+      }
+      return stopped;
+    },
+
     /** Stops the session's replies without saving them (the session is being deleted). */
     cancelSession(sessionId: string) {
-      for (const controller of running.get(sessionId) ?? []) controller.abort(SESSION_GONE);
+      for (const entry of running.get(sessionId) ?? []) entry.controller.abort(SESSION_GONE);
     },
 
     /** Lets running replies finish for up to `graceMs`, then cuts the rest off (saved as failed). */
@@ -282,7 +303,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([Promise.all(active), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
       clearTimeout(timer);
-      for (const set of running.values()) for (const controller of set) controller.abort(SHUTTING_DOWN);
+      for (const set of running.values()) for (const entry of set) entry.controller.abort(SHUTTING_DOWN);
       await Promise.all(active);
     },
 
@@ -291,6 +312,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
 }
 
 const SESSION_GONE = Symbol('session deleted');
+const CANCELLED = Symbol('cancelled');
 const SHUTTING_DOWN = Symbol('shutting down');
 
 export type ReplyEngine = ReturnType<typeof createReplyEngine>;

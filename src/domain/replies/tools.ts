@@ -14,6 +14,8 @@ export interface ToolRunContext {
   agentId: string;
   /** The user whose prompt is being answered. */
   userId: string;
+  /** What the reply has written so far, kept with the tool calls it asked for. */
+  content: string;
   signal: AbortSignal;
 }
 

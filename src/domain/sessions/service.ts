@@ -288,6 +288,12 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
       return { added, messageId, reactions };
     },
 
+    /** Stops the replies being written in a session (to one prompt, or all); anyone who may post may. */
+    async cancel(viewer: Viewer, sessionId: string, promptId?: string) {
+      if (!canPost(await requireAccess(viewer, sessionId))) throw forbidden(NO_ACCESS);
+      return replies.cancel(sessionId, promptId);
+    },
+
     /** Operation 9: owners only; messages, shares and reactions go with it, and watchers are told. */
     async delete(viewer: Viewer, id: string) {
       const permission = await permissionIn(viewer, id);

@@ -17,6 +17,22 @@ const parameterSchema = z
   .strict()
   .refine((p) => p.min === undefined || p.max === undefined || p.min <= p.max, { message: 'min must not exceed max', path: ['min'] });
 
+/**
+ * Who runs a tool: one of the executors built into the service, or a service elsewhere that is
+ * sent the arguments over HTTP. A tool without a handler is listed but never offered to agents.
+ */
+const handlerSchema = z.union([
+  z.enum(['image', 'text', 'search']),
+  z
+    .object({
+      http: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+      timeout_ms: z.number().int().positive().default(60_000),
+      retries: z.number().int().min(0).max(5).default(2),
+    })
+    .strict(),
+]);
+export type ToolHandler = z.output<typeof handlerSchema>;
+
 /** The shape of one file in the tool registry (`tools/<key>.yaml`). */
 export const toolDefinitionSchema = z
   .object({
@@ -32,6 +48,7 @@ export const toolDefinitionSchema = z
     cost_estimate: z.string().min(1),
     resolutions: z.array(z.string().regex(/^\d+x\d+$/, 'must look like 1024x768')).default([]),
     parameters: z.array(parameterSchema).min(1),
+    handler: handlerSchema.optional(),
   })
   .strict()
   .superRefine((tool, ctx) => {
@@ -65,3 +82,4 @@ export const toolDefinitionSchema = z
   });
 
 export type ToolDefinition = z.output<typeof toolDefinitionSchema>;
+export type ToolParameter = ToolDefinition['parameters'][number];

@@ -14,6 +14,8 @@ export interface ToolRegistry {
   /** Whether `key` is one of the tools in `listAvailable()`. */
   isAvailable(key: string): boolean;
   get(key: string): ToolDefinition | undefined;
+  /** Every tool of the registry, hidden and inactive ones included. */
+  all(): ToolDefinition[];
 }
 
 /** Loads every `*.yaml` / `*.yml` in `dir`; any broken file stops start-up, naming file and field. */
@@ -53,5 +55,6 @@ export async function loadToolRegistry(dir: string): Promise<ToolRegistry> {
     listAvailable: () => available,
     isAvailable: (key) => availableKeys.has(key),
     get: (key) => byKey.get(key),
+    all: () => [...byKey.values()],
   };
 }

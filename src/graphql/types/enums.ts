@@ -1,6 +1,6 @@
 import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/inputs.ts';
 import { sortDirections } from '../../domain/search/inputs.ts';
-import { CreatorType, DeploymentPlatform, MessageRole, MessageStatus, SessionPermission, SessionStatus, ToolCallStatus, TriggerStatus } from '../../generated/prisma/enums.ts';
+import { BalanceKind, CreatorType, DeploymentPlatform, MessageRole, MessageStatus, SessionPermission, SessionStatus, ToolCallStatus, TriggerStatus } from '../../generated/prisma/enums.ts';
 import { builder } from '../builder.ts';
 
 /** GraphQL enum values are UPPER_CASE; the domain, the database and REST use the lowercase originals. */
@@ -16,6 +16,7 @@ export const DeploymentPlatformEnum = builder.enumType('DeploymentPlatform', { v
 export const TriggerStatusEnum = builder.enumType('TriggerStatus', { values: upper(Object.values(TriggerStatus)) });
 export const SessionStatusEnum = builder.enumType('SessionStatus', { values: upper(Object.values(SessionStatus)) });
 export const MessageRoleEnum = builder.enumType('MessageRole', { values: upper(Object.values(MessageRole)) });
+export const BalanceKindEnum = builder.enumType('BalanceKind', { values: upper(Object.values(BalanceKind)) });
 export const MessageStatusEnum = builder.enumType('MessageStatus', { values: upper(Object.values(MessageStatus)) });
 export const SessionPermissionEnum = builder.enumType('SessionPermission', { values: upper(Object.values(SessionPermission)) });
 export const ToolCallStatusEnum = builder.enumType('ToolCallStatus', { values: upper(Object.values(ToolCallStatus)) });

@@ -151,6 +151,11 @@ builder.mutationFields((t) => ({
       return { sessionId: started.sessionId, promptId: started.promptId, replyIds: started.replies.map((r) => r.messageId), seq: started.startSeq };
     },
   }),
+  cancelReplies: t.int({
+    description: 'Stops the replies being written in a session (to one prompt, or all); returns how many prompts were stopped. Their running tools are cancelled and refunded.',
+    args: { sessionId: t.arg.id({ required: true }), promptId: t.arg.id() },
+    resolve: (_root, { sessionId, promptId }, ctx) => ctx.services.sessions.cancel(viewerOf(ctx), String(sessionId), promptId == null ? undefined : String(promptId)),
+  }),
   deleteSession: t.boolean({
     description: 'Deletes a session with its messages and shares, for good (owners only). Watchers are told.',
     args: { id: t.arg.id({ required: true }) },

@@ -33,19 +33,51 @@ const sleep = (ms: number, signal: AbortSignal) =>
 /** Words with their following space, so the streamed pieces join back into the exact text. */
 const pieces = (text: string) => text.match(/\S+\s*/g) ?? [];
 
-/** The built-in responder, used when LLM_BASE_URL is not set. */
+/** Asking for a picture, in so many words. */
+const wantsPicture = /\b(draw|paint|sketch|illustrate|render)\b|\b(make|create|generate|design)\b[^.?!]{0,40}\b(image|picture|poster|illustration|drawing|painting|cover|portrait|logo)\b/i;
+
+/** An offered tool that paints a picture from a prompt, if any. */
+const pictureTool = (request: ChatRequest) =>
+  request.tools.find((t) => /image/i.test(t.function.description) && 'prompt' in ((t.function.parameters.properties as Record<string, unknown>) ?? {}));
+
+/** What a tool said, told plainly: the links of the images it made, or why it did not. */
+function toolReport(agent: AgentProfile, content: string): string {
+  let result: { images?: { url: string }[]; error?: string } = {};
+  try {
+    result = JSON.parse(content) as typeof result;
+  } catch {
+    // an unreadable result is reported as having no images
+  }
+  const lead = `I'm ${agent.name}, answering offline (no language model is configured), but I could run a tool for you.`;
+  if (result.error) return `${lead} It did not work: ${result.error}`;
+  const links = result.images?.map((i) => i.url) ?? [];
+  return links.length ? `${lead} Here is what it made: ${links.join(' ')}` : `${lead} It finished without an image.`;
+}
+
+/**
+ * The built-in responder, used when LLM_BASE_URL is not set. It answers from the agent's profile
+ * and says it is offline; asked in so many words for a picture, it calls the agent's image tool
+ * with the user's own words as the prompt, and then links what the tool made.
+ */
 export function offlineProvider(tokenDelayMs: number): ChatProvider {
   return {
     description: 'built-in offline responder (no LLM_BASE_URL: agents answer from their profile and say so)',
     async *stream(request: ChatRequest, signal: AbortSignal): AsyncGenerator<ChatDelta> {
+      const last = request.messages.at(-1);
       const prompt = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? null;
+      const tool = pictureTool(request);
+      if (last?.role === 'user' && tool && typeof prompt === 'string' && wantsPicture.test(prompt)) {
+        yield { type: 'tool_call', index: 0, id: 'offline_call_0', name: tool.function.name, arguments: JSON.stringify({ prompt: prompt.slice(0, 1000) }) };
+        yield { type: 'usage', promptTokens: estimateTokens(prompt), completionTokens: 10 };
+        return;
+      }
       if (request.reasoningEffort) {
         for (const text of pieces('No language model is configured, so this answer is composed from the agent profile. ')) {
           await sleep(tokenDelayMs, signal);
           yield { type: 'reasoning', text };
         }
       }
-      const reply = offlineReply(request.agent, typeof prompt === 'string' ? prompt : null);
+      const reply = last?.role === 'tool' ? toolReport(request.agent, last.content) : offlineReply(request.agent, typeof prompt === 'string' ? prompt : null);
       for (const text of pieces(reply)) {
         await sleep(tokenDelayMs, signal);
         yield { type: 'content', text };

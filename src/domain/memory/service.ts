@@ -1,0 +1,81 @@
+import type { Db } from '../../db/database.ts';
+import type { ChatProvider } from '../replies/providers/types.ts';
+import type { MemoryHost } from '../replies/tools.ts';
+import type { Viewer } from '../viewer.ts';
+import { notFound } from '../errors.ts';
+import { canNameARow } from '../ids.ts';
+import { EXTRACTION_INSTRUCTION, factKey, factsByRule, factsFromAnswer } from './extract.ts';
+
+/** Facts kept per agent and user; past it the oldest go. */
+export const MEMORY_CAP = 50;
+/** Facts put into a prompt: the most recent. */
+const RECALLED = 20;
+
+/**
+ * What agents remember about the people they talk to. After an exchange (unless the user kept
+ * it out of memory) the facts about the user are extracted, by a small separate model call or,
+ * offline, by rule; kept per agent and user, without duplicates, at most MEMORY_CAP; and the
+ * latest go into that agent's later prompts with that user, in any session. The extraction call
+ * is housekeeping: it spends nothing of the session's budgets.
+ */
+export function memoryService(db: Db, provider: ChatProvider, options: { offline: boolean; model: string }, log: { error(obj: unknown, msg?: string): void }) {
+  async function extract(prompt: string, reply: string): Promise<string[]> {
+    if (options.offline) return factsByRule(prompt);
+    let answer = '';
+    const request = {
+      model: options.model,
+      messages: [
+        { role: 'system' as const, content: EXTRACTION_INSTRUCTION },
+        { role: 'user' as const, content: `User: ${prompt.slice(0, 4000)}\n\nAgent: ${reply.slice(0, 4000)}` },
+      ],
+      tools: [],
+      maxTokens: 120,
+      reasoningEffort: null,
+      agent: { name: '', key: '', description: '', greeting: '', knowledge: '', suggestions: [] },
+    };
+    for await (const delta of provider.stream(request, AbortSignal.timeout(30_000))) if (delta.type === 'content') answer += delta.text;
+    return factsFromAnswer(answer);
+  }
+
+  const host: MemoryHost = {
+    async recall(agentId, userId) {
+      const rows = await db.memory.findMany({ where: { agentId, userId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: RECALLED, select: { fact: true } });
+      return rows.reverse().map((r) => r.fact);
+    },
+
+    async remember({ agentId, userId, sessionId, prompt, reply }) {
+      let facts: string[];
+      try {
+        facts = await extract(prompt, reply);
+      } catch (err) {
+        log.error({ err }, 'could not extract memories');
+        return;
+      }
+      if (facts.length === 0) return;
+      await db.$transaction(async (tx) => {
+        await tx.memory.createMany({ data: facts.map((fact) => ({ agentId, userId, sessionId, fact, key: factKey(fact) })), skipDuplicates: true });
+        const beyond = await tx.memory.findMany({ where: { agentId, userId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip: MEMORY_CAP, select: { id: true } });
+        if (beyond.length) await tx.memory.deleteMany({ where: { id: { in: beyond.map((b) => b.id) } } });
+      });
+    },
+  };
+
+  return {
+    host,
+
+    /** What an agent remembers about the caller, newest first. */
+    list(viewer: Viewer, agentId: string) {
+      return db.memory.findMany({ where: { agentId, userId: viewer.id }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] });
+    },
+
+    /** Forgets one fact (by id) or everything the agent remembers about the caller; returns how many. */
+    async forget(viewer: Viewer, agentId: string, memoryId?: string) {
+      if (memoryId !== undefined && !canNameARow(memoryId)) throw notFound('Memory not found');
+      const { count } = await db.memory.deleteMany({ where: { agentId, userId: viewer.id, ...(memoryId !== undefined ? { id: memoryId } : {}) } });
+      if (memoryId !== undefined && count === 0) throw notFound('Memory not found');
+      return count;
+    },
+  };
+}
+
+export type MemoryService = ReturnType<typeof memoryService>;

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { urlField } from '../../validation.ts';
+import { newId } from '../../ids.ts';
+import { ToolError, type Executor } from './types.ts';
+
+/** What a tool service answers: a result for the model, and media it made (by URL). */
+const answerSchema = z.object({
+  result: z.unknown().optional(),
+  media: z
+    .array(
+      z.object({
+        url: urlField,
+        thumbnail: urlField.optional(),
+        name: z.string().max(200).optional(),
+        mimeType: z.string().max(100),
+        width: z.number().int().positive().optional(),
+        height: z.number().int().positive().optional(),
+        duration: z.number().positive().optional(),
+      }),
+    )
+    .max(16)
+    .optional(),
+});
+
+class ToolServiceError extends ToolError {
+  constructor(
+    message: string,
+    readonly retry: boolean,
+  ) {
+    super(message);
+  }
+}
+
+const pause = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+  });
+
+/**
+ * Runs a tool served elsewhere: POSTs `{tool, arguments, session_id}` as JSON and reads
+ * `{result, media}` back. Each attempt has a time limit; a 5xx, a network failure or a timeout is
+ * retried with growing pauses; cancelling the reply stops the call.
+ */
+export function httpExecutor(url: string, timeoutMs: number, retries: number): Executor {
+  return async ({ tool, args, sessionId, signal }) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json' },
+          body: JSON.stringify({ tool: tool.key, arguments: args, session_id: sessionId }),
+          signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+        });
+        if (!response.ok) throw new ToolServiceError(`The tool service answered HTTP ${response.status}`, response.status >= 500);
+        const answer = answerSchema.safeParse(await response.json().catch(() => undefined));
+        if (!answer.success) throw new ToolServiceError('The tool service sent an answer that is not {result, media}', false);
+        const media = (answer.data.media ?? []).map((m) => ({
+          id: newId(),
+          name: m.name ?? String(args.prompt ?? tool.name).slice(0, 100),
+          url: m.url,
+          thumbnail: m.thumbnail ?? null,
+          filename: null,
+          mediaAttributes: {
+            mimeType: m.mimeType,
+            ...(m.width && m.height ? { width: m.width, height: m.height, aspectRatio: Number((m.width / m.height).toFixed(4)) } : {}),
+            ...(m.duration ? { duration: m.duration } : {}),
+          },
+        }));
+        return { result: answer.data.result ?? null, media };
+      } catch (e) {
+        if (signal.aborted) throw signal.reason;
+        const failure = e instanceof ToolServiceError ? e : new ToolServiceError((e as Error).name === 'TimeoutError' ? `The tool service did not answer within ${timeoutMs} ms` : 'Could not reach the tool service', true);
+        if (!failure.retry || attempt >= retries) throw failure;
+        await pause(250 * 2 ** attempt, signal);
+      }
+    }
+  };
+}

@@ -1,0 +1,178 @@
+import type { Db } from '../../db/database.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
+import type { EventBus } from '../../realtime/bus.ts';
+import { debit, refund } from '../manna/ledger.ts';
+import type { MediaStore } from '../media/store.ts';
+import type { ChatTool } from '../replies/providers/types.ts';
+import type { RequestedToolCall, ToolHost, ToolRunContext } from '../replies/tools.ts';
+import { BUDGET_EXCEEDED } from '../sessions/budgets.ts';
+import type { SessionEventPayload } from '../sessions/events.ts';
+import { messageSelect, toMessageView, toToolCallView } from '../sessions/views.ts';
+import type { SearchService } from '../search/service.ts';
+import { checkArguments, parametersJsonSchema } from './arguments.ts';
+import { costOf } from './cost-of.ts';
+import type { ToolDefinition } from './definition.ts';
+import { httpExecutor } from './executors/http.ts';
+import { imageExecutor } from './executors/image.ts';
+import { searchExecutor } from './executors/search.ts';
+import { textExecutor } from './executors/text.ts';
+import { ToolError, type Executor, type ToolOutput } from './executors/types.ts';
+import type { ToolRegistry } from './registry.ts';
+
+export interface ToolHostDeps {
+  db: Db;
+  registry: ToolRegistry;
+  bus: EventBus;
+  search: SearchService;
+  media: MediaStore;
+  log: { error(obj: unknown, msg?: string): void };
+}
+
+/** A call that must not run (budget, balance), with the reason the model is told. */
+class Refused extends Error {}
+
+type Row = Prisma.ToolCallGetPayload<object>;
+
+/**
+ * Tools at work in replies. The model is offered the agent's enabled tools that can run here
+ * (plus active hidden helpers, which every agent may use). Each call it asks for is saved
+ * (pending), checked, charged before it runs (running: a hold on the paying user's manna and the
+ * session's manna budget, in one transaction with its ledger rows), run, and settled: completed
+ * with its result and the creations it made, or failed or cancelled with its hold refunded.
+ * Calls of one model call run in parallel; a bad call is an error result, never a crash.
+ */
+export function createToolHost(deps: ToolHostDeps): ToolHost {
+  const { db, registry, bus, log } = deps;
+  const executors = new Map<string, Executor>();
+  for (const tool of registry.all()) {
+    const handler = tool.handler;
+    if (!handler) continue;
+    if (typeof handler === 'object') executors.set(tool.key, httpExecutor(handler.http, handler.timeout_ms, handler.retries));
+    else executors.set(tool.key, { image: imageExecutor(deps.media), text: textExecutor, search: searchExecutor(deps.search) }[handler]);
+  }
+
+  const usable = (tool: ToolDefinition | undefined, enabled: Record<string, boolean>): tool is ToolDefinition =>
+    Boolean(tool && tool.active && executors.has(tool.key) && (tool.visible ? Object.hasOwn(enabled, tool.key) && enabled[tool.key] === true : true));
+
+  const emit = (sessionId: string, event: SessionEventPayload) => bus.publish(sessionId, event).catch((err) => log.error({ err }, 'could not publish a tool event'));
+
+  async function finish(row: Row, ctx: ToolRunContext, outcome: { status: 'completed' | 'failed' | 'cancelled'; result?: unknown; error?: string }, held: boolean) {
+    const saved = await db.$transaction(async (tx) => {
+      if (held && outcome.status !== 'completed') {
+        const returned = await refund(tx, row.id, { reason: `refund: ${row.tool} ${outcome.status}`, sessionId: ctx.sessionId, messageId: ctx.messageId });
+        await tx.session.updateMany({ where: { id: ctx.sessionId }, data: { mannaSpent: { decrement: returned } } });
+      }
+      return tx.toolCall.update({
+        where: { id: row.id },
+        data: { status: outcome.status, result: (outcome.result ?? Prisma.JsonNull) as Prisma.InputJsonValue, error: outcome.error ?? null },
+      });
+    });
+    const base = { promptId: ctx.promptId, messageId: ctx.messageId, agentId: ctx.agentId, toolCall: toToolCallView(saved) };
+    void emit(ctx.sessionId, outcome.status === 'cancelled' ? { type: 'tool_cancelled', ...base } : { type: 'tool_complete', ...base });
+  }
+
+  /** Holds the call's cost: within the session's manna budget, and from the payer's balance. */
+  async function hold(row: Row, cost: Prisma.Decimal, payer: string, ctx: ToolRunContext) {
+    await db.$transaction(async (tx) => {
+      if (cost.isPositive() && !cost.isZero()) {
+        const within = await tx.$executeRaw`
+          UPDATE "Session" SET "mannaSpent" = "mannaSpent" + ${cost.toString()}::decimal
+          WHERE "id" = ${ctx.sessionId} AND ("mannaBudget" IS NULL OR "mannaSpent" + ${cost.toString()}::decimal <= "mannaBudget")`;
+        if (!within) throw new Refused(BUDGET_EXCEEDED.manna);
+        const taken = await debit(tx, payer, cost, { reason: `tool: ${row.tool}`, sessionId: ctx.sessionId, messageId: ctx.messageId, toolCallId: row.id });
+        if (!taken) {
+          const { subscriptionBalance, foreverBalance } = await tx.user.findUniqueOrThrow({ where: { id: payer }, select: { subscriptionBalance: true, foreverBalance: true } });
+          throw new Refused(`Not enough manna: this call costs ${cost}, the balance is ${subscriptionBalance.plus(foreverBalance)}`);
+        }
+      }
+      await tx.toolCall.update({ where: { id: row.id }, data: { status: 'running', cost } });
+    });
+  }
+
+  /** Makes the media a tool produced creations of the user, searchable like any other. */
+  async function keep(output: ToolOutput, tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolRunContext) {
+    if (!output.media?.length) return;
+    await db.creation.createMany({
+      data: output.media.map((m) => ({ id: m.id, userId: ctx.userId, agentId: ctx.agentId, tool: tool.key, args: args as Prisma.InputJsonValue, name: m.name, url: m.url, thumbnail: m.thumbnail, filename: m.filename, mediaAttributes: m.mediaAttributes as Prisma.InputJsonValue })),
+    });
+    await deps.search.indexCreations(output.media.map((m) => m.id));
+  }
+
+  async function runOne(row: Row, call: RequestedToolCall, ctx: ToolRunContext, enabled: Record<string, boolean>, payer: string): Promise<unknown> {
+    const tool = registry.get(call.name);
+    if (!usable(tool, enabled)) {
+      const error = `There is no tool named "${call.name}" for this agent`;
+      await finish(row, ctx, { status: 'failed', error }, false);
+      return { error };
+    }
+    const checked = checkArguments(tool, call.arguments);
+    if ('error' in checked) {
+      await finish(row, ctx, { status: 'failed', error: checked.error }, false);
+      return { error: checked.error };
+    }
+    const cost = costOf(tool, checked.args);
+    try {
+      await hold(row, cost, payer, ctx);
+    } catch (e) {
+      if (!(e instanceof Refused)) throw e;
+      await finish(row, ctx, { status: 'failed', error: e.message }, false);
+      return { error: e.message };
+    }
+    try {
+      const output = await executors.get(tool.key)!({ tool, args: checked.args, userId: ctx.userId, agentId: ctx.agentId, sessionId: ctx.sessionId, signal: ctx.signal });
+      await keep(output, tool, checked.args, ctx);
+      await finish(row, ctx, { status: 'completed', result: output.result }, true);
+      return output.result;
+    } catch (e) {
+      if (ctx.signal.aborted) {
+        await finish(row, ctx, { status: 'cancelled', error: 'The reply was stopped before the tool finished' }, true);
+        return { error: 'cancelled' };
+      }
+      if (!(e instanceof ToolError)) log.error({ err: e, tool: tool.key }, 'a tool failed');
+      const error = e instanceof ToolError ? e.message : 'The tool failed';
+      await finish(row, ctx, { status: 'failed', error }, true);
+      return { error };
+    }
+  }
+
+  return {
+    offer(_agentId, enabled): ChatTool[] {
+      return registry
+        .all()
+        .filter((t) => usable(t, enabled))
+        .map((t) => ({ type: 'function', function: { name: t.key, description: t.description, parameters: parametersJsonSchema(t) } }));
+    },
+
+    async run(calls, ctx) {
+      const [agent, session] = await Promise.all([
+        db.agent.findUniqueOrThrow({ where: { id: ctx.agentId }, select: { tools: true, ownerPays: true, ownerId: true } }),
+        db.session.findUniqueOrThrow({ where: { id: ctx.sessionId }, select: { ownerId: true } }),
+      ]);
+      // The session's owner pays, unless the agent's owner pays for everything it does.
+      const payer = agent.ownerPays === 'full' ? agent.ownerId : session.ownerId;
+      const enabled = agent.tools as Record<string, boolean>;
+      const rows = await db.$transaction(async (tx) => {
+        const start = await tx.toolCall.count({ where: { messageId: ctx.messageId } });
+        await tx.message.update({ where: { id: ctx.messageId }, data: { content: ctx.content }, select: { id: true } });
+        return tx.toolCall.createManyAndReturn({
+          data: calls.map((c, i) => ({ messageId: ctx.messageId, position: start + i, callId: c.id, tool: c.name, args: argumentsForRecord(c.arguments) })),
+        });
+      });
+      rows.sort((a, b) => a.position - b.position);
+      const message = await db.message.findUniqueOrThrow({ where: { id: ctx.messageId }, select: messageSelect });
+      await emit(ctx.sessionId, { type: 'assistant_message', promptId: ctx.promptId, agentId: ctx.agentId, message: toMessageView(message) });
+      const results = await Promise.all(rows.map((row, i) => runOne(row, calls[i]!, ctx, enabled, payer)));
+      return calls.map((c, i) => ({ id: c.id, content: JSON.stringify(results[i] ?? null) }));
+    },
+  };
+}
+
+/** The arguments as the model sent them, kept even when they are not valid JSON. */
+function argumentsForRecord(raw: string): Prisma.InputJsonValue {
+  try {
+    const parsed = JSON.parse(raw) as unknown;
+    return parsed !== null && typeof parsed === 'object' ? (parsed as Prisma.InputJsonValue) : { raw };
+  } catch {
+    return { raw };
+  }
+}

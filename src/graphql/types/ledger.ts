@@ -1,0 +1,37 @@
+import { badInput } from '../../domain/errors.ts';
+import { builder } from '../builder.ts';
+import { viewerOf } from '../context.ts';
+import { Creator } from './creator.ts';
+import { BalanceKindEnum } from './enums.ts';
+
+export const LedgerEntry = builder.prismaObject('MannaLedger', {
+  name: 'LedgerEntry',
+  description: 'One move of manna: a grant, a tool call held, a refund. Balances are always the sums of these.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    amount: t.float({ description: 'Positive: added; negative: spent.', resolve: (e) => e.amount.toNumber() }),
+    kind: t.expose('kind', { type: BalanceKindEnum }),
+    balanceAfter: t.float({ description: 'The balance of this kind right after the move.', resolve: (e) => e.balanceAfter.toNumber() }),
+    reason: t.exposeString('reason'),
+    sessionId: t.exposeID('sessionId', { nullable: true }),
+    messageId: t.exposeID('messageId', { nullable: true }),
+    toolCallId: t.exposeID('toolCallId', { nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+
+builder.objectField(Creator, 'ledger', (t) =>
+  t.connection({
+    type: LedgerEntry,
+    nullable: true,
+    description: 'Where your manna came from and went, newest first (only on your own profile).',
+    resolve: async (user, args, ctx) => {
+      const viewer = viewerOf(ctx);
+      if (user.id !== viewer.id) return null;
+      if (args.last != null || args.before != null) throw badInput('The ledger pages forwards only: use first and after', [args.last != null ? 'last' : 'before']);
+      const { rows, hasNextPage, cursor } = await ctx.services.manna.ledger(viewer, { first: args.first, after: args.after });
+      const edges = rows.map((node) => ({ cursor: cursor(node), node }));
+      return { edges, pageInfo: { hasNextPage, hasPreviousPage: Boolean(args.after), startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null } };
+    },
+  }),
+);
