@@ -71,6 +71,7 @@ describe('parley CLI and server process', () => {
     const bad = await runCli(['keys', 'create', 'not valid!'], db.env);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/must be/);
+    expect(bad.stderr).not.toMatch(/\n\s+at |errors\.ts/);
     const unknownOption = await runCli(['keys', 'create', '-x'], db.env);
     expect(unknownOption.code).toBe(2);
     expect(unknownOption.stderr).toMatch(/^Unknown option '-x'/);

@@ -18,6 +18,7 @@ describe('parley creations', () => {
   let file: string;
   const validIds = new Set<string>();
   let badLineNumbers: number[];
+  let aliceKey: string;
 
   /** Counts rows straight from the database, between runs (no process holds it then). */
   async function creationsInDatabase() {
@@ -37,6 +38,7 @@ describe('parley creations', () => {
     env = { ...db.env, EMBEDDINGS_URL: server.url, EMBEDDINGS_MODEL: 'fake-clip', EMBEDDINGS_BATCH_SIZE: '250', EMBEDDINGS_RETRIES: '0' };
     const demo = await runCli(['demo', '--json'], env);
     expect(demo.code, demo.stderr).toBe(0);
+    aliceKey = JSON.parse(demo.stdout).users[0].apiKey;
 
     const lines: string[] = [];
     for (let i = 0; i < 700; i++) {
@@ -148,12 +150,11 @@ describe('parley creations', () => {
     expect((await runCli(['creations', 'reembed'], offline)).stdout).toContain('Re-embedded 0 creations');
     expect((await creationsInDatabase()).providers).toEqual(new Set(['hashed-ngrams-v1']));
 
-    const keys = JSON.parse((await runCli(['demo', '--json'], offline)).stdout);
     const serverProcess = await startServerProcess(offline);
     try {
       await serverProcess.waitFor(/embeddings: hashed-ngrams-v1: built-in hashed word and character n-grams \(offline fallback, not CLIP/);
       expect(serverProcess.output()).toMatch(/\nsearch: (pgvector vector\(768\), HNSW cosine index|exact scan over real\[\]: this PostgreSQL server has no pgvector\. To index embeddings, install pgvector)/);
-      const res = await fetch(`${serverProcess.url}/v2/creations/search?query=lighthouse%20thunderstorm&limit=5`, { headers: { 'x-api-key': keys.users[0].apiKey } });
+      const res = await fetch(`${serverProcess.url}/v2/creations/search?query=lighthouse%20thunderstorm&limit=5`, { headers: { 'x-api-key': aliceKey } });
       const page = await res.json();
       expect(res.status).toBe(200);
       expect(page.docs[0].name).toMatch(/^Lighthouse in a thunderstorm/);

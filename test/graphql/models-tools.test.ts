@@ -112,9 +112,11 @@ describe('tools', () => {
     });
     expect(Array.isArray(flux!.parameters)).toBe(true);
     const parameters = flux!.parameters as Record<string, unknown>[];
-    expect(parameters.map((p) => p.name)).toEqual(['prompt', 'n_samples', 'num_inference_steps', 'guidance_scale', 'seed']);
+    expect(parameters.map((p) => p.name)).toEqual(['prompt', 'n_samples', 'num_inference_steps', 'guidance_scale', 'seed', 'resolution']);
     expect(parameters[0]).toMatchObject({ name: 'prompt', type: 'string', required: true });
     expect(parameters[1]).toMatchObject({ name: 'n_samples', type: 'integer', default: 1, min: 1, max: 4 });
+    // The size a caller may pick is one of the tool's resolutions.
+    expect(parameters[5]).toMatchObject({ name: 'resolution', type: 'string', default: '1024x1024', choices: flux!.resolutions });
 
     for (const tool of tools) {
       expect(typeof tool.name).toBe('string');

@@ -1,6 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
+const isTitleRequest = (r: RecordedRequest) => Boolean(r.body.messages[0]?.content?.startsWith('Give this conversation a title'));
+const isMemoryRequest = (r: RecordedRequest) => Boolean(r.body.messages[0]?.content?.startsWith('From this exchange, list what is worth remembering'));
+
 /** What the fake model does for one request. */
 export interface Script {
   /** Content pieces, streamed one chunk each. */
@@ -47,7 +50,10 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   let fallback = defaultScript;
-  let titleScript: Script = { tokens: ['A', ' Test', ' Title'] };
+  const titleScript: Script = { tokens: ['A', ' Test', ' Title'] };
+  let memoryScript: Script = { tokens: ['NONE'] };
+  const housekeepingScript = (r: RecordedRequest) =>
+    isTitleRequest(r) ? titleScript : isMemoryRequest(r) ? memoryScript : undefined;
   let chooser: ((request: RecordedRequest) => Script | undefined) | null = null;
 
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -63,10 +69,11 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
     }
     const recorded: RecordedRequest = { body: JSON.parse(raw), headers: req.headers };
     requests.push(recorded);
-    // parley names a session with a separate call after its first exchange; those calls get
-    // their own answer so that they never take a script queued for a reply.
-    const naming = recorded.body.messages[0]?.content?.startsWith('Give this conversation a title');
-    const script = chooser?.(recorded) ?? (naming ? titleScript : (queue.shift() ?? fallback));
+    // parley names a session after its first exchange and extracts memories after each one, in
+    // separate calls; those get their own answers so that they never take a script queued for a
+    // reply.
+    const housekeeping = housekeepingScript(recorded);
+    const script = chooser?.(recorded) ?? housekeeping ?? queue.shift() ?? fallback;
     if (script.status) {
       res.writeHead(script.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `fake failure ${script.status}`, type: 'server_error' } }));
       return;
@@ -122,8 +129,12 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
     choose(f: ((request: RecordedRequest) => Script | undefined) | null) {
       chooser = f;
     },
-    /** The requests for replies (not for session titles). */
-    replyRequests: () => requests.filter((r) => !r.body.messages[0]?.content?.startsWith('Give this conversation a title')),
+    /** The requests for replies (not for session titles or memories). */
+    replyRequests: () => requests.filter((r) => !isTitleRequest(r) && !isMemoryRequest(r)),
+    /** What the fake answers when asked for facts to remember (default: nothing). */
+    setMemories(facts: string[]) {
+      memoryScript = { tokens: [facts.length ? facts.join('\n') : 'NONE'] };
+    },
     setDefault(script: Script) {
       fallback = script;
     },
@@ -132,6 +143,7 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
       requests.length = 0;
       chooser = null;
       fallback = defaultScript;
+      memoryScript = { tokens: ['NONE'] };
     },
     async close() {
       for (const s of sockets) s.destroy();

@@ -24,7 +24,8 @@ const patterns: [RegExp, (m: string) => string][] = [
  */
 export function factsByRule(userText: string): string[] {
   const facts: string[] = [];
-  for (const sentence of userText.split(/(?<=[.!?])\s+|\n+/)) {
+  // Sentences, and the clauses of "… and I …" joined in one.
+  for (const sentence of userText.split(/(?<=[.!?])\s+|\n+|,?\s+(?:and|but)\s+(?=I\b)/)) {
     for (const [pattern, fact] of patterns) {
       const match = pattern.exec(sentence);
       if (match) facts.push(clean(fact(clean(match[1]!))));

@@ -67,7 +67,9 @@ export function offlineProvider(tokenDelayMs: number): ChatProvider {
       const prompt = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? null;
       const tool = pictureTool(request);
       if (last?.role === 'user' && tool && typeof prompt === 'string' && wantsPicture.test(prompt)) {
-        yield { type: 'tool_call', index: 0, id: 'offline_call_0', name: tool.function.name, arguments: JSON.stringify({ prompt: prompt.slice(0, 1000) }) };
+        // One picture, as asked, where the tool could make several.
+        const one = 'n_samples' in (tool.function.parameters.properties as Record<string, unknown>) ? { n_samples: 1 } : {};
+        yield { type: 'tool_call', index: 0, id: 'offline_call_0', name: tool.function.name, arguments: JSON.stringify({ prompt: prompt.slice(0, 1000), ...one }) };
         yield { type: 'usage', promptTokens: estimateTokens(prompt), completionTokens: 10 };
         return;
       }
