@@ -7,7 +7,8 @@ import { loadToolRegistry } from './domain/tools/registry.ts';
 import fastifyStatic from '@fastify/static';
 import { graphiqlAssets } from './graphql/graphiql.ts';
 import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts';
-import { trackConnections } from './http/connections.ts';
+import { requestLimits, trackConnections } from './http/connections.ts';
+import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
@@ -44,6 +45,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler,
+    http: requestLimits(config.http),
+    requestTimeout: config.http.requestTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
   });
   const services = createServices(database.prisma, tools, { config, log: http.log });
   installJsonParser(http);
@@ -81,7 +85,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // then every open stream is told the server is going away, so clients reconnect elsewhere.
   // Connections then close as soon as they have nothing left to answer (responses sent meanwhile
   // say so), rather than holding the process open until their keep-alive timeout.
-  const connections = trackConnections(http.server);
+  const connections = trackConnections(http.server, { maxConnections: config.http.maxConnections ?? connectionCap(openFileLimit()), log: http.log });
   http.addHook('preClose', async () => {
     await services.replies.drain(config.shutdownGraceMs);
     await services.bus.close();
