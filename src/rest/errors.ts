@@ -1,4 +1,5 @@
 import { STATUS_CODES } from 'node:http';
+import secureJson from 'secure-json-parse';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDomainError, type DomainError, type ErrorCode } from '../domain/errors.ts';
 import { nulCharacterError } from '../domain/prisma-errors.ts';
@@ -69,6 +70,8 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
 /**
  * JSON bodies only: an empty body reads as "no body" (so handlers can say which field is
  * missing), and other content types are a 415 rather than a string the handlers misread.
+ * A `__proto__` key is refused (as Fastify's own parser does): copied into an object it
+ * would set the prototype instead of a field, and vanish from validation.
  */
 export function installJsonParser(app: FastifyInstance) {
   app.removeContentTypeParser(['application/json', 'text/plain']);
@@ -76,7 +79,7 @@ export function installJsonParser(app: FastifyInstance) {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, JSON.parse(text));
+      done(null, secureJson.parse(text, { protoAction: 'error', constructorAction: 'error' }));
     } catch (e) {
       done(Object.assign(new Error(`Malformed JSON in request body: ${(e as Error).message}`), { statusCode: 400 }), undefined);
     }

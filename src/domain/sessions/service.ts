@@ -23,7 +23,10 @@ export const AGENT_IDS_REQUIRED = 'agent_ids must be provided when creating a ne
 export type SessionQuery = { include?: Prisma.SessionInclude; select?: Prisma.SessionSelect };
 
 /** `thumbs_up` and `thumbs_down` exclude each other; other reactions combine freely. */
-const EXCLUSIVE: Record<string, string> = { thumbs_up: 'thumbs_down', thumbs_down: 'thumbs_up' };
+const EXCLUSIVE = new Map([
+  ['thumbs_up', 'thumbs_down'],
+  ['thumbs_down', 'thumbs_up'],
+]);
 
 /** The result of operation 4: the session, and the prompt whose replies are now being written. */
 export interface PromptStarted {
@@ -306,7 +309,7 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
         const mine = { messageId, userId: viewer.id };
         const { count: removed } = await tx.reaction.deleteMany({ where: { ...mine, reaction } });
         if (!removed) {
-          const opposite = EXCLUSIVE[reaction];
+          const opposite = EXCLUSIVE.get(reaction);
           if (opposite) await tx.reaction.deleteMany({ where: { ...mine, reaction: opposite } });
           await tx.reaction.createMany({ data: [{ ...mine, reaction }], skipDuplicates: true });
         }
