@@ -20,6 +20,7 @@ export async function main(argv: string[]): Promise<number | null> {
     console.log(text);
     return 0;
   };
+  // Every command is awaited inside the try, so its failure prints as a message, not a stack trace.
   try {
     switch (command) {
       case undefined:
@@ -32,13 +33,13 @@ export async function main(argv: string[]): Promise<number | null> {
       }
       case 'migrate':
         if (values.help) return help(usage.migrate);
-        return (await import('./commands/migrate.ts')).migrate();
+        return await (await import('./commands/migrate.ts')).migrate();
       case 'keys':
         if (values.help || rest[0] !== 'create' || !rest[1]) {
           console[values.help ? 'log' : 'error'](usage.keys);
           return values.help ? 0 : 2;
         }
-        return (await import('./commands/keys.ts')).createKey(rest[1], json);
+        return await (await import('./commands/keys.ts')).createKey(rest[1], json);
       case 'creations': {
         const [sub, file] = rest;
         if (values.help || !((sub === 'import' && file) || sub === 'reembed')) {
@@ -46,11 +47,11 @@ export async function main(argv: string[]): Promise<number | null> {
           return values.help ? 0 : 2;
         }
         const commands = await import('./commands/creations.ts');
-        return sub === 'import' ? commands.importFile(file!, json) : commands.reembed(Boolean(values.all));
+        return await (sub === 'import' ? commands.importFile(file!, json) : commands.reembed(Boolean(values.all)));
       }
       case 'demo':
         if (values.help) return help(usage.demo);
-        return (await import('./commands/demo.ts')).demo(json);
+        return await (await import('./commands/demo.ts')).demo(json);
       default:
         console.error(`Unknown command "${command}".\n\n${usage.main}`);
         return 2;
