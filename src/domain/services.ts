@@ -18,7 +18,7 @@ import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
 
 export interface ServiceOptions {
-  config?: Pick<Config, 'llm' | 'events' | 'search'>;
+  config?: Pick<Config, 'llm' | 'events' | 'search' | 'maxAgentsPerUser'>;
   bus?: EventBus;
   log?: { error(obj: unknown, msg?: string): void };
 }
@@ -39,7 +39,7 @@ export function createServices(db: Db, tools: ToolRegistry, options: ServiceOpti
     replies,
     apiKeys: apiKeyService(db, (keyId) => bus.revokeKey(keyId)),
     creators: creatorService(db),
-    agents: agentService(db, tools),
+    agents: agentService(db, tools, config),
     concepts: conceptService(db),
     models: modelService(db),
     creations: creationService(db),
