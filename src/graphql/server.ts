@@ -5,6 +5,7 @@ import type { Services } from '../domain/services.ts';
 import { createContext } from './context.ts';
 import { createErrorMasker } from './errors.ts';
 import { renderGraphiQL } from './graphiql.ts';
+import { hideSuggestions } from './suggestions.ts';
 import { schema } from './schema.ts';
 
 export interface GraphQLLogger {
@@ -47,7 +48,10 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
         maxAliases: { n: 30 },
         costLimit: { maxCost: 20000 },
         maxTokens: { n: 5000 },
+        // Ours also hides the enum form, and in variable values too.
+        blockFieldSuggestion: { enabled: false },
       }),
+      hideSuggestions(),
     ],
   });
 }
