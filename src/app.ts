@@ -5,10 +5,11 @@ import { applyMigrations } from './db/migrate.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
 import fastifyStatic from '@fastify/static';
-import { graphiqlAssets } from './graphql/graphiql.ts';
+import { GRAPHIQL_CSP, graphiqlAssets } from './graphql/graphiql.ts';
 import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts';
 import { requestLimits, trackConnections } from './http/connections.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
+import { installCors, installSecurityHeaders } from './http/security-headers.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
@@ -52,6 +53,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const services = createServices(database.prisma, tools, { config, log: http.log });
   installJsonParser(http);
   installErrorHandlers(http);
+  await installCors(http, config.http);
+  await installSecurityHeaders(http);
   installAuth(http, services);
 
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
@@ -71,6 +74,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     url: yoga.graphqlEndpoint,
     method: ['GET', 'POST', 'OPTIONS'],
     config: { public: true },
+    helmet: { contentSecurityPolicy: { useDefaults: false, directives: GRAPHIQL_CSP } },
     handler: async (request, reply) => {
       const response = await yoga.handleNodeRequestAndResponse(request, reply, { req: request.raw });
       response.headers.forEach((value, key) => reply.header(key, value));

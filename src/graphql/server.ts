@@ -37,6 +37,8 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
+    // The app's one CORS policy answers for /graphql too (src/http/security-headers.ts).
+    cors: false,
     graphiql: { title: 'parley', headers: JSON.stringify({ 'X-Api-Key': '<your API key>' }), subscriptionsProtocol: 'SSE' },
     renderGraphiQL,
     logging: false,
