@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { isDomainError, type DomainError, type ErrorCode } from '../domain/errors.ts';
 import { nulCharacterError } from '../domain/prisma-errors.ts';
 import { describeInputError } from '../domain/validation.ts';
+import { routeMethods } from '../http/allowed-methods.ts';
 
 /**
  * How one REST resource reports errors. The original service used `{error}` for some
@@ -44,6 +45,7 @@ export function sendDomainError(reply: FastifyReply, error: DomainError, style: 
 /** Statuses for transport-level failures; their bodies carry both keys so any client finds the text. */
 const transportError = (reply: FastifyReply, status: number, error: string, message: string) => reply.code(status).send({ error, message });
 
+/** Also answers 405 with `Allow` for a path that exists under other methods; call before adding routes. */
 export function installErrorHandlers(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const domainError = isDomainError(error) ? error : nulCharacterError(error);
@@ -57,7 +59,13 @@ export function installErrorHandlers(app: FastifyInstance) {
     return transportError(reply, 500, 'Internal Server Error', 'Something went wrong on our side');
   });
 
-  app.setNotFoundHandler((request, reply) => transportError(reply, 404, 'Not Found', `No route for ${request.method} ${request.url.split('?')[0]}`));
+  const methodsOf = routeMethods(app);
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allowed = methodsOf(path);
+    if (allowed.length === 0) return transportError(reply, 404, 'Not Found', `No route for ${request.method} ${path}`);
+    return transportError(reply.header('allow', allowed.join(', ')), 405, 'Method Not Allowed', `${request.method} is not allowed on ${path}; it takes ${allowed.join(', ')}`);
+  });
 }
 
 /** Errors Fastify's router raises before any route runs: undecodable URLs and over-long ids. */
