@@ -47,6 +47,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler,
     http: requestLimits(config.http),
+    // Fastify sets these two on the server itself, after creating it.
     requestTimeout: config.http.requestTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
   });
