@@ -2,7 +2,7 @@
 // loopback and reports what the server went through (its memory, /healthz latency on fresh
 // connections during the attack) and what the attacker saw. Every attack is bounded in sockets,
 // requests and seconds, and stops by itself.
-//   npm run bench:attacks [-- --root <checkout> --nofile 1024 --sockets 1200 --seconds 45]
+//   npx tsx bench/attacks/http.ts [--root <checkout> --nofile 1024 --sockets 1200 --seconds 45 --only slow-graphql-body,slow-rest-body,inputs]
 // `--root` runs another checkout (with its node_modules) to compare before and after a change;
 // `--nofile` is the server's soft open-file limit, small so that exhausting it takes few sockets.
 import { spawn, execFileSync } from 'node:child_process';
@@ -49,7 +49,6 @@ async function startServer() {
     url,
     keys,
     rssMb: () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) / 1024,
-    logLines: () => log.split('\n').filter(Boolean).length,
     stop: () => child.kill('SIGKILL'),
   };
 }
