@@ -7,9 +7,11 @@ import { isDomainError } from './domain/errors.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
 import fastifyStatic from '@fastify/static';
-import { graphiqlAssets } from './graphql/graphiql.ts';
+import { GRAPHIQL_CSP, graphiqlAssets } from './graphql/graphiql.ts';
 import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts';
-import { trackConnections } from './http/connections.ts';
+import { requestLimits, trackConnections } from './http/connections.ts';
+import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
+import { installCors, installSecurityHeaders } from './http/security-headers.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
@@ -55,10 +57,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler,
+    http: requestLimits(config.http),
+    // Fastify sets these two on the server itself, after creating it.
+    requestTimeout: config.http.requestTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
   });
   const services = createServices(database.prisma, tools, { config, log: http.log, publicUrl: () => config.publicUrl ?? listeningAt(http.server) });
   installJsonParser(http);
   installErrorHandlers(http);
+  await installCors(http, config.http);
+  await installSecurityHeaders(http);
   installAuth(http, services);
 
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
@@ -78,6 +86,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     url: yoga.graphqlEndpoint,
     method: ['GET', 'POST', 'OPTIONS'],
     config: { public: true },
+    helmet: { contentSecurityPolicy: { useDefaults: false, directives: GRAPHIQL_CSP } },
     handler: async (request, reply) => {
       const response = await yoga.handleNodeRequestAndResponse(request, reply, { req: request.raw });
       response.headers.forEach((value, key) => reply.header(key, value));
@@ -93,7 +102,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // then every open stream is told the server is going away, so clients reconnect elsewhere.
   // Connections then close as soon as they have nothing left to answer (responses sent meanwhile
   // say so), rather than holding the process open until their keep-alive timeout.
-  const connections = trackConnections(http.server);
+  const connections = trackConnections(http.server, { maxConnections: config.http.maxConnections ?? connectionCap(openFileLimit()), log: http.log });
   http.addHook('preClose', async () => {
     await services.replies.drain(config.shutdownGraceMs);
     await services.bus.close();

@@ -2,6 +2,8 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+const listed = (value: string) => value.split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
+const isOrigin = (value: string) => URL.canParse(value) && new URL(value).origin === value;
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
@@ -34,6 +36,15 @@ const envSchema = z.object({
   WS_MAX_MESSAGE_BYTES: positiveInt(1024 * 1024),
   WS_MAX_OPERATIONS: positiveInt(100),
   WS_MAX_SOCKETS_PER_KEY: positiveInt(20),
+
+  REQUEST_TIMEOUT_MS: positiveInt(30_000),
+  KEEP_ALIVE_TIMEOUT_MS: positiveInt(5_000),
+  MAX_CONNECTIONS: z.coerce.number().int().positive().optional(),
+  CORS_ORIGINS: z
+    .string()
+    .default('*')
+    .refine((v) => listed(v).every((o) => o === '*' || isOrigin(o)), 'must be * or a comma-separated list of origins such as https://app.example.com'),
+  MAX_AGENTS_PER_USER: positiveInt(100),
 
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:7997/v1' }).optional(),
   EMBEDDINGS_MODEL: z.string().min(1).optional(),
@@ -79,6 +90,17 @@ export interface EventsConfig {
   heartbeatMs: number;
 }
 
+export interface HttpConfig {
+  /** A whole request, headers and body, must arrive within this time (408 and the socket closes). */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection closes after this long without a new request. */
+  keepAliveTimeoutMs: number;
+  /** Open connections (WebSockets included) past which new ones are refused; unset: from the open-file limit. */
+  maxConnections: number | undefined;
+  /** Origins browsers may call the API from; `*` for any (never with credentials). */
+  corsOrigins: '*' | string[];
+}
+
 export type EmbeddingsConfig =
   | { kind: 'hashed-ngrams' }
   | { kind: 'http'; url: string; model: string; apiKey?: string; batchSize: number; timeoutMs: number; retries: number };
@@ -118,9 +140,18 @@ export interface Config {
   /** On SIGTERM, how long replies still being written may take before they are cut off. */
   shutdownGraceMs: number;
   search: SearchConfig;
+  http: HttpConfig;
+  /** Agents one user may own. */
+  maxAgentsPerUser: number;
 }
 
 export const defaultSearchConfig: SearchConfig = { embeddings: { kind: 'hashed-ngrams' }, maxResults: 200, efSearch: 200 };
+
+/** `*`, or the listed origins (such as `https://app.example.com`). */
+function corsOrigins(value: string): '*' | string[] {
+  const origins = listed(value);
+  return origins.length === 0 || origins.includes('*') ? '*' : origins;
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
@@ -161,6 +192,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     websocket: { maxMessageBytes: e.WS_MAX_MESSAGE_BYTES, maxOperations: e.WS_MAX_OPERATIONS, maxSocketsPerKey: e.WS_MAX_SOCKETS_PER_KEY },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    http: {
+      requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
+      maxConnections: e.MAX_CONNECTIONS,
+      corsOrigins: corsOrigins(e.CORS_ORIGINS),
+    },
+    maxAgentsPerUser: e.MAX_AGENTS_PER_USER,
     search: {
       embeddings: e.EMBEDDINGS_URL
         ? {

@@ -20,6 +20,7 @@ export async function main(argv: string[]): Promise<number | null> {
     console.log(text);
     return 0;
   };
+  // Every command is awaited inside the try, so its failure prints as a message, not a stack trace.
   try {
     switch (command) {
       case undefined:

@@ -22,7 +22,7 @@ import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
 
 export interface ServiceOptions {
-  config?: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port'>;
+  config?: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser'>;
   /** Where clients reach the service (for links to media), once it is known. */
   publicUrl?: () => string;
   bus?: EventBus;
@@ -50,7 +50,7 @@ export function createServices(db: Db, registry: ToolRegistry, options: ServiceO
     replies,
     apiKeys: apiKeyService(db, (keyId) => bus.revokeKey(keyId)),
     creators: creatorService(db),
-    agents: agentService(db, registry),
+    agents: agentService(db, registry, config),
     concepts: conceptService(db),
     models: modelService(db),
     creations: creationService(db),

@@ -2,6 +2,7 @@ import SchemaBuilder from '@pothos/core';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin from '@pothos/plugin-relay';
 import type PrismaTypes from '../generated/pothos-prisma-types.ts';
+import { connectionGuardPlugin } from './connection-guard.ts';
 import { getDatamodel } from '../generated/pothos-prisma-types.ts';
 import type { GraphQLContext } from './context.ts';
 
@@ -15,7 +16,7 @@ export const builder = new SchemaBuilder<{
   };
   DefaultFieldNullability: false;
 }>({
-  plugins: [PrismaPlugin, RelayPlugin],
+  plugins: [PrismaPlugin, RelayPlugin, connectionGuardPlugin],
   defaultFieldNullability: false,
   prisma: {
     client: (ctx) => ctx.services.db,

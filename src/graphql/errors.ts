@@ -1,8 +1,8 @@
-import { PothosValidationError } from '@pothos/core';
 import { GraphQLError } from 'graphql';
-import { badInput, isDomainError, type ErrorCode } from '../domain/errors.ts';
+import { isDomainError, type ErrorCode } from '../domain/errors.ts';
 import { nulCharacterError } from '../domain/prisma-errors.ts';
 import { describeInputError } from '../domain/validation.ts';
+import { withoutSuggestions } from './suggestions.ts';
 
 const graphqlCode: Record<ErrorCode, string> = {
   UNAUTHENTICATED: 'UNAUTHENTICATED',
@@ -13,9 +13,6 @@ const graphqlCode: Record<ErrorCode, string> = {
   CONFLICT: 'CONFLICT',
 };
 
-/** Pothos refuses an undecodable connection cursor; for the client that is bad input like any other. */
-const invalidCursorError = (e: unknown) => (e instanceof PothosValidationError && e.message.startsWith('Invalid cursor') ? badInput('Invalid cursor') : null);
-
 /**
  * Domain errors become GraphQL errors with `extensions.code`; GraphQL's own errors (syntax,
  * validation) pass through; anything else is logged and masked, so no internals leak.
@@ -23,7 +20,7 @@ const invalidCursorError = (e: unknown) => (e instanceof PothosValidationError &
 export function createErrorMasker(logUnexpected: (error: unknown) => void) {
   return (error: unknown): Error => {
     const thrown = error instanceof GraphQLError ? (error.originalError ?? error) : error;
-    const original = nulCharacterError(thrown) ?? invalidCursorError(thrown) ?? thrown;
+    const original = nulCharacterError(thrown) ?? thrown;
     const located = error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {};
     if (isDomainError(original)) {
       return new GraphQLError(describeInputError(original.message, original.fieldPath), {
@@ -35,7 +32,7 @@ export function createErrorMasker(logUnexpected: (error: unknown) => void) {
         },
       });
     }
-    if (original instanceof GraphQLError) return error as GraphQLError;
+    if (original instanceof GraphQLError) return withoutSuggestions(error as GraphQLError);
     logUnexpected(original);
     return new GraphQLError('Unexpected error.', { ...located, extensions: { code: 'INTERNAL_SERVER_ERROR' } });
   };

@@ -6,6 +6,7 @@ import type { Viewer } from '../domain/viewer.ts';
 import { createContext } from './context.ts';
 import { createErrorMasker } from './errors.ts';
 import { renderGraphiQL } from './graphiql.ts';
+import { hideSuggestions } from './suggestions.ts';
 import { schema } from './schema.ts';
 
 export interface GraphQLLogger {
@@ -35,6 +36,8 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
     schema,
     graphqlEndpoint: '/graphql',
     landingPage: false,
+    // The app's one CORS policy answers for /graphql too (src/http/security-headers.ts).
+    cors: false,
     graphiql: { title: 'parley', headers: JSON.stringify({ 'X-Api-Key': '<your API key>' }), subscriptionsProtocol: 'SSE' },
     renderGraphiQL,
     logging: false,
@@ -46,7 +49,10 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
         maxAliases: { n: 30 },
         costLimit: { maxCost: 20000 },
         maxTokens: { n: 5000 },
+        // Ours also hides the enum form, and in variable values too.
+        blockFieldSuggestion: { enabled: false },
       }),
+      hideSuggestions(),
     ],
   });
 }

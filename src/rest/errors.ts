@@ -1,8 +1,10 @@
 import { STATUS_CODES } from 'node:http';
+import secureJson from 'secure-json-parse';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDomainError, type DomainError, type ErrorCode } from '../domain/errors.ts';
 import { nulCharacterError } from '../domain/prisma-errors.ts';
 import { describeInputError } from '../domain/validation.ts';
+import { routeMethods } from '../http/allowed-methods.ts';
 
 /**
  * How one REST resource reports errors. The original service used `{error}` for some
@@ -43,6 +45,7 @@ export function sendDomainError(reply: FastifyReply, error: DomainError, style: 
 /** Statuses for transport-level failures; their bodies carry both keys so any client finds the text. */
 const transportError = (reply: FastifyReply, status: number, error: string, message: string) => reply.code(status).send({ error, message });
 
+/** Also answers 405 with `Allow` for a path that exists under other methods; call before adding routes. */
 export function installErrorHandlers(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const domainError = isDomainError(error) ? error : nulCharacterError(error);
@@ -56,7 +59,14 @@ export function installErrorHandlers(app: FastifyInstance) {
     return transportError(reply, 500, 'Internal Server Error', 'Something went wrong on our side');
   });
 
-  app.setNotFoundHandler((request, reply) => transportError(reply, 404, 'Not Found', `No route for ${request.method} ${request.url.split('?')[0]}`));
+  const methodsOf = routeMethods(app);
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allowed = methodsOf(path);
+    // A route that takes this method and still found nothing (a missing media file) is a 404.
+    if (allowed.length === 0 || allowed.includes(request.method as (typeof allowed)[number])) return transportError(reply, 404, 'Not Found', `No route for ${request.method} ${path}`);
+    return transportError(reply.header('allow', allowed.join(', ')), 405, 'Method Not Allowed', `${request.method} is not allowed on ${path}; it takes ${allowed.join(', ')}`);
+  });
 }
 
 /** Errors Fastify's router raises before any route runs: undecodable URLs and over-long ids. */
@@ -69,6 +79,8 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
 /**
  * JSON bodies only: an empty body reads as "no body" (so handlers can say which field is
  * missing), and other content types are a 415 rather than a string the handlers misread.
+ * A `__proto__` key is refused (as Fastify's own parser does): copied into an object it
+ * would set the prototype instead of a field, and vanish from validation.
  */
 export function installJsonParser(app: FastifyInstance) {
   app.removeContentTypeParser(['application/json', 'text/plain']);
@@ -76,7 +88,7 @@ export function installJsonParser(app: FastifyInstance) {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, JSON.parse(text));
+      done(null, secureJson.parse(text, { protoAction: 'error', constructorAction: 'error' }));
     } catch (e) {
       done(Object.assign(new Error(`Malformed JSON in request body: ${(e as Error).message}`), { statusCode: 400 }), undefined);
     }

@@ -3,6 +3,7 @@ import type { EventsConfig } from '../config.ts';
 import { badInput } from '../domain/errors.ts';
 import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from './errors.ts';
+import { fieldNames } from './field-names.ts';
 import { restSessionInclude, sessionNames, toRestMessage, toRestSession, toRestShare } from './session-shapes.ts';
 import { streamEvents } from './session-stream.ts';
 
@@ -13,9 +14,9 @@ const deleteErrors: RestErrorStyle = { bodyKey: 'both', status: { FORBIDDEN: 401
 /** The public share read and the shared list answer `{error}`. */
 const shareErrors: RestErrorStyle = { bodyKey: 'error' };
 /** Lists page with `?limit` and `?cursor`; the domain calls them `first` and `after`. */
-const listNames = (name: string) => ({ first: 'limit', after: 'cursor' })[name] ?? name;
+const listNames = fieldNames({ first: 'limit', after: 'cursor' }).toRest;
 /** A session's messages page with `?limit` and `?before` / `?after`. */
-const messageNames = (name: string) => ({ first: 'limit', last: 'limit' })[name] ?? name;
+const messageNames = fieldNames({ first: 'limit', last: 'limit' }).toRest;
 
 type SessionParams = { Params: { session_id: string } };
 
@@ -70,8 +71,7 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
     const { session_id: id } = request.params;
     const { limit, before, after } = request.query;
     const count = limit === undefined ? null : Number(limit);
-    const session = await services.sessions.get(viewer, id, { include: restSessionInclude });
-    const page = await services.sessions.messages(viewer, id, after ? { first: count, after } : { last: count, before });
+    const { session, page } = await services.sessions.withMessages(viewer, id, { include: restSessionInclude }, after ? { first: count, after } : { last: count, before });
     const first = page.messages[0];
     const last = page.messages.at(-1);
     return {

@@ -63,6 +63,16 @@ describe('parley CLI and server process', () => {
     expect(u2[0].apiKey).not.toBe(u1[0].apiKey);
   });
 
+  it("keys create refuses an agent's key, and another user's name in other letters: such a key would act as someone else", async () => {
+    const agentKey = secondManifest.agents[0].key;
+    const forAgent = await runCli(['keys', 'create', agentKey], db.env);
+    expect(forAgent.code).toBe(1);
+    expect(forAgent.stderr.trim()).toBe(`"${agentKey}" is an agent's key, not a user: API keys are made for users only`);
+    const lookAlike = await runCli(['keys', 'create', 'ALICE'], db.env);
+    expect(lookAlike.code).toBe(1);
+    expect(lookAlike.stderr.trim()).toBe('The username "alice" already exists (usernames are the same regardless of case)');
+  });
+
   it('keys create makes a user whose key works against the server started afterwards', async () => {
     const created = await runCli(['keys', 'create', 'carol', '--json'], db.env);
     expect(created.code, created.stderr).toBe(0);

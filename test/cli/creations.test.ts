@@ -56,7 +56,7 @@ describe('parley creations', () => {
       [120, JSON.stringify({ user: 'nobody-here', name: 'x', tool: 'flux_dev', url: 'https://import.example.com/y.png' })],
       [180, JSON.stringify({ user: 'alice', agent: 'no-such-agent', name: 'x', tool: 'flux_dev', url: 'https://import.example.com/z.png' })],
       [300, JSON.stringify({ user: 'alice', name: 'x', tool: 'flux_dev', url: 'https://import.example.com/w.png', embedding: [1, 2, 3] })],
-      [420, JSON.stringify({ user: 'alice', name: 'x', tool: 'flux_dev', url: 'not a url' })],
+      [420, JSON.stringify({ user: 'alice', name: 'x', tool: 'flux_dev', url: 'javascript:alert(1)' })],
       [500, '[1, 2, 3]'],
     ];
     for (const [at, text] of bad.reverse()) lines.splice(at, 0, text);
@@ -109,7 +109,7 @@ describe('parley creations', () => {
       'user: no creator named "nobody-here"',
       'agent: no agent with the key "no-such-agent"',
       'embedding: must have 768 numbers',
-      'url: must be a URL',
+      'url: must be an http or https URL',
       'not a JSON object',
     ]);
     expect(summary.rejections.map((r: { line: number }) => r.line)).toEqual(badLineNumbers);

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { applyMigrations } from '../../src/db/migrate.ts';
@@ -58,5 +59,30 @@ describe('migrations', () => {
     await expect(db.prisma.$executeRawUnsafe(`UPDATE "Creation" SET embedding = $1::${cast}, "embeddingProvider" = 'p' WHERE id = $2`, vector, creation.id)).rejects.toThrow();
     await db.prisma.$executeRawUnsafe(`UPDATE "Creation" SET embedding = $1::${cast}, "embeddingProvider" = 'p', "embeddingDimensions" = 768 WHERE id = $2`, vector, creation.id);
     expect(await db.prisma.creation.findUniqueOrThrow({ where: { id: creation.id }, select: { embeddingProvider: true } })).toEqual({ embeddingProvider: 'p' });
+  });
+
+  it('make usernames unique after case folding and NFKC, and stop with the clashing names rather than rename anyone', async () => {
+    await db.prisma.user.create({ data: { username: 'Zoe' } });
+    await expect(db.prisma.user.create({ data: { username: 'zoe' } })).rejects.toMatchObject({ code: 'P2002' });
+    await expect(db.prisma.user.create({ data: { username: 'ＺＯＥ' } })).rejects.toMatchObject({ code: 'P2002' });
+
+    // A database from before the rule, with clashes in it: the migration's check names them all.
+    const script = await readFile(new URL('../../prisma/migrations/20261125000000_normalized_usernames/migration.sql', import.meta.url), 'utf8');
+    const check = /DO \$\$[\s\S]*?END \$\$;/.exec(script)![0];
+    await db.prisma.$executeRawUnsafe('DROP INDEX "User_username_normalized_key"');
+    try {
+      const clashing = await Promise.all(['ZOE', 'Max', 'MAX', 'ｍａｘ'].map((username) => db.prisma.user.create({ data: { username } })));
+      const failure = await db.prisma.$executeRawUnsafe(check).then(
+        () => null,
+        (e: Error) => e.message,
+      );
+      expect(failure).toMatch(/Usernames must be unique regardless of case and Unicode form, and these clash: /);
+      for (const u of [...clashing, { username: 'Zoe' }]) expect(failure).toContain(u.username);
+      expect(await db.prisma.user.count({ where: { username: { in: ['ZOE', 'Max', 'MAX', 'ｍａｘ', 'Zoe'] } } })).toBe(5);
+      await db.prisma.user.deleteMany({ where: { id: { in: clashing.map((u) => u.id) } } });
+      await db.prisma.$executeRawUnsafe(check);
+    } finally {
+      await db.prisma.$executeRawUnsafe('CREATE UNIQUE INDEX IF NOT EXISTS "User_username_normalized_key" ON "User" (lower(normalize("username", NFKC)))');
+    }
   });
 });

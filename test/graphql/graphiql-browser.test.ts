@@ -10,7 +10,8 @@ import { settledSession } from '../helpers/sessions.ts';
 /**
  * GraphiQL as a person uses it: Debian's Chromium opens /graphql, the key goes into the
  * headers tab, a query runs, and a subscription shows a reply streaming in. Every request the
- * page makes must stay on the service's own origin (it must work offline).
+ * page makes must stay on the service's own origin (it must work offline), and nothing may
+ * break its Content-Security-Policy.
  */
 let t: TestApp;
 let alice: TestUser;
@@ -55,8 +56,14 @@ describe('GraphiQL in a real browser', () => {
     page.on('request', (r) => requested.push(r.url()));
     const problems: string[] = [];
     page.on('pageerror', (e) => problems.push(String(e)));
+    page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
+    // Anything the Content-Security-Policy blocks (a script, style, font, worker or request).
+    await page.evaluateOnNewDocument(() => {
+      document.addEventListener('securitypolicyviolation', (e) => ((window as unknown as { violations: string[] }).violations ??= []).push(`${e.violatedDirective} ${e.blockedURI}`));
+    });
 
-    await page.goto(`${t.url}/graphql`, { waitUntil: 'load' });
+    const page0 = await page.goto(`${t.url}/graphql`, { waitUntil: 'load' });
+    expect(page0!.headers()['content-security-policy']).toMatch(/script-src 'self'/);
     await page.waitForSelector('.graphiql-query-editor .view-lines', { timeout: 20_000 });
 
     // The headers tab (open already when the page suggests headers), then the key.
@@ -91,6 +98,7 @@ describe('GraphiQL in a real browser', () => {
     expect(elsewhere).toEqual([]);
     expect(requested.some((u) => u.includes('/graphiql/') && u.endsWith('yoga-graphiql.umd.js'))).toBe(true);
     expect(problems).toEqual([]);
+    expect(await page.evaluate(() => (window as unknown as { violations?: string[] }).violations ?? [])).toEqual([]);
     await page.close();
   });
 });

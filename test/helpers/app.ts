@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
 import { buildApp, type App } from '../../src/app.ts';
-import { loadConfig, type Config, type DatabaseConfig, type EventsConfig, type LlmConfig, type SearchConfig, type WebSocketConfig } from '../../src/config.ts';
+import { loadConfig, type Config, type DatabaseConfig, type EventsConfig, type HttpConfig, type LlmConfig, type SearchConfig, type WebSocketConfig } from '../../src/config.ts';
 import { freshDatabase } from './database.ts';
 
 export const toolsDir = fileURLToPath(new URL('../../tools', import.meta.url));
@@ -35,6 +35,8 @@ export interface ConfigOverrides {
   events?: Partial<EventsConfig>;
   shutdownGraceMs?: number;
   toolsDir?: string;
+  http?: Partial<HttpConfig>;
+  maxAgentsPerUser?: number;
 }
 
 /** The production configuration with nothing set (offline responder without pauses), on `database`. */
@@ -52,6 +54,8 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     search: overrides.search ?? base.search,
     websocket: { ...base.websocket, ...overrides.websocket },
     shutdownGraceMs: overrides.shutdownGraceMs ?? base.shutdownGraceMs,
+    http: { ...base.http, ...overrides.http },
+    maxAgentsPerUser: overrides.maxAgentsPerUser ?? base.maxAgentsPerUser,
   };
 }
 

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
-/** How the fake tool service answers one call. */
+/** How the fake tool service answers one call; a function answer is given the call's body. */
 export type ToolBehaviour =
   | { answer: unknown; status?: number; gate?: Promise<void> }
   /** Never answers; reports when the caller gave up (the connection closed). */
@@ -21,11 +21,12 @@ export async function startFakeToolService(defaultBehaviour: ToolBehaviour = { a
     let raw = '';
     for await (const chunk of req) raw += chunk;
     const abandoned = new Promise<void>((resolve) => res.once('close', () => resolve()));
-    calls.push({ body: JSON.parse(raw), abandoned });
+    const body = JSON.parse(raw);
+    calls.push({ body, abandoned });
     const behaviour = queue.shift() ?? defaultBehaviour;
     if ('hang' in behaviour) return;
     await behaviour.gate;
-    res.writeHead(behaviour.status ?? 200, { 'content-type': 'application/json' }).end(JSON.stringify(behaviour.answer));
+    res.writeHead(behaviour.status ?? 200, { 'content-type': 'application/json' }).end(JSON.stringify(typeof behaviour.answer === 'function' ? behaviour.answer(body) : behaviour.answer));
   });
   server.on('connection', (s) => {
     sockets.add(s);

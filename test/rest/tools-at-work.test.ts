@@ -132,8 +132,11 @@ describe('tools in replies', () => {
   });
 
   it('runs the calls of one model call in parallel', async () => {
+    // The first call to arrive (either one) is held until the second arrives: only calls made in
+    // parallel can both reach the service. Each answer echoes its call's prompt.
     const secondArrived = deferred();
-    svc.enqueue({ answer: { result: { n: 1 } }, gate: secondArrived.promise }, { answer: { result: { n: 2 } } });
+    const echo = (body: { arguments: { prompt: string } }) => ({ result: { made: body.arguments.prompt } });
+    svc.enqueue({ answer: echo, gate: secondArrived.promise }, { answer: echo });
     llm.enqueue({ toolCalls: [call('remote_maker', { prompt: 'one' }, 'c1'), call('remote_maker', { prompt: 'two' }, 'c2')] }, { tokens: ['Both done.'] });
     const s = await stream(alice, { agent_ids: [muse.id], content: 'make two things' });
     const watch = (async () => {
@@ -143,7 +146,7 @@ describe('tools in replies', () => {
     const events = updates(await s.done);
     await watch;
     const completed = events.filter((e) => e.type === 'tool_complete').map((e) => e.tool_call);
-    expect(completed.map((c) => [c.args.prompt, c.status, c.result])).toEqual(expect.arrayContaining([['one', 'completed', { n: 1 }], ['two', 'completed', { n: 2 }]]));
+    expect(completed.map((c) => [c.args.prompt, c.status, c.result])).toEqual(expect.arrayContaining([['one', 'completed', { made: 'one' }], ['two', 'completed', { made: 'two' }]]));
     expect(events.at(-2).message.content).toBe('Both done.');
   });
 

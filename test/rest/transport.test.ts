@@ -47,13 +47,24 @@ describe('REST transport', () => {
     ['GET', '/nope', true],
     ['GET', '/v2/nope', false],
     ['GET', '/v3/agents/x', true],
-    ['POST', '/v2/agents/some-id', true],
-    ['PUT', '/v2/concepts/some-id', true],
-    ['GET', '/apikeys', true],
+    ['PATCH', '/v2/agents/some-id/extra', true],
   ])('answers 404 JSON {error, message} for the unknown route %s %s', async (method, path, withKey) => {
     const res = await rawRequest(t, method, path, { key: withKey ? alice.apiKey : null });
     const body = expectTransportError(res, 404);
     expect(body.message).toContain(path);
+  });
+
+  it.each([
+    ['POST', '/v2/agents/some-id', 'GET, HEAD, PATCH', true],
+    ['DELETE', '/v2/agents/some-id', 'GET, HEAD, PATCH', false],
+    ['PUT', '/v2/concepts/some-id', 'GET, HEAD, PATCH', true],
+    ['GET', '/apikeys', 'DELETE', true],
+    ['DELETE', '/graphql', 'GET, HEAD, POST, OPTIONS', false],
+  ])('answers 405 JSON with Allow for %s %s, a path that takes other methods', async (method, path, allow, withKey) => {
+    const res = await rawRequest(t, method, path, { key: withKey ? alice.apiKey : null });
+    const body = expectTransportError(res, 405);
+    expect(res.headers.get('allow')).toBe(allow);
+    expect(body.message).toBe(`${method} is not allowed on ${path}; it takes ${allow}`);
   });
 
   it('answers 400 JSON for malformed JSON and changes nothing', async () => {

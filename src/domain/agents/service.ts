@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.ts';
 import type { Agent, Prisma } from '../../generated/prisma/client.ts';
-import { badInput, conflict, forbidden, notFound } from '../errors.ts';
+import { badInput, conflict, forbidden, notFound, unprocessable } from '../errors.ts';
 import { canNameARow } from '../ids.ts';
 import { isUniqueViolation } from '../prisma-errors.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
@@ -24,7 +24,7 @@ export const canReadAgent = (viewer: Viewer | null, agent: Pick<Agent, 'public' 
 
 const withKey = (query: AgentQuery = {}) => ({ include: { user: true, ...query.include } }) as const;
 
-export function agentService(db: Db, tools: ToolRegistry) {
+export function agentService(db: Db, tools: ToolRegistry, limits: { maxAgentsPerUser: number }) {
   /** References inside agent input must point at things that exist and the caller may use. */
   async function checkReferences(viewer: Viewer, input: AgentPatch) {
     for (const key of Object.keys(input.tools ?? {})) {
@@ -53,15 +53,22 @@ export function agentService(db: Db, tools: ToolRegistry) {
       const input = parseInput(agentCreateSchema, raw);
       await checkReferences(viewer, input);
       try {
-        return await db.agent.create({
-          data: {
-            ...columns(input),
-            name: input.name,
-            llmSettings: input.llmSettings ?? {},
-            owner: { connect: { id: viewer.id } },
-            user: { create: { type: 'agent', username: input.key, userImage: input.image ?? null } },
-          },
-          ...withKey(query),
+        return await db.$transaction(async (tx) => {
+          // One user's creations queue on their row, so concurrent ones cannot overshoot the cap.
+          await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${viewer.id} FOR UPDATE`;
+          if ((await tx.agent.count({ where: { ownerId: viewer.id } })) >= limits.maxAgentsPerUser) {
+            throw unprocessable(`Agent limit reached: a user may own at most ${limits.maxAgentsPerUser} agents`);
+          }
+          return tx.agent.create({
+            data: {
+              ...columns(input),
+              name: input.name,
+              llmSettings: input.llmSettings ?? {},
+              owner: { connect: { id: viewer.id } },
+              user: { create: { type: 'agent', username: input.key, userImage: input.image ?? null } },
+            },
+            ...withKey(query),
+          });
         });
       } catch (e) {
         if (isUniqueViolation(e)) throw conflict(AGENT_KEY_TAKEN);

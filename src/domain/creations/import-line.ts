@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { EMBEDDING_DIMENSIONS } from '../search/embeddings/provider.ts';
-import { describeInputError } from '../validation.ts';
+import { describeInputError, urlField } from '../validation.ts';
 
 const noNul = (v: string) => !v.includes('\u0000');
 const string = () => z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') });
-const url = () => string().max(2048, 'must be at most 2048 characters').url('must be a URL');
+const url = () => string().pipe(urlField);
 
 const line = z.object({
   id: z

@@ -1,13 +1,17 @@
 import { z } from 'zod';
 import type { Db } from '../../db/database.ts';
-import type { User } from '../../generated/prisma/client.ts';
-import { notFound } from '../errors.ts';
+import { Prisma, type User } from '../../generated/prisma/client.ts';
+import { conflict, notFound } from '../errors.ts';
+import { isUniqueViolation } from '../prisma-errors.ts';
 import { parseInput } from '../validation.ts';
 import type { Viewer } from '../viewer.ts';
 
 export const usernameSchema = z
   .string()
   .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{1,38}$/, 'must be 2 to 39 letters, digits, "_", "." or "-", not starting with "." or "-"');
+
+/** The form in which usernames are unique (the database's unique index is on this expression). */
+const normalizedUsername = (value: Prisma.Sql) => Prisma.sql`lower(normalize(${value}, NFKC))`;
 
 /** `balance` is what the creator can spend: subscription manna plus purchased manna. */
 export const balanceOf = (user: Pick<User, 'subscriptionBalance' | 'foreverBalance'>) => user.subscriptionBalance.plus(user.foreverBalance);
@@ -20,10 +24,23 @@ export function creatorService(db: Db) {
       return user;
     },
 
-    /** For the CLI: the user with this name, created if missing. */
+    /**
+     * For the CLI: the user with this name, created if missing. A name that is taken after
+     * normalization (another case, an agent's key) is refused: a key minted for it would act
+     * as someone else.
+     */
     async ensureUser(username: string): Promise<User> {
       const name = parseInput(usernameSchema, username);
-      return db.user.upsert({ where: { username: name }, create: { username: name }, update: {} });
+      const [taken] = await db.$queryRaw<Pick<User, 'id' | 'username' | 'type'>[]>`
+        SELECT "id", "username", "type" FROM "User" WHERE ${normalizedUsername(Prisma.sql`"username"`)} = ${normalizedUsername(Prisma.sql`${name}`)}`;
+      if (taken?.type === 'agent') throw conflict(`"${taken.username}" is an agent's key, not a user: API keys are made for users only`);
+      if (taken && taken.username !== name) throw conflict(`The username "${taken.username}" already exists (usernames are the same regardless of case)`);
+      try {
+        return await db.user.upsert({ where: { username: name }, create: { username: name }, update: {} });
+      } catch (e) {
+        if (isUniqueViolation(e)) throw conflict(`The username "${name}" was taken meanwhile`);
+        throw e;
+      }
     },
   };
 }

@@ -23,7 +23,10 @@ export const AGENT_IDS_REQUIRED = 'agent_ids must be provided when creating a ne
 export type SessionQuery = { include?: Prisma.SessionInclude; select?: Prisma.SessionSelect };
 
 /** `thumbs_up` and `thumbs_down` exclude each other; other reactions combine freely. */
-const EXCLUSIVE: Record<string, string> = { thumbs_up: 'thumbs_down', thumbs_down: 'thumbs_up' };
+const EXCLUSIVE = new Map([
+  ['thumbs_up', 'thumbs_down'],
+  ['thumbs_down', 'thumbs_up'],
+]);
 
 /** The result of operation 4: the session, and the prompt whose replies are now being written. */
 export interface PromptStarted {
@@ -202,6 +205,37 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
     return stream;
   }
 
+  /**
+   * A page of the session's messages, oldest first within the page. `first`/`after` page
+   * forwards, `last`/`before` backwards; with neither, the latest messages.
+   */
+  async function messagePage(client: Pick<Db, 'message'>, sessionId: string, args: MessagePageArgs): Promise<MessagePage> {
+    const size = (n: number | null | undefined) => {
+      if (n == null) return DEFAULT_MESSAGE_PAGE;
+      if (!Number.isInteger(n) || n < 0 || n > MAX_MESSAGE_PAGE) throw badInput(`must be a whole number from 0 to ${MAX_MESSAGE_PAGE}`, [args.first != null ? 'first' : 'last']);
+      return n;
+    };
+    const after = args.after ? ordinalOf(args.after) : null;
+    const before = args.before ? ordinalOf(args.before) : null;
+    const forwards = args.first != null || (after !== null && args.last == null);
+    const take = size(forwards ? args.first : args.last);
+    const rows = await client.message.findMany({
+      where: { sessionId, ordinal: { ...(after !== null ? { gt: after } : {}), ...(before !== null ? { lt: before } : {}) } },
+      orderBy: { ordinal: forwards ? 'asc' : 'desc' },
+      take: take + 1,
+      select: messageSelect,
+    });
+    const more = rows.length > take;
+    const page = rows.slice(0, take).map(toMessageView);
+    if (!forwards) page.reverse();
+    return {
+      messages: page,
+      hasNextPage: forwards ? more : before !== null,
+      hasPreviousPage: forwards ? after !== null : more,
+      cursor: messageCursor,
+    };
+  }
+
   return {
     permissionIn,
 
@@ -220,36 +254,24 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
       return list({ ownerId: { not: viewer.id }, users: { some: { userId: viewer.id } } }, page, query);
     },
 
-    /**
-     * A page of the session's messages, oldest first within the page. `first`/`after` page
-     * forwards, `last`/`before` backwards; with neither, the latest messages.
-     */
     async messages(viewer: Viewer, sessionId: string, args: MessagePageArgs): Promise<MessagePage> {
       await requireAccess(viewer, sessionId);
-      const size = (n: number | null | undefined) => {
-        if (n == null) return DEFAULT_MESSAGE_PAGE;
-        if (!Number.isInteger(n) || n < 0 || n > MAX_MESSAGE_PAGE) throw badInput(`must be a whole number from 0 to ${MAX_MESSAGE_PAGE}`, [args.first != null ? 'first' : 'last']);
-        return n;
-      };
-      const after = args.after ? ordinalOf(args.after) : null;
-      const before = args.before ? ordinalOf(args.before) : null;
-      const forwards = args.first != null || (after !== null && args.last == null);
-      const take = size(forwards ? args.first : args.last);
-      const rows = await db.message.findMany({
-        where: { sessionId, ordinal: { ...(after !== null ? { gt: after } : {}), ...(before !== null ? { lt: before } : {}) } },
-        orderBy: { ordinal: forwards ? 'asc' : 'desc' },
-        take: take + 1,
-        select: messageSelect,
-      });
-      const more = rows.length > take;
-      const page = rows.slice(0, take).map(toMessageView);
-      if (!forwards) page.reverse();
-      return {
-        messages: page,
-        hasNextPage: forwards ? more : before !== null,
-        hasPreviousPage: forwards ? after !== null : more,
-        cursor: messageCursor,
-      };
+      return messagePage(db, sessionId, args);
+    },
+
+    /**
+     * The session and a page of its messages as of one moment: a reply that ends between the two
+     * reads would otherwise show as complete while the session's counters still lack its tokens.
+     */
+    async withMessages<Q extends SessionQuery = object>(viewer: Viewer, id: string, query: Q, args: MessagePageArgs): Promise<{ session: Prisma.SessionGetPayload<Q>; page: MessagePage }> {
+      await requireAccess(viewer, id);
+      return db.$transaction(
+        async (tx) => {
+          const session = (await tx.session.findUniqueOrThrow({ where: { id }, ...query })) as unknown as Prisma.SessionGetPayload<Q>;
+          return { session, page: await messagePage(tx, id, args) };
+        },
+        { isolationLevel: 'RepeatableRead' },
+      );
     },
 
     send,
@@ -276,7 +298,7 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
         const mine = { messageId, userId: viewer.id };
         const { count: removed } = await tx.reaction.deleteMany({ where: { ...mine, reaction } });
         if (!removed) {
-          const opposite = EXCLUSIVE[reaction];
+          const opposite = EXCLUSIVE.get(reaction);
           if (opposite) await tx.reaction.deleteMany({ where: { ...mine, reaction: opposite } });
           await tx.reaction.createMany({ data: [{ ...mine, reaction }], skipDuplicates: true });
         }

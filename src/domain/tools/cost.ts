@@ -61,7 +61,7 @@ export function parseCost(source: string): CostExpr {
     if (/^\d/.test(t)) return { kind: 'num', value: Number(t) };
     if (!/^[A-Za-z_]/.test(t)) throw new Error(`unexpected "${t}" in "${source}"`);
     if (peek() !== '(') return { kind: 'var', name: t };
-    if (!(t in functions)) throw new Error(`unknown function ${t}() in "${source}"`);
+    if (!Object.hasOwn(functions, t)) throw new Error(`unknown function ${t}() in "${source}"`);
     take('(');
     const args = [expr()];
     while (peek() === ',') {

@@ -1,0 +1,112 @@
+import { isObjectType } from 'graphql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { schema } from '../../src/graphql/schema.ts';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { expectNoInternals, postRaw } from './support.ts';
+
+/** Paging arguments and misspelt names as an attacker crafts them, against every Prisma connection. */
+let t: TestApp;
+let alice: TestUser;
+const logged: unknown[] = [];
+
+beforeAll(async () => {
+  t = await startTestApp();
+  alice = await t.createUser('alice');
+  const agent = await fixtures(t).agent(alice);
+  await fixtures(t).creation(alice, { agentId: agent.id });
+  await fixtures(t).agent(alice);
+  const log = t.app.http.log;
+  const error = log.error.bind(log);
+  log.error = ((...args: Parameters<typeof error>) => {
+    logged.push(args);
+    return error(...args);
+  }) as typeof log.error;
+});
+afterAll(() => t.close());
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+const craftedCursors = [
+  b64('GPC:N:1'),
+  b64('GPC:D:notadate'),
+  b64('GPC:D:1700000000000'),
+  b64('GPC:J:{"id":"x"}'),
+  b64('GPC:O:{"id":"x"}'),
+  b64('GPC:T:["S:a","S:b"]'),
+  b64('GPC:Z:'),
+  b64('GPC:B:AAAA'),
+  b64('GPC:I:12'),
+  b64('GPC:S:nul\u0000byte'),
+  b64('GPC:X:1'),
+  b64('not a cursor'),
+  '%%%',
+];
+
+/** Every relation connection in the schema (Pothos Prisma's `relatedConnection`). */
+const prismaConnections = Object.values(schema.getTypeMap())
+  .filter(isObjectType)
+  .flatMap((type) => Object.values(type.getFields()).filter((f) => f.extensions?.pothosPrismaRelationField && f.args.some((a) => a.name === 'after')).map((f) => `${type.name}.${f.name}`));
+
+async function page(field: string, args: string, variables: Record<string, unknown> = {}) {
+  const declared = args.includes('$c') ? '($c: String)' : '';
+  const { json } = await postRaw(t, { query: `query${declared} { me { ${field}(${args}) { edges { cursor node { id } } } } }`, variables }, alice.apiKey);
+  return json as { data: any; errors?: { message: string; extensions?: { code?: string; field?: string } }[] };
+}
+
+describe('pagination arguments of Prisma connections', () => {
+  it('are all reachable here (a new connection needs its attack test)', () => {
+    expect(prismaConnections.sort()).toEqual(['Creator.agents', 'Creator.creations']);
+  });
+
+  it.each(['agents', 'creations'])('a real cursor pages me.%s', async (field) => {
+    const first = await page(field, 'first: 1');
+    expect(first.errors).toBeUndefined();
+    const next = await page(field, 'first: 1, after: $c', { c: first.data.me[field].edges[0].cursor });
+    expect(next.errors).toBeUndefined();
+  });
+
+  it.each(['agents', 'creations'])('every crafted cursor on me.%s is BAD_USER_INPUT "Invalid cursor", and nothing is logged', async (field) => {
+    for (const cursor of craftedCursors) {
+      for (const arg of ['first: 2, after: $c', 'last: 2, before: $c']) {
+        const response = await page(field, arg, { c: cursor });
+        expect(response.errors, `${arg} ${cursor}`).toHaveLength(1);
+        expect(response.errors![0]).toMatchObject({ message: 'Invalid cursor', extensions: { code: 'BAD_USER_INPUT' } });
+        expectNoInternals(response.errors);
+      }
+    }
+    expect(logged).toEqual([]);
+  });
+
+  it.each([
+    ['first: -1', 'first: must not be negative', 'first'],
+    ['last: -5', 'last: must not be negative', 'last'],
+    ['first: 1, last: 1, after: $c', 'last: Page forwards with first and after, or backwards with last and before', 'last'],
+    ['first: 1, before: $c', 'first: Page forwards with first and after, or backwards with last and before', 'first'],
+    ['after: $c, before: $c', 'before: Page with either after or before, not both', 'before'],
+  ])('%s is BAD_USER_INPUT naming the argument', async (args, message, field) => {
+    for (const connection of ['agents', 'creations']) {
+      const response = await page(connection, args, { c: b64('GPC:S:x') });
+      expect(response.errors?.[0]).toMatchObject({ message, extensions: { code: 'BAD_USER_INPUT', field } });
+    }
+    expect(logged).toEqual([]);
+  });
+});
+
+describe('suggestions are hidden', () => {
+  const updateAgent = 'mutation($i: UpdateAgentInput!) { updateAgent(id: "x", input: $i) { id } }';
+
+  it.each([
+    ['a misspelt field in a variable', updateAgent, { i: { personna: 'x' } }],
+    ['a misspelt enum value in a variable', updateAgent, { i: { ownerPays: 'FUL' } }],
+    ['a misspelt nested enum value in a variable', updateAgent, { i: { llmSettings: { modelProfile: 'HIG' } } }],
+    ['a misspelt enum value in the query text', 'mutation { updateAgent(id: "x", input: { ownerPays: FUL }) { id } }', {}],
+    ['a misspelt field in the query text', '{ me { usernam } }', {}],
+    ['a misspelt argument', '{ me { agents(frist: 1) { edges { cursor } } } }', {}],
+  ])('%s: no "Did you mean", with or without a key', async (_name, query, variables) => {
+    for (const key of [alice.apiKey, null]) {
+      const { text, json } = await postRaw(t, { query, variables }, key);
+      expect(json.errors.length).toBeGreaterThan(0);
+      expect(text).not.toMatch(/Did you mean|persona"|"FULL"|"HIGH"|username"|"first"/);
+    }
+  });
+});
