@@ -268,6 +268,27 @@ describe('tools in replies', () => {
     expect(await t.rest('POST', `/v2/sessions/${sessionId}/cancel`, { key: alice.apiKey })).toMatchObject({ body: { cancelled: 0 } });
   });
 
+  it('deleting the session while a paid tool runs lets the tool service go and refunds the hold', async () => {
+    svc.enqueue({ hang: true });
+    llm.enqueue({ toolCalls: [call('remote_maker', { prompt: 'until deleted' })] });
+    const before = await balances(alice);
+    const s = await stream(alice, { agent_ids: [muse.id], content: 'make something slowly' });
+    const sessionId = (await s.waitFor((f) => f.data?.data?.type === 'assistant_message')).data.data.session_id;
+    await expect.poll(() => svc.calls.length).toBe(1);
+    expect((await balances(alice)).balance).toBe(before.balance - 1);
+
+    expect(await t.rest('DELETE', `/v2/sessions/${sessionId}`, { key: alice.apiKey })).toMatchObject({ status: 200, body: { success: true } });
+    await svc.calls[0]!.abandoned;
+    await s.done;
+    expect(await balances(alice)).toMatchObject({ balance: before.balance, subscriptionBalance: before.subscriptionBalance });
+    // The rows outlive the session (their links to it cleared): the hold and its refund.
+    const rows = (await ledgerOf(alice)).slice(-2);
+    expect(rows.map((r) => [r.amount.toNumber(), r.reason, r.sessionId])).toEqual([
+      [-1, 'tool: remote_maker', null],
+      [1, 'refund: remote_maker cancelled', null],
+    ]);
+  });
+
   it('fifty prompts at once, each calling a paid tool, against a balance for five: five run, the balance never goes negative, the ledger adds up', async () => {
     const carol = await t.createUser('carol');
     await t.services.manna.grant('carol', '5', 'forever');

@@ -7,6 +7,7 @@ import { canNameARow } from '../ids.ts';
 import type { ReplyEngine } from '../replies/engine.ts';
 import { chooseResponders } from '../replies/routing.ts';
 import { parseInput } from '../validation.ts';
+import { releaseHolds } from '../tools/holds.ts';
 import type { Viewer } from '../viewer.ts';
 import { canManage, canPost, NO_ACCESS, SESSION_NOT_FOUND, type Permission } from './access.ts';
 import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
@@ -321,7 +322,13 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
       const permission = await permissionIn(viewer, id);
       if (!canManage(permission)) throw forbidden(NOT_ALLOWED_TO_DELETE);
       replies.cancelSession(id);
-      await db.session.deleteMany({ where: { id } });
+      await db.$transaction(async (tx) => {
+        // Locked first: a tool call being charged now either commits before (and is refunded
+        // here) or finds the session gone (and charges nothing).
+        await tx.$queryRaw`SELECT 1 FROM "Session" WHERE "id" = ${id} FOR UPDATE`;
+        await releaseHolds(tx, { message: { sessionId: id } }, 'The session was deleted');
+        await tx.session.deleteMany({ where: { id } });
+      });
       await bus.publish(id, { type: 'session_deleted' });
     },
 

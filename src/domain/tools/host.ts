@@ -11,6 +11,7 @@ import { messageSelect, toMessageView, toToolCallView } from '../sessions/views.
 import type { SearchService } from '../search/service.ts';
 import { checkArguments, parametersJsonSchema } from './arguments.ts';
 import { costOf } from './cost-of.ts';
+import { claimToolCall } from './holds.ts';
 import type { ToolDefinition } from './definition.ts';
 import { httpExecutor } from './executors/http.ts';
 import { imageExecutor } from './executors/image.ts';
@@ -56,19 +57,26 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
 
   const emit = (sessionId: string, event: SessionEventPayload) => bus.publish(sessionId, event).catch((err) => log.error({ err }, 'could not publish a tool event'));
 
-  async function finish(row: Row, ctx: ToolRunContext, outcome: { status: 'completed' | 'failed' | 'cancelled'; result?: unknown; error?: string }, held: boolean) {
+  /** Settles a call and tells the session; false when it had been settled already. */
+  async function finish(row: Row, ctx: ToolRunContext, outcome: { status: 'completed' | 'failed' | 'cancelled'; result?: unknown; error?: string }, held: boolean, alongside?: (tx: Prisma.TransactionClient) => Promise<unknown>) {
     const saved = await db.$transaction(async (tx) => {
-      if (held && outcome.status !== 'completed') {
+      const data = { status: outcome.status, result: (outcome.result ?? Prisma.JsonNull) as Prisma.InputJsonValue, error: outcome.error ?? null };
+      const refunding = held && outcome.status !== 'completed';
+      // The session's row before the call's, in the order a session delete takes them, so the two never deadlock.
+      if (refunding) await tx.$queryRaw`SELECT 1 FROM "Session" WHERE "id" = ${ctx.sessionId} FOR UPDATE`;
+      // Someone else settled it: its session was deleted while it ran, and the hold given back then.
+      if (!(await claimToolCall(tx, row.id, held ? 'running' : 'pending', data))) return null;
+      if (refunding) {
         const returned = await refund(tx, row.id, { reason: `refund: ${row.tool} ${outcome.status}`, sessionId: ctx.sessionId, messageId: ctx.messageId });
         await tx.session.updateMany({ where: { id: ctx.sessionId }, data: { mannaSpent: { decrement: returned } } });
       }
-      return tx.toolCall.update({
-        where: { id: row.id },
-        data: { status: outcome.status, result: (outcome.result ?? Prisma.JsonNull) as Prisma.InputJsonValue, error: outcome.error ?? null },
-      });
+      await alongside?.(tx);
+      return tx.toolCall.findUniqueOrThrow({ where: { id: row.id } });
     });
+    if (!saved) return false;
     const base = { promptId: ctx.promptId, messageId: ctx.messageId, agentId: ctx.agentId, toolCall: toToolCallView(saved) };
     void emit(ctx.sessionId, outcome.status === 'cancelled' ? { type: 'tool_cancelled', ...base } : { type: 'tool_complete', ...base });
+    return true;
   }
 
   /** Holds the call's cost: within the session's manna budget, and from the payer's balance. */
@@ -85,18 +93,19 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
           throw new Refused(`Not enough manna: this call costs ${cost}, the balance is ${subscriptionBalance.plus(foreverBalance)}`);
         }
       }
-      await tx.toolCall.update({ where: { id: row.id }, data: { status: 'running', cost } });
+      // A call whose session was deleted meanwhile is gone: roll the charge back.
+      if (!(await claimToolCall(tx, row.id, 'pending', { status: 'running', cost }))) throw new Refused('The session was deleted');
     });
   }
 
-  /** Makes the media a tool produced creations of the user, searchable like any other. */
-  async function keep(output: ToolOutput, tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolRunContext) {
-    if (!output.media?.length) return;
-    await db.creation.createMany({
-      data: output.media.map((m) => ({ id: m.id, userId: ctx.userId, agentId: ctx.agentId, tool: tool.key, args: args as Prisma.InputJsonValue, name: m.name, url: m.url, thumbnail: m.thumbnail, filename: m.filename, mediaAttributes: m.mediaAttributes as Prisma.InputJsonValue })),
+  /**
+   * The media a tool produced, as creations of the user, saved with the call's settlement: a call
+   * cancelled meanwhile (its session deleted) leaves none.
+   */
+  const creationsOf = (output: ToolOutput, tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolRunContext) => (tx: Prisma.TransactionClient) =>
+    tx.creation.createMany({
+      data: (output.media ?? []).map((m) => ({ id: m.id, userId: ctx.userId, agentId: ctx.agentId, tool: tool.key, args: args as Prisma.InputJsonValue, name: m.name, url: m.url, thumbnail: m.thumbnail, filename: m.filename, mediaAttributes: m.mediaAttributes as Prisma.InputJsonValue })),
     });
-    await deps.search.indexCreations(output.media.map((m) => m.id));
-  }
 
   async function runOne(row: Row, call: RequestedToolCall, ctx: ToolRunContext, enabled: Record<string, boolean>, payer: string): Promise<unknown> {
     const tool = registry.get(call.name);
@@ -120,8 +129,9 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
     }
     try {
       const output = await executors.get(tool.key)!({ tool, args: checked.args, userId: ctx.userId, agentId: ctx.agentId, sessionId: ctx.sessionId, signal: ctx.signal });
-      await keep(output, tool, checked.args, ctx);
-      await finish(row, ctx, { status: 'completed', result: output.result }, true);
+      const settled = await finish(row, ctx, { status: 'completed', result: output.result }, true, output.media?.length ? creationsOf(output, tool, checked.args, ctx) : undefined);
+      // Searchable like any other creation; embedding is outside the transaction (a remote call).
+      if (settled && output.media?.length) await deps.search.indexCreations(output.media.map((m) => m.id));
       return output.result;
     } catch (e) {
       if (ctx.signal.aborted) {

@@ -14,7 +14,7 @@ const additions: Record<string, string[]> = {
  */
 export const textExecutor: Executor = async ({ args }) => {
   const prompt = String(args.prompt ?? '').trim();
-  const target = typeof args.target === 'string' && args.target in additions ? args.target : 'image';
+  const target = typeof args.target === 'string' && Object.hasOwn(additions, args.target) ? args.target : 'image';
   const limit = (typeof args.max_tokens === 'number' ? args.max_tokens : 200) * 4;
   const said = prompt.toLowerCase();
   let text = prompt;
