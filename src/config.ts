@@ -10,6 +10,7 @@ const envSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
   DATA_DIR: z.string().min(1).default('./data'),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
   MEDIA_DIR: z.string().min(1).optional(),
   PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   TOOLS_DIR: z.string().min(1).default('./tools'),
@@ -128,6 +129,8 @@ export interface Config {
   port: number;
   host: string;
   database: DatabaseConfig;
+  /** Unset: one instance, live events and counters in process. Set: instances share them here. */
+  redisUrl: string | undefined;
   /** Where files the service makes (tool outputs) are kept; served under /media/. */
   mediaDir: string;
   /** The address clients reach the service at, for links to media; unset: where it listens. */
@@ -164,6 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     host: e.HOST,
     database: e.DATABASE_URL ? { kind: 'postgres', url: e.DATABASE_URL } : { kind: 'pglite', dataDir: resolve(e.DATA_DIR) },
+    redisUrl: e.REDIS_URL,
     toolsDir: resolve(e.TOOLS_DIR),
     mediaDir: resolve(e.MEDIA_DIR ?? join(e.DATA_DIR, 'media')),
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
