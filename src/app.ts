@@ -12,6 +12,8 @@ import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts'
 import { requestLimits, trackConnections } from './http/connections.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
 import { installCors, installSecurityHeaders } from './http/security-headers.ts';
+import { createMemoryBus } from './realtime/memory-bus.ts';
+import { createRedisBus } from './realtime/redis-bus.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
@@ -47,7 +49,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const tools = await loadToolRegistry(config.toolsDir);
   const database = await openDatabase(config.database, { onQuery: options.onQuery });
   try {
-    await applyMigrations(database.migrationAdapterFactory);
+    await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
   } catch (e) {
     await database.close();
     throw e;
@@ -62,7 +64,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     requestTimeout: config.http.requestTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
   });
-  const services = createServices(database.prisma, tools, { config, log: http.log, publicUrl: () => config.publicUrl ?? listeningAt(http.server) });
+  const bus = config.redisUrl ? createRedisBus(config.redisUrl, config.events) : createMemoryBus(config.events);
+  const services = createServices(database.prisma, tools, { config, bus, log: http.log, publicUrl: () => config.publicUrl ?? listeningAt(http.server) });
   installJsonParser(http);
   installErrorHandlers(http);
   await installCors(http, config.http);

@@ -10,7 +10,7 @@ export async function withServices<T>(run: (services: Services) => Promise<T>): 
   const tools = await loadToolRegistry(config.toolsDir);
   const database = await openDatabase(config.database);
   try {
-    await applyMigrations(database.migrationAdapterFactory);
+    await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
     return await run(createServices(database.prisma, tools, { config }));
   } finally {
     await database.close();

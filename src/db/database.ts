@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { DatabaseConfig } from '../config.ts';
 import { PrismaClient } from '../generated/prisma/client.ts';
@@ -33,6 +34,12 @@ export interface Database {
   prisma: Db;
   /** What the schema engine applies migrations through. */
   migrationAdapterFactory: SqlMigrationAwareDriverAdapterFactory;
+  /**
+   * Runs `work` (applying migrations) while no other process does the same on this database:
+   * instances started together would otherwise race for the schema engine's own lock, which
+   * gives up after ten seconds.
+   */
+  exclusively<T>(work: () => Promise<T>): Promise<T>;
   /** For the start-up line: never includes credentials. */
   description: string;
   close(): Promise<void>;
@@ -51,6 +58,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     return {
       prisma,
       migrationAdapterFactory: new PostgresMigrationAdapterFactory({ connectionString: config.url, max: 1 }),
+      exclusively: (work) => holdingAdvisoryLock(config.url, work),
       description: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
       close: () => prisma.$disconnect(),
     };
@@ -69,6 +77,8 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   return {
     prisma,
     migrationAdapterFactory: pglite.factory,
+    // The data directory's lock already keeps every other process out.
+    exclusively: (work) => work(),
     description: config.dataDir ? `embedded PGlite in ${config.dataDir}` : 'embedded PGlite in memory',
     async close() {
       await prisma.$disconnect();
@@ -76,4 +86,16 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       await unlock();
     },
   };
+}
+
+/** A session-level advisory lock of parley's own, waited for as long as it takes. */
+async function holdingAdvisoryLock<T>(url: string, work: () => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`SELECT pg_advisory_lock(hashtext('parley:migrations'))`);
+    return await work();
+  } finally {
+    await client.end().catch(() => {});
+  }
 }

@@ -28,6 +28,14 @@ export interface SubscribeOptions {
   after?: number;
 }
 
+/** Stop the replies being written in a session (one prompt's, or all), wherever they run. */
+export interface CancelRequest {
+  sessionId: string;
+  promptId?: string;
+  /** `deleted`: the session is gone, so nothing is saved. */
+  reason: 'cancelled' | 'deleted';
+}
+
 /**
  * The one publish/replay interface for live events. The in-process implementation serves a
  * single instance; a shared implementation (Redis) slots in behind the same interface.
@@ -39,6 +47,9 @@ export interface EventBus {
   /** Tells every connection authenticated with this key to close. */
   revokeKey(keyId: string): Promise<void>;
   onKeyRevoked(listener: (keyId: string) => void): () => void;
+  /** Tells every instance (this one included) to stop these replies. */
+  cancelReplies(request: CancelRequest): Promise<void>;
+  onCancelReplies(listener: (request: CancelRequest) => void): () => void;
   /** Ends every subscription with SHUTTING_DOWN (clients reconnect elsewhere) and stops. */
   close(): Promise<void>;
   /** For metrics and tests: subscriptions open right now. */

@@ -1,6 +1,6 @@
 import type { EventsConfig } from '../config.ts';
 import type { SessionEvent, SessionEventPayload } from '../domain/sessions/events.ts';
-import type { BusItem, BusSubscription, EventBus, StreamEnd, SubscribeOptions } from './bus.ts';
+import type { BusItem, BusSubscription, CancelRequest, EventBus, StreamEnd, SubscribeOptions } from './bus.ts';
 
 /**
  * A session's events in this process. Seqs are consecutive within a channel, so a subscriber's
@@ -116,6 +116,7 @@ class Subscriber implements BusSubscription {
 export function createMemoryBus(config: EventsConfig): EventBus {
   const channels = new Map<string, Channel>();
   const keyListeners = new Set<(keyId: string) => void>();
+  const cancelListeners = new Set<(request: CancelRequest) => void>();
   let subscriberCount = 0;
   let closed = false;
 
@@ -166,6 +167,15 @@ export function createMemoryBus(config: EventsConfig): EventBus {
     onKeyRevoked(listener) {
       keyListeners.add(listener);
       return () => keyListeners.delete(listener);
+    },
+
+    async cancelReplies(request) {
+      for (const listener of cancelListeners) listener(request);
+    },
+
+    onCancelReplies(listener) {
+      cancelListeners.add(listener);
+      return () => cancelListeners.delete(listener);
     },
 
     async close() {

@@ -37,6 +37,7 @@ export interface ConfigOverrides {
   toolsDir?: string;
   http?: Partial<HttpConfig>;
   maxAgentsPerUser?: number;
+  redisUrl?: string;
 }
 
 /** The production configuration with nothing set (offline responder without pauses), on `database`. */
@@ -56,6 +57,8 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     shutdownGraceMs: overrides.shutdownGraceMs ?? base.shutdownGraceMs,
     http: { ...base.http, ...overrides.http },
     maxAgentsPerUser: overrides.maxAgentsPerUser ?? base.maxAgentsPerUser,
+    // CI's second lane runs everything on PostgreSQL with live events through Redis.
+    redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
   };
 }
 

@@ -6,7 +6,7 @@ import { upgradeToPgvector } from '../../db/vector-column.ts';
 export async function migrate(): Promise<number> {
   const database = await openDatabase(loadConfig().database);
   try {
-    const applied = await applyMigrations(database.migrationAdapterFactory);
+    const applied = await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
     if ((await upgradeToPgvector(database.prisma)) === 'upgraded') console.log('embeddings: now pgvector vector(768) with an HNSW index');
   } finally {

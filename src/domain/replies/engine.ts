@@ -259,6 +259,19 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     if (job.generateTitle && prompt) await title(job, session.scenario, prompt.content, results.find((r) => r)?.content, signal);
   }
 
+  function stop(sessionId: string, promptId: string | undefined, reason: symbol) {
+    let stopped = 0;
+    for (const entry of running.get(sessionId) ?? []) {
+      if (promptId && entry.promptId !== promptId) continue;
+      entry.controller.abort(reason);
+      stopped++;
+    }
+    return stopped;
+  }
+
+  // A cancel may be asked of any instance; the one writing the reply hears it here.
+  bus.onCancelReplies(({ sessionId, promptId, reason }) => stop(sessionId, promptId, reason === 'deleted' ? SESSION_GONE : CANCELLED));
+
   return {
     /** Starts a prompt's replies in the background. */
     start(job: ReplyJob) {
@@ -275,26 +288,6 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
           active.delete(task);
         });
       active.add(task);
-    },
-
-    /**
-     * Stops the replies being written in a session (to one prompt, or all): they are saved as
-     * cancelled with what they had, and their running tools are cancelled and refunded.
-     * Returns how many prompts were stopped.
-     */
-    cancel(sessionId: string, promptId?: string) {
-      let stopped = 0;
-      for (const entry of running.get(sessionId) ?? []) {
-        if (promptId && entry.promptId !== promptId) continue;
-        entry.controller.abort(CANCELLED);
-        stopped++;
-      }
-      return stopped;
-    },
-
-    /** Stops the session's replies without saving them (the session is being deleted). */
-    cancelSession(sessionId: string) {
-      for (const entry of running.get(sessionId) ?? []) entry.controller.abort(SESSION_GONE);
     },
 
     /** Lets running replies finish for up to `graceMs`, then cuts the rest off (saved as failed). */

@@ -314,14 +314,22 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
     /** Stops the replies being written in a session (to one prompt, or all); anyone who may post may. */
     async cancel(viewer: Viewer, sessionId: string, promptId?: string) {
       if (!canPost(await requireAccess(viewer, sessionId))) throw forbidden(NO_ACCESS);
-      return replies.cancel(sessionId, promptId);
+      if (promptId !== undefined && !canNameARow(promptId)) return 0;
+      // Counted from the rows, because the replies may be written by another instance.
+      const prompts = await db.message.findMany({
+        where: { sessionId, status: 'streaming', role: 'assistant', ...(promptId !== undefined ? { promptId } : {}) },
+        distinct: ['promptId'],
+        select: { promptId: true },
+      });
+      await bus.cancelReplies({ sessionId, promptId, reason: 'cancelled' });
+      return prompts.length;
     },
 
     /** Operation 9: owners only; messages, shares and reactions go with it, and watchers are told. */
     async delete(viewer: Viewer, id: string) {
       const permission = await permissionIn(viewer, id);
       if (!canManage(permission)) throw forbidden(NOT_ALLOWED_TO_DELETE);
-      replies.cancelSession(id);
+      await bus.cancelReplies({ sessionId: id, reason: 'deleted' });
       await db.$transaction(async (tx) => {
         // Locked first: a tool call being charged now either commits before (and is refunded
         // here) or finds the session gone (and charges nothing).

@@ -1,0 +1,379 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { EventsConfig } from '../config.ts';
+import type { SessionEvent, SessionEventPayload } from '../domain/sessions/events.ts';
+import { connectRedis } from '../redis/client.ts';
+import type { BusItem, BusSubscription, CancelRequest, EventBus, StreamEnd, SubscribeOptions } from './bus.ts';
+
+const seqKey = (sessionId: string) => `parley:seq:{${sessionId}}`;
+const streamKey = (sessionId: string) => `parley:events:{${sessionId}}`;
+const liveChannel = (sessionId: string) => `parley:live:${sessionId}`;
+const CONTROL = 'parley:control';
+const LIVE_PREFIX = 'parley:live:';
+
+/**
+ * Numbers an event and appends it to the session's stream, whose entry id is the seq itself, so
+ * "events after n" is a range read. A session's first seq comes from the clock in microseconds
+ * (never below what the stream already holds): a session forgotten and started again never
+ * reuses a number a client may still hold. `%d` because Lua prints large numbers as floats.
+ */
+const PUBLISH = `
+local seq
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  seq = redis.call('INCR', KEYS[1])
+else
+  seq = tonumber(ARGV[1])
+  local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
+  if last then
+    local held = tonumber(string.match(last[1], '^(%d+)'))
+    if held >= seq then seq = held + 1 end
+  end
+  redis.call('SET', KEYS[1], string.format('%d', seq))
+end
+local id = string.format('%d', seq)
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], id .. '-0', 'e', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PUBLISH', ARGV[5], id .. ' ' .. ARGV[4])
+return seq
+`;
+
+/** The session's current seq, made now (as PUBLISH would) if the session has none yet. */
+const CURRENT = `
+local seq = redis.call('GET', KEYS[1])
+if not seq then
+  seq = tonumber(ARGV[1])
+  local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
+  if last then
+    local held = tonumber(string.match(last[1], '^(%d+)'))
+    if held >= seq then seq = held end
+  end
+  redis.call('SET', KEYS[1], string.format('%d', seq))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return tonumber(seq)
+`;
+
+type Entry = [id: string, fields: string[]];
+
+const SHUTTING_DOWN = 'The server is shutting down; reconnect to resume';
+
+/**
+ * A session as this instance sees it: the events that arrived live since someone here started
+ * watching (consecutive seqs, bounded), in front of the Redis stream that holds the rest.
+ */
+class Channel {
+  log: SessionEvent[] = [];
+  /** Highest seq this instance has taken in; null until the session's current seq is known. */
+  lastSeq: number | null = null;
+  readonly subscribers = new Set<Subscriber>();
+  /** Incoming events are handled one after another: a gap is filled before what follows it. */
+  queue: Promise<void> = Promise.resolve();
+  ready: Promise<void>;
+
+  constructor(
+    readonly sessionId: string,
+    private readonly retain: number,
+    init: (c: Channel) => Promise<void>,
+  ) {
+    this.ready = init(this);
+  }
+
+  append(event: SessionEvent) {
+    if (this.lastSeq !== null && event.seq <= this.lastSeq) return;
+    // A hole (events that could not be fetched) breaks the run; older events are read from Redis.
+    if (this.lastSeq !== null && event.seq !== this.lastSeq + 1) this.log = [];
+    this.log.push(event);
+    if (this.log.length > this.retain + (this.retain >> 2)) this.log.splice(0, this.log.length - this.retain);
+    this.lastSeq = event.seq;
+    for (const s of this.subscribers) s.wake();
+  }
+
+  /** The event after `seq`: null if there is none yet, undefined if it is not held here. */
+  after(seq: number): SessionEvent | null | undefined {
+    if (this.lastSeq !== null && seq >= this.lastSeq) return null;
+    const first = this.log[0]?.seq;
+    if (first === undefined || seq + 1 < first) return undefined;
+    return this.log[seq + 1 - first];
+  }
+}
+
+interface Reader {
+  range(sessionId: string, fromSeq: number, count: number): Promise<SessionEvent[]>;
+  current(sessionId: string): Promise<number>;
+}
+
+/**
+ * One subscription. It keeps a position (the last seq handed out) and reads what this instance
+ * holds in memory, or from the Redis stream when it is behind that (a resume, or a slow reader).
+ */
+class Subscriber implements BusSubscription {
+  private waiting: (() => void) | null = null;
+  private pending: SessionEvent[] = [];
+  private final: StreamEnd | null = null;
+  private done = false;
+  private position: number | null;
+  private checked: boolean;
+
+  constructor(
+    private readonly channel: Channel,
+    private readonly reader: Reader,
+    after: number | undefined,
+    /** Without `after`: the session's seq when the subscription was asked for. */
+    private readonly start: Promise<number> | undefined,
+    private readonly onClose: (s: Subscriber) => void,
+  ) {
+    this.position = after ?? null;
+    this.checked = after === undefined;
+    start?.catch(() => {});
+  }
+
+  end(code: StreamEnd['code'], reason: string) {
+    if (this.final || this.done) return;
+    this.final = { end: true, code, reason, lastSeq: this.position };
+    this.wake();
+  }
+
+  wake() {
+    const w = this.waiting;
+    this.waiting = null;
+    w?.();
+  }
+
+  private finish() {
+    if (this.done) return;
+    this.done = true;
+    this.onClose(this);
+  }
+
+  /** A resume point must be a seq this session issued whose successors are all still held. */
+  private async checkResumePoint(after: number) {
+    const current = await this.reader.current(this.channel.sessionId);
+    if (after > current) return false;
+    if (after === current) return true;
+    const [next] = await this.reader.range(this.channel.sessionId, after + 1, 1);
+    return next?.seq === after + 1;
+  }
+
+  private async fill(position: number) {
+    const events = await this.reader.range(this.channel.sessionId, position + 1, 256);
+    if (events[0]?.seq === position + 1) this.pending = events;
+    else if (this.channel.lastSeq !== null && position < this.channel.lastSeq) {
+      this.final ??= { end: true, code: 'SLOW_CONSUMER', reason: 'The client fell so far behind that the events it missed are gone; read the session again', lastSeq: position };
+    }
+  }
+
+  async next(): Promise<IteratorResult<BusItem>> {
+    for (;;) {
+      if (this.done) return { value: undefined, done: true };
+      if (this.final) {
+        const final = this.final;
+        this.finish();
+        return { value: final, done: false };
+      }
+      try {
+        await this.channel.ready;
+        this.position ??= await this.start!;
+        if (!this.checked) {
+          this.checked = true;
+          if (!(await this.checkResumePoint(this.position!))) {
+            this.end('EVENTS_EXPIRED', `Events after ${this.position} are no longer available; read the session again and subscribe without "after"`);
+            continue;
+          }
+        }
+      } catch {
+        this.end('EVENTS_EXPIRED', 'The event log could not be read; read the session again and subscribe again');
+        continue;
+      }
+      if (this.done || this.final) continue;
+      const queued = this.pending.shift();
+      if (queued) {
+        this.position = queued.seq;
+        return { value: queued, done: false };
+      }
+      const held = this.channel.after(this.position!);
+      if (held) {
+        this.position = held.seq;
+        return { value: held, done: false };
+      }
+      if (held === undefined) {
+        await this.fill(this.position!).catch(() => {
+          this.end('EVENTS_EXPIRED', 'The event log could not be read; read the session again and subscribe again');
+        });
+        continue;
+      }
+      await new Promise<void>((resolve) => (this.waiting = resolve));
+    }
+  }
+
+  close() {
+    this.finish();
+    this.wake();
+  }
+
+  return(): Promise<IteratorResult<BusItem>> {
+    this.close();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
+/**
+ * Live events shared by every instance through Redis. Each event goes into its session's
+ * Redis Stream (the replay log, bounded by EVENT_REPLAY_LIMIT and forgotten after
+ * EVENT_IDLE_TTL_MS of quiet) and out on a pub/sub channel to the instances whose clients watch
+ * that session. Resuming with `after` reads the stream, so it works on any instance and across
+ * restarts of parley. Pub/sub can drop messages while a connection is re-established: seqs are
+ * consecutive, so a gap is seen and filled from the stream.
+ */
+export function createRedisBus(url: string, config: EventsConfig): EventBus {
+  const instance = randomUUID();
+  const commands = connectRedis(url, 'events');
+  const listener = connectRedis(url, 'events-listener');
+  commands.defineCommand('parleyPublish', { numberOfKeys: 2, lua: PUBLISH });
+  commands.defineCommand('parleyCurrent', { numberOfKeys: 2, lua: CURRENT });
+  const run = commands as Redis & {
+    parleyPublish(seq: string, stream: string, now: string, maxlen: number, ttl: number, json: string, channel: string): Promise<number>;
+    parleyCurrent(seq: string, stream: string, now: string, ttl: number): Promise<number>;
+  };
+  const nowMicros = () => String(Date.now() * 1000);
+
+  const channels = new Map<string, Channel>();
+  const keyListeners = new Set<(keyId: string) => void>();
+  const cancelListeners = new Set<(request: CancelRequest) => void>();
+  let subscriberCount = 0;
+  let closed = false;
+
+  const decode = (sessionId: string, [id, fields]: Entry): SessionEvent => ({ ...JSON.parse(fields[1]!), seq: Number(id.slice(0, id.indexOf('-'))), sessionId });
+
+  const reader: Reader = {
+    async range(sessionId, fromSeq, count) {
+      const entries = (await commands.xrange(streamKey(sessionId), `${fromSeq}`, '+', 'COUNT', count)) as Entry[];
+      return entries.map((e) => decode(sessionId, e));
+    },
+    current: (sessionId) => run.parleyCurrent(seqKey(sessionId), streamKey(sessionId), nowMicros(), config.idleTtlMs),
+  };
+
+  /** Events from `fromSeq` up to (not including) `untilSeq`, in order, to close a gap. */
+  async function catchUp(c: Channel, untilSeq?: number) {
+    if (c.lastSeq === null) return;
+    const entries = (await commands.xrange(streamKey(c.sessionId), `${c.lastSeq + 1}`, untilSeq === undefined ? '+' : `${untilSeq - 1}`)) as Entry[];
+    for (const e of entries) c.append(decode(c.sessionId, e));
+  }
+
+  function channel(sessionId: string) {
+    let c = channels.get(sessionId);
+    if (!c) {
+      c = new Channel(sessionId, config.replayLimit, async (ch) => {
+        await listener.subscribe(liveChannel(sessionId));
+        // Whatever was published before the subscription took effect is read from the stream.
+        ch.lastSeq = await reader.current(sessionId);
+      });
+      channels.set(sessionId, c);
+    }
+    return c;
+  }
+
+  function forget(c: Channel) {
+    if (c.subscribers.size > 0 || channels.get(c.sessionId) !== c) return;
+    channels.delete(c.sessionId);
+    void listener.unsubscribe(liveChannel(c.sessionId)).catch(() => {});
+  }
+
+  listener.on('message', (name: string, message: string) => {
+    if (name === CONTROL) {
+      const signal = JSON.parse(message) as { from: string } & ({ type: 'revoke_key'; keyId: string } | ({ type: 'cancel' } & CancelRequest));
+      if (signal.from === instance) return;
+      if (signal.type === 'revoke_key') for (const l of keyListeners) l(signal.keyId);
+      else for (const l of cancelListeners) l({ sessionId: signal.sessionId, promptId: signal.promptId, reason: signal.reason });
+      return;
+    }
+    if (!name.startsWith(LIVE_PREFIX)) return;
+    const c = channels.get(name.slice(LIVE_PREFIX.length));
+    if (!c) return;
+    const space = message.indexOf(' ');
+    const event = { ...JSON.parse(message.slice(space + 1)), seq: Number(message.slice(0, space)), sessionId: c.sessionId } as SessionEvent;
+    c.queue = c.queue
+      .then(async () => {
+        await c.ready;
+        if (c.lastSeq !== null && event.seq > c.lastSeq + 1) await catchUp(c, event.seq);
+        c.append(event);
+      })
+      .catch(() => c.append(event));
+  });
+  // After a reconnect (ioredis subscribes again by itself) events may have gone by unseen.
+  listener.on('ready', () => {
+    for (const c of channels.values()) c.queue = c.queue.then(() => catchUp(c)).catch(() => {});
+  });
+  void listener.subscribe(CONTROL);
+
+  // Sessions someone here watches keep their seq alive, so a quiet hour does not restart it.
+  const keepAlive = setInterval(
+    () => {
+      for (const c of channels.values()) if (c.subscribers.size > 0) void commands.pexpire(seqKey(c.sessionId), config.idleTtlMs).catch(() => {});
+    },
+    Math.max(1_000, Math.floor(config.idleTtlMs / 3)),
+  );
+  keepAlive.unref();
+
+  const control = (signal: object) => commands.publish(CONTROL, JSON.stringify({ ...signal, from: instance })).then(() => undefined);
+
+  return {
+    async publish(sessionId: string, payload: SessionEventPayload) {
+      const at = new Date().toISOString();
+      const json = JSON.stringify({ ...payload, at });
+      const seq = await run.parleyPublish(seqKey(sessionId), streamKey(sessionId), nowMicros(), config.replayLimit, config.idleTtlMs, json, liveChannel(sessionId));
+      return { ...payload, at, seq, sessionId } as SessionEvent;
+    },
+
+    subscribe(sessionId: string, options: SubscribeOptions = {}) {
+      const c = channel(sessionId);
+      // Asked now, on the connection later publishes go through: nothing published after this
+      // call is missed, however long the pub/sub subscription takes.
+      const start = options.after === undefined ? reader.current(sessionId) : undefined;
+      const subscriber = new Subscriber(c, reader, options.after, start, (s) => {
+        if (c.subscribers.delete(s)) subscriberCount--;
+        forget(c);
+      });
+      c.subscribers.add(subscriber);
+      subscriberCount++;
+      if (closed) subscriber.end('SHUTTING_DOWN', SHUTTING_DOWN);
+      return subscriber;
+    },
+
+    async revokeKey(keyId: string) {
+      for (const l of keyListeners) l(keyId);
+      await control({ type: 'revoke_key', keyId });
+    },
+
+    onKeyRevoked(l) {
+      keyListeners.add(l);
+      return () => keyListeners.delete(l);
+    },
+
+    async cancelReplies(request: CancelRequest) {
+      for (const l of cancelListeners) l(request);
+      await control({ type: 'cancel', ...request });
+    },
+
+    onCancelReplies(l) {
+      cancelListeners.add(l);
+      return () => cancelListeners.delete(l);
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(keepAlive);
+      for (const c of channels.values()) for (const s of c.subscribers) s.end('SHUTTING_DOWN', SHUTTING_DOWN);
+      // Subscribers read their final item from memory; the connections can go now.
+      listener.disconnect();
+      await commands.quit().catch(() => commands.disconnect());
+    },
+
+    subscriberCount: () => subscriberCount,
+  };
+}
