@@ -3,15 +3,14 @@
 // this machine). Reports added latency per token (provider write → client receive), throughput,
 // lost or reordered tokens, and server memory per open stream and per idle subscription.
 //   npm run bench:stream [-- --levels 100,1000 --tokens 60 --rate 20 --rounds 3 --ramp 2000 --idle 10000]
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
+import { median, newResult, quantile, root, rssKb, sleep, sseStream, start, startPacedProvider, stopAll, tally, type StreamResult } from './streaming.ts';
 
 const { values } = parseArgs({
   options: {
@@ -32,82 +31,7 @@ const rate = Number(values.rate);
 const rounds = Number(values.rounds);
 const ramp = Number(values.ramp);
 const idleSubscriptions = Number(values.idle);
-const root = new URL('..', import.meta.url).pathname;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-// ---- the paced provider: `tokens` content chunks at `rate` per second per stream ----------------
-/** When each token of each stream was written by the provider (performance.now()). */
-const sentAt = new Map<string, number[]>();
-
-async function providerHandler(req: IncomingMessage, res: ServerResponse) {
-  let raw = '';
-  for await (const chunk of req) raw += chunk;
-  const body = JSON.parse(raw) as { messages: { role: string; content: string }[] };
-  const chunk = (delta: object, extra: object = {}) => res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`);
-  const finish = () => {
-    res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
-    res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 50, completion_tokens: tokens } })}\n\n`);
-    res.end('data: [DONE]\n\n');
-  };
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  const id = /stream (\S+)/.exec(body.messages.at(-1)?.content ?? '')?.[1];
-  if (!id || body.messages[0]?.content?.startsWith('Give this conversation a title')) {
-    chunk({ content: 'Benchmark stream' });
-    return finish();
-  }
-  const times: number[] = [];
-  sentAt.set(id, times);
-  for (let i = 0; i < tokens; i++) {
-    await sleep(1000 / rate);
-    if (res.destroyed) return;
-    chunk({ content: `t${i} ` });
-    times[i] = performance.now();
-  }
-  finish();
-}
-
-// ---- clients -----------------------------------------------------------------------------------
-interface StreamResult {
-  latencies: number[];
-  received: number;
-  reordered: number;
-  firstAt: number;
-  lastAt: number;
-}
-
-/** Records one token frame's text (`t<i> `) of stream `id`. */
-function tally(result: StreamResult, id: string, text: string, expect: { next: number }) {
-  const now = performance.now();
-  const i = Number(/^t(\d+) $/.exec(text)?.[1]);
-  if (i !== expect.next) result.reordered++;
-  expect.next = i + 1;
-  result.received++;
-  const sent = sentAt.get(id)?.[i];
-  if (sent !== undefined) result.latencies.push(now - sent);
-  result.firstAt = Math.min(result.firstAt, now);
-  result.lastAt = Math.max(result.lastAt, now);
-}
-
-async function sseStream(url: string, headers: Record<string, string>, body: object, id: string, result: StreamResult) {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status} ${await response.text()}`);
-  const decoder = new TextDecoder();
-  const expect = { next: 0 };
-  let buffer = '';
-  for await (const chunk of response.body!) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const line = block.split('\n').find((l) => l.startsWith('data: '));
-      if (!line) continue;
-      const frame = JSON.parse(line.slice(6)) as { event: string; data: { type?: string; text?: string } };
-      if (frame.data?.type === 'assistant_token') tally(result, id, frame.data.text!, expect);
-    }
-  }
-}
 
 const SEND = `subscription Bench($input: SendMessageInput!) { sendMessage(input: $input) { __typename ... on AssistantToken { text } } }`;
 
@@ -118,32 +42,12 @@ function wsStream(client: Client, agentId: string, id: string, result: StreamRes
       { query: SEND, variables: { input: { agentIds: [agentId], content: `stream ${id}` } } },
       {
         next: (r) => {
-          if (r.data?.sendMessage.__typename === 'AssistantToken') tally(result, id, r.data.sendMessage.text!, expect);
+          if (r.data?.sendMessage.__typename === 'AssistantToken') tally(provider.sentAt, result, id, r.data.sendMessage.text!, expect);
         },
         error: reject,
         complete: resolve,
       },
     );
-  });
-}
-
-// ---- processes ---------------------------------------------------------------------------------
-const children: ChildProcess[] = [];
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
-
-function start(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env } });
-  children.push(child);
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const check = (d: Buffer) => {
-      out += d;
-      const match = ready.exec(out);
-      if (match) resolve({ child, match });
-    };
-    child.stdout!.on('data', check);
-    child.stderr!.on('data', check);
-    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}:\n${out}`)));
   });
 }
 
@@ -158,11 +62,6 @@ async function threadCpu(pid: number): Promise<Map<string, { name: string; secon
     out.set(tid, { name, seconds: (Number(fields[11]) + Number(fields[12])) / 100 });
   }
   return out;
-}
-
-async function rssKb(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
 }
 
 // ---- one run -----------------------------------------------------------------------------------
@@ -182,7 +81,7 @@ interface Run {
 }
 
 async function run(transport: Transport, level: number, ctx: { relayUrl: string; parleyUrl: string; key: string; agentId: string; parleyPid: number; relayPid: number }): Promise<Run> {
-  sentAt.clear();
+  provider.sentAt.clear();
   const results: StreamResult[] = [];
   const pid = transport === 'relay (SSE)' ? ctx.relayPid : ctx.parleyPid;
   const before = await rssKb(pid);
@@ -194,11 +93,11 @@ async function run(transport: Transport, level: number, ctx: { relayUrl: string;
   const streams = Array.from({ length: level }, async (_, k) => {
     await sleep((k * ramp) / level);
     const id = `${prefix}-${k}`;
-    const result: StreamResult = { latencies: [], received: 0, reordered: 0, firstAt: Infinity, lastAt: 0 };
+    const result = newResult();
     results.push(result);
-    if (transport === 'relay (SSE)') return sseStream(ctx.relayUrl, {}, { content: `stream ${id}` }, id, result);
+    if (transport === 'relay (SSE)') return sseStream(provider.sentAt, ctx.relayUrl, {}, { content: `stream ${id}` }, id, result);
     if (transport === 'parley REST SSE') {
-      return sseStream(`${ctx.parleyUrl}/v2/sessions`, { 'x-api-key': ctx.key }, { agent_ids: [ctx.agentId], content: `stream ${id}`, stream: true }, id, result);
+      return sseStream(provider.sentAt, `${ctx.parleyUrl}/v2/sessions`, { 'x-api-key': ctx.key }, { agent_ids: [ctx.agentId], content: `stream ${id}`, stream: true }, id, result);
     }
     const client = createClient({ url: `${ctx.parleyUrl.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { 'X-Api-Key': ctx.key }, retryAttempts: 0 });
     clients.push(client);
@@ -261,9 +160,8 @@ async function idleCost(count: number, ctx: { parleyUrl: string; key: string; ag
 }
 
 // ---- main --------------------------------------------------------------------------------------
-const provider = createServer((req, res) => void providerHandler(req, res).catch(() => res.destroy()));
-await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
-const providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
+const provider = await startPacedProvider(tokens, rate);
+const providerUrl = provider.url;
 
 const dataDir = await mkdtemp(join(tmpdir(), 'parley-bench-'));
 const env = { NODE_ENV: 'production', DATA_DIR: dataDir, LOG_LEVEL: 'warn', LLM_BASE_URL: providerUrl, PORT: '0', HOST: '127.0.0.1' };
@@ -303,11 +201,6 @@ for (const level of levels) {
   }
 }
 
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
-};
-const median = (xs: number[]) => quantile(xs, 0.5);
 console.log('\nlevel  transport           p50 ms  p99 ms  p50 vs relay  tokens/s  vs relay  lost  reordered  KB/stream');
 for (const level of levels) {
   const of = (t: Transport) => runs.filter((r) => r.level === level && r.transport === t);
@@ -331,8 +224,7 @@ if (idleSubscriptions > 0) {
   console.log(`\n${idleSubscriptions} idle graphql-ws subscriptions over 100 sockets: ${perSubscription.toFixed(1)} KB of server memory each (RSS)`);
 }
 
-for (const c of children) c.kill('SIGTERM');
 provider.close();
-await Promise.all(children.map((c) => new Promise((resolve) => (c.exitCode !== null ? resolve(null) : c.once('exit', resolve)))));
+await stopAll();
 await rm(dataDir, { recursive: true, force: true });
 process.exit(0);

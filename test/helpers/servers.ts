@@ -1,0 +1,94 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/**
+ * Throwaway database servers from Debian's packages, on free loopback ports, for tests and
+ * benchmarks that need what embedded PGlite cannot give (several processes on one database,
+ * Redis). Nothing here registers cleanup: callers stop what they start.
+ */
+export interface ThrowawayServer {
+  url: string;
+  child: ChildProcess;
+  stop(): void;
+}
+
+export function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function collect(child: ChildProcess) {
+  let output = '';
+  child.stdout?.on('data', (d) => (output += d));
+  child.stderr?.on('data', (d) => (output += d));
+  return () => output;
+}
+
+/** A redis-server with no persistence; `apt-get install redis-server`. */
+export async function startRedisServer(): Promise<ThrowawayServer> {
+  const port = await freeLoopbackPort();
+  const dir = mkdtempSync(join(tmpdir(), 'parley-redis-'));
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = collect(child);
+  const stop = () => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  await new Promise<void>((resolve, reject) => {
+    child.on('error', (e) => reject(new Error(`redis-server could not start (apt-get install redis-server): ${e.message}`)));
+    child.on('exit', (code) => reject(new Error(`redis-server exited with ${code}:\n${output()}`)));
+    const check = () => (/ready to accept connections/i.test(output()) ? resolve() : setTimeout(check, 20));
+    check();
+  }).catch((e) => {
+    stop();
+    throw e;
+  });
+  return { url: `redis://127.0.0.1:${port}`, child, stop };
+}
+
+/** A PostgreSQL cluster made for the occasion (`apt-get install postgresql`), without fsync. */
+export async function startPostgresCluster(): Promise<ThrowawayServer> {
+  const versions = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b)) : [];
+  if (versions.length === 0) throw new Error('PostgreSQL is needed here: set TEST_DATABASE_URL, or apt-get install postgresql');
+  const bin = `/usr/lib/postgresql/${versions.at(-1)}/bin`;
+  const dir = mkdtempSync(join(tmpdir(), 'parley-pg-'));
+  chmodSync(dir, 0o777);
+  // initdb refuses to run as root; the package's postgres user owns the cluster then.
+  const command = (cmd: string, args: string[]): [string, string[]] => (process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args]);
+  execFileSync(...command(`${bin}/initdb`, ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']), { stdio: 'ignore' });
+  const port = await freeLoopbackPort();
+  const child = spawn(...command(`${bin}/postgres`, ['-D', join(dir, 'data'), '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=300']), {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = collect(child);
+  const stop = () => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const c = new pg.Client({ connectionString: url });
+    try {
+      await c.connect();
+      await c.end();
+      return { url, child, stop };
+    } catch (e) {
+      if (Date.now() > deadline || child.exitCode !== null) {
+        stop();
+        throw new Error(`PostgreSQL did not start: ${(e as Error).message}\n${output()}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
