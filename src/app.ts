@@ -75,7 +75,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
     try {
       await database.prisma.$queryRaw`SELECT 1`;
-      return { status: 'ok', database: 'ok', replies: services.provider.description, search: await services.search.describe() };
+      const events = await services.bus.describe();
+      if (!events.reachable) return reply.code(503).send({ status: 'unavailable', database: 'ok', events: 'unreachable' });
+      return { status: 'ok', database: 'ok', events: events.events, replies: services.provider.description, search: await services.search.describe() };
     } catch {
       return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
     }

@@ -7,9 +7,10 @@ export async function serve() {
   const app = await buildApp(config);
   const address = await app.http.listen({ port: config.port, host: config.host });
   const search = await app.services.search.describe();
+  const events = await app.services.bus.describe();
   console.log(
     `parley listening on ${address} (GraphQL and graphql-ws at /graphql, REST at /v2 and /apikeys)\ndatabase: ${app.database.description}\n` +
-      `replies: ${app.services.provider.description}\nsearch: ${search.storage}\nembeddings: ${search.embeddings}`,
+      `replies: ${app.services.provider.description}\nevents: ${events.events}\nsearch: ${search.storage}\nembeddings: ${search.embeddings}`,
   );
 
   let closing = false;

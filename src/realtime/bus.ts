@@ -52,6 +52,8 @@ export interface EventBus {
   onCancelReplies(listener: (request: CancelRequest) => void): () => void;
   /** Ends every subscription with SHUTTING_DOWN (clients reconnect elsewhere) and stops. */
   close(): Promise<void>;
+  /** For the start-up line and /healthz: where events go, and whether that is reachable now. */
+  describe(): Promise<{ events: string; reachable: boolean }>;
   /** For metrics and tests: subscriptions open right now. */
   subscriberCount(): number;
 }

@@ -184,6 +184,8 @@ export function createMemoryBus(config: EventsConfig): EventBus {
       for (const c of channels.values()) for (const s of c.subscribers) s.end('SHUTTING_DOWN', 'The server is shutting down; reconnect to resume');
     },
 
+    describe: async () => ({ events: 'in process (one instance; set REDIS_URL to share events between instances)', reachable: true }),
+
     subscriberCount: () => subscriberCount,
   };
 }

@@ -374,6 +374,13 @@ export function createRedisBus(url: string, config: EventsConfig): EventBus {
       await commands.quit().catch(() => commands.disconnect());
     },
 
+    async describe() {
+      const where = new URL(url);
+      const events = `Redis at ${where.hostname}:${where.port || 6379} (shared by every instance)`;
+      const reachable = await Promise.race([commands.ping().then(() => true), new Promise<boolean>((r) => setTimeout(r, 1_000, false))]).catch(() => false);
+      return { events, reachable };
+    },
+
     subscriberCount: () => subscriberCount,
   };
 }

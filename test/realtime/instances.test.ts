@@ -146,6 +146,15 @@ afterAll(async () => {
 });
 
 describe('two instances sharing PostgreSQL and Redis', () => {
+  it('say where their events go, at start and in /healthz', async () => {
+    for (const server of [a, b]) {
+      expect(server.output()).toMatch(/\nevents: Redis at 127\.0\.0\.1:\d+ \(shared by every instance\)\n/);
+      const health = await fetch(`${server.url}/healthz`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toMatchObject({ status: 'ok', events: expect.stringMatching(/^Redis at /) });
+    }
+  });
+
   it('a reply posted on one instance streams, token by token, to a subscriber on the other', async () => {
     const sessionId = await newSession(a);
     const tokens = ['Token', ' by', ' token', ' across', ' instances'];

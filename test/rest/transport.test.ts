@@ -37,6 +37,7 @@ describe('REST transport', () => {
       expect(res.body).toEqual({
         status: 'ok',
         database: 'ok',
+        events: process.env.TEST_REDIS_URL ? expect.stringMatching(/^Redis at /) : expect.stringMatching(/^in process/),
         replies: expect.stringMatching(/offline responder/),
         search: { embeddings: expect.stringMatching(/^hashed-ngrams-v1: .*not CLIP/), storage: expect.any(String) },
       });
