@@ -4,6 +4,8 @@ import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
 import { isDomainError } from './domain/errors.ts';
+import { RETRY_AFTER_SECONDS } from './domain/prisma-errors.ts';
+import { recoverAbandonedReplies, type RecoveredReply } from './domain/replies/recovery.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
 import fastifyStatic from '@fastify/static';
@@ -19,6 +21,8 @@ import { mediaRoutes } from './rest/media.ts';
 import { restRoutes } from './rest/routes.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
+/** A health check answers within this even when the database does not. */
+const HEALTH_TIMEOUT_MS = 2_000;
 
 export interface App {
   http: FastifyInstance;
@@ -46,8 +50,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // The registry is checked first: a broken tool file should stop start-up before anything opens.
   const tools = await loadToolRegistry(config.toolsDir);
   const database = await openDatabase(config.database, { onQuery: options.onQuery });
+  let recovered: RecoveredReply[];
   try {
     await applyMigrations(database.migrationAdapterFactory);
+    // Without a shared Redis this is the only instance: a reply still `streaming` now was left
+    // by an earlier process that died. With several, the instances close those of one that died.
+    recovered = config.redisUrl ? [] : await recoverAbandonedReplies(database.prisma);
   } catch (e) {
     await database.close();
     throw e;
@@ -63,6 +71,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
   });
   const services = createServices(database.prisma, tools, { config, log: http.log, publicUrl: () => config.publicUrl ?? listeningAt(http.server) });
+  if (recovered.length) http.log.warn({ replies: recovered.map((r) => r.message.id) }, `${recovered.length} replies left unfinished by a stopped process were saved as failed`);
   installJsonParser(http);
   installErrorHandlers(http);
   await installCors(http, config.http);
@@ -70,12 +79,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installAuth(http, services);
 
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
-    try {
-      await database.prisma.$queryRaw`SELECT 1`;
-      return { status: 'ok', database: 'ok', replies: services.provider.description, search: await services.search.describe() };
-    } catch {
-      return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
-    }
+    if (!(await database.ping(HEALTH_TIMEOUT_MS))) return reply.code(503).header('retry-after', String(RETRY_AFTER_SECONDS)).send({ status: 'unavailable', database: 'unreachable' });
+    return { status: 'ok', database: 'ok', replies: services.provider.description, search: await services.search.describe() };
   });
 
   // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.

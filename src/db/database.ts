@@ -35,7 +35,22 @@ export interface Database {
   migrationAdapterFactory: SqlMigrationAwareDriverAdapterFactory;
   /** For the start-up line: never includes credentials. */
   description: string;
+  /** True when the database answers a trivial query within `timeoutMs`. */
+  ping(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** A database that does not answer in time counts as down: a health check must not hang on it. */
+async function ping(prisma: Db, timeoutMs: number) {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+  try {
+    return await Promise.race([prisma.$queryRaw`SELECT 1`.then(() => true), late]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface OpenOptions {
@@ -43,15 +58,20 @@ export interface OpenOptions {
   onQuery?: (sql: string) => void;
 }
 
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+
 export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<Database> {
   if (config.kind === 'postgres') {
-    const adapterFactory = new PrismaPg({ connectionString: config.url });
+    // Without a connect timeout, a database host that stops answering (rather than refusing)
+    // would hold every request that needs a connection until the operating system gives up.
+    const adapterFactory = new PrismaPg({ connectionString: config.url, connectionTimeoutMillis: config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS });
     const prisma = createClient(adapterFactory, options.onQuery);
     const url = new URL(config.url);
     return {
       prisma,
       migrationAdapterFactory: new PostgresMigrationAdapterFactory({ connectionString: config.url, max: 1 }),
       description: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
+      ping: (timeoutMs) => ping(prisma, timeoutMs),
       close: () => prisma.$disconnect(),
     };
   }
@@ -70,6 +90,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     prisma,
     migrationAdapterFactory: pglite.factory,
     description: config.dataDir ? `embedded PGlite in ${config.dataDir}` : 'embedded PGlite in memory',
+    ping: (timeoutMs) => ping(prisma, timeoutMs),
     async close() {
       await prisma.$disconnect();
       await pglite.close();

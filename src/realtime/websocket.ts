@@ -1,8 +1,9 @@
 import type { IncomingMessage, Server } from 'node:http';
-import { GraphQLError, getOperationAST, type ExecutionResult } from 'graphql';
+import { GraphQLError, getOperationAST, type ExecutionResult, type FormattedExecutionResult } from 'graphql';
 import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { EventsConfig, WebSocketConfig } from '../config.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../domain/prisma-errors.ts';
 import type { Viewer } from '../domain/viewer.ts';
 import type { GraphQLServer } from '../graphql/server.ts';
 import type { EventBus } from './bus.ts';
@@ -31,6 +32,21 @@ const TOO_MANY_SOCKETS = 4429;
 const LINGER_MS = 10_000;
 /** Sockets are pinged this often; one that does not answer by the next ping is gone. */
 const KEEP_ALIVE_MS = 12_000;
+
+/**
+ * Errors may carry `extensions.http` (a status and headers) for Yoga to answer an HTTP request
+ * with; a socket has no response to set them on, so they are not sent there.
+ */
+function withoutHttpExtensions(result: ExecutionResult): FormattedExecutionResult | void {
+  if (!result.errors?.some((e) => e.extensions?.http)) return;
+  return {
+    ...result,
+    errors: result.errors.map((e) => {
+      const { http: _http, ...extensions } = e.extensions;
+      return { ...e.toJSON(), extensions };
+    }),
+  };
+}
 
 /**
  * graphql-ws on the same port and path as GraphQL over HTTP. A socket must present a valid API
@@ -84,7 +100,14 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
     subscribe: (args) => (args.rootValue as { subscribe: Run }).subscribe(args),
     onConnect: async (ctx) => {
       const socket = ctx.extra.socket;
-      const auth = await options.authenticate(ctx.connectionParams);
+      let auth;
+      try {
+        auth = await options.authenticate(ctx.connectionParams);
+      } catch (e) {
+        if (!isDatabaseUnavailable(e)) throw e;
+        socket.close(TRY_AGAIN_LATER, DATABASE_UNAVAILABLE);
+        return false;
+      }
       if (!('viewer' in auth)) {
         socket.close(auth.missing ? CloseCode.Unauthorized : CloseCode.Forbidden, auth.reason);
         return false;
@@ -100,6 +123,7 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
       ctx.extra.viewer = auth.viewer;
       return true;
     },
+    onNext: (_ctx, _id, _payload, _args, result) => withoutHttpExtensions(result),
     onComplete: (ctx, id) => answered(ctx.extra.socket, id),
     onError: (ctx, id) => answered(ctx.extra.socket, id),
     onSubscribe: async (ctx, id, params) => {

@@ -1,0 +1,83 @@
+import type { Db } from '../../db/database.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
+import type { EventBus } from '../../realtime/bus.ts';
+import type { MessageView } from '../sessions/events.ts';
+import { messageSelect, toMessageView } from '../sessions/views.ts';
+import { releaseHolds } from '../tools/holds.ts';
+
+export const ABANDONED_REPLY = 'The server stopped before the reply was finished';
+const ABANDONED_TOOL = 'The server stopped before the tool finished';
+
+export interface RecoveryOptions {
+  /** Only replies written by this instance (one known to be gone). */
+  instanceId?: string;
+  /** Only replies not saved since this time (a streaming reply's text is saved every few seconds). */
+  olderThan?: Date;
+  /** Watchers of the sessions are told through it: an `error` per reply, then `end_prompt`. */
+  bus?: EventBus;
+}
+
+export interface RecoveredReply {
+  sessionId: string;
+  promptId: string | null;
+  agentId: string | null;
+  message: MessageView;
+}
+
+/** Sessions looked at per round; the rounds go on until nothing is left. */
+const BATCH = 200;
+
+/**
+ * Closes replies that a process stopped writing (it was killed, or crashed): each is saved as
+ * failed with the text it had saved so far, its running tool calls are cancelled and their holds
+ * refunded, and calls it had not started are cancelled. Without options every streaming reply is
+ * taken, which is right only when no other process can be writing one (a single instance, at
+ * start). Safe to run from several instances at once: each session is locked while its replies
+ * are closed (before its tool calls, in the order settling takes them), and only replies still
+ * `streaming` change, so each is closed, and each hold refunded, exactly once.
+ */
+export async function recoverAbandonedReplies(db: Db, options: RecoveryOptions = {}): Promise<RecoveredReply[]> {
+  const where: Prisma.MessageWhereInput = {
+    status: 'streaming',
+    ...(options.instanceId !== undefined ? { instance: options.instanceId } : {}),
+    ...(options.olderThan ? { updatedAt: { lt: options.olderThan } } : {}),
+  };
+  const recovered: RecoveredReply[] = [];
+  // Closed replies no longer match, so each round finds the next sessions; a round that closes
+  // nothing (another instance got there first) ends it.
+  for (let closing = true; closing; ) {
+    const sessions = await db.message.findMany({ where, distinct: ['sessionId'], select: { sessionId: true }, take: BATCH });
+    closing = false;
+    for (const { sessionId } of sessions) {
+      const closed = await recoverSession(db, sessionId, where);
+      closing ||= closed.length > 0;
+      recovered.push(...closed);
+    }
+  }
+  if (options.bus) await announce(options.bus, recovered);
+  return recovered;
+}
+
+async function recoverSession(db: Db, sessionId: string, where: Prisma.MessageWhereInput) {
+  return db.$transaction(async (tx) => {
+    const [session] = await tx.$queryRaw<{ id: string }[]>`SELECT "id" FROM "Session" WHERE "id" = ${sessionId} FOR UPDATE`;
+    if (!session) return [];
+    const closed = await tx.message.updateManyAndReturn({ where: { ...where, sessionId }, data: { status: 'failed', error: ABANDONED_REPLY }, select: { id: true } });
+    if (closed.length === 0) return [];
+    const ids = closed.map((m) => m.id);
+    await releaseHolds(tx, { messageId: { in: ids } }, ABANDONED_TOOL);
+    await tx.toolCall.updateMany({ where: { messageId: { in: ids }, status: 'pending' }, data: { status: 'cancelled', error: ABANDONED_TOOL } });
+    const rows = await tx.message.findMany({ where: { id: { in: ids } }, orderBy: { ordinal: 'asc' }, select: messageSelect });
+    return rows.map((m) => ({ sessionId, promptId: m.promptId, agentId: m.senderId, message: toMessageView(m) }));
+  });
+}
+
+async function announce(bus: EventBus, recovered: RecoveredReply[]) {
+  const prompts = new Map<string, string>();
+  for (const r of recovered) {
+    if (!r.promptId || !r.agentId) continue;
+    await bus.publish(r.sessionId, { type: 'error', promptId: r.promptId, agentId: r.agentId, error: ABANDONED_REPLY, message: r.message });
+    prompts.set(r.promptId, r.sessionId);
+  }
+  for (const [promptId, sessionId] of prompts) await bus.publish(sessionId, { type: 'end_prompt', promptId });
+}
