@@ -42,7 +42,7 @@ describe('when the database goes away', () => {
     const target = new URL(database.url);
     proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
     llm = await startFakeOpenAI({ tokens: ['All', ' good'] });
-    const env = { DATABASE_URL: proxy.through(database.url), LLM_BASE_URL: llm.baseUrl, DATABASE_CONNECT_TIMEOUT_MS: '2000', REPLY_CHECKPOINT_MS: '0' };
+    const env = { DATABASE_URL: proxy.through(database.url), LLM_BASE_URL: llm.baseUrl, DATABASE_CONNECT_TIMEOUT_MS: '2000' };
     const key = await runCli(['keys', 'create', 'alice', '--json'], env);
     expect(key.code, key.stderr).toBe(0);
     apiKey = JSON.parse(key.stdout).apiKey;
