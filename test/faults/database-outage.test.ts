@@ -2,10 +2,12 @@ import { parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { graphqlWsClients, wsExecute } from '../helpers/graphql-ws.ts';
+import { startFakeToolService } from '../helpers/fake-tool-service.ts';
 import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
 import { runCli, startServerProcess, type ServerProcess } from '../helpers/process.ts';
 import { openSse, updates } from '../helpers/sse.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { httpTool, toolRegistryWith } from '../helpers/tool-registry.ts';
 
 /**
  * The service on PostgreSQL, reached through a proxy the test cuts and restores: the database
@@ -15,6 +17,7 @@ describe('when the database goes away', () => {
   let database: Awaited<ReturnType<typeof freshPostgresDatabase>>;
   let proxy: TcpProxy;
   let llm: FakeOpenAI;
+  let tools: Awaited<ReturnType<typeof startFakeToolService>>;
   let server: ServerProcess;
   let apiKey: string;
   let agentId: string;
@@ -42,13 +45,17 @@ describe('when the database goes away', () => {
     const target = new URL(database.url);
     proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
     llm = await startFakeOpenAI({ tokens: ['All', ' good'] });
-    const env = { DATABASE_URL: proxy.through(database.url), LLM_BASE_URL: llm.baseUrl, DATABASE_CONNECT_TIMEOUT_MS: '2000' };
+    tools = await startFakeToolService();
+    const toolsDir = await toolRegistryWith({ paid_tool: httpTool('paid_tool', tools.url, 'n') });
+    const env = { DATABASE_URL: proxy.through(database.url), LLM_BASE_URL: llm.baseUrl, TOOLS_DIR: toolsDir, DATABASE_CONNECT_TIMEOUT_MS: '2000' };
     const key = await runCli(['keys', 'create', 'alice', '--json'], env);
     expect(key.code, key.stderr).toBe(0);
     apiKey = JSON.parse(key.stdout).apiKey;
+    const grant = await runCli(['manna', 'grant', 'alice', '5'], env);
+    expect(grant.code, grant.stderr).toBe(0);
     server = await startServerProcess(env);
     await server.waitFor(/listening on/);
-    const created = await graphql('mutation { createAgent(input: {name: "Steady", key: "steady"}) { id } }');
+    const created = await graphql('mutation { createAgent(input: {name: "Steady", key: "steady", tools: {paid_tool: true}}) { id } }');
     expect(created.body.errors).toBeUndefined();
     agentId = created.body.data.createAgent.id;
   });
@@ -58,6 +65,7 @@ describe('when the database goes away', () => {
     server?.child.kill('SIGKILL');
     await proxy?.close();
     await llm?.close();
+    await tools?.close();
     await database?.drop();
   });
 
@@ -147,6 +155,38 @@ describe('when the database goes away', () => {
 
     const again = await rest('POST', '/v2/sessions', { session_id: sessionId, content: 'and now?' });
     expect(again.status).toBe(200);
+  });
+
+  it('a tool call whose settling fails while it is away is cancelled and its hold given back once it is back', async () => {
+    const balance = async () => (await rest('GET', '/v2/creators/me')).body.balance;
+    const before = await balance();
+    let answer!: () => void;
+    tools.enqueue({ answer: { result: { made: true } }, gate: new Promise<void>((resolve) => (answer = resolve)) });
+    llm.choose((r) =>
+      r.body.messages.at(-1)?.content === 'make one' ? { tokens: ['Making it.'], toolCalls: [{ id: 'call_1', name: 'paid_tool', arguments: '{"prompt":"a kite","n":1}' }] } : undefined,
+    );
+    const stream = await openSse(`${server.url}/v2/sessions`, {
+      method: 'POST',
+      headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ stream: true, agent_ids: [agentId], content: 'make one' }),
+    });
+    // The call holds its cost and waits on the tool service; the database goes away; it answers.
+    await expect.poll(() => tools.calls.length).toBe(1);
+    expect(await balance()).toBe(before - 1);
+    await proxy.cut();
+    try {
+      answer();
+      const events = updates(await stream.done);
+      expect(events.find((e) => e.type === 'error')).toMatchObject({ error: 'The database became unavailable while the reply was being written', message: { status: 'failed', content: 'Making it.' } });
+    } finally {
+      await proxy.restore();
+    }
+
+    const sessionId = updates(stream.frames)[0].session_id;
+    await expect
+      .poll(async () => (await rest('GET', `/v2/sessions/${sessionId}`)).body.messages?.at(-1), { timeout: 20_000, interval: 250 })
+      .toMatchObject({ status: 'failed', tool_calls: [{ tool: 'paid_tool', status: 'cancelled', error: 'The reply ended before the tool call was settled' }] });
+    expect(await balance()).toBe(before);
   });
 
   it('survives its idle connections being terminated by the server', async () => {

@@ -6,6 +6,7 @@ import { isDatabaseUnavailable, isRecordGone } from '../prisma-errors.ts';
 import { addTokens, BUDGET_EXCEEDED, reserveTurns } from '../sessions/budgets.ts';
 import type { MessageView, SessionEventPayload } from '../sessions/events.ts';
 import { messageSelect, toMessageView } from '../sessions/views.ts';
+import { abandonToolCalls } from '../tools/holds.ts';
 import { buildPrompt, type PromptAgent } from './prompt.ts';
 import { ProviderError, type ChatMessage, type ChatProvider, type ChatRequest } from './providers/types.ts';
 import { cleanModelTitle, fallbackTitle, TITLE_INSTRUCTION, titleFromText } from './title.ts';
@@ -58,6 +59,7 @@ interface Outcome {
 }
 
 const DATABASE_LOST = 'The database became unavailable while the reply was being written';
+const UNSETTLED_TOOL = 'The reply ended before the tool call was settled';
 /** Retries of a reply that could not be saved because the database was away: from 1 s, doubling, up to 30 s apart. */
 const SAVE_RETRY_FIRST_MS = 1_000;
 const SAVE_RETRY_MAX_MS = 30_000;
@@ -123,15 +125,20 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
   const emit = (sessionId: string, event: SessionEventPayload) =>
     bus.publish(sessionId, event).catch((err) => log.error({ err }, 'could not publish a session event'));
 
-  /** Saves a reply as it ended, with its tokens counted on the session in the same transaction. */
+  /**
+   * Saves a reply as it ended, with its tokens counted on the session in the same transaction. A
+   * reply that did not complete leaves no tool call unsettled: one whose settling failed (the
+   * database went away meanwhile) is cancelled and its hold given back.
+   */
   async function save(sessionId: string, messageId: string, fields: Outcome) {
     return db.$transaction(async (tx) => {
+      await addTokens(tx, sessionId, fields.promptTokens + fields.completionTokens);
+      if (fields.status !== 'complete') await abandonToolCalls(tx, { messageId }, UNSETTLED_TOOL);
       const row = await tx.message.update({
         where: { id: messageId },
         data: { content: fields.content, thought: fields.thought || null, status: fields.status, error: fields.error, promptTokens: fields.promptTokens, completionTokens: fields.completionTokens },
         select: messageSelect,
       });
-      await addTokens(tx, sessionId, fields.promptTokens + fields.completionTokens);
       return toMessageView(row);
     });
   }

@@ -3,7 +3,7 @@ import type { Prisma } from '../../generated/prisma/client.ts';
 import type { EventBus } from '../../realtime/bus.ts';
 import type { MessageView } from '../sessions/events.ts';
 import { messageSelect, toMessageView } from '../sessions/views.ts';
-import { releaseHolds } from '../tools/holds.ts';
+import { abandonToolCalls } from '../tools/holds.ts';
 
 export const ABANDONED_REPLY = 'The server stopped before the reply was finished';
 const ABANDONED_TOOL = 'The server stopped before the tool finished';
@@ -65,8 +65,7 @@ async function recoverSession(db: Db, sessionId: string, where: Prisma.MessageWh
     const closed = await tx.message.updateManyAndReturn({ where: { ...where, sessionId }, data: { status: 'failed', error: ABANDONED_REPLY }, select: { id: true } });
     if (closed.length === 0) return [];
     const ids = closed.map((m) => m.id);
-    await releaseHolds(tx, { messageId: { in: ids } }, ABANDONED_TOOL);
-    await tx.toolCall.updateMany({ where: { messageId: { in: ids }, status: 'pending' }, data: { status: 'cancelled', error: ABANDONED_TOOL } });
+    await abandonToolCalls(tx, { messageId: { in: ids } }, ABANDONED_TOOL);
     const rows = await tx.message.findMany({ where: { id: { in: ids } }, orderBy: { ordinal: 'asc' }, select: messageSelect });
     return rows.map((m) => ({ sessionId, promptId: m.promptId, agentId: m.senderId, message: toMessageView(m) }));
   });

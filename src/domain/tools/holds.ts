@@ -35,3 +35,13 @@ export async function releaseHolds(tx: Tx, where: Prisma.ToolCallWhereInput, err
   }
   return released;
 }
+
+/**
+ * Ends the unsettled tool calls `where` selects for good: running ones are cancelled with their
+ * holds given back, pending ones (not yet charged) cancelled. For replies that end while a call
+ * of theirs is still unsettled, and for those a stopped process left.
+ */
+export async function abandonToolCalls(tx: Tx, where: Prisma.ToolCallWhereInput, error: string) {
+  await releaseHolds(tx, where, error);
+  await tx.toolCall.updateMany({ where: { ...where, status: 'pending' }, data: { status: 'cancelled', error } });
+}
