@@ -189,6 +189,19 @@ describe('when the database goes away', () => {
     expect(await balance()).toBe(before);
   });
 
+  it('a database that stops answering (rather than refusing) makes requests fail within the connect timeout, not hang', async () => {
+    proxy.blackhole();
+    try {
+      const res = await rest('GET', '/v2/creators/me');
+      expect(res.status).toBe(503);
+      expect(res.body.message).toBe('The database is unavailable right now; try again in a few seconds');
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(503);
+    } finally {
+      await proxy.restore();
+    }
+    await expect.poll(async () => (await rest('GET', '/v2/creators/me')).status, { timeout: 10_000, interval: 100 }).toBe(200);
+  });
+
   it('survives its idle connections being terminated by the server', async () => {
     const admin = new URL(database.url);
     admin.pathname = '/postgres';

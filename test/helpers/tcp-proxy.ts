@@ -4,6 +4,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
  * A TCP proxy a test can cut and restore, put between parley and its database to take the
  * database away without stopping it. While cut, nothing listens on the port (connecting is
  * refused) and every connection that was open is reset; restored, it listens on the same port.
+ * Blackholed, it accepts connections and never answers, as a host behind a broken network does.
  */
 export async function startTcpProxy(target: { host: string; port: number }) {
   const sockets = new Set<Socket>();
@@ -11,9 +12,11 @@ export async function startTcpProxy(target: { host: string; port: number }) {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   };
+  let silent = false;
   const server: Server = createServer((client) => {
-    const upstream = connect(target.port, target.host);
     track(client);
+    if (silent) return void client.on('error', () => {});
+    const upstream = connect(target.port, target.host);
     track(upstream);
     client.pipe(upstream).pipe(client);
     client.on('error', () => upstream.destroy());
@@ -49,9 +52,15 @@ export async function startTcpProxy(target: { host: string; port: number }) {
       await closed;
     },
     async restore() {
+      silent = false;
       if (!cut) return;
       cut = false;
       await listen(port);
+    },
+    /** Resets every open connection; new ones are accepted and never answered. */
+    blackhole() {
+      silent = true;
+      for (const s of sockets) s.resetAndDestroy();
     },
     async close() {
       for (const s of sockets) s.destroy();
