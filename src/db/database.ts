@@ -58,7 +58,7 @@ export interface OpenOptions {
   onQuery?: (sql: string) => void;
 }
 
-export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 
 export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<Database> {
   if (config.kind === 'postgres') {

@@ -161,19 +161,16 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     const usage = { prompt: 0, completion: 0 };
     // The text so far is saved now and then while it streams, so that a process that dies
     // leaves the reply with most of what its watchers saw (start-up recovery marks it failed).
-    const progress: { timer?: NodeJS.Timeout; saved: string } = { saved: '' };
+    // At most one save per interval, armed by the first delta after the last one.
+    let checkpointTimer: NodeJS.Timeout | undefined;
     const checkpoint = () => {
-      if (progress.timer || llm.checkpointMs === 0) return;
-      progress.timer = setTimeout(() => {
-        const text = content;
-        const thinking = thought;
-        if (text + thinking === progress.saved) return void (progress.timer = undefined);
+      if (checkpointTimer || llm.checkpointMs === 0) return;
+      checkpointTimer = setTimeout(() => {
         db.message
-          .updateMany({ where: { id: messageId, status: 'streaming' }, data: { content: text, thought: thinking || null } })
-          .then(() => (progress.saved = text + thinking))
+          .updateMany({ where: { id: messageId, status: 'streaming' }, data: { content, thought: thought || null } })
           // The final save says what went wrong; a checkpoint that fails is only skipped.
           .catch(() => {})
-          .finally(() => (progress.timer = undefined));
+          .finally(() => (checkpointTimer = undefined));
       }, llm.checkpointMs);
     };
 
@@ -231,7 +228,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       await fail(job, target, signal.aborted ? signal.reason : e, { content, thought, promptTokens: usage.prompt, completionTokens: usage.completion });
       return null;
     } finally {
-      clearTimeout(progress.timer);
+      clearTimeout(checkpointTimer);
     }
   }
 

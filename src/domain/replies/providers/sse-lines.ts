@@ -35,11 +35,13 @@ export async function* sseData(body: AsyncIterable<Uint8Array>, maxEventChars: n
     } else if (line.startsWith('data:')) {
       data.push(line.slice(line[5] === ' ' ? 6 : 5));
       pending += line.length;
+      if (pending > maxEventChars) throw new SseEventTooLarge(maxEventChars);
     }
   };
   for await (const chunk of body) {
     buffer += decoder.decode(chunk, { stream: true });
     for (const line of lines(false)) yield* take(line);
+    // A line not ended yet counts too: a sender that never ends one must not grow the buffer.
     if (pending + buffer.length > maxEventChars) throw new SseEventTooLarge(maxEventChars);
   }
   buffer += decoder.decode();
