@@ -134,9 +134,11 @@ describe('SIGKILL during a burst of writes', () => {
     ];
 
     // Every streamed reply has sent its three tokens, every affordable tool call is holding its
-    // cost (the hold comes before the call reaches the service), and likes are going on.
+    // cost (the hold comes before the call reaches the service), the answered ones are settled
+    // (the model is asked again only then), and likes are going on.
     for (const s of streams) await s.waitFor((f) => f.data.data?.type === 'assistant_token' && f.data.data.text === ' two');
     await expect.poll(() => tools.calls.length, { timeout: 20_000 }).toBeGreaterThanOrEqual(4);
+    await expect.poll(() => llm.requests.filter((r) => r.body.messages.at(-1)?.role === 'tool').length, { timeout: 20_000 }).toBeGreaterThanOrEqual(ANSWERED_TOOLS);
     await expect.poll(() => likesDone, { timeout: 20_000 }).toBeGreaterThanOrEqual(20);
 
     server.child.kill('SIGKILL');

@@ -11,7 +11,11 @@ const ABANDONED_TOOL = 'The server stopped before the tool finished';
 export interface RecoveryOptions {
   /** Only replies written by this instance (one known to be gone). */
   instanceId?: string;
-  /** Only replies not saved since this time (a streaming reply's text is saved every few seconds). */
+  /**
+   * Only replies not saved since this time. A streaming reply's text is saved every
+   * `REPLY_CHECKPOINT_MS`, but not while it waits for a tool: the bound must exceed the longest
+   * tool call, or a live reply may be closed.
+   */
   olderThan?: Date;
   /** Watchers of the sessions are told through it: an `error` per reply, then `end_prompt`. */
   bus?: EventBus;
