@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { EventBus } from '../../realtime/bus.ts';
 import { debit } from '../manna/ledger.ts';
+import { isDatabaseUnavailable } from '../prisma-errors.ts';
 import type { MediaStore } from '../media/store.ts';
 import type { ChatTool } from '../replies/providers/types.ts';
 import type { RequestedToolCall, ToolHost, ToolRunContext } from '../replies/tools.ts';
@@ -135,7 +136,8 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
         await finish(row, ctx, { status: 'cancelled', error: 'The reply was stopped before the tool finished' }, true);
         return { error: 'cancelled' };
       }
-      if (!(e instanceof ToolError)) log.error({ err: e, tool: tool.key }, 'a tool failed');
+      // Settling a call that ran needs the database; losing it is not the tool's failure.
+      if (!(e instanceof ToolError || isDatabaseUnavailable(e))) log.error({ err: e, tool: tool.key }, 'a tool failed');
       const error = e instanceof ToolError ? e.message : 'The tool failed';
       await finish(row, ctx, { status: 'failed', error }, true);
       return { error };
