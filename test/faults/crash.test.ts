@@ -5,17 +5,15 @@ import { applyMigrations } from '../../src/db/migrate.ts';
 import { ABANDONED_REPLY } from '../../src/domain/replies/recovery.ts';
 import { createServices } from '../../src/domain/services.ts';
 import { loadToolRegistry } from '../../src/domain/tools/registry.ts';
+import { apiClient } from '../helpers/api-client.ts';
 import { testConfig } from '../helpers/app.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { startFakeToolService } from '../helpers/fake-tool-service.ts';
 import { freshDatabaseEnv, startServerProcess, type ServerProcess } from '../helpers/process.ts';
-import { openSse, type SseClient } from '../helpers/sse.ts';
+import type { SseClient } from '../helpers/sse.ts';
 import { httpTool, toolRegistryWith } from '../helpers/tool-registry.ts';
 
-interface Person {
-  username: string;
-  apiKey: string;
-}
+type Person = ReturnType<typeof apiClient>;
 
 const STREAMS = 3;
 const QUIET = 3;
@@ -59,11 +57,11 @@ describe('SIGKILL during a burst of writes', () => {
       const services = createServices(database.prisma, await loadToolRegistry(toolsDir), { config: testConfig(databaseConfig, { toolsDir }) });
       const person = async (username: string) => {
         const user = await services.creators.ensureUser(username);
-        return { username, apiKey: (await services.apiKeys.create(user.id)).apiKey, id: user.id };
+        return { id: user.id, apiKey: (await services.apiKeys.create(user.id)).apiKey };
       };
       const a = await person('alice');
-      bob = await person('bob');
-      alice = a;
+      alice = apiClient(() => server.url, a.apiKey);
+      bob = apiClient(() => server.url, (await person('bob')).apiKey);
       const agent = await services.agents.create(await services.apiKeys.authenticate(a.apiKey), { name: 'Maker', key: 'maker', public: true, tools: { paid_tool: true } });
       agentId = agent.id;
       await services.manna.grant('alice', '2', 'subscription');
@@ -101,15 +99,8 @@ describe('SIGKILL during a burst of writes', () => {
 
     let killed = false;
     let likesDone = 0;
-    const request = (person: Person, method: string, path: string, body?: unknown) =>
-      fetch(`${server.url}${path}`, {
-        method,
-        headers: { 'x-api-key': person.apiKey, ...(body ? { 'content-type': 'application/json' } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
-      }).then(
-        async (res) => ({ status: res.status, body: await res.json().catch(() => null) }),
-        () => ({ status: 0, body: null }),
-      );
+    // Requests cut by the kill count as answered with nothing.
+    const request = (person: Person, method: string, path: string, body?: unknown) => person.rest(method, path, body).catch(() => ({ status: 0 }));
     const likeLoops = [alice, bob].flatMap((person) =>
       creationIds.map(async (id) => {
         while (!killed) {
@@ -119,15 +110,7 @@ describe('SIGKILL during a burst of writes', () => {
     );
 
     const streams: SseClient[] = [];
-    for (let i = 0; i < STREAMS; i++) {
-      streams.push(
-        await openSse(`${server.url}/v2/sessions`, {
-          method: 'POST',
-          headers: { 'x-api-key': alice.apiKey, 'content-type': 'application/json' },
-          body: JSON.stringify({ stream: true, agent_ids: [agentId], content: `stream ${i}` }),
-        }),
-      );
-    }
+    for (let i = 0; i < STREAMS; i++) streams.push(await alice.stream({ agent_ids: [agentId], content: `stream ${i}` }));
     const prompts = [
       ...Array.from({ length: QUIET }, (_, i) => request(bob, 'POST', '/v2/sessions', { agent_ids: [agentId], content: `quiet ${i}` })),
       ...Array.from({ length: TOOL_PROMPTS }, (_, i) => request(alice, 'POST', '/v2/sessions', { agent_ids: [agentId], content: `tool ${i}` })),
@@ -165,19 +148,15 @@ describe('SIGKILL during a burst of writes', () => {
 
     // A client reading one of the cut sessions sees the reply failed, with what had been saved of it.
     const [messageId, text] = [...seen][0]!;
-    const sessions = await (await fetch(`${server.url}/v2/sessions?limit=100`, { headers: { 'x-api-key': alice.apiKey } })).json();
-    const read = await Promise.all(sessions.sessions.map(async (s: { id: string }) => (await fetch(`${server.url}/v2/sessions/${s.id}`, { headers: { 'x-api-key': alice.apiKey } })).json()));
+    const sessions = (await alice.rest('GET', '/v2/sessions?limit=100')).body.sessions;
+    const read = await Promise.all(sessions.map(async (s: { id: string }) => (await alice.rest('GET', `/v2/sessions/${s.id}`)).body));
     const reply = read.flatMap((r) => r.messages).find((m: { id: string }) => m.id === messageId);
     expect(reply).toMatchObject({ status: 'failed', error: ABANDONED_REPLY });
     expect(text.startsWith(reply.content)).toBe(true);
 
     // The service works: a new prompt is answered.
     llm.choose(null);
-    const fresh = await openSse(`${server.url}/v2/sessions`, {
-      method: 'POST',
-      headers: { 'x-api-key': bob.apiKey, 'content-type': 'application/json' },
-      body: JSON.stringify({ stream: true, agent_ids: [agentId], content: 'still there?' }),
-    });
+    const fresh = await bob.stream({ agent_ids: [agentId], content: 'still there?' });
     const frames = await fresh.done;
     expect(frames.map((f) => f.data.data?.message?.status).filter(Boolean)).toContain('complete');
 

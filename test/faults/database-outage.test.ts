@@ -1,11 +1,12 @@
 import { parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../helpers/api-client.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { graphqlWsClients, wsExecute } from '../helpers/graphql-ws.ts';
 import { startFakeToolService } from '../helpers/fake-tool-service.ts';
 import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
 import { runCli, startServerProcess, type ServerProcess } from '../helpers/process.ts';
-import { openSse, updates } from '../helpers/sse.ts';
+import { updates } from '../helpers/sse.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { httpTool, toolRegistryWith } from '../helpers/tool-registry.ts';
 
@@ -23,22 +24,7 @@ describe('when the database goes away', () => {
   let agentId: string;
   const ws = graphqlWsClients(() => server.url);
 
-  const rest = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { 'x-api-key': apiKey, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: res.status, headers: res.headers, body: await res.json() };
-  };
-  const graphql = async (query: string) => {
-    const res = await fetch(`${server.url}/graphql`, {
-      method: 'POST',
-      headers: { 'x-api-key': apiKey, 'content-type': 'application/json', accept: 'application/graphql-response+json' },
-      body: JSON.stringify({ query }),
-    });
-    return { status: res.status, headers: res.headers, body: await res.json() };
-  };
+  let alice: ReturnType<typeof apiClient>;
 
   beforeAll(async () => {
     database = await freshPostgresDatabase();
@@ -51,11 +37,12 @@ describe('when the database goes away', () => {
     const key = await runCli(['keys', 'create', 'alice', '--json'], env);
     expect(key.code, key.stderr).toBe(0);
     apiKey = JSON.parse(key.stdout).apiKey;
+    alice = apiClient(() => server.url, apiKey);
     const grant = await runCli(['manna', 'grant', 'alice', '5'], env);
     expect(grant.code, grant.stderr).toBe(0);
     server = await startServerProcess(env);
     await server.waitFor(/listening on/);
-    const created = await graphql('mutation { createAgent(input: {name: "Steady", key: "steady", tools: {paid_tool: true}}) { id } }');
+    const created = await alice.graphql('mutation { createAgent(input: {name: "Steady", key: "steady", tools: {paid_tool: true}}) { id } }');
     expect(created.body.errors).toBeUndefined();
     agentId = created.body.data.createAgent.id;
   });
@@ -69,7 +56,7 @@ describe('when the database goes away', () => {
   });
 
   it('REST answers 503 with Retry-After, GraphQL SERVICE_UNAVAILABLE, /healthz unavailable; all work again when it is back', async () => {
-    expect((await rest('GET', '/v2/creators/me')).status).toBe(200);
+    expect((await alice.rest('GET', '/v2/creators/me')).status).toBe(200);
     const open = ws.connect(apiKey, { lazyCloseTimeout: 60_000 });
     expect((await wsExecute(open, parse('{ me { username } }'))).data).toEqual({ me: { username: 'alice' } });
     await proxy.cut();
@@ -79,13 +66,13 @@ describe('when the database goes away', () => {
         ['POST', '/v2/sessions', { agent_ids: [agentId], content: 'hello?' }],
         ['GET', '/v2/creations/search?query=lighthouse', undefined],
       ] as const) {
-        const res = await rest(method, path, body);
+        const res = await alice.rest(method, path, body);
         expect(res.status, `${method} ${path}`).toBe(503);
         expect(res.headers.get('retry-after')).toBe('5');
         expect(res.body).toEqual({ error: 'Service Unavailable', message: 'The database is unavailable right now; try again in a few seconds' });
       }
 
-      const query = await graphql('{ me { username } }');
+      const query = await alice.graphql('{ me { username } }');
       expect(query.status).toBe(503);
       expect(query.headers.get('retry-after')).toBe('5');
       expect(query.body.errors).toEqual([
@@ -112,11 +99,11 @@ describe('when the database goes away', () => {
     }
 
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
-    expect((await rest('GET', '/v2/creators/me')).body.creator.username).toBe('alice');
-    expect((await graphql('{ me { username } }')).body).toEqual({ data: { me: { username: 'alice' } } });
+    expect((await alice.rest('GET', '/v2/creators/me')).body.creator.username).toBe('alice');
+    expect((await alice.graphql('{ me { username } }')).body).toEqual({ data: { me: { username: 'alice' } } });
     expect((await wsExecute(ws.connect(apiKey), parse('{ me { username } }'))).data).toEqual({ me: { username: 'alice' } });
     expect((await wsExecute(open, parse('{ me { username } }'))).data).toEqual({ me: { username: 'alice' } });
-    const sent = await rest('POST', '/v2/sessions', { agent_ids: [agentId], content: 'hello again' });
+    const sent = await alice.rest('POST', '/v2/sessions', { agent_ids: [agentId], content: 'hello again' });
     expect(sent.status).toBe(200);
     expect(server.child.exitCode).toBeNull();
   });
@@ -126,11 +113,7 @@ describe('when the database goes away', () => {
     const held = new Promise<void>((resolve) => (release = resolve));
     const gated = { tokens: ['Half', ' way', ' there'], gate: (i: number) => (i === 2 ? held : undefined) };
     llm.choose((r) => (r.body.messages.at(-1)?.content === 'tell me something' ? gated : undefined));
-    const stream = await openSse(`${server.url}/v2/sessions`, {
-      method: 'POST',
-      headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
-      body: JSON.stringify({ stream: true, agent_ids: [agentId], content: 'tell me something' }),
-    });
+    const stream = await alice.stream({ agent_ids: [agentId], content: 'tell me something' });
     await stream.waitFor((f) => f.data.data?.type === 'assistant_token' && f.data.data.text === ' way');
     await proxy.cut();
     try {
@@ -149,26 +132,22 @@ describe('when the database goes away', () => {
     // Saved as its watchers were told, without a restart, once the database answers again.
     const sessionId = updates(stream.frames)[0].session_id;
     await expect
-      .poll(async () => (await rest('GET', `/v2/sessions/${sessionId}`)).body.messages?.at(-1), { timeout: 20_000, interval: 250 })
+      .poll(async () => (await alice.rest('GET', `/v2/sessions/${sessionId}`)).body.messages?.at(-1), { timeout: 20_000, interval: 250 })
       .toMatchObject({ status: 'failed', content: 'Half way there', error: 'The database became unavailable while the reply was being written' });
 
-    const again = await rest('POST', '/v2/sessions', { session_id: sessionId, content: 'and now?' });
+    const again = await alice.rest('POST', '/v2/sessions', { session_id: sessionId, content: 'and now?' });
     expect(again.status).toBe(200);
   });
 
   it('a tool call whose settling fails while it is away is cancelled and its hold given back once it is back', async () => {
-    const balance = async () => (await rest('GET', '/v2/creators/me')).body.balance;
+    const balance = async () => (await alice.rest('GET', '/v2/creators/me')).body.balance;
     const before = await balance();
     let answer!: () => void;
     tools.enqueue({ answer: { result: { made: true } }, gate: new Promise<void>((resolve) => (answer = resolve)) });
     llm.choose((r) =>
       r.body.messages.at(-1)?.content === 'make one' ? { tokens: ['Making it.'], toolCalls: [{ id: 'call_1', name: 'paid_tool', arguments: '{"prompt":"a kite","n":1}' }] } : undefined,
     );
-    const stream = await openSse(`${server.url}/v2/sessions`, {
-      method: 'POST',
-      headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
-      body: JSON.stringify({ stream: true, agent_ids: [agentId], content: 'make one' }),
-    });
+    const stream = await alice.stream({ agent_ids: [agentId], content: 'make one' });
     // The call holds its cost and waits on the tool service; the database goes away; it answers.
     await expect.poll(() => tools.calls.length).toBe(1);
     expect(await balance()).toBe(before - 1);
@@ -183,7 +162,7 @@ describe('when the database goes away', () => {
 
     const sessionId = updates(stream.frames)[0].session_id;
     await expect
-      .poll(async () => (await rest('GET', `/v2/sessions/${sessionId}`)).body.messages?.at(-1), { timeout: 20_000, interval: 250 })
+      .poll(async () => (await alice.rest('GET', `/v2/sessions/${sessionId}`)).body.messages?.at(-1), { timeout: 20_000, interval: 250 })
       .toMatchObject({ status: 'failed', tool_calls: [{ tool: 'paid_tool', status: 'cancelled', error: 'The reply ended before the tool call was settled' }] });
     expect(await balance()).toBe(before);
   });
@@ -191,14 +170,14 @@ describe('when the database goes away', () => {
   it('a database that stops answering (rather than refusing) makes requests fail within the connect timeout, not hang', async () => {
     proxy.blackhole();
     try {
-      const res = await rest('GET', '/v2/creators/me');
+      const res = await alice.rest('GET', '/v2/creators/me');
       expect(res.status).toBe(503);
       expect(res.body.message).toBe('The database is unavailable right now; try again in a few seconds');
       expect((await fetch(`${server.url}/healthz`)).status).toBe(503);
     } finally {
       await proxy.restore();
     }
-    await expect.poll(async () => (await rest('GET', '/v2/creators/me')).status, { timeout: 10_000, interval: 100 }).toBe(200);
+    await expect.poll(async () => (await alice.rest('GET', '/v2/creators/me')).status, { timeout: 10_000, interval: 100 }).toBe(200);
   });
 
   it('survives its idle connections being terminated by the server, and logged no error through any of these outages', async () => {
@@ -209,10 +188,10 @@ describe('when the database goes away', () => {
     const client = new pg.Client({ connectionString: admin.toString() });
     await client.connect();
     try {
-      expect((await rest('GET', '/v2/creators/me')).status).toBe(200);
+      expect((await alice.rest('GET', '/v2/creators/me')).status).toBe(200);
       await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
       // Idle connections that were terminated are replaced: nothing crashed, and requests work.
-      await expect.poll(async () => (await rest('GET', '/v2/creators/me')).status, { timeout: 10_000, interval: 100 }).toBe(200);
+      await expect.poll(async () => (await alice.rest('GET', '/v2/creators/me')).status, { timeout: 10_000, interval: 100 }).toBe(200);
       expect(server.child.exitCode).toBeNull();
       expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
       // Through every outage of this file, warnings only: nothing was an unexpected error.

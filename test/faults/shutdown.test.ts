@@ -2,6 +2,7 @@ import { parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
+import { apiClient } from '../helpers/api-client.ts';
 import { freshDatabaseEnv, runCli, startServerProcess, type ServerProcess } from '../helpers/process.ts';
 import { openRawSocket } from '../helpers/raw-socket.ts';
 import { openSse, updates } from '../helpers/sse.ts';
@@ -30,10 +31,7 @@ describe('SIGTERM', () => {
   let sessionId: string;
   const ws = graphqlWsClients(() => server.url);
 
-  const post = async (url: string, path: string, body: unknown) => {
-    const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    return { status: res.status, body: await res.json() };
-  };
+  let alice: ReturnType<typeof apiClient>;
 
   beforeAll(async () => {
     db = await freshDatabaseEnv();
@@ -42,16 +40,17 @@ describe('SIGTERM', () => {
     const key = await runCli(['keys', 'create', 'alice', '--json'], env);
     expect(key.code, key.stderr).toBe(0);
     apiKey = JSON.parse(key.stdout).apiKey;
+    alice = apiClient(() => server.url, apiKey);
     server = await startServerProcess(env);
     await server.waitFor(/listening on/);
-    const created = await post(server.url, '/graphql', { query: 'mutation { createAgent(input: {name: "Calm", key: "calm"}) { id } }' });
+    const created = await alice.graphql('mutation { createAgent(input: {name: "Calm", key: "calm"}) { id } }');
     agentId = created.body.data.createAgent.id;
-    const first = await post(server.url, '/v2/sessions', { agent_ids: [agentId], content: 'hello' });
+    const first = await alice.rest('POST', '/v2/sessions', { agent_ids: [agentId], content: 'hello' });
     sessionId = first.body.session_id;
     // Its reply done, so that the watchers opened next see only what the test does.
     for (;;) {
-      const read = await fetch(`${server.url}/v2/sessions/${sessionId}`, { headers: { 'x-api-key': apiKey } });
-      if ((await read.json()).messages.every((m: { status: string }) => m.status !== 'streaming')) break;
+      const read = await alice.rest('GET', `/v2/sessions/${sessionId}`);
+      if (read.body.messages.every((m: { status: string }) => m.status !== 'streaming')) break;
       await new Promise((r) => setTimeout(r, 50));
     }
   });
@@ -75,12 +74,7 @@ describe('SIGTERM', () => {
       if (last === 'take forever') return { tokens: ['Too', ' slow', ' for', ' this'], gate: (i) => (i === 2 ? new Promise<void>(() => {}) : undefined) };
       return undefined;
     });
-    const prompt = (content: string) =>
-      openSse(`${server.url}/v2/sessions`, {
-        method: 'POST',
-        headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
-        body: JSON.stringify({ stream: true, session_id: sessionId, content }),
-      });
+    const prompt = (content: string) => alice.stream({ session_id: sessionId, content });
     const finished = await prompt('finish please');
     const cut = await prompt('take forever');
     const token = (text: string) => (f: { data: { data?: { type?: string; text?: string } } }) => f.data.data?.type === 'assistant_token' && f.data.data.text === text;
