@@ -1,4 +1,4 @@
-import { parse } from 'graphql';
+import { parse, print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
@@ -62,7 +62,7 @@ describe('SIGTERM', () => {
   });
 
   it('lets in-flight requests and replies finish within the grace period, ends every stream with SHUTTING_DOWN, and exits 0', async () => {
-    // A watcher of the whole session over SSE (and, below, one over graphql-ws).
+    // A watcher of the whole session over SSE (and, below, over graphql-ws and GraphQL over SSE).
     const watcher = await openSse(`${server.url}/v2/sessions/${sessionId}/events`, { headers: { 'x-api-key': apiKey } });
 
     // Two replies held mid-stream: one the test lets finish during the grace period, one never.
@@ -84,6 +84,13 @@ describe('SIGTERM', () => {
     const started = await watcher.waitFor((f) => f.data.data?.type === 'start_prompt');
     const subscription = wsSubscribe(ws.connect(apiKey), SUBSCRIPTION, { id: sessionId, after: started.id! - 1 });
     await subscription.waitFor((r) => (r.data as { sessionEvents?: { type: string } } | null)?.sessionEvents?.type === 'assistant_token');
+    // And over GraphQL's own SSE transport.
+    const overSse = await openSse(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { 'x-api-key': apiKey, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ query: print(SUBSCRIPTION), variables: { id: sessionId, after: started.id! - 1 } }),
+    });
+    await overSse.waitFor((f) => f.data.data?.sessionEvents?.type === 'assistant_token');
 
     // A REST request whose body is still arriving when the signal comes.
     const body = JSON.stringify({ agent_ids: [agentId], title: 'Started before the signal' });
@@ -130,6 +137,9 @@ describe('SIGTERM', () => {
       ['assistant_message', 'COMPLETE'],
       ['error', 'FAILED'],
     ]);
+
+    const sseResults = (await overSse.done).map((f) => f.data);
+    expect(sseResults.at(-1).errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'SHUTTING_DOWN', lastSeq: expect.any(Number) }) })]);
 
     expect(await server.exited).toBe(0);
   });
