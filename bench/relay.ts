@@ -4,6 +4,7 @@
 //   node --import tsx bench/relay.ts <provider base URL>   (prints the port it listens on)
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { MAX_CHUNK_CHARS } from '../src/domain/replies/providers/openai.ts';
 import { sseData } from '../src/domain/replies/providers/sse-lines.ts';
 
 const provider = process.argv[2]!;
@@ -18,7 +19,7 @@ const server = createServer(async (req, res) => {
     body: JSON.stringify({ model: 'relay', stream: true, messages: [{ role: 'user', content }] }),
   });
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  for await (const data of sseData(upstream.body!)) {
+  for await (const data of sseData(upstream.body!, MAX_CHUNK_CHARS)) {
     if (data === '[DONE]') break;
     const text = (JSON.parse(data) as { choices?: { delta?: { content?: string } }[] }).choices?.[0]?.delta?.content;
     if (text) res.write(`data: ${JSON.stringify({ event: 'update', data: { type: 'assistant_token', text } })}\n\n`);

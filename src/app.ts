@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
 import { isDomainError } from './domain/errors.ts';
+import { RETRY_AFTER_SECONDS } from './domain/prisma-errors.ts';
+import { recoverAbandonedReplies, watchForDeadInstances, type RecoveredReply } from './domain/replies/recovery.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
 import fastifyStatic from '@fastify/static';
@@ -12,6 +15,7 @@ import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts'
 import { requestLimits, trackConnections } from './http/connections.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
 import { installCors, installSecurityHeaders } from './http/security-headers.ts';
+import { instanceRegistry } from './realtime/instances.ts';
 import { createMemoryBus } from './realtime/memory-bus.ts';
 import { createRedisBus } from './realtime/redis-bus.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
@@ -21,6 +25,8 @@ import { mediaRoutes } from './rest/media.ts';
 import { restRoutes } from './rest/routes.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
+/** A health check answers within this even when the database does not. */
+const HEALTH_TIMEOUT_MS = 2_000;
 
 export interface App {
   http: FastifyInstance;
@@ -48,8 +54,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // The registry is checked first: a broken tool file should stop start-up before anything opens.
   const tools = await loadToolRegistry(config.toolsDir);
   const database = await openDatabase(config.database, { onQuery: options.onQuery });
+  let recovered: RecoveredReply[];
   try {
     await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
+    // Without a shared Redis this is the only instance: a reply still `streaming` now was left
+    // by an earlier process that died. With several, the instances close those of one that died.
+    recovered = config.redisUrl ? [] : await recoverAbandonedReplies(database.prisma);
   } catch (e) {
     await database.close();
     throw e;
@@ -64,8 +74,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     requestTimeout: config.http.requestTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
   });
+  const instanceId = randomUUID();
   const bus = config.redisUrl ? createRedisBus(config.redisUrl, config.events) : createMemoryBus(config.events);
-  const services = createServices(database.prisma, tools, { config, bus, log: http.log, publicUrl: () => config.publicUrl ?? listeningAt(http.server) });
+  const services = createServices(database.prisma, tools, { config, bus, instanceId, log: http.log, publicUrl: () => config.publicUrl ?? listeningAt(http.server) });
+  if (recovered.length) http.log.warn({ replies: recovered.map((r) => r.message.id) }, `${recovered.length} replies left unfinished by a stopped process were saved as failed`);
+  const instances = config.redisUrl ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs) : null;
+  const stopWatchingInstances = instances
+    ? watchForDeadInstances(database.prisma, { self: instanceId, gone: instances.gone, bus, everyMs: config.instanceHeartbeatMs, log: http.log })
+    : () => {};
   installJsonParser(http);
   installErrorHandlers(http);
   await installCors(http, config.http);
@@ -73,14 +89,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installAuth(http, services);
 
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
-    try {
-      await database.prisma.$queryRaw`SELECT 1`;
-      const events = await services.bus.describe();
-      if (!events.reachable) return reply.code(503).send({ status: 'unavailable', database: 'ok', events: 'unreachable' });
-      return { status: 'ok', database: 'ok', events: events.events, replies: services.provider.description, search: await services.search.describe() };
-    } catch {
-      return reply.code(503).send({ status: 'unavailable', database: 'unreachable' });
-    }
+    const unavailable = (body: object) => reply.code(503).header('retry-after', String(RETRY_AFTER_SECONDS)).send({ status: 'unavailable', ...body });
+    if (!(await database.ping(HEALTH_TIMEOUT_MS))) return unavailable({ database: 'unreachable' });
+    const events = await services.bus.describe();
+    if (!events.reachable) return unavailable({ database: 'ok', events: 'unreachable' });
+    return { status: 'ok', database: 'ok', events: events.events, replies: services.provider.description, search: await services.search.describe() };
   });
 
   // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.
@@ -110,6 +123,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const connections = trackConnections(http.server, { maxConnections: config.http.maxConnections ?? connectionCap(openFileLimit()), log: http.log });
   http.addHook('preClose', async () => {
     await services.replies.drain(config.shutdownGraceMs);
+    stopWatchingInstances();
+    await instances?.close();
     await services.bus.close();
     await websocket.close();
     connections.closeIdle();

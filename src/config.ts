@@ -9,7 +9,9 @@ const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
+  DATABASE_CONNECT_TIMEOUT_MS: positiveInt(5_000),
   DATA_DIR: z.string().min(1).default('./data'),
+  INSTANCE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(5_000),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
   MEDIA_DIR: z.string().min(1).optional(),
   PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
@@ -27,6 +29,7 @@ const envSchema = z.object({
   LLM_FIRST_TOKEN_TIMEOUT_MS: positiveInt(60_000),
   LLM_IDLE_TIMEOUT_MS: positiveInt(30_000),
   OFFLINE_TOKEN_DELAY_MS: z.coerce.number().int().min(0).default(25),
+  REPLY_CHECKPOINT_MS: z.coerce.number().int().min(0).default(2_000),
 
   EVENT_REPLAY_LIMIT: positiveInt(5_000),
   EVENT_IDLE_TTL_MS: positiveInt(600_000),
@@ -59,7 +62,8 @@ const envSchema = z.object({
 }).refine((e) => !e.EMBEDDINGS_URL || e.EMBEDDINGS_MODEL, { path: ['EMBEDDINGS_MODEL'], message: 'is required with EMBEDDINGS_URL' });
 
 export type DatabaseConfig =
-  | { kind: 'postgres'; url: string }
+  /** `connectTimeoutMs`: how long opening a connection may take before the request fails (503). */
+  | { kind: 'postgres'; url: string; connectTimeoutMs?: number }
   /** `dataDir` undefined means an in-memory database (tests). */
   | { kind: 'pglite'; dataDir: string | undefined };
 
@@ -77,6 +81,8 @@ export interface LlmConfig {
   idleTimeoutMs: number;
   /** Pause between the offline responder's tokens, so it streams like a model would. */
   offlineTokenDelayMs: number;
+  /** How often a streaming reply's text so far is saved (what survives a crash); 0: only at its end. */
+  checkpointMs: number;
 }
 
 export interface EventsConfig {
@@ -131,6 +137,8 @@ export interface Config {
   database: DatabaseConfig;
   /** Unset: one instance, live events and counters in process. Set: instances share them here. */
   redisUrl: string | undefined;
+  /** With Redis: how often an instance says it is alive (it counts as gone after three misses). */
+  instanceHeartbeatMs: number;
   /** Where files the service makes (tool outputs) are kept; served under /media/. */
   mediaDir: string;
   /** The address clients reach the service at, for links to media; unset: where it listens. */
@@ -166,8 +174,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: e.PORT,
     host: e.HOST,
-    database: e.DATABASE_URL ? { kind: 'postgres', url: e.DATABASE_URL } : { kind: 'pglite', dataDir: resolve(e.DATA_DIR) },
+    database: e.DATABASE_URL ? { kind: 'postgres', url: e.DATABASE_URL, connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS } : { kind: 'pglite', dataDir: resolve(e.DATA_DIR) },
     redisUrl: e.REDIS_URL,
+    instanceHeartbeatMs: e.INSTANCE_HEARTBEAT_MS,
     toolsDir: resolve(e.TOOLS_DIR),
     mediaDir: resolve(e.MEDIA_DIR ?? join(e.DATA_DIR, 'media')),
     publicUrl: e.PUBLIC_URL?.replace(/\/+$/, ''),
@@ -186,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       firstTokenTimeoutMs: e.LLM_FIRST_TOKEN_TIMEOUT_MS,
       idleTimeoutMs: e.LLM_IDLE_TIMEOUT_MS,
       offlineTokenDelayMs: e.OFFLINE_TOKEN_DELAY_MS,
+      checkpointMs: e.REPLY_CHECKPOINT_MS,
     },
     events: {
       replayLimit: e.EVENT_REPLAY_LIMIT,

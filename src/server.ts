@@ -5,14 +5,8 @@ import { loadConfig } from './config.ts';
 export async function serve() {
   const config = loadConfig();
   const app = await buildApp(config);
-  const address = await app.http.listen({ port: config.port, host: config.host });
-  const search = await app.services.search.describe();
-  const events = await app.services.bus.describe();
-  console.log(
-    `parley listening on ${address} (GraphQL and graphql-ws at /graphql, REST at /v2 and /apikeys)\ndatabase: ${app.database.description}\n` +
-      `replies: ${app.services.provider.description}\nevents: ${events.events}\nsearch: ${search.storage}\nembeddings: ${search.embeddings}`,
-  );
-
+  // Before listening: a signal that comes as soon as the service is reachable must find the
+  // handlers in place, or it would end the process without closing anything.
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -28,6 +22,13 @@ export async function serve() {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  const address = await app.http.listen({ port: config.port, host: config.host });
+  const search = await app.services.search.describe();
+  const events = await app.services.bus.describe();
+  console.log(
+    `parley listening on ${address} (GraphQL and graphql-ws at /graphql, REST at /v2 and /apikeys)\ndatabase: ${app.database.description}\n` +
+      `replies: ${app.services.provider.description}\nevents: ${events.events}\nsearch: ${search.storage}\nembeddings: ${search.embeddings}`,
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -42,7 +42,22 @@ export interface Database {
   exclusively<T>(work: () => Promise<T>): Promise<T>;
   /** For the start-up line: never includes credentials. */
   description: string;
+  /** True when the database answers a trivial query within `timeoutMs`. */
+  ping(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** A database that does not answer in time counts as down: a health check must not hang on it. */
+async function ping(prisma: Db, timeoutMs: number) {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+  try {
+    return await Promise.race([prisma.$queryRaw`SELECT 1`.then(() => true), late]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface OpenOptions {
@@ -50,9 +65,13 @@ export interface OpenOptions {
   onQuery?: (sql: string) => void;
 }
 
+const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+
 export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<Database> {
   if (config.kind === 'postgres') {
-    const adapterFactory = new PrismaPg({ connectionString: config.url });
+    // Without a connect timeout, a database host that stops answering (rather than refusing)
+    // would hold every request that needs a connection until the operating system gives up.
+    const adapterFactory = new PrismaPg({ connectionString: config.url, connectionTimeoutMillis: config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS });
     const prisma = createClient(adapterFactory, options.onQuery);
     const url = new URL(config.url);
     return {
@@ -60,6 +79,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       migrationAdapterFactory: new PostgresMigrationAdapterFactory({ connectionString: config.url, max: 1 }),
       exclusively: (work) => holdingAdvisoryLock(config.url, work),
       description: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
+      ping: (timeoutMs) => ping(prisma, timeoutMs),
       close: () => prisma.$disconnect(),
     };
   }
@@ -80,6 +100,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     // The data directory's lock already keeps every other process out.
     exclusively: (work) => work(),
     description: config.dataDir ? `embedded PGlite in ${config.dataDir}` : 'embedded PGlite in memory',
+    ping: (timeoutMs) => ping(prisma, timeoutMs),
     async close() {
       await prisma.$disconnect();
       await pglite.close();

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { loadConfig, type Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { EventBus } from '../realtime/bus.ts';
@@ -27,6 +28,8 @@ export interface ServiceOptions {
   publicUrl?: () => string;
   bus?: EventBus;
   log?: { error(obj: unknown, msg?: string): void };
+  /** Names this process on the replies it writes; a new one by default. */
+  instanceId?: string;
 }
 
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
@@ -39,7 +42,7 @@ export function createServices(db: Db, registry: ToolRegistry, options: ServiceO
   const media = mediaStore(config.mediaDir, options.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
   const tools = createToolHost({ db, registry, bus, search, media, log });
   const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
-  const replies = createReplyEngine({ db, bus, provider, offline, llm: config.llm, tools, memory: memories.host, log });
+  const replies = createReplyEngine({ db, bus, provider, offline, llm: config.llm, tools, memory: memories.host, instanceId: options.instanceId ?? randomUUID(), log });
   const sessions = sessionService(db, bus, replies);
   return {
     db,

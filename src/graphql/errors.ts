@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { isDomainError, type ErrorCode } from '../domain/errors.ts';
-import { nulCharacterError } from '../domain/prisma-errors.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable, nulCharacterError, RETRY_AFTER_SECONDS } from '../domain/prisma-errors.ts';
 import { describeInputError } from '../domain/validation.ts';
 import { withoutSuggestions } from './suggestions.ts';
 
@@ -15,9 +15,10 @@ const graphqlCode: Record<ErrorCode, string> = {
 
 /**
  * Domain errors become GraphQL errors with `extensions.code`; GraphQL's own errors (syntax,
- * validation) pass through; anything else is logged and masked, so no internals leak.
+ * validation) pass through; a database out of reach is SERVICE_UNAVAILABLE (503 with
+ * Retry-After over HTTP); anything else is logged and masked, so no internals leak.
  */
-export function createErrorMasker(logUnexpected: (error: unknown) => void) {
+export function createErrorMasker(logUnexpected: (error: unknown) => void, logUnavailable: (error: unknown) => void) {
   return (error: unknown): Error => {
     const thrown = error instanceof GraphQLError ? (error.originalError ?? error) : error;
     const original = nulCharacterError(thrown) ?? thrown;
@@ -33,6 +34,13 @@ export function createErrorMasker(logUnexpected: (error: unknown) => void) {
       });
     }
     if (original instanceof GraphQLError) return withoutSuggestions(error as GraphQLError);
+    if (isDatabaseUnavailable(original)) {
+      logUnavailable(original);
+      return new GraphQLError(DATABASE_UNAVAILABLE, {
+        ...located,
+        extensions: { code: 'SERVICE_UNAVAILABLE', retryAfter: RETRY_AFTER_SECONDS, http: { status: 503, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } } },
+      });
+    }
     logUnexpected(original);
     return new GraphQLError('Unexpected error.', { ...located, extensions: { code: 'INTERNAL_SERVER_ERROR' } });
   };

@@ -11,6 +11,7 @@ import { schema } from './schema.ts';
 
 export interface GraphQLLogger {
   error(obj: unknown, msg?: string): void;
+  warn(obj: unknown, msg?: string): void;
 }
 
 /** An HTTP request carries its API key; a WebSocket's caller was established when it connected. */
@@ -42,7 +43,12 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
     renderGraphiQL,
     logging: false,
     context: (initial) => (initial.viewer ? { services, auth: { viewer: initial.viewer } } : createContext(services, apiKeyFrom(initial))),
-    maskedErrors: { maskError: createErrorMasker((err) => logger.error({ err }, 'unexpected error in a GraphQL operation')) },
+    maskedErrors: {
+      maskError: createErrorMasker(
+        (err) => logger.error({ err }, 'unexpected error in a GraphQL operation'),
+        (err) => logger.warn({ err }, 'the database is unavailable'),
+      ),
+    },
     plugins: [
       EnvelopArmorPlugin({
         maxDepth: { n: 12 },

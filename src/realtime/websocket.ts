@@ -1,8 +1,9 @@
 import type { IncomingMessage, Server } from 'node:http';
-import { GraphQLError, getOperationAST, type ExecutionResult } from 'graphql';
+import { GraphQLError, getOperationAST, type ExecutionResult, type FormattedExecutionResult } from 'graphql';
 import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { EventsConfig, WebSocketConfig } from '../config.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../domain/prisma-errors.ts';
 import type { Viewer } from '../domain/viewer.ts';
 import type { GraphQLServer } from '../graphql/server.ts';
 import type { EventBus } from './bus.ts';
@@ -29,8 +30,25 @@ const KEY_DELETED = 4403;
 const TOO_MANY_SOCKETS = 4429;
 /** How long a closing socket may take to hand its last bytes to a client that does not read. */
 const LINGER_MS = 10_000;
+/** On shutdown, how long subscriptions may take to send their last result before sockets close. */
+const LAST_RESULTS_MS = 2_000;
 /** Sockets are pinged this often; one that does not answer by the next ping is gone. */
 const KEEP_ALIVE_MS = 12_000;
+
+/**
+ * Errors may carry `extensions.http` (a status and headers) for Yoga to answer an HTTP request
+ * with; a socket has no response to set them on, so they are not sent there.
+ */
+function withoutHttpExtensions(result: ExecutionResult): FormattedExecutionResult | void {
+  if (!result.errors?.some((e) => e.extensions?.http)) return;
+  return {
+    ...result,
+    errors: result.errors.map((e) => {
+      const { http: _http, ...extensions } = e.extensions;
+      return { ...e.toJSON(), extensions };
+    }),
+  };
+}
 
 /**
  * graphql-ws on the same port and path as GraphQL over HTTP. A socket must present a valid API
@@ -50,6 +68,15 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
   // have answered, so deleting the key in use over the socket still gets its result.
   const answering = new WeakMap<WebSocket, Set<string>>();
   const revoked = new WeakSet<WebSocket>();
+  // Subscriptions under way per open socket, so that on shutdown each can send its last result
+  // (SHUTTING_DOWN) before the socket closes.
+  const subscriptions = new Map<WebSocket, Set<string>>();
+  let allEnded: (() => void) | null = null;
+  const subscriptionsEnded = (ws: WebSocket, id?: string) => {
+    const ids = subscriptions.get(ws);
+    if (id === undefined || (ids?.delete(id) && ids.size === 0)) subscriptions.delete(ws);
+    if (subscriptions.size === 0) allEnded?.();
+  };
   let droppedAsSlow = 0;
 
   server.on('upgrade', (request, socket, head) => {
@@ -84,7 +111,14 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
     subscribe: (args) => (args.rootValue as { subscribe: Run }).subscribe(args),
     onConnect: async (ctx) => {
       const socket = ctx.extra.socket;
-      const auth = await options.authenticate(ctx.connectionParams);
+      let auth;
+      try {
+        auth = await options.authenticate(ctx.connectionParams);
+      } catch (e) {
+        if (!isDatabaseUnavailable(e)) throw e;
+        socket.close(TRY_AGAIN_LATER, DATABASE_UNAVAILABLE);
+        return false;
+      }
       if (!('viewer' in auth)) {
         socket.close(auth.missing ? CloseCode.Unauthorized : CloseCode.Forbidden, auth.reason);
         return false;
@@ -100,7 +134,11 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
       ctx.extra.viewer = auth.viewer;
       return true;
     },
-    onComplete: (ctx, id) => answered(ctx.extra.socket, id),
+    onNext: (_ctx, _id, _payload, _args, result) => withoutHttpExtensions(result),
+    onComplete: (ctx, id) => {
+      answered(ctx.extra.socket, id);
+      subscriptionsEnded(ctx.extra.socket, id);
+    },
     onError: (ctx, id) => answered(ctx.extra.socket, id),
     onSubscribe: async (ctx, id, params) => {
       const socket = ctx.extra.socket;
@@ -121,7 +159,9 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
         throw e;
       }
       if (errors.length) return errors;
-      if (getOperationAST(document, params.operationName)?.operation !== 'subscription') {
+      if (getOperationAST(document, params.operationName)?.operation === 'subscription') {
+        subscriptions.set(socket, (subscriptions.get(socket) ?? new Set()).add(id));
+      } else {
         const ids = answering.get(socket) ?? new Set();
         answering.set(socket, ids.add(id));
         // A client with this many queries unanswered is not read until one is answered: one that
@@ -177,6 +217,7 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
     );
     socket.once('close', (code, reason) => {
       clearInterval(keepAlive);
+      subscriptionsEnded(socket);
       const keyId = keyOf.get(socket);
       if (keyId) socketsOfKey.get(keyId)?.delete(socket);
       if (keyId && socketsOfKey.get(keyId)?.size === 0) socketsOfKey.delete(keyId);
@@ -212,9 +253,15 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
   return {
     /** For metrics and tests: sockets open now, and how many were dropped as too slow. */
     stats: () => ({ open: wss.clients.size, droppedAsSlow }),
+    /** Call once the bus has ended every subscription: their last results go out before the sockets close. */
     async close() {
       clearInterval(monitor);
       stopRevocations();
+      let timer: NodeJS.Timeout | undefined;
+      if (subscriptions.size > 0) {
+        await Promise.race([new Promise<void>((resolve) => (allEnded = resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, LAST_RESULTS_MS)))]);
+        clearTimeout(timer);
+      }
       for (const ws of wss.clients) ws.close(1001, 'The server is going away; reconnect');
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },

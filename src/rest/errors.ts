@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import secureJson from 'secure-json-parse';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDomainError, type DomainError, type ErrorCode } from '../domain/errors.ts';
-import { nulCharacterError } from '../domain/prisma-errors.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable, nulCharacterError, RETRY_AFTER_SECONDS } from '../domain/prisma-errors.ts';
 import { describeInputError } from '../domain/validation.ts';
 import { routeMethods } from '../http/allowed-methods.ts';
 
@@ -52,6 +52,10 @@ export function installErrorHandlers(app: FastifyInstance) {
     if (domainError) return sendDomainError(reply, domainError, request.routeOptions.config.errors);
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return transportError(reply, 413, 'Payload Too Large', 'Request body is larger than 1 MiB');
     if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return transportError(reply, 415, 'Unsupported Media Type', 'Send request bodies as application/json');
+    if (isDatabaseUnavailable(error)) {
+      request.log.warn({ err: error }, 'the database is unavailable');
+      return transportError(reply.header('retry-after', String(RETRY_AFTER_SECONDS)), 503, 'Service Unavailable', DATABASE_UNAVAILABLE);
+    }
     if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
       return transportError(reply, error.statusCode, STATUS_CODES[error.statusCode] ?? 'Bad Request', error.message);
     }

@@ -24,6 +24,15 @@ export interface Script {
   dropAfter?: number;
   /** Send a chunk that is not JSON after this many content chunks. */
   malformedAfter?: number;
+  /**
+   * After `after` content chunks, send `data` as one event's data, as is (not encoded: a chunk of
+   * the wrong shape, an error reported mid-stream, a huge chunk), then end the response.
+   */
+  raw?: { after: number; data: string };
+  /** End the response cleanly after this many content chunks, with no finish_reason and no [DONE]. */
+  endAfter?: number;
+  /** Send the finish_reason chunk (and usage) but end the response without [DONE]. */
+  omitDone?: boolean;
   /** Wait for this promise before each content chunk (a test holds the reply mid-stream). */
   gate?: (index: number) => Promise<void> | void;
 }
@@ -93,6 +102,8 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
         res.write('data: {"choices": [ this is not json\n\n');
         return void res.end();
       }
+      if (i === script.raw?.after) return void res.end(`data: ${script.raw.data}\n\n`);
+      if (i === script.endAfter) return void res.end();
       await script.gate?.(i);
       await wait();
       if (res.destroyed) return;
@@ -105,7 +116,7 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
     res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: script.toolCalls?.length ? 'tool_calls' : 'stop' }] })}\n\n`);
     const usage = script.usage === undefined ? { prompt_tokens: raw.length >> 2, completion_tokens: tokens.length } : script.usage;
     if (usage) res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`);
-    res.end('data: [DONE]\n\n');
+    res.end(script.omitDone ? undefined : 'data: [DONE]\n\n');
   }
 
   const server: Server = createServer((req, res) => {

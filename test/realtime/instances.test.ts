@@ -18,8 +18,9 @@ let llm: FakeOpenAI;
 let env: Record<string, string>;
 let a: ServerProcess;
 let b: ServerProcess;
-/** The instance the kill test kills. */
+/** The instance the kill tests kill: one a client watches on, one that writes a reply. */
 let c: ServerProcess;
+let d: ServerProcess;
 let key: string;
 let agentId: string;
 const clients: Client[] = [];
@@ -61,6 +62,7 @@ const EVENTS = `subscription Events($sessionId: ID!, $after: Seq) {
     ... on AssistantToken { text }
     ... on AssistantMessage { message { id content status } }
     ... on ReplyFailed { message { id content status } }
+    ... on PromptEnded { promptId }
   }
 }`;
 
@@ -128,18 +130,19 @@ function expectWhole(events: Event[], reply: string) {
 
 beforeAll(async () => {
   [redis, db, llm] = await Promise.all([startRedis(), freshPostgresDatabase(), startFakeOpenAI({ tokens: ['Hi', '!'] })]);
-  env = { DATABASE_URL: db.url, REDIS_URL: redis.url, LLM_BASE_URL: llm.baseUrl, SHUTDOWN_GRACE_MS: '0' };
+  // Short beats and checkpoints, so a dead writer is noticed, and its text saved, within the test.
+  env = { DATABASE_URL: db.url, REDIS_URL: redis.url, LLM_BASE_URL: llm.baseUrl, SHUTDOWN_GRACE_MS: '0', INSTANCE_HEARTBEAT_MS: '300', REPLY_CHECKPOINT_MS: '100' };
   const created = await runCli(['keys', 'create', 'alice', '--json'], env);
   key = JSON.parse(created.stdout).apiKey;
   // Both start at once on the empty database: migrations must not trip over each other.
-  [a, b, c] = await Promise.all([startInstance(), startInstance(), startInstance()]);
+  [a, b, c, d] = await Promise.all([startInstance(), startInstance(), startInstance(), startInstance()]);
   const agent = await gql(a, `mutation { createAgent(input: { name: "Echo", key: "echo", description: "Says things back", public: false }) { id } }`);
   agentId = agent.data.createAgent.id;
 });
 
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.dispose()));
-  for (const s of [a, b, c]) s?.child.kill('SIGKILL');
+  for (const s of [a, b, c, d]) s?.child.kill('SIGKILL');
   await llm?.close();
   await redis?.stop();
   await db?.drop().catch(() => {});
@@ -203,6 +206,32 @@ describe('two instances sharing PostgreSQL and Redis', () => {
     const all = [...before, ...again.events];
     expectWhole(all.slice(all.findIndex((e) => e.__typename === 'PromptStarted')), tokens.join(''));
     again.stop();
+  });
+
+  it('the instance writing a reply dies: another saves it as failed with the text it had, and its watchers are told', async () => {
+    const sessionId = await newSession(a);
+    const hold = deferred();
+    llm.enqueue({ tokens: ['half', ' of', ' it', ' and', ' more'], gate: (i) => (i === 3 ? hold.promise : undefined) });
+    const watcher = watch(ws(a), sessionId);
+    await listening(a, sessionId, watcher.until);
+    expect((await post(d, sessionId, 'write on d')).status).toBe(200);
+    await watcher.until((e) => e.text === ' it');
+    // The text so far reaches the database (checkpoints every 100 ms) before the kill.
+    await expect.poll(async () => (await gql(a, `query($id: ID!) { session(id: $id) { messages(last: 1) { edges { node { content } } } } }`, { id: sessionId })).data.session.messages.edges[0].node.content).toBe('half of it');
+    d.child.kill('SIGKILL');
+    await d.exited;
+    const failed = await watcher.until((e) => e.__typename === 'ReplyFailed');
+    expect(failed.message).toMatchObject({ status: 'FAILED', content: 'half of it' });
+    await watcher.until((e) => e.__typename === 'PromptEnded');
+    hold.resolve();
+    watcher.stop();
+    // The session is usable: the next prompt is answered, on a live instance.
+    llm.enqueue({ tokens: ['still', ' here'] });
+    const next = watch(ws(b), sessionId);
+    await listening(b, sessionId, next.until);
+    expect((await post(b, sessionId, 'are you there?')).status).toBe(200);
+    expect((await next.until((e) => e.__typename === 'AssistantMessage')).message?.content).toBe('still here');
+    next.stop();
   });
 
   it('a cancel asked of one instance stops the reply the other is writing', async () => {

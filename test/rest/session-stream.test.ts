@@ -337,6 +337,11 @@ describe('when the model provider fails', () => {
     ['a dropped connection mid-reply', [{ tokens: ['par', 'tial', ' text'], dropAfter: 2 }], 'partial', /closed in the middle|Could not reach/, 1],
     ['a stall mid-reply', [{ tokens: ['so', ' far', ' never'], stallAfter: 2 }], 'so far', /stopped sending/, 1],
     ['a malformed chunk', [{ tokens: ['ok', ' then', ' junk'], malformedAfter: 2 }], 'ok then', /malformed/, 1],
+    ['a chunk whose choices are not a list', [{ tokens: ['so', ' far', ' more'], raw: { after: 2, data: '{"choices":"nope"}' } }], 'so far', /unexpected shape \(choices: .*expected array/, 1],
+    ['a chunk whose content is a number', [{ tokens: ['so', ' far', ' more'], raw: { after: 2, data: '{"choices":[{"index":0,"delta":{"content":42}}]}' } }], 'so far', /unexpected shape \(choices\.0\.delta\.content: .*expected string/, 1],
+    ['an error reported mid-stream (a 500 after the headers)', [{ tokens: ['so', ' far', ' more'], raw: { after: 2, data: '{"error":{"message":"upstream overloaded","type":"server_error","code":500}}' } }], 'so far', /reported an error: upstream overloaded/, 1],
+    ['a chunk over 1 MiB', [{ tokens: ['so', ' far', ' more'], raw: { after: 2, data: JSON.stringify({ choices: [{ index: 0, delta: { content: 'x'.repeat(2 * 1024 * 1024) } }] }) } }], 'so far', /chunk longer than 1048576 characters/, 1],
+    ['a stream that ends without finishing or [DONE]', [{ tokens: ['so', ' far', ' never'], endAfter: 2 }], 'so far', /closed in the middle/, 1],
   ] as const)('ends the reply with an error event and keeps the partial text after %s; the session stays usable', async (_name, scripts, partial, error, calls) => {
     flaky.enqueue(...scripts);
     const events = await run({ content: 'go' });
@@ -352,5 +357,12 @@ describe('when the model provider fails', () => {
     expect(saved.messages.at(-1)).toEqual(failed.message);
     const again = await run({ session_id: sessionId, content: 'try again' });
     expect(again.find((e) => e.type === 'assistant_message').message.content).toBe('fine');
+  });
+
+  it('takes a stream that finished but ended without [DONE] as complete', async () => {
+    flaky.enqueue({ tokens: ['all', ' there'], omitDone: true });
+    const events = await run({ content: 'go' });
+    expect(events.find((e) => e.type === 'assistant_message').message).toMatchObject({ status: 'complete', content: 'all there' });
+    expect(events.some((e) => e.type === 'error')).toBe(false);
   });
 });

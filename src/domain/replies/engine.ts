@@ -2,10 +2,11 @@ import type { LlmConfig } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { EventBus } from '../../realtime/bus.ts';
 import { agentLlmSettings, agentSuggestions, agentTools } from '../agents/fields.ts';
-import { isRecordGone } from '../prisma-errors.ts';
+import { isDatabaseUnavailable, isRecordGone } from '../prisma-errors.ts';
 import { addTokens, BUDGET_EXCEEDED, reserveTurns } from '../sessions/budgets.ts';
 import type { MessageView, SessionEventPayload } from '../sessions/events.ts';
 import { messageSelect, toMessageView } from '../sessions/views.ts';
+import { abandonToolCalls } from '../tools/holds.ts';
 import { buildPrompt, type PromptAgent } from './prompt.ts';
 import { ProviderError, type ChatMessage, type ChatProvider, type ChatRequest } from './providers/types.ts';
 import { cleanModelTitle, fallbackTitle, TITLE_INSTRUCTION, titleFromText } from './title.ts';
@@ -19,7 +20,7 @@ export interface ReplyJob {
   /** The user who sent the prompt. */
   userId: string;
   /** The placeholder assistant message of each agent that answers, made with the prompt. */
-  replies: { messageId: string; agentId: string }[];
+  replies: { messageId: string; agentId: string; ordinal: number; createdAt: Date }[];
   thinking: boolean;
   excludeMemory: boolean;
   /** The first exchange of a session without a title: name it afterwards. */
@@ -35,6 +36,8 @@ export interface ReplyEngineDeps {
   llm: LlmConfig;
   tools?: ToolHost;
   memory?: MemoryHost;
+  /** This process, as recorded on the replies it writes (see `recovery.ts`). */
+  instanceId: string;
   log: { error(obj: unknown, msg?: string): void };
 }
 
@@ -44,6 +47,42 @@ const MAX_CALLS_PER_REPLY = 8;
 const HISTORY_LIMIT = 200;
 
 class ReplyStopped extends Error {}
+
+/** How a reply ended, as it is saved. */
+interface Outcome {
+  content: string;
+  thought: string;
+  status: 'complete' | 'failed' | 'cancelled';
+  error: string | null;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+const DATABASE_LOST = 'The database became unavailable while the reply was being written';
+const UNSETTLED_TOOL = 'The reply ended before the tool call was settled';
+/** Retries of a reply that could not be saved because the database was away: from 1 s, doubling, up to 30 s apart. */
+const SAVE_RETRY_FIRST_MS = 1_000;
+const SAVE_RETRY_MAX_MS = 30_000;
+
+/** The message as `fail` would have saved it, for watchers while the database is away. */
+const unsavedView = (job: ReplyJob, target: ReplyJob['replies'][number], outcome: Outcome): MessageView => ({
+  id: target.messageId,
+  sessionId: job.sessionId,
+  ordinal: target.ordinal,
+  role: 'assistant',
+  senderId: target.agentId,
+  promptId: job.promptId,
+  status: outcome.status,
+  content: outcome.content,
+  attachments: [],
+  thought: outcome.thought || null,
+  error: outcome.error,
+  promptTokens: outcome.promptTokens,
+  completionTokens: outcome.completionTokens,
+  toolCalls: [],
+  reactions: {},
+  createdAt: target.createdAt.toISOString(),
+});
 
 type LoadedAgent = NonNullable<Awaited<ReturnType<typeof loadSession>>>['agents'][number]['agent'];
 
@@ -80,19 +119,26 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
   /** Replies being written, by session: how to stop each prompt's replies. */
   const running = new Map<string, Set<{ promptId: string; controller: AbortController }>>();
   const active = new Set<Promise<void>>();
+  /** Saves waiting for the database to come back; dropped on shutdown (start-up recovery closes those replies). */
+  const retries = new Set<NodeJS.Timeout>();
 
   const emit = (sessionId: string, event: SessionEventPayload) =>
     bus.publish(sessionId, event).catch((err) => log.error({ err }, 'could not publish a session event'));
 
-  /** Saves a reply as it ended, with its tokens counted on the session in the same transaction. */
-  async function save(sessionId: string, messageId: string, fields: { content: string; thought: string; status: 'complete' | 'failed' | 'cancelled'; error: string | null; promptTokens: number; completionTokens: number }) {
+  /**
+   * Saves a reply as it ended, with its tokens counted on the session in the same transaction. A
+   * reply that did not complete leaves no tool call unsettled: one whose settling failed (the
+   * database went away meanwhile) is cancelled and its hold given back.
+   */
+  async function save(sessionId: string, messageId: string, fields: Outcome) {
     return db.$transaction(async (tx) => {
+      await addTokens(tx, sessionId, fields.promptTokens + fields.completionTokens);
+      if (fields.status !== 'complete') await abandonToolCalls(tx, { messageId }, UNSETTLED_TOOL);
       const row = await tx.message.update({
         where: { id: messageId },
         data: { content: fields.content, thought: fields.thought || null, status: fields.status, error: fields.error, promptTokens: fields.promptTokens, completionTokens: fields.completionTokens },
         select: messageSelect,
       });
-      await addTokens(tx, sessionId, fields.promptTokens + fields.completionTokens);
       return toMessageView(row);
     });
   }
@@ -113,6 +159,20 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     let content = '';
     let thought = '';
     const usage = { prompt: 0, completion: 0 };
+    // The text so far is saved now and then while it streams, so that a process that dies
+    // leaves the reply with most of what its watchers saw (start-up recovery marks it failed).
+    // At most one save per interval, armed by the first delta after the last one.
+    let checkpointTimer: NodeJS.Timeout | undefined;
+    const checkpoint = () => {
+      if (checkpointTimer || llm.checkpointMs === 0) return;
+      checkpointTimer = setTimeout(() => {
+        db.message
+          .updateMany({ where: { id: messageId, status: 'streaming' }, data: { content, thought: thought || null } })
+          // The final save says what went wrong; a checkpoint that fails is only skipped.
+          .catch(() => {})
+          .finally(() => (checkpointTimer = undefined));
+      }, llm.checkpointMs);
+    };
 
     try {
       for (let call = 0; ; call++) {
@@ -129,10 +189,12 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
           if (delta.type === 'content') {
             content += delta.text;
             written += delta.text;
+            checkpoint();
             void emit(sessionId, { type: 'assistant_token', promptId, messageId, agentId, text: delta.text });
           } else if (delta.type === 'reasoning') {
             if (!thinks) continue;
             thought += delta.text;
+            checkpoint();
             void emit(sessionId, { type: 'assistant_thinking', promptId, messageId, agentId, text: delta.text });
           } else if (delta.type === 'tool_call') {
             const c = (calls[delta.index] ??= { arguments: '' });
@@ -163,27 +225,55 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       await emit(sessionId, { type: 'assistant_message', promptId, agentId, message });
       return message;
     } catch (e) {
-      const reason = signal.aborted ? signal.reason : e;
-      if (reason === SESSION_GONE) return null;
-      const stopped = reason === CANCELLED || reason === SHUTTING_DOWN;
-      const error =
-        reason === CANCELLED
-          ? 'The reply was cancelled'
-          : reason === SHUTTING_DOWN
-            ? 'The server shut down before the reply was finished'
-            : reason instanceof ProviderError || reason instanceof ReplyStopped
-              ? reason.message
-              : 'The reply failed unexpectedly';
-      if (!(stopped || reason instanceof ProviderError || reason instanceof ReplyStopped)) log.error({ err: reason }, 'a reply failed');
-      try {
-        const status = reason === CANCELLED ? 'cancelled' : 'failed';
-        const message = await save(sessionId, messageId, { content, thought, status, error, promptTokens: usage.prompt, completionTokens: usage.completion });
-        await emit(sessionId, { type: 'error', promptId, agentId, error, message });
-      } catch (saveError) {
-        if (!isRecordGone(saveError)) throw saveError;
-      }
+      await fail(job, target, signal.aborted ? signal.reason : e, { content, thought, promptTokens: usage.prompt, completionTokens: usage.completion });
       return null;
+    } finally {
+      clearTimeout(checkpointTimer);
     }
+  }
+
+  /**
+   * Ends a reply that did not complete: saved with what it had and why, and its watchers told
+   * with an `error` event. When the database is what failed, they are told at once (with the
+   * message as it would be saved) and the save is retried until the database is back.
+   */
+  async function fail(job: ReplyJob, target: ReplyJob['replies'][number], reason: unknown, written: Pick<Outcome, 'content' | 'thought' | 'promptTokens' | 'completionTokens'>) {
+    if (reason === SESSION_GONE) return;
+    const { sessionId, promptId } = job;
+    const { messageId, agentId } = target;
+    const expected = reason === CANCELLED || reason === SHUTTING_DOWN || reason instanceof ProviderError || reason instanceof ReplyStopped || isDatabaseUnavailable(reason);
+    const error =
+      reason === CANCELLED
+        ? 'The reply was cancelled'
+        : reason === SHUTTING_DOWN
+          ? 'The server shut down before the reply was finished'
+          : reason instanceof ProviderError || reason instanceof ReplyStopped
+            ? reason.message
+            : isDatabaseUnavailable(reason)
+              ? DATABASE_LOST
+              : 'The reply failed unexpectedly';
+    if (!expected) log.error({ err: reason }, 'a reply failed');
+    const outcome: Outcome = { ...written, status: reason === CANCELLED ? 'cancelled' : 'failed', error };
+    try {
+      const message = await save(sessionId, messageId, outcome);
+      await emit(sessionId, { type: 'error', promptId, agentId, error, message });
+    } catch (saveError) {
+      if (isRecordGone(saveError)) return;
+      if (!isDatabaseUnavailable(saveError)) throw saveError;
+      await emit(sessionId, { type: 'error', promptId, agentId, error, message: unsavedView(job, target, outcome) });
+      saveLater(sessionId, messageId, outcome, SAVE_RETRY_FIRST_MS);
+    }
+  }
+
+  function saveLater(sessionId: string, messageId: string, outcome: Outcome, waitMs: number) {
+    const timer = setTimeout(() => {
+      retries.delete(timer);
+      save(sessionId, messageId, outcome).catch((e) => {
+        if (isDatabaseUnavailable(e)) saveLater(sessionId, messageId, outcome, Math.min(waitMs * 2, SAVE_RETRY_MAX_MS));
+        else if (!isRecordGone(e)) log.error({ err: e }, 'a failed reply could not be saved');
+      });
+    }, waitMs);
+    retries.add(timer);
   }
 
   async function title(job: ReplyJob, scenario: string | null, prompt: string, answer: string | undefined, signal: AbortSignal) {
@@ -214,15 +304,25 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
 
   async function run(job: ReplyJob, controller: AbortController) {
     const { signal } = controller;
-    const [session, history] = await Promise.all([
-      loadSession(db, job.sessionId),
-      db.message.findMany({
-        where: { sessionId: job.sessionId, status: { not: 'streaming' } },
-        orderBy: { ordinal: 'desc' },
-        take: HISTORY_LIMIT,
-        select: { ...messageSelect, sender: { select: { username: true } } },
-      }),
-    ]);
+    const nothingWritten = { content: '', thought: '', promptTokens: 0, completionTokens: 0 };
+    let loaded;
+    try {
+      loaded = await Promise.all([
+        loadSession(db, job.sessionId),
+        db.message.findMany({
+          where: { sessionId: job.sessionId, status: { not: 'streaming' } },
+          orderBy: { ordinal: 'desc' },
+          take: HISTORY_LIMIT,
+          select: { ...messageSelect, sender: { select: { username: true } } },
+        }),
+      ]);
+    } catch (e) {
+      // Nothing could start (the database went away, say): every reply still ends, and the prompt.
+      await Promise.all(job.replies.map((target) => fail(job, target, e, nothingWritten)));
+      await emit(job.sessionId, { type: 'end_prompt', promptId: job.promptId });
+      return;
+    }
+    const [session, history] = loaded;
     if (!session) return;
     history.reverse();
     const agents = new Map(session.agents.map((s) => [s.agent.id, s.agent]));
@@ -236,7 +336,13 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       job.replies.map(async (target) => {
         const agent = agents.get(target.agentId);
         if (!agent) return null;
-        const memories = job.excludeMemory ? [] : await memory.recall(agent.id, job.userId);
+        let memories: string[];
+        try {
+          memories = job.excludeMemory ? [] : await memory.recall(agent.id, job.userId);
+        } catch (e) {
+          await fail(job, target, e, nothingWritten);
+          return null;
+        }
         const messages = buildPrompt({
           agent: profileOf(agent),
           scenario: session.scenario,
@@ -256,7 +362,10 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     );
     if (signal.aborted && signal.reason === SESSION_GONE) return;
     await emit(job.sessionId, { type: 'end_prompt', promptId: job.promptId });
-    if (job.generateTitle && prompt) await title(job, session.scenario, prompt.content, results.find((r) => r)?.content, signal);
+    // A title is a nicety: one that cannot be saved (the database went away) is left out.
+    if (job.generateTitle && prompt) await title(job, session.scenario, prompt.content, results.find((r) => r)?.content, signal).catch((e) => {
+      if (!isDatabaseUnavailable(e)) throw e;
+    });
   }
 
   function stop(sessionId: string, promptId: string | undefined, reason: symbol) {
@@ -290,8 +399,13 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       active.add(task);
     },
 
-    /** Lets running replies finish for up to `graceMs`, then cuts the rest off (saved as failed). */
+    /**
+     * Lets running replies finish for up to `graceMs`, then cuts the rest off (saved as failed).
+     * Saves still waiting for the database are given up: start-up recovery closes those replies.
+     */
     async drain(graceMs: number) {
+      for (const timer of retries) clearTimeout(timer);
+      retries.clear();
       if (active.size === 0) return;
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([Promise.all(active), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
@@ -301,6 +415,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     },
 
     activeCount: () => active.size,
+    instanceId: deps.instanceId,
   };
 }
 

@@ -4,7 +4,7 @@ import type { EventBus } from '../../realtime/bus.ts';
 import { canReadAgent } from '../agents/service.ts';
 import { badInput, forbidden, notFound } from '../errors.ts';
 import { canNameARow } from '../ids.ts';
-import type { ReplyEngine } from '../replies/engine.ts';
+import type { ReplyEngine, ReplyJob } from '../replies/engine.ts';
 import { chooseResponders } from '../replies/routing.ts';
 import { parseInput } from '../validation.ts';
 import { releaseHolds } from '../tools/holds.ts';
@@ -36,7 +36,7 @@ export interface PromptStarted {
   /** Null when the request carried no message (a session created empty). */
   promptId: string | null;
   message: MessageView | null;
-  replies: { messageId: string; agentId: string }[];
+  replies: ReplyJob['replies'];
   /** Seq of the prompt's `start_prompt` event: watch from just before it to see the whole reply. */
   startSeq: number | null;
 }
@@ -162,6 +162,7 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
         userId: viewer.id,
         session: input.sessionId ? { id: input.sessionId, update: changesSettings ? settings : undefined } : { create: { ...settings, agents } },
         prompt: hasPrompt ? { content, attachments, responders } : null,
+        instance: replies.instanceId,
       }),
     );
 

@@ -1,7 +1,8 @@
 import type { Db } from '../../db/database.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { EventBus } from '../../realtime/bus.ts';
-import { debit, refund } from '../manna/ledger.ts';
+import { debit } from '../manna/ledger.ts';
+import { isDatabaseUnavailable } from '../prisma-errors.ts';
 import type { MediaStore } from '../media/store.ts';
 import type { ChatTool } from '../replies/providers/types.ts';
 import type { RequestedToolCall, ToolHost, ToolRunContext } from '../replies/tools.ts';
@@ -11,7 +12,7 @@ import { messageSelect, toMessageView, toToolCallView } from '../sessions/views.
 import type { SearchService } from '../search/service.ts';
 import { checkArguments, parametersJsonSchema } from './arguments.ts';
 import { costOf } from './cost-of.ts';
-import { claimToolCall } from './holds.ts';
+import { claimToolCall, returnHold } from './holds.ts';
 import type { ToolDefinition } from './definition.ts';
 import { httpExecutor } from './executors/http.ts';
 import { imageExecutor } from './executors/image.ts';
@@ -66,10 +67,7 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       if (refunding) await tx.$queryRaw`SELECT 1 FROM "Session" WHERE "id" = ${ctx.sessionId} FOR UPDATE`;
       // Someone else settled it: its session was deleted while it ran, and the hold given back then.
       if (!(await claimToolCall(tx, row.id, held ? 'running' : 'pending', data))) return null;
-      if (refunding) {
-        const returned = await refund(tx, row.id, { reason: `refund: ${row.tool} ${outcome.status}`, sessionId: ctx.sessionId, messageId: ctx.messageId });
-        await tx.session.updateMany({ where: { id: ctx.sessionId }, data: { mannaSpent: { decrement: returned } } });
-      }
+      if (refunding) await returnHold(tx, row.id, { reason: `refund: ${row.tool} ${outcome.status}`, sessionId: ctx.sessionId, messageId: ctx.messageId });
       await alongside?.(tx);
       return tx.toolCall.findUniqueOrThrow({ where: { id: row.id } });
     });
@@ -138,7 +136,8 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
         await finish(row, ctx, { status: 'cancelled', error: 'The reply was stopped before the tool finished' }, true);
         return { error: 'cancelled' };
       }
-      if (!(e instanceof ToolError)) log.error({ err: e, tool: tool.key }, 'a tool failed');
+      // Settling a call that ran needs the database; losing it is not the tool's failure.
+      if (!(e instanceof ToolError || isDatabaseUnavailable(e))) log.error({ err: e, tool: tool.key }, 'a tool failed');
       const error = e instanceof ToolError ? e.message : 'The tool failed';
       await finish(row, ctx, { status: 'failed', error }, true);
       return { error };

@@ -1,21 +1,37 @@
+import { z } from 'zod';
 import type { LlmConfig } from '../../../config.ts';
-import { sseData } from './sse-lines.ts';
+import { sseData, SseEventTooLarge } from './sse-lines.ts';
 import { ProviderError, type ChatDelta, type ChatProvider, type ChatRequest } from './types.ts';
 
-interface ChunkChoice {
-  delta?: {
-    content?: string | null;
-    reasoning_content?: string | null;
-    reasoning?: string | null;
-    tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[];
-  };
-  finish_reason?: string | null;
-}
-interface Chunk {
-  choices?: ChunkChoice[];
-  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
-  error?: { message?: string };
-}
+const text = z.string().nullish();
+/**
+ * What a streamed chunk may hold. Fields we do not read are ignored; a field we read with
+ * another type (a number for text, choices that are not a list) ends the reply rather than
+ * writing nonsense into it.
+ */
+const chunkSchema = z.object({
+  choices: z
+    .array(
+      z.object({
+        delta: z
+          .object({
+            content: text,
+            reasoning_content: text,
+            reasoning: text,
+            // A model asks for a handful of tools at most; a huge index would make a huge array.
+            tool_calls: z.array(z.object({ index: z.number().int().min(0).max(127), id: text, function: z.object({ name: text, arguments: text }).nullish() })).nullish(),
+          })
+          .nullish(),
+        finish_reason: text,
+      }),
+    )
+    .nullish(),
+  usage: z.object({ prompt_tokens: z.number().nullish(), completion_tokens: z.number().nullish() }).nullish(),
+  error: z.union([z.string(), z.object({ message: text })]).nullish(),
+});
+
+/** One chunk (one SSE event) may be this long: far above any real one, low enough to bound memory. */
+export const MAX_CHUNK_CHARS = 1024 * 1024;
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 const brief = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 200);
@@ -63,27 +79,33 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
       }
       let first = true;
       let finished = false;
-      for await (const data of sseData(response.body)) {
+      for await (const data of sseData(response.body, MAX_CHUNK_CHARS)) {
         if (first) {
           first = false;
           onFirstChunk();
         }
         arm(config.idleTimeoutMs, `The model provider stopped sending for ${seconds(config.idleTimeoutMs)} in the middle of a reply`);
         if (data.trim() === '[DONE]') return;
-        let chunk: Chunk;
+        let json: unknown;
         try {
-          chunk = JSON.parse(data) as Chunk;
+          json = JSON.parse(data);
         } catch {
           throw new ProviderError('The model provider sent a malformed chunk', false);
         }
-        if (chunk.error) throw new ProviderError(`The model provider reported an error: ${brief(chunk.error.message ?? 'unknown')}`, false);
+        const parsed = chunkSchema.safeParse(json);
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0]!;
+          throw new ProviderError(`The model provider sent a chunk of an unexpected shape (${issue.path.join('.') || 'chunk'}: ${issue.message})`, false);
+        }
+        const chunk = parsed.data;
+        if (chunk.error) throw new ProviderError(`The model provider reported an error: ${brief((typeof chunk.error === 'string' ? chunk.error : chunk.error.message) ?? 'unknown')}`, false);
         for (const choice of chunk.choices ?? []) {
           const delta = choice.delta ?? {};
           const reasoning = delta.reasoning_content ?? delta.reasoning;
           if (reasoning) yield { type: 'reasoning', text: reasoning };
           if (delta.content) yield { type: 'content', text: delta.content };
           for (const call of delta.tool_calls ?? []) {
-            yield { type: 'tool_call', index: call.index, id: call.id, name: call.function?.name, arguments: call.function?.arguments };
+            yield { type: 'tool_call', index: call.index, id: call.id ?? undefined, name: call.function?.name ?? undefined, arguments: call.function?.arguments ?? undefined };
           }
           if (choice.finish_reason) finished = true;
         }
@@ -93,6 +115,7 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
     } catch (e) {
       if (timeout) throw timeout;
       if (outer.aborted || e instanceof ProviderError) throw e;
+      if (e instanceof SseEventTooLarge) throw new ProviderError(`The model provider sent a chunk longer than ${e.limit} characters`, false);
       throw new ProviderError(`Could not reach the model provider (${brief((e as Error).message)})`, true);
     } finally {
       clearTimeout(timer);
