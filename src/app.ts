@@ -8,9 +8,14 @@ import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
 import fastifyStatic from '@fastify/static';
 import { GRAPHIQL_CSP, graphiqlAssets } from './graphql/graphiql.ts';
+import { memoryApqStore, redisApqStore } from './graphql/apq.ts';
 import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts';
 import { requestLimits, trackConnections } from './http/connections.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
+import { rateLimitRequests } from './http/rate-limit.ts';
+import { createLimits } from './limits/index.ts';
+import { throttledWarnings } from './limits/throttled-log.ts';
+import { connectRedis } from './redis/client.ts';
 import { installCors, installSecurityHeaders } from './http/security-headers.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
@@ -52,6 +57,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await database.close();
     throw e;
   }
+  const { trustProxy } = config.http;
   const http = Fastify({
     logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
     bodyLimit: BODY_LIMIT,
@@ -61,13 +67,23 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Fastify sets these two on the server itself, after creating it.
     requestTimeout: config.http.requestTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    // A number of hops; Fastify's types take only a function for that.
+    trustProxy: typeof trustProxy === 'number' ? (_address: string, hop: number) => hop < trustProxy : trustProxy,
   });
-  const services = createServices(database.prisma, tools, { config, log: http.log, publicUrl: () => config.publicUrl ?? listeningAt(http.server) });
+  // Counts and persisted queries every instance shares, when there are several.
+  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits') : undefined;
+  const limits = createLimits(config.limits, shared, http.log);
+  const services = createServices(database.prisma, tools, {
+    config,
+    log: http.log,
+    publicUrl: () => config.publicUrl ?? listeningAt(http.server),
+    streamLimits: limits.streams,
+  });
   installJsonParser(http);
   installErrorHandlers(http);
   await installCors(http, config.http);
   await installSecurityHeaders(http);
-  installAuth(http, services);
+  installAuth(http, services, rateLimitRequests(limits.rate));
 
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
     try {
@@ -81,14 +97,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.
   await http.register(fastifyStatic, { serve: false });
   graphiqlAssets(http);
-  const yoga = createGraphQLServer(services, http.log);
+  const yoga = createGraphQLServer(services, http.log, {
+    persistedQueries: shared ? redisApqStore(shared, config.apq, throttledWarnings(http.log)) : memoryApqStore(config.apq),
+  });
   http.route({
     url: yoga.graphqlEndpoint,
     method: ['GET', 'POST', 'OPTIONS'],
-    config: { public: true },
+    config: { public: true, graphql: true },
     helmet: { contentSecurityPolicy: { useDefaults: false, directives: GRAPHIQL_CSP } },
     handler: async (request, reply) => {
-      const response = await yoga.handleNodeRequestAndResponse(request, reply, { req: request.raw });
+      const response = await yoga.handleNodeRequestAndResponse(request, reply, { req: request.raw, viewer: request.viewer ?? undefined });
       response.headers.forEach((value, key) => reply.header(key, value));
       reply.status(response.status);
       return reply.send(response.body);
@@ -117,6 +135,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     bus: services.bus,
     events: config.events,
     limits: config.websocket,
+    rateLimiter: limits.rate,
     log: http.log,
     authenticate: async (params) => {
       const key = keyInConnectionParams(params);
@@ -129,6 +148,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
   });
   http.addHook('onClose', async () => {
+    await limits.close();
+    await shared?.quit();
     await database.close();
   });
 

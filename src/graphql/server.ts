@@ -1,8 +1,10 @@
-import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { IncomingMessage } from 'node:http';
+import type { APQStore } from '@graphql-yoga/plugin-apq';
 import { createYoga } from 'graphql-yoga';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
+import { persistedQueries } from './apq.ts';
+import { documentLimits } from './armor.ts';
 import { createContext } from './context.ts';
 import { createErrorMasker } from './errors.ts';
 import { renderGraphiQL } from './graphiql.ts';
@@ -31,7 +33,12 @@ const apiKeyFrom = (c: ServerContext): string | null => {
   return typeof header === 'string' ? header : null;
 };
 
-export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
+export interface GraphQLServerOptions {
+  /** Where automatic persisted queries are kept (in this process, or Redis for every instance). */
+  persistedQueries: APQStore;
+}
+
+export function createGraphQLServer(services: Services, logger: GraphQLLogger, options: GraphQLServerOptions) {
   return createYoga<ServerContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -43,17 +50,7 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
     logging: false,
     context: (initial) => (initial.viewer ? { services, auth: { viewer: initial.viewer } } : createContext(services, apiKeyFrom(initial))),
     maskedErrors: { maskError: createErrorMasker((err) => logger.error({ err }, 'unexpected error in a GraphQL operation')) },
-    plugins: [
-      EnvelopArmorPlugin({
-        maxDepth: { n: 12 },
-        maxAliases: { n: 30 },
-        costLimit: { maxCost: 20000 },
-        maxTokens: { n: 5000 },
-        // Ours also hides the enum form, and in variable values too.
-        blockFieldSuggestion: { enabled: false },
-      }),
-      hideSuggestions(),
-    ],
+    plugins: [persistedQueries(options.persistedQueries), ...documentLimits(), hideSuggestions()],
   });
 }
 
