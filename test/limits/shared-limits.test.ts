@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type ConfigOverrides, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
@@ -8,7 +9,8 @@ import { openSse, type SseClient } from '../helpers/sse.ts';
 
 /**
  * Two instances of the service over one PostgreSQL database and one Redis, as behind a load
- * balancer: a key's requests and open streams count the same whichever instance they reach.
+ * balancer: a key's requests and open streams count the same whichever instance they reach, and
+ * a query persisted through one is known to the other.
  */
 const WINDOW_MS = 4000;
 const MAX_SUBSCRIPTIONS = 3;
@@ -23,6 +25,7 @@ beforeAll(async () => {
   [redis, database] = await Promise.all([startRedis(), freshPostgresDatabase()]);
   const config: ConfigOverrides = {
     redisUrl: redis.url,
+    apq: { maxEntries: 2, ttlMs: 60_000 },
     limits: { rate: { windowMs: WINDOW_MS, perTier: { free: 6, staff: 0 }, default: 6, anonymous: 4 }, maxSubscriptionsPerKey: MAX_SUBSCRIPTIONS, slotTtlMs: 1500 },
   };
   // One after the other: the first applies the migrations.
@@ -116,5 +119,30 @@ describe('open subscriptions shared through Redis', () => {
     await expect.poll(async () => (await sse(a, path, bob.apiKey)).status, { timeout: 10_000, interval: 250 }).toBe(200);
     const pool = `parley:slots:{${(await a.services.apiKeys.authenticate(bob.apiKey)).keyId}}:subscriptions`;
     expect(await redis.client().zcard(pool)).toBe(1);
+  });
+});
+
+describe('persisted queries shared through Redis', () => {
+  const hashOf = (query: string) => createHash('sha256').update(query).digest('hex');
+  async function post(t: TestApp, body: object) {
+    const res = await fetch(`${t.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': alice.apiKey }, body: JSON.stringify(body) });
+    return res.json();
+  }
+  const byHash = (t: TestApp, query: string) => post(t, { extensions: { persistedQuery: { version: 1, sha256Hash: hashOf(query) } } });
+  const register = (t: TestApp, query: string) => post(t, { query, extensions: { persistedQuery: { version: 1, sha256Hash: hashOf(query) } } });
+
+  it('a query registered on one instance runs by its hash on the other; the store keeps the 2 most recently used', async () => {
+    const [first, second, third] = ['{ me { id } }', '{ me { username } }', '{ me { type } }'];
+    expect((await byHash(b, first!)).errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+    await register(a, first!);
+    expect((await byHash(b, first!)).data.me.id).toBe(alice.id);
+
+    await register(b, second!);
+    expect((await byHash(a, first!)).data).toBeTruthy();
+    await register(a, third!);
+    expect((await byHash(b, second!)).errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+    expect((await byHash(b, first!)).data).toBeTruthy();
+    expect((await byHash(a, third!)).data).toBeTruthy();
+    expect(await redis.client().zcard('parley:{apq}:index')).toBe(2);
   });
 });
