@@ -1,5 +1,5 @@
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import { GraphQLError, type ValidationContext } from 'graphql';
+import { GraphQLError, Kind, type SelectionSetNode, type ValidationContext, type ValidationRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 
 /** What one GraphQL document may ask for (docs/security.md). */
@@ -40,8 +40,39 @@ const explainAborted = (): Plugin => ({
 });
 
 /**
+ * The whole schema is the largest answer there is (130 kB here), and graphql-armor's depth and
+ * cost limits leave `__schema` out so that tools can introspect: thirty aliases of it made one
+ * request of 4 MB and a second of CPU. One per operation is what every tool sends. Fields that
+ * share a response name run once, so it is distinct names at the root that count (fragments
+ * included; `__schema` exists only on the root type).
+ */
+const oneSchemaIntrospection: ValidationRule = (context) => ({
+  OperationDefinition(operation) {
+    const names = new Set<string>();
+    const expanded = new Set<string>();
+    const collect = (set: SelectionSetNode) => {
+      for (const selection of set.selections) {
+        if (selection.kind === Kind.FIELD) {
+          if (selection.name.value === '__schema') names.add(selection.alias?.value ?? '__schema');
+        } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+          collect(selection.selectionSet);
+        } else if (!expanded.has(selection.name.value)) {
+          expanded.add(selection.name.value);
+          const fragment = context.getFragment(selection.name.value);
+          if (fragment) collect(fragment.selectionSet);
+        }
+      }
+    };
+    collect(operation.selectionSet);
+    if (names.size > 1) {
+      context.reportError(new GraphQLError(`Introspection limit exceeded: __schema may be asked once per operation, found ${names.size}.`, { nodes: operation, extensions: { code: 'INTROSPECTION_LIMIT_EXCEEDED' } }));
+    }
+  },
+});
+
+/**
  * Limits on the document itself, checked before anything runs, over HTTP and graphql-ws alike:
- * depth, aliases, cost (list sizes multiply), tokens and directives. graphql-js adds its own:
+ * depth, aliases, cost (list sizes multiply), tokens, directives, and one `__schema`. graphql-js adds its own:
  * introspection nesting, fragment cycles, and the validation budget above. Batched requests
  * (a JSON array of operations) are not accepted at all (Yoga's default).
  */
@@ -57,6 +88,7 @@ export function documentLimits(): Plugin[] {
       // Ours also hides the enum form, and in variable values too (hideSuggestions).
       blockFieldSuggestion: { enabled: false },
     }),
+    { onValidate: ({ addValidationRule }) => addValidationRule(oneSchemaIntrospection) },
     explainAborted(),
   ];
 }
