@@ -142,3 +142,24 @@ describe('rate limits without a key, per address', () => {
     expect(exposed).toEqual(expect.arrayContaining(['retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']));
   });
 });
+
+describe('client addresses behind a proxy (TRUST_PROXY)', () => {
+  it('X-Forwarded-For names the client only when the proxy is trusted; IPv6 clients are counted by their /64', async () => {
+    const [direct, proxied] = await Promise.all([
+      startTestApp({ limits: { rate: { windowMs: 60_000, anonymous: 2 } } }),
+      startTestApp({ http: { trustProxy: true }, limits: { rate: { windowMs: 60_000, anonymous: 2 } } }),
+    ]);
+    try {
+      const from = (app: TestApp, address: string) => app.rest('GET', '/v2/sessions/share/none', { headers: { 'x-forwarded-for': address } }).then((r) => r.status);
+      // Not trusted: every request is the loopback client's, whatever it claims.
+      expect([await from(direct, '192.0.2.1'), await from(direct, '192.0.2.2'), await from(direct, '192.0.2.3')]).toEqual([404, 404, 429]);
+
+      expect([await from(proxied, '192.0.2.1'), await from(proxied, '192.0.2.1'), await from(proxied, '192.0.2.1')]).toEqual([404, 404, 429]);
+      expect(await from(proxied, '192.0.2.2')).toBe(404);
+      expect([await from(proxied, '2001:db8:1:2::1'), await from(proxied, '2001:db8:1:2:ffff::9'), await from(proxied, '2001:0db8:0001:0002::7')]).toEqual([404, 404, 429]);
+      expect(await from(proxied, '2001:db8:1:3::1')).toBe(404);
+    } finally {
+      await Promise.all([direct.close(), proxied.close()]);
+    }
+  });
+});
