@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
@@ -9,7 +9,7 @@ import { loadToolRegistry } from './domain/tools/registry.ts';
 import fastifyStatic from '@fastify/static';
 import { GRAPHIQL_CSP, graphiqlAssets } from './graphql/graphiql.ts';
 import { memoryApqStore, redisApqStore } from './graphql/apq.ts';
-import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts';
+import { bodylessRefusal, createGraphQLServer, keyInConnectionParams } from './graphql/server.ts';
 import { requestLimits, trackConnections } from './http/connections.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
 import { rateLimitRequests } from './http/rate-limit.ts';
@@ -44,6 +44,8 @@ function listeningAt(server: Server): string {
 
 export interface BuildOptions {
   onQuery?: (sql: string) => void;
+  /** Sees every route as it is added (tests fuzz them all). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 /** Builds the whole service from config; production and tests use this same factory. */
@@ -70,6 +72,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // A number of hops; Fastify's types take only a function for that.
     trustProxy: typeof trustProxy === 'number' ? (_address: string, hop: number) => hop < trustProxy : trustProxy,
   });
+  if (options.onRoute) http.addHook('onRoute', options.onRoute);
   // Counts and persisted queries every instance shares, when there are several.
   const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits') : undefined;
   const limits = createLimits(config.limits, shared, http.log);
@@ -107,6 +110,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     helmet: { contentSecurityPolicy: { useDefaults: false, directives: GRAPHIQL_CSP } },
     handler: async (request, reply) => {
       const response = await yoga.handleNodeRequestAndResponse(request, reply, { req: request.raw, viewer: request.viewer ?? undefined });
+      if (response.body === null && response.status >= 400) throw bodylessRefusal(response.status);
       response.headers.forEach((value, key) => reply.header(key, value));
       reply.status(response.status);
       return reply.send(response.body);

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { APQStore } from '@graphql-yoga/plugin-apq';
 import { createYoga } from 'graphql-yoga';
 import type { Services } from '../domain/services.ts';
@@ -55,3 +55,18 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger, o
 }
 
 export type GraphQLServer = ReturnType<typeof createGraphQLServer>;
+
+/**
+ * Yoga refuses a few requests with a status and no body at all: a POST whose content type it
+ * cannot read (none, say), or an Accept header that allows no answer. Thrown from the route, the
+ * app's error handler answers them in the transport error shape, saying what to send instead.
+ */
+export function bodylessRefusal(status: number): Error {
+  const message =
+    status === 415
+      ? 'Send GraphQL requests as application/json (POST), or in the query string (GET)'
+      : status === 406
+        ? 'Accept application/json or application/graphql-response+json (text/event-stream for subscriptions)'
+        : (STATUS_CODES[status] ?? 'Bad Request');
+  return Object.assign(new Error(message), { statusCode: status });
+}
