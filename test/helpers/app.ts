@@ -77,7 +77,8 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
 export async function startTestApp(overrides: ConfigOverrides = {}, shared?: DatabaseConfig) {
   const db = shared ? { config: shared, drop: async () => {} } : await freshDatabase();
   const queries: string[] = [];
-  const app: App = await buildApp(testConfig(db.config, overrides), { onQuery: (sql) => queries.push(sql) });
+  const routes: { method: string | string[]; url: string }[] = [];
+  const app: App = await buildApp(testConfig(db.config, overrides), { onQuery: (sql) => queries.push(sql), onRoute: ({ method, url }) => void routes.push({ method, url }) });
   const url = await app.http.listen({ port: 0, host: '127.0.0.1' });
   const services = app.services;
   let userCount = 0;
@@ -131,6 +132,8 @@ export async function startTestApp(overrides: ConfigOverrides = {}, shared?: Dat
     services,
     db: services.db,
     queries,
+    /** Every route the app serves, as Fastify registered them. */
+    routes,
     createUser,
     rest,
     gql,
