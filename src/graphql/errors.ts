@@ -17,6 +17,23 @@ const graphqlCode: Record<ErrorCode, string> = {
 };
 
 /**
+ * graphql-js's own errors that reach the masker without a code are about the values sent:
+ * variables that do not fit their types (parse and validation errors got theirs from Yoga
+ * already). They get BAD_USER_INPUT, as Apollo Server gives them, so every error has a code.
+ */
+function withCode(error: GraphQLError): GraphQLError {
+  if (error.extensions.code !== undefined) return error;
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions: { ...error.extensions, code: 'BAD_USER_INPUT' },
+  });
+}
+
+/**
  * Domain errors become GraphQL errors with `extensions.code`; GraphQL's own errors (syntax,
  * validation) pass through; anything else is logged and masked, so no internals leak.
  */
@@ -35,7 +52,7 @@ export function createErrorMasker(logUnexpected: (error: unknown) => void) {
         },
       });
     }
-    if (original instanceof GraphQLError) return withoutSuggestions(error as GraphQLError);
+    if (original instanceof GraphQLError) return withCode(withoutSuggestions(error as GraphQLError));
     logUnexpected(original);
     return new GraphQLError('Unexpected error.', { ...located, extensions: { code: 'INTERNAL_SERVER_ERROR' } });
   };
