@@ -13,10 +13,10 @@ import { bodylessRefusal, createGraphQLServer, keyInConnectionParams } from './g
 import { requestLimits, trackConnections } from './http/connections.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
 import { rateLimitRequests } from './http/rate-limit.ts';
+import { installCors, installSecurityHeaders } from './http/security-headers.ts';
 import { createLimits } from './limits/index.ts';
 import { throttledWarnings } from './limits/throttled-log.ts';
 import { connectRedis } from './redis/client.ts';
-import { installCors, installSecurityHeaders } from './http/security-headers.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
