@@ -2,7 +2,7 @@ import { createInMemoryAPQStore, useAPQ, type APQStore } from '@graphql-yoga/plu
 import type { Redis } from 'ioredis';
 import type { Plugin } from 'graphql-yoga';
 import type { ApqConfig } from '../config.ts';
-import { redisScript } from '../limits/redis-script.ts';
+import { LUA_NOW, redisScript } from '../limits/redis-script.ts';
 import type { WarnLog } from '../limits/throttled-log.ts';
 
 /**
@@ -37,8 +37,7 @@ export function memoryApqStore(config: ApqConfig): APQStore {
 
 /** Stores a query and drops the least recently used past `max`. Keys share the `{apq}` hash tag. */
 const SET = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+${LUA_NOW}
 local prefix, hash, query, ttl, max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local index = prefix .. 'index'
 redis.call('SET', prefix .. hash, query, 'PX', ttl)
@@ -56,8 +55,8 @@ return 0
 const GET = `
 local query = redis.call('GET', ARGV[1] .. ARGV[2])
 if query then
-  local t = redis.call('TIME')
-  redis.call('ZADD', ARGV[1] .. 'index', 'XX', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[2])
+  ${LUA_NOW}
+  redis.call('ZADD', ARGV[1] .. 'index', 'XX', now, ARGV[2])
   redis.call('PEXPIRE', ARGV[1] .. ARGV[2], ARGV[3])
 end
 return query

@@ -9,3 +9,7 @@ export function redisScript<T>(redis: Redis, name: string, lua: string, numberOf
   const command = (redis as unknown as Record<string, (...args: (string | number)[]) => Promise<T>>)[name]!;
   return (...args) => command.apply(redis, args);
 }
+
+/** Lua that sets `now` to Redis's clock in milliseconds: one clock for every instance's deadlines. */
+export const LUA_NOW = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;

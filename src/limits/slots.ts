@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { redisScript } from './redis-script.ts';
+import { LUA_NOW, redisScript } from './redis-script.ts';
 
 /** A pool of slots with a limit, such as one key's open subscriptions. */
 export interface SlotClaim {
@@ -51,8 +51,7 @@ export function memorySlotStore(): SlotStore {
  * once the TTL has passed, so a crash leaks slots for one TTL at most. Pools nobody holds expire.
  */
 const ACQUIRE = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+${LUA_NOW}
 local ttl = tonumber(ARGV[2])
 for i, pool in ipairs(KEYS) do
   redis.call('ZREMRANGEBYSCORE', pool, '-inf', now)
@@ -67,8 +66,7 @@ return 0
 
 /** KEYS: pools; ARGV: the TTL, then one holder per pool. Only holders still present are renewed. */
 const REFRESH = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+${LUA_NOW}
 local ttl = tonumber(ARGV[1])
 for i, pool in ipairs(KEYS) do
   if redis.call('ZADD', pool, 'XX', 'CH', now + ttl, ARGV[i + 1]) == 1 then redis.call('PEXPIRE', pool, ttl) end
