@@ -11,13 +11,13 @@ export interface RateDecision {
   remaining: number;
   /** Seconds until the window ends (and, when refused, until a request will be accepted). */
   resetSeconds: number;
+  windowSeconds: number;
 }
 
 export interface RateLimiter {
   /** Counts one request by the key's caller, or by `ip` without one; null where no limit applies. */
   check(caller: Viewer | null, ip: string): Promise<RateDecision | null>;
 }
-
 
 /**
  * Requests per window by the caller's subscription tier, counted per API key; requests without
@@ -43,6 +43,7 @@ export function createRateLimiter(config: LimitsConfig['rate'], counter: WindowC
         limit,
         remaining: Math.max(0, limit - counted.count),
         resetSeconds: Math.max(1, Math.ceil(counted.resetInMs / 1000)),
+        windowSeconds: Math.ceil(config.windowMs / 1000),
       };
     },
   };
@@ -52,7 +53,7 @@ export function createRateLimiter(config: LimitsConfig['rate'], counter: WindowC
 export function rateLimitedError(decision: RateDecision, byKey: boolean) {
   const who = byKey ? 'this API key' : 'this address without an API key';
   return {
-    message: `Rate limit exceeded: at most ${decision.limit} requests per window for ${who}; retry in ${decision.resetSeconds} s`,
+    message: `Rate limit exceeded: at most ${decision.limit} requests per ${decision.windowSeconds} s for ${who}; retry in ${decision.resetSeconds} s`,
     extensions: { code: 'RATE_LIMITED', retryAfter: decision.resetSeconds },
   };
 }

@@ -51,7 +51,7 @@ describe('rate limits per key, by subscription tier', () => {
     expectRetryAfter(profile.headers);
     expect(profile.headers.get('ratelimit-remaining')).toBe('0');
     expect(Object.keys(profile.body)).toEqual(['error']);
-    expect(profile.body.error).toMatch(/^Rate limit exceeded: at most 5 requests per window for this API key; retry in \d+ s$/);
+    expect(profile.body.error).toMatch(/^Rate limit exceeded: at most 5 requests per 4 s for this API key; retry in \d+ s$/);
 
     // Each resource answers in its documented shape.
     const session = await t.rest('GET', '/v2/sessions/some-id', { key: alice.apiKey });
