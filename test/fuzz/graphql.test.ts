@@ -14,7 +14,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../../src/graphql/schema.ts';
 import { startTestApp } from '../helpers/app.ts';
-import { databaseDigest, expectNoInternals, fuzzRuns, fuzzSeed, hostileJson, hostileText, seedWorld, settledDigest } from '../helpers/fuzz.ts';
+import { databaseDigest, fuzzRuns, fuzzSeed, hostileJson, hostileText, seedWorld, settledDigest } from '../helpers/fuzz.ts';
+import { expectNoInternals } from '../helpers/rest-helpers.ts';
 
 /**
  * Every query and mutation that takes arguments (read from the schema, so a new one is fuzzed

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp } from '../helpers/app.ts';
-import { databaseDigest, expectNoInternals, fuzzRuns, fuzzSeed, hostileJson, hostileText, seedWorld, sendRaw, settledDigest, type RawResponse } from '../helpers/fuzz.ts';
+import { databaseDigest, fuzzRuns, fuzzSeed, hostileJson, hostileText, seedWorld, sendRaw, settledDigest, type RawResponse } from '../helpers/fuzz.ts';
+import { expectNoInternals } from '../helpers/rest-helpers.ts';
 
 /**
  * Every route the app registers (taken from Fastify as they are added, so a new route is fuzzed

@@ -147,13 +147,6 @@ export function sendRaw(base: string, method: string, path: string, headers: Rec
   });
 }
 
-/** No stack frames, source paths or internal class names. */
-export function expectNoInternals(text: string, context: string) {
-  for (const pattern of [/\n\s+at /, /\bat [\w.<>]+ \(/, /\.(ts|js|mjs|cjs):\d+/, /\/(work|home|src|node_modules)\//, /PrismaClient|DomainError|ZodError|FST_ERR|Invalid `prisma/]) {
-    expect(text, context).not.toMatch(pattern);
-  }
-}
-
 /** Strings a hostile or careless client sends: empty, huge, control and astral characters, number-likes, paths, injections. */
 export function hostileText(ids: string[]): fc.Arbitrary<string> {
   return fc.oneof(
