@@ -191,6 +191,11 @@ export function hostileText(ids: string[]): fc.Arbitrary<string> {
   );
 }
 
+/** Mostly ordinary text, sometimes hostile: values most requests would accept. */
+export function plausibleText(ids: string[]): fc.Arbitrary<string> {
+  return fc.oneof({ weight: 3, arbitrary: fc.string({ maxLength: 30 }) }, { weight: 1, arbitrary: hostileText(ids) });
+}
+
 /** Any JSON value, with hostile strings and ids among the leaves. */
 export function hostileJson(ids: string[], keys: string[]): fc.Arbitrary<unknown> {
   const text = hostileText(ids);
