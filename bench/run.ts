@@ -14,7 +14,9 @@ const rounds = Number(values.rounds);
 const requests = Number(values.requests);
 const concurrency = Number(values.concurrency);
 
-const app = await buildApp({ ...loadConfig({ LOG_LEVEL: 'silent' }), port: 0, database: { kind: 'pglite', dataDir: undefined } });
+// One key makes thousands of requests here: rate limits off (their cost: bench/limits.ts).
+const unlimited = { RATE_LIMIT_DEFAULT: '0', RATE_LIMIT_FREE: '0', RATE_LIMIT_PRO: '0' };
+const app = await buildApp({ ...loadConfig({ LOG_LEVEL: 'silent', ...unlimited }), port: 0, database: { kind: 'pglite', dataDir: undefined } });
 const url = await app.http.listen({ port: 0, host: '127.0.0.1' });
 const manifest = await loadDemo(app.services);
 const key = manifest.users[0]!.apiKey;

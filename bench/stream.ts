@@ -164,7 +164,9 @@ const provider = await startPacedProvider(tokens, rate);
 const providerUrl = provider.url;
 
 const dataDir = await mkdtemp(join(tmpdir(), 'parley-bench-'));
-const env = { NODE_ENV: 'production', DATA_DIR: dataDir, LOG_LEVEL: 'warn', LLM_BASE_URL: providerUrl, PORT: '0', HOST: '127.0.0.1' };
+// One key stands for every client here: no rate limit, and room for every stream.
+const unlimited = { RATE_LIMIT_FREE: '0', MAX_STREAMS_PER_KEY: '1000000', MAX_SUBSCRIPTIONS_PER_KEY: '1000000' };
+const env = { NODE_ENV: 'production', DATA_DIR: dataDir, LOG_LEVEL: 'warn', LLM_BASE_URL: providerUrl, PORT: '0', HOST: '127.0.0.1', ...unlimited };
 const keys = await new Promise<string>((resolve, reject) => {
   const c = spawn(process.execPath, ['bin/parley.js', 'keys', 'create', 'bench', '--json'], { cwd: root, env: { ...process.env, ...env } });
   let out = '';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
@@ -11,13 +11,18 @@ import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
 import fastifyStatic from '@fastify/static';
 import { GRAPHIQL_CSP, graphiqlAssets } from './graphql/graphiql.ts';
-import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts';
+import { memoryApqStore, redisApqStore } from './graphql/apq.ts';
+import { bodylessRefusal, createGraphQLServer, keyInConnectionParams } from './graphql/server.ts';
 import { requestLimits, trackConnections } from './http/connections.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
+import { rateLimitRequests } from './http/rate-limit.ts';
 import { installCors, installSecurityHeaders } from './http/security-headers.ts';
+import { createLimits } from './limits/index.ts';
+import { throttledWarnings } from './limits/throttled-log.ts';
 import { instanceRegistry } from './realtime/instances.ts';
 import { createMemoryBus } from './realtime/memory-bus.ts';
 import { createRedisBus } from './realtime/redis-bus.ts';
+import { connectRedis } from './redis/client.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
@@ -47,6 +52,8 @@ function listeningAt(server: Server): string {
 
 export interface BuildOptions {
   onQuery?: (sql: string) => void;
+  /** Sees every route as it is added (tests fuzz them all). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 /** Builds the whole service from config; production and tests use this same factory. */
@@ -64,6 +71,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await database.close();
     throw e;
   }
+  const { trustProxy } = config.http;
   const http = Fastify({
     logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
     bodyLimit: BODY_LIMIT,
@@ -73,10 +81,23 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Fastify sets these two on the server itself, after creating it.
     requestTimeout: config.http.requestTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    // A number of hops; Fastify's types take only a function for that.
+    trustProxy: typeof trustProxy === 'number' ? (_address: string, hop: number) => hop < trustProxy : trustProxy,
   });
+  if (options.onRoute) http.addHook('onRoute', options.onRoute);
+  // Counts and persisted queries every instance shares, when there are several.
+  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits') : undefined;
+  const limits = createLimits(config.limits, shared, http.log);
   const instanceId = randomUUID();
   const bus = config.redisUrl ? createRedisBus(config.redisUrl, config.events) : createMemoryBus(config.events);
-  const services = createServices(database.prisma, tools, { config, bus, instanceId, log: http.log, publicUrl: () => config.publicUrl ?? listeningAt(http.server) });
+  const services = createServices(database.prisma, tools, {
+    config,
+    bus,
+    instanceId,
+    log: http.log,
+    publicUrl: () => config.publicUrl ?? listeningAt(http.server),
+    streamLimits: limits.streams,
+  });
   if (recovered.length) http.log.warn({ replies: recovered.map((r) => r.message.id) }, `${recovered.length} replies left unfinished by a stopped process were saved as failed`);
   const instances = config.redisUrl ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs) : null;
   const stopWatchingInstances = instances
@@ -86,7 +107,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installErrorHandlers(http);
   await installCors(http, config.http);
   await installSecurityHeaders(http);
-  installAuth(http, services);
+  installAuth(http, services, rateLimitRequests(limits.rate));
 
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
     const unavailable = (body: object) => reply.code(503).header('retry-after', String(RETRY_AFTER_SECONDS)).send({ status: 'unavailable', ...body });
@@ -99,14 +120,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.
   await http.register(fastifyStatic, { serve: false });
   graphiqlAssets(http);
-  const yoga = createGraphQLServer(services, http.log);
+  const yoga = createGraphQLServer(services, http.log, {
+    persistedQueries: shared ? redisApqStore(shared, config.apq, throttledWarnings(http.log)) : memoryApqStore(config.apq),
+  });
   http.route({
     url: yoga.graphqlEndpoint,
     method: ['GET', 'POST', 'OPTIONS'],
-    config: { public: true },
+    config: { public: true, graphql: true },
     helmet: { contentSecurityPolicy: { useDefaults: false, directives: GRAPHIQL_CSP } },
     handler: async (request, reply) => {
-      const response = await yoga.handleNodeRequestAndResponse(request, reply, { req: request.raw });
+      const response = await yoga.handleNodeRequestAndResponse(request, reply, { req: request.raw, viewer: request.viewer ?? undefined });
+      if (response.body === null && response.status >= 400) throw bodylessRefusal(response.status);
       response.headers.forEach((value, key) => reply.header(key, value));
       reply.status(response.status);
       return reply.send(response.body);
@@ -137,6 +161,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     bus: services.bus,
     events: config.events,
     limits: config.websocket,
+    rateLimiter: limits.rate,
     log: http.log,
     authenticate: async (params) => {
       const key = keyInConnectionParams(params);
@@ -149,6 +174,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
   });
   http.addHook('onClose', async () => {
+    await limits.close();
+    await shared?.quit();
     await database.close();
   });
 

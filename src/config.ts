@@ -49,6 +49,19 @@ const envSchema = z.object({
     .default('*')
     .refine((v) => listed(v).every((o) => o === '*' || isOrigin(o)), 'must be * or a comma-separated list of origins such as https://app.example.com'),
   MAX_AGENTS_PER_USER: positiveInt(100),
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || /^(true|false|\d+)$/.test(v) || listed(v).every((a) => /^[\d.:a-fA-F/]+$/.test(a)), 'must be true, false, a number of hops, or a comma-separated list of proxy addresses'),
+
+  RATE_LIMIT_WINDOW_MS: positiveInt(60_000),
+  RATE_LIMIT_DEFAULT: z.coerce.number().int().min(0).default(300),
+  RATE_LIMIT_ANONYMOUS: z.coerce.number().int().min(0).default(120),
+  MAX_SUBSCRIPTIONS_PER_KEY: positiveInt(100),
+  MAX_STREAMS_PER_KEY: positiveInt(10),
+  LIMIT_SLOT_TTL_MS: z.coerce.number().int().min(1_000).default(30_000),
+  APQ_MAX_ENTRIES: positiveInt(1_000),
+  APQ_TTL_MS: positiveInt(24 * 60 * 60 * 1000),
 
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:7997/v1' }).optional(),
   EMBEDDINGS_MODEL: z.string().min(1).optional(),
@@ -106,6 +119,33 @@ export interface HttpConfig {
   maxConnections: number | undefined;
   /** Origins browsers may call the API from; `*` for any (never with credentials). */
   corsOrigins: '*' | string[];
+  /** Fastify's `trustProxy`: which proxies' `X-Forwarded-For` names the client (per-IP limits). */
+  trustProxy: boolean | number | string[];
+}
+
+/** What one API key (or, without one, one IP address) may do; 0 in a rate means no limit. */
+export interface LimitsConfig {
+  rate: {
+    windowMs: number;
+    /** Requests per window per key, by subscription tier (normalized by `tierName`). */
+    perTier: Record<string, number>;
+    /** For tiers not in `perTier`. */
+    default: number;
+    /** Per IP address, for requests without a valid key. */
+    anonymous: number;
+  };
+  /** Subscriptions and event streams one key may hold open, over every transport together. */
+  maxSubscriptionsPerKey: number;
+  /** Replies streamed at once to one key (`stream: true`, `Subscription.sendMessage`). */
+  maxStreamsPerKey: number;
+  /** With Redis, how long a slot outlives the instance holding it if that instance dies. */
+  slotTtlMs: number;
+}
+
+/** Automatic persisted queries: the hash-to-query store, bounded. */
+export interface ApqConfig {
+  maxEntries: number;
+  ttlMs: number;
 }
 
 export type EmbeddingsConfig =
@@ -154,6 +194,8 @@ export interface Config {
   http: HttpConfig;
   /** Agents one user may own. */
   maxAgentsPerUser: number;
+  limits: LimitsConfig;
+  apq: ApqConfig;
 }
 
 export const defaultSearchConfig: SearchConfig = { embeddings: { kind: 'hashed-ngrams' }, maxResults: 200, efSearch: 200 };
@@ -164,10 +206,39 @@ function corsOrigins(value: string): '*' | string[] {
   return origins.length === 0 || origins.includes('*') ? '*' : origins;
 }
 
+/** A subscription tier as `RATE_LIMIT_<TIER>` names it: `Pro-Plus` and `PRO_PLUS` are one tier. */
+export const tierName = (tier: string) => tier.toLowerCase().replace(/[^a-z0-9]/g, '_');
+
+/** Tiers without a `RATE_LIMIT_<TIER>` of their own; others get `RATE_LIMIT_DEFAULT`. */
+const defaultTierRates: Record<string, number> = { free: 300, pro: 1_200 };
+const TIER_RATE = /^RATE_LIMIT_([A-Z0-9_]+)$/;
+const notTiers = new Set(['WINDOW_MS', 'DEFAULT', 'ANONYMOUS']);
+
+/** `RATE_LIMIT_<TIER>=N`, for any tier name: read apart from the fixed variables above. */
+function tierRates(env: Record<string, string | undefined>): { rates: Record<string, number>; problems: string[] } {
+  const rates = { ...defaultTierRates };
+  const problems: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    const tier = TIER_RATE.exec(name)?.[1];
+    if (!tier || notTiers.has(tier) || value === undefined) continue;
+    if (!/^\d+$/.test(value)) problems.push(`${name}: must be a whole number of requests (0 for no limit)`);
+    else rates[tierName(tier)] = Number(value);
+  }
+  return { rates, problems };
+}
+
+function trustProxy(value: string | undefined): HttpConfig['trustProxy'] {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  return /^\d+$/.test(value) ? Number(value) : listed(value);
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+  const given = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
+  const parsed = envSchema.safeParse(given);
+  const tiers = tierRates(given);
+  if (!parsed.success || tiers.problems.length) {
+    const problems = [...(parsed.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`) ?? []), ...tiers.problems].join('; ');
     throw new Error(`Invalid configuration: ${problems}`);
   }
   const e = parsed.data;
@@ -211,8 +282,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
       maxConnections: e.MAX_CONNECTIONS,
       corsOrigins: corsOrigins(e.CORS_ORIGINS),
+      trustProxy: trustProxy(e.TRUST_PROXY),
     },
     maxAgentsPerUser: e.MAX_AGENTS_PER_USER,
+    limits: {
+      rate: { windowMs: e.RATE_LIMIT_WINDOW_MS, perTier: tiers.rates, default: e.RATE_LIMIT_DEFAULT, anonymous: e.RATE_LIMIT_ANONYMOUS },
+      maxSubscriptionsPerKey: e.MAX_SUBSCRIPTIONS_PER_KEY,
+      maxStreamsPerKey: e.MAX_STREAMS_PER_KEY,
+      slotTtlMs: e.LIMIT_SLOT_TTL_MS,
+    },
+    apq: { maxEntries: e.APQ_MAX_ENTRIES, ttlMs: e.APQ_TTL_MS },
     search: {
       embeddings: e.EMBEDDINGS_URL
         ? {

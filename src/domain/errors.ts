@@ -3,7 +3,16 @@
  * GraphQL puts it in `extensions.code`, REST maps it to a status (per resource, because the
  * original service used different statuses and body keys for different resources).
  */
-export type ErrorCode = 'UNAUTHENTICATED' | 'FORBIDDEN' | 'NOT_FOUND' | 'BAD_USER_INPUT' | 'UNPROCESSABLE' | 'CONFLICT';
+export type ErrorCode =
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'BAD_USER_INPUT'
+  | 'UNPROCESSABLE'
+  | 'CONFLICT'
+  | 'RATE_LIMITED'
+  | 'TOO_MANY_SUBSCRIPTIONS'
+  | 'TOO_MANY_STREAMS';
 
 export class DomainError extends Error {
   constructor(
@@ -26,5 +35,8 @@ export const notFound = (message: string) => new DomainError('NOT_FOUND', messag
 export const conflict = (message: string) => new DomainError('CONFLICT', message);
 export const badInput = (message: string, path?: (string | number)[]) => new DomainError('BAD_USER_INPUT', message, path);
 export const unprocessable = (message: string, path?: (string | number)[]) => new DomainError('UNPROCESSABLE', message, path);
+
+/** Over a limit of the caller's key; REST answers 429. */
+export const tooMany = (code: 'RATE_LIMITED' | 'TOO_MANY_SUBSCRIPTIONS' | 'TOO_MANY_STREAMS', message: string) => new DomainError(code, message);
 
 export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;

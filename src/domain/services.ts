@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { loadConfig, type Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { EventBus } from '../realtime/bus.ts';
+import { memorySlotStore } from '../limits/slots.ts';
+import { streamLimits, type StreamLimits } from '../limits/streams.ts';
 import { createMemoryBus } from '../realtime/memory-bus.ts';
 import { agentService } from './agents/service.ts';
 import { apiKeyService } from './api-keys/service.ts';
@@ -23,10 +25,12 @@ import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
 
 export interface ServiceOptions {
-  config?: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser'>;
+  config?: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits'>;
   /** Where clients reach the service (for links to media), once it is known. */
   publicUrl?: () => string;
   bus?: EventBus;
+  /** Subscriptions and streams per key; counted in this process unless given (shared through Redis). */
+  streamLimits?: StreamLimits;
   log?: { error(obj: unknown, msg?: string): void };
   /** Names this process on the replies it writes; a new one by default. */
   instanceId?: string;
@@ -43,7 +47,7 @@ export function createServices(db: Db, registry: ToolRegistry, options: ServiceO
   const tools = createToolHost({ db, registry, bus, search, media, log });
   const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({ db, bus, provider, offline, llm: config.llm, tools, memory: memories.host, instanceId: options.instanceId ?? randomUUID(), log });
-  const sessions = sessionService(db, bus, replies);
+  const sessions = sessionService(db, bus, replies, options.streamLimits ?? streamLimits(memorySlotStore(), config.limits, { warn: (obj, msg) => log.error(obj, msg) }));
   return {
     db,
     tools: registry,

@@ -11,7 +11,27 @@ const graphqlCode: Record<ErrorCode, string> = {
   BAD_USER_INPUT: 'BAD_USER_INPUT',
   UNPROCESSABLE: 'BAD_USER_INPUT',
   CONFLICT: 'CONFLICT',
+  RATE_LIMITED: 'RATE_LIMITED',
+  TOO_MANY_SUBSCRIPTIONS: 'TOO_MANY_SUBSCRIPTIONS',
+  TOO_MANY_STREAMS: 'TOO_MANY_STREAMS',
 };
+
+/**
+ * graphql-js's own errors that reach the masker without a code are about the values sent:
+ * variables that do not fit their types (parse and validation errors got theirs from Yoga
+ * already). They get BAD_USER_INPUT, as Apollo Server gives them, so every error has a code.
+ */
+function withCode(error: GraphQLError): GraphQLError {
+  if (error.extensions.code !== undefined) return error;
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions: { ...error.extensions, code: 'BAD_USER_INPUT' },
+  });
+}
 
 /**
  * Domain errors become GraphQL errors with `extensions.code`; GraphQL's own errors (syntax,
@@ -33,7 +53,7 @@ export function createErrorMasker(logUnexpected: (error: unknown) => void, logUn
         },
       });
     }
-    if (original instanceof GraphQLError) return withoutSuggestions(error as GraphQLError);
+    if (original instanceof GraphQLError) return withCode(withoutSuggestions(error as GraphQLError));
     if (isDatabaseUnavailable(original)) {
       logUnavailable(original);
       return new GraphQLError(DATABASE_UNAVAILABLE, {

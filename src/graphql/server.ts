@@ -1,8 +1,10 @@
-import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { APQStore } from '@graphql-yoga/plugin-apq';
 import { createYoga } from 'graphql-yoga';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
+import { persistedQueries } from './apq.ts';
+import { documentLimits } from './armor.ts';
 import { createContext } from './context.ts';
 import { createErrorMasker } from './errors.ts';
 import { renderGraphiQL } from './graphiql.ts';
@@ -32,7 +34,12 @@ const apiKeyFrom = (c: ServerContext): string | null => {
   return typeof header === 'string' ? header : null;
 };
 
-export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
+export interface GraphQLServerOptions {
+  /** Where automatic persisted queries are kept (in this process, or Redis for every instance). */
+  persistedQueries: APQStore;
+}
+
+export function createGraphQLServer(services: Services, logger: GraphQLLogger, options: GraphQLServerOptions) {
   return createYoga<ServerContext>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -49,18 +56,23 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
         (err) => logger.warn({ err }, 'the database is unavailable'),
       ),
     },
-    plugins: [
-      EnvelopArmorPlugin({
-        maxDepth: { n: 12 },
-        maxAliases: { n: 30 },
-        costLimit: { maxCost: 20000 },
-        maxTokens: { n: 5000 },
-        // Ours also hides the enum form, and in variable values too.
-        blockFieldSuggestion: { enabled: false },
-      }),
-      hideSuggestions(),
-    ],
+    plugins: [persistedQueries(options.persistedQueries), ...documentLimits(), hideSuggestions()],
   });
 }
 
 export type GraphQLServer = ReturnType<typeof createGraphQLServer>;
+
+/**
+ * Yoga refuses a few requests with a status and no body at all: a POST whose content type it
+ * cannot read (none, say), or an Accept header that allows no answer. Thrown from the route, the
+ * app's error handler answers them in the transport error shape, saying what to send instead.
+ */
+export function bodylessRefusal(status: number): Error {
+  const message =
+    status === 415
+      ? 'Send GraphQL requests as application/json (POST), or in the query string (GET)'
+      : status === 406
+        ? 'Accept application/json or application/graphql-response+json (text/event-stream for subscriptions)'
+        : (STATUS_CODES[status] ?? 'Bad Request');
+  return Object.assign(new Error(message), { statusCode: status });
+}

@@ -13,7 +13,8 @@ export async function installCors(app: FastifyInstance, config: Pick<HttpConfig,
     origin: config.corsOrigins,
     credentials: false,
     methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
-    exposedHeaders: ['Allow'],
+    // Scripts may read what a refusal tells them: when to retry, and where the caller stands.
+    exposedHeaders: ['Allow', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
     maxAge: 600,
     // An OPTIONS request without the preflight headers is answered too, not refused as text.
     strictPreflight: false,

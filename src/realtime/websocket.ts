@@ -6,12 +6,15 @@ import type { EventsConfig, WebSocketConfig } from '../config.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../domain/prisma-errors.ts';
 import type { Viewer } from '../domain/viewer.ts';
 import type { GraphQLServer } from '../graphql/server.ts';
+import { rateLimitedError, type RateLimiter } from '../limits/rate-limit.ts';
 import type { EventBus } from './bus.ts';
 
 export interface WebSocketOptions {
   bus: EventBus;
   events: Pick<EventsConfig, 'slowClientMs' | 'streamBufferBytes'>;
   limits: WebSocketConfig;
+  /** Every operation counts against its caller's rate limit, as a request over HTTP does. */
+  rateLimiter: RateLimiter;
   /** The caller behind the key in `connectionParams`, or why there is none. */
   authenticate(connectionParams: Record<string, unknown> | undefined): Promise<{ viewer: Viewer } | { missing: boolean; reason: string }>;
   log: { debug(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void; error(obj: unknown, msg?: string): void };
@@ -145,6 +148,11 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
       // graphql-ws registers the operation before asking: the count includes this one.
       if (Object.keys(ctx.subscriptions).length > limits.maxOperations) {
         return [new GraphQLError(`Too many operations in flight on this connection (at most ${limits.maxOperations})`, { extensions: { code: 'TOO_MANY_OPERATIONS' } })];
+      }
+      const rate = await options.rateLimiter.check(ctx.extra.viewer!, ctx.extra.request.socket.remoteAddress ?? '');
+      if (rate && !rate.allowed) {
+        const { message, extensions } = rateLimitedError(rate, true);
+        return [new GraphQLError(message, { extensions })];
       }
       const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({ req: ctx.extra.request, socket, params, viewer: ctx.extra.viewer });
       // A syntax error, or a limit the envelope enforces by throwing (tokens, depth): an error

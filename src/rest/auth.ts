@@ -1,29 +1,46 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { isDomainError } from '../domain/errors.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDomainError, type DomainError } from '../domain/errors.ts';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set for every route not marked `public`. */
+    /** Set for every route not marked `public`, and for GraphQL when the key sent is valid. */
     viewer: Viewer;
   }
 }
 
-const hasBody = (headers: FastifyRequest['headers']) => headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
+/** Decides whether a request, its caller now known, may go on; false when it has been answered. */
+export type Admission = (request: FastifyRequest, reply: FastifyReply) => Promise<boolean>;
 
-/** Every REST route needs `X-Api-Key` unless its config says `public`; failures are 401 `{error}`. */
-export function installAuth(app: FastifyInstance, services: Services) {
+/** A request refused before its body is read closes its connection rather than wait for the body to drain. */
+export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply) {
+  if (request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0) reply.header('connection', 'close');
+}
+
+/**
+ * Every REST route needs `X-Api-Key` unless its config says `public`; failures are 401 `{error}`.
+ * GraphQL's route is public (some fields are) but takes a key when one is sent. `admit` runs
+ * once the caller is known and before a 401, so requests without a valid key are counted too.
+ */
+export function installAuth(app: FastifyInstance, services: Services, admit: Admission = async () => true) {
   app.decorateRequest('viewer', null as unknown as Viewer);
   app.addHook('onRequest', async (request, reply) => {
-    if (request.routeOptions.config.public || !request.routeOptions.url) return;
-    try {
-      request.viewer = await services.apiKeys.authenticate(request.headers['x-api-key'] as string | undefined);
-    } catch (e) {
-      if (!isDomainError(e)) throw e;
-      // The body is never read: close rather than wait for the rest of it to drain.
-      if (hasBody(request.headers)) reply.header('connection', 'close');
-      return reply.code(401).send({ error: e.message });
+    const route = request.routeOptions;
+    const required = Boolean(route.url) && !route.config.public;
+    let refusal: DomainError | null = null;
+    if (required || (route.config.graphql && request.headers['x-api-key'] !== undefined)) {
+      try {
+        request.viewer = await services.apiKeys.authenticate(request.headers['x-api-key'] as string | undefined);
+      } catch (e) {
+        // GraphQL looks the key up again and answers a failure (the database is down) its own way.
+        if (!isDomainError(e) && required) throw e;
+        if (isDomainError(e)) refusal = e;
+      }
     }
+    if (!(await admit(request, reply))) return reply;
+    if (!required || !refusal) return;
+    closeIfBodyUnread(request, reply);
+    return reply.code(401).send({ error: refusal.message });
   });
 }

@@ -26,6 +26,9 @@ const defaultStatus: Record<ErrorCode, number> = {
   BAD_USER_INPUT: 400,
   UNPROCESSABLE: 422,
   CONFLICT: 409,
+  RATE_LIMITED: 429,
+  TOO_MANY_SUBSCRIPTIONS: 429,
+  TOO_MANY_STREAMS: 429,
 };
 
 declare module 'fastify' {
@@ -33,6 +36,8 @@ declare module 'fastify' {
     errors?: RestErrorStyle;
     /** No API key needed. */
     public?: boolean;
+    /** GraphQL over HTTP: a key is optional, and refusals before GraphQL runs are GraphQL errors. */
+    graphql?: boolean;
   }
 }
 

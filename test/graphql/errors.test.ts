@@ -110,6 +110,15 @@ describe('errors never leak internals', () => {
     expectRequestError(noQuery, /query/i);
   });
 
+  it('a POST without a content type, or accepting nothing GraphQL answers with, is refused in the transport error shape', async () => {
+    const untyped = await fetch(`${t.url}/graphql`, { method: 'POST', headers: { 'x-api-key': alice.apiKey } });
+    expect(untyped.status).toBe(415);
+    expect(await untyped.json()).toEqual({ error: 'Unsupported Media Type', message: 'Send GraphQL requests as application/json (POST), or in the query string (GET)' });
+    const unacceptable = await fetch(`${t.url}/graphql`, { method: 'POST', headers: { 'x-api-key': alice.apiKey, 'content-type': 'application/json', accept: 'image/png' }, body: '{"query":"{ me { id } }"}' });
+    expect(unacceptable.status).toBe(406);
+    expect(await unacceptable.json()).toEqual({ error: 'Not Acceptable', message: 'Accept application/json or application/graphql-response+json (text/event-stream for subscriptions)' });
+  });
+
   it('an unknown operation name is a clear request error', async () => {
     const response = await postRaw(t, { query: 'query A { me { id } }', operationName: 'B' }, alice.apiKey);
     expect([200, 400]).toContain(response.status);

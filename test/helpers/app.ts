@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
 import { buildApp, type App } from '../../src/app.ts';
-import { loadConfig, type Config, type DatabaseConfig, type EventsConfig, type HttpConfig, type LlmConfig, type SearchConfig, type WebSocketConfig } from '../../src/config.ts';
+import { loadConfig, type ApqConfig, type Config, type DatabaseConfig, type EventsConfig, type HttpConfig, type LimitsConfig, type LlmConfig, type SearchConfig, type WebSocketConfig } from '../../src/config.ts';
 import { freshDatabase } from './database.ts';
 
 export const toolsDir = fileURLToPath(new URL('../../tools', import.meta.url));
@@ -37,12 +37,18 @@ export interface ConfigOverrides {
   toolsDir?: string;
   http?: Partial<HttpConfig>;
   maxAgentsPerUser?: number;
+  limits?: Partial<Omit<LimitsConfig, 'rate'>> & { rate?: Partial<LimitsConfig['rate']> };
+  apq?: ApqConfig;
   redisUrl?: string;
 }
 
-/** The production configuration with nothing set (offline responder without pauses), on `database`. */
+/**
+ * The production configuration with nothing set (offline responder without pauses), on
+ * `database`, except that requests are not rate-limited unless a test says how: most tests make
+ * many requests with one key, faster than any client would.
+ */
 export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides = {}): Config {
-  const base = loadConfig({ LOG_LEVEL: 'silent', OFFLINE_TOKEN_DELAY_MS: '0' });
+  const base = loadConfig({ LOG_LEVEL: 'silent', OFFLINE_TOKEN_DELAY_MS: '0', RATE_LIMIT_DEFAULT: '0', RATE_LIMIT_ANONYMOUS: '0', RATE_LIMIT_FREE: '0', RATE_LIMIT_PRO: '0' });
   return {
     ...base,
     port: 0,
@@ -57,19 +63,23 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     shutdownGraceMs: overrides.shutdownGraceMs ?? base.shutdownGraceMs,
     http: { ...base.http, ...overrides.http },
     maxAgentsPerUser: overrides.maxAgentsPerUser ?? base.maxAgentsPerUser,
+    limits: { ...base.limits, ...overrides.limits, rate: { ...base.limits.rate, ...overrides.limits?.rate } },
+    apq: overrides.apq ?? base.apq,
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
   };
 }
 
 /**
- * The real app (same factory as production) on a free loopback port, over a fresh database.
+ * The real app (same factory as production) on a free loopback port, over a fresh database, or
+ * over `shared` (one that several instances use; it is left in place when this one closes).
  * `queries` records every SQL statement Prisma sends, for N+1 checks.
  */
-export async function startTestApp(overrides: ConfigOverrides = {}) {
-  const db = await freshDatabase();
+export async function startTestApp(overrides: ConfigOverrides = {}, shared?: DatabaseConfig) {
+  const db = shared ? { config: shared, drop: async () => {} } : await freshDatabase();
   const queries: string[] = [];
-  const app: App = await buildApp(testConfig(db.config, overrides), { onQuery: (sql) => queries.push(sql) });
+  const routes: { method: string | string[]; url: string }[] = [];
+  const app: App = await buildApp(testConfig(db.config, overrides), { onQuery: (sql) => queries.push(sql), onRoute: ({ method, url }) => void routes.push({ method, url }) });
   const url = await app.http.listen({ port: 0, host: '127.0.0.1' });
   const services = app.services;
   let userCount = 0;
@@ -123,6 +133,8 @@ export async function startTestApp(overrides: ConfigOverrides = {}) {
     services,
     db: services.db,
     queries,
+    /** Every route the app serves, as Fastify registered them. */
+    routes,
     createUser,
     rest,
     gql,

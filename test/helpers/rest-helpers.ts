@@ -57,13 +57,13 @@ export async function rawRequest(
   return { status: response.status, text, headers: response.headers };
 }
 
-/** No stack frames, source paths or internal error class names in a response body. */
-export function expectNoInternals(text: string) {
-  expect(text).not.toMatch(/\n\s*at /);
-  expect(text).not.toMatch(/\bat [\w.<>]+ \(/);
-  expect(text).not.toMatch(/\.(ts|js|mjs|cjs):\d+/);
-  expect(text).not.toMatch(/\/(work|home|src|node_modules|tmp)\//);
-  expect(text).not.toMatch(/PrismaClient|DomainError|ZodError|FST_ERR/);
+/** No stack frames, source paths or internal error class names in a response body; `context` says which request, in a failure. */
+export function expectNoInternals(text: string, context?: string) {
+  expect(text, context).not.toMatch(/\n\s*at /);
+  expect(text, context).not.toMatch(/\bat [\w.<>]+ \(/);
+  expect(text, context).not.toMatch(/\.(ts|js|mjs|cjs):\d+/);
+  expect(text, context).not.toMatch(/\/(work|home|src|node_modules|tmp)\//);
+  expect(text, context).not.toMatch(/PrismaClient|DomainError|ZodError|FST_ERR|Invalid `prisma/);
 }
 
 /** Error body with exactly one key and the given text. */

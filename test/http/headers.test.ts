@@ -8,9 +8,10 @@ let open: TestApp;
 let listed: TestApp;
 let alice: TestUser;
 const APP = 'https://app.example.com';
+const ADMIN = 'https://admin.example.com';
 
 beforeAll(async () => {
-  [open, listed] = await Promise.all([startTestApp(), startTestApp({ http: { corsOrigins: [APP] } })]);
+  [open, listed] = await Promise.all([startTestApp(), startTestApp({ http: { corsOrigins: [APP, ADMIN] } })]);
   alice = await open.createUser('alice');
 });
 afterAll(() => Promise.all([open.close(), listed.close()]));
@@ -41,6 +42,34 @@ describe('CORS: one policy for REST and GraphQL, never with credentials', () => 
       expect(nullOrigin.headers.get('access-control-allow-origin')).toBeNull();
       for (const res of [allowed, other, nullOrigin]) expect(res.headers.get('access-control-allow-credentials')).toBeNull();
     }
+  });
+
+  it('with a list, actual responses name each listed origin (errors included) and carry nothing for others', async () => {
+    const bob = await listed.createUser('bob');
+    for (const origin of [APP, ADMIN]) {
+      const res = await fetch(`${listed.url}/v2/creators/me`, { headers: { origin, 'x-api-key': bob.apiKey } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('access-control-allow-origin')).toBe(origin);
+      expect(res.headers.get('vary')).toMatch(/Origin/);
+      // A script on a listed page can read why it was refused.
+      const refused = await fetch(`${listed.url}/v2/creators/me`, { headers: { origin } });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('access-control-allow-origin')).toBe(origin);
+    }
+    for (const origin of ['https://evil.example', 'https://app.example.com.evil.example', 'http://app.example.com', 'null']) {
+      const res = await fetch(`${listed.url}/v2/creators/me`, { headers: { origin, 'x-api-key': bob.apiKey } });
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+      const gql = await fetch(`${listed.url}/graphql`, { method: 'POST', headers: { origin, 'content-type': 'application/json', 'x-api-key': bob.apiKey }, body: '{"query":"{ me { id } }"}' });
+      expect(gql.headers.get('access-control-allow-origin')).toBeNull();
+    }
+  });
+
+  it('a preflight grants the methods the API uses and no others; scripts may read Allow, Retry-After and RateLimit-*', async () => {
+    const res = await preflight(open, '/v2/agents/some-id', 'https://elsewhere.example', 'PUT');
+    const methods = res.headers.get('access-control-allow-methods')!.split(/,\s*/);
+    expect(methods.sort()).toEqual(['DELETE', 'GET', 'HEAD', 'PATCH', 'POST']);
+    const me = await fetch(`${open.url}/v2/creators/me`, { headers: { origin: 'https://elsewhere.example', 'x-api-key': alice.apiKey } });
+    expect(me.headers.get('access-control-expose-headers')?.split(/,\s*/)).toEqual(['Allow', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']);
   });
 
   it('actual responses carry the policy, SSE streams included', async () => {

@@ -21,10 +21,10 @@ export function apiKeyService(db: Db, onDeleted: (keyId: string) => Promise<void
     async authenticate(plaintext: string | undefined | null): Promise<Viewer> {
       if (!plaintext) throw unauthenticated('Missing API key: send it in the X-Api-Key header');
       const parsed = parseKey(plaintext);
-      // Every request comes through here: one primary-key lookup, no join.
-      const row = parsed ? await db.apiKey.findUnique({ where: { id: parsed.id }, select: { userId: true, hash: true } }) : null;
+      // Every request comes through here: one statement, a primary-key lookup joined to its user.
+      const row = parsed ? await db.apiKey.findUnique({ where: { id: parsed.id }, select: { userId: true, hash: true, user: { select: { subscriptionTier: true } } } }) : null;
       if (!parsed || !row || !secretMatches(parsed.secret, row.hash)) throw unauthenticated('Invalid API key');
-      return { id: row.userId, keyId: parsed.id };
+      return { id: row.userId, keyId: parsed.id, tier: row.user.subscriptionTier };
     },
 
     /** Deletes one of the caller's keys (possibly the one in use); another user's key is "not found". */

@@ -9,6 +9,7 @@ import { chooseResponders } from '../replies/routing.ts';
 import { parseInput } from '../validation.ts';
 import { releaseHolds } from '../tools/holds.ts';
 import type { Viewer } from '../viewer.ts';
+import type { StreamLimits } from '../../limits/streams.ts';
 import { canManage, canPost, NO_ACCESS, SESSION_NOT_FOUND, type Permission } from './access.ts';
 import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
@@ -70,7 +71,7 @@ const sessionPosition = (cursor: string) =>
 /** Newest activity first; the id breaks ties. */
 const byActivity = [{ updatedAt: 'desc' as const }, { id: 'desc' as const }];
 
-export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
+export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limits: StreamLimits) {
   /** The caller's permission in a session, or NOT_FOUND when there is no such session. */
   async function permissionIn(viewer: Viewer, sessionId: string): Promise<Permission | null> {
     const session = canNameARow(sessionId)
@@ -189,17 +190,21 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
   /**
    * Live events of a session for someone with access: replayed from after `after` when given,
    * then live. It ends with a reason when the session is deleted or the watcher removed.
-   * With `promptId`, only that prompt's events, ending with its `end_prompt`.
+   * With `promptId`, only that prompt's events, ending with its `end_prompt`. It holds one of
+   * the subscriptions the caller's key may have open until it ends.
    */
   async function watch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string } = {}): Promise<WatchStream> {
     await requireAccess(viewer, sessionId);
-    return openWatch(viewer, sessionId, options);
+    return openWatch(viewer, sessionId, options, await limits.hold(viewer, 'subscription'));
   }
 
-  /** A watch for someone whose access was checked just now. */
-  function openWatch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string }): WatchStream {
+  /** A watch for someone whose access was checked just now; `release` gives its slots back when it ends. */
+  function openWatch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string }, release: () => void): WatchStream {
     let stopListening = () => {};
-    const stream = watchStream(bus.subscribe(sessionId, { after: options.after }), sessionWatchStep(viewer.id, options.promptId ?? null), () => stopListening());
+    const stream = watchStream(bus.subscribe(sessionId, { after: options.after }), sessionWatchStep(viewer.id, options.promptId ?? null), () => {
+      stopListening();
+      release();
+    });
     // A deleted API key ends what was opened with it, on every transport.
     stopListening = bus.onKeyRevoked((keyId) => {
       if (keyId === viewer.keyId) stream.interrupt({ end: true, code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted', lastSeq: null });
@@ -279,12 +284,25 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine) {
     send,
     watch,
 
-    /** Sends a prompt and watches its replies: what `stream: true` and `Subscription.sendMessage` do. */
+    /**
+     * Sends a prompt and watches its replies: what `stream: true` and `Subscription.sendMessage`
+     * do. The caller's stream slot is taken first, so a stream refused saves no prompt.
+     */
     async sendAndWatch(viewer: Viewer, raw: unknown) {
-      const started = await send(viewer, raw);
+      const release = await limits.hold(viewer, 'stream');
+      let started;
+      try {
+        started = await send(viewer, raw);
+      } catch (e) {
+        release();
+        throw e;
+      }
+      if (!started.promptId) {
+        release();
+        return { started, events: null };
+      }
       // The prompt was just accepted from this caller, so their access was checked.
-      const events = started.promptId ? openWatch(viewer, started.sessionId, { after: started.startSeq! - 1, promptId: started.promptId }) : null;
-      return { started, events };
+      return { started, events: openWatch(viewer, started.sessionId, { after: started.startSeq! - 1, promptId: started.promptId }, release) };
     },
 
     /**

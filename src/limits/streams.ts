@@ -1,0 +1,41 @@
+import type { LimitsConfig } from '../config.ts';
+import { tooMany } from '../domain/errors.ts';
+import type { Viewer } from '../domain/viewer.ts';
+import type { SlotStore } from './slots.ts';
+import type { WarnLog } from './throttled-log.ts';
+
+/**
+ * What one API key may hold open at once, whatever the transport: subscriptions and event
+ * streams of any kind, and among them replies being streamed (each keeps a model busy).
+ */
+export interface StreamLimits {
+  /** Takes the caller's slots, or throws TOO_MANY_SUBSCRIPTIONS / TOO_MANY_STREAMS; call the result once to give them back. */
+  hold(viewer: Viewer, kind: 'subscription' | 'stream'): Promise<() => void>;
+}
+
+const nothingHeld = () => {};
+
+export function streamLimits(store: SlotStore, config: Pick<LimitsConfig, 'maxSubscriptionsPerKey' | 'maxStreamsPerKey'>, log: WarnLog): StreamLimits {
+  return {
+    async hold(viewer, kind) {
+      // Callers inside the service (no key) are not limited.
+      if (!viewer.keyId) return nothingHeld;
+      // Braces: a Redis Cluster keeps one key's pools in one hash slot, as a script needs.
+      const subscriptions = { pool: `{${viewer.keyId}}:subscriptions`, limit: config.maxSubscriptionsPerKey };
+      const streams = { pool: `{${viewer.keyId}}:streams`, limit: config.maxStreamsPerKey };
+      let grant;
+      try {
+        grant = await store.acquire(kind === 'stream' ? [subscriptions, streams] : [subscriptions]);
+      } catch (err) {
+        // The store is unreachable: better uncounted than refused.
+        log.warn({ err }, 'open subscriptions and streams are not being counted: their store failed');
+        return nothingHeld;
+      }
+      if ('release' in grant) return () => grant.release();
+      if (grant.full === streams.pool) {
+        throw tooMany('TOO_MANY_STREAMS', `Too many replies streaming for this API key (at most ${config.maxStreamsPerKey} at once); wait for one to end, or send without stream and watch the session`);
+      }
+      throw tooMany('TOO_MANY_SUBSCRIPTIONS', `Too many open subscriptions and event streams for this API key (at most ${config.maxSubscriptionsPerKey}); close one first`);
+    },
+  };
+}
