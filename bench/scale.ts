@@ -74,7 +74,9 @@ async function deploy(count: number, env: Record<string, string>): Promise<Deplo
   return { urls: started.map((s) => s.url), pids: started.map((s) => s.child.pid!), key, agentId, env };
 }
 
-const base = { NODE_ENV: 'production', LOG_LEVEL: 'warn', LLM_BASE_URL: provider.url, HOST: '127.0.0.1' };
+// One key stands for every client here: no rate limit, and room for every stream and socket.
+const unlimited = { RATE_LIMIT_FREE: '0', MAX_STREAMS_PER_KEY: '1000000', MAX_SUBSCRIPTIONS_PER_KEY: '1000000', WS_MAX_SOCKETS_PER_KEY: '1000000' };
+const base = { NODE_ENV: 'production', LOG_LEVEL: 'warn', LLM_BASE_URL: provider.url, HOST: '127.0.0.1', ...unlimited };
 const single = await deploy(1, { ...base, DATABASE_URL: await database('bench_single') });
 const shared = await deploy(2, { ...base, DATABASE_URL: await database('bench_shared'), REDIS_URL: redis.url });
 

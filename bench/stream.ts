@@ -165,7 +165,7 @@ const providerUrl = provider.url;
 
 const dataDir = await mkdtemp(join(tmpdir(), 'parley-bench-'));
 // One key stands for every client here: no rate limit, and room for every stream.
-const unlimited = { RATE_LIMIT_FREE: '0', MAX_STREAMS_PER_KEY: '1000000', MAX_SUBSCRIPTIONS_PER_KEY: '1000000' };
+const unlimited = { RATE_LIMIT_FREE: '0', MAX_STREAMS_PER_KEY: '1000000', MAX_SUBSCRIPTIONS_PER_KEY: '1000000', WS_MAX_SOCKETS_PER_KEY: '1000000' };
 const env = { NODE_ENV: 'production', DATA_DIR: dataDir, LOG_LEVEL: 'warn', LLM_BASE_URL: providerUrl, PORT: '0', HOST: '127.0.0.1', ...unlimited };
 const keys = await new Promise<string>((resolve, reject) => {
   const c = spawn(process.execPath, ['bin/parley.js', 'keys', 'create', 'bench', '--json'], { cwd: root, env: { ...process.env, ...env } });
