@@ -143,6 +143,8 @@ interface Watcher {
   id: string;
   sessionId: string;
   lastSeq: number | undefined;
+  /** Saw its prompt end: nothing is left to resume. */
+  ended: boolean;
   result: StreamResult;
   expect: { next: number };
   done: Promise<void>;
@@ -160,6 +162,7 @@ function follow(w: Watcher, url: string) {
           w.lastSeq = e.seq;
           if (e.__typename === 'AssistantToken') tally(provider.sentAt, w.result, w.id, e.text!, w.expect);
           if (e.__typename === 'PromptEnded') {
+            w.ended = true;
             stop();
             resolve();
           }
@@ -183,16 +186,17 @@ const watched: Watcher[] = await Promise.all(
     });
     const { seq, session } = ((await sent.json()) as { data: { sendMessage: { seq: number; session: { id: string } } } }).data.sendMessage;
     // From just before the prompt: the whole reply, however late the subscription takes effect.
-    const w: Watcher = { id, sessionId: session.id, lastSeq: seq - 1, result: newResult(), expect: { next: 0 }, done: Promise.resolve() };
+    const w: Watcher = { id, sessionId: session.id, lastSeq: seq - 1, ended: false, result: newResult(), expect: { next: 0 }, done: Promise.resolve() };
     follow(w, victim.url);
     return w;
   }),
 );
-await sleep((tokens / 2 / rate) * 1000);
+// Killed when about half of every reply has reached its watchers.
+while (watched.reduce((n, w) => n + w.result.received, 0) < (watchers * tokens) / 2) await sleep(20);
 victim.child.kill('SIGKILL');
 const seenAtKill = watched.reduce((n, w) => n + w.result.received, 0);
 await Promise.all(watched.map((w) => w.done));
-for (const [i, w] of watched.entries()) follow(w, shared.urls[i % 2]!);
+for (const [i, w] of watched.entries()) if (!w.ended) follow(w, shared.urls[i % 2]!);
 await Promise.all(watched.map((w) => w.done));
 const received = watched.reduce((n, w) => n + w.result.received, 0);
 const duplicated = watched.reduce((n, w) => n + w.result.duplicated, 0);
