@@ -12,6 +12,8 @@ import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts'
 import { requestLimits, trackConnections } from './http/connections.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
 import { installCors, installSecurityHeaders } from './http/security-headers.ts';
+import { installObservability, requestId } from './observability/http.ts';
+import { createMetrics } from './observability/metrics.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
@@ -52,8 +54,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await database.close();
     throw e;
   }
+  const metrics = createMetrics({ process: true });
   const http = Fastify({
     logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
+    genReqId: requestId,
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler,
@@ -62,11 +66,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     requestTimeout: config.http.requestTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
   });
-  const services = createServices(database.prisma, tools, { config, log: http.log, publicUrl: () => config.publicUrl ?? listeningAt(http.server) });
+  const services = createServices(database.prisma, tools, { config, log: http.log, metrics, publicUrl: () => config.publicUrl ?? listeningAt(http.server) });
   installJsonParser(http);
   installErrorHandlers(http);
   await installCors(http, config.http);
   await installSecurityHeaders(http);
+  installObservability(http, metrics, config.metricsToken);
   installAuth(http, services);
 
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
@@ -128,6 +133,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       }
     },
   });
+  metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
   http.addHook('onClose', async () => {
     await database.close();
   });

@@ -46,6 +46,7 @@ const envSchema = z.object({
     .default('*')
     .refine((v) => listed(v).every((o) => o === '*' || isOrigin(o)), 'must be * or a comma-separated list of origins such as https://app.example.com'),
   MAX_AGENTS_PER_USER: positiveInt(100),
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
 
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:7997/v1' }).optional(),
   EMBEDDINGS_MODEL: z.string().min(1).optional(),
@@ -146,6 +147,8 @@ export interface Config {
   http: HttpConfig;
   /** Agents one user may own. */
   maxAgentsPerUser: number;
+  /** Bearer token `GET /metrics` requires; unset: open (the default address is loopback). */
+  metricsToken: string | undefined;
 }
 
 export const defaultSearchConfig: SearchConfig = { embeddings: { kind: 'hashed-ngrams' }, maxResults: 200, efSearch: 200 };
@@ -203,6 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       corsOrigins: corsOrigins(e.CORS_ORIGINS),
     },
     maxAgentsPerUser: e.MAX_AGENTS_PER_USER,
+    metricsToken: e.METRICS_TOKEN,
     search: {
       embeddings: e.EMBEDDINGS_URL
         ? {

@@ -6,6 +6,7 @@ import type { Viewer } from '../domain/viewer.ts';
 import { createContext } from './context.ts';
 import { createErrorMasker } from './errors.ts';
 import { renderGraphiQL } from './graphiql.ts';
+import { graphqlMetrics } from './metrics.ts';
 import { hideSuggestions } from './suggestions.ts';
 import { schema } from './schema.ts';
 
@@ -53,6 +54,7 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
         blockFieldSuggestion: { enabled: false },
       }),
       hideSuggestions(),
+      graphqlMetrics(services.metrics.graphql),
     ],
   });
 }

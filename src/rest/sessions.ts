@@ -29,7 +29,7 @@ function resumePoint(header: unknown, query: unknown): number | undefined {
 }
 
 export function sessionRoutes(app: FastifyInstance, services: Services, events: EventsConfig) {
-  const stream = { events };
+  const stream = { events, streams: services.metrics.streams };
 
   app.get<{ Querystring: { limit?: string; cursor?: string } }>('/v2/sessions/shared', { config: { errors: { ...shareErrors, fieldName: listNames } } }, async (request) => {
     const page = { first: request.query.limit ?? 100, after: request.query.cursor };

@@ -1,5 +1,6 @@
 import type { LlmConfig } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
+import type { Metrics } from '../../observability/metrics.ts';
 import type { EventBus } from '../../realtime/bus.ts';
 import { agentLlmSettings, agentSuggestions, agentTools } from '../agents/fields.ts';
 import { isRecordGone } from '../prisma-errors.ts';
@@ -36,6 +37,7 @@ export interface ReplyEngineDeps {
   tools?: ToolHost;
   memory?: MemoryHost;
   log: { error(obj: unknown, msg?: string): void };
+  metrics: Metrics['replies'];
 }
 
 /** Model calls one reply may make (each is a turn of the budget) before it must answer. */
@@ -74,7 +76,7 @@ const profileOf = (a: LoadedAgent): PromptAgent => ({
  * disconnects does not stop one.
  */
 export function createReplyEngine(deps: ReplyEngineDeps) {
-  const { db, bus, provider, llm, log } = deps;
+  const { db, bus, provider, llm, log, metrics } = deps;
   const tools = deps.tools ?? noTools;
   const memory = deps.memory ?? noMemory;
   /** Replies being written, by session: how to stop each prompt's replies. */
@@ -86,7 +88,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
 
   /** Saves a reply as it ended, with its tokens counted on the session in the same transaction. */
   async function save(sessionId: string, messageId: string, fields: { content: string; thought: string; status: 'complete' | 'failed' | 'cancelled'; error: string | null; promptTokens: number; completionTokens: number }) {
-    return db.$transaction(async (tx) => {
+    const saved = await db.$transaction(async (tx) => {
       const row = await tx.message.update({
         where: { id: messageId },
         data: { content: fields.content, thought: fields.thought || null, status: fields.status, error: fields.error, promptTokens: fields.promptTokens, completionTokens: fields.completionTokens },
@@ -95,6 +97,8 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       await addTokens(tx, sessionId, fields.promptTokens + fields.completionTokens);
       return toMessageView(row);
     });
+    metrics.usage(fields.promptTokens, fields.completionTokens);
+    return saved;
   }
 
   async function reply(job: ReplyJob, target: ReplyJob['replies'][number], agent: LoadedAgent, request: Omit<ChatRequest, 'agent' | 'model' | 'reasoningEffort' | 'tools'>, signal: AbortSignal): Promise<MessageView | null> {
@@ -113,6 +117,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     let content = '';
     let thought = '';
     const usage = { prompt: 0, completion: 0 };
+    const ended = metrics.started();
 
     try {
       for (let call = 0; ; call++) {
@@ -129,10 +134,12 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
           if (delta.type === 'content') {
             content += delta.text;
             written += delta.text;
+            metrics.streamed('content');
             void emit(sessionId, { type: 'assistant_token', promptId, messageId, agentId, text: delta.text });
           } else if (delta.type === 'reasoning') {
             if (!thinks) continue;
             thought += delta.text;
+            metrics.streamed('reasoning');
             void emit(sessionId, { type: 'assistant_thinking', promptId, messageId, agentId, text: delta.text });
           } else if (delta.type === 'tool_call') {
             const c = (calls[delta.index] ??= { arguments: '' });
@@ -183,6 +190,8 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
         if (!isRecordGone(saveError)) throw saveError;
       }
       return null;
+    } finally {
+      ended();
     }
   }
 
