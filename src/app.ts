@@ -12,7 +12,7 @@ import { createGraphQLServer, keyInConnectionParams } from './graphql/server.ts'
 import { requestLimits, trackConnections } from './http/connections.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
 import { installCors, installSecurityHeaders } from './http/security-headers.ts';
-import { installObservability, requestId } from './observability/http.ts';
+import { installObservability, requestId, requestLogFields } from './observability/http.ts';
 import { createMetrics } from './observability/metrics.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
@@ -56,7 +56,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   }
   const metrics = createMetrics({ process: true });
   const http = Fastify({
-    logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
+    logger: config.logLevel === 'silent' ? false : { level: config.logLevel, serializers: { req: requestLogFields } },
     genReqId: requestId,
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,

@@ -1,6 +1,6 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Metrics } from './metrics.ts';
 
 /** Ids a caller (or a proxy in front) may pass in `X-Request-Id`: short, and safe in any log line. */
@@ -13,6 +13,21 @@ const CALLER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export function requestId(request: IncomingMessage): string {
   const given = request.headers['x-request-id'];
   return typeof given === 'string' && CALLER_ID.test(given) ? given : randomUUID();
+}
+
+/**
+ * What a request's log lines say about it. The query string is left out: it carries what users
+ * search for, and whatever a misconfigured client puts there (keys included).
+ */
+export function requestLogFields(request: FastifyRequest) {
+  const query = request.url.indexOf('?');
+  return {
+    method: request.method,
+    url: query < 0 ? request.url : `${request.url.slice(0, query)}?…`,
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
 }
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
