@@ -1,6 +1,6 @@
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { IncomingMessage } from 'node:http';
-import { createYoga } from 'graphql-yoga';
+import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
 import { createContext } from './context.ts';
@@ -32,6 +32,16 @@ const apiKeyFrom = (c: ServerContext): string | null => {
   return typeof header === 'string' ? header : null;
 };
 
+/**
+ * Subscriptions over SSE must reach clients as they are written, also behind nginx, which
+ * buffers responses unless told otherwise (REST streams say the same: src/realtime/sse.ts).
+ */
+const unbufferedEventStreams = (): Plugin => ({
+  onResponse({ response }) {
+    if (response.headers.get('content-type')?.startsWith('text/event-stream')) response.headers.set('x-accel-buffering', 'no');
+  },
+});
+
 export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
   return createYoga<ServerContext>({
     schema,
@@ -55,6 +65,7 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger) {
       }),
       hideSuggestions(),
       graphqlMetrics(services.metrics.graphql),
+      unbufferedEventStreams(),
     ],
   });
 }
