@@ -1,13 +1,28 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import type { ConceptWithImages } from '../domain/concepts/service.ts';
 import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from './errors.ts';
 import { fieldNames } from './field-names.ts';
 
-const names = fieldNames({ usageInstructions: 'usage_instructions' });
-const errors: RestErrorStyle = { bodyKey: 'message', fieldName: names.toRest };
+export const conceptNames = fieldNames({ usageInstructions: 'usage_instructions' });
+export const conceptErrors: RestErrorStyle = { bodyKey: 'message', fieldName: conceptNames.toRest };
 
-export const toRestConcept = (c: ConceptWithImages) => ({
+export const restConceptSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    agent: z.string().nullable().meta({ description: 'The id of the agent it belongs to' }),
+    user: z.string().meta({ description: "The owner's id" }),
+    usage_instructions: z.string(),
+    images: z.array(z.object({ image: z.string(), usage_instructions: z.string() })),
+    public: z.boolean(),
+    createdAt: z.date(),
+    updatedAt: z.date(),
+  })
+  .meta({ id: 'Concept' });
+
+export const toRestConcept = (c: ConceptWithImages): z.input<typeof restConceptSchema> => ({
   id: c.id,
   name: c.name,
   agent: c.agentId,
@@ -20,11 +35,11 @@ export const toRestConcept = (c: ConceptWithImages) => ({
 });
 
 export function conceptRoutes(app: FastifyInstance, services: Services) {
-  app.get<{ Params: { conceptId: string } }>('/v2/concepts/:conceptId', { config: { errors } }, async (request) => ({
+  app.get<{ Params: { conceptId: string } }>('/v2/concepts/:conceptId', { config: { errors: conceptErrors } }, async (request) => ({
     concept: toRestConcept(await services.concepts.get(request.viewer, request.params.conceptId)),
   }));
 
-  app.patch<{ Params: { conceptId: string } }>('/v2/concepts/:conceptId', { config: { errors } }, async (request) => ({
-    concept: toRestConcept(await services.concepts.update(request.viewer, request.params.conceptId, names.toDomain(request.body, ['images']))),
+  app.patch<{ Params: { conceptId: string } }>('/v2/concepts/:conceptId', { config: { errors: conceptErrors } }, async (request) => ({
+    concept: toRestConcept(await services.concepts.update(request.viewer, request.params.conceptId, conceptNames.toDomain(request.body, ['images']))),
   }));
 }
