@@ -83,8 +83,10 @@ describe('logs', () => {
     const deleted = await fetch(`${server.url}/apikeys`, { method: 'DELETE', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ apiKey: key }) });
     expect(deleted.status).toBe(200);
 
-    // Refusals name no key either.
-    expect((await get('/v2/creators/me', { 'x-api-key': key })).status).toBe(401);
+    // Refusals name no key either, and carry their id too.
+    const refused = await get('/v2/creators/me', { 'x-api-key': key, 'x-request-id': 'ops-trace-0004' });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('x-request-id')).toBe('ops-trace-0004');
     expect((await wsQuery(key)).closed).toBe(4403);
     expect((await post('/graphql', JSON.stringify({ query: '{ me { username } }' }), { 'x-api-key': key })).status).toBe(401);
 
@@ -97,7 +99,7 @@ describe('logs', () => {
     // The server logs each response as it completes: wait for the last one before reading.
     await server.waitFor(/"reqId":"ops-trace-0003"[^\n]*"msg":"request completed"/);
     const output = server.output();
-    for (const id of ['ops-trace-0001', 'ops-trace-0002', generated!]) expect(output).toMatch(new RegExp(`"reqId":"${id}"[^\\n]*"msg":"request completed"`));
+    for (const id of ['ops-trace-0001', 'ops-trace-0002', 'ops-trace-0004', generated!]) expect(output).toMatch(new RegExp(`"reqId":"${id}"[^\\n]*"msg":"request completed"`));
     expect(output).not.toContain('forged');
     for (const secret of [secretOf(key), secretOf(stranger), metricsToken]) expect(output).not.toContain(secret);
   });
