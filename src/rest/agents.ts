@@ -8,7 +8,7 @@ import type { Viewer } from '../domain/viewer.ts';
 import type { RestErrorStyle } from './errors.ts';
 import { fieldNames } from './field-names.ts';
 
-export const agentNames = fieldNames({
+const names = fieldNames({
   ownerPays: 'owner_pays',
   llmSettings: 'llm_settings',
   useWhen: 'use_when',
@@ -19,7 +19,9 @@ export const agentNames = fieldNames({
 });
 
 /** Agents answer `{error}`, and 401 (not 403) when the caller is not the owner, as the original did. */
-export const agentErrors: RestErrorStyle = { bodyKey: 'error', status: { FORBIDDEN: 401 }, fieldName: agentNames.toRest };
+const errors: RestErrorStyle = { bodyKey: 'error', status: { FORBIDDEN: 401 }, fieldName: names.toRest };
+/** For the OpenAPI description. */
+export { errors as agentErrors, names as agentNames };
 
 export const restAgentSchema = z
   .object({
@@ -81,12 +83,12 @@ export function toRestAgent(agent: AgentWithKey, viewer: Viewer): z.input<typeof
 }
 
 export function agentRoutes(app: FastifyInstance, services: Services) {
-  app.get<{ Params: { agentId: string } }>('/v2/agents/:agentId', { config: { errors: agentErrors } }, async (request) => ({
+  app.get<{ Params: { agentId: string } }>('/v2/agents/:agentId', { config: { errors } }, async (request) => ({
     agent: toRestAgent(await services.agents.get(request.viewer, request.params.agentId), request.viewer),
   }));
 
-  app.patch<{ Params: { agentId: string } }>('/v2/agents/:agentId', { config: { errors: agentErrors } }, async (request) => {
-    const input = agentNames.toDomain(request.body, ['llm_settings', 'models']);
+  app.patch<{ Params: { agentId: string } }>('/v2/agents/:agentId', { config: { errors } }, async (request) => {
+    const input = names.toDomain(request.body, ['llm_settings', 'models']);
     const agent = await services.agents.update(request.viewer, request.params.agentId, input);
     return { agentId: agent.id };
   });

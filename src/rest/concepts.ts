@@ -5,8 +5,10 @@ import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from './errors.ts';
 import { fieldNames } from './field-names.ts';
 
-export const conceptNames = fieldNames({ usageInstructions: 'usage_instructions' });
-export const conceptErrors: RestErrorStyle = { bodyKey: 'message', fieldName: conceptNames.toRest };
+const names = fieldNames({ usageInstructions: 'usage_instructions' });
+const errors: RestErrorStyle = { bodyKey: 'message', fieldName: names.toRest };
+/** For the OpenAPI description. */
+export { errors as conceptErrors, names as conceptNames };
 
 export const restConceptSchema = z
   .object({
@@ -35,11 +37,11 @@ export const toRestConcept = (c: ConceptWithImages): z.input<typeof restConceptS
 });
 
 export function conceptRoutes(app: FastifyInstance, services: Services) {
-  app.get<{ Params: { conceptId: string } }>('/v2/concepts/:conceptId', { config: { errors: conceptErrors } }, async (request) => ({
+  app.get<{ Params: { conceptId: string } }>('/v2/concepts/:conceptId', { config: { errors } }, async (request) => ({
     concept: toRestConcept(await services.concepts.get(request.viewer, request.params.conceptId)),
   }));
 
-  app.patch<{ Params: { conceptId: string } }>('/v2/concepts/:conceptId', { config: { errors: conceptErrors } }, async (request) => ({
-    concept: toRestConcept(await services.concepts.update(request.viewer, request.params.conceptId, conceptNames.toDomain(request.body, ['images']))),
+  app.patch<{ Params: { conceptId: string } }>('/v2/concepts/:conceptId', { config: { errors } }, async (request) => ({
+    concept: toRestConcept(await services.concepts.update(request.viewer, request.params.conceptId, names.toDomain(request.body, ['images']))),
   }));
 }

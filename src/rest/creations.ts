@@ -7,7 +7,9 @@ import type { Viewer } from '../domain/viewer.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from './errors.ts';
 
-export const creationErrors: RestErrorStyle = { bodyKey: 'message' };
+const errors: RestErrorStyle = { bodyKey: 'message' };
+/** For the OpenAPI description. */
+export { errors as creationErrors };
 
 const searchDocInclude = {
   user: { select: { id: true, username: true } },
@@ -69,17 +71,17 @@ export const toRestSearchDoc = (viewer: Viewer, c: SearchRow): z.input<typeof re
 });
 
 export function creationRoutes(app: FastifyInstance, services: Services) {
-  app.get('/v2/creations/search', { config: { errors: creationErrors } }, async (request): Promise<z.input<typeof restSearchPageSchema>> => {
+  app.get('/v2/creations/search', { config: { errors } }, async (request): Promise<z.input<typeof restSearchPageSchema>> => {
     const page = await services.search.search<SearchRow>(request.viewer, request.query, { include: searchDocInclude });
     return { ...page, docs: page.docs.map((doc) => toRestSearchDoc(request.viewer, doc)) };
   });
 
-  app.post<{ Params: { creationId: string } }>('/v2/creations/:creationId/like', { config: { errors: creationErrors } }, async (request) => {
+  app.post<{ Params: { creationId: string } }>('/v2/creations/:creationId/like', { config: { errors } }, async (request) => {
     await services.creations.like(request.viewer, request.params.creationId);
     return { message: 'Creation liked successfully' };
   });
 
-  app.delete<{ Params: { creationId: string } }>('/v2/creations/:creationId/like', { config: { errors: creationErrors } }, async (request) => {
+  app.delete<{ Params: { creationId: string } }>('/v2/creations/:creationId/like', { config: { errors } }, async (request) => {
     await services.creations.unlike(request.viewer, request.params.creationId);
     return { message: 'Creation unliked successfully' };
   });

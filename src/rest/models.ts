@@ -5,7 +5,9 @@ import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from './errors.ts';
 
 /** A private model of someone else is a 401 in the original. */
-export const modelErrors: RestErrorStyle = { bodyKey: 'message', status: { FORBIDDEN: 401 } };
+const errors: RestErrorStyle = { bodyKey: 'message', status: { FORBIDDEN: 401 } };
+/** For the OpenAPI description. */
+export { errors as modelErrors };
 
 export const restModelSchema = z
   .object({
@@ -36,7 +38,7 @@ export const toRestModel = (m: Model): z.input<typeof restModelSchema> => ({
 });
 
 export function modelRoutes(app: FastifyInstance, services: Services) {
-  app.get<{ Params: { modelId: string } }>('/v2/models/:modelId', { config: { errors: modelErrors } }, async (request) => ({
+  app.get<{ Params: { modelId: string } }>('/v2/models/:modelId', { config: { errors } }, async (request) => ({
     model: toRestModel(await services.models.get(request.viewer, request.params.modelId)),
   }));
 }

@@ -8,15 +8,17 @@ import { restSessionInclude, sessionNames, toRestMessage, toRestSession, toRestS
 import { streamEvents } from './session-stream.ts';
 
 /** Sessions, prompts and reactions answer `{message}` (403 when not yours), as in the original. */
-export const sessionErrors: RestErrorStyle = { bodyKey: 'message', fieldName: sessionNames.toRest };
+const errors: RestErrorStyle = { bodyKey: 'message', fieldName: sessionNames.toRest };
 /** Session delete answers `{error, message}`, and 401 when the caller may not delete. */
-export const sessionDeleteErrors: RestErrorStyle = { bodyKey: 'both', status: { FORBIDDEN: 401 } };
+const deleteErrors: RestErrorStyle = { bodyKey: 'both', status: { FORBIDDEN: 401 } };
 /** The public share read and the shared list answer `{error}`. */
-export const shareErrors: RestErrorStyle = { bodyKey: 'error' };
+const shareErrors: RestErrorStyle = { bodyKey: 'error' };
 /** Lists page with `?limit` and `?cursor`; the domain calls them `first` and `after`. */
-export const listNames = fieldNames({ first: 'limit', after: 'cursor' });
+const listNames = fieldNames({ first: 'limit', after: 'cursor' });
 /** A session's messages page with `?limit` and `?before` / `?after`. */
 const messageNames = fieldNames({ first: 'limit', last: 'limit' }).toRest;
+/** For the OpenAPI description. */
+export { errors as sessionErrors, deleteErrors as sessionDeleteErrors, shareErrors, listNames };
 
 type SessionParams = { Params: { session_id: string } };
 
@@ -37,13 +39,13 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
     return { sharedSessions: sessions.map(toRestSession), nextCursor };
   });
 
-  app.get<{ Querystring: { limit?: string; cursor?: string } }>('/v2/sessions', { config: { errors: { ...sessionErrors, fieldName: listNames.toRest } } }, async (request) => {
+  app.get<{ Querystring: { limit?: string; cursor?: string } }>('/v2/sessions', { config: { errors: { ...errors, fieldName: listNames.toRest } } }, async (request) => {
     const page = { first: request.query.limit, after: request.query.cursor };
     const { sessions, nextCursor } = await services.sessions.listMine(request.viewer, page, { include: restSessionInclude });
     return { sessions: sessions.map(toRestSession), nextCursor };
   });
 
-  app.post<{ Body: Record<string, unknown> | undefined }>('/v2/sessions', { config: { errors: sessionErrors } }, async (request, reply) => {
+  app.post<{ Body: Record<string, unknown> | undefined }>('/v2/sessions', { config: { errors } }, async (request, reply) => {
     const body = request.body ?? {};
     if (typeof body !== 'object' || Array.isArray(body)) throw badInput('The request body must be a JSON object');
     if (body.stream !== undefined && typeof body.stream !== 'boolean') throw badInput('must be true or false', ['stream']);
@@ -57,7 +59,7 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
     return reply;
   });
 
-  app.post('/v2/sessions/react', { config: { errors: sessionErrors } }, async (request) => {
+  app.post('/v2/sessions/react', { config: { errors } }, async (request) => {
     const { added } = await services.sessions.react(request.viewer, sessionNames.toDomain(request.body ?? {}));
     return { success: true, message: added ? 'Reaction added' : 'Reaction removed' };
   });
@@ -66,7 +68,7 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
     share: toRestShare(await services.shares.read(request.params.share_id)),
   }));
 
-  app.get<SessionParams & { Querystring: { limit?: string; before?: string; after?: string } }>('/v2/sessions/:session_id', { config: { errors: { ...sessionErrors, fieldName: messageNames } } }, async (request) => {
+  app.get<SessionParams & { Querystring: { limit?: string; before?: string; after?: string } }>('/v2/sessions/:session_id', { config: { errors: { ...errors, fieldName: messageNames } } }, async (request) => {
     const { viewer } = request;
     const { session_id: id } = request.params;
     const { limit, before, after } = request.query;
@@ -86,35 +88,35 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
     };
   });
 
-  app.get<SessionParams & { Querystring: { after?: string } }>('/v2/sessions/:session_id/events', { config: { errors: sessionErrors } }, async (request, reply) => {
+  app.get<SessionParams & { Querystring: { after?: string } }>('/v2/sessions/:session_id/events', { config: { errors } }, async (request, reply) => {
     const after = resumePoint(request.headers['last-event-id'], request.query.after);
     const events = await services.sessions.watch(request.viewer, request.params.session_id, { after });
     await streamEvents(reply, events, stream);
     return reply;
   });
 
-  app.delete<SessionParams>('/v2/sessions/:session_id', { config: { errors: sessionDeleteErrors } }, async (request) => {
+  app.delete<SessionParams>('/v2/sessions/:session_id', { config: { errors: deleteErrors } }, async (request) => {
     await services.sessions.delete(request.viewer, request.params.session_id);
     return { success: true };
   });
 
-  app.post<SessionParams & { Body: { prompt_id?: unknown } | undefined }>('/v2/sessions/:session_id/cancel', { config: { errors: sessionErrors } }, async (request) => {
+  app.post<SessionParams & { Body: { prompt_id?: unknown } | undefined }>('/v2/sessions/:session_id/cancel', { config: { errors } }, async (request) => {
     const promptId = request.body?.prompt_id;
     if (promptId !== undefined && typeof promptId !== 'string') throw badInput('must be a message id', ['prompt_id']);
     const cancelled = await services.sessions.cancel(request.viewer, request.params.session_id, promptId);
     return { success: true, cancelled };
   });
 
-  app.post<SessionParams>('/v2/sessions/:session_id/share', { config: { errors: sessionErrors } }, async (request) => ({
+  app.post<SessionParams>('/v2/sessions/:session_id/share', { config: { errors } }, async (request) => ({
     share: toRestShare(await services.shares.create(request.viewer, request.params.session_id)),
   }));
 
-  app.post<SessionParams>('/v2/sessions/:session_id/users', { config: { errors: sessionErrors } }, async (request) => {
+  app.post<SessionParams>('/v2/sessions/:session_id/users', { config: { errors } }, async (request) => {
     const added = await services.sessions.addUser(request.viewer, request.params.session_id, request.body ?? {});
     return { success: true, user: added.userId, permission: added.permission };
   });
 
-  app.delete<{ Params: { session_id: string; user_id: string } }>('/v2/sessions/:session_id/users/:user_id', { config: { errors: sessionErrors } }, async (request) => {
+  app.delete<{ Params: { session_id: string; user_id: string } }>('/v2/sessions/:session_id/users/:user_id', { config: { errors } }, async (request) => {
     await services.sessions.removeUser(request.viewer, request.params.session_id, request.params.user_id);
     return { success: true };
   });
