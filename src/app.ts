@@ -23,6 +23,8 @@ import { instanceRegistry } from './realtime/instances.ts';
 import { createMemoryBus } from './realtime/memory-bus.ts';
 import { createRedisBus } from './realtime/redis-bus.ts';
 import { connectRedis } from './redis/client.ts';
+import { installObservability, requestId, requestLogFields } from './observability/http.ts';
+import { createMetrics } from './observability/metrics.ts';
 import { attachGraphQLWebSocket } from './realtime/websocket.ts';
 import { installAuth } from './rest/auth.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
@@ -72,8 +74,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     throw e;
   }
   const { trustProxy } = config.http;
+  const metrics = createMetrics({ process: true });
   const http = Fastify({
-    logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
+    logger: config.logLevel === 'silent' ? false : { level: config.logLevel, serializers: { req: requestLogFields } },
+    genReqId: requestId,
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler,
@@ -97,6 +101,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     log: http.log,
     publicUrl: () => config.publicUrl ?? listeningAt(http.server),
     streamLimits: limits.streams,
+    metrics,
   });
   if (recovered.length) http.log.warn({ replies: recovered.map((r) => r.message.id) }, `${recovered.length} replies left unfinished by a stopped process were saved as failed`);
   const instances = config.redisUrl ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs) : null;
@@ -107,6 +112,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installErrorHandlers(http);
   await installCors(http, config.http);
   await installSecurityHeaders(http);
+  installObservability(http, metrics, config.metricsToken);
   installAuth(http, services, rateLimitRequests(limits.rate));
 
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
@@ -173,6 +179,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       }
     },
   });
+  metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
   http.addHook('onClose', async () => {
     await limits.close();
     await shared?.quit();

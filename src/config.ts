@@ -63,6 +63,8 @@ const envSchema = z.object({
   APQ_MAX_ENTRIES: positiveInt(1_000),
   APQ_TTL_MS: positiveInt(24 * 60 * 60 * 1000),
 
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+
   EMBEDDINGS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:7997/v1' }).optional(),
   EMBEDDINGS_MODEL: z.string().min(1).optional(),
   EMBEDDINGS_API_KEY: z.string().min(1).optional(),
@@ -196,6 +198,8 @@ export interface Config {
   maxAgentsPerUser: number;
   limits: LimitsConfig;
   apq: ApqConfig;
+  /** Bearer token `GET /metrics` requires; unset: open (the default address is loopback). */
+  metricsToken: string | undefined;
 }
 
 export const defaultSearchConfig: SearchConfig = { embeddings: { kind: 'hashed-ngrams' }, maxResults: 200, efSearch: 200 };
@@ -292,6 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       slotTtlMs: e.LIMIT_SLOT_TTL_MS,
     },
     apq: { maxEntries: e.APQ_MAX_ENTRIES, ttlMs: e.APQ_TTL_MS },
+    metricsToken: e.METRICS_TOKEN,
     search: {
       embeddings: e.EMBEDDINGS_URL
         ? {

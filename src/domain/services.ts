@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { loadConfig, type Config } from '../config.ts';
+import { createMetrics, type Metrics } from '../observability/metrics.ts';
 import type { Db } from '../db/database.ts';
 import type { EventBus } from '../realtime/bus.ts';
 import { memorySlotStore } from '../limits/slots.ts';
@@ -34,6 +35,8 @@ export interface ServiceOptions {
   log?: { error(obj: unknown, msg?: string): void };
   /** Names this process on the replies it writes; a new one by default. */
   instanceId?: string;
+  /** Where services count what they do; by default a registry nobody reads (CLI, tests of one service). */
+  metrics?: Metrics;
 }
 
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
@@ -41,15 +44,17 @@ export function createServices(db: Db, registry: ToolRegistry, options: ServiceO
   const config = options.config ?? loadConfig({});
   const bus = options.bus ?? createMemoryBus(config.events);
   const log = options.log ?? { error: (obj: unknown, msg?: string) => console.error(msg, obj) };
-  const { provider, offline } = chooseProvider(config.llm);
+  const metrics = options.metrics ?? createMetrics();
+  const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(db, config.search);
   const media = mediaStore(config.mediaDir, options.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
-  const tools = createToolHost({ db, registry, bus, search, media, log });
+  const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna });
   const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
-  const replies = createReplyEngine({ db, bus, provider, offline, llm: config.llm, tools, memory: memories.host, instanceId: options.instanceId ?? randomUUID(), log });
+  const replies = createReplyEngine({ db, bus, provider, offline, llm: config.llm, tools, memory: memories.host, instanceId: options.instanceId ?? randomUUID(), log, metrics: metrics.replies });
   const sessions = sessionService(db, bus, replies, options.streamLimits ?? streamLimits(memorySlotStore(), config.limits, { warn: (obj, msg) => log.error(obj, msg) }));
   return {
     db,
+    metrics,
     tools: registry,
     media,
     bus,

@@ -1,6 +1,6 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { APQStore } from '@graphql-yoga/plugin-apq';
-import { createYoga } from 'graphql-yoga';
+import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
 import { persistedQueries } from './apq.ts';
@@ -8,6 +8,7 @@ import { documentLimits } from './armor.ts';
 import { createContext } from './context.ts';
 import { createErrorMasker } from './errors.ts';
 import { renderGraphiQL } from './graphiql.ts';
+import { graphqlMetrics } from './metrics.ts';
 import { hideSuggestions } from './suggestions.ts';
 import { schema } from './schema.ts';
 
@@ -34,6 +35,16 @@ const apiKeyFrom = (c: ServerContext): string | null => {
   return typeof header === 'string' ? header : null;
 };
 
+/**
+ * Subscriptions over SSE must reach clients as they are written, also behind nginx, which
+ * buffers responses unless told otherwise (REST streams say the same: src/realtime/sse.ts).
+ */
+const unbufferedEventStreams = (): Plugin => ({
+  onResponse({ response }) {
+    if (response.headers.get('content-type')?.startsWith('text/event-stream')) response.headers.set('x-accel-buffering', 'no');
+  },
+});
+
 export interface GraphQLServerOptions {
   /** Where automatic persisted queries are kept (in this process, or Redis for every instance). */
   persistedQueries: APQStore;
@@ -56,7 +67,7 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger, o
         (err) => logger.warn({ err }, 'the database is unavailable'),
       ),
     },
-    plugins: [persistedQueries(options.persistedQueries), ...documentLimits(), hideSuggestions()],
+    plugins: [persistedQueries(options.persistedQueries), ...documentLimits(), hideSuggestions(), graphqlMetrics(services.metrics.graphql), unbufferedEventStreams()],
   });
 }
 

@@ -4,6 +4,8 @@ import type { RestErrorStyle } from './errors.ts';
 
 /** Another user's or an unknown key is a 401 "API key not found", as in the original. */
 const errors: RestErrorStyle = { bodyKey: 'message', status: { NOT_FOUND: 401 } };
+/** For the OpenAPI description. */
+export { errors as apiKeyErrors };
 
 export function apiKeyRoutes(app: FastifyInstance, services: Services) {
   app.delete<{ Body: { apiKey?: unknown } | undefined }>('/apikeys', { config: { errors } }, async (request) => {

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import type { ConceptWithImages } from '../domain/concepts/service.ts';
 import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from './errors.ts';
@@ -6,8 +7,24 @@ import { fieldNames } from './field-names.ts';
 
 const names = fieldNames({ usageInstructions: 'usage_instructions' });
 const errors: RestErrorStyle = { bodyKey: 'message', fieldName: names.toRest };
+/** For the OpenAPI description. */
+export { errors as conceptErrors, names as conceptNames };
 
-export const toRestConcept = (c: ConceptWithImages) => ({
+export const restConceptSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    agent: z.string().nullable().meta({ description: 'The id of the agent it belongs to' }),
+    user: z.string().meta({ description: "The owner's id" }),
+    usage_instructions: z.string(),
+    images: z.array(z.object({ image: z.string(), usage_instructions: z.string() })),
+    public: z.boolean(),
+    createdAt: z.date(),
+    updatedAt: z.date(),
+  })
+  .meta({ id: 'Concept' });
+
+export const toRestConcept = (c: ConceptWithImages): z.input<typeof restConceptSchema> => ({
   id: c.id,
   name: c.name,
   agent: c.agentId,

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import { canReadAgent } from '../domain/agents/service.ts';
 import type { Scored } from '../domain/search/service.ts';
 import type { Services } from '../domain/services.ts';
@@ -7,6 +8,8 @@ import type { Prisma } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from './errors.ts';
 
 const errors: RestErrorStyle = { bodyKey: 'message' };
+/** For the OpenAPI description. */
+export { errors as creationErrors };
 
 const searchDocInclude = {
   user: { select: { id: true, username: true } },
@@ -19,7 +22,40 @@ type SearchRow = Scored<Prisma.CreationGetPayload<{ include: typeof searchDocInc
  * A search result as REST returns it. The agent is summarised, and reads as null when it is
  * someone else's private agent, as everywhere else in the API.
  */
-export const toRestSearchDoc = (viewer: Viewer, c: SearchRow) => ({
+export const restSearchDocSchema = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    thumbnail: z.string().nullable(),
+    name: z.string(),
+    tool: z.string(),
+    args: z.unknown(),
+    mediaAttributes: z.unknown(),
+    user: z.object({ id: z.string(), username: z.string() }),
+    agent: z.object({ id: z.string(), key: z.string(), name: z.string(), image: z.string().nullable() }).nullable(),
+    likeCount: z.number().int(),
+    createdAt: z.date(),
+    score: z.number().meta({ description: 'Cosine similarity to the query' }),
+  })
+  .meta({ id: 'CreationSearchDoc' });
+
+/** The page as the original's "paginate" plugin shaped it (src/domain/search/page.ts). */
+export const restSearchPageSchema = z
+  .object({
+    docs: z.array(restSearchDocSchema),
+    total: z.number().int(),
+    limit: z.number().int(),
+    page: z.number().int(),
+    pages: z.number().int(),
+    pagingCounter: z.number().int(),
+    hasPrevPage: z.boolean(),
+    hasNextPage: z.boolean(),
+    prevPage: z.number().int().nullable(),
+    nextPage: z.number().int().nullable(),
+  })
+  .meta({ id: 'CreationSearchPage' });
+
+export const toRestSearchDoc = (viewer: Viewer, c: SearchRow): z.input<typeof restSearchDocSchema> => ({
   id: c.id,
   url: c.url,
   thumbnail: c.thumbnail,
@@ -35,7 +71,7 @@ export const toRestSearchDoc = (viewer: Viewer, c: SearchRow) => ({
 });
 
 export function creationRoutes(app: FastifyInstance, services: Services) {
-  app.get('/v2/creations/search', { config: { errors } }, async (request) => {
+  app.get('/v2/creations/search', { config: { errors } }, async (request): Promise<z.input<typeof restSearchPageSchema>> => {
     const page = await services.search.search<SearchRow>(request.viewer, request.query, { include: searchDocInclude });
     return { ...page, docs: page.docs.map((doc) => toRestSearchDoc(request.viewer, doc)) };
   });

@@ -1,9 +1,15 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { DeploymentPlatform } from '../generated/prisma/enums.ts';
 import type { Deployment } from '../generated/prisma/client.ts';
 import type { Services } from '../domain/services.ts';
 
 /** Built field by field: `secrets` is never part of a response. */
-export const toRestDeployment = (d: Omit<Deployment, 'secrets'>) => ({
+export const restDeploymentSchema = z
+  .object({ id: z.string(), agent: z.string(), user: z.string(), platform: z.enum(DeploymentPlatform), config: z.unknown(), valid: z.boolean(), createdAt: z.date() })
+  .meta({ id: 'Deployment' });
+
+export const toRestDeployment = (d: Omit<Deployment, 'secrets'>): z.input<typeof restDeploymentSchema> => ({
   id: d.id,
   agent: d.agentId,
   user: d.userId,

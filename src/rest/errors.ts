@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import secureJson from 'secure-json-parse';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import { isDomainError, type DomainError, type ErrorCode } from '../domain/errors.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable, nulCharacterError, RETRY_AFTER_SECONDS } from '../domain/prisma-errors.ts';
 import { describeInputError } from '../domain/validation.ts';
@@ -41,8 +42,18 @@ declare module 'fastify' {
   }
 }
 
+/** The status a resource answers a domain error with. */
+export const statusOf = (style: RestErrorStyle, code: ErrorCode) => style.status?.[code] ?? defaultStatus[code];
+
+/** Error bodies, for the OpenAPI description: what `sendDomainError` and the transport errors send. */
+export const errorBodies = {
+  error: z.object({ error: z.string() }).meta({ id: 'ErrorBody' }),
+  message: z.object({ message: z.string() }).meta({ id: 'MessageBody' }),
+  both: z.object({ error: z.string(), message: z.string() }).meta({ id: 'ErrorMessageBody' }),
+};
+
 export function sendDomainError(reply: FastifyReply, error: DomainError, style: RestErrorStyle = { bodyKey: 'error' }) {
-  const status = style.status?.[error.code] ?? defaultStatus[error.code];
+  const status = statusOf(style, error.code);
   const text = describeInputError(error.message, error.fieldPath, style.fieldName);
   return reply.code(status).send(style.bodyKey === 'both' ? { error: text, message: text } : { [style.bodyKey]: text });
 }

@@ -1,12 +1,30 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import type { Model } from '../generated/prisma/client.ts';
 import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from './errors.ts';
 
 /** A private model of someone else is a 401 in the original. */
 const errors: RestErrorStyle = { bodyKey: 'message', status: { FORBIDDEN: 401 } };
+/** For the OpenAPI description. */
+export { errors as modelErrors };
 
-export const toRestModel = (m: Model) => ({
+export const restModelSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    user: z.string().meta({ description: "The owner's id" }),
+    base_model: z.string(),
+    checkpoint: z.string().nullable(),
+    thumbnail: z.string().nullable(),
+    lora_trigger_text: z.string().nullable(),
+    public: z.boolean(),
+    args: z.unknown(),
+    createdAt: z.date(),
+  })
+  .meta({ id: 'Model' });
+
+export const toRestModel = (m: Model): z.input<typeof restModelSchema> => ({
   id: m.id,
   name: m.name,
   user: m.userId,

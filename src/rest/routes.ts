@@ -9,6 +9,7 @@ import { creatorRoutes } from './creators.ts';
 import { deploymentRoutes } from './deployments.ts';
 import { memoryRoutes } from './memories.ts';
 import { modelRoutes } from './models.ts';
+import { openApiRoute } from './openapi.ts';
 import { sessionRoutes } from './sessions.ts';
 import { toolRoutes } from './tools.ts';
 import { triggerRoutes } from './triggers.ts';
@@ -18,4 +19,5 @@ export function restRoutes(app: FastifyInstance, services: Services, events: Eve
     register(app, services);
   }
   sessionRoutes(app, services, events);
+  openApiRoute(app);
 }

@@ -1,11 +1,13 @@
 import type { FastifyReply } from 'fastify';
 import type { EventsConfig } from '../config.ts';
+import type { Metrics } from '../observability/metrics.ts';
 import { SseStream } from '../realtime/sse.ts';
 import { isWatchEnd, type WatchEnd, type WatchStream } from '../domain/sessions/stream.ts';
 import { DONE_FRAME, toRestEndFrame, toRestFrame } from './session-shapes.ts';
 
 export interface StreamContext {
   events: Pick<EventsConfig, 'heartbeatMs' | 'streamBufferBytes' | 'slowClientMs'>;
+  streams: Metrics['streams'];
 }
 
 /**
@@ -16,6 +18,7 @@ export interface StreamContext {
 export async function streamEvents(reply: FastifyReply, events: WatchStream | null, context: StreamContext) {
   const { heartbeatMs, streamBufferBytes: bufferBytes, slowClientMs } = context.events;
   const sse = new SseStream(reply, { heartbeatMs, bufferBytes, slowClientMs });
+  const closed = context.streams.opened();
   let ended: Pick<WatchEnd, 'code' | 'reason' | 'lastSeq'> | null = null;
   let lastSeq: number | null = null;
   void sse.whenGone().then(() => events?.close());
@@ -39,5 +42,6 @@ export async function streamEvents(reply: FastifyReply, events: WatchStream | nu
   } finally {
     events?.close();
     sse.end();
+    closed();
   }
 }

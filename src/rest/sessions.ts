@@ -14,9 +14,11 @@ const deleteErrors: RestErrorStyle = { bodyKey: 'both', status: { FORBIDDEN: 401
 /** The public share read and the shared list answer `{error}`. */
 const shareErrors: RestErrorStyle = { bodyKey: 'error' };
 /** Lists page with `?limit` and `?cursor`; the domain calls them `first` and `after`. */
-const listNames = fieldNames({ first: 'limit', after: 'cursor' }).toRest;
+const listNames = fieldNames({ first: 'limit', after: 'cursor' });
 /** A session's messages page with `?limit` and `?before` / `?after`. */
 const messageNames = fieldNames({ first: 'limit', last: 'limit' }).toRest;
+/** For the OpenAPI description. */
+export { errors as sessionErrors, deleteErrors as sessionDeleteErrors, shareErrors, listNames };
 
 type SessionParams = { Params: { session_id: string } };
 
@@ -29,15 +31,15 @@ function resumePoint(header: unknown, query: unknown): number | undefined {
 }
 
 export function sessionRoutes(app: FastifyInstance, services: Services, events: EventsConfig) {
-  const stream = { events };
+  const stream = { events, streams: services.metrics.streams };
 
-  app.get<{ Querystring: { limit?: string; cursor?: string } }>('/v2/sessions/shared', { config: { errors: { ...shareErrors, fieldName: listNames } } }, async (request) => {
+  app.get<{ Querystring: { limit?: string; cursor?: string } }>('/v2/sessions/shared', { config: { errors: { ...shareErrors, fieldName: listNames.toRest } } }, async (request) => {
     const page = { first: request.query.limit ?? 100, after: request.query.cursor };
     const { sessions, nextCursor } = await services.sessions.listShared(request.viewer, page, { include: restSessionInclude });
     return { sharedSessions: sessions.map(toRestSession), nextCursor };
   });
 
-  app.get<{ Querystring: { limit?: string; cursor?: string } }>('/v2/sessions', { config: { errors: { ...errors, fieldName: listNames } } }, async (request) => {
+  app.get<{ Querystring: { limit?: string; cursor?: string } }>('/v2/sessions', { config: { errors: { ...errors, fieldName: listNames.toRest } } }, async (request) => {
     const page = { first: request.query.limit, after: request.query.cursor };
     const { sessions, nextCursor } = await services.sessions.listMine(request.viewer, page, { include: restSessionInclude });
     return { sessions: sessions.map(toRestSession), nextCursor };

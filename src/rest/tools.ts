@@ -1,8 +1,28 @@
 import type { FastifyInstance } from 'fastify';
-import type { ToolDefinition } from '../domain/tools/definition.ts';
+import { z } from 'zod';
+import { toolDefinitionSchema, type ToolDefinition } from '../domain/tools/definition.ts';
 import type { Services } from '../domain/services.ts';
 
-export const toRestTool = (t: ToolDefinition) => ({
+const definition = toolDefinitionSchema.shape;
+
+/** A registry file's public fields, with the rules the registry checks them by. */
+export const restToolSchema = z
+  .object({
+    key: definition.key,
+    name: definition.name,
+    output_type: definition.output_type,
+    active: z.boolean(),
+    description: definition.description,
+    cost_estimate: definition.cost_estimate.meta({ description: 'Arithmetic over the parameters (+ - * /, min, max, ceil, floor): the manna a call costs' }),
+    parameters: definition.parameters,
+    resolutions: z.array(z.string()),
+    thumbnail: z.string().nullable(),
+    order: definition.order,
+    base_model: z.string().nullable(),
+  })
+  .meta({ id: 'Tool' });
+
+export const toRestTool = (t: ToolDefinition): z.input<typeof restToolSchema> => ({
   key: t.key,
   name: t.name,
   output_type: t.output_type,

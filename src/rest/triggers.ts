@@ -1,8 +1,26 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { TriggerStatus } from '../generated/prisma/enums.ts';
 import type { Trigger } from '../generated/prisma/client.ts';
 import type { Services } from '../domain/services.ts';
 
-export const toRestTrigger = (t: Trigger) => ({
+export const restTriggerSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    agent: z.string(),
+    user: z.string(),
+    session: z.string().nullable(),
+    schedule: z.object({ cron: z.string(), timezone: z.string() }),
+    trigger_prompt: z.string(),
+    status: z.enum(TriggerStatus),
+    last_run: z.date().nullable(),
+    next_run: z.date().nullable(),
+    createdAt: z.date(),
+  })
+  .meta({ id: 'Trigger' });
+
+export const toRestTrigger = (t: Trigger): z.input<typeof restTriggerSchema> => ({
   id: t.id,
   name: t.name,
   agent: t.agentId,

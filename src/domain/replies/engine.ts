@@ -1,5 +1,6 @@
 import type { LlmConfig } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
+import type { Metrics } from '../../observability/metrics.ts';
 import type { EventBus } from '../../realtime/bus.ts';
 import { agentLlmSettings, agentSuggestions, agentTools } from '../agents/fields.ts';
 import { isDatabaseUnavailable, isRecordGone } from '../prisma-errors.ts';
@@ -39,6 +40,7 @@ export interface ReplyEngineDeps {
   /** This process, as recorded on the replies it writes (see `recovery.ts`). */
   instanceId: string;
   log: { error(obj: unknown, msg?: string): void };
+  metrics: Metrics['replies'];
 }
 
 /** Model calls one reply may make (each is a turn of the budget) before it must answer. */
@@ -113,7 +115,7 @@ const profileOf = (a: LoadedAgent): PromptAgent => ({
  * disconnects does not stop one.
  */
 export function createReplyEngine(deps: ReplyEngineDeps) {
-  const { db, bus, provider, llm, log } = deps;
+  const { db, bus, provider, llm, log, metrics } = deps;
   const tools = deps.tools ?? noTools;
   const memory = deps.memory ?? noMemory;
   /** Replies being written, by session: how to stop each prompt's replies. */
@@ -131,7 +133,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
    * database went away meanwhile) is cancelled and its hold given back.
    */
   async function save(sessionId: string, messageId: string, fields: Outcome) {
-    return db.$transaction(async (tx) => {
+    const saved = await db.$transaction(async (tx) => {
       await addTokens(tx, sessionId, fields.promptTokens + fields.completionTokens);
       if (fields.status !== 'complete') await abandonToolCalls(tx, { messageId }, UNSETTLED_TOOL);
       const row = await tx.message.update({
@@ -141,6 +143,8 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       });
       return toMessageView(row);
     });
+    metrics.usage(fields.promptTokens, fields.completionTokens);
+    return saved;
   }
 
   async function reply(job: ReplyJob, target: ReplyJob['replies'][number], agent: LoadedAgent, request: Omit<ChatRequest, 'agent' | 'model' | 'reasoningEffort' | 'tools'>, signal: AbortSignal): Promise<MessageView | null> {
@@ -173,6 +177,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
           .finally(() => (checkpointTimer = undefined));
       }, llm.checkpointMs);
     };
+    const ended = metrics.started();
 
     try {
       for (let call = 0; ; call++) {
@@ -190,11 +195,13 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
             content += delta.text;
             written += delta.text;
             checkpoint();
+            metrics.streamed('content');
             void emit(sessionId, { type: 'assistant_token', promptId, messageId, agentId, text: delta.text });
           } else if (delta.type === 'reasoning') {
             if (!thinks) continue;
             thought += delta.text;
             checkpoint();
+            metrics.streamed('reasoning');
             void emit(sessionId, { type: 'assistant_thinking', promptId, messageId, agentId, text: delta.text });
           } else if (delta.type === 'tool_call') {
             const c = (calls[delta.index] ??= { arguments: '' });
@@ -229,6 +236,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       return null;
     } finally {
       clearTimeout(checkpointTimer);
+      ended();
     }
   }
 

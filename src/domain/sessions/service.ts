@@ -56,8 +56,8 @@ export interface MessagePage {
   cursor(m: MessageView): string;
 }
 
-const DEFAULT_MESSAGE_PAGE = 50;
-const MAX_MESSAGE_PAGE = 200;
+export const DEFAULT_MESSAGE_PAGE = 50;
+export const MAX_MESSAGE_PAGE = 200;
 const messageCursor = (m: Pick<MessageView, 'ordinal'>) => encodeCursor('msg', String(m.ordinal));
 const ordinalOf = (cursor: string) => decodeCursor('msg', cursor, parseOrdinal);
 

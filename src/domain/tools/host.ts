@@ -1,8 +1,9 @@
 import type { Db } from '../../db/database.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { EventBus } from '../../realtime/bus.ts';
-import { debit } from '../manna/ledger.ts';
+import { debit, refund } from '../manna/ledger.ts';
 import { isDatabaseUnavailable } from '../prisma-errors.ts';
+import type { Metrics } from '../../observability/metrics.ts';
 import type { MediaStore } from '../media/store.ts';
 import type { ChatTool } from '../replies/providers/types.ts';
 import type { RequestedToolCall, ToolHost, ToolRunContext } from '../replies/tools.ts';
@@ -28,6 +29,7 @@ export interface ToolHostDeps {
   search: SearchService;
   media: MediaStore;
   log: { error(obj: unknown, msg?: string): void };
+  metrics: Metrics['manna'];
 }
 
 /** A call that must not run (budget, balance), with the reason the model is told. */
@@ -72,6 +74,7 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       return tx.toolCall.findUniqueOrThrow({ where: { id: row.id } });
     });
     if (!saved) return false;
+    if (held && outcome.status === 'completed' && saved.cost) deps.metrics.charged(saved.tool, saved.cost.toNumber());
     const base = { promptId: ctx.promptId, messageId: ctx.messageId, agentId: ctx.agentId, toolCall: toToolCallView(saved) };
     void emit(ctx.sessionId, outcome.status === 'cancelled' ? { type: 'tool_cancelled', ...base } : { type: 'tool_complete', ...base });
     return true;

@@ -53,7 +53,7 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
     const arm = (ms: number, message: string) => {
       clearTimeout(timer);
       timer = setTimeout(() => {
-        timeout = new ProviderError(message, true);
+        timeout = new ProviderError(message, true, 'timeout');
         controller.abort();
       }, ms);
     };
@@ -75,7 +75,8 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
       });
       if (!response.ok || !response.body) {
         const detail = brief(await response.text().catch(() => ''));
-        throw new ProviderError(`The model provider answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`, response.status >= 500 || response.status === 429);
+        const kind = response.status === 429 ? 'rate_limited' : response.status >= 500 ? 'server_error' : 'refused';
+        throw new ProviderError(`The model provider answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`, kind !== 'refused', kind);
       }
       let first = true;
       let finished = false;
@@ -90,15 +91,15 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
         try {
           json = JSON.parse(data);
         } catch {
-          throw new ProviderError('The model provider sent a malformed chunk', false);
+          throw new ProviderError('The model provider sent a malformed chunk', false, 'malformed');
         }
         const parsed = chunkSchema.safeParse(json);
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
-          throw new ProviderError(`The model provider sent a chunk of an unexpected shape (${issue.path.join('.') || 'chunk'}: ${issue.message})`, false);
+          throw new ProviderError(`The model provider sent a chunk of an unexpected shape (${issue.path.join('.') || 'chunk'}: ${issue.message})`, false, 'malformed');
         }
         const chunk = parsed.data;
-        if (chunk.error) throw new ProviderError(`The model provider reported an error: ${brief((typeof chunk.error === 'string' ? chunk.error : chunk.error.message) ?? 'unknown')}`, false);
+        if (chunk.error) throw new ProviderError(`The model provider reported an error: ${brief((typeof chunk.error === 'string' ? chunk.error : chunk.error.message) ?? 'unknown')}`, false, 'reported');
         for (const choice of chunk.choices ?? []) {
           const delta = choice.delta ?? {};
           const reasoning = delta.reasoning_content ?? delta.reasoning;
@@ -111,12 +112,12 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
         }
         if (chunk.usage) yield { type: 'usage', promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
       }
-      if (!finished) throw new ProviderError('The connection to the model provider closed in the middle of a reply', true);
+      if (!finished) throw new ProviderError('The connection to the model provider closed in the middle of a reply', true, 'interrupted');
     } catch (e) {
       if (timeout) throw timeout;
       if (outer.aborted || e instanceof ProviderError) throw e;
-      if (e instanceof SseEventTooLarge) throw new ProviderError(`The model provider sent a chunk longer than ${e.limit} characters`, false);
-      throw new ProviderError(`Could not reach the model provider (${brief((e as Error).message)})`, true);
+      if (e instanceof SseEventTooLarge) throw new ProviderError(`The model provider sent a chunk longer than ${e.limit} characters`, false, 'malformed');
+      throw new ProviderError(`Could not reach the model provider (${brief((e as Error).message)})`, true, 'unreachable');
     } finally {
       clearTimeout(timer);
       outer.removeEventListener('abort', abort);

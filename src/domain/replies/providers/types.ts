@@ -50,6 +50,9 @@ export interface ChatProvider {
   stream(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatDelta>;
 }
 
+/** What went wrong with a provider call, for metrics. */
+export type ProviderErrorKind = 'timeout' | 'unreachable' | 'rate_limited' | 'server_error' | 'refused' | 'reported' | 'malformed' | 'interrupted';
+
 /** A provider failure, worded for the user who sees it at the end of a broken reply. */
 export class ProviderError extends Error {
   override name = 'ProviderError';
@@ -57,6 +60,7 @@ export class ProviderError extends Error {
     message: string,
     /** Worth one retry if nothing has streamed yet (network, timeout, 5xx, 429). */
     readonly transient: boolean,
+    readonly kind: ProviderErrorKind,
   ) {
     super(message);
   }

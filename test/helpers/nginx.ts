@@ -1,0 +1,60 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, trackChild } from './process.ts';
+
+export const NGINX = '/usr/sbin/nginx';
+
+/**
+ * A real nginx in front of `upstream`, as a child process (killed when the test file ends), with
+ * its own config, pid, logs and temp folders in a temp dir. The proxy is as nginx ships it, with
+ * nothing but `proxy_pass`: response buffering on, the setting that holds event streams back.
+ */
+export async function startNginx(upstream: string) {
+  const dir = await mkdtemp(join(tmpdir(), 'parley-nginx-'));
+  const port = await freePort();
+  const conf = join(dir, 'nginx.conf');
+  await writeFile(
+    conf,
+    `daemon off;
+master_process off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass ${upstream};
+    }
+  }
+}
+`,
+  );
+  const child = trackChild(spawn(NGINX, ['-p', dir, '-c', conf, '-e', join(dir, 'error.log')], { stdio: 'ignore' }));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const url = `http://127.0.0.1:${port}`;
+  const errors = () => readFile(join(dir, 'error.log'), 'utf8').catch(() => '');
+  // Ready once it answers through to the upstream.
+  for (;;) {
+    const stopped = await Promise.race([exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 20))]);
+    if (stopped) throw new Error(`nginx exited at start:\n${await errors()}`);
+    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    if (ok) break;
+  }
+  return {
+    url,
+    errors,
+    async close() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
