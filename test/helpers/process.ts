@@ -69,11 +69,15 @@ export interface ServerProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts the service the way `npm start` does (one node process running src/server.ts through tsx). */
+/**
+ * Starts the service the way `npm start` does: `node bin/parley.js serve`, which runs the build in
+ * dist/ (test/global-setup.ts brings it up to date before any test; test/cli/start.test.ts checks
+ * that `npm start` is this command).
+ */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
   const child = trackChild(
-    spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    spawn(process.execPath, [bin, 'serve'], {
       cwd: root,
       env: childEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }),
     }),
