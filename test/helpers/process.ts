@@ -21,7 +21,18 @@ export const trackChild = <C extends ChildProcess>(child: C): C => {
   return child;
 };
 export const killChildren = () => {
-  for (const child of children) child.kill('SIGKILL');
+  for (const child of children) {
+    // A child started in its own process group (npm and what it runs) goes with the whole group.
+    if (child.spawnargs[0] === 'npm') signalGroup(child, 'SIGKILL');
+    else child.kill('SIGKILL');
+  }
+};
+const signalGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // The group has already gone.
+  }
 };
 process.on('exit', killChildren);
 afterAll(killChildren);
@@ -83,6 +94,18 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     }),
   );
   return { url: `http://127.0.0.1:${port}`, ...watch(child) };
+}
+
+/**
+ * Runs `npm start` itself, in its own process group: `stop` sends SIGTERM to npm, its shell and
+ * the server together, as Ctrl-C in a terminal would.
+ */
+export async function startWithNpm(env: Record<string, string>): Promise<ServerProcess & { stop(): void }> {
+  const port = await freePort();
+  const child = trackChild(
+    spawn('npm', ['start', '--silent'], { cwd: root, detached: true, env: childEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }) }),
+  );
+  return { url: `http://127.0.0.1:${port}`, ...watch(child), stop: () => signalGroup(child, 'SIGTERM') };
 }
 
 /** Starts a CLI command and lets the test watch its output (and kill it) while it runs. */
