@@ -5,10 +5,10 @@
 //   npm run bench:startup [-- --rounds 7 --root /path/to/another/checkout --npm]
 // --root measures another checkout (say, main before a change) with its own start script;
 // --npm also runs `npm start` itself (adds npm's own start-up, about 0.3 s here).
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -48,8 +48,30 @@ if (values.npm) {
   );
 }
 
-/** Milliseconds from spawn to exit (bare node) or to the first 200 from /healthz (the service). */
-async function run(variant: Variant): Promise<number> {
+/**
+ * CPU time (user + system, all threads) used so far by the processes of a group: less sensitive
+ * to the machine's load than wall time, though not immune (caches, frequency).
+ */
+async function groupCpuMs(pgid: number): Promise<number> {
+  let ticks = 0;
+  for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // After the command: state, ppid, pgrp, ... utime and stime are the 12th and 13th.
+    if (Number(fields[2]) === pgid) ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return (ticks * 1000) / clockTicks;
+}
+const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+
+interface Sample {
+  ms: number;
+  /** Not for the bare node, which is gone before it could be read. */
+  cpuMs?: number;
+}
+
+/** From spawn to exit (bare node) or to the first 200 from /healthz (the service). */
+async function run(variant: Variant): Promise<Sample> {
   const data = await variant.dataDir?.();
   const port = await freePort();
   const { DATABASE_URL: _url, ...env } = process.env;
@@ -64,10 +86,9 @@ async function run(variant: Variant): Promise<number> {
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-  let elapsed: number;
   if (!data) {
     await exited;
-    elapsed = performance.now() - started;
+    return { ms: performance.now() - started };
   } else {
     let status = 0;
     let gone = false;
@@ -80,12 +101,15 @@ async function run(variant: Variant): Promise<number> {
       );
       if (status !== 200) await new Promise((r) => setTimeout(r, 10));
     }
-    elapsed = performance.now() - started;
+    const ms = performance.now() - started;
+    const cpuMs = await groupCpuMs(child.pid!);
     process.kill(-child.pid!, 'SIGTERM');
     await exited;
+    // npm exits on the signal before the server it started has closed the database.
+    while (groupAlive(child.pid!)) await new Promise((r) => setTimeout(r, 20));
     await data.done();
+    return { ms, cpuMs };
   }
-  return elapsed;
 }
 
 const freePort = () =>
@@ -97,6 +121,15 @@ const freePort = () =>
     });
   });
 
+const groupAlive = (pgid: number) => {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -107,17 +140,21 @@ try {
   console.log(`root: ${root}\nstart script: ${startScript}\n${rounds} rounds\n`);
   // The warm directory is made by one start before the rounds (not timed), as a user's is.
   await run({ ...variants[1]!, dataDir: async () => ({ dir: warmDir, done: async () => {} }) });
-  const samples = new Map(variants.map((v) => [v.name, [] as number[]]));
+  const samples = new Map(variants.map((v) => [v.name, [] as Sample[]]));
   for (let r = 0; r < rounds; r++) {
     for (const v of variants) samples.get(v.name)!.push(await run(v));
   }
-  const bare = median(samples.get('node -e 0')!);
-  console.log('| variant | median | min | max | ratio to node -e 0 |\n| --- | --- | --- | --- | --- |');
+  const bare = median(samples.get('node -e 0')!.map((s) => s.ms));
+  console.log('| variant | median | min | max | ratio to node -e 0 | CPU time (median) |\n| --- | --- | --- | --- | --- | --- |');
   for (const v of variants) {
-    const xs = samples.get(v.name)!;
+    const xs = samples.get(v.name)!.map((s) => s.ms);
+    const cpu = samples.get(v.name)!.flatMap((s) => (s.cpuMs === undefined ? [] : [s.cpuMs]));
     const m = median(xs);
-    console.log(`| ${v.name} | ${m.toFixed(0)} ms | ${Math.min(...xs).toFixed(0)} ms | ${Math.max(...xs).toFixed(0)} ms | ${(m / bare).toFixed(1)}× |`);
+    console.log(
+      `| ${v.name} | ${m.toFixed(0)} ms | ${Math.min(...xs).toFixed(0)} ms | ${Math.max(...xs).toFixed(0)} ms | ${(m / bare).toFixed(1)}× | ${cpu.length ? `${median(cpu).toFixed(0)} ms` : '—'} |`,
+    );
   }
+  console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (${cpus().length} cores)`);
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }
