@@ -18,7 +18,7 @@ async function readMigrations(): Promise<Migration[]> {
 }
 
 /**
- * Whether `_prisma_migrations` already records every migration folder as applied, with the
+ * Whether `_prisma_migrations` records exactly the migration folders as applied, each with the
  * checksum the schema engine gives its script (SHA-256 of the text), and no failed attempt.
  * Then the schema engine would do nothing, and loading it (a large WebAssembly module) is the
  * slowest part of starting on an up-to-date database. Anything else, including a table that
@@ -33,6 +33,7 @@ async function allApplied(adapterFactory: SqlMigrationAwareDriverAdapterFactory,
     const rows = (await query('SELECT migration_name, checksum, finished_at FROM _prisma_migrations WHERE rolled_back_at IS NULL')) as [string, string, unknown][];
     if (rows.some(([, , finishedAt]) => finishedAt === null)) return false;
     const recorded = new Map(rows.map(([name, checksum]) => [name, checksum]));
+    if (recorded.size !== migrations.length) return false;
     return migrations.every((m) => recorded.get(m.name) === createHash('sha256').update(m.script).digest('hex'));
   } finally {
     await adapter.dispose();
