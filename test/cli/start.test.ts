@@ -31,7 +31,7 @@ describe('npm start on a new embedded data directory', () => {
     } finally {
       server.stop();
     }
-    await server.exited;
+    await server.closed;
     expect(server.output()).toContain('SIGTERM received: closing');
   });
 

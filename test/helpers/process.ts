@@ -100,12 +100,14 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
  * Runs `npm start` itself, in its own process group: `stop` sends SIGTERM to npm, its shell and
  * the server together, as Ctrl-C in a terminal would.
  */
-export async function startWithNpm(env: Record<string, string>): Promise<ServerProcess & { stop(): void }> {
+export async function startWithNpm(env: Record<string, string>): Promise<ServerProcess & { stop(): void; closed: Promise<void> }> {
   const port = await freePort();
   const child = trackChild(
     spawn('npm', ['start', '--silent'], { cwd: root, detached: true, env: childEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }) }),
   );
-  return { url: `http://127.0.0.1:${port}`, ...watch(child), stop: () => signalGroup(child, 'SIGTERM') };
+  // npm exits on the signal at once; its output ends when the server it started has gone too.
+  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  return { url: `http://127.0.0.1:${port}`, ...watch(child), stop: () => signalGroup(child, 'SIGTERM'), closed };
 }
 
 /** Starts a CLI command and lets the test watch its output (and kill it) while it runs. */
