@@ -76,6 +76,8 @@ const compiled = (source) => join(dist, relative('src', source).replace(/\.ts$/,
 
 async function build(wanted) {
   const previous = await readBuildInfo();
+  // Until the build completes, dist/ does not claim to be any build.
+  await rm(infoFile, { force: true });
   const sources = await files('src');
   await tsc();
   // Files the code loads from beside itself (the PGlite worker, GraphiQL's start script).
@@ -91,7 +93,6 @@ async function build(wanted) {
     await rm(path);
   }
   if (previous?.snapshot !== wanted.snapshot || !(await exists(join(snapshotDir, 'PG_VERSION')))) {
-    await rm(infoFile, { force: true });
     await run([fileURLToPath(import.meta.url), '--snapshot']);
   }
   await writeFile(infoFile, `${JSON.stringify({ ...wanted, builtAt: new Date().toISOString() }, null, 2)}\n`);
@@ -100,7 +101,6 @@ async function build(wanted) {
 /**
  * A new PGlite cluster migrated by the same code and schema engine as any start, so its
  * `_prisma_migrations` rows are the ones `prisma migrate deploy` writes (with the build's times).
- * Made aside and renamed into place.
  */
 async function makeSnapshot() {
   const { openDatabase } = await import(pathToFileURL(join(dist, 'db/database.js')).href);
@@ -113,8 +113,13 @@ async function makeSnapshot() {
   } finally {
     await database.close();
   }
-  await rm(snapshotDir, { recursive: true, force: true });
+  // Renames only, so a process copying the snapshot meanwhile fails rather than copies half of it.
+  const old = join(dist, `.snapshot-old-${process.pid}`);
+  await rename(snapshotDir, old).catch((e) => {
+    if (e.code !== 'ENOENT') throw e;
+  });
   await rename(join(work, 'pgdata'), snapshotDir);
+  await rm(old, { recursive: true, force: true });
   await rm(work, { recursive: true, force: true });
 }
 
@@ -141,7 +146,7 @@ async function withLock(task) {
         await rm(lockFile, { force: true });
         continue;
       }
-      if (!told) console.error(`parley: waiting for the build another process is running (pid ${holder})`);
+      if (!told) console.error(`parley: waiting for the build another process is running${holder ? ` (pid ${holder})` : ''}`);
       told = true;
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -158,13 +163,13 @@ export async function ensureBuilt() {
   const fresh = async () => {
     const wanted = await fingerprints();
     const built = await readBuildInfo();
-    return { wanted, fresh: built?.code === wanted.code && built?.snapshot === wanted.snapshot };
+    return { wanted, built, fresh: built?.code === wanted.code && built?.snapshot === wanted.snapshot };
   };
   if ((await fresh()).fresh) return;
   await withLock(async () => {
-    const { wanted, fresh: builtMeanwhile } = await fresh();
+    const { wanted, built, fresh: builtMeanwhile } = await fresh();
     if (builtMeanwhile) return;
-    console.error('parley: building dist/ from the TypeScript sources (they changed since the last build)');
+    console.error(`parley: building dist/ from the TypeScript sources (${built ? 'they changed since the last build' : 'there is no complete build'})`);
     await build(wanted);
   });
 }
