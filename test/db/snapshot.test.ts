@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -67,6 +67,20 @@ describe('a data directory started from the migrated snapshot', () => {
     const schema = await describeSchema(fromSnapshot);
     for (const part of ['columns', 'constraints', 'indexes', 'enums', 'extensions', 'functions'] as const) expect(schema[part].length, part).toBeGreaterThan(0);
     expect(schema).toEqual(await describeSchema(migrated));
+  });
+
+  it('is made aside: what an interrupted copy left is not taken for a cluster', async () => {
+    const dataDir = join(scratch, 'interrupted');
+    await mkdir(join(dataDir, 'pgdata.partial', 'base'), { recursive: true });
+    await writeFile(join(dataDir, 'pgdata.partial', 'PG_VERSION'), '17\n');
+    const db = await openDatabase({ kind: 'pglite', dataDir }, { snapshot });
+    try {
+      expect(db.fromSnapshot).toBe(true);
+      expect(await applyMigrations(db.migrationAdapterFactory)).toEqual([]);
+      expect((await readdir(dataDir)).sort()).toEqual(['parley.pid', 'pgdata']);
+    } finally {
+      await db.close();
+    }
   });
 
   it('is empty and writable', async () => {
