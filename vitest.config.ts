@@ -11,6 +11,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // Servers and CLI commands the tests start as processes run the build in dist/.
+    globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     // Each file starts its own app and database; two cores, so two files at a time.
     maxWorkers: 2,

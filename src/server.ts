@@ -1,5 +1,15 @@
+import { readFile } from 'node:fs/promises';
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
+
+/** Which code runs: the build's record (scripts/build.mjs writes it beside the compiled server). */
+async function describeBuild() {
+  const info = await readFile(new URL('./build.json', import.meta.url), 'utf8').then(
+    (text) => JSON.parse(text) as { code: string; builtAt: string },
+    () => null,
+  );
+  return info ? `dist/ built ${info.builtAt} from sources ${info.code.slice(0, 12)}` : 'the TypeScript sources (no build)';
+}
 
 /** Starts the service; SIGTERM/SIGINT close it cleanly (in-flight requests finish first). */
 export async function serve() {
@@ -27,7 +37,7 @@ export async function serve() {
   const events = await app.services.bus.describe();
   console.log(
     `parley listening on ${address} (GraphQL and graphql-ws at /graphql, REST at /v2 and /apikeys)\ndatabase: ${app.database.description}\n` +
-      `replies: ${app.services.provider.description}\nevents: ${events.events}\nsearch: ${search.storage}\nembeddings: ${search.embeddings}`,
+      `replies: ${app.services.provider.description}\nevents: ${events.events}\nsearch: ${search.storage}\nembeddings: ${search.embeddings}\ncode: ${await describeBuild()}`,
   );
 }
 

@@ -8,6 +8,7 @@ import { PrismaClient } from '../generated/prisma/client.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { startPGliteThread } from './pglite-thread.ts';
 import { PostgresMigrationAdapterFactory } from './postgres-migrations.ts';
+import { buildSnapshot, preparePgdata } from './snapshot.ts';
 
 type Adapter = NonNullable<ConstructorParameters<typeof PrismaClient>[0]["adapter"]>;
 
@@ -44,6 +45,8 @@ export interface Database {
   description: string;
   /** True when the database answers a trivial query within `timeoutMs`. */
   ping(timeoutMs: number): Promise<boolean>;
+  /** This open made a new embedded data directory from the build's migrated snapshot. */
+  fromSnapshot?: boolean;
   close(): Promise<void>;
 }
 
@@ -63,6 +66,11 @@ async function ping(prisma: Db, timeoutMs: number) {
 export interface OpenOptions {
   /** Called with every SQL statement Prisma sends (tests count them to catch N+1 queries). */
   onQuery?: (sql: string) => void;
+  /**
+   * A migrated, empty cluster a new data directory starts from (see snapshot.ts); false: PGlite
+   * creates it (initdb) and the migrations run in full. Defaults to the build's snapshot.
+   */
+  snapshot?: string | false;
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
@@ -85,21 +93,34 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   }
   // DATA_DIR holds the lock file and, in pgdata/, PGlite's own files (it wants a directory to itself).
   let unlock = async () => {};
+  let fromSnapshot = false;
+  const pgdata = config.dataDir ? join(config.dataDir, 'pgdata') : undefined;
   if (config.dataDir) {
-    await mkdir(join(config.dataDir, 'pgdata'), { recursive: true });
+    await mkdir(config.dataDir, { recursive: true });
     unlock = await lockDataDir(config.dataDir);
   }
-  const pglite = await startPGliteThread(config.dataDir ? join(config.dataDir, 'pgdata') : undefined).catch(async (e) => {
+  try {
+    if (pgdata) fromSnapshot = await preparePgdata(pgdata, options.snapshot ?? buildSnapshot);
+  } catch (e) {
     await unlock();
     throw e;
-  });
+  }
+  const pglite = startPGliteThread(pgdata);
   const prisma = createClient(pglite.factory, options.onQuery);
+  // Prisma compiles its query compiler (WebAssembly) on this thread while PGlite starts on its own.
+  const failed = (await Promise.allSettled([pglite.ready, prisma.$connect()])).find((r) => r.status === 'rejected');
+  if (failed) {
+    await pglite.stop();
+    await unlock();
+    throw failed.reason;
+  }
   return {
     prisma,
     migrationAdapterFactory: pglite.factory,
     // The data directory's lock already keeps every other process out.
     exclusively: (work) => work(),
-    description: config.dataDir ? `embedded PGlite in ${config.dataDir}` : 'embedded PGlite in memory',
+    description: config.dataDir ? `embedded PGlite in ${config.dataDir}${fromSnapshot ? ' (new: copied from the migrated snapshot)' : ''}` : 'embedded PGlite in memory',
+    fromSnapshot,
     ping: (timeoutMs) => ping(prisma, timeoutMs),
     async close() {
       await prisma.$disconnect();

@@ -116,13 +116,15 @@ class RemoteAdapter extends RemoteQueryable implements SqlDriverAdapter {
 }
 
 /**
- * Starts the embedded database (PGlite) on a worker thread and returns a Prisma driver-adapter
- * factory that forwards to it. Statements then run beside the event loop instead of on it, so a
- * burst of writes does not hold up the tokens of every reply being streamed.
+ * Starts the embedded database (PGlite) on a worker thread and returns at once a Prisma
+ * driver-adapter factory that forwards to it, and `ready`, which settles when PGlite has started
+ * (calls made before wait in the thread's queue). Statements then run beside the event loop
+ * instead of on it, so a burst of writes does not hold up the tokens of every reply being
+ * streamed; and the caller can go on with its own start-up while PGlite starts.
  */
-export async function startPGliteThread(dataDir: string | undefined) {
+export function startPGliteThread(dataDir: string | undefined) {
   const worker = new Worker(new URL('./pglite-worker.js', import.meta.url), { workerData: { dataDir } });
-  await new Promise<void>((resolve, reject) => {
+  const ready = new Promise<void>((resolve, reject) => {
     worker.once('message', (m: { ready: boolean; error?: { message: string } }) => (m.ready ? resolve() : reject(new Error(m.error?.message ?? 'The embedded database did not start'))));
     worker.once('error', reject);
   });
@@ -135,9 +137,12 @@ export async function startPGliteThread(dataDir: string | undefined) {
   };
   return {
     factory,
+    ready,
     async close() {
       await channel.call('close');
       await worker.terminate();
     },
+    /** For a start-up that failed: no clean shutdown (the thread may not even have started). */
+    stop: () => worker.terminate(),
   };
 }

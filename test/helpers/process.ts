@@ -21,7 +21,18 @@ export const trackChild = <C extends ChildProcess>(child: C): C => {
   return child;
 };
 export const killChildren = () => {
-  for (const child of children) child.kill('SIGKILL');
+  for (const child of children) {
+    // A child started in its own process group (npm and what it runs) goes with the whole group.
+    if (child.spawnargs[0] === 'npm') signalGroup(child, 'SIGKILL');
+    else child.kill('SIGKILL');
+  }
+};
+const signalGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // The group has already gone.
+  }
 };
 process.on('exit', killChildren);
 afterAll(killChildren);
@@ -69,16 +80,34 @@ export interface ServerProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts the service the way `npm start` does (one node process running src/server.ts through tsx). */
+/**
+ * Starts the service the way `npm start` does: `node bin/parley.js serve`, which runs the build in
+ * dist/ (test/global-setup.ts brings it up to date before any test; test/cli/start.test.ts checks
+ * that `npm start` is this command).
+ */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
   const child = trackChild(
-    spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    spawn(process.execPath, [bin, 'serve'], {
       cwd: root,
       env: childEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }),
     }),
   );
   return { url: `http://127.0.0.1:${port}`, ...watch(child) };
+}
+
+/**
+ * Runs `npm start` itself, in its own process group: `stop` sends SIGTERM to npm, its shell and
+ * the server together, as Ctrl-C in a terminal would.
+ */
+export async function startWithNpm(env: Record<string, string>): Promise<ServerProcess & { stop(): void; closed: Promise<void> }> {
+  const port = await freePort();
+  const child = trackChild(
+    spawn('npm', ['start', '--silent'], { cwd: root, detached: true, env: childEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }) }),
+  );
+  // npm exits on the signal at once; its output ends when the server it started has gone too.
+  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  return { url: `http://127.0.0.1:${port}`, ...watch(child), stop: () => signalGroup(child, 'SIGTERM'), closed };
 }
 
 /** Starts a CLI command and lets the test watch its output (and kill it) while it runs. */
