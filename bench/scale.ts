@@ -7,8 +7,8 @@
 // PostgreSQL and Redis are started for the run (Debian's postgresql and redis-server packages).
 import { parseArgs } from 'node:util';
 import { createClient, type Client } from 'graphql-ws';
-import pg from 'pg';
 import WebSocket from 'ws';
+import { newDatabaseOn } from '../test/helpers/database.ts';
 import { startPostgresCluster, startRedisServer } from '../test/helpers/servers.ts';
 import { median, newResult, quantile, sleep, sseStream, start, startPacedProvider, stopAll, tally, type StreamResult } from './streaming.ts';
 
@@ -36,16 +36,6 @@ process.on('exit', () => {
   postgres.stop();
   redis.stop();
 });
-
-async function database(name: string) {
-  const admin = new pg.Client({ connectionString: postgres.url });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(postgres.url);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 interface Deployment {
   urls: string[];
@@ -77,8 +67,8 @@ async function deploy(count: number, env: Record<string, string>): Promise<Deplo
 // One key stands for every client here: no rate limit, and room for every stream and socket.
 const unlimited = { RATE_LIMIT_FREE: '0', MAX_STREAMS_PER_KEY: '1000000', MAX_SUBSCRIPTIONS_PER_KEY: '1000000', WS_MAX_SOCKETS_PER_KEY: '1000000' };
 const base = { NODE_ENV: 'production', LOG_LEVEL: 'warn', LLM_BASE_URL: provider.url, HOST: '127.0.0.1', ...unlimited };
-const single = await deploy(1, { ...base, DATABASE_URL: await database('bench_single') });
-const shared = await deploy(2, { ...base, DATABASE_URL: await database('bench_shared'), REDIS_URL: redis.url });
+const single = await deploy(1, { ...base, DATABASE_URL: (await newDatabaseOn(postgres.url)).url });
+const shared = await deploy(2, { ...base, DATABASE_URL: (await newDatabaseOn(postgres.url)).url, REDIS_URL: redis.url });
 
 /** `streams` REST SSE replies, spread over the deployment's instances in turn. */
 async function round(d: Deployment, label: string) {

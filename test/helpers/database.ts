@@ -9,6 +9,12 @@ import type { DatabaseConfig } from '../../src/config.ts';
 export async function freshDatabase(): Promise<{ config: DatabaseConfig; drop(): Promise<void> }> {
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) return { config: { kind: 'pglite', dataDir: undefined }, drop: async () => {} };
+  const { url, drop } = await newDatabaseOn(serverUrl);
+  return { config: { kind: 'postgres', url }, drop };
+}
+
+/** A new, empty database on the PostgreSQL server at `serverUrl`, and how to drop it. */
+export async function newDatabaseOn(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `parley_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
@@ -17,7 +23,7 @@ export async function freshDatabase(): Promise<{ config: DatabaseConfig; drop():
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return {
-    config: { kind: 'postgres', url: url.toString() },
+    url: url.toString(),
     async drop() {
       const c = new pg.Client({ connectionString: serverUrl });
       await c.connect();

@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import { newDatabaseOn } from './database.ts';
 import { trackChild } from './process.ts';
 import { startPostgresCluster } from './servers.ts';
 
@@ -10,23 +9,7 @@ import { startPostgresCluster } from './servers.ts';
  * removed when it ends.
  */
 export async function freshPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const serverUrl = process.env.TEST_DATABASE_URL ?? (await throwawayCluster());
-  const name = `parley_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: serverUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
+  return newDatabaseOn(process.env.TEST_DATABASE_URL ?? (await throwawayCluster()));
 }
 
 let cluster: Promise<string> | undefined;
