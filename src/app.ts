@@ -90,10 +90,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   if (options.onRoute) http.addHook('onRoute', options.onRoute);
   // Counts and persisted queries every instance shares, when there are several.
-  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits') : undefined;
+  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits', config.redisKeyPrefix) : undefined;
   const limits = createLimits(config.limits, shared, http.log);
   const instanceId = randomUUID();
-  const bus = config.redisUrl ? createRedisBus(config.redisUrl, config.events) : createMemoryBus(config.events);
+  const bus = config.redisUrl ? createRedisBus(config.redisUrl, config.events, config.redisKeyPrefix) : createMemoryBus(config.events);
   const services = createServices(database.prisma, tools, {
     config,
     bus,
@@ -104,7 +104,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     metrics,
   });
   if (recovered.length) http.log.warn({ replies: recovered.map((r) => r.message.id) }, `${recovered.length} replies left unfinished by a stopped process were saved as failed`);
-  const instances = config.redisUrl ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs) : null;
+  const instances = config.redisUrl ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs, config.redisKeyPrefix) : null;
   const stopWatchingInstances = instances
     ? watchForDeadInstances(database.prisma, { self: instanceId, gone: instances.gone, bus, everyMs: config.instanceHeartbeatMs, log: http.log })
     : () => {};

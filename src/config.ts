@@ -11,6 +11,7 @@ const envSchema = z.object({
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
   DATABASE_CONNECT_TIMEOUT_MS: positiveInt(5_000),
   DATA_DIR: z.string().min(1).default('./data'),
+  REDIS_KEY_PREFIX: z.string().max(64).regex(/^[\w:.{}-]*$/, 'may hold letters, digits and _ : . - { } only').default(''),
   INSTANCE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(5_000),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
   MEDIA_DIR: z.string().min(1).optional(),
@@ -179,6 +180,8 @@ export interface Config {
   database: DatabaseConfig;
   /** Unset: one instance, live events and counters in process. Set: instances share them here. */
   redisUrl: string | undefined;
+  /** Put before every Redis key, so separate deployments can share one Redis. */
+  redisKeyPrefix: string;
   /** With Redis: how often an instance says it is alive (it counts as gone after three misses). */
   instanceHeartbeatMs: number;
   /** Where files the service makes (tool outputs) are kept; served under /media/. */
@@ -251,6 +254,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: e.HOST,
     database: e.DATABASE_URL ? { kind: 'postgres', url: e.DATABASE_URL, connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS } : { kind: 'pglite', dataDir: resolve(e.DATA_DIR) },
     redisUrl: e.REDIS_URL,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX,
     instanceHeartbeatMs: e.INSTANCE_HEARTBEAT_MS,
     toolsDir: resolve(e.TOOLS_DIR),
     mediaDir: resolve(e.MEDIA_DIR ?? join(e.DATA_DIR, 'media')),

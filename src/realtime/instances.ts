@@ -15,8 +15,8 @@ export interface InstanceRegistry {
  * outright is thus known to be gone within seconds, and one merely slow (a long GC pause, a
  * blocked event loop) is not mistaken for dead.
  */
-export function instanceRegistry(url: string, instanceId: string, heartbeatMs: number): InstanceRegistry {
-  const redis: Redis = connectRedis(url, 'instances');
+export function instanceRegistry(url: string, instanceId: string, heartbeatMs: number, keyPrefix = ''): InstanceRegistry {
+  const redis: Redis = connectRedis(url, 'instances', keyPrefix);
   const beat = () => redis.set(aliveKey(instanceId), String(process.pid), 'PX', heartbeatMs * 3).catch(() => {});
   void beat();
   const timer = setInterval(beat, heartbeatMs);

@@ -229,10 +229,10 @@ class Subscriber implements BusSubscription {
  * restarts of parley. Pub/sub can drop messages while a connection is re-established: seqs are
  * consecutive, so a gap is seen and filled from the stream.
  */
-export function createRedisBus(url: string, config: EventsConfig): EventBus {
+export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''): EventBus {
   const instance = randomUUID();
-  const commands = connectRedis(url, 'events');
-  const listener = connectRedis(url, 'events-listener');
+  const commands = connectRedis(url, 'events', keyPrefix);
+  const listener = connectRedis(url, 'events-listener', keyPrefix);
   commands.defineCommand('parleyPublish', { numberOfKeys: 2, lua: PUBLISH });
   commands.defineCommand('parleyCurrent', { numberOfKeys: 2, lua: CURRENT });
   const run = commands as Redis & {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,6 +68,9 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     apq: overrides.apq ?? base.apq,
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
+    // On CI's shared Redis every test app is a deployment of its own: counts and slots must not
+    // add up across them. Apps given a Redis of their test's share it, as instances do.
+    redisKeyPrefix: 'redisUrl' in overrides ? '' : `test-${randomUUID()}:`,
   };
 }
 
