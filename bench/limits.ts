@@ -16,7 +16,11 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 
 const { values } = parseArgs({
-  options: { rounds: { type: 'string', default: '5' }, requests: { type: 'string', default: '400' }, concurrency: { type: 'string', default: '8' } },
+  options: {
+    rounds: { type: 'string', default: '5' },
+    requests: { type: 'string', default: '400' },
+    concurrency: { type: 'string', default: '8' },
+  },
 });
 const rounds = Number(values.rounds);
 const requests = Number(values.requests);
@@ -31,7 +35,22 @@ const freePort = () =>
   });
 
 const redisPort = await freePort();
-const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', mkdtempSync(join(tmpdir(), 'parley-bench-redis-'))], { stdio: 'ignore' });
+const redis = spawn(
+  'redis-server',
+  [
+    '--port',
+    String(redisPort),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    mkdtempSync(join(tmpdir(), 'parley-bench-redis-')),
+  ],
+  { stdio: 'ignore' },
+);
 process.on('exit', () => redis.kill('SIGKILL'));
 await new Promise((r) => setTimeout(r, 300));
 
@@ -74,7 +93,8 @@ const samples = new Map(names.map((n) => [n, [] as number[]]));
 for (const name of names) await throughput(instances[name], '/v2/creators/me'); // warm-up
 // Interleaved, and in a different order each round, so neither load nor position favours one.
 for (let r = 0; r < rounds; r++) {
-  for (const name of [...names.slice(r % names.length), ...names.slice(0, r % names.length)]) samples.get(name)!.push(await throughput(instances[name], '/v2/creators/me'));
+  for (const name of [...names.slice(r % names.length), ...names.slice(0, r % names.length)])
+    samples.get(name)!.push(await throughput(instances[name], '/v2/creators/me'));
 }
 const baseline = median(samples.get(names[0]!)!);
 console.log(`GET /v2/creators/me, ${requests} requests at concurrency ${concurrency}, median of ${rounds} interleaved rounds`);
@@ -83,7 +103,10 @@ for (const name of names) console.log(`  ${name.padEnd(28)} ${(median(samples.ge
 // Hostile documents, one at a time, against the valid query's time on the same instance.
 const target = instances['counted in the process'];
 const introspection = getIntrospectionQuery();
-const schemaSelection = introspection.slice(introspection.indexOf('{') + 1, introspection.lastIndexOf('}', introspection.indexOf('fragment FullType')));
+const schemaSelection = introspection.slice(
+  introspection.indexOf('{') + 1,
+  introspection.lastIndexOf('}', introspection.indexOf('fragment FullType')),
+);
 const repeat = (n: number, f: (i: number) => string) => Array.from({ length: n }, (_, i) => f(i)).join(' ');
 const documents: Record<string, string> = {
   'valid: { me { username } } (baseline)': '{ me { username } }',
@@ -91,7 +114,8 @@ const documents: Record<string, string> = {
   '31 aliases': `{ me { ${repeat(31, (i) => `a${i}: username`)} } }`,
   '6,000 tokens': `{ me { ${'username '.repeat(6000)} } }`,
   'one field 4,000 times': `{ me { ${'username '.repeat(4000)} } }`,
-  'lists within lists (cost)': '{ me { agents(first: 100) { edges { node { owner { agents(first: 100) { edges { node { id } } } } } } } } }',
+  'lists within lists (cost)':
+    '{ me { agents(first: 100) { edges { node { owner { agents(first: 100) { edges { node { id } } } } } } } } }',
   '__schema under 30 aliases': `{ ${repeat(30, (i) => `s${i}: ${schemaSelection}`)} } ${introspection.slice(introspection.indexOf('fragment FullType'))}`,
   'fragments doubling 16 times': `{ me { ...F0 } } ${repeat(16, (i) => `fragment F${i} on Creator { username ...F${i + 1} ... on Creator { ...F${i + 1} } }`)} fragment F16 on Creator { id }`,
 };
@@ -99,7 +123,11 @@ async function latency(query: string): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < 25; i++) {
     const started = performance.now();
-    const response = await fetch(`${target.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': target.apiKey }, body: JSON.stringify({ query }) });
+    const response = await fetch(`${target.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': target.apiKey },
+      body: JSON.stringify({ query }),
+    });
     await response.arrayBuffer();
     times.push(performance.now() - started);
   }

@@ -8,7 +8,11 @@ import { loadConfig } from '../src/config.ts';
 import { loadDemo } from '../src/demo/load.ts';
 
 const { values } = parseArgs({
-  options: { rounds: { type: 'string', default: '5' }, requests: { type: 'string', default: '300' }, concurrency: { type: 'string', default: '8' } },
+  options: {
+    rounds: { type: 'string', default: '5' },
+    requests: { type: 'string', default: '300' },
+    concurrency: { type: 'string', default: '8' },
+  },
 });
 const rounds = Number(values.rounds);
 const requests = Number(values.requests);
@@ -16,7 +20,11 @@ const concurrency = Number(values.concurrency);
 
 // One key makes thousands of requests here: rate limits off (their cost: bench/limits.ts).
 const unlimited = { RATE_LIMIT_DEFAULT: '0', RATE_LIMIT_FREE: '0', RATE_LIMIT_PRO: '0' };
-const app = await buildApp({ ...loadConfig({ LOG_LEVEL: 'silent', ...unlimited }), port: 0, database: { kind: 'pglite', dataDir: undefined } });
+const app = await buildApp({
+  ...loadConfig({ LOG_LEVEL: 'silent', ...unlimited }),
+  port: 0,
+  database: { kind: 'pglite', dataDir: undefined },
+});
 const url = await app.http.listen({ port: 0, host: '127.0.0.1' });
 const manifest = await loadDemo(app.services);
 const key = manifest.users[0]!.apiKey;

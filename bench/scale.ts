@@ -10,7 +10,18 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { newDatabaseOn } from '../test/helpers/database.ts';
 import { startPostgresCluster, startRedisServer } from '../test/helpers/servers.ts';
-import { median, newResult, quantile, sleep, sseStream, start, startPacedProvider, stopAll, tally, type StreamResult } from './streaming.ts';
+import {
+  median,
+  newResult,
+  quantile,
+  sleep,
+  sseStream,
+  start,
+  startPacedProvider,
+  stopAll,
+  tally,
+  type StreamResult,
+} from './streaming.ts';
 
 const { values } = parseArgs({
   options: {
@@ -46,7 +57,11 @@ interface Deployment {
 }
 
 async function instance(env: Record<string, string>) {
-  const { child, match } = await start(['--import', 'tsx', 'src/server.ts'], { ...env, PORT: '0' }, /parley listening on (http:\/\/[\d.:]+)/);
+  const { child, match } = await start(
+    ['--import', 'tsx', 'src/server.ts'],
+    { ...env, PORT: '0' },
+    /parley listening on (http:\/\/[\d.:]+)/,
+  );
   return { url: match[1]!, child };
 }
 
@@ -65,7 +80,12 @@ async function deploy(count: number, env: Record<string, string>): Promise<Deplo
 }
 
 // One key stands for every client here: no rate limit, and room for every stream and socket.
-const unlimited = { RATE_LIMIT_FREE: '0', MAX_STREAMS_PER_KEY: '1000000', MAX_SUBSCRIPTIONS_PER_KEY: '1000000', WS_MAX_SOCKETS_PER_KEY: '1000000' };
+const unlimited = {
+  RATE_LIMIT_FREE: '0',
+  MAX_STREAMS_PER_KEY: '1000000',
+  MAX_SUBSCRIPTIONS_PER_KEY: '1000000',
+  WS_MAX_SOCKETS_PER_KEY: '1000000',
+};
 const base = { NODE_ENV: 'production', LOG_LEVEL: 'warn', LLM_BASE_URL: provider.url, HOST: '127.0.0.1', ...unlimited };
 const single = await deploy(1, { ...base, DATABASE_URL: (await newDatabaseOn(postgres.url)).url });
 const shared = await deploy(2, { ...base, DATABASE_URL: (await newDatabaseOn(postgres.url)).url, REDIS_URL: redis.url });
@@ -81,7 +101,14 @@ async function round(d: Deployment, label: string) {
       const result = newResult();
       results.push(result);
       const url = d.urls[k % d.urls.length]!;
-      await sseStream(provider.sentAt, `${url}/v2/sessions`, { 'x-api-key': d.key }, { agent_ids: [d.agentId], content: `stream ${id}`, stream: true }, id, result);
+      await sseStream(
+        provider.sentAt,
+        `${url}/v2/sessions`,
+        { 'x-api-key': d.key },
+        { agent_ids: [d.agentId], content: `stream ${id}`, stream: true },
+        id,
+        result,
+      );
     }),
   );
   const first = Math.min(...results.map((r) => r.firstAt));
@@ -99,16 +126,27 @@ async function round(d: Deployment, label: string) {
 console.log(`${streams} streams of ${tokens} tokens at ${rate}/s per round, ${rounds} interleaved rounds\n`);
 await round(single, 'warm');
 await round(shared, 'warm');
-const runs: Record<'one instance' | 'two instances + Redis', Awaited<ReturnType<typeof round>>[]> = { 'one instance': [], 'two instances + Redis': [] };
+const runs: Record<'one instance' | 'two instances + Redis', Awaited<ReturnType<typeof round>>[]> = {
+  'one instance': [],
+  'two instances + Redis': [],
+};
 for (let r = 0; r < rounds; r++) {
-  for (const [label, d] of [['one instance', single], ['two instances + Redis', shared]] as const) {
+  for (const [label, d] of [
+    ['one instance', single],
+    ['two instances + Redis', shared],
+  ] as const) {
     const result = await round(d, label.replace(/\W+/g, ''));
     runs[label].push(result);
-    console.log(`  round ${r + 1} ${label.padEnd(22)} ${result.received}/${streams * tokens} tokens, ${result.duplicated} duplicated, ${result.throughput.toFixed(0)} tokens/s`);
+    console.log(
+      `  round ${r + 1} ${label.padEnd(22)} ${result.received}/${streams * tokens} tokens, ${result.duplicated} duplicated, ${result.throughput.toFixed(0)} tokens/s`,
+    );
   }
 }
 const baseline = runs['one instance'];
-const baseP50 = quantile(baseline.flatMap((r) => r.latencies), 0.5);
+const baseP50 = quantile(
+  baseline.flatMap((r) => r.latencies),
+  0.5,
+);
 const baseTput = median(baseline.map((r) => r.throughput));
 console.log('\ndeployment               p50 ms  p99 ms  p50 ratio  tokens/s  ratio  lost  duplicated');
 for (const [label, rs] of Object.entries(runs)) {
@@ -124,7 +162,12 @@ const EVENTS = `subscription($sessionId: ID!, $after: Seq) { sessionEvents(sessi
 const victim = await instance(shared.env);
 const clients: Client[] = [];
 const ws = (url: string) => {
-  const client = createClient({ url: `${url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { 'X-Api-Key': shared.key }, retryAttempts: 0 });
+  const client = createClient({
+    url: `${url.replace('http', 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { 'X-Api-Key': shared.key },
+    retryAttempts: 0,
+  });
   clients.push(client);
   return client;
 };
@@ -176,7 +219,15 @@ const watched: Watcher[] = await Promise.all(
     });
     const { seq, session } = ((await sent.json()) as { data: { sendMessage: { seq: number; session: { id: string } } } }).data.sendMessage;
     // From just before the prompt: the whole reply, however late the subscription takes effect.
-    const w: Watcher = { id, sessionId: session.id, lastSeq: seq - 1, ended: false, result: newResult(), expect: { next: 0 }, done: Promise.resolve() };
+    const w: Watcher = {
+      id,
+      sessionId: session.id,
+      lastSeq: seq - 1,
+      ended: false,
+      result: newResult(),
+      expect: { next: 0 },
+      done: Promise.resolve(),
+    };
     follow(w, victim.url);
     return w;
   }),

@@ -71,7 +71,9 @@ function exactTopK(vectors: Float32Array, n: number, q: Float32Array, qAt: numbe
     for (let i = 0, at = r * D; i < D; i++) dot += vectors[at + i]! * q[qAt + i]!;
     scores[r] = dot;
   }
-  return Array.from(scores.keys()).sort((a, b) => scores[b]! - scores[a]!).slice(0, K);
+  return Array.from(scores.keys())
+    .sort((a, b) => scores[b]! - scores[a]!)
+    .slice(0, K);
 }
 
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
@@ -80,7 +82,12 @@ const mb = (bytes: bigint | number) => `${(Number(bytes) / 2 ** 20).toFixed(0)} 
 console.log(`PGlite on disk, ${D} dimensions, ${clusterCount} clusters, ${queryCount} queries, top ${K}, hnsw.ef_search ${efSearch}\n`);
 for (const n of sizes) {
   const dir = await mkdtemp(join(tmpdir(), 'parley-bench-search-'));
-  const app = await buildApp({ ...loadConfig({ LOG_LEVEL: 'silent' }), port: 0, database: { kind: 'pglite', dataDir: dir }, search: { ...defaultSearchConfig, efSearch } });
+  const app = await buildApp({
+    ...loadConfig({ LOG_LEVEL: 'silent' }),
+    port: 0,
+    database: { kind: 'pglite', dataDir: dir },
+    search: { ...defaultSearchConfig, efSearch },
+  });
   const db = app.services.db;
   const user = await app.services.creators.ensureUser('bench');
   const { vectors, queries } = dataset(n, n);
@@ -90,7 +97,15 @@ for (const n of sizes) {
   await db.$executeRawUnsafe('DROP INDEX "Creation_embedding_hnsw_idx"');
   async function* lines() {
     for (let r = 0; r < n; r++) {
-      yield JSON.stringify({ id: ids[r], user: user.username, tool: 'flux_dev', name: `synthetic ${r}`, url: `https://cdn.example.com/${r}.png`, public: true, embedding: Array.from(vectors.subarray(r * D, (r + 1) * D)) });
+      yield JSON.stringify({
+        id: ids[r],
+        user: user.username,
+        tool: 'flux_dev',
+        name: `synthetic ${r}`,
+        url: `https://cdn.example.com/${r}.png`,
+        public: true,
+        embedding: Array.from(vectors.subarray(r * D, (r + 1) * D)),
+      });
     }
   }
   let started = performance.now();
@@ -143,7 +158,8 @@ for (const n of sizes) {
   console.log(`N = ${n.toLocaleString('en')}`);
   console.log(`  import     ${(n / importSeconds).toFixed(0)} creations/s (${importSeconds.toFixed(1)} s, with vectors, no index)`);
   console.log(`  HNSW build ${buildSeconds.toFixed(1)} s`);
-  for (const r of results) console.log(`  ${r.label.padEnd(36)} p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, recall@${K} ${r.recall.toFixed(3)}`);
+  for (const r of results)
+    console.log(`  ${r.label.padEnd(36)} p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, recall@${K} ${r.recall.toFixed(3)}`);
   console.log(`  size       database ${mb(size!.database)}, Creation with indexes ${mb(size!.table)}, HNSW index ${mb(size!.index)}\n`);
   await app.close();
   await rm(dir, { recursive: true, force: true });

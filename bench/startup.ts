@@ -154,7 +154,11 @@ try {
       `| ${v.name} | ${m.toFixed(0)} ms | ${Math.min(...xs).toFixed(0)} ms | ${Math.max(...xs).toFixed(0)} ms | ${(m / bare).toFixed(1)}× | ${cpu.length ? `${median(cpu).toFixed(0)} ms` : '—'} |`,
     );
   }
-  console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (${cpus().length} cores)`);
+  console.log(
+    `\nload average at the end: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} (${cpus().length} cores)`,
+  );
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }

@@ -10,7 +10,20 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { median, newResult, quantile, root, rssKb, sleep, sseStream, start, startPacedProvider, stopAll, tally, type StreamResult } from './streaming.ts';
+import {
+  median,
+  newResult,
+  quantile,
+  root,
+  rssKb,
+  sleep,
+  sseStream,
+  start,
+  startPacedProvider,
+  stopAll,
+  tally,
+  type StreamResult,
+} from './streaming.ts';
 
 const { values } = parseArgs({
   options: {
@@ -31,7 +44,6 @@ const rate = Number(values.rate);
 const rounds = Number(values.rounds);
 const ramp = Number(values.ramp);
 const idleSubscriptions = Number(values.idle);
-
 
 const SEND = `subscription Bench($input: SendMessageInput!) { sendMessage(input: $input) { __typename ... on AssistantToken { text } } }`;
 
@@ -80,7 +92,11 @@ interface Run {
   busiest: { tid: string; name: string; seconds: number }[];
 }
 
-async function run(transport: Transport, level: number, ctx: { relayUrl: string; parleyUrl: string; key: string; agentId: string; parleyPid: number; relayPid: number }): Promise<Run> {
+async function run(
+  transport: Transport,
+  level: number,
+  ctx: { relayUrl: string; parleyUrl: string; key: string; agentId: string; parleyPid: number; relayPid: number },
+): Promise<Run> {
   provider.sentAt.clear();
   const results: StreamResult[] = [];
   const pid = transport === 'relay (SSE)' ? ctx.relayPid : ctx.parleyPid;
@@ -97,9 +113,21 @@ async function run(transport: Transport, level: number, ctx: { relayUrl: string;
     results.push(result);
     if (transport === 'relay (SSE)') return sseStream(provider.sentAt, ctx.relayUrl, {}, { content: `stream ${id}` }, id, result);
     if (transport === 'parley REST SSE') {
-      return sseStream(provider.sentAt, `${ctx.parleyUrl}/v2/sessions`, { 'x-api-key': ctx.key }, { agent_ids: [ctx.agentId], content: `stream ${id}`, stream: true }, id, result);
+      return sseStream(
+        provider.sentAt,
+        `${ctx.parleyUrl}/v2/sessions`,
+        { 'x-api-key': ctx.key },
+        { agent_ids: [ctx.agentId], content: `stream ${id}`, stream: true },
+        id,
+        result,
+      );
     }
-    const client = createClient({ url: `${ctx.parleyUrl.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { 'X-Api-Key': ctx.key }, retryAttempts: 0 });
+    const client = createClient({
+      url: `${ctx.parleyUrl.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { 'X-Api-Key': ctx.key },
+      retryAttempts: 0,
+    });
     clients.push(client);
     return wsStream(client, ctx.agentId, id, result);
   });
@@ -131,18 +159,33 @@ async function run(transport: Transport, level: number, ctx: { relayUrl: string;
 async function idleCost(count: number, ctx: { parleyUrl: string; key: string; agentId: string; parleyPid: number }) {
   const sessions: string[] = [];
   for (let i = 0; i < 100; i++) {
-    const r = await fetch(`${ctx.parleyUrl}/v2/sessions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': ctx.key }, body: JSON.stringify({ agent_ids: [ctx.agentId] }) });
+    const r = await fetch(`${ctx.parleyUrl}/v2/sessions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': ctx.key },
+      body: JSON.stringify({ agent_ids: [ctx.agentId] }),
+    });
     sessions.push(((await r.json()) as { session_id: string }).session_id);
   }
   await sleep(2000);
   const before = await rssKb(ctx.parleyPid);
   const sockets = Array.from({ length: 100 }, () =>
-    createClient({ url: `${ctx.parleyUrl.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { 'X-Api-Key': ctx.key }, retryAttempts: 0, lazy: false }),
+    createClient({
+      url: `${ctx.parleyUrl.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { 'X-Api-Key': ctx.key },
+      retryAttempts: 0,
+      lazy: false,
+    }),
   );
   const unsubscribe: (() => void)[] = [];
   for (let i = 0; i < count; i++) {
     const socket = sockets[i % sockets.length]!;
-    unsubscribe.push(socket.subscribe({ query: `subscription { sessionEvents(sessionId: "${sessions[i % sessions.length]}") { seq } }` }, { next: () => {}, error: (e) => console.error('idle subscription failed', e), complete: () => {} }));
+    unsubscribe.push(
+      socket.subscribe(
+        { query: `subscription { sessionEvents(sessionId: "${sessions[i % sessions.length]}") { seq } }` },
+        { next: () => {}, error: (e) => console.error('idle subscription failed', e), complete: () => {} },
+      ),
+    );
   }
   const health = await fetch(`${ctx.parleyUrl}/healthz`);
   await health.text();
@@ -165,8 +208,21 @@ const providerUrl = provider.url;
 
 const dataDir = await mkdtemp(join(tmpdir(), 'parley-bench-'));
 // One key stands for every client here: no rate limit, and room for every stream.
-const unlimited = { RATE_LIMIT_FREE: '0', MAX_STREAMS_PER_KEY: '1000000', MAX_SUBSCRIPTIONS_PER_KEY: '1000000', WS_MAX_SOCKETS_PER_KEY: '1000000' };
-const env = { NODE_ENV: 'production', DATA_DIR: dataDir, LOG_LEVEL: 'warn', LLM_BASE_URL: providerUrl, PORT: '0', HOST: '127.0.0.1', ...unlimited };
+const unlimited = {
+  RATE_LIMIT_FREE: '0',
+  MAX_STREAMS_PER_KEY: '1000000',
+  MAX_SUBSCRIPTIONS_PER_KEY: '1000000',
+  WS_MAX_SOCKETS_PER_KEY: '1000000',
+};
+const env = {
+  NODE_ENV: 'production',
+  DATA_DIR: dataDir,
+  LOG_LEVEL: 'warn',
+  LLM_BASE_URL: providerUrl,
+  PORT: '0',
+  HOST: '127.0.0.1',
+  ...unlimited,
+};
 const keys = await new Promise<string>((resolve, reject) => {
   const c = spawn(process.execPath, ['bin/parley.js', 'keys', 'create', 'bench', '--json'], { cwd: root, env: { ...process.env, ...env } });
   let out = '';
@@ -198,7 +254,9 @@ for (const level of levels) {
       const result = await run(transport, level, ctx);
       runs.push(result);
       const threads = result.busiest.map((b) => `${b.name}#${b.tid} ${b.seconds.toFixed(1)}s`).join(', ');
-      console.log(`  round ${r + 1} ${transport.padEnd(18)} ${String(level).padStart(5)} streams: ${result.received}/${result.expected} tokens, ${result.reordered} reordered; busiest server threads: ${threads}`);
+      console.log(
+        `  round ${r + 1} ${transport.padEnd(18)} ${String(level).padStart(5)} streams: ${result.received}/${result.expected} tokens, ${result.reordered} reordered; busiest server threads: ${threads}`,
+      );
     }
   }
 }
@@ -207,7 +265,10 @@ console.log('\nlevel  transport           p50 ms  p99 ms  p50 vs relay  tokens/s
 for (const level of levels) {
   const of = (t: Transport) => runs.filter((r) => r.level === level && r.transport === t);
   const floor = of('relay (SSE)');
-  const floorP50 = quantile(floor.flatMap((r) => r.latencies), 0.5);
+  const floorP50 = quantile(
+    floor.flatMap((r) => r.latencies),
+    0.5,
+  );
   const floorTput = median(floor.map((r) => r.throughput));
   for (const transport of transports) {
     const rs = of(transport);
@@ -217,13 +278,19 @@ for (const level of levels) {
     const lost = rs.reduce((n, r) => n + r.expected - r.received, 0);
     const reordered = rs.reduce((n, r) => n + r.reordered, 0);
     console.log(
-      `${String(level).padStart(5)}  ${transport.padEnd(18)} ${p50.toFixed(2).padStart(7)} ${quantile(lat, 0.99).toFixed(2).padStart(7)} ${(p50 / floorP50).toFixed(2).padStart(12)}× ${tput.toFixed(0).padStart(9)} ${(tput / floorTput).toFixed(2).padStart(8)}× ${String(lost).padStart(5)} ${String(reordered).padStart(10)} ${median(rs.map((r) => r.memoryPerStreamKb)).toFixed(1).padStart(10)}`,
+      `${String(level).padStart(5)}  ${transport.padEnd(18)} ${p50.toFixed(2).padStart(7)} ${quantile(lat, 0.99).toFixed(2).padStart(7)} ${(p50 / floorP50).toFixed(2).padStart(12)}× ${tput.toFixed(0).padStart(9)} ${(tput / floorTput).toFixed(2).padStart(8)}× ${String(lost).padStart(5)} ${String(reordered).padStart(10)} ${median(
+        rs.map((r) => r.memoryPerStreamKb),
+      )
+        .toFixed(1)
+        .padStart(10)}`,
     );
   }
 }
 if (idleSubscriptions > 0) {
   const perSubscription = await idleCost(idleSubscriptions, ctx);
-  console.log(`\n${idleSubscriptions} idle graphql-ws subscriptions over 100 sockets: ${perSubscription.toFixed(1)} KB of server memory each (RSS)`);
+  console.log(
+    `\n${idleSubscriptions} idle graphql-ws subscriptions over 100 sockets: ${perSubscription.toFixed(1)} KB of server memory each (RSS)`,
+  );
 }
 
 provider.close();

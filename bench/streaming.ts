@@ -19,7 +19,8 @@ export async function startPacedProvider(tokens: number, rate: number) {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     const body = JSON.parse(raw) as { messages: { role: string; content: string }[] };
-    const chunk = (delta: object, extra: object = {}) => res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`);
+    const chunk = (delta: object, extra: object = {}) =>
+      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`);
     const finish = () => {
       res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
       res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 50, completion_tokens: tokens } })}\n\n`);
@@ -73,8 +74,19 @@ export function tally(sentAt: Map<string, number[]>, result: StreamResult, id: s
   result.lastAt = Math.max(result.lastAt, now);
 }
 
-export async function sseStream(sentAt: Map<string, number[]>, url: string, headers: Record<string, string>, body: object, id: string, result: StreamResult) {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+export async function sseStream(
+  sentAt: Map<string, number[]>,
+  url: string,
+  headers: Record<string, string>,
+  body: object,
+  id: string,
+  result: StreamResult,
+) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status} ${await response.text()}`);
   const decoder = new TextDecoder();
   const expect = { next: 0 };
@@ -98,7 +110,11 @@ const children: ChildProcess[] = [];
 process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 
 /** Starts a node process in the repository and resolves when its output matches `ready`. */
-export function start(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+export function start(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env } });
   children.push(child);
   let out = '';
@@ -117,7 +133,9 @@ export function start(args: string[], env: Record<string, string>, ready: RegExp
 /** Stops every process started here and waits for them to exit. */
 export async function stopAll() {
   for (const c of children) c.kill('SIGTERM');
-  await Promise.all(children.map((c) => new Promise((resolve) => (c.exitCode !== null || c.signalCode !== null ? resolve(null) : c.once('exit', resolve)))));
+  await Promise.all(
+    children.map((c) => new Promise((resolve) => (c.exitCode !== null || c.signalCode !== null ? resolve(null) : c.once('exit', resolve)))),
+  );
 }
 
 export async function rssKb(pid: number): Promise<number> {

@@ -18,7 +18,9 @@ const snapshotDir = join(dist, 'db', 'pgdata-snapshot');
 const lockFile = join(root, '.build.lock');
 
 const files = async (dir) =>
-  (await readdir(join(root, dir), { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => relative(root, join(e.parentPath, e.name)));
+  (await readdir(join(root, dir), { recursive: true, withFileTypes: true }))
+    .filter((e) => e.isFile())
+    .map((e) => relative(root, join(e.parentPath, e.name)));
 const versionOf = (pkg) =>
   readFile(join(root, 'node_modules', pkg, 'package.json'), 'utf8').then(
     (text) => JSON.parse(text).version,
@@ -169,7 +171,9 @@ export async function ensureBuilt() {
   await withLock(async () => {
     const { wanted, built, fresh: builtMeanwhile } = await fresh();
     if (builtMeanwhile) return;
-    console.error(`parley: building dist/ from the TypeScript sources (${built ? 'they changed since the last build' : 'there is no complete build'})`);
+    console.error(
+      `parley: building dist/ from the TypeScript sources (${built ? 'they changed since the last build' : 'there is no complete build'})`,
+    );
     await build(wanted);
   });
 }

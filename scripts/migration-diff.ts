@@ -15,4 +15,4 @@ const from = previousPath
   : { tag: 'empty' as const };
 const to = { tag: 'schemaDatamodel' as const, files: [{ path: 'prisma/schema.prisma', content: current }] };
 const result = await engine.diff({ from, to, script: true, exitCode: null, filters: noFilters } as Parameters<typeof engine.diff>[0]);
-process.stdout.write(result.stdout ?? "");
+process.stdout.write(result.stdout ?? '');

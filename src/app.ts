@@ -103,10 +103,22 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     streamLimits: limits.streams,
     metrics,
   });
-  if (recovered.length) http.log.warn({ replies: recovered.map((r) => r.message.id) }, `${recovered.length} replies left unfinished by a stopped process were saved as failed`);
-  const instances = config.redisUrl ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs, config.redisKeyPrefix) : null;
+  if (recovered.length)
+    http.log.warn(
+      { replies: recovered.map((r) => r.message.id) },
+      `${recovered.length} replies left unfinished by a stopped process were saved as failed`,
+    );
+  const instances = config.redisUrl
+    ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs, config.redisKeyPrefix)
+    : null;
   const stopWatchingInstances = instances
-    ? watchForDeadInstances(database.prisma, { self: instanceId, gone: instances.gone, bus, everyMs: config.instanceHeartbeatMs, log: http.log })
+    ? watchForDeadInstances(database.prisma, {
+        self: instanceId,
+        gone: instances.gone,
+        bus,
+        everyMs: config.instanceHeartbeatMs,
+        log: http.log,
+      })
     : () => {};
   installJsonParser(http);
   installErrorHandlers(http);
@@ -116,11 +128,21 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installAuth(http, services, rateLimitRequests(limits.rate));
 
   http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
-    const unavailable = (body: object) => reply.code(503).header('retry-after', String(RETRY_AFTER_SECONDS)).send({ status: 'unavailable', ...body });
+    const unavailable = (body: object) =>
+      reply
+        .code(503)
+        .header('retry-after', String(RETRY_AFTER_SECONDS))
+        .send({ status: 'unavailable', ...body });
     if (!(await database.ping(HEALTH_TIMEOUT_MS))) return unavailable({ database: 'unreachable' });
     const events = await services.bus.describe();
     if (!events.reachable) return unavailable({ database: 'ok', events: 'unreachable' });
-    return { status: 'ok', database: 'ok', events: events.events, replies: services.provider.description, search: await services.search.describe() };
+    return {
+      status: 'ok',
+      database: 'ok',
+      events: events.events,
+      replies: services.provider.description,
+      search: await services.search.describe(),
+    };
   });
 
   // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.
@@ -150,7 +172,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // then every open stream is told the server is going away, so clients reconnect elsewhere.
   // Connections then close as soon as they have nothing left to answer (responses sent meanwhile
   // say so), rather than holding the process open until their keep-alive timeout.
-  const connections = trackConnections(http.server, { maxConnections: config.http.maxConnections ?? connectionCap(openFileLimit()), log: http.log });
+  const connections = trackConnections(http.server, {
+    maxConnections: config.http.maxConnections ?? connectionCap(openFileLimit()),
+    log: http.log,
+  });
   http.addHook('preClose', async () => {
     await services.replies.drain(config.shutdownGraceMs);
     stopWatchingInstances();

@@ -2,80 +2,102 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
-const listed = (value: string) => value.split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
+const listed = (value: string) =>
+  value
+    .split(',')
+    .map((o) => o.trim().replace(/\/+$/, ''))
+    .filter(Boolean);
 const isOrigin = (value: string) => URL.canParse(value) && new URL(value).origin === value;
 
-const envSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(4000),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
-  DATABASE_CONNECT_TIMEOUT_MS: positiveInt(5_000),
-  DATA_DIR: z.string().min(1).default('./data'),
-  REDIS_KEY_PREFIX: z.string().max(64).regex(/^[\w:.{}-]*$/, 'may hold letters, digits and _ : . - { } only').default(''),
-  INSTANCE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(5_000),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
-  MEDIA_DIR: z.string().min(1).optional(),
-  PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
-  TOOLS_DIR: z.string().min(1).default('./tools'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+const envSchema = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://')
+      .optional(),
+    DATABASE_CONNECT_TIMEOUT_MS: positiveInt(5_000),
+    DATA_DIR: z.string().min(1).default('./data'),
+    REDIS_KEY_PREFIX: z
+      .string()
+      .max(64)
+      .regex(/^[\w:.{}-]*$/, 'may hold letters, digits and _ : . - { } only')
+      .default(''),
+    INSTANCE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(5_000),
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
+      .optional(),
+    MEDIA_DIR: z.string().min(1).optional(),
+    PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+    TOOLS_DIR: z.string().min(1).default('./tools'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
-  LLM_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
-  LLM_API_KEY: z.string().optional(),
-  LLM_MODEL: z.string().min(1).default('gpt-4o-mini'),
-  LLM_MODEL_LOW: z.string().min(1).optional(),
-  LLM_MODEL_MEDIUM: z.string().min(1).optional(),
-  LLM_MODEL_HIGH: z.string().min(1).optional(),
-  LLM_CONTEXT_TOKENS: positiveInt(16_000),
-  LLM_MAX_COMPLETION_TOKENS: positiveInt(1_024),
-  LLM_FIRST_TOKEN_TIMEOUT_MS: positiveInt(60_000),
-  LLM_IDLE_TIMEOUT_MS: positiveInt(30_000),
-  OFFLINE_TOKEN_DELAY_MS: z.coerce.number().int().min(0).default(25),
-  REPLY_CHECKPOINT_MS: z.coerce.number().int().min(0).default(2_000),
+    LLM_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+    LLM_API_KEY: z.string().optional(),
+    LLM_MODEL: z.string().min(1).default('gpt-4o-mini'),
+    LLM_MODEL_LOW: z.string().min(1).optional(),
+    LLM_MODEL_MEDIUM: z.string().min(1).optional(),
+    LLM_MODEL_HIGH: z.string().min(1).optional(),
+    LLM_CONTEXT_TOKENS: positiveInt(16_000),
+    LLM_MAX_COMPLETION_TOKENS: positiveInt(1_024),
+    LLM_FIRST_TOKEN_TIMEOUT_MS: positiveInt(60_000),
+    LLM_IDLE_TIMEOUT_MS: positiveInt(30_000),
+    OFFLINE_TOKEN_DELAY_MS: z.coerce.number().int().min(0).default(25),
+    REPLY_CHECKPOINT_MS: z.coerce.number().int().min(0).default(2_000),
 
-  EVENT_REPLAY_LIMIT: positiveInt(5_000),
-  EVENT_IDLE_TTL_MS: positiveInt(600_000),
-  STREAM_BUFFER_BYTES: positiveInt(1024 * 1024),
-  SLOW_CLIENT_MS: positiveInt(30_000),
-  SSE_HEARTBEAT_MS: positiveInt(15_000),
-  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
-  WS_MAX_MESSAGE_BYTES: positiveInt(1024 * 1024),
-  WS_MAX_OPERATIONS: positiveInt(100),
-  WS_MAX_SOCKETS_PER_KEY: positiveInt(20),
+    EVENT_REPLAY_LIMIT: positiveInt(5_000),
+    EVENT_IDLE_TTL_MS: positiveInt(600_000),
+    STREAM_BUFFER_BYTES: positiveInt(1024 * 1024),
+    SLOW_CLIENT_MS: positiveInt(30_000),
+    SSE_HEARTBEAT_MS: positiveInt(15_000),
+    SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+    WS_MAX_MESSAGE_BYTES: positiveInt(1024 * 1024),
+    WS_MAX_OPERATIONS: positiveInt(100),
+    WS_MAX_SOCKETS_PER_KEY: positiveInt(20),
 
-  REQUEST_TIMEOUT_MS: positiveInt(30_000),
-  KEEP_ALIVE_TIMEOUT_MS: positiveInt(5_000),
-  MAX_CONNECTIONS: z.coerce.number().int().positive().optional(),
-  CORS_ORIGINS: z
-    .string()
-    .default('*')
-    .refine((v) => listed(v).every((o) => o === '*' || isOrigin(o)), 'must be * or a comma-separated list of origins such as https://app.example.com'),
-  MAX_AGENTS_PER_USER: positiveInt(100),
-  TRUST_PROXY: z
-    .string()
-    .optional()
-    .refine((v) => v === undefined || /^(true|false|\d+)$/.test(v) || listed(v).every((a) => /^[\d.:a-fA-F/]+$/.test(a)), 'must be true, false, a number of hops, or a comma-separated list of proxy addresses'),
+    REQUEST_TIMEOUT_MS: positiveInt(30_000),
+    KEEP_ALIVE_TIMEOUT_MS: positiveInt(5_000),
+    MAX_CONNECTIONS: z.coerce.number().int().positive().optional(),
+    CORS_ORIGINS: z
+      .string()
+      .default('*')
+      .refine(
+        (v) => listed(v).every((o) => o === '*' || isOrigin(o)),
+        'must be * or a comma-separated list of origins such as https://app.example.com',
+      ),
+    MAX_AGENTS_PER_USER: positiveInt(100),
+    TRUST_PROXY: z
+      .string()
+      .optional()
+      .refine(
+        (v) => v === undefined || /^(true|false|\d+)$/.test(v) || listed(v).every((a) => /^[\d.:a-fA-F/]+$/.test(a)),
+        'must be true, false, a number of hops, or a comma-separated list of proxy addresses',
+      ),
 
-  RATE_LIMIT_WINDOW_MS: positiveInt(60_000),
-  RATE_LIMIT_DEFAULT: z.coerce.number().int().min(0).default(300),
-  RATE_LIMIT_ANONYMOUS: z.coerce.number().int().min(0).default(120),
-  MAX_SUBSCRIPTIONS_PER_KEY: positiveInt(100),
-  MAX_STREAMS_PER_KEY: positiveInt(10),
-  LIMIT_SLOT_TTL_MS: z.coerce.number().int().min(1_000).default(30_000),
-  APQ_MAX_ENTRIES: positiveInt(1_000),
-  APQ_TTL_MS: positiveInt(24 * 60 * 60 * 1000),
+    RATE_LIMIT_WINDOW_MS: positiveInt(60_000),
+    RATE_LIMIT_DEFAULT: z.coerce.number().int().min(0).default(300),
+    RATE_LIMIT_ANONYMOUS: z.coerce.number().int().min(0).default(120),
+    MAX_SUBSCRIPTIONS_PER_KEY: positiveInt(100),
+    MAX_STREAMS_PER_KEY: positiveInt(10),
+    LIMIT_SLOT_TTL_MS: z.coerce.number().int().min(1_000).default(30_000),
+    APQ_MAX_ENTRIES: positiveInt(1_000),
+    APQ_TTL_MS: positiveInt(24 * 60 * 60 * 1000),
 
-  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
 
-  EMBEDDINGS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:7997/v1' }).optional(),
-  EMBEDDINGS_MODEL: z.string().min(1).optional(),
-  EMBEDDINGS_API_KEY: z.string().min(1).optional(),
-  EMBEDDINGS_BATCH_SIZE: z.coerce.number().int().min(1).max(2048).default(32),
-  EMBEDDINGS_TIMEOUT_MS: z.coerce.number().int().min(1).default(30_000),
-  EMBEDDINGS_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
-  SEARCH_MIN_SCORE: z.coerce.number().min(-1).max(1).optional(),
-  SEARCH_MAX_RESULTS: z.coerce.number().int().min(1).max(10_000).default(200),
-  SEARCH_EF_SEARCH: z.coerce.number().int().min(1).max(1000).default(200),
-}).refine((e) => !e.EMBEDDINGS_URL || e.EMBEDDINGS_MODEL, { path: ['EMBEDDINGS_MODEL'], message: 'is required with EMBEDDINGS_URL' });
+    EMBEDDINGS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:7997/v1' }).optional(),
+    EMBEDDINGS_MODEL: z.string().min(1).optional(),
+    EMBEDDINGS_API_KEY: z.string().min(1).optional(),
+    EMBEDDINGS_BATCH_SIZE: z.coerce.number().int().min(1).max(2048).default(32),
+    EMBEDDINGS_TIMEOUT_MS: z.coerce.number().int().min(1).default(30_000),
+    EMBEDDINGS_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
+    SEARCH_MIN_SCORE: z.coerce.number().min(-1).max(1).optional(),
+    SEARCH_MAX_RESULTS: z.coerce.number().int().min(1).max(10_000).default(200),
+    SEARCH_EF_SEARCH: z.coerce.number().int().min(1).max(1000).default(200),
+  })
+  .refine((e) => !e.EMBEDDINGS_URL || e.EMBEDDINGS_MODEL, { path: ['EMBEDDINGS_MODEL'], message: 'is required with EMBEDDINGS_URL' });
 
 export type DatabaseConfig =
   /** `connectTimeoutMs`: how long opening a connection may take before the request fails (503). */
@@ -252,7 +274,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: e.PORT,
     host: e.HOST,
-    database: e.DATABASE_URL ? { kind: 'postgres', url: e.DATABASE_URL, connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS } : { kind: 'pglite', dataDir: resolve(e.DATA_DIR) },
+    database: e.DATABASE_URL
+      ? { kind: 'postgres', url: e.DATABASE_URL, connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS }
+      : { kind: 'pglite', dataDir: resolve(e.DATA_DIR) },
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     instanceHeartbeatMs: e.INSTANCE_HEARTBEAT_MS,

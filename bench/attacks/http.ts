@@ -35,11 +35,22 @@ const freePort = () =>
   });
 
 async function startServer() {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: mkdtempSync(join(tmpdir(), 'parley-attack-')), LOG_LEVEL: 'warn', PORT: String(await freePort()), HOST: '127.0.0.1' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATA_DIR: mkdtempSync(join(tmpdir(), 'parley-attack-')),
+    LOG_LEVEL: 'warn',
+    PORT: String(await freePort()),
+    HOST: '127.0.0.1',
+  };
   delete env.DATABASE_URL;
-  const cli = (args: string[]) => execFileSync(process.execPath, [join(root, 'bin/parley.js'), ...args], { cwd: root, env, encoding: 'utf8' });
+  const cli = (args: string[]) =>
+    execFileSync(process.execPath, [join(root, 'bin/parley.js'), ...args], { cwd: root, env, encoding: 'utf8' });
   const keys = ['attacker', 'victim'].map((name) => JSON.parse(cli(['keys', 'create', name, '--json'])).apiKey as string);
-  const child = spawn('sh', ['-c', `ulimit -n ${values.nofile} && exec "${process.execPath}" --import tsx src/server.ts`], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('sh', ['-c', `ulimit -n ${values.nofile} && exec "${process.execPath}" --import tsx src/server.ts`], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let log = '';
   child.stdout.on('data', (d) => (log += d));
   child.stderr.on('data', (d) => (log += d));
@@ -120,7 +131,10 @@ async function slowBodies(name: string, head: (i: number) => string) {
   console.log(`server memory: ${Math.round(rss[0]!)} MB before, at most ${Math.round(Math.max(...rss))} MB during`);
   console.log(`/healthz on new connections during the attack: ${summarize(healthz)}`);
   console.log(`attacker: ${[...outcomes].map(([o, n]) => `${n} ${o}`).join(', ') || 'nothing closed'}; ${stillOpen} still open at the end`);
-  if (closedAt.length) console.log(`attacker sockets closed by the server: first after ${Math.round(Math.min(...closedAt) / 1000)} s, last after ${Math.round(Math.max(...closedAt) / 1000)} s`);
+  if (closedAt.length)
+    console.log(
+      `attacker sockets closed by the server: first after ${Math.round(Math.min(...closedAt) / 1000)} s, last after ${Math.round(Math.max(...closedAt) / 1000)} s`,
+    );
   console.log(`/healthz once the attacker let go: ${typeof after === 'number' ? `${after} ms` : after}`);
   server.stop();
 }
@@ -130,7 +144,11 @@ async function inputs() {
   const server = await startServer();
   const [attacker] = server.keys;
   const gql = async (query: string, variables: Record<string, unknown> = {}) => {
-    const res = await fetch(`${server.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': attacker! }, body: JSON.stringify({ query, variables }) });
+    const res = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': attacker! },
+      body: JSON.stringify({ query, variables }),
+    });
     return (await res.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
   };
   const describe = (r: { data?: any; errors?: { message: string; extensions?: { code?: string } }[] }) =>
@@ -139,7 +157,11 @@ async function inputs() {
   const create = 'mutation($i: CreateAgentInput!) { createAgent(input: $i) { id key } }';
   const agent = (await gql(create, { i: { name: 'Bob', key: 'bob-agent' } })).data.createAgent;
   const patch = async (body: string) => {
-    const res = await fetch(`${server.url}/v2/agents/${agent.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json', 'x-api-key': attacker! }, body });
+    const res = await fetch(`${server.url}/v2/agents/${agent.id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json', 'x-api-key': attacker! },
+      body,
+    });
     return `${res.status} ${await res.text()}`;
   };
   console.log(`PATCH image javascript: → ${await patch('{"image":"javascript:alert(document.domain)","public":true}')}`);
@@ -147,10 +169,14 @@ async function inputs() {
   console.log(`PATCH key VICTIM (another user's name in capitals) → ${await patch('{"key":"VICTIM"}')}`);
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   for (const cursor of ['GPC:N:1', 'GPC:D:notadate', 'GPC:J:{"id":"x"}']) {
-    console.log(`me.agents(after: base64(${cursor})) → ${describe(await gql('query($c: String) { me { agents(first: 1, after: $c) { edges { cursor } } } }', { c: b64(cursor) }))}`);
+    console.log(
+      `me.agents(after: base64(${cursor})) → ${describe(await gql('query($c: String) { me { agents(first: 1, after: $c) { edges { cursor } } } }', { c: b64(cursor) }))}`,
+    );
   }
   console.log(`me.agents(first: -1) → ${describe(await gql('{ me { agents(first: -1) { edges { cursor } } } }'))}`);
-  console.log(`variable with a misspelt field → ${describe(await gql('mutation($i: UpdateAgentInput!) { updateAgent(id: "x", input: $i) { id } }', { i: { personna: 'x' } }))}`);
+  console.log(
+    `variable with a misspelt field → ${describe(await gql('mutation($i: UpdateAgentInput!) { updateAgent(id: "x", input: $i) { id } }', { i: { personna: 'x' } }))}`,
+  );
   let created = 1;
   let last = '';
   const started = performance.now();
@@ -161,15 +187,23 @@ async function inputs() {
       break;
     }
   }
-  console.log(`agents created in a loop of up to 300: ${created} in ${((performance.now() - started) / 1000).toFixed(1)} s${last ? `, then ${last}` : ''}`);
+  console.log(
+    `agents created in a loop of up to 300: ${created} in ${((performance.now() - started) / 1000).toFixed(1)} s${last ? `, then ${last}` : ''}`,
+  );
   server.stop();
 }
 
 const scenarios: Record<string, () => Promise<void>> = {
   'slow-graphql-body': () =>
-    slowBodies('POST /graphql without a key, body one byte every 5 s', () => 'POST /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n'),
+    slowBodies(
+      'POST /graphql without a key, body one byte every 5 s',
+      () => 'POST /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n',
+    ),
   'slow-rest-body': () =>
-    slowBodies('PATCH /v2/agents/:id without a key, body one byte every 5 s', () => 'PATCH /v2/agents/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n'),
+    slowBodies(
+      'PATCH /v2/agents/:id without a key, body one byte every 5 s',
+      () => 'PATCH /v2/agents/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n',
+    ),
   inputs,
 };
 

@@ -19,7 +19,8 @@ const { values } = parseArgs({
 });
 const url = values.url!;
 const pid = values.pid ? Number(values.pid) : null;
-const query = '{ __schema { types { name kind description fields { name description args { name type { name } } type { name kind ofType { name kind } } } } } }';
+const query =
+  '{ __schema { types { name kind description fields { name description args { name type { name } } type { name kind ofType { name kind } } } } } }';
 
 const rssMb = async () => (pid ? Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024 : NaN);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -82,7 +83,11 @@ console.log(
   JSON.stringify(
     {
       rssMb: { before: Math.round(before), peak: Math.round(peak), afterDisconnect: Math.round(after) },
-      healthzMs: { p50: Math.round(sorted[Math.floor(sorted.length / 2)] ?? NaN), max: Math.round(sorted.at(-1) ?? NaN), samples: sorted.length },
+      healthzMs: {
+        p50: Math.round(sorted[Math.floor(sorted.length / 2)] ?? NaN),
+        max: Math.round(sorted.at(-1) ?? NaN),
+        samples: sorted.length,
+      },
       attackerSaw: { ...seen, closes: [...new Set(seen.closes)] },
     },
     null,

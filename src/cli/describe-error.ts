@@ -2,4 +2,5 @@ import { isDomainError } from '../domain/errors.ts';
 import { describeInputError } from '../domain/validation.ts';
 
 /** What the CLI prints for a failed command: the message only, never a stack trace. */
-export const describeError = (e: unknown) => (isDomainError(e) ? describeInputError(e.message, e.fieldPath) : e instanceof Error ? e.message : String(e));
+export const describeError = (e: unknown) =>
+  isDomainError(e) ? describeInputError(e.message, e.fieldPath) : e instanceof Error ? e.message : String(e);

@@ -8,7 +8,16 @@ import { usage } from './usage.ts';
 export async function main(argv: string[]): Promise<number | null> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' }, all: { type: 'boolean' }, subscription: { type: 'boolean' } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        json: { type: 'boolean' },
+        all: { type: 'boolean' },
+        subscription: { type: 'boolean' },
+      },
+    });
   } catch (e) {
     console.error(`${(e as Error).message}\n\n${usage.main}`);
     return 2;

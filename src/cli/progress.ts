@@ -5,7 +5,14 @@ export interface Progress {
   stop(): void;
 }
 
-const seconds = (s: number) => (!Number.isFinite(s) ? '?' : s >= 3600 ? `${Math.floor(s / 3600)}h${Math.round((s % 3600) / 60)}m` : s >= 60 ? `${Math.floor(s / 60)}m${Math.round(s % 60)}s` : `${Math.round(s)}s`);
+const seconds = (s: number) =>
+  !Number.isFinite(s)
+    ? '?'
+    : s >= 3600
+      ? `${Math.floor(s / 3600)}h${Math.round((s % 3600) / 60)}m`
+      : s >= 60
+        ? `${Math.floor(s / 60)}m${Math.round(s % 60)}s`
+        : `${Math.round(s)}s`;
 
 /**
  * Progress of a long command on stderr: a bar with rate and ETA on a terminal (cli-progress),
@@ -33,7 +40,9 @@ export function progress(label: string, unit: string, total: number, stream: Nod
     const elapsed = (performance.now() - started) / 1000;
     const rate = done / elapsed;
     const percent = total ? Math.floor((done / total) * 100) : 100;
-    stream.write(`${label}: ${done}/${total} ${unit} (${percent}%), ${Math.round(rate)} ${unit}/s, ETA ${seconds((total - done) / rate)}\n`);
+    stream.write(
+      `${label}: ${done}/${total} ${unit} (${percent}%), ${Math.round(rate)} ${unit}/s, ETA ${seconds((total - done) / rate)}\n`,
+    );
     lastLine = performance.now();
   };
   return {

@@ -10,7 +10,7 @@ import { startPGliteThread } from './pglite-thread.ts';
 import { PostgresMigrationAdapterFactory } from './postgres-migrations.ts';
 import { buildSnapshot, preparePgdata } from './snapshot.ts';
 
-type Adapter = NonNullable<ConstructorParameters<typeof PrismaClient>[0]["adapter"]>;
+type Adapter = NonNullable<ConstructorParameters<typeof PrismaClient>[0]['adapter']>;
 
 /**
  * Secret columns are omitted from every query unless one asks for them explicitly, so a
@@ -79,7 +79,10 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   if (config.kind === 'postgres') {
     // Without a connect timeout, a database host that stops answering (rather than refusing)
     // would hold every request that needs a connection until the operating system gives up.
-    const adapterFactory = new PrismaPg({ connectionString: config.url, connectionTimeoutMillis: config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS });
+    const adapterFactory = new PrismaPg({
+      connectionString: config.url,
+      connectionTimeoutMillis: config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    });
     const prisma = createClient(adapterFactory, options.onQuery);
     const url = new URL(config.url);
     return {
@@ -119,7 +122,9 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     migrationAdapterFactory: pglite.factory,
     // The data directory's lock already keeps every other process out.
     exclusively: (work) => work(),
-    description: config.dataDir ? `embedded PGlite in ${config.dataDir}${fromSnapshot ? ' (new: copied from the migrated snapshot)' : ''}` : 'embedded PGlite in memory',
+    description: config.dataDir
+      ? `embedded PGlite in ${config.dataDir}${fromSnapshot ? ' (new: copied from the migrated snapshot)' : ''}`
+      : 'embedded PGlite in memory',
     fromSnapshot,
     ping: (timeoutMs) => ping(prisma, timeoutMs),
     async close() {

@@ -13,7 +13,10 @@ interface Migration {
 }
 
 async function readMigrations(): Promise<Migration[]> {
-  const names = (await readdir(migrationsDir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const names = (await readdir(migrationsDir, { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
   return Promise.all(names.map(async (name) => ({ name, script: await readFile(join(migrationsDir, name, 'migration.sql'), 'utf8') })));
 }
 
@@ -30,7 +33,11 @@ async function allApplied(adapterFactory: SqlMigrationAwareDriverAdapterFactory,
     const query = async (sql: string) => (await adapter.queryRaw({ sql, args: [], argTypes: [] })).rows;
     const [[table]] = (await query(`SELECT to_regclass('_prisma_migrations')::text`)) as [[string | null]];
     if (!table) return false;
-    const rows = (await query('SELECT migration_name, checksum, finished_at FROM _prisma_migrations WHERE rolled_back_at IS NULL')) as [string, string, unknown][];
+    const rows = (await query('SELECT migration_name, checksum, finished_at FROM _prisma_migrations WHERE rolled_back_at IS NULL')) as [
+      string,
+      string,
+      unknown,
+    ][];
     if (rows.some(([, , finishedAt]) => finishedAt === null)) return false;
     const recorded = new Map(rows.map(([name, checksum]) => [name, checksum]));
     if (recorded.size !== migrations.length) return false;

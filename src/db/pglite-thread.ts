@@ -76,7 +76,12 @@ class RemoteQueryable {
 }
 
 class RemoteTransaction extends RemoteQueryable implements Transaction {
-  constructor(channel: Channel, handle: number, adapterName: string, readonly options: TransactionOptions) {
+  constructor(
+    channel: Channel,
+    handle: number,
+    adapterName: string,
+    readonly options: TransactionOptions,
+  ) {
     super(channel, handle, adapterName);
   }
 
@@ -102,7 +107,10 @@ class RemoteAdapter extends RemoteQueryable implements SqlDriverAdapter {
   }
 
   async startTransaction(isolationLevel?: IsolationLevel): Promise<Transaction> {
-    const tx = await this.channel.call<{ handle: number; options: TransactionOptions }>('startTransaction', { handle: this.handle, isolationLevel });
+    const tx = await this.channel.call<{ handle: number; options: TransactionOptions }>('startTransaction', {
+      handle: this.handle,
+      isolationLevel,
+    });
     return new RemoteTransaction(this.channel, tx.handle, this.adapterName, tx.options);
   }
 
@@ -125,7 +133,9 @@ class RemoteAdapter extends RemoteQueryable implements SqlDriverAdapter {
 export function startPGliteThread(dataDir: string | undefined) {
   const worker = new Worker(new URL('./pglite-worker.js', import.meta.url), { workerData: { dataDir } });
   const ready = new Promise<void>((resolve, reject) => {
-    worker.once('message', (m: { ready: boolean; error?: { message: string } }) => (m.ready ? resolve() : reject(new Error(m.error?.message ?? 'The embedded database did not start'))));
+    worker.once('message', (m: { ready: boolean; error?: { message: string } }) =>
+      m.ready ? resolve() : reject(new Error(m.error?.message ?? 'The embedded database did not start')),
+    );
     worker.once('error', reject);
   });
   const channel = new Channel(worker);

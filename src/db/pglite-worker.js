@@ -28,11 +28,21 @@ const queryable = ({ handle }) => handles.get(handle);
 const ops = {
   connect: async () => {
     const adapter = await factory.connect();
-    return { handle: keep(adapter), provider: adapter.provider, adapterName: adapter.adapterName, connectionInfo: adapter.getConnectionInfo?.() };
+    return {
+      handle: keep(adapter),
+      provider: adapter.provider,
+      adapterName: adapter.adapterName,
+      connectionInfo: adapter.getConnectionInfo?.(),
+    };
   },
   connectToShadowDb: async () => {
     const adapter = await factory.connectToShadowDb();
-    return { handle: keep(adapter), provider: adapter.provider, adapterName: adapter.adapterName, connectionInfo: adapter.getConnectionInfo?.() };
+    return {
+      handle: keep(adapter),
+      provider: adapter.provider,
+      adapterName: adapter.adapterName,
+      connectionInfo: adapter.getConnectionInfo?.(),
+    };
   },
   queryRaw: (args) => queryable(args).queryRaw(args.query),
   executeRaw: (args) => queryable(args).executeRaw(args.query),
@@ -59,7 +69,11 @@ const ops = {
 };
 
 /** Errors cross the thread as plain data; a driver-adapter error keeps its structured cause. */
-const serialize = (e) => ({ name: e?.name ?? 'Error', message: e?.message ?? String(e), cause: e?.name === 'DriverAdapterError' ? e.cause : undefined });
+const serialize = (e) => ({
+  name: e?.name ?? 'Error',
+  message: e?.message ?? String(e),
+  cause: e?.name === 'DriverAdapterError' ? e.cause : undefined,
+});
 
 parentPort.on('message', async ({ id, op, args }) => {
   try {

@@ -19,7 +19,11 @@ async function copyTree(from: string, to: string) {
   const entries = await readdir(from, { recursive: true, withFileTypes: true });
   const path = (e: (typeof entries)[number]) => relative(from, join(e.parentPath, e.name));
   await mkdir(to, { recursive: true });
-  for (const dir of entries.filter((e) => e.isDirectory()).map(path).sort()) await mkdir(join(to, dir), { recursive: true });
+  for (const dir of entries
+    .filter((e) => e.isDirectory())
+    .map(path)
+    .sort())
+    await mkdir(join(to, dir), { recursive: true });
   await Promise.all(entries.filter((e) => e.isFile()).map((e) => copyFile(join(from, path(e)), join(to, path(e)))));
 }
 

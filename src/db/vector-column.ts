@@ -21,7 +21,9 @@ export async function detectVectorColumn(db: Sql): Promise<VectorColumn> {
  */
 export async function upgradeToPgvector(db: Db): Promise<'upgraded' | 'already pgvector' | 'pgvector unavailable'> {
   if ((await detectVectorColumn(db)) === 'vector') return 'already pgvector';
-  const [{ available }] = await db.$queryRaw<[{ available: boolean }]>`SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available`;
+  const [{ available }] = await db.$queryRaw<
+    [{ available: boolean }]
+  >`SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available`;
   if (!available) return 'pgvector unavailable';
   await db.$transaction([
     db.$executeRaw`CREATE EXTENSION IF NOT EXISTS vector`,

@@ -3,8 +3,18 @@
  * read like real use, so the demo is worth clicking through and searching.
  */
 export const demoUsers = [
-  { username: 'alice', userImage: 'https://cdn.parley.dev/avatars/alice.jpg', subscriptionTier: 'pro', grants: { subscription: '1000', forever: '250' } },
-  { username: 'bob', userImage: 'https://cdn.parley.dev/avatars/bob.jpg', subscriptionTier: 'free', grants: { subscription: '500', forever: '0' } },
+  {
+    username: 'alice',
+    userImage: 'https://cdn.parley.dev/avatars/alice.jpg',
+    subscriptionTier: 'pro',
+    grants: { subscription: '1000', forever: '250' },
+  },
+  {
+    username: 'bob',
+    userImage: 'https://cdn.parley.dev/avatars/bob.jpg',
+    subscriptionTier: 'free',
+    grants: { subscription: '500', forever: '0' },
+  },
 ] as const;
 
 export type DemoUsername = (typeof demoUsers)[number]['username'];
@@ -16,7 +26,8 @@ export const demoAgents = [
     name: 'Muse',
     description: 'An art director for illustrated zines: proposes palettes, compositions and prompts, then renders them.',
     public: true,
-    persona: 'You are Muse, a warm and opinionated art director. You think in palettes and thumbnails, and you always explain why a composition works.',
+    persona:
+      'You are Muse, a warm and opinionated art director. You think in palettes and thumbnails, and you always explain why a composition works.',
     isPersonaPublic: true,
     greeting: 'Hi! Tell me what you are making and who it is for, and I will sketch three directions.',
     knowledge: 'Riso printing limits: two to four spot colours, registration drift of about 1 mm.',
@@ -58,14 +69,38 @@ export const demoAgents = [
 ] as const;
 
 export const demoDeployments = [
-  { agent: 'muse', platform: 'discord', config: { channel_allowlist: ['zine-club', 'print-room'] }, secrets: { bot_token: 'demo-discord-token-not-real' } },
+  {
+    agent: 'muse',
+    platform: 'discord',
+    config: { channel_allowlist: ['zine-club', 'print-room'] },
+    secrets: { bot_token: 'demo-discord-token-not-real' },
+  },
   { agent: 'muse', platform: 'telegram', config: { chat_mode: 'mentions_only' }, secrets: { bot_token: 'demo-telegram-token-not-real' } },
-  { agent: 'archivist', platform: 'email', config: { reply_from: 'archivist@parley.dev' }, secrets: { smtp_password: 'demo-smtp-password-not-real' } },
+  {
+    agent: 'archivist',
+    platform: 'email',
+    config: { reply_from: 'archivist@parley.dev' },
+    secrets: { smtp_password: 'demo-smtp-password-not-real' },
+  },
 ] as const;
 
 export const demoTriggers = [
-  { agent: 'muse', name: 'Morning moodboard', cron: '0 9 * * 1-5', timezone: 'Europe/Paris', prompt: 'Post three fresh palette ideas to #zine-club.', status: 'active' },
-  { agent: 'archivist', name: 'Weekly credits digest', cron: '0 17 * * 5', timezone: 'Europe/Paris', prompt: 'Summarise the credits filed this week.', status: 'paused' },
+  {
+    agent: 'muse',
+    name: 'Morning moodboard',
+    cron: '0 9 * * 1-5',
+    timezone: 'Europe/Paris',
+    prompt: 'Post three fresh palette ideas to #zine-club.',
+    status: 'active',
+  },
+  {
+    agent: 'archivist',
+    name: 'Weekly credits digest',
+    cron: '0 17 * * 5',
+    timezone: 'Europe/Paris',
+    prompt: 'Summarise the credits filed this week.',
+    status: 'paused',
+  },
 ] as const;
 
 export const demoConcept = {
@@ -86,15 +121,40 @@ export const demoModels = [
 ] as const;
 
 const subjects = [
-  'a fox reading under a streetlamp', 'a lighthouse in a thunderstorm', 'a tiny café on a rooftop garden', 'an astronaut tending tomatoes',
-  'koi fish circling a full moon', 'a market stall of glass fruit', 'a tram crossing a foggy bridge', 'a cat asleep on a stack of zines',
-  'an owl librarian sorting scrolls', 'a greenhouse lit by neon signs', 'a bicycle covered in ivy', 'a whale drifting above a city',
-  'a paper boat in a rain gutter', 'a robot watering ferns', 'a desert observatory at dusk', 'a bakery window at dawn',
-  'a mountain hut in deep snow', 'jellyfish lanterns over a harbour', 'a violinist on a subway platform', 'a garden of origami flowers',
+  'a fox reading under a streetlamp',
+  'a lighthouse in a thunderstorm',
+  'a tiny café on a rooftop garden',
+  'an astronaut tending tomatoes',
+  'koi fish circling a full moon',
+  'a market stall of glass fruit',
+  'a tram crossing a foggy bridge',
+  'a cat asleep on a stack of zines',
+  'an owl librarian sorting scrolls',
+  'a greenhouse lit by neon signs',
+  'a bicycle covered in ivy',
+  'a whale drifting above a city',
+  'a paper boat in a rain gutter',
+  'a robot watering ferns',
+  'a desert observatory at dusk',
+  'a bakery window at dawn',
+  'a mountain hut in deep snow',
+  'jellyfish lanterns over a harbour',
+  'a violinist on a subway platform',
+  'a garden of origami flowers',
 ];
 const styles = [
-  'watercolor', 'risograph print', 'isometric pixel art', 'ukiyo-e woodblock', 'claymation still', 'art nouveau poster',
-  'charcoal sketch', 'cinematic photograph', 'low-poly render', 'gouache illustration', 'linocut', 'vaporwave collage',
+  'watercolor',
+  'risograph print',
+  'isometric pixel art',
+  'ukiyo-e woodblock',
+  'claymation still',
+  'art nouveau poster',
+  'charcoal sketch',
+  'cinematic photograph',
+  'low-poly render',
+  'gouache illustration',
+  'linocut',
+  'vaporwave collage',
 ];
 const moods = ['quiet', 'whimsical', 'melancholic', 'bright', 'mysterious', 'cozy'];
 const media = [
@@ -133,7 +193,10 @@ export function demoCreation(n: number) {
       ...(width && height ? { width, height, aspectRatio: Number((width / height).toFixed(4)) } : {}),
       ...('duration' in medium ? { duration: medium.duration } : {}),
     },
-    args: medium.type === 'audio' ? { prompt, duration: 'duration' in medium ? medium.duration : 10 } : { prompt, n_samples: 1, seed: 1000 + n },
+    args:
+      medium.type === 'audio'
+        ? { prompt, duration: 'duration' in medium ? medium.duration : 10 }
+        : { prompt, n_samples: 1, seed: 1000 + n },
     likeCount: 0,
     createdAt: new Date(Date.UTC(2026, 9, 1) + n * 3_600_000),
   };
@@ -155,7 +218,8 @@ export const demoSessions = [
       {
         role: 'assistant',
         from: 'muse',
-        content: 'Start with the spine of the story: pick six plants and give each a spread. I would print on recycled kraft with green and fluorescent pink.',
+        content:
+          'Start with the spine of the story: pick six plants and give each a spread. I would print on recycled kraft with green and fluorescent pink.',
         usage: [412, 38],
         reactions: [{ from: 'alice', reaction: 'thumbs_up' }],
       },
@@ -163,7 +227,8 @@ export const demoSessions = [
       {
         role: 'assistant',
         from: 'muse',
-        content: 'Yes: make it the centrefold. Dandelion, purslane and wild garlic read well in two-colour riso, and a recipe per plant gives the spread a reason to be kept.',
+        content:
+          'Yes: make it the centrefold. Dandelion, purslane and wild garlic read well in two-colour riso, and a recipe per plant gives the spread a reason to be kept.',
         usage: [486, 41],
         reactions: [{ from: 'bob', reaction: '🌱' }],
       },
@@ -177,9 +242,21 @@ export const demoSessions = [
     publicShare: true,
     messages: [
       { role: 'user', from: 'alice', content: 'Make me a poster of a greenhouse lit only by neon signs.' },
-      { role: 'assistant', from: 'muse', content: 'Here is a first direction: teal glass, magenta signage, monstera leaves framing the bottom third.', usage: [388, 26], reactions: [] },
+      {
+        role: 'assistant',
+        from: 'muse',
+        content: 'Here is a first direction: teal glass, magenta signage, monstera leaves framing the bottom third.',
+        usage: [388, 26],
+        reactions: [],
+      },
       { role: 'user', from: 'alice', content: 'Warmer, please. It should feel like a night market, not a lab.' },
-      { role: 'assistant', from: 'muse', content: 'Swap the teal for amber and keep one magenta sign as the focal point; steam on the glass will soften every light.', usage: [431, 29], reactions: [] },
+      {
+        role: 'assistant',
+        from: 'muse',
+        content: 'Swap the teal for amber and keep one magenta sign as the focal point; steam on the glass will soften every light.',
+        usage: [431, 29],
+        reactions: [],
+      },
     ],
   },
   {
@@ -189,15 +266,28 @@ export const demoSessions = [
     sharedWith: [],
     publicShare: false,
     messages: [
-      { role: 'user', from: 'alice', content: 'We launch the zine on Friday with 30 guests. Remy, what should we cook, and Muse, how do we make the table look like the zine?' },
+      {
+        role: 'user',
+        from: 'alice',
+        content:
+          'We launch the zine on Friday with 30 guests. Remy, what should we cook, and Muse, how do we make the table look like the zine?',
+      },
       {
         role: 'assistant',
         from: 'chef-remy',
-        content: 'Three big dishes that wait well: a lentil salad with roasted carrots, a wild-garlic tart, and rice pudding with rhubarb. All under 90 euros.',
+        content:
+          'Three big dishes that wait well: a lentil salad with roasted carrots, a wild-garlic tart, and rice pudding with rhubarb. All under 90 euros.',
         usage: [522, 34],
         reactions: [{ from: 'alice', reaction: 'thumbs_up' }],
       },
-      { role: 'assistant', from: 'muse', content: 'Kraft paper runners printed with the centrefold plants, and name cards in fluorescent pink so the table matches the cover.', usage: [530, 27], reactions: [] },
+      {
+        role: 'assistant',
+        from: 'muse',
+        content:
+          'Kraft paper runners printed with the centrefold plants, and name cards in fluorescent pink so the table matches the cover.',
+        usage: [530, 27],
+        reactions: [],
+      },
     ],
   },
 ] as const;

@@ -3,12 +3,22 @@ import { credit } from '../domain/manna/ledger.ts';
 import type { Services } from '../domain/services.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import {
-  DEMO_CREATION_COUNT, demoAgents, demoConcept, demoCreation, demoDeployments, demoModels, demoSessions, demoTriggers, demoUsers,
+  DEMO_CREATION_COUNT,
+  demoAgents,
+  demoConcept,
+  demoCreation,
+  demoDeployments,
+  demoModels,
+  demoSessions,
+  demoTriggers,
+  demoUsers,
 } from './dataset.ts';
 
 /** Stable ids make the load idempotent: a second run finds every row and inserts nothing. */
 export function demoId(...parts: (string | number)[]): string {
-  const h = createHash('sha256').update(`parley-demo:${parts.join(':')}`).digest('hex');
+  const h = createHash('sha256')
+    .update(`parley-demo:${parts.join(':')}`)
+    .digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
@@ -69,21 +79,40 @@ async function loadRows(tx: Prisma.TransactionClient) {
   await tx.deployment.createMany({
     skipDuplicates: true,
     data: demoDeployments.map((d) => ({
-      id: demoId('deployment', d.agent, d.platform), agentId: agentId(d.agent), userId: ownerOfAgent(d.agent), platform: d.platform, config: d.config, secrets: d.secrets,
+      id: demoId('deployment', d.agent, d.platform),
+      agentId: agentId(d.agent),
+      userId: ownerOfAgent(d.agent),
+      platform: d.platform,
+      config: d.config,
+      secrets: d.secrets,
     })),
   });
   await tx.trigger.createMany({
     skipDuplicates: true,
     data: demoTriggers.map((t) => ({
-      id: demoId('trigger', t.agent, t.name), name: t.name, agentId: agentId(t.agent), userId: ownerOfAgent(t.agent),
-      cron: t.cron, timezone: t.timezone, triggerPrompt: t.prompt, status: t.status,
+      id: demoId('trigger', t.agent, t.name),
+      name: t.name,
+      agentId: agentId(t.agent),
+      userId: ownerOfAgent(t.agent),
+      cron: t.cron,
+      timezone: t.timezone,
+      triggerPrompt: t.prompt,
+      status: t.status,
     })),
   });
 
   const conceptId = demoId('concept', demoConcept.name);
   await tx.concept.createMany({
     skipDuplicates: true,
-    data: [{ id: conceptId, name: demoConcept.name, userId: userId(demoConcept.owner), agentId: agentId(demoConcept.agent), usageInstructions: demoConcept.usageInstructions }],
+    data: [
+      {
+        id: conceptId,
+        name: demoConcept.name,
+        userId: userId(demoConcept.owner),
+        agentId: agentId(demoConcept.agent),
+        usageInstructions: demoConcept.usageInstructions,
+      },
+    ],
   });
   await tx.conceptImage.createMany({
     skipDuplicates: true,
@@ -93,8 +122,14 @@ async function loadRows(tx: Prisma.TransactionClient) {
   await tx.model.createMany({
     skipDuplicates: true,
     data: demoModels.map((m) => ({
-      id: demoId('model', m.owner, m.name), userId: userId(m.owner), name: m.name, baseModel: m.baseModel, loraTriggerText: m.trigger, public: m.public,
-      checkpoint: `https://cdn.parley.dev/loras/${demoId('model', m.owner, m.name)}.safetensors`, thumbnail: `https://cdn.parley.dev/loras/${demoId('model', m.owner, m.name)}.jpg`,
+      id: demoId('model', m.owner, m.name),
+      userId: userId(m.owner),
+      name: m.name,
+      baseModel: m.baseModel,
+      loraTriggerText: m.trigger,
+      public: m.public,
+      checkpoint: `https://cdn.parley.dev/loras/${demoId('model', m.owner, m.name)}.safetensors`,
+      thumbnail: `https://cdn.parley.dev/loras/${demoId('model', m.owner, m.name)}.jpg`,
       args: { lora_rank: 16, max_train_steps: 1000 },
     })),
   });
@@ -105,9 +140,18 @@ async function loadRows(tx: Prisma.TransactionClient) {
     data: creations.map((c) => {
       const id = demoId('creation', c.n);
       return {
-        id, userId: userId(c.owner), agentId: c.agent ? agentId(c.agent) : null, tool: c.tool, args: c.args, name: c.name,
-        url: `https://cdn.parley.dev/creations/${id}.${c.ext}`, thumbnail: `https://cdn.parley.dev/creations/${id}-thumb.webp`,
-        filename: `${id}.${c.ext}`, mediaAttributes: c.mediaAttributes, public: c.public, createdAt: c.createdAt,
+        id,
+        userId: userId(c.owner),
+        agentId: c.agent ? agentId(c.agent) : null,
+        tool: c.tool,
+        args: c.args,
+        name: c.name,
+        url: `https://cdn.parley.dev/creations/${id}.${c.ext}`,
+        thumbnail: `https://cdn.parley.dev/creations/${id}-thumb.webp`,
+        filename: `${id}.${c.ext}`,
+        mediaAttributes: c.mediaAttributes,
+        public: c.public,
+        createdAt: c.createdAt,
       };
     }),
   });
@@ -130,10 +174,16 @@ async function loadRows(tx: Prisma.TransactionClient) {
         },
       ],
     });
-    await tx.sessionAgent.createMany({ skipDuplicates: true, data: s.agents.map((a, position) => ({ sessionId, agentId: agentId(a), position, userId: userId(s.owner) })) });
+    await tx.sessionAgent.createMany({
+      skipDuplicates: true,
+      data: s.agents.map((a, position) => ({ sessionId, agentId: agentId(a), position, userId: userId(s.owner) })),
+    });
     await tx.sessionUser.createMany({
       skipDuplicates: true,
-      data: [{ sessionId, userId: userId(s.owner), permission: 'owner' as const }, ...s.sharedWith.map((w) => ({ sessionId, userId: userId(w.username), permission: w.permission }))],
+      data: [
+        { sessionId, userId: userId(s.owner), permission: 'owner' as const },
+        ...s.sharedWith.map((w) => ({ sessionId, userId: userId(w.username), permission: w.permission })),
+      ],
     });
     const agentNames = s.agents.map((key) => demoAgents.find((a) => a.key === key)!.name);
     const id = (k: number) => demoId('message', sessionId, k);
@@ -156,12 +206,23 @@ async function loadRows(tx: Prisma.TransactionClient) {
     await tx.message.createMany({ skipDuplicates: true, data: messages });
     await tx.reaction.createMany({
       skipDuplicates: true,
-      data: s.messages.flatMap((m, k) => (m.role === 'assistant' ? m.reactions.map((r) => ({ messageId: id(k + 1), userId: userId(r.from), reaction: r.reaction })) : [])),
+      data: s.messages.flatMap((m, k) =>
+        m.role === 'assistant' ? m.reactions.map((r) => ({ messageId: id(k + 1), userId: userId(r.from), reaction: r.reaction })) : [],
+      ),
     });
     if (s.publicShare) {
       await tx.share.createMany({
         skipDuplicates: true,
-        data: [{ id: demoId('share', sessionId), sessionId, ownerId: userId(s.owner), messageId: messages.at(-1)!.id, title: s.title, public: true }],
+        data: [
+          {
+            id: demoId('share', sessionId),
+            sessionId,
+            ownerId: userId(s.owner),
+            messageId: messages.at(-1)!.id,
+            title: s.title,
+            public: true,
+          },
+        ],
       });
     }
   }
@@ -178,7 +239,8 @@ export async function loadDemo(services: Services): Promise<DemoManifest> {
   // Outside the transaction: an embedding server may take its time, and rows stay loaded if it fails.
   await services.search.indexCreations(creations.map((c) => demoId('creation', c.n)));
   const users = [];
-  for (const u of demoUsers) users.push({ id: userId(u.username), username: u.username, apiKey: (await services.apiKeys.create(userId(u.username))).apiKey });
+  for (const u of demoUsers)
+    users.push({ id: userId(u.username), username: u.username, apiKey: (await services.apiKeys.create(userId(u.username))).apiKey });
   return {
     users,
     agents: demoAgents.map((a) => ({ id: agentId(a.key), key: a.key, owner: a.owner })),

@@ -37,6 +37,7 @@ export const badInput = (message: string, path?: (string | number)[]) => new Dom
 export const unprocessable = (message: string, path?: (string | number)[]) => new DomainError('UNPROCESSABLE', message, path);
 
 /** Over a limit of the caller's key; REST answers 429. */
-export const tooMany = (code: 'RATE_LIMITED' | 'TOO_MANY_SUBSCRIPTIONS' | 'TOO_MANY_STREAMS', message: string) => new DomainError(code, message);
+export const tooMany = (code: 'RATE_LIMITED' | 'TOO_MANY_SUBSCRIPTIONS' | 'TOO_MANY_STREAMS', message: string) =>
+  new DomainError(code, message);
 
 export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;

@@ -8,7 +8,9 @@ import { badInput, type DomainError } from './errors.ts';
 export function nulCharacterError(e: unknown): DomainError | null {
   if (!(e instanceof Prisma.PrismaClientKnownRequestError)) return null;
   const cause = (e.meta as { driverAdapterError?: { cause?: { originalCode?: string } } } | undefined)?.driverAdapterError?.cause;
-  return cause?.originalCode && NUL_REJECTED.includes(cause.originalCode) ? badInput('Text must not contain the NUL character (\\u0000)') : null;
+  return cause?.originalCode && NUL_REJECTED.includes(cause.originalCode)
+    ? badInput('Text must not contain the NUL character (\\u0000)')
+    : null;
 }
 
 /** invalid_byte_sequence_for_encoding (text columns), untranslatable_character (jsonb). */
@@ -37,7 +39,16 @@ const UNREACHABLE_ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionCl
  * admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections.
  */
 const UNREACHABLE_SQLSTATE = /^(08...|57P01|57P02|57P03|53300)$/;
-const UNREACHABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const UNREACHABLE_SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 /** node-postgres's own errors, which reach us unwrapped (they carry no code). */
 const PG_CONNECTION_MESSAGES = /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect)/;
 
@@ -71,4 +82,5 @@ interface AdapterCause {
 }
 
 const isUnreachableCause = (cause: AdapterCause) =>
-  (cause.kind !== undefined && UNREACHABLE_ADAPTER_KINDS.has(cause.kind)) || UNREACHABLE_SQLSTATE.test(cause.originalCode ?? cause.code ?? '');
+  (cause.kind !== undefined && UNREACHABLE_ADAPTER_KINDS.has(cause.kind)) ||
+  UNREACHABLE_SQLSTATE.test(cause.originalCode ?? cause.code ?? '');

@@ -50,8 +50,24 @@ export function createServices(db: Db, registry: ToolRegistry, options: ServiceO
   const media = mediaStore(config.mediaDir, options.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
   const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna });
   const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
-  const replies = createReplyEngine({ db, bus, provider, offline, llm: config.llm, tools, memory: memories.host, instanceId: options.instanceId ?? randomUUID(), log, metrics: metrics.replies });
-  const sessions = sessionService(db, bus, replies, options.streamLimits ?? streamLimits(memorySlotStore(), config.limits, { warn: (obj, msg) => log.error(obj, msg) }));
+  const replies = createReplyEngine({
+    db,
+    bus,
+    provider,
+    offline,
+    llm: config.llm,
+    tools,
+    memory: memories.host,
+    instanceId: options.instanceId ?? randomUUID(),
+    log,
+    metrics: metrics.replies,
+  });
+  const sessions = sessionService(
+    db,
+    bus,
+    replies,
+    options.streamLimits ?? streamLimits(memorySlotStore(), config.limits, { warn: (obj, msg) => log.error(obj, msg) }),
+  );
   return {
     db,
     metrics,

@@ -17,11 +17,18 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.ou
 
 /** Formats an error path for a message: `llm_settings.model_profile`, `images[2].image`. */
 export function formatPath(path: readonly (string | number)[], rename: (key: string) => string = (k) => k): string {
-  return path.reduce<string>((out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${rename(part)}` : rename(part)), '');
+  return path.reduce<string>(
+    (out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${rename(part)}` : rename(part)),
+    '',
+  );
 }
 
 /** A message naming the field, e.g. `name: must be at most 100 characters`. */
-export function describeInputError(message: string, path: readonly (string | number)[] | undefined, rename?: (key: string) => string): string {
+export function describeInputError(
+  message: string,
+  path: readonly (string | number)[] | undefined,
+  rename?: (key: string) => string,
+): string {
   return path && path.length ? `${formatPath(path, rename)}: ${message}` : message;
 }
 

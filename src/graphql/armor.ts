@@ -33,7 +33,11 @@ const explainAborted = (): Plugin => ({
       if (valid || !result.some((e) => e.message === ABORTED)) return;
       setResult(
         result.map((e) =>
-          e.message === ABORTED ? new GraphQLError('The document is too complex to validate: too many repeated or overlapping fields', { extensions: { code: 'QUERY_TOO_COMPLEX' } }) : e,
+          e.message === ABORTED
+            ? new GraphQLError('The document is too complex to validate: too many repeated or overlapping fields', {
+                extensions: { code: 'QUERY_TOO_COMPLEX' },
+              })
+            : e,
         ),
       );
     },
@@ -65,7 +69,12 @@ const oneSchemaIntrospection: ValidationRule = (context) => ({
     };
     collect(operation.selectionSet);
     if (names.size > 1) {
-      context.reportError(new GraphQLError(`Introspection limit exceeded: __schema may be asked once per operation, found ${names.size}.`, { nodes: operation, extensions: { code: 'INTROSPECTION_LIMIT_EXCEEDED' } }));
+      context.reportError(
+        new GraphQLError(`Introspection limit exceeded: __schema may be asked once per operation, found ${names.size}.`, {
+          nodes: operation,
+          extensions: { code: 'INTROSPECTION_LIMIT_EXCEEDED' },
+        }),
+      );
     }
   },
 });

@@ -70,7 +70,10 @@ function decodes(cursor: string, shapes: FieldType[][]): boolean {
     return false;
   }
   const parts = Array.isArray(value) ? value : [value];
-  return shapes.some((shape) => shape.length === parts.length && (Array.isArray(value) || shape.length === 1) && shape.every((type, i) => fits(parts[i], type)));
+  return shapes.some(
+    (shape) =>
+      shape.length === parts.length && (Array.isArray(value) || shape.length === 1) && shape.every((type, i) => fits(parts[i], type)),
+  );
 }
 
 function checkArgs(args: ConnectionArgs, shapes: FieldType[][]) {
@@ -79,8 +82,10 @@ function checkArgs(args: ConnectionArgs, shapes: FieldType[][]) {
     if (n != null && (!Number.isInteger(n) || n < 0)) throw badInput('must not be negative', [name]);
   }
   if (args.after != null && args.before != null) throw badInput('Page with either after or before, not both', ['before']);
-  if (args.after != null && args.last != null) throw badInput('Page forwards with first and after, or backwards with last and before', ['last']);
-  if (args.before != null && args.first != null) throw badInput('Page forwards with first and after, or backwards with last and before', ['first']);
+  if (args.after != null && args.last != null)
+    throw badInput('Page forwards with first and after, or backwards with last and before', ['last']);
+  if (args.before != null && args.first != null)
+    throw badInput('Page forwards with first and after, or backwards with last and before', ['first']);
   for (const cursor of [args.after, args.before]) {
     if (cursor != null && !decodes(cursor, shapes)) throw badInput('Invalid cursor');
   }
@@ -96,7 +101,9 @@ const guarded = <F extends (...params: never[]) => unknown>(fn: F, at: number, s
 /** The cursor shapes of a related Prisma connection's model, or null for any other field. */
 function prismaConnectionShapes(fieldConfig: { args: Record<string, unknown>; extensions?: Record<string, unknown> | null }) {
   const relation = fieldConfig.extensions?.pothosPrismaRelationField as { type: string } | undefined;
-  return relation && fieldConfig.args.after && typeof fieldConfig.extensions?.pothosPrismaSelect === 'function' ? cursorShapes(relation.type) : null;
+  return relation && fieldConfig.args.after && typeof fieldConfig.extensions?.pothosPrismaSelect === 'function'
+    ? cursorShapes(relation.type)
+    : null;
 }
 
 export class ConnectionGuardPlugin<Types extends SchemaTypes> extends BasePlugin<Types> {

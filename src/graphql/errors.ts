@@ -42,7 +42,8 @@ export function createErrorMasker(logUnexpected: (error: unknown) => void, logUn
   return (error: unknown): Error => {
     const thrown = error instanceof GraphQLError ? (error.originalError ?? error) : error;
     const original = nulCharacterError(thrown) ?? thrown;
-    const located = error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {};
+    const located =
+      error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {};
     if (isDomainError(original)) {
       return new GraphQLError(describeInputError(original.message, original.fieldPath), {
         ...located,
@@ -58,7 +59,11 @@ export function createErrorMasker(logUnexpected: (error: unknown) => void, logUn
       logUnavailable(original);
       return new GraphQLError(DATABASE_UNAVAILABLE, {
         ...located,
-        extensions: { code: 'SERVICE_UNAVAILABLE', retryAfter: RETRY_AFTER_SECONDS, http: { status: 503, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } } },
+        extensions: {
+          code: 'SERVICE_UNAVAILABLE',
+          retryAfter: RETRY_AFTER_SECONDS,
+          http: { status: 503, headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } },
+        },
       });
     }
     logUnexpected(original);

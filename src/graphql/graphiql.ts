@@ -65,6 +65,8 @@ const cacheForever = { immutable: true, maxAge: '365d' } as const;
 export function graphiqlAssets(app: FastifyInstance) {
   app.get<{ Params: { '*': string } }>(`${GRAPHIQL_ASSETS}/*`, { config: { public: true } }, (request, reply) => {
     const file = request.params['*'];
-    return file === 'start.js' ? reply.sendFile('graphiql-start.js', startDir, cacheForever) : reply.sendFile(file, bundleDir, cacheForever);
+    return file === 'start.js'
+      ? reply.sendFile('graphiql-start.js', startDir, cacheForever)
+      : reply.sendFile(file, bundleDir, cacheForever);
   });
 }

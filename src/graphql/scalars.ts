@@ -38,10 +38,12 @@ builder.scalarType('JSON', {
 });
 
 builder.scalarType('Seq', {
-  description: 'The number of an event in its session: a whole number below 2^53 that grows with every event. Pass the last one you received as `after` to resume.',
+  description:
+    'The number of an event in its session: a whole number below 2^53 that grows with every event. Pass the last one you received as `after` to resume.',
   serialize: (value) => Number(value),
   parseValue: (value) => {
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new GraphQLError('Seq must be a whole number from 0 to 2^53 - 1');
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+      throw new GraphQLError('Seq must be a whole number from 0 to 2^53 - 1');
     return value;
   },
   parseLiteral: (node) => {

@@ -67,7 +67,13 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger, o
         (err) => logger.warn({ err }, 'the database is unavailable'),
       ),
     },
-    plugins: [persistedQueries(options.persistedQueries), ...documentLimits(), hideSuggestions(), graphqlMetrics(services.metrics.graphql), unbufferedEventStreams()],
+    plugins: [
+      persistedQueries(options.persistedQueries),
+      ...documentLimits(),
+      hideSuggestions(),
+      graphqlMetrics(services.metrics.graphql),
+      unbufferedEventStreams(),
+    ],
   });
 }
 

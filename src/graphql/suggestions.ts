@@ -23,7 +23,9 @@ export function withoutSuggestions(error: GraphQLError): GraphQLError {
 }
 
 export const hideSuggestions = (): Plugin => ({
-  onValidate: () => ({ valid, result, setResult }) => {
-    if (!valid) setResult(result.map((e) => (e instanceof GraphQLError ? withoutSuggestions(e) : e)));
-  },
+  onValidate:
+    () =>
+    ({ valid, result, setResult }) => {
+      if (!valid) setResult(result.map((e) => (e instanceof GraphQLError ? withoutSuggestions(e) : e)));
+    },
 });

@@ -20,7 +20,10 @@ export function rateLimitRequests(limiter: RateLimiter) {
     const caller = request.viewer ?? null;
     const decision = await limiter.check(caller, request.ip);
     if (!decision) return true;
-    reply.header('ratelimit-limit', decision.limit).header('ratelimit-remaining', decision.remaining).header('ratelimit-reset', decision.resetSeconds);
+    reply
+      .header('ratelimit-limit', decision.limit)
+      .header('ratelimit-remaining', decision.remaining)
+      .header('ratelimit-reset', decision.resetSeconds);
     if (decision.allowed) return true;
     reply.header('retry-after', decision.resetSeconds);
     closeIfBodyUnread(request, reply);

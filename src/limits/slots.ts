@@ -89,13 +89,16 @@ export function redisSlotStore(redis: Redis, options: RedisSlotOptions): SlotSto
   /** Holder id to the pools it holds a slot in. */
   const holders = new Map<string, string[]>();
 
-  const heartbeat = setInterval(() => {
-    const pairs = [...holders].flatMap(([holder, pools]) => pools.map((pool) => [pool, holder] as const));
-    if (pairs.length === 0) return;
-    refresh(pairs.length, ...pairs.map(([pool]) => pool), options.ttlMs, ...pairs.map(([, holder]) => holder)).catch((err) =>
-      options.log.warn({ err }, 'open subscriptions and streams could not be renewed in Redis'),
-    );
-  }, Math.max(100, Math.floor(options.ttlMs / 3)));
+  const heartbeat = setInterval(
+    () => {
+      const pairs = [...holders].flatMap(([holder, pools]) => pools.map((pool) => [pool, holder] as const));
+      if (pairs.length === 0) return;
+      refresh(pairs.length, ...pairs.map(([pool]) => pool), options.ttlMs, ...pairs.map(([, holder]) => holder)).catch((err) =>
+        options.log.warn({ err }, 'open subscriptions and streams could not be renewed in Redis'),
+      );
+    },
+    Math.max(100, Math.floor(options.ttlMs / 3)),
+  );
   heartbeat.unref();
 
   return {

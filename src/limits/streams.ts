@@ -15,7 +15,11 @@ export interface StreamLimits {
 
 const nothingHeld = () => {};
 
-export function streamLimits(store: SlotStore, config: Pick<LimitsConfig, 'maxSubscriptionsPerKey' | 'maxStreamsPerKey'>, log: WarnLog): StreamLimits {
+export function streamLimits(
+  store: SlotStore,
+  config: Pick<LimitsConfig, 'maxSubscriptionsPerKey' | 'maxStreamsPerKey'>,
+  log: WarnLog,
+): StreamLimits {
   return {
     async hold(viewer, kind) {
       // Callers inside the service (no key) are not limited.
@@ -33,9 +37,15 @@ export function streamLimits(store: SlotStore, config: Pick<LimitsConfig, 'maxSu
       }
       if ('release' in grant) return () => grant.release();
       if (grant.full === streams.pool) {
-        throw tooMany('TOO_MANY_STREAMS', `Too many replies streaming for this API key (at most ${config.maxStreamsPerKey} at once); wait for one to end, or send without stream and watch the session`);
+        throw tooMany(
+          'TOO_MANY_STREAMS',
+          `Too many replies streaming for this API key (at most ${config.maxStreamsPerKey} at once); wait for one to end, or send without stream and watch the session`,
+        );
       }
-      throw tooMany('TOO_MANY_SUBSCRIPTIONS', `Too many open subscriptions and event streams for this API key (at most ${config.maxSubscriptionsPerKey}); close one first`);
+      throw tooMany(
+        'TOO_MANY_SUBSCRIPTIONS',
+        `Too many open subscriptions and event streams for this API key (at most ${config.maxSubscriptionsPerKey}); close one first`,
+      );
     },
   };
 }

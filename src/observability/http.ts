@@ -51,7 +51,10 @@ export function installObservability(app: FastifyInstance, metrics: Metrics, tok
     if (expected) {
       const [scheme, given] = (request.headers.authorization ?? '').split(' ');
       if (scheme?.toLowerCase() !== 'bearer' || !given || !timingSafeEqual(digest(given), expected)) {
-        return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'Unauthorized', message: 'Send the metrics token as Authorization: Bearer <METRICS_TOKEN>' });
+        return reply
+          .code(401)
+          .header('www-authenticate', 'Bearer')
+          .send({ error: 'Unauthorized', message: 'Send the metrics token as Authorization: Bearer <METRICS_TOKEN>' });
       }
     }
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());

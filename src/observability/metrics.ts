@@ -22,7 +22,12 @@ export function createMetrics(options: { process?: boolean } = {}) {
   if (options.process) collectDefaultMetrics({ register: registry });
   let live: LiveCounts | null = null;
 
-  const httpRequests = new Counter({ name: 'parley_http_requests_total', help: 'HTTP requests answered, by route pattern, method and status', labelNames: ['route', 'method', 'status'] as const, registers });
+  const httpRequests = new Counter({
+    name: 'parley_http_requests_total',
+    help: 'HTTP requests answered, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers,
+  });
   const httpDuration = new Histogram({
     name: 'parley_http_request_duration_seconds',
     help: 'Time from request to the end of the response (for event streams, how long the stream was open)',
@@ -36,8 +41,18 @@ export function createMetrics(options: { process?: boolean } = {}) {
     labelNames: ['operation', 'type', 'outcome'] as const,
     registers,
   });
-  const graphqlDuration = new Histogram({ name: 'parley_graphql_operation_duration_seconds', help: 'Execution time of GraphQL queries and mutations', labelNames: ['operation', 'type'] as const, buckets: DURATION_BUCKETS, registers });
-  const graphqlSubscriptions = new Gauge({ name: 'parley_graphql_subscriptions_open', help: 'GraphQL subscriptions running now (graphql-ws or SSE)', registers });
+  const graphqlDuration = new Histogram({
+    name: 'parley_graphql_operation_duration_seconds',
+    help: 'Execution time of GraphQL queries and mutations',
+    labelNames: ['operation', 'type'] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const graphqlSubscriptions = new Gauge({
+    name: 'parley_graphql_subscriptions_open',
+    help: 'GraphQL subscriptions running now (graphql-ws or SSE)',
+    registers,
+  });
   const sseStreams = new Gauge({ name: 'parley_sse_streams_open', help: 'REST event streams (text/event-stream) open now', registers });
   new Gauge({
     name: 'parley_event_subscribers',
@@ -56,10 +71,30 @@ export function createMetrics(options: { process?: boolean } = {}) {
     },
   });
   const repliesStreaming = new Gauge({ name: 'parley_replies_streaming', help: 'Agent replies being written now', registers });
-  const tokensStreamed = new Counter({ name: 'parley_tokens_streamed_total', help: 'Pieces of reply text streamed to sessions (content, or reasoning shown to the user)', labelNames: ['kind'] as const, registers });
-  const usageTokens = new Counter({ name: 'parley_llm_tokens_total', help: 'Tokens counted on replies (as the provider reported them, or estimated)', labelNames: ['type'] as const, registers });
-  const providerErrors = new Counter({ name: 'parley_provider_errors_total', help: 'Model provider calls that failed (after the provider retry), by kind', labelNames: ['kind'] as const, registers });
-  const mannaCharged = new Counter({ name: 'parley_manna_charged_total', help: 'Manna charged for tool calls that completed (refunded holds are not counted), by tool', labelNames: ['tool'] as const, registers });
+  const tokensStreamed = new Counter({
+    name: 'parley_tokens_streamed_total',
+    help: 'Pieces of reply text streamed to sessions (content, or reasoning shown to the user)',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  const usageTokens = new Counter({
+    name: 'parley_llm_tokens_total',
+    help: 'Tokens counted on replies (as the provider reported them, or estimated)',
+    labelNames: ['type'] as const,
+    registers,
+  });
+  const providerErrors = new Counter({
+    name: 'parley_provider_errors_total',
+    help: 'Model provider calls that failed (after the provider retry), by kind',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  const mannaCharged = new Counter({
+    name: 'parley_manna_charged_total',
+    help: 'Manna charged for tool calls that completed (refunded holds are not counted), by tool',
+    labelNames: ['tool'] as const,
+    registers,
+  });
   const operationNames = new Set<string>();
 
   return {

@@ -73,7 +73,12 @@ class Subscriber implements BusSubscription {
       return { value: next, done: false };
     }
     if (next === undefined) {
-      this.final = { end: true, code: 'SLOW_CONSUMER', reason: 'The client fell so far behind that the events it missed are gone; read the session again', lastSeq: this.position };
+      this.final = {
+        end: true,
+        code: 'SLOW_CONSUMER',
+        reason: 'The client fell so far behind that the events it missed are gone; read the session again',
+        lastSeq: this.position,
+      };
     }
     if (this.final) {
       const final = this.final;
@@ -128,10 +133,13 @@ export function createMemoryBus(config: EventsConfig): EventBus {
 
   // Sessions nobody watches and nothing happens in are forgotten after a while, with their
   // replay log (a later resume gets EVENTS_EXPIRED and re-reads the session).
-  const sweep = setInterval(() => {
-    const cutoff = Date.now() - config.idleTtlMs;
-    for (const [id, c] of channels) if (c.subscribers.size === 0 && c.lastEventAt < cutoff) channels.delete(id);
-  }, Math.min(config.idleTtlMs, 60_000));
+  const sweep = setInterval(
+    () => {
+      const cutoff = Date.now() - config.idleTtlMs;
+      for (const [id, c] of channels) if (c.subscribers.size === 0 && c.lastEventAt < cutoff) channels.delete(id);
+    },
+    Math.min(config.idleTtlMs, 60_000),
+  );
   sweep.unref();
 
   return {
@@ -155,7 +163,10 @@ export function createMemoryBus(config: EventsConfig): EventBus {
       // A seq this channel never issued comes from an earlier life of the server, and one older
       // than the log is a gap: either way the client must re-read the session.
       else if (after !== undefined && (after > c.seq || c.after(after) === undefined)) {
-        subscriber.end('EVENTS_EXPIRED', `Events after ${after} are no longer available; read the session again and subscribe without "after"`);
+        subscriber.end(
+          'EVENTS_EXPIRED',
+          `Events after ${after} are no longer available; read the session again and subscribe without "after"`,
+        );
       }
       return subscriber;
     },
@@ -181,7 +192,8 @@ export function createMemoryBus(config: EventsConfig): EventBus {
     async close() {
       closed = true;
       clearInterval(sweep);
-      for (const c of channels.values()) for (const s of c.subscribers) s.end('SHUTTING_DOWN', 'The server is shutting down; reconnect to resume');
+      for (const c of channels.values())
+        for (const s of c.subscribers) s.end('SHUTTING_DOWN', 'The server is shutting down; reconnect to resume');
     },
 
     describe: async () => ({ events: 'in process (one instance; set REDIS_URL to share events between instances)', reachable: true }),

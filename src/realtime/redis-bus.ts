@@ -159,7 +159,12 @@ class Subscriber implements BusSubscription {
     const events = await this.reader.range(this.channel.sessionId, position + 1, 256);
     if (events[0]?.seq === position + 1) this.pending = events;
     else if (this.channel.lastSeq !== null && position < this.channel.lastSeq) {
-      this.final ??= { end: true, code: 'SLOW_CONSUMER', reason: 'The client fell so far behind that the events it missed are gone; read the session again', lastSeq: position };
+      this.final ??= {
+        end: true,
+        code: 'SLOW_CONSUMER',
+        reason: 'The client fell so far behind that the events it missed are gone; read the session again',
+        lastSeq: position,
+      };
     }
   }
 
@@ -177,7 +182,10 @@ class Subscriber implements BusSubscription {
         if (!this.checked) {
           this.checked = true;
           if (!(await this.checkResumePoint(this.position!))) {
-            this.end('EVENTS_EXPIRED', `Events after ${this.position} are no longer available; read the session again and subscribe without "after"`);
+            this.end(
+              'EVENTS_EXPIRED',
+              `Events after ${this.position} are no longer available; read the session again and subscribe without "after"`,
+            );
             continue;
           }
         }
@@ -247,7 +255,11 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   let subscriberCount = 0;
   let closed = false;
 
-  const decode = (sessionId: string, [id, fields]: Entry): SessionEvent => ({ ...JSON.parse(fields[1]!), seq: Number(id.slice(0, id.indexOf('-'))), sessionId });
+  const decode = (sessionId: string, [id, fields]: Entry): SessionEvent => ({
+    ...JSON.parse(fields[1]!),
+    seq: Number(id.slice(0, id.indexOf('-'))),
+    sessionId,
+  });
 
   const reader: Reader = {
     async range(sessionId, fromSeq, count) {
@@ -260,7 +272,11 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   /** Events from `fromSeq` up to (not including) `untilSeq`, in order, to close a gap. */
   async function catchUp(c: Channel, untilSeq?: number) {
     if (c.lastSeq === null) return;
-    const entries = (await commands.xrange(streamKey(c.sessionId), `${c.lastSeq + 1}`, untilSeq === undefined ? '+' : `${untilSeq - 1}`)) as Entry[];
+    const entries = (await commands.xrange(
+      streamKey(c.sessionId),
+      `${c.lastSeq + 1}`,
+      untilSeq === undefined ? '+' : `${untilSeq - 1}`,
+    )) as Entry[];
     for (const e of entries) c.append(decode(c.sessionId, e));
   }
 
@@ -285,7 +301,10 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
 
   listener.on('message', (name: string, message: string) => {
     if (name === CONTROL) {
-      const signal = JSON.parse(message) as { from: string } & ({ type: 'revoke_key'; keyId: string } | ({ type: 'cancel' } & CancelRequest));
+      const signal = JSON.parse(message) as { from: string } & (
+        | { type: 'revoke_key'; keyId: string }
+        | ({ type: 'cancel' } & CancelRequest)
+      );
       if (signal.from === instance) return;
       if (signal.type === 'revoke_key') for (const l of keyListeners) l(signal.keyId);
       else for (const l of cancelListeners) l({ sessionId: signal.sessionId, promptId: signal.promptId, reason: signal.reason });
@@ -313,7 +332,8 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   // Sessions someone here watches keep their seq alive, so a quiet hour does not restart it.
   const keepAlive = setInterval(
     () => {
-      for (const c of channels.values()) if (c.subscribers.size > 0) void commands.pexpire(seqKey(c.sessionId), config.idleTtlMs).catch(() => {});
+      for (const c of channels.values())
+        if (c.subscribers.size > 0) void commands.pexpire(seqKey(c.sessionId), config.idleTtlMs).catch(() => {});
     },
     Math.max(1_000, Math.floor(config.idleTtlMs / 3)),
   );
@@ -325,7 +345,15 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     async publish(sessionId: string, payload: SessionEventPayload) {
       const at = new Date().toISOString();
       const json = JSON.stringify({ ...payload, at });
-      const seq = await run.parleyPublish(seqKey(sessionId), streamKey(sessionId), nowMicros(), config.replayLimit, config.idleTtlMs, json, liveChannel(sessionId));
+      const seq = await run.parleyPublish(
+        seqKey(sessionId),
+        streamKey(sessionId),
+        nowMicros(),
+        config.replayLimit,
+        config.idleTtlMs,
+        json,
+        liveChannel(sessionId),
+      );
       return { ...payload, at, seq, sessionId } as SessionEvent;
     },
 
@@ -377,7 +405,10 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     async describe() {
       const where = new URL(url);
       const events = `Redis at ${where.hostname}:${where.port || 6379} (shared by every instance)`;
-      const reachable = await Promise.race([commands.ping().then(() => true), new Promise<boolean>((r) => setTimeout(r, 1_000, false))]).catch(() => false);
+      const reachable = await Promise.race([
+        commands.ping().then(() => true),
+        new Promise<boolean>((r) => setTimeout(r, 1_000, false)),
+      ]).catch(() => false);
       return { events, reachable };
     },
 

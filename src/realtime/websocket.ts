@@ -147,14 +147,23 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
       const socket = ctx.extra.socket;
       // graphql-ws registers the operation before asking: the count includes this one.
       if (Object.keys(ctx.subscriptions).length > limits.maxOperations) {
-        return [new GraphQLError(`Too many operations in flight on this connection (at most ${limits.maxOperations})`, { extensions: { code: 'TOO_MANY_OPERATIONS' } })];
+        return [
+          new GraphQLError(`Too many operations in flight on this connection (at most ${limits.maxOperations})`, {
+            extensions: { code: 'TOO_MANY_OPERATIONS' },
+          }),
+        ];
       }
       const rate = await options.rateLimiter.check(ctx.extra.viewer!, ctx.extra.request.socket.remoteAddress ?? '');
       if (rate && !rate.allowed) {
         const { message, extensions } = rateLimitedError(rate, true);
         return [new GraphQLError(message, { extensions })];
       }
-      const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({ req: ctx.extra.request, socket, params, viewer: ctx.extra.viewer });
+      const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+        req: ctx.extra.request,
+        socket,
+        params,
+        viewer: ctx.extra.viewer,
+      });
       // A syntax error, or a limit the envelope enforces by throwing (tokens, depth): an error
       // for this operation, and the socket goes on.
       let document;
@@ -244,18 +253,21 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
   // A subscription whose sends stall (the client stopped reading) holds only what is in flight,
   // but its socket is dropped once nothing has drained for `slowClientMs`.
   const stuckSince = new WeakMap<WebSocket, number>();
-  const monitor = setInterval(() => {
-    const now = Date.now();
-    for (const ws of wss.clients) {
-      if (ws.bufferedAmount === 0) {
-        stuckSince.delete(ws);
-        continue;
+  const monitor = setInterval(
+    () => {
+      const now = Date.now();
+      for (const ws of wss.clients) {
+        if (ws.bufferedAmount === 0) {
+          stuckSince.delete(ws);
+          continue;
+        }
+        const since = stuckSince.get(ws) ?? now;
+        stuckSince.set(ws, since);
+        if (now - since >= options.events.slowClientMs) dropSlow(ws);
       }
-      const since = stuckSince.get(ws) ?? now;
-      stuckSince.set(ws, since);
-      if (now - since >= options.events.slowClientMs) dropSlow(ws);
-    }
-  }, Math.max(50, Math.min(1000, options.events.slowClientMs / 4)));
+    },
+    Math.max(50, Math.min(1000, options.events.slowClientMs / 4)),
+  );
   monitor.unref();
 
   return {
@@ -267,7 +279,10 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
       stopRevocations();
       let timer: NodeJS.Timeout | undefined;
       if (subscriptions.size > 0) {
-        await Promise.race([new Promise<void>((resolve) => (allEnded = resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, LAST_RESULTS_MS)))]);
+        await Promise.race([
+          new Promise<void>((resolve) => (allEnded = resolve)),
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, LAST_RESULTS_MS))),
+        ]);
         clearTimeout(timer);
       }
       for (const ws of wss.clients) ws.close(1001, 'The server is going away; reconnect');

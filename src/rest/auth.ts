@@ -15,7 +15,8 @@ export type Admission = (request: FastifyRequest, reply: FastifyReply) => Promis
 
 /** A request refused before its body is read closes its connection rather than wait for the body to drain. */
 export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply) {
-  if (request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0) reply.header('connection', 'close');
+  if (request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0)
+    reply.header('connection', 'close');
 }
 
 /**

@@ -42,6 +42,8 @@ export function conceptRoutes(app: FastifyInstance, services: Services) {
   }));
 
   app.patch<{ Params: { conceptId: string } }>('/v2/concepts/:conceptId', { config: { errors } }, async (request) => ({
-    concept: toRestConcept(await services.concepts.update(request.viewer, request.params.conceptId, names.toDomain(request.body, ['images']))),
+    concept: toRestConcept(
+      await services.concepts.update(request.viewer, request.params.conceptId, names.toDomain(request.body, ['images'])),
+    ),
   }));
 }

@@ -64,7 +64,10 @@ export const toRestSearchDoc = (viewer: Viewer, c: SearchRow): z.input<typeof re
   args: c.args,
   mediaAttributes: c.mediaAttributes,
   user: { id: c.user.id, username: c.user.username },
-  agent: c.agent && canReadAgent(viewer, c.agent) ? { id: c.agent.id, key: c.agent.user.username, name: c.agent.name, image: c.agent.image } : null,
+  agent:
+    c.agent && canReadAgent(viewer, c.agent)
+      ? { id: c.agent.id, key: c.agent.user.username, name: c.agent.name, image: c.agent.image }
+      : null,
   likeCount: c.likeCount,
   createdAt: c.createdAt,
   score: c.score,

@@ -6,7 +6,15 @@ import type { Services } from '../domain/services.ts';
 
 /** Built field by field: `secrets` is never part of a response. */
 export const restDeploymentSchema = z
-  .object({ id: z.string(), agent: z.string(), user: z.string(), platform: z.enum(DeploymentPlatform), config: z.unknown(), valid: z.boolean(), createdAt: z.date() })
+  .object({
+    id: z.string(),
+    agent: z.string(),
+    user: z.string(),
+    platform: z.enum(DeploymentPlatform),
+    config: z.unknown(),
+    valid: z.boolean(),
+    createdAt: z.date(),
+  })
   .meta({ id: 'Deployment' });
 
 export const toRestDeployment = (d: Omit<Deployment, 'secrets'>): z.input<typeof restDeploymentSchema> => ({

@@ -66,8 +66,10 @@ export function installErrorHandlers(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const domainError = isDomainError(error) ? error : nulCharacterError(error);
     if (domainError) return sendDomainError(reply, domainError, request.routeOptions.config.errors);
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return transportError(reply, 413, 'Payload Too Large', 'Request body is larger than 1 MiB');
-    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return transportError(reply, 415, 'Unsupported Media Type', 'Send request bodies as application/json');
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      return transportError(reply, 413, 'Payload Too Large', 'Request body is larger than 1 MiB');
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+      return transportError(reply, 415, 'Unsupported Media Type', 'Send request bodies as application/json');
     if (isDatabaseUnavailable(error)) {
       request.log.warn({ err: error }, 'the database is unavailable');
       return transportError(reply.header('retry-after', String(RETRY_AFTER_SECONDS)), 503, 'Service Unavailable', DATABASE_UNAVAILABLE);
@@ -84,8 +86,14 @@ export function installErrorHandlers(app: FastifyInstance) {
     const path = request.url.split('?')[0]!;
     const allowed = methodsOf(path);
     // A route that takes this method and still found nothing (a missing media file) is a 404.
-    if (allowed.length === 0 || allowed.includes(request.method as (typeof allowed)[number])) return transportError(reply, 404, 'Not Found', `No route for ${request.method} ${path}`);
-    return transportError(reply.header('allow', allowed.join(', ')), 405, 'Method Not Allowed', `${request.method} is not allowed on ${path}; it takes ${allowed.join(', ')}`);
+    if (allowed.length === 0 || allowed.includes(request.method as (typeof allowed)[number]))
+      return transportError(reply, 404, 'Not Found', `No route for ${request.method} ${path}`);
+    return transportError(
+      reply.header('allow', allowed.join(', ')),
+      405,
+      'Method Not Allowed',
+      `${request.method} is not allowed on ${path}; it takes ${allowed.join(', ')}`,
+    );
   });
 }
 

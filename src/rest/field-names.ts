@@ -16,11 +16,7 @@ export function fieldNames(table: Record<string, string>) {
     if (!isObject(body)) return body;
     return Object.fromEntries(
       Object.entries(body).map(([key, value]) => {
-        const inner = nested.includes(key)
-          ? Array.isArray(value)
-            ? value.map((v) => toDomain(v))
-            : toDomain(value)
-          : value;
+        const inner = nested.includes(key) ? (Array.isArray(value) ? value.map((v) => toDomain(v)) : toDomain(value)) : value;
         return [restToDomain.get(key) ?? key, inner];
       }),
     );
@@ -40,7 +36,10 @@ export function fieldNames(table: Record<string, string>) {
     const inner = (key: keyof WrapperDef) => domain.clone({ ...def, [key]: schema(def[key] as z.ZodType) } as typeof domain._zod.def);
     switch (def.type) {
       case 'object':
-        return domain.clone({ ...def, shape: Object.fromEntries(Object.entries(def.shape!).map(([key, value]) => [toRest(key), schema(value)])) } as typeof domain._zod.def);
+        return domain.clone({
+          ...def,
+          shape: Object.fromEntries(Object.entries(def.shape!).map(([key, value]) => [toRest(key), schema(value)])),
+        } as typeof domain._zod.def);
       case 'array':
         return inner('element');
       case 'record':

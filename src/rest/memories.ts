@@ -8,7 +8,12 @@ const errors: RestErrorStyle = { bodyKey: 'error' };
 export { errors as memoryErrors };
 
 export const restMemorySchema = z
-  .object({ id: z.string(), fact: z.string(), session: z.string().nullable().meta({ description: 'The session it was learnt in' }), createdAt: z.date() })
+  .object({
+    id: z.string(),
+    fact: z.string(),
+    session: z.string().nullable().meta({ description: 'The session it was learnt in' }),
+    createdAt: z.date(),
+  })
   .meta({ id: 'Memory' });
 
 type Params = { Params: { agentId: string; memoryId?: string } };
@@ -16,7 +21,9 @@ type Params = { Params: { agentId: string; memoryId?: string } };
 /** What an agent remembers about the caller ("Agents - Memory"): read it, forget some or all of it. */
 export function memoryRoutes(app: FastifyInstance, services: Services) {
   app.get<Params>('/v2/agents/:agentId/memories', { config: { errors } }, async (request) => ({
-    memories: (await services.memories.list(request.viewer, request.params.agentId)).map((m): z.input<typeof restMemorySchema> => ({ id: m.id, fact: m.fact, session: m.sessionId, createdAt: m.createdAt })),
+    memories: (await services.memories.list(request.viewer, request.params.agentId)).map(
+      (m): z.input<typeof restMemorySchema> => ({ id: m.id, fact: m.fact, session: m.sessionId, createdAt: m.createdAt }),
+    ),
   }));
 
   app.delete<Params>('/v2/agents/:agentId/memories', { config: { errors } }, async (request) => ({

@@ -69,7 +69,9 @@ const messagesQuery = z.object({
 });
 
 const resume = {
-  query: z.object({ after: z.string().regex(/^\d+$/).optional().meta({ description: 'The id of the last event received (same as Last-Event-ID)' }) }),
+  query: z.object({
+    after: z.string().regex(/^\d+$/).optional().meta({ description: 'The id of the last event received (same as Last-Event-ID)' }),
+  }),
   headers: z.object({ 'last-event-id': z.string().regex(/^\d+$/).optional() }),
 };
 
@@ -78,35 +80,185 @@ const STREAM_NOTE =
 
 /** Every REST route: the spec's 18 operations, and what sessions, memories and this document need besides. */
 const operations: Operation[] = [
-  { id: 'listSharedSessions', method: 'get', path: '/v2/sessions/shared', tag: 'Sessions - Permissions', summary: 'Sessions shared with you', query: sharedListQuery, ok: { json: z.object({ sharedSessions: z.array(restSessionSchema), nextCursor }) }, errors: { style: shareErrors, codes: ['BAD_USER_INPUT'] } },
-  { id: 'deleteApiKey', method: 'delete', path: '/apikeys', tag: 'API Keys', summary: 'Delete one of your API keys (for good, at once)', body: z.object({ apiKey: z.string() }), ok: { json: z.object({}).strict() }, errors: { style: apiKeyErrors, codes: ['BAD_USER_INPUT', 'NOT_FOUND'] } },
-  { id: 'updateAgent', method: 'patch', path: '/v2/agents/:agentId', tag: 'Agents', summary: 'Update an agent you own (only the fields sent change)', body: agentNames.schema(agentPatchSchema), ok: { json: z.object({ agentId: id }) }, errors: { style: agentErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'CONFLICT', 'UNPROCESSABLE'] } },
+  {
+    id: 'listSharedSessions',
+    method: 'get',
+    path: '/v2/sessions/shared',
+    tag: 'Sessions - Permissions',
+    summary: 'Sessions shared with you',
+    query: sharedListQuery,
+    ok: { json: z.object({ sharedSessions: z.array(restSessionSchema), nextCursor }) },
+    errors: { style: shareErrors, codes: ['BAD_USER_INPUT'] },
+  },
+  {
+    id: 'deleteApiKey',
+    method: 'delete',
+    path: '/apikeys',
+    tag: 'API Keys',
+    summary: 'Delete one of your API keys (for good, at once)',
+    body: z.object({ apiKey: z.string() }),
+    ok: { json: z.object({}).strict() },
+    errors: { style: apiKeyErrors, codes: ['BAD_USER_INPUT', 'NOT_FOUND'] },
+  },
+  {
+    id: 'updateAgent',
+    method: 'patch',
+    path: '/v2/agents/:agentId',
+    tag: 'Agents',
+    summary: 'Update an agent you own (only the fields sent change)',
+    body: agentNames.schema(agentPatchSchema),
+    ok: { json: z.object({ agentId: id }) },
+    errors: { style: agentErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'CONFLICT', 'UNPROCESSABLE'] },
+  },
   {
     id: 'sendMessage',
     method: 'post',
     path: '/v2/sessions',
     tag: 'Sessions',
     summary: 'Send a message to a session, or start one with it; with `stream: true`, watch the replies',
-    body: sessionNames.schema(sendMessageSchema).extend({ stream: z.boolean().optional().meta({ description: 'Answer with the event stream of this prompt instead of its session id' }) }),
+    body: sessionNames.schema(sendMessageSchema).extend({
+      stream: z.boolean().optional().meta({ description: 'Answer with the event stream of this prompt instead of its session id' }),
+    }),
     ok: { json: z.object({ session_id: id }), events: true },
     errors: { style: sessionErrors, codes: ['BAD_USER_INPUT', 'FORBIDDEN', 'NOT_FOUND'] },
   },
-  { id: 'updateConcept', method: 'patch', path: '/v2/concepts/:conceptId', tag: 'Concepts V2', summary: 'Update a concept you own', body: conceptNames.schema(conceptPatchSchema), ok: { json: z.object({ concept: restConceptSchema }) }, errors: { style: conceptErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] } },
-  { id: 'reactToMessage', method: 'post', path: '/v2/sessions/react', tag: 'Sessions', summary: 'React to a message (the same reaction again takes it back)', body: sessionNames.schema(reactionSchema), ok: { json: z.object({ success, message: z.string() }) }, errors: { style: sessionErrors, codes: ['BAD_USER_INPUT', 'FORBIDDEN', 'NOT_FOUND'] } },
-  { id: 'listTools', method: 'get', path: '/v2/tools', tag: 'Tools', summary: 'The tools agents can use, in display order', ok: { json: z.object({ tools: z.array(restToolSchema) }) } },
-  { id: 'searchCreations', method: 'get', path: '/v2/creations/search', tag: 'Creations', summary: 'Search creations by meaning (embeddings), a page at a time', query: searchInput, ok: { json: restSearchPageSchema }, errors: { style: creationErrors, codes: ['BAD_USER_INPUT'] } },
-  { id: 'deleteSession', method: 'delete', path: '/v2/sessions/:session_id', tag: 'Sessions', summary: 'Delete a session you own, with its messages', ok: { json: z.object({ success }) }, errors: { style: sessionDeleteErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] } },
-  { id: 'getModel', method: 'get', path: '/v2/models/:modelId', tag: 'Models', summary: 'A model (LoRA) of yours, or a public one', ok: { json: z.object({ model: restModelSchema }) }, errors: { style: modelErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] } },
-  { id: 'unlikeCreation', method: 'delete', path: '/v2/creations/:creationId/like', tag: 'Creations', summary: 'Take back your like', ok: { json: z.object({ message: z.string() }) }, errors: { style: creationErrors, codes: ['NOT_FOUND'] } },
-  { id: 'likeCreation', method: 'post', path: '/v2/creations/:creationId/like', tag: 'Creations', summary: 'Like a creation you can see', ok: { json: z.object({ message: z.string() }) }, errors: { style: creationErrors, codes: ['NOT_FOUND', 'BAD_USER_INPUT'] } },
-  { id: 'getMyProfile', method: 'get', path: '/v2/creators/me', tag: 'Creators', summary: 'Your creator profile and manna balances', ok: { json: restProfileSchema } },
-  { id: 'getConcept', method: 'get', path: '/v2/concepts/:conceptId', tag: 'Concepts V2', summary: 'A concept of yours, or a public one', ok: { json: z.object({ concept: restConceptSchema }) }, errors: { style: conceptErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] } },
-  { id: 'listDeployments', method: 'get', path: '/v2/agents/deployments', tag: 'Agents - Deployments', summary: 'Deployments of the agents you own, newest first', ok: { json: z.object({ deployments: z.array(restDeploymentSchema) }) } },
-  { id: 'listTriggers', method: 'get', path: '/v2/agents/triggers', tag: 'Agents - Triggers', summary: 'Triggers of the agents you own, newest first', ok: { json: z.object({ triggers: z.array(restTriggerSchema) }) } },
-  { id: 'getAgent', method: 'get', path: '/v2/agents/:agentId', tag: 'Agents', summary: 'An agent of yours, or a public one', ok: { json: z.object({ agent: restAgentSchema }) }, errors: { style: agentErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] } },
-  { id: 'getSharedSession', method: 'get', path: '/v2/sessions/share/:share_id', tag: 'Sessions', summary: 'A publicly shared session, as it was when shared', public: true, ok: { json: z.object({ share: restShareSchema }) }, errors: { style: shareErrors, codes: ['NOT_FOUND'] } },
+  {
+    id: 'updateConcept',
+    method: 'patch',
+    path: '/v2/concepts/:conceptId',
+    tag: 'Concepts V2',
+    summary: 'Update a concept you own',
+    body: conceptNames.schema(conceptPatchSchema),
+    ok: { json: z.object({ concept: restConceptSchema }) },
+    errors: { style: conceptErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
+  },
+  {
+    id: 'reactToMessage',
+    method: 'post',
+    path: '/v2/sessions/react',
+    tag: 'Sessions',
+    summary: 'React to a message (the same reaction again takes it back)',
+    body: sessionNames.schema(reactionSchema),
+    ok: { json: z.object({ success, message: z.string() }) },
+    errors: { style: sessionErrors, codes: ['BAD_USER_INPUT', 'FORBIDDEN', 'NOT_FOUND'] },
+  },
+  {
+    id: 'listTools',
+    method: 'get',
+    path: '/v2/tools',
+    tag: 'Tools',
+    summary: 'The tools agents can use, in display order',
+    ok: { json: z.object({ tools: z.array(restToolSchema) }) },
+  },
+  {
+    id: 'searchCreations',
+    method: 'get',
+    path: '/v2/creations/search',
+    tag: 'Creations',
+    summary: 'Search creations by meaning (embeddings), a page at a time',
+    query: searchInput,
+    ok: { json: restSearchPageSchema },
+    errors: { style: creationErrors, codes: ['BAD_USER_INPUT'] },
+  },
+  {
+    id: 'deleteSession',
+    method: 'delete',
+    path: '/v2/sessions/:session_id',
+    tag: 'Sessions',
+    summary: 'Delete a session you own, with its messages',
+    ok: { json: z.object({ success }) },
+    errors: { style: sessionDeleteErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
+  },
+  {
+    id: 'getModel',
+    method: 'get',
+    path: '/v2/models/:modelId',
+    tag: 'Models',
+    summary: 'A model (LoRA) of yours, or a public one',
+    ok: { json: z.object({ model: restModelSchema }) },
+    errors: { style: modelErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
+  },
+  {
+    id: 'unlikeCreation',
+    method: 'delete',
+    path: '/v2/creations/:creationId/like',
+    tag: 'Creations',
+    summary: 'Take back your like',
+    ok: { json: z.object({ message: z.string() }) },
+    errors: { style: creationErrors, codes: ['NOT_FOUND'] },
+  },
+  {
+    id: 'likeCreation',
+    method: 'post',
+    path: '/v2/creations/:creationId/like',
+    tag: 'Creations',
+    summary: 'Like a creation you can see',
+    ok: { json: z.object({ message: z.string() }) },
+    errors: { style: creationErrors, codes: ['NOT_FOUND', 'BAD_USER_INPUT'] },
+  },
+  {
+    id: 'getMyProfile',
+    method: 'get',
+    path: '/v2/creators/me',
+    tag: 'Creators',
+    summary: 'Your creator profile and manna balances',
+    ok: { json: restProfileSchema },
+  },
+  {
+    id: 'getConcept',
+    method: 'get',
+    path: '/v2/concepts/:conceptId',
+    tag: 'Concepts V2',
+    summary: 'A concept of yours, or a public one',
+    ok: { json: z.object({ concept: restConceptSchema }) },
+    errors: { style: conceptErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
+  },
+  {
+    id: 'listDeployments',
+    method: 'get',
+    path: '/v2/agents/deployments',
+    tag: 'Agents - Deployments',
+    summary: 'Deployments of the agents you own, newest first',
+    ok: { json: z.object({ deployments: z.array(restDeploymentSchema) }) },
+  },
+  {
+    id: 'listTriggers',
+    method: 'get',
+    path: '/v2/agents/triggers',
+    tag: 'Agents - Triggers',
+    summary: 'Triggers of the agents you own, newest first',
+    ok: { json: z.object({ triggers: z.array(restTriggerSchema) }) },
+  },
+  {
+    id: 'getAgent',
+    method: 'get',
+    path: '/v2/agents/:agentId',
+    tag: 'Agents',
+    summary: 'An agent of yours, or a public one',
+    ok: { json: z.object({ agent: restAgentSchema }) },
+    errors: { style: agentErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
+  },
+  {
+    id: 'getSharedSession',
+    method: 'get',
+    path: '/v2/sessions/share/:share_id',
+    tag: 'Sessions',
+    summary: 'A publicly shared session, as it was when shared',
+    public: true,
+    ok: { json: z.object({ share: restShareSchema }) },
+    errors: { style: shareErrors, codes: ['NOT_FOUND'] },
+  },
 
-  { id: 'listMySessions', method: 'get', path: '/v2/sessions', tag: 'Sessions', summary: 'Sessions you take part in, latest activity first', query: listQuery, ok: { json: z.object({ sessions: z.array(restSessionSchema), nextCursor }) }, errors: { style: sessionErrors, codes: ['BAD_USER_INPUT'] } },
+  {
+    id: 'listMySessions',
+    method: 'get',
+    path: '/v2/sessions',
+    tag: 'Sessions',
+    summary: 'Sessions you take part in, latest activity first',
+    query: listQuery,
+    ok: { json: z.object({ sessions: z.array(restSessionSchema), nextCursor }) },
+    errors: { style: sessionErrors, codes: ['BAD_USER_INPUT'] },
+  },
   {
     id: 'getSession',
     method: 'get',
@@ -114,21 +266,44 @@ const operations: Operation[] = [
     tag: 'Sessions',
     summary: 'A session and a page of its messages (the latest, or around a cursor)',
     query: messagesQuery,
-    ok: { json: z.object({ session: restSessionSchema, messages: z.array(restMessageSchema), page: z.object({ hasOlder: success, hasNewer: success, olderCursor: z.string().nullable(), newerCursor: z.string().nullable() }) }) },
+    ok: {
+      json: z.object({
+        session: restSessionSchema,
+        messages: z.array(restMessageSchema),
+        page: z.object({ hasOlder: success, hasNewer: success, olderCursor: z.string().nullable(), newerCursor: z.string().nullable() }),
+      }),
+    },
     errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
   },
-  { id: 'watchSession', method: 'get', path: '/v2/sessions/:session_id/events', tag: 'Sessions', summary: 'Everything that happens in a session, live; resumable with Last-Event-ID', ...resume, ok: { events: true }, errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] } },
+  {
+    id: 'watchSession',
+    method: 'get',
+    path: '/v2/sessions/:session_id/events',
+    tag: 'Sessions',
+    summary: 'Everything that happens in a session, live; resumable with Last-Event-ID',
+    ...resume,
+    ok: { events: true },
+    errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
+  },
   {
     id: 'cancelReplies',
     method: 'post',
     path: '/v2/sessions/:session_id/cancel',
     tag: 'Sessions',
-    summary: "Stop the replies being written (to one prompt, or all); their running tools are refunded",
+    summary: 'Stop the replies being written (to one prompt, or all); their running tools are refunded',
     body: z.object({ prompt_id: z.string().optional() }),
     ok: { json: z.object({ success, cancelled: z.number().int().meta({ description: 'Prompts whose replies were stopped' }) }) },
     errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
   },
-  { id: 'shareSession', method: 'post', path: '/v2/sessions/:session_id/share', tag: 'Sessions - Permissions', summary: 'Share a session you own publicly, as it is now', ok: { json: z.object({ share: restShareSchema }) }, errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] } },
+  {
+    id: 'shareSession',
+    method: 'post',
+    path: '/v2/sessions/:session_id/share',
+    tag: 'Sessions - Permissions',
+    summary: 'Share a session you own publicly, as it is now',
+    ok: { json: z.object({ share: restShareSchema }) },
+    errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
+  },
   {
     id: 'addSessionUser',
     method: 'post',
@@ -139,11 +314,51 @@ const operations: Operation[] = [
     ok: { json: z.object({ success, user: id, permission: sessionUserSchema.shape.permission }) },
     errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
   },
-  { id: 'removeSessionUser', method: 'delete', path: '/v2/sessions/:session_id/users/:user_id', tag: 'Sessions - Permissions', summary: 'Remove a user from a session you own', ok: { json: z.object({ success }) }, errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] } },
-  { id: 'listMemories', method: 'get', path: '/v2/agents/:agentId/memories', tag: 'Agents - Memory', summary: 'What the agent remembers about you', ok: { json: z.object({ memories: z.array(restMemorySchema) }) }, errors: { style: memoryErrors, codes: ['NOT_FOUND'] } },
-  { id: 'forgetMemories', method: 'delete', path: '/v2/agents/:agentId/memories', tag: 'Agents - Memory', summary: 'Make the agent forget everything about you', ok: { json: z.object({ deleted: z.number().int() }) }, errors: { style: memoryErrors, codes: ['NOT_FOUND'] } },
-  { id: 'forgetMemory', method: 'delete', path: '/v2/agents/:agentId/memories/:memoryId', tag: 'Agents - Memory', summary: 'Make the agent forget one thing about you', ok: { json: z.object({ deleted: z.number().int() }) }, errors: { style: memoryErrors, codes: ['NOT_FOUND'] } },
-  { id: 'getOpenApi', method: 'get', path: OPENAPI_PATH, tag: 'Meta', summary: 'This description of the REST API (OpenAPI 3.1)', public: true, ok: { json: z.record(z.string(), z.unknown()) } },
+  {
+    id: 'removeSessionUser',
+    method: 'delete',
+    path: '/v2/sessions/:session_id/users/:user_id',
+    tag: 'Sessions - Permissions',
+    summary: 'Remove a user from a session you own',
+    ok: { json: z.object({ success }) },
+    errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
+  },
+  {
+    id: 'listMemories',
+    method: 'get',
+    path: '/v2/agents/:agentId/memories',
+    tag: 'Agents - Memory',
+    summary: 'What the agent remembers about you',
+    ok: { json: z.object({ memories: z.array(restMemorySchema) }) },
+    errors: { style: memoryErrors, codes: ['NOT_FOUND'] },
+  },
+  {
+    id: 'forgetMemories',
+    method: 'delete',
+    path: '/v2/agents/:agentId/memories',
+    tag: 'Agents - Memory',
+    summary: 'Make the agent forget everything about you',
+    ok: { json: z.object({ deleted: z.number().int() }) },
+    errors: { style: memoryErrors, codes: ['NOT_FOUND'] },
+  },
+  {
+    id: 'forgetMemory',
+    method: 'delete',
+    path: '/v2/agents/:agentId/memories/:memoryId',
+    tag: 'Agents - Memory',
+    summary: 'Make the agent forget one thing about you',
+    ok: { json: z.object({ deleted: z.number().int() }) },
+    errors: { style: memoryErrors, codes: ['NOT_FOUND'] },
+  },
+  {
+    id: 'getOpenApi',
+    method: 'get',
+    path: OPENAPI_PATH,
+    tag: 'Meta',
+    summary: 'This description of the REST API (OpenAPI 3.1)',
+    public: true,
+    ok: { json: z.record(z.string(), z.unknown()) },
+  },
 ];
 
 /** Every error a route may answer, grouped by status; a status with more than one body shape lists them all. */
@@ -168,7 +383,10 @@ function errorResponses(op: Operation): Record<string, ResponseConfig> {
   return Object.fromEntries(
     [...byStatus].map(([status, { reasons, bodies }]) => {
       const schema = bodies.size === 1 ? [...bodies][0]! : z.union([...bodies]);
-      return [String(status), { description: reasons.map((r) => r[0]!.toUpperCase() + r.slice(1)).join('; '), content: { 'application/json': { schema } } }];
+      return [
+        String(status),
+        { description: reasons.map((r) => r[0]!.toUpperCase() + r.slice(1)).join('; '), content: { 'application/json': { schema } } },
+      ];
     }),
   );
 }
@@ -177,11 +395,21 @@ const parameterNames = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) =
 
 function buildDocument() {
   const registry = new OpenAPIRegistry();
-  registry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'A key from `parley keys create` (shown once)' });
+  registry.registerComponent('securitySchemes', 'ApiKey', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Api-Key',
+    description: 'A key from `parley keys create` (shown once)',
+  });
   for (const op of operations) {
     const params = parameterNames(op.path);
     const success: ResponseConfig = {
-      description: op.ok.events && !op.ok.json ? STREAM_NOTE : op.ok.events ? `The session id; with \`stream: true\`, ${STREAM_NOTE[0]!.toLowerCase()}${STREAM_NOTE.slice(1)}` : 'OK',
+      description:
+        op.ok.events && !op.ok.json
+          ? STREAM_NOTE
+          : op.ok.events
+            ? `The session id; with \`stream: true\`, ${STREAM_NOTE[0]!.toLowerCase()}${STREAM_NOTE.slice(1)}`
+            : 'OK',
       content: {
         ...(op.ok.json ? { 'application/json': { schema: op.ok.json } } : {}),
         ...(op.ok.events ? { 'text/event-stream': { schema: restStreamFrameSchema } } : {}),

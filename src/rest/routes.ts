@@ -15,7 +15,18 @@ import { toolRoutes } from './tools.ts';
 import { triggerRoutes } from './triggers.ts';
 
 export function restRoutes(app: FastifyInstance, services: Services, events: EventsConfig) {
-  for (const register of [apiKeyRoutes, agentRoutes, deploymentRoutes, triggerRoutes, conceptRoutes, modelRoutes, toolRoutes, creationRoutes, creatorRoutes, memoryRoutes]) {
+  for (const register of [
+    apiKeyRoutes,
+    agentRoutes,
+    deploymentRoutes,
+    triggerRoutes,
+    conceptRoutes,
+    modelRoutes,
+    toolRoutes,
+    creationRoutes,
+    creatorRoutes,
+    memoryRoutes,
+  ]) {
     register(app, services);
   }
   sessionRoutes(app, services, events);

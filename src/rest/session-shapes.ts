@@ -32,7 +32,11 @@ export const restSessionSchema = z
     owner: z.string().meta({ description: "The owner's id" }),
     agents: z.array(z.string()).meta({ description: 'Agent ids, in the order they answer' }),
     users: z.array(z.object({ user: z.string(), permission: z.enum(SessionPermission) })),
-    budget: z.object({ manna_budget: z.number().nullable(), token_budget: z.number().int().nullable(), turn_budget: z.number().int().nullable() }),
+    budget: z.object({
+      manna_budget: z.number().nullable(),
+      token_budget: z.number().int().nullable(),
+      turn_budget: z.number().int().nullable(),
+    }),
     spent: z.object({ manna: z.number(), tokens: z.number().int(), turns: z.number().int() }),
     createdAt: z.date(),
     updatedAt: z.date(),
@@ -40,7 +44,15 @@ export const restSessionSchema = z
   .meta({ id: 'Session' });
 
 export const restToolCallSchema = z
-  .object({ id: z.string(), tool: z.string(), args: z.unknown(), status: z.enum(ToolCallStatus), result: z.unknown(), cost: z.number().nullable(), error: z.string().nullable() })
+  .object({
+    id: z.string(),
+    tool: z.string(),
+    args: z.unknown(),
+    status: z.enum(ToolCallStatus),
+    result: z.unknown(),
+    cost: z.number().nullable(),
+    error: z.string().nullable(),
+  })
   .meta({ id: 'ToolCall' });
 
 export const restMessageSchema = z
@@ -100,7 +112,15 @@ export const toRestSession = (s: RestSessionRow): z.input<typeof restSessionSche
   updatedAt: s.updatedAt,
 });
 
-export const toRestToolCall = (c: ToolCallView): z.input<typeof restToolCallSchema> => ({ id: c.id, tool: c.tool, args: c.args, status: c.status, result: c.result, cost: c.cost, error: c.error });
+export const toRestToolCall = (c: ToolCallView): z.input<typeof restToolCallSchema> => ({
+  id: c.id,
+  tool: c.tool,
+  args: c.args,
+  status: c.status,
+  result: c.result,
+  cost: c.cost,
+  error: c.error,
+});
 
 export const toRestMessage = (m: MessageView): z.input<typeof restMessageSchema> => ({
   id: m.id,
@@ -135,10 +155,23 @@ const settledToolCall = { ...ofPrompt, message_id: z.string(), agent: z.string()
 
 /** What each event of a session says on REST streams, by `type`. */
 const restEventSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('start_prompt'), ...ofPrompt, message: restMessageSchema, agent_ids: z.array(z.string()), reply_ids: z.array(z.string()) }),
+  z.object({
+    type: z.literal('start_prompt'),
+    ...ofPrompt,
+    message: restMessageSchema,
+    agent_ids: z.array(z.string()),
+    reply_ids: z.array(z.string()),
+  }),
   z.object({ type: z.literal('assistant_token'), ...streamedText }),
   z.object({ type: z.literal('assistant_thinking'), ...streamedText }),
-  z.object({ type: z.literal('assistant_message'), ...ofPrompt, agent: z.string(), content: z.string(), message: restMessageSchema, tool_calls: z.array(restToolCallSchema) }),
+  z.object({
+    type: z.literal('assistant_message'),
+    ...ofPrompt,
+    agent: z.string(),
+    content: z.string(),
+    message: restMessageSchema,
+    tool_calls: z.array(restToolCallSchema),
+  }),
   z.object({ type: z.literal('tool_complete'), ...settledToolCall }),
   z.object({ type: z.literal('tool_cancelled'), ...settledToolCall }),
   z.object({ type: z.literal('error'), ...ofPrompt, agent: z.string(), error: z.string(), message: restMessageSchema }),
@@ -163,7 +196,9 @@ export const restEndFrameSchema = z
   .meta({ id: 'SessionStreamEndFrame' });
 export const restDoneFrameSchema = z.object({ event: z.literal('done'), data: z.literal('') }).meta({ id: 'SessionStreamDoneFrame' });
 /** The JSON on each `data:` line of a session's event stream. */
-export const restStreamFrameSchema = z.union([restUpdateFrameSchema, restEndFrameSchema, restDoneFrameSchema]).meta({ id: 'SessionStreamFrame' });
+export const restStreamFrameSchema = z
+  .union([restUpdateFrameSchema, restEndFrameSchema, restDoneFrameSchema])
+  .meta({ id: 'SessionStreamFrame' });
 
 /**
  * One event as the original's stream frame: `{"event":"update","data":{"type":...}}`, with the
@@ -174,15 +209,37 @@ export function toRestFrame(e: SessionEvent): z.input<typeof restUpdateFrameSche
   const data = ((): z.input<typeof restEventSchema> => {
     switch (e.type) {
       case 'start_prompt':
-        return { type: e.type, session_id, prompt_id: e.promptId, message: toRestMessage(e.message), agent_ids: e.agentIds, reply_ids: e.replyIds };
+        return {
+          type: e.type,
+          session_id,
+          prompt_id: e.promptId,
+          message: toRestMessage(e.message),
+          agent_ids: e.agentIds,
+          reply_ids: e.replyIds,
+        };
       case 'assistant_token':
       case 'assistant_thinking':
         return { type: e.type, session_id, prompt_id: e.promptId, message_id: e.messageId, agent: e.agentId, text: e.text };
       case 'assistant_message':
-        return { type: e.type, session_id, prompt_id: e.promptId, agent: e.agentId, content: e.message.content, message: toRestMessage(e.message), tool_calls: e.message.toolCalls.map(toRestToolCall) };
+        return {
+          type: e.type,
+          session_id,
+          prompt_id: e.promptId,
+          agent: e.agentId,
+          content: e.message.content,
+          message: toRestMessage(e.message),
+          tool_calls: e.message.toolCalls.map(toRestToolCall),
+        };
       case 'tool_complete':
       case 'tool_cancelled':
-        return { type: e.type, session_id, prompt_id: e.promptId, message_id: e.messageId, agent: e.agentId, tool_call: toRestToolCall(e.toolCall) };
+        return {
+          type: e.type,
+          session_id,
+          prompt_id: e.promptId,
+          message_id: e.messageId,
+          agent: e.agentId,
+          tool_call: toRestToolCall(e.toolCall),
+        };
       case 'error':
         return { type: e.type, session_id, prompt_id: e.promptId, agent: e.agentId, error: e.error, message: toRestMessage(e.message) };
       case 'end_prompt':

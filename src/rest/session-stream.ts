@@ -32,7 +32,8 @@ export async function streamEvents(reply: FastifyReply, events: WatchStream | nu
         sse.send({ id: item.seq, data: toRestFrame(item) });
         lastSeq = item.seq;
         if (!(await sse.roomToWrite())) {
-          if (!sse.closed) ended = { code: 'SLOW_CONSUMER', reason: 'The client stopped reading; reconnect with Last-Event-ID to resume', lastSeq };
+          if (!sse.closed)
+            ended = { code: 'SLOW_CONSUMER', reason: 'The client stopped reading; reconnect with Last-Event-ID to resume', lastSeq };
           break;
         }
       }

@@ -13,7 +13,9 @@ export const restToolSchema = z
     output_type: definition.output_type,
     active: z.boolean(),
     description: definition.description,
-    cost_estimate: definition.cost_estimate.meta({ description: 'Arithmetic over the parameters (+ - * /, min, max, ceil, floor): the manna a call costs' }),
+    cost_estimate: definition.cost_estimate.meta({
+      description: 'Arithmetic over the parameters (+ - * /, min, max, ceil, floor): the manna a call costs',
+    }),
     parameters: definition.parameters,
     resolutions: z.array(z.string()),
     thumbnail: z.string().nullable(),

@@ -34,7 +34,10 @@ describe('parley CLI and server process', () => {
     const first = await runCli(['migrate'], db.env);
     expect(first.code).toBe(0);
     if (onRealPostgres()) expect(first.stdout).toMatch(/applied: \d+_init/);
-    else expect(first.stdout).toBe("new database: copied from the build's snapshot, which has the migrations up to it\ndatabase is up to date\n");
+    else
+      expect(first.stdout).toBe(
+        "new database: copied from the build's snapshot, which has the migrations up to it\ndatabase is up to date\n",
+      );
     const second = await runCli(['migrate'], db.env);
     expect(second.stdout.trim()).toBe('database is up to date');
   });
@@ -44,7 +47,8 @@ describe('parley CLI and server process', () => {
     expect(first.code, first.stderr).toBe(0);
     firstManifest = JSON.parse(first.stdout);
     expect(firstManifest.users.map((u: any) => u.username)).toEqual(['alice', 'bob']);
-    for (const u of firstManifest.users) expect(u).toEqual({ id: expect.any(String), username: expect.any(String), apiKey: expect.stringMatching(/^pk_/) });
+    for (const u of firstManifest.users)
+      expect(u).toEqual({ id: expect.any(String), username: expect.any(String), apiKey: expect.stringMatching(/^pk_/) });
     expect(firstManifest.agents.map((a: any) => a.owner).sort()).toEqual(expect.arrayContaining(['alice', 'bob']));
     for (const a of firstManifest.agents) expect(a).toEqual({ id: expect.any(String), key: expect.any(String), owner: expect.any(String) });
     expect(firstManifest.concepts).toEqual([{ id: expect.any(String), owner: 'alice' }]);
@@ -113,7 +117,8 @@ describe('parley CLI and server process', () => {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'x-api-key': alice.apiKey },
           body: JSON.stringify({
-            query: 'query Page($after: String) { me { creations(first: 100, after: $after) { edges { node { id } } pageInfo { hasNextPage endCursor } } } }',
+            query:
+              'query Page($after: String) { me { creations(first: 100, after: $after) { edges { node { id } } pageInfo { hasNextPage endCursor } } } }',
             variables: { after },
           }),
         });
@@ -136,7 +141,9 @@ describe('parley CLI and server process', () => {
       const inFlight = fetch(`${server.url}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': alice.apiKey },
-        body: JSON.stringify({ query: '{ me { creations(first: 100) { edges { node { id name creator { username } tool { name } } } } } }' }),
+        body: JSON.stringify({
+          query: '{ me { creations(first: 100) { edges { node { id name creator { username } tool { name } } } } } }',
+        }),
       });
       await server.waitFor(/"url":"\/graphql".*"msg":"incoming request"/, { since: sentAt });
       server.child.kill('SIGTERM');
@@ -151,7 +158,10 @@ describe('parley CLI and server process', () => {
 
   it('refuses to start with a broken tool file, naming the file and the field', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'parley-tools-'));
-    await writeFile(join(dir, 'broken.yaml'), 'key: broken\nname: Broken\ndescription: x\noutput_type: hologram\norder: 1\ncost_estimate: "1"\nparameters:\n  - {name: prompt, type: string, description: p}\n');
+    await writeFile(
+      join(dir, 'broken.yaml'),
+      'key: broken\nname: Broken\ndescription: x\noutput_type: hologram\norder: 1\ncost_estimate: "1"\nparameters:\n  - {name: prompt, type: string, description: p}\n',
+    );
     const server = await startServerProcess({ ...db.env, TOOLS_DIR: dir });
     expect(await server.exited).toBe(1);
     expect(server.output()).toMatch(/broken\.yaml: output_type: /);

@@ -22,9 +22,14 @@ describe('parley creations', () => {
 
   /** Counts rows straight from the database, between runs (no process holds it then). */
   async function creationsInDatabase() {
-    const database = await openDatabase(db.env.DATABASE_URL ? { kind: 'postgres', url: db.env.DATABASE_URL } : { kind: 'pglite', dataDir: db.env.DATA_DIR! });
+    const database = await openDatabase(
+      db.env.DATABASE_URL ? { kind: 'postgres', url: db.env.DATABASE_URL } : { kind: 'pglite', dataDir: db.env.DATA_DIR! },
+    );
     try {
-      const rows = await database.prisma.creation.findMany({ where: { user: { username: 'alice' }, url: { startsWith: 'https://import.example.com/' } }, select: { id: true, embeddingProvider: true } });
+      const rows = await database.prisma.creation.findMany({
+        where: { user: { username: 'alice' }, url: { startsWith: 'https://import.example.com/' } },
+        select: { id: true, embeddingProvider: true },
+      });
       return { ids: rows.map((r) => r.id), providers: new Set(rows.map((r) => r.embeddingProvider)) };
     } finally {
       await database.close();
@@ -43,7 +48,15 @@ describe('parley creations', () => {
     const lines: string[] = [];
     for (let i = 0; i < 700; i++) {
       const id = `import-${i}`;
-      const line: Record<string, unknown> = { id, user: 'alice', name: `Imported creation ${i}`, tool: 'flux_dev', url: `https://import.example.com/${i}.png`, args: { prompt: `prompt ${i}` }, public: i % 2 === 0 };
+      const line: Record<string, unknown> = {
+        id,
+        user: 'alice',
+        name: `Imported creation ${i}`,
+        tool: 'flux_dev',
+        url: `https://import.example.com/${i}.png`,
+        args: { prompt: `prompt ${i}` },
+        public: i % 2 === 0,
+      };
       if (i % 10 === 0) line.agent = 'muse';
       if (i % 7 === 0) line.embedding = axis(i % 700);
       if (i % 7 === 0 && i % 3 === 0) line.embeddingProvider = 'some-other-model';
@@ -54,7 +67,10 @@ describe('parley creations', () => {
       [5, '{"user": "alice", "name": "broken'],
       [60, JSON.stringify({ user: 'alice', tool: 'flux_dev', url: 'https://import.example.com/x.png' })],
       [120, JSON.stringify({ user: 'nobody-here', name: 'x', tool: 'flux_dev', url: 'https://import.example.com/y.png' })],
-      [180, JSON.stringify({ user: 'alice', agent: 'no-such-agent', name: 'x', tool: 'flux_dev', url: 'https://import.example.com/z.png' })],
+      [
+        180,
+        JSON.stringify({ user: 'alice', agent: 'no-such-agent', name: 'x', tool: 'flux_dev', url: 'https://import.example.com/z.png' }),
+      ],
       [300, JSON.stringify({ user: 'alice', name: 'x', tool: 'flux_dev', url: 'https://import.example.com/w.png', embedding: [1, 2, 3] })],
       [420, JSON.stringify({ user: 'alice', name: 'x', tool: 'flux_dev', url: 'javascript:alert(1)' })],
       [500, '[1, 2, 3]'],
@@ -72,7 +88,10 @@ describe('parley creations', () => {
   });
 
   it('has usage texts', async () => {
-    for (const args of [['creations', '--help'], ['creations', 'import', '--help']]) {
+    for (const args of [
+      ['creations', '--help'],
+      ['creations', 'import', '--help'],
+    ]) {
       const { code, stdout } = await runCli(args, env);
       expect(code).toBe(0);
       expect(stdout).toMatch(/^Usage: parley creations import <file.jsonl>/);
@@ -102,7 +121,12 @@ describe('parley creations', () => {
     const resumed = await runCli(['creations', 'import', file, '--json'], env);
     expect(resumed.code, resumed.stderr).toBe(0);
     const summary = JSON.parse(resumed.stdout);
-    expect(summary).toMatchObject({ lines: 709, imported: validIds.size - afterKill.ids.length, skipped: afterKill.ids.length + 1, rejected: 7 });
+    expect(summary).toMatchObject({
+      lines: 709,
+      imported: validIds.size - afterKill.ids.length,
+      skipped: afterKill.ids.length + 1,
+      rejected: 7,
+    });
     expect(summary.rejections.map((r: { reason: string }) => r.reason)).toEqual([
       'not valid JSON',
       'name: is required',
@@ -126,14 +150,19 @@ describe('parley creations', () => {
   it('prints a readable summary naming each rejected line', async () => {
     const { code, stdout } = await runCli(['creations', 'import', file], env);
     expect(code).toBe(0);
-    expect(stdout).toContain(`Imported 0 creations (0 embedded by openai-http:fake-clip), skipped ${validIds.size + 1} already present, rejected 7 of 709 lines.`);
+    expect(stdout).toContain(
+      `Imported 0 creations (0 embedded by openai-http:fake-clip), skipped ${validIds.size + 1} already present, rejected 7 of 709 lines.`,
+    );
     expect(stdout).toContain(`  line ${badLineNumbers[2]}: user: no creator named "nobody-here"`);
     expect(stdout).toMatch(/Rejected by reason: not valid JSON 1, name 1, user 1, agent 1, embedding 1, url 1, not a JSON object 1/);
   });
 
   it('stops when the embedding server fails, saying how to resume', async () => {
     const other = join(tmpdir(), `parley-import-${process.pid}-fail.jsonl`);
-    await writeFile(other, `${JSON.stringify({ user: 'alice', name: 'Needs a vector', tool: 'flux_dev', url: 'https://import.example.com/fail.png' })}\n`);
+    await writeFile(
+      other,
+      `${JSON.stringify({ user: 'alice', name: 'Needs a vector', tool: 'flux_dev', url: 'https://import.example.com/fail.png' })}\n`,
+    );
     server.fail(1, 500);
     const { code, stderr } = await runCli(['creations', 'import', other], env);
     expect(code).toBe(1);
@@ -153,8 +182,12 @@ describe('parley creations', () => {
     const serverProcess = await startServerProcess(offline);
     try {
       await serverProcess.waitFor(/embeddings: hashed-ngrams-v1: built-in hashed word and character n-grams \(offline fallback, not CLIP/);
-      expect(serverProcess.output()).toMatch(/\nsearch: (pgvector vector\(768\), HNSW cosine index|exact scan over real\[\]: this PostgreSQL server has no pgvector\. To index embeddings, install pgvector)/);
-      const res = await fetch(`${serverProcess.url}/v2/creations/search?query=lighthouse%20thunderstorm&limit=5`, { headers: { 'x-api-key': aliceKey } });
+      expect(serverProcess.output()).toMatch(
+        /\nsearch: (pgvector vector\(768\), HNSW cosine index|exact scan over real\[\]: this PostgreSQL server has no pgvector\. To index embeddings, install pgvector)/,
+      );
+      const res = await fetch(`${serverProcess.url}/v2/creations/search?query=lighthouse%20thunderstorm&limit=5`, {
+        headers: { 'x-api-key': aliceKey },
+      });
       const page = await res.json();
       expect(res.status).toBe(200);
       expect(page.docs[0].name).toMatch(/^Lighthouse in a thunderstorm/);

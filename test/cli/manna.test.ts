@@ -12,7 +12,13 @@ describe('parley manna grant', () => {
   it('adds forever manna by default, subscription manna with --subscription, each with a ledger row', async () => {
     const forever = await runCli(['manna', 'grant', 'dora', '12.5', '--json'], db.env);
     expect(forever.code, forever.stderr).toBe(0);
-    expect(JSON.parse(forever.stdout)).toEqual({ ledgerId: expect.any(String), amount: 12.5, kind: 'forever', subscriptionBalance: 0, foreverBalance: 12.5 });
+    expect(JSON.parse(forever.stdout)).toEqual({
+      ledgerId: expect.any(String),
+      amount: 12.5,
+      kind: 'forever',
+      subscriptionBalance: 0,
+      foreverBalance: 12.5,
+    });
     const subscription = await runCli(['manna', 'grant', 'dora', '3', '--subscription'], db.env);
     expect(subscription.code, subscription.stderr).toBe(0);
     expect(subscription.stdout.trim()).toBe('Granted 3 subscription manna to dora: balance 15.5 (subscription 3, forever 12.5).');

@@ -26,7 +26,10 @@ describe('isDatabaseUnavailable, on the errors a real server gives', () => {
   /** Terminates this database's backends that are running `pattern`, once one is. */
   async function terminateWhenRunning(pattern: string) {
     for (;;) {
-      const { rowCount } = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query LIKE $2 AND pid <> pg_backend_pid()', [name(), pattern]);
+      const { rowCount } = await admin.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query LIKE $2 AND pid <> pg_backend_pid()',
+        [name(), pattern],
+      );
       if (rowCount) return;
       await new Promise((r) => setTimeout(r, 20));
     }

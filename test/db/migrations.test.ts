@@ -53,12 +53,29 @@ describe('migrations', () => {
   it('refuse an embedding stored without the provider and dimension that made it', async () => {
     const user = await db.prisma.user.create({ data: { username: 'unlabelled' } });
     const creation = await db.prisma.creation.create({ data: { userId: user.id, tool: 'flux_dev', name: 'x', url: 'https://x' } });
-    const vector = (await detectVectorColumn(db.prisma)) === 'vector' ? `[${Array(768).fill(0.036).join(',')}]` : `{${Array(768).fill(0.036).join(',')}}`;
+    const vector =
+      (await detectVectorColumn(db.prisma)) === 'vector'
+        ? `[${Array(768).fill(0.036).join(',')}]`
+        : `{${Array(768).fill(0.036).join(',')}}`;
     const cast = (await detectVectorColumn(db.prisma)) === 'vector' ? 'vector' : 'real[]';
-    await expect(db.prisma.$executeRawUnsafe(`UPDATE "Creation" SET embedding = $1::${cast} WHERE id = $2`, vector, creation.id)).rejects.toThrow();
-    await expect(db.prisma.$executeRawUnsafe(`UPDATE "Creation" SET embedding = $1::${cast}, "embeddingProvider" = 'p' WHERE id = $2`, vector, creation.id)).rejects.toThrow();
-    await db.prisma.$executeRawUnsafe(`UPDATE "Creation" SET embedding = $1::${cast}, "embeddingProvider" = 'p', "embeddingDimensions" = 768 WHERE id = $2`, vector, creation.id);
-    expect(await db.prisma.creation.findUniqueOrThrow({ where: { id: creation.id }, select: { embeddingProvider: true } })).toEqual({ embeddingProvider: 'p' });
+    await expect(
+      db.prisma.$executeRawUnsafe(`UPDATE "Creation" SET embedding = $1::${cast} WHERE id = $2`, vector, creation.id),
+    ).rejects.toThrow();
+    await expect(
+      db.prisma.$executeRawUnsafe(
+        `UPDATE "Creation" SET embedding = $1::${cast}, "embeddingProvider" = 'p' WHERE id = $2`,
+        vector,
+        creation.id,
+      ),
+    ).rejects.toThrow();
+    await db.prisma.$executeRawUnsafe(
+      `UPDATE "Creation" SET embedding = $1::${cast}, "embeddingProvider" = 'p', "embeddingDimensions" = 768 WHERE id = $2`,
+      vector,
+      creation.id,
+    );
+    expect(await db.prisma.creation.findUniqueOrThrow({ where: { id: creation.id }, select: { embeddingProvider: true } })).toEqual({
+      embeddingProvider: 'p',
+    });
   });
 
   it('make usernames unique after case folding and NFKC, and stop with the clashing names rather than rename anyone', async () => {
@@ -67,7 +84,10 @@ describe('migrations', () => {
     await expect(db.prisma.user.create({ data: { username: 'ＺＯＥ' } })).rejects.toMatchObject({ code: 'P2002' });
 
     // A database from before the rule, with clashes in it: the migration's check names them all.
-    const script = await readFile(new URL('../../prisma/migrations/20261125000000_normalized_usernames/migration.sql', import.meta.url), 'utf8');
+    const script = await readFile(
+      new URL('../../prisma/migrations/20261125000000_normalized_usernames/migration.sql', import.meta.url),
+      'utf8',
+    );
     const check = /DO \$\$[\s\S]*?END \$\$;/.exec(script)![0];
     await db.prisma.$executeRawUnsafe('DROP INDEX "User_username_normalized_key"');
     try {
@@ -82,7 +102,9 @@ describe('migrations', () => {
       await db.prisma.user.deleteMany({ where: { id: { in: clashing.map((u) => u.id) } } });
       await db.prisma.$executeRawUnsafe(check);
     } finally {
-      await db.prisma.$executeRawUnsafe('CREATE UNIQUE INDEX IF NOT EXISTS "User_username_normalized_key" ON "User" (lower(normalize("username", NFKC)))');
+      await db.prisma.$executeRawUnsafe(
+        'CREATE UNIQUE INDEX IF NOT EXISTS "User_username_normalized_key" ON "User" (lower(normalize("username", NFKC)))',
+      );
     }
   });
 });

@@ -18,11 +18,15 @@ async function describeSchema(db: Database) {
     constraints: await q(`SELECT conrelid::regclass::text AS table, conname, pg_get_constraintdef(oid) AS definition
       FROM pg_constraint WHERE connamespace = 'public'::regnamespace ORDER BY 1, 2`),
     indexes: await q(`SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1, 2`),
-    enums: await q(`SELECT t.typname, e.enumlabel, e.enumsortorder::float8 FROM pg_enum e JOIN pg_type t ON t.oid = e.enumtypid ORDER BY 1, 3`),
+    enums: await q(
+      `SELECT t.typname, e.enumlabel, e.enumsortorder::float8 FROM pg_enum e JOIN pg_type t ON t.oid = e.enumtypid ORDER BY 1, 3`,
+    ),
     extensions: await q(`SELECT extname, extversion FROM pg_extension ORDER BY 1`),
     functions: await q(`SELECT proname, pg_get_function_identity_arguments(oid) AS args, md5(prosrc) AS body
       FROM pg_proc WHERE pronamespace = 'public'::regnamespace ORDER BY 1, 2`),
-    triggers: await q(`SELECT tgrelid::regclass::text AS table, tgname, pg_get_triggerdef(oid) AS definition FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1, 2`),
+    triggers: await q(
+      `SELECT tgrelid::regclass::text AS table, tgname, pg_get_triggerdef(oid) AS definition FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1, 2`,
+    ),
   };
 }
 
@@ -45,7 +49,10 @@ describe('a data directory started from the migrated snapshot', () => {
     scratch = await mkdtemp(join(tmpdir(), 'parley-snapshot-'));
     fromSnapshot = await openDatabase({ kind: 'pglite', dataDir: join(scratch, 'snapshot') }, { snapshot });
     migrated = await openDatabase({ kind: 'pglite', dataDir: join(scratch, 'plain') }, { snapshot: false });
-    applied = { snapshot: await applyMigrations(fromSnapshot.migrationAdapterFactory), plain: await applyMigrations(migrated.migrationAdapterFactory) };
+    applied = {
+      snapshot: await applyMigrations(fromSnapshot.migrationAdapterFactory),
+      plain: await applyMigrations(migrated.migrationAdapterFactory),
+    };
   });
   afterAll(async () => {
     await fromSnapshot?.close();
@@ -65,7 +72,8 @@ describe('a data directory started from the migrated snapshot', () => {
 
   it('has the same tables, columns, constraints, indexes, types, extensions, functions and triggers', async () => {
     const schema = await describeSchema(fromSnapshot);
-    for (const part of ['columns', 'constraints', 'indexes', 'enums', 'extensions', 'functions'] as const) expect(schema[part].length, part).toBeGreaterThan(0);
+    for (const part of ['columns', 'constraints', 'indexes', 'enums', 'extensions', 'functions'] as const)
+      expect(schema[part].length, part).toBeGreaterThan(0);
     expect(schema).toEqual(await describeSchema(migrated));
   });
 

@@ -21,7 +21,9 @@ describe('embedding column upgrade', () => {
     drop = fresh.drop;
     db = await openDatabase(fresh.config);
     await applyMigrations(db.migrationAdapterFactory);
-    [{ pgvector }] = await db.prisma.$queryRaw<[{ pgvector: boolean }]>`SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS pgvector`;
+    [{ pgvector }] = await db.prisma.$queryRaw<
+      [{ pgvector: boolean }]
+    >`SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS pgvector`;
     if (pgvector) {
       await db.prisma.$executeRawUnsafe('DROP INDEX "Creation_embedding_hnsw_idx"');
       await db.prisma.$executeRawUnsafe('ALTER TABLE "Creation" ALTER COLUMN "embedding" TYPE real[] USING "embedding"::real[]');
@@ -36,10 +38,17 @@ describe('embedding column upgrade', () => {
     expect(await detectVectorColumn(db.prisma)).toBe('real[]');
     const user = await db.prisma.user.create({ data: { username: 'upgrader' } });
     const names = ['Lighthouse in a thunderstorm', 'Fox reading under a streetlamp', 'Koi fish circling a full moon'];
-    for (const name of names) await db.prisma.creation.create({ data: { userId: user.id, tool: 'flux_dev', name, url: 'https://cdn.example.com/x.png', public: true } });
+    for (const name of names)
+      await db.prisma.creation.create({
+        data: { userId: user.id, tool: 'flux_dev', name, url: 'https://cdn.example.com/x.png', public: true },
+      });
     const before = searchService(db.prisma, defaultSearchConfig);
     await before.indexCreations((await db.prisma.creation.findMany({ select: { id: true } })).map((c) => c.id));
-    const results = async () => (await searchService(db.prisma, defaultSearchConfig).search({ id: user.id }, { query: 'lighthouse storm' })).docs.map((d) => [d.name, d.score.toFixed(5)]);
+    const results = async () =>
+      (await searchService(db.prisma, defaultSearchConfig).search({ id: user.id }, { query: 'lighthouse storm' })).docs.map((d) => [
+        d.name,
+        d.score.toFixed(5),
+      ]);
     const found = await results();
     expect(found[0]![0]).toBe('Lighthouse in a thunderstorm');
 
@@ -50,7 +59,9 @@ describe('embedding column upgrade', () => {
     }
     expect(await upgradeToPgvector(db.prisma)).toBe('upgraded');
     expect(await detectVectorColumn(db.prisma)).toBe('vector');
-    const [index] = await db.prisma.$queryRaw<{ indexdef: string }[]>`SELECT indexdef FROM pg_indexes WHERE indexname = 'Creation_embedding_hnsw_idx'`;
+    const [index] = await db.prisma.$queryRaw<
+      { indexdef: string }[]
+    >`SELECT indexdef FROM pg_indexes WHERE indexname = 'Creation_embedding_hnsw_idx'`;
     expect(index?.indexdef).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
     expect(await results()).toEqual(found);
     expect(await upgradeToPgvector(db.prisma)).toBe('already pgvector');

@@ -27,11 +27,18 @@ describe('recoverAbandonedReplies', () => {
   async function abandoned(instance: string, content: string) {
     const session = await t.db.session.create({ data: { ownerId: alice.id } });
     const prompt = await t.db.message.create({ data: { sessionId: session.id, role: 'user', senderId: alice.id, content: 'go' } });
-    const reply = await t.db.message.create({ data: { sessionId: session.id, role: 'assistant', senderId: agentId, promptId: prompt.id, status: 'streaming', content, instance } });
+    const reply = await t.db.message.create({
+      data: { sessionId: session.id, role: 'assistant', senderId: agentId, promptId: prompt.id, status: 'streaming', content, instance },
+    });
     const running = await t.db.$transaction(async (tx) => {
       const call = await tx.toolCall.create({ data: { messageId: reply.id, position: 0, tool: 'flux_dev', status: 'running', cost: 1 } });
       await tx.session.update({ where: { id: session.id }, data: { mannaSpent: { increment: 1 } } });
-      await debit(tx, alice.id, new Prisma.Decimal(1), { reason: 'tool: flux_dev', sessionId: session.id, messageId: reply.id, toolCallId: call.id });
+      await debit(tx, alice.id, new Prisma.Decimal(1), {
+        reason: 'tool: flux_dev',
+        sessionId: session.id,
+        messageId: reply.id,
+        toolCallId: call.id,
+      });
       return call;
     });
     const pending = await t.db.toolCall.create({ data: { messageId: reply.id, position: 1, tool: 'flux_dev' } });
@@ -46,12 +53,17 @@ describe('recoverAbandonedReplies', () => {
     const watcher = t.services.bus.subscribe(gone[0]!.sessionId);
     expect(await balance()).toBe(7);
 
-    const runs = await Promise.all(Array.from({ length: 4 }, () => recoverAbandonedReplies(t.db, { instanceId: 'gone', bus: t.services.bus })));
+    const runs = await Promise.all(
+      Array.from({ length: 4 }, () => recoverAbandonedReplies(t.db, { instanceId: 'gone', bus: t.services.bus })),
+    );
     const recovered = runs.flat();
     expect(recovered.map((r) => r.message.id).sort()).toEqual(gone.map((g) => g.replyId).sort());
 
     for (const g of gone) {
-      const reply = await t.db.message.findUniqueOrThrow({ where: { id: g.replyId }, include: { toolCalls: { orderBy: { position: 'asc' } } } });
+      const reply = await t.db.message.findUniqueOrThrow({
+        where: { id: g.replyId },
+        include: { toolCalls: { orderBy: { position: 'asc' } } },
+      });
       expect(reply).toMatchObject({ status: 'failed', error: ABANDONED_REPLY });
       expect(reply.toolCalls.map((c) => c.status)).toEqual(['cancelled', 'cancelled']);
       const rows = await t.db.mannaLedger.findMany({ where: { toolCallId: g.running }, orderBy: { createdAt: 'asc' } });
@@ -61,7 +73,10 @@ describe('recoverAbandonedReplies', () => {
       ]);
       expect((await t.db.session.findUniqueOrThrow({ where: { id: g.sessionId } })).mannaSpent.toNumber()).toBe(0);
     }
-    expect(await t.db.message.findUniqueOrThrow({ where: { id: alive.replyId } })).toMatchObject({ status: 'streaming', content: 'Still writing' });
+    expect(await t.db.message.findUniqueOrThrow({ where: { id: alive.replyId } })).toMatchObject({
+      status: 'streaming',
+      content: 'Still writing',
+    });
     expect(await t.db.toolCall.findUniqueOrThrow({ where: { id: alive.running } })).toMatchObject({ status: 'running' });
     expect(await balance()).toBe(9);
 
@@ -69,7 +84,12 @@ describe('recoverAbandonedReplies', () => {
     const first = await watcher.next();
     const second = await watcher.next();
     watcher.close();
-    expect(first.value).toMatchObject({ type: 'error', promptId: gone[0]!.promptId, error: ABANDONED_REPLY, message: { id: gone[0]!.replyId, status: 'failed', content: 'Half a' } });
+    expect(first.value).toMatchObject({
+      type: 'error',
+      promptId: gone[0]!.promptId,
+      error: ABANDONED_REPLY,
+      message: { id: gone[0]!.replyId, status: 'failed', content: 'Half a' },
+    });
     expect(second.value).toMatchObject({ type: 'end_prompt', promptId: gone[0]!.promptId });
   });
 

@@ -25,7 +25,15 @@ const message = (role: MessageView['role'], content: string, senderId: string | 
 });
 
 const input = (history: MessageView[], overrides: Partial<PromptInput> = {}): PromptInput => ({
-  agent: { id: 'muse', key: 'muse', name: 'Muse', description: 'An art director.', persona: 'You are warm.', greeting: 'Hi!', knowledge: 'Riso inks.' },
+  agent: {
+    id: 'muse',
+    key: 'muse',
+    name: 'Muse',
+    description: 'An art director.',
+    persona: 'You are warm.',
+    greeting: 'Hi!',
+    knowledge: 'Riso inks.',
+  },
   scenario: 'A zine fair',
   otherAgents: [],
   names: new Map([
@@ -43,9 +51,17 @@ const input = (history: MessageView[], overrides: Partial<PromptInput> = {}): Pr
 
 describe('the prompt a model receives', () => {
   it('starts with the agent, its knowledge and the scenario, then the conversation in order', () => {
-    const messages = buildPrompt(input([message('eden', 'Muse joined the session', null), message('user', 'Hello', 'alice'), message('assistant', 'Hi alice', 'muse'), message('user', 'Plan a cover', 'alice')]));
+    const messages = buildPrompt(
+      input([
+        message('eden', 'Muse joined the session', null),
+        message('user', 'Hello', 'alice'),
+        message('assistant', 'Hi alice', 'muse'),
+        message('user', 'Plan a cover', 'alice'),
+      ]),
+    );
     expect(messages[0]!.role).toBe('system');
-    for (const part of ['Muse (@muse)', 'You are warm.', 'An art director.', 'Hi!', 'Riso inks.', 'A zine fair']) expect(messages[0]!.content).toContain(part);
+    for (const part of ['Muse (@muse)', 'You are warm.', 'An art director.', 'Hi!', 'Riso inks.', 'A zine fair'])
+      expect(messages[0]!.content).toContain(part);
     expect(messages.slice(1)).toEqual([
       { role: 'system', content: 'Muse joined the session' },
       { role: 'user', content: 'Hello' },
@@ -56,7 +72,10 @@ describe('the prompt a model receives', () => {
 
   it('names speakers when several people and agents talk, and shows others\u2019 replies as theirs', () => {
     const messages = buildPrompt(
-      input([message('user', 'Hi all', 'alice'), message('assistant', 'Bonjour', 'remy'), message('user', 'And me', 'bob')], { otherAgents: ['Remy'], memory: ['Prefers teal'] }),
+      input([message('user', 'Hi all', 'alice'), message('assistant', 'Bonjour', 'remy'), message('user', 'And me', 'bob')], {
+        otherAgents: ['Remy'],
+        memory: ['Prefers teal'],
+      }),
     );
     expect(messages[0]!.content).toContain('Other agents in this session: Remy');
     expect(messages[0]!.content).toContain('- Prefers teal');
@@ -68,7 +87,9 @@ describe('the prompt a model receives', () => {
   });
 
   it('drops the oldest messages to fit the context window, keeping room for the answer', () => {
-    const history = Array.from({ length: 100 }, (_, i) => message(i % 2 ? 'assistant' : 'user', `message ${i} ${'x'.repeat(200)}`, i % 2 ? 'muse' : 'alice'));
+    const history = Array.from({ length: 100 }, (_, i) =>
+      message(i % 2 ? 'assistant' : 'user', `message ${i} ${'x'.repeat(200)}`, i % 2 ? 'muse' : 'alice'),
+    );
     const messages = buildPrompt(input(history, { contextTokens: 2000, maxCompletionTokens: 500 }));
     const total = messages.reduce((n, m) => n + 4 + Math.ceil((m.content ?? '').length / 4), 0);
     expect(total).toBeLessThanOrEqual(1500);
@@ -81,7 +102,11 @@ describe('the prompt a model receives', () => {
 
   it('cuts a single message too long for the window instead of dropping it, and long knowledge too', () => {
     const messages = buildPrompt(
-      input([message('user', 'y'.repeat(100_000), 'alice')], { contextTokens: 3000, maxCompletionTokens: 500, agent: { ...input([]).agent, knowledge: 'k'.repeat(50_000) } }),
+      input([message('user', 'y'.repeat(100_000), 'alice')], {
+        contextTokens: 3000,
+        maxCompletionTokens: 500,
+        agent: { ...input([]).agent, knowledge: 'k'.repeat(50_000) },
+      }),
     );
     expect(messages).toHaveLength(2);
     expect(messages[0]!.content!.length).toBeLessThan(6_000);

@@ -29,13 +29,19 @@ describe('tool arguments and costs', () => {
 
   it('fills defaults and refuses what the parameters do not allow, naming the argument', () => {
     const flux = registry.get('flux_dev')!;
-    expect(checkArguments(flux, '{"prompt":"a kite"}')).toEqual({ args: { prompt: 'a kite', n_samples: 1, num_inference_steps: 28, guidance_scale: 3.5, resolution: '1024x1024' } });
+    expect(checkArguments(flux, '{"prompt":"a kite"}')).toEqual({
+      args: { prompt: 'a kite', n_samples: 1, num_inference_steps: 28, guidance_scale: 3.5, resolution: '1024x1024' },
+    });
     expect(checkArguments(flux, '{}')).toEqual({ error: expect.stringMatching(/^prompt: /) });
     expect(checkArguments(flux, '{"prompt":"x","n_samples":1.5}')).toEqual({ error: 'n_samples: must be a whole number' });
     expect(checkArguments(flux, '{"prompt":"x","num_inference_steps":5}')).toEqual({ error: 'num_inference_steps: must be at least 10' });
-    expect(checkArguments(flux, '{"prompt":"x","resolution":"10x10"}')).toEqual({ error: expect.stringMatching(/^resolution: must be one of 1024x1024/) });
+    expect(checkArguments(flux, '{"prompt":"x","resolution":"10x10"}')).toEqual({
+      error: expect.stringMatching(/^resolution: must be one of 1024x1024/),
+    });
     expect(checkArguments(flux, '["prompt"]')).toEqual({ error: expect.any(String) });
-    expect(checkArguments(registry.get('prompt_enhance')!, '{"prompt":"x","image":"javascript:alert(1)"}')).toEqual({ error: expect.stringMatching(/^image: /) });
+    expect(checkArguments(registry.get('prompt_enhance')!, '{"prompt":"x","image":"javascript:alert(1)"}')).toEqual({
+      error: expect.stringMatching(/^image: /),
+    });
   });
 
   it('prices a call by the tool expression over its arguments, in exact decimals', () => {
@@ -63,17 +69,18 @@ describe('the offline painter', () => {
 
 describe('memory extraction', () => {
   it('offline: what people say about themselves, by rule', () => {
-    expect(factsByRule('Hi! My name is Zoe Martin. I live in Lyon, near the river. I prefer warm colours and I am allergic to peanuts.')).toEqual([
-      'Their name is Zoe Martin',
-      'Lives in Lyon',
-      'Prefers warm colours',
-    ]);
+    expect(
+      factsByRule('Hi! My name is Zoe Martin. I live in Lyon, near the river. I prefer warm colours and I am allergic to peanuts.'),
+    ).toEqual(['Their name is Zoe Martin', 'Lives in Lyon', 'Prefers warm colours']);
     expect(factsByRule('I am allergic to peanuts but I love hazelnuts.')).toEqual(['Is allergic to peanuts', 'Likes hazelnuts']);
     expect(factsByRule("I'm a vegetarian. I don't like cilantro.")).toEqual(['Is a vegetarian', 'Does not like cilantro']);
     expect(factsByRule('What is the weather like?')).toEqual([]);
   });
   it("from a model's answer: one short fact per line, NONE for nothing", () => {
-    expect(factsFromAnswer('- Prefers warm colours.\n2) Works as an illustrator\n\n')).toEqual(['Prefers warm colours', 'Works as an illustrator']);
+    expect(factsFromAnswer('- Prefers warm colours.\n2) Works as an illustrator\n\n')).toEqual([
+      'Prefers warm colours',
+      'Works as an illustrator',
+    ]);
     expect(factsFromAnswer('NONE')).toEqual([]);
     expect(factKey('Prefers  warm colours!')).toBe(factKey('prefers warm COLOURS'));
   });

@@ -54,7 +54,9 @@ describe('SIGKILL during a burst of writes', () => {
     const database = await openDatabase(databaseConfig);
     try {
       await applyMigrations(database.migrationAdapterFactory);
-      const services = createServices(database.prisma, await loadToolRegistry(toolsDir), { config: testConfig(databaseConfig, { toolsDir }) });
+      const services = createServices(database.prisma, await loadToolRegistry(toolsDir), {
+        config: testConfig(databaseConfig, { toolsDir }),
+      });
       const person = async (username: string) => {
         const user = await services.creators.ensureUser(username);
         return { id: user.id, apiKey: (await services.apiKeys.create(user.id)).apiKey };
@@ -62,12 +64,23 @@ describe('SIGKILL during a burst of writes', () => {
       const a = await person('alice');
       alice = apiClient(() => server.url, a.apiKey);
       bob = apiClient(() => server.url, (await person('bob')).apiKey);
-      const agent = await services.agents.create(await services.apiKeys.authenticate(a.apiKey), { name: 'Maker', key: 'maker', public: true, tools: { paid_tool: true } });
+      const agent = await services.agents.create(await services.apiKeys.authenticate(a.apiKey), {
+        name: 'Maker',
+        key: 'maker',
+        public: true,
+        tools: { paid_tool: true },
+      });
       agentId = agent.id;
       await services.manna.grant('alice', '2', 'subscription');
       await services.manna.grant('alice', '2', 'forever');
       const creations = await database.prisma.creation.createManyAndReturn({
-        data: Array.from({ length: 4 }, (_, i) => ({ userId: a.id, tool: 'flux_dev', name: `Creation ${i}`, url: `https://cdn.example.com/${i}.png`, public: true })),
+        data: Array.from({ length: 4 }, (_, i) => ({
+          userId: a.id,
+          tool: 'flux_dev',
+          name: `Creation ${i}`,
+          url: `https://cdn.example.com/${i}.png`,
+          public: true,
+        })),
         select: { id: true },
       });
       creationIds = creations.map((c) => c.id);
@@ -91,20 +104,27 @@ describe('SIGKILL during a burst of writes', () => {
     llm.choose((r) => {
       const last = r.body.messages.at(-1);
       if (last?.role !== 'user') return undefined;
-      if (last.content?.startsWith('stream')) return { tokens: ['Part', ' one', ' two', ' never'], gate: (i) => (i === 3 ? new Promise<void>(() => {}) : undefined) };
+      if (last.content?.startsWith('stream'))
+        return { tokens: ['Part', ' one', ' two', ' never'], gate: (i) => (i === 3 ? new Promise<void>(() => {}) : undefined) };
       if (last.content?.startsWith('quiet')) return { tokens: Array.from({ length: 20 }, (_, i) => `w${i} `), delayMs: 30 };
-      if (last.content?.startsWith('tool')) return { tokens: ['Making it.'], toolCalls: [{ id: 'call_1', name: 'paid_tool', arguments: JSON.stringify({ prompt: last.content, n: 1 }) }] };
+      if (last.content?.startsWith('tool'))
+        return {
+          tokens: ['Making it.'],
+          toolCalls: [{ id: 'call_1', name: 'paid_tool', arguments: JSON.stringify({ prompt: last.content, n: 1 }) }],
+        };
       return undefined;
     });
 
     let killed = false;
     let likesDone = 0;
     // Requests cut by the kill count as answered with nothing.
-    const request = (person: Person, method: string, path: string, body?: unknown) => person.rest(method, path, body).catch(() => ({ status: 0 }));
+    const request = (person: Person, method: string, path: string, body?: unknown) =>
+      person.rest(method, path, body).catch(() => ({ status: 0 }));
     const likeLoops = [alice, bob].flatMap((person) =>
       creationIds.map(async (id) => {
         while (!killed) {
-          for (const method of ['POST', 'DELETE']) if ((await request(person, method, `/v2/creations/${id}/like`)).status === 200) likesDone++;
+          for (const method of ['POST', 'DELETE'])
+            if ((await request(person, method, `/v2/creations/${id}/like`)).status === 200) likesDone++;
         }
       }),
     );
@@ -113,7 +133,9 @@ describe('SIGKILL during a burst of writes', () => {
     for (let i = 0; i < STREAMS; i++) streams.push(await alice.stream({ agent_ids: [agentId], content: `stream ${i}` }));
     const prompts = [
       ...Array.from({ length: QUIET }, (_, i) => request(bob, 'POST', '/v2/sessions', { agent_ids: [agentId], content: `quiet ${i}` })),
-      ...Array.from({ length: TOOL_PROMPTS }, (_, i) => request(alice, 'POST', '/v2/sessions', { agent_ids: [agentId], content: `tool ${i}` })),
+      ...Array.from({ length: TOOL_PROMPTS }, (_, i) =>
+        request(alice, 'POST', '/v2/sessions', { agent_ids: [agentId], content: `tool ${i}` }),
+      ),
     ];
 
     // Every streamed reply has sent its three tokens, every affordable tool call is holding its
@@ -121,7 +143,9 @@ describe('SIGKILL during a burst of writes', () => {
     // (the model is asked again only then), and likes are going on.
     for (const s of streams) await s.waitFor((f) => f.data.data?.type === 'assistant_token' && f.data.data.text === ' two');
     await expect.poll(() => tools.calls.length, { timeout: 20_000 }).toBeGreaterThanOrEqual(4);
-    await expect.poll(() => llm.requests.filter((r) => r.body.messages.at(-1)?.role === 'tool').length, { timeout: 20_000 }).toBeGreaterThanOrEqual(ANSWERED_TOOLS);
+    await expect
+      .poll(() => llm.requests.filter((r) => r.body.messages.at(-1)?.role === 'tool').length, { timeout: 20_000 })
+      .toBeGreaterThanOrEqual(ANSWERED_TOOLS);
     await expect.poll(() => likesDone, { timeout: 20_000 }).toBeGreaterThanOrEqual(20);
 
     server.child.kill('SIGKILL');
@@ -169,7 +193,10 @@ describe('SIGKILL during a burst of writes', () => {
     try {
       const sql = database.prisma;
       expect(await sql.message.count({ where: { status: 'streaming' } })).toBe(0);
-      const cut = await sql.message.findMany({ where: { id: { in: [...seen.keys()] } }, select: { id: true, status: true, error: true, content: true } });
+      const cut = await sql.message.findMany({
+        where: { id: { in: [...seen.keys()] } },
+        select: { id: true, status: true, error: true, content: true },
+      });
       expect(cut).toHaveLength(STREAMS);
       for (const m of cut) {
         expect(m).toMatchObject({ status: 'failed', error: ABANDONED_REPLY });
@@ -191,7 +218,9 @@ describe('SIGKILL during a burst of writes', () => {
           WHERE s."mannaSpent" <> -(SELECT coalesce(sum("amount"), 0) FROM "MannaLedger" WHERE "sessionId" = s."id")`,
       ).toEqual([]);
 
-      const calls = await sql.toolCall.findMany({ select: { id: true, status: true, cost: true, error: true, ledger: { select: { amount: true } } } });
+      const calls = await sql.toolCall.findMany({
+        select: { id: true, status: true, cost: true, error: true, ledger: { select: { amount: true } } },
+      });
       expect(calls.filter((c) => c.status === 'running' || c.status === 'pending')).toEqual([]);
       const byStatus = (status: string) => calls.filter((c) => c.status === status);
       expect(byStatus('completed')).toHaveLength(ANSWERED_TOOLS);

@@ -33,7 +33,12 @@ describe('when the database goes away', () => {
     llm = await startFakeOpenAI({ tokens: ['All', ' good'] });
     tools = await startFakeToolService();
     const toolsDir = await toolRegistryWith({ paid_tool: httpTool('paid_tool', tools.url, 'n') });
-    const env = { DATABASE_URL: proxy.through(database.url), LLM_BASE_URL: llm.baseUrl, TOOLS_DIR: toolsDir, DATABASE_CONNECT_TIMEOUT_MS: '2000' };
+    const env = {
+      DATABASE_URL: proxy.through(database.url),
+      LLM_BASE_URL: llm.baseUrl,
+      TOOLS_DIR: toolsDir,
+      DATABASE_CONNECT_TIMEOUT_MS: '2000',
+    };
     const key = await runCli(['keys', 'create', 'alice', '--json'], env);
     expect(key.code, key.stderr).toBe(0);
     apiKey = JSON.parse(key.stdout).apiKey;
@@ -42,7 +47,9 @@ describe('when the database goes away', () => {
     expect(grant.code, grant.stderr).toBe(0);
     server = await startServerProcess(env);
     await server.waitFor(/listening on/);
-    const created = await alice.graphql('mutation { createAgent(input: {name: "Steady", key: "steady", tools: {paid_tool: true}}) { id } }');
+    const created = await alice.graphql(
+      'mutation { createAgent(input: {name: "Steady", key: "steady", tools: {paid_tool: true}}) { id } }',
+    );
     expect(created.body.errors).toBeUndefined();
     agentId = created.body.data.createAgent.id;
   });
@@ -69,20 +76,31 @@ describe('when the database goes away', () => {
         const res = await alice.rest(method, path, body);
         expect(res.status, `${method} ${path}`).toBe(503);
         expect(res.headers.get('retry-after')).toBe('5');
-        expect(res.body).toEqual({ error: 'Service Unavailable', message: 'The database is unavailable right now; try again in a few seconds' });
+        expect(res.body).toEqual({
+          error: 'Service Unavailable',
+          message: 'The database is unavailable right now; try again in a few seconds',
+        });
       }
 
       const query = await alice.graphql('{ me { username } }');
       expect(query.status).toBe(503);
       expect(query.headers.get('retry-after')).toBe('5');
       expect(query.body.errors).toEqual([
-        expect.objectContaining({ message: 'The database is unavailable right now; try again in a few seconds', extensions: { code: 'SERVICE_UNAVAILABLE', retryAfter: 5 } }),
+        expect.objectContaining({
+          message: 'The database is unavailable right now; try again in a few seconds',
+          extensions: { code: 'SERVICE_UNAVAILABLE', retryAfter: 5 },
+        }),
       ]);
       expect(JSON.stringify(query.body)).not.toMatch(/prisma|stack|ECONN|127\.0\.0\.1/i);
 
       // A socket opened before: its operations answer the same error, and it stays open.
       const overSocket = await wsExecute(open, parse('{ me { username } }'));
-      expect(overSocket.errors).toEqual([expect.objectContaining({ message: 'The database is unavailable right now; try again in a few seconds', extensions: { code: 'SERVICE_UNAVAILABLE', retryAfter: 5 } })]);
+      expect(overSocket.errors).toEqual([
+        expect.objectContaining({
+          message: 'The database is unavailable right now; try again in a few seconds',
+          extensions: { code: 'SERVICE_UNAVAILABLE', retryAfter: 5 },
+        }),
+      ]);
 
       // A WebSocket cannot be authenticated: it is closed with "try again later" and the reason.
       const closed = await wsExecute(ws.connect(apiKey), parse('{ me { username } }')).then(
@@ -133,7 +151,11 @@ describe('when the database goes away', () => {
     const sessionId = updates(stream.frames)[0].session_id;
     await expect
       .poll(async () => (await alice.rest('GET', `/v2/sessions/${sessionId}`)).body.messages?.at(-1), { timeout: 20_000, interval: 250 })
-      .toMatchObject({ status: 'failed', content: 'Half way there', error: 'The database became unavailable while the reply was being written' });
+      .toMatchObject({
+        status: 'failed',
+        content: 'Half way there',
+        error: 'The database became unavailable while the reply was being written',
+      });
 
     const again = await alice.rest('POST', '/v2/sessions', { session_id: sessionId, content: 'and now?' });
     expect(again.status).toBe(200);
@@ -145,7 +167,9 @@ describe('when the database goes away', () => {
     let answer!: () => void;
     tools.enqueue({ answer: { result: { made: true } }, gate: new Promise<void>((resolve) => (answer = resolve)) });
     llm.choose((r) =>
-      r.body.messages.at(-1)?.content === 'make one' ? { tokens: ['Making it.'], toolCalls: [{ id: 'call_1', name: 'paid_tool', arguments: '{"prompt":"a kite","n":1}' }] } : undefined,
+      r.body.messages.at(-1)?.content === 'make one'
+        ? { tokens: ['Making it.'], toolCalls: [{ id: 'call_1', name: 'paid_tool', arguments: '{"prompt":"a kite","n":1}' }] }
+        : undefined,
     );
     const stream = await alice.stream({ agent_ids: [agentId], content: 'make one' });
     // The call holds its cost and waits on the tool service; the database goes away; it answers.
@@ -155,7 +179,10 @@ describe('when the database goes away', () => {
     try {
       answer();
       const events = updates(await stream.done);
-      expect(events.find((e) => e.type === 'error')).toMatchObject({ error: 'The database became unavailable while the reply was being written', message: { status: 'failed', content: 'Making it.' } });
+      expect(events.find((e) => e.type === 'error')).toMatchObject({
+        error: 'The database became unavailable while the reply was being written',
+        message: { status: 'failed', content: 'Making it.' },
+      });
     } finally {
       await proxy.restore();
     }
@@ -163,7 +190,10 @@ describe('when the database goes away', () => {
     const sessionId = updates(stream.frames)[0].session_id;
     await expect
       .poll(async () => (await alice.rest('GET', `/v2/sessions/${sessionId}`)).body.messages?.at(-1), { timeout: 20_000, interval: 250 })
-      .toMatchObject({ status: 'failed', tool_calls: [{ tool: 'paid_tool', status: 'cancelled', error: 'The reply ended before the tool call was settled' }] });
+      .toMatchObject({
+        status: 'failed',
+        tool_calls: [{ tool: 'paid_tool', status: 'cancelled', error: 'The reply ended before the tool call was settled' }],
+      });
     expect(await balance()).toBe(before);
   });
 

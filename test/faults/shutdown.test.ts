@@ -71,13 +71,15 @@ describe('SIGTERM', () => {
     llm.choose((r) => {
       const last = r.body.messages.at(-1)?.content;
       if (last === 'finish please') return { tokens: ['Done', ' in', ' time'], gate: (i) => (i === 2 ? finishing : undefined) };
-      if (last === 'take forever') return { tokens: ['Too', ' slow', ' for', ' this'], gate: (i) => (i === 2 ? new Promise<void>(() => {}) : undefined) };
+      if (last === 'take forever')
+        return { tokens: ['Too', ' slow', ' for', ' this'], gate: (i) => (i === 2 ? new Promise<void>(() => {}) : undefined) };
       return undefined;
     });
     const prompt = (content: string) => alice.stream({ session_id: sessionId, content });
     const finished = await prompt('finish please');
     const cut = await prompt('take forever');
-    const token = (text: string) => (f: { data: { data?: { type?: string; text?: string } } }) => f.data.data?.type === 'assistant_token' && f.data.data.text === text;
+    const token = (text: string) => (f: { data: { data?: { type?: string; text?: string } } }) =>
+      f.data.data?.type === 'assistant_token' && f.data.data.text === text;
     await watcher.waitFor(token(' in'));
     await watcher.waitFor(token(' slow'));
     // Over graphql-ws from the first prompt's start (replayed: the socket may connect after it).
@@ -124,13 +126,29 @@ describe('SIGTERM', () => {
     // The session's watchers: everything, then a last frame telling them to reconnect.
     const frames = await watcher.done;
     const end = frames.at(-2)!;
-    expect(end.data).toEqual({ event: 'error', data: { error: expect.stringContaining('shutting down'), code: 'SHUTTING_DOWN', last_event_id: frames.filter((f) => f.id !== undefined).at(-1)!.id } });
+    expect(end.data).toEqual({
+      event: 'error',
+      data: {
+        error: expect.stringContaining('shutting down'),
+        code: 'SHUTTING_DOWN',
+        last_event_id: frames.filter((f) => f.id !== undefined).at(-1)!.id,
+      },
+    });
     expect(frames.at(-1)!.data).toEqual({ event: 'done', data: '' });
-    expect(updates(frames).filter((e) => e.type === 'assistant_message' || e.type === 'error').map((e) => e.message.status)).toEqual(['complete', 'failed']);
+    expect(
+      updates(frames)
+        .filter((e) => e.type === 'assistant_message' || e.type === 'error')
+        .map((e) => e.message.status),
+    ).toEqual(['complete', 'failed']);
 
     const results = await subscription.ended;
     const last = results.at(-1)!;
-    expect(last.errors).toEqual([expect.objectContaining({ message: expect.stringContaining('shutting down'), extensions: expect.objectContaining({ code: 'SHUTTING_DOWN', lastSeq: expect.any(Number) }) })]);
+    expect(last.errors).toEqual([
+      expect.objectContaining({
+        message: expect.stringContaining('shutting down'),
+        extensions: expect.objectContaining({ code: 'SHUTTING_DOWN', lastSeq: expect.any(Number) }),
+      }),
+    ]);
     type Watched = { sessionEvents?: { type: string; message?: { status: string } } } | null | undefined;
     const replies = results.map((r) => (r.data as Watched)?.sessionEvents).filter((e) => e?.message);
     expect(replies.map((e) => [e!.type, e!.message!.status])).toEqual([
@@ -139,7 +157,9 @@ describe('SIGTERM', () => {
     ]);
 
     const sseResults = (await overSse.done).map((f) => f.data);
-    expect(sseResults.at(-1).errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'SHUTTING_DOWN', lastSeq: expect.any(Number) }) })]);
+    expect(sseResults.at(-1).errors).toEqual([
+      expect.objectContaining({ extensions: expect.objectContaining({ code: 'SHUTTING_DOWN', lastSeq: expect.any(Number) }) }),
+    ]);
 
     expect(await server.exited).toBe(0);
   });

@@ -32,7 +32,9 @@ afterAll(() => t.close());
 
 const allIds = Object.values(world.ids).flat();
 /** Every input field name in the schema: keys for values of the wrong shape. */
-const inputNames = [...new Set(Object.values(schema.getTypeMap()).flatMap((type) => (isInputObjectType(type) ? Object.keys(type.getFields()) : [])))];
+const inputNames = [
+  ...new Set(Object.values(schema.getTypeMap()).flatMap((type) => (isInputObjectType(type) ? Object.keys(type.getFields()) : []))),
+];
 const anything = hostileJson(allIds, inputNames);
 const text = plausibleText(allIds);
 
@@ -43,7 +45,10 @@ function idsNamed(name: string): string[] {
   return kind ? world.ids[kind] : allIds;
 }
 
-const url = fc.oneof({ weight: 3, arbitrary: fc.constantFrom('https://example.com/a.png', 'http://example.com/b.jpg') }, { weight: 1, arbitrary: text });
+const url = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom('https://example.com/a.png', 'http://example.com/b.jpg') },
+  { weight: 1, arbitrary: text },
+);
 /** Strings some fields must be, by their names. */
 const strings: Record<string, fc.Arbitrary<unknown>> = {
   username: fc.oneof(fc.constantFrom(...world.usernames), text),
@@ -57,20 +62,30 @@ const strings: Record<string, fc.Arbitrary<unknown>> = {
 const scalars: Record<string, (name: string) => fc.Arbitrary<unknown>> = {
   ID: (name) => fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...idsNamed(name)) }, { weight: 1, arbitrary: hostileText(allIds) }),
   String: (name) => strings[name] ?? text,
-  Int: () => fc.oneof({ weight: 4, arbitrary: fc.integer({ min: -2, max: 120 }) }, { weight: 1, arbitrary: fc.constantFrom(2 ** 31 - 1, -(2 ** 31), 2 ** 31, 1e20, 0.5) }),
+  Int: () =>
+    fc.oneof(
+      { weight: 4, arbitrary: fc.integer({ min: -2, max: 120 }) },
+      { weight: 1, arbitrary: fc.constantFrom(2 ** 31 - 1, -(2 ** 31), 2 ** 31, 1e20, 0.5) },
+    ),
   Float: () => fc.oneof(fc.double(), fc.integer()),
   Boolean: () => fc.boolean(),
-  DateTime: () => fc.oneof(fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), text),
+  DateTime: () =>
+    fc.oneof(
+      fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+      text,
+    ),
   Seq: () => fc.oneof(fc.integer({ min: -1, max: 100 }), fc.constantFrom(2 ** 53, '12', 'x', 1.5)),
   JSON: () => anything,
 };
 
 /** Values for an input type: mostly of that type, sometimes null, sometimes anything at all. */
 function valueFor(type: GraphQLInputType, name: string, depth = 0): fc.Arbitrary<unknown> {
-  if (isNonNullType(type)) return fc.oneof({ weight: 12, arbitrary: valueFor(type.ofType, name, depth) }, { weight: 1, arbitrary: fc.constant(null) });
+  if (isNonNullType(type))
+    return fc.oneof({ weight: 12, arbitrary: valueFor(type.ofType, name, depth) }, { weight: 1, arbitrary: fc.constant(null) });
   let typed: fc.Arbitrary<unknown>;
   if (isListType(type)) typed = fc.array(valueFor(type.ofType, name, depth + 1), { maxLength: depth > 1 ? 1 : 4 });
-  else if (isEnumType(type)) typed = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...type.getValues().map((v) => v.name)) }, { weight: 1, arbitrary: text });
+  else if (isEnumType(type))
+    typed = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...type.getValues().map((v) => v.name)) }, { weight: 1, arbitrary: text });
   else if (isInputObjectType(type)) {
     // Required fields always, and some of the others.
     const fields = Object.values(type.getFields());
@@ -100,7 +115,11 @@ const targets = (['query', 'mutation'] as const).flatMap((operation) => {
     .map((field) => ({ operation, name: field.name, field }));
 });
 
-const key = fc.oneof({ weight: 12, arbitrary: fc.constant<string | null>(world.alice.apiKey) }, { weight: 2, arbitrary: fc.constant(world.bob.apiKey) }, { weight: 1, arbitrary: fc.constant(null) });
+const key = fc.oneof(
+  { weight: 12, arbitrary: fc.constant<string | null>(world.alice.apiKey) },
+  { weight: 2, arbitrary: fc.constant(world.bob.apiKey) },
+  { weight: 1, arbitrary: fc.constant(null) },
+);
 
 describe('GraphQL fuzz: every query and mutation with arguments', () => {
   let baseline: string;
@@ -110,18 +129,28 @@ describe('GraphQL fuzz: every query and mutation with arguments', () => {
 
   it.each(targets.map((target, i) => ({ ...target, seed: fuzzSeed + i })))('$operation $name', async ({ operation, field, seed }) => {
     const query = documentFor(operation, field);
-    const variables = fc.record(Object.fromEntries(field.args.map((a) => [a.name, valueFor(a.type, a.name === 'id' ? field.name : a.name)])), { requiredKeys: [] });
+    const variables = fc.record(
+      Object.fromEntries(field.args.map((a) => [a.name, valueFor(a.type, a.name === 'id' ? field.name : a.name)])),
+      { requiredKeys: [] },
+    );
     await fc.assert(
       fc.asyncProperty(variables, key, async (vars, apiKey) => {
         const res = await fetch(`${t.url}/graphql`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...(apiKey ? { 'x-api-key': apiKey } : {}) },
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/graphql-response+json',
+            ...(apiKey ? { 'x-api-key': apiKey } : {}),
+          },
           body: JSON.stringify({ query, variables: vars }),
         });
         const answer = await res.text();
         const context = `${query} ${JSON.stringify(vars).slice(0, 500)} → ${res.status} ${answer.slice(0, 500)}`;
         expect(res.status, context).toBeLessThan(500);
-        const body = JSON.parse(answer) as { data?: Record<string, unknown> | null; errors?: { message: unknown; extensions?: { code?: unknown } }[] };
+        const body = JSON.parse(answer) as {
+          data?: Record<string, unknown> | null;
+          errors?: { message: unknown; extensions?: { code?: unknown } }[];
+        };
         for (const error of body.errors ?? []) {
           expect(typeof error.message, context).toBe('string');
           expect(typeof error.extensions?.code, context).toBe('string');
@@ -129,7 +158,8 @@ describe('GraphQL fuzz: every query and mutation with arguments', () => {
         }
         if (body.errors) expectNoInternals(JSON.stringify(body.errors), context);
         const refused = (body.errors?.length ?? 0) > 0 && (body.data?.[field.name] ?? null) === null;
-        if (operation === 'query' || refused) expect(await databaseDigest(t), `${refused ? 'a refused mutation' : 'a query'} changed the database: ${context}`).toBe(baseline);
+        if (operation === 'query' || refused)
+          expect(await databaseDigest(t), `${refused ? 'a refused mutation' : 'a query'} changed the database: ${context}`).toBe(baseline);
         else baseline = await settledDigest(t);
       }),
       { numRuns: RUNS, seed, endOnFailure: true },

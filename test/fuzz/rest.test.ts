@@ -1,7 +1,18 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp } from '../helpers/app.ts';
-import { databaseDigest, fuzzRuns, fuzzSeed, hostileJson, hostileText, plausibleText, seedWorld, sendRaw, settledDigest, type RawResponse } from '../helpers/fuzz.ts';
+import {
+  databaseDigest,
+  fuzzRuns,
+  fuzzSeed,
+  hostileJson,
+  hostileText,
+  plausibleText,
+  seedWorld,
+  sendRaw,
+  settledDigest,
+  type RawResponse,
+} from '../helpers/fuzz.ts';
 import { expectNoInternals } from '../helpers/rest-helpers.ts';
 
 /**
@@ -21,7 +32,16 @@ const allIds = Object.values(world.ids).flat();
 const text = plausibleText(allIds);
 const url = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom('https://example.com/a.png', 'http://example.com/b.jpg') },
-  { weight: 1, arbitrary: fc.constantFrom('javascript:alert(1)', 'data:image/png;base64,AA', 'file:///etc/passwd', `https://example.com/${'a'.repeat(2100)}`, 'https://') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      'javascript:alert(1)',
+      'data:image/png;base64,AA',
+      'file:///etc/passwd',
+      `https://example.com/${'a'.repeat(2100)}`,
+      'https://',
+    ),
+  },
 );
 const oneOf = <T>(values: T[]) => fc.constantFrom(...values);
 const some = <T>(arbitrary: fc.Arbitrary<T>) => fc.array(arbitrary, { maxLength: 4 });
@@ -43,7 +63,12 @@ const plausible: Record<string, fc.Arbitrary<unknown>> = {
   owner_pays: oneOf(['off', 'deployments', 'full', 'OFF']),
   tools: fc.dictionary(oneOf([...t.services.tools.all().map((tool) => tool.key), 'constructor', 'nope']), fc.boolean(), { maxKeys: 3 }),
   llm_settings: fc.record(
-    { model_profile: oneOf(['low', 'medium', 'high', 'max']), thinking_policy: oneOf(['auto', 'off', 'always', '']), thinking_effort_cap: oneOf(['low', 'high', 'none']), thinking_effort_instructions: text },
+    {
+      model_profile: oneOf(['low', 'medium', 'high', 'max']),
+      thinking_policy: oneOf(['auto', 'off', 'always', '']),
+      thinking_effort_cap: oneOf(['low', 'high', 'none']),
+      thinking_effort_instructions: text,
+    },
     { requiredKeys: [] },
   ),
   usage_instructions: text,
@@ -57,7 +82,11 @@ const plausible: Record<string, fc.Arbitrary<unknown>> = {
   agent_ids: some(oneOf(world.ids.agent)),
   scenario: text,
   budget: fc.record(
-    { manna_budget: fc.oneof(fc.integer({ min: 100, max: 50_000 }), fc.double()), token_budget: fc.integer({ min: 0, max: 2_000_000 }), turn_budget: fc.oneof(fc.integer({ min: 1, max: 1_000 }), fc.double()) },
+    {
+      manna_budget: fc.oneof(fc.integer({ min: 100, max: 50_000 }), fc.double()),
+      token_budget: fc.integer({ min: 0, max: 2_000_000 }),
+      turn_budget: fc.oneof(fc.integer({ min: 1, max: 1_000 }), fc.double()),
+    },
     { requiredKeys: [] },
   ),
   title: text,
@@ -82,7 +111,23 @@ const nearlyValid = fc
       fc.tuple(fc.constantFrom(...fields), hostileJson(allIds, fields)).map(([k, v]) => ({ ...object, [k]: v })),
     ),
   );
-const queryNames = ['limit', 'cursor', 'after', 'before', 'query', 'page', 'orderBy', 'direction', 'agentId', 'userId', 'tool', 'first', 'last', 'stream', '__proto__'];
+const queryNames = [
+  'limit',
+  'cursor',
+  'after',
+  'before',
+  'query',
+  'page',
+  'orderBy',
+  'direction',
+  'agentId',
+  'userId',
+  'tool',
+  'first',
+  'last',
+  'stream',
+  '__proto__',
+];
 
 /** Ids of the kind a parameter names first, then anything. */
 const idsFor: Record<string, string[]> = {
@@ -98,7 +143,8 @@ const idsFor: Record<string, string[]> = {
 };
 
 /** Percent-encoded; a lone surrogate (which encodeURIComponent refuses) as U+FFFD, as browsers send it. */
-const encode = (s: string) => encodeURIComponent(s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd'));
+const encode = (s: string) =>
+  encodeURIComponent(s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd'));
 
 const segment = (name: string) =>
   fc.oneof(
@@ -108,7 +154,13 @@ const segment = (name: string) =>
   );
 
 const queryString = fc
-  .array(fc.tuple(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...queryNames) }, { weight: 1, arbitrary: fc.string({ maxLength: 6 }) }), fc.oneof(text, fc.integer().map(String))), { maxLength: 4 })
+  .array(
+    fc.tuple(
+      fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...queryNames) }, { weight: 1, arbitrary: fc.string({ maxLength: 6 }) }),
+      fc.oneof(text, fc.integer().map(String)),
+    ),
+    { maxLength: 4 },
+  )
   .chain((pairs) =>
     fc.constantFrom(
       pairs.map(([k, v]) => `${encode(k)}=${encode(v)}`).join('&'),
@@ -119,9 +171,26 @@ const queryString = fc
 
 const body = fc.oneof(
   { weight: 6, arbitrary: nearlyValid.map((o) => JSON.stringify(o)) },
-  { weight: 2, arbitrary: fc.dictionary(fc.constantFrom(...fields), hostileJson(allIds, fields), { maxKeys: 6 }).map((o) => JSON.stringify(o)) },
+  {
+    weight: 2,
+    arbitrary: fc.dictionary(fc.constantFrom(...fields), hostileJson(allIds, fields), { maxKeys: 6 }).map((o) => JSON.stringify(o)),
+  },
   { weight: 1, arbitrary: hostileJson(allIds, fields).map((v) => JSON.stringify(v)) },
-  { weight: 1, arbitrary: fc.constantFrom('', '{', '{"a":', 'null', '[]', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{}}}', '[['.repeat(5000), '{"a":"\\ud800"}', 'a=1&b=2') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '',
+      '{',
+      '{"a":',
+      'null',
+      '[]',
+      '{"__proto__":{"x":1}}',
+      '{"constructor":{"prototype":{}}}',
+      '[['.repeat(5000),
+      '{"a":"\\ud800"}',
+      'a=1&b=2',
+    ),
+  },
   { weight: 1, arbitrary: fc.string({ maxLength: 60 }) },
 );
 
@@ -129,9 +198,24 @@ const headers = fc.record(
   {
     'content-type': fc.oneof(
       { weight: 6, arbitrary: fc.constant('application/json') },
-      { weight: 1, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', 'application/graphql', 'nonsense') },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          'application/json; charset=utf-8',
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/json; charset=latin1',
+          'application/graphql',
+          'nonsense',
+        ),
+      },
     ),
-    'x-api-key': fc.oneof({ weight: 12, arbitrary: fc.constant(world.alice.apiKey) }, { weight: 2, arbitrary: fc.constant(world.bob.apiKey) }, { weight: 1, arbitrary: hostileText([world.spareKey]) }),
+    'x-api-key': fc.oneof(
+      { weight: 12, arbitrary: fc.constant(world.alice.apiKey) },
+      { weight: 2, arbitrary: fc.constant(world.bob.apiKey) },
+      { weight: 1, arbitrary: hostileText([world.spareKey]) },
+    ),
     'last-event-id': hostileText(['1', '0', '99999999999999999999']),
     accept: fc.constantFrom('application/json', 'text/event-stream', 'application/graphql-response+json', '*/*', 'text/html'),
   },
@@ -168,7 +252,9 @@ function requestFor(url: string) {
 /** An error body: JSON, in one of the documented shapes. */
 function expectErrorShape(url: string, res: RawResponse, context: string) {
   // GraphQL over SSE refuses with its events: the errors are in their data lines.
-  const json = String(res.headers['content-type']).startsWith('text/event-stream') ? ([...res.text.matchAll(/^data: (.+)$/gm)].map((m) => m[1]!).find((d) => d.includes('"errors"')) ?? '') : res.text;
+  const json = String(res.headers['content-type']).startsWith('text/event-stream')
+    ? ([...res.text.matchAll(/^data: (.+)$/gm)].map((m) => m[1]!).find((d) => d.includes('"errors"')) ?? '')
+    : res.text;
   let parsed: unknown;
   expect(() => (parsed = JSON.parse(json)), context).not.toThrow();
   const body = parsed as Record<string, unknown>;
@@ -198,7 +284,13 @@ describe('REST fuzz: every route', () => {
         const path = pathFor(url, r.params) + (r.query ? `?${r.query}` : '');
         const sent = withBody.has(method) ? r.body : undefined;
         const { 'content-type': contentType, ...others } = r.headers;
-        const res = await sendRaw(t.url, method, path, sent === undefined || contentType === undefined ? others : { ...others, 'content-type': contentType }, sent);
+        const res = await sendRaw(
+          t.url,
+          method,
+          path,
+          sent === undefined || contentType === undefined ? others : { ...others, 'content-type': contentType },
+          sent,
+        );
         if (!res) return;
         const context = `${method} ${path} ${JSON.stringify(r.headers)} ${sent?.slice(0, 300)} → ${res.status} ${res.text.slice(0, 300)}`;
         expect(res.status, context).toBeLessThan(500);

@@ -153,7 +153,7 @@ describe('agent(id)', () => {
 });
 
 describe('private agents through relations', () => {
-  it("a public creation does not reveal its private agent to other users", async () => {
+  it('a public creation does not reveal its private agent to other users', async () => {
     const agent = await f.agent(alice, { public: false, name: 'Hidden helper', knowledge: 'TOP-SECRET-KNOWLEDGE' });
     const creation = await f.creation(alice, { agentId: agent.id, public: true });
 
@@ -168,14 +168,22 @@ describe('private agents through relations', () => {
   it("a public creation made by a private agent does not reveal the agent's profile", async () => {
     const agent = await f.agent(alice, { public: false, knowledge: 'PROFILE-SECRET' });
     const creation = await t.db.creation.create({
-      data: { userId: agent.id, agentId: agent.id, tool: 'flux_dev', name: 'By the agent', url: 'https://cdn.example.com/b.png', public: true, args: {} },
+      data: {
+        userId: agent.id,
+        agentId: agent.id,
+        tool: 'flux_dev',
+        name: 'By the agent',
+        url: 'https://cdn.example.com/b.png',
+        public: true,
+        args: {},
+      },
     });
     const response = await t.gql(AgentsThroughCreation, { id: creation.id }, bob.apiKey);
     expect(JSON.stringify(response)).not.toContain('PROFILE-SECRET');
     expect(response.data?.creation?.creator?.agentProfile ?? null).toBeNull();
   });
 
-  it("a public concept does not reveal its private agent to other users", async () => {
+  it('a public concept does not reveal its private agent to other users', async () => {
     const agent = await f.agent(alice, { public: false, knowledge: 'CONCEPT-AGENT-SECRET' });
     const concept = await f.concept(alice, { agent: agent.id });
     await t.db.concept.update({ where: { id: concept.id }, data: { public: true } });
@@ -228,7 +236,12 @@ describe('createAgent', () => {
             voice: 'v',
             ownerPays: 'DEPLOYMENTS',
             tools: { flux_dev: true },
-            llmSettings: { modelProfile: 'LOW', thinkingPolicy: 'AUTO', thinkingEffortCap: 'MEDIUM', thinkingEffortInstructions: 'think briefly' },
+            llmSettings: {
+              modelProfile: 'LOW',
+              thinkingPolicy: 'AUTO',
+              thinkingEffortCap: 'MEDIUM',
+              thinkingEffortInstructions: 'think briefly',
+            },
             suggestions: [{ label: 'A', prompt: 'B' }],
           },
         },
@@ -239,7 +252,12 @@ describe('createAgent', () => {
       public: true,
       ownerPays: 'DEPLOYMENTS',
       tools: { flux_dev: true },
-      llmSettings: { modelProfile: 'low', thinkingPolicy: 'auto', thinkingEffortCap: 'medium', thinkingEffortInstructions: 'think briefly' },
+      llmSettings: {
+        modelProfile: 'low',
+        thinkingPolicy: 'auto',
+        thinkingEffortCap: 'medium',
+        thinkingEffortInstructions: 'think briefly',
+      },
       suggestions: [{ label: 'A', prompt: 'B' }],
     });
     expect((await readAgent(created.id, bob.apiKey)).name).toBe('Full');
@@ -300,19 +318,37 @@ describe('updateAgent', () => {
 
   it('changes only the fields given', async () => {
     const before = await readAgent(agentId);
-    const updated = expectData(await t.gql(AgentsUpdate, { id: agentId, input: { name: 'After', public: false } }, alice.apiKey)).updateAgent;
+    const updated = expectData(
+      await t.gql(AgentsUpdate, { id: agentId, input: { name: 'After', public: false } }, alice.apiKey),
+    ).updateAgent;
     expect(withoutUpdatedAt(updated)).toEqual({ ...withoutUpdatedAt(before), name: 'After', public: false });
     expect(withoutUpdatedAt(await readAgent(agentId))).toEqual(withoutUpdatedAt(updated));
   });
 
   it('merges llmSettings field by field', async () => {
-    const first = expectData(await t.gql(AgentsUpdate, { id: agentId, input: { llmSettings: { thinkingEffortCap: 'MEDIUM' } } }, alice.apiKey));
-    expect(first.updateAgent.llmSettings).toEqual({ modelProfile: 'high', thinkingPolicy: 'always', thinkingEffortCap: 'medium', thinkingEffortInstructions: null });
+    const first = expectData(
+      await t.gql(AgentsUpdate, { id: agentId, input: { llmSettings: { thinkingEffortCap: 'MEDIUM' } } }, alice.apiKey),
+    );
+    expect(first.updateAgent.llmSettings).toEqual({
+      modelProfile: 'high',
+      thinkingPolicy: 'always',
+      thinkingEffortCap: 'medium',
+      thinkingEffortInstructions: null,
+    });
 
     const second = expectData(
-      await t.gql(AgentsUpdate, { id: agentId, input: { llmSettings: { thinkingPolicy: 'OFF', thinkingEffortInstructions: 'short' } } }, alice.apiKey),
+      await t.gql(
+        AgentsUpdate,
+        { id: agentId, input: { llmSettings: { thinkingPolicy: 'OFF', thinkingEffortInstructions: 'short' } } },
+        alice.apiKey,
+      ),
     );
-    expect(second.updateAgent.llmSettings).toEqual({ modelProfile: 'high', thinkingPolicy: 'off', thinkingEffortCap: 'medium', thinkingEffortInstructions: 'short' });
+    expect(second.updateAgent.llmSettings).toEqual({
+      modelProfile: 'high',
+      thinkingPolicy: 'off',
+      thinkingEffortCap: 'medium',
+      thinkingEffortInstructions: 'short',
+    });
 
     // An update without llmSettings leaves them alone.
     expectData(await t.gql(AgentsUpdate, { id: agentId, input: { greeting: 'Hi again' } }, alice.apiKey));
@@ -327,7 +363,14 @@ describe('updateAgent', () => {
         AgentsUpdate,
         {
           id: agentId,
-          input: { key, models: [{ lora: otherModel.id }], suggestions: [], tools: { flux_schnell: true }, ownerPays: 'OFF', voice: 'alto' },
+          input: {
+            key,
+            models: [{ lora: otherModel.id }],
+            suggestions: [],
+            tools: { flux_schnell: true },
+            ownerPays: 'OFF',
+            voice: 'alto',
+          },
         },
         alice.apiKey,
       ),
@@ -427,12 +470,20 @@ describe('updateAgent', () => {
     expect(inline.text).not.toMatch(/stack|prisma/i);
 
     // The same through variables: the typed document cannot express it, so the value is cast.
-    const viaVariables = await t.gql(AgentsUpdate, { id: agentId, input: { name: 'Changed', ownerPays: 'SOMETIMES' as never } }, alice.apiKey);
+    const viaVariables = await t.gql(
+      AgentsUpdate,
+      { id: agentId, input: { name: 'Changed', ownerPays: 'SOMETIMES' as never } },
+      alice.apiKey,
+    );
     expect(viaVariables.data ?? null).toBeNull();
     expect(viaVariables.errors?.[0]?.message).toMatch(/SOMETIMES.*OwnerPays/);
 
     // A lowercase value (the domain's spelling) is not a GraphQL enum value either.
-    const lowercase = await t.gql(AgentsUpdate, { id: agentId, input: { name: 'Changed', llmSettings: { thinkingPolicy: 'always' as never } } }, alice.apiKey);
+    const lowercase = await t.gql(
+      AgentsUpdate,
+      { id: agentId, input: { name: 'Changed', llmSettings: { thinkingPolicy: 'always' as never } } },
+      alice.apiKey,
+    );
     expect(lowercase.data ?? null).toBeNull();
     expect(lowercase.errors?.length).toBeGreaterThan(0);
 

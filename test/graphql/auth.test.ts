@@ -122,7 +122,8 @@ const operations: Record<string, Operation> = {
   triggers: (key) => t.gql(AuthTriggers, {}, key),
   createAgent: (key) => t.gql(AuthCreateAgent, { input: { name: 'Sneaky', key: 'sneaky-agent' } }, key),
   updateAgent: (key) => t.gql(AuthUpdateAgent, { id: ids.agent, input: { name: 'Hijacked' } }, key),
-  createConcept: (key) => t.gql(AuthCreateConcept, { input: { name: 'Sneaky concept', images: [{ image: 'https://example.com/x.jpg' }] } }, key),
+  createConcept: (key) =>
+    t.gql(AuthCreateConcept, { input: { name: 'Sneaky concept', images: [{ image: 'https://example.com/x.jpg' }] } }, key),
   updateConcept: (key) => t.gql(AuthUpdateConcept, { id: ids.concept, input: { name: 'Hijacked concept' } }, key),
   likeCreation: (key) => t.gql(AuthLikeCreation, { id: ids.creation }, key),
   unlikeCreation: (key) => t.gql(AuthUnlikeCreation, { id: ids.likedCreation }, key),

@@ -65,7 +65,9 @@ describe('query batching', () => {
     for (let i = 0; i < 45; i++) await f.creation(alice, { agentId: agents[i % 2]!.id });
     const large = await statementsFor(CreationsWithRelations, { first: 50 });
     expect(large.data.me.creations.edges).toHaveLength(50);
-    expect(large.data.me.creations.edges.every((e) => e.node.creator.username === 'alice' && e.node.agent?.owner.username === 'alice')).toBe(true);
+    expect(
+      large.data.me.creations.edges.every((e) => e.node.creator.username === 'alice' && e.node.agent?.owner.username === 'alice'),
+    ).toBe(true);
 
     expect(large.count).toBe(small.count);
     // auth, me, creations, then one per relation level and one for likedByMe.

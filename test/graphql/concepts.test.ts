@@ -71,12 +71,20 @@ describe('createConcept and concept(id)', () => {
   });
 
   it('defaults: no agent, empty usage instructions on the concept and images', async () => {
-    const created = expectData(await t.gql(ConceptsCreate, { input: { name: 'Bare', images: [{ image: 'https://cdn.example.com/only.jpg' }] } }, alice.apiKey)).createConcept;
-    expect(created).toMatchObject({ agent: null, usageInstructions: '', images: [{ image: 'https://cdn.example.com/only.jpg', usageInstructions: '' }] });
+    const created = expectData(
+      await t.gql(ConceptsCreate, { input: { name: 'Bare', images: [{ image: 'https://cdn.example.com/only.jpg' }] } }, alice.apiKey),
+    ).createConcept;
+    expect(created).toMatchObject({
+      agent: null,
+      usageInstructions: '',
+      images: [{ image: 'https://cdn.example.com/only.jpg', usageInstructions: '' }],
+    });
   });
 
   it('takes exactly 25 images, in order', async () => {
-    const created = expectData(await t.gql(ConceptsCreate, { input: { name: 'Full set', images: images(25, 'max') } }, alice.apiKey)).createConcept;
+    const created = expectData(
+      await t.gql(ConceptsCreate, { input: { name: 'Full set', images: images(25, 'max') } }, alice.apiKey),
+    ).createConcept;
     expect((await readConcept(created.id)).images).toEqual(images(25, 'max'));
   });
 
@@ -123,7 +131,11 @@ describe('updateConcept', () => {
 
   beforeEach(async () => {
     const created = expectData(
-      await t.gql(ConceptsCreate, { input: { name: 'Original', usageInstructions: 'Original instructions', agent: aliceAgent.id, images: images(3, 'orig') } }, alice.apiKey),
+      await t.gql(
+        ConceptsCreate,
+        { input: { name: 'Original', usageInstructions: 'Original instructions', agent: aliceAgent.id, images: images(3, 'orig') } },
+        alice.apiKey,
+      ),
     ).createConcept;
     conceptId = created.id;
   });
@@ -156,7 +168,9 @@ describe('updateConcept', () => {
     expect(detached.images).toHaveLength(3);
     expect((await readConcept(conceptId)).agent).toBeNull();
 
-    const attached = expectData(await t.gql(ConceptsUpdate, { id: conceptId, input: { agent: aliceAgent.id } }, alice.apiKey)).updateConcept;
+    const attached = expectData(
+      await t.gql(ConceptsUpdate, { id: conceptId, input: { agent: aliceAgent.id } }, alice.apiKey),
+    ).updateConcept;
     expect(attached.agent).toEqual({ id: aliceAgent.id, key: 'alice-painter', name: 'Painter' });
   });
 

@@ -48,14 +48,22 @@ beforeAll(async () => {
   const f = fixtures(t);
   const agent = await f.agent(bob, { key: 'kite-maker' });
   for (let i = 0; i < 12; i++) {
-    const c = await searchableCreation(t, bob, { name: `Kite over the dunes ${i}`, prompt: 'a red kite flying over sand dunes', agentId: agent.id });
+    const c = await searchableCreation(t, bob, {
+      name: `Kite over the dunes ${i}`,
+      prompt: 'a red kite flying over sand dunes',
+      agentId: agent.id,
+    });
     if (i % 4 === 0) {
       await t.services.creations.like(await t.services.apiKeys.authenticate(alice.apiKey), c.id);
       hot.add(c.id);
     }
   }
   await searchableCreation(t, bob, { name: 'Kite over the dunes (private)', prompt: 'a red kite flying over sand dunes', public: false });
-  await searchableCreation(t, alice, { name: 'Kite over the dunes (mine, private)', prompt: 'a red kite flying over sand dunes', public: false });
+  await searchableCreation(t, alice, {
+    name: 'Kite over the dunes (mine, private)',
+    prompt: 'a red kite flying over sand dunes',
+    public: false,
+  });
 });
 afterAll(() => t.close());
 
@@ -74,13 +82,21 @@ describe('searchCreations', () => {
   });
 
   it("never returns someone else's private creation, and includes the caller's own", async () => {
-    const names = expectData(await t.gql(SearchPage, { query: 'kite dunes', limit: 100 }, alice.apiKey)).searchCreations.docs.map((d) => d.name);
+    const names = expectData(await t.gql(SearchPage, { query: 'kite dunes', limit: 100 }, alice.apiKey)).searchCreations.docs.map(
+      (d) => d.name,
+    );
     expect(names).toContain('Kite over the dunes (mine, private)');
     expect(names).not.toContain('Kite over the dunes (private)');
   });
 
   it('filters and orders like REST', async () => {
-    const data = expectData(await t.gql(SearchPage, { query: 'kite dunes', filter: { userId: bob.id }, orderBy: 'LIKE_COUNT', direction: 'DESC', limit: 100 }, alice.apiKey)).searchCreations;
+    const data = expectData(
+      await t.gql(
+        SearchPage,
+        { query: 'kite dunes', filter: { userId: bob.id }, orderBy: 'LIKE_COUNT', direction: 'DESC', limit: 100 },
+        alice.apiKey,
+      ),
+    ).searchCreations;
     expect(data.total).toBe(12);
     expect(data.docs.slice(0, 3).map((d) => d.likeCount)).toEqual([1, 1, 1]);
     expect(data.docs.slice(3).every((d) => d.likeCount === 0)).toBe(true);
@@ -102,7 +118,11 @@ describe('searchCreations', () => {
   it('runs the same number of SQL statements for 2 results as for 12, with creator, agent, owner and likedByMe', async () => {
     const count = async (limit: number) => {
       let docs = 0;
-      const n = await t.countQueries(async () => (docs = expectData(await t.gql(SearchPage, { query: 'kite dunes', limit, filter: { userId: bob.id } }, alice.apiKey)).searchCreations.docs.length));
+      const n = await t.countQueries(
+        async () =>
+          (docs = expectData(await t.gql(SearchPage, { query: 'kite dunes', limit, filter: { userId: bob.id } }, alice.apiKey))
+            .searchCreations.docs.length),
+      );
       return { docs, n };
     };
     const small = await count(2);
@@ -115,25 +135,45 @@ describe('searchCreations', () => {
 
 describe('searchCreationsConnection', () => {
   it('scrolls through every match exactly once, in the order of the pages', async () => {
-    for (const [orderBy, direction] of [['SCORE', 'DESC'], ['CREATED_AT', 'ASC'], ['LIKE_COUNT', 'DESC']] as const) {
+    for (const [orderBy, direction] of [
+      ['SCORE', 'DESC'],
+      ['CREATED_AT', 'ASC'],
+      ['LIKE_COUNT', 'DESC'],
+    ] as const) {
       const seen: string[] = [];
       let after: string | null = null;
       for (let guard = 0; guard < 10; guard++) {
-        const feed: any = expectData(await t.gql(SearchFeed, { query: 'kite dunes', first: 4, after, orderBy, direction }, alice.apiKey)).searchCreationsConnection;
+        const feed: any = expectData(
+          await t.gql(SearchFeed, { query: 'kite dunes', first: 4, after, orderBy, direction }, alice.apiKey),
+        ).searchCreationsConnection;
         expect(feed.totalCount).toBe(13);
         seen.push(...feed.edges.map((e: any) => e.node.id));
         expect(feed.pageInfo.hasPreviousPage).toBe(after !== null);
         if (!feed.pageInfo.hasNextPage) break;
         after = feed.pageInfo.endCursor;
       }
-      const rest = (await t.rest('GET', searchPath({ query: 'kite dunes', limit: 100, orderBy: orderBy === 'SCORE' ? 'score' : orderBy === 'CREATED_AT' ? 'createdAt' : 'likeCount', direction: direction.toLowerCase() }), { key: alice.apiKey })).body;
+      const rest = (
+        await t.rest(
+          'GET',
+          searchPath({
+            query: 'kite dunes',
+            limit: 100,
+            orderBy: orderBy === 'SCORE' ? 'score' : orderBy === 'CREATED_AT' ? 'createdAt' : 'likeCount',
+            direction: direction.toLowerCase(),
+          }),
+          { key: alice.apiKey },
+        )
+      ).body;
       expect(seen).toEqual(rest.docs.map((d: { id: string }) => d.id));
     }
   });
 
   it('keeps its place when an earlier result disappears', async () => {
-    const first = expectData(await t.gql(SearchFeed, { query: 'kite dunes', first: 3, orderBy: 'CREATED_AT', direction: 'ASC' }, alice.apiKey)).searchCreationsConnection;
-    const next = (after: string) => t.gql(SearchFeed, { query: 'kite dunes', first: 3, after, orderBy: 'CREATED_AT', direction: 'ASC' }, alice.apiKey);
+    const first = expectData(
+      await t.gql(SearchFeed, { query: 'kite dunes', first: 3, orderBy: 'CREATED_AT', direction: 'ASC' }, alice.apiKey),
+    ).searchCreationsConnection;
+    const next = (after: string) =>
+      t.gql(SearchFeed, { query: 'kite dunes', first: 3, after, orderBy: 'CREATED_AT', direction: 'ASC' }, alice.apiKey);
     const expected = expectData(await next(first.pageInfo.endCursor!)).searchCreationsConnection.edges.map((e) => e.node.id);
     const gone = first.edges[0]!.node.id;
     await t.db.creation.update({ where: { id: gone }, data: { deleted: true } });

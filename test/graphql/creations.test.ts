@@ -111,7 +111,10 @@ describe('likeCreation and unlikeCreation', () => {
   it('two users liking count 2; unlike returns likeCount and likedByMe for the caller', async () => {
     const creation = await f.creation(alice, { public: true });
     expectData(await t.gql(CreationsLike, { id: creation.id }, bob.apiKey));
-    expect(expectData(await t.gql(CreationsLike, { id: creation.id }, alice.apiKey)).likeCreation).toMatchObject({ likeCount: 2, likedByMe: true });
+    expect(expectData(await t.gql(CreationsLike, { id: creation.id }, alice.apiKey)).likeCreation).toMatchObject({
+      likeCount: 2,
+      likedByMe: true,
+    });
 
     const unliked = expectData(await t.gql(CreationsUnlike, { id: creation.id }, bob.apiKey)).unlikeCreation;
     expect(unliked).toEqual({ id: creation.id, likeCount: 1, likedByMe: false });

@@ -80,20 +80,31 @@ describe('errors never leak internals', () => {
     expect([200, 400]).toContain(missingArg.status);
     expectRequestError(missingArg, /argument "id" of type "ID!" is required/);
 
-    const missingVariable = await postRaw(t, { query: 'query ErrorsRawMissing($id: ID!) { agent(id: $id) { id } }', variables: {} }, alice.apiKey);
+    const missingVariable = await postRaw(
+      t,
+      { query: 'query ErrorsRawMissing($id: ID!) { agent(id: $id) { id } }', variables: {} },
+      alice.apiKey,
+    );
     expect([200, 400]).toContain(missingVariable.status);
     expectRequestError(missingVariable, /Variable "\$id" of required type "ID!" was not provided/);
   });
 
   it('a variable of the wrong type is a request error that names the variable and where it is', async () => {
-    const wrongType = await postRaw(t, { query: 'query ErrorsRawWrong($id: ID!) { agent(id: $id) { id } }', variables: { id: { nested: true } } }, alice.apiKey);
+    const wrongType = await postRaw(
+      t,
+      { query: 'query ErrorsRawWrong($id: ID!) { agent(id: $id) { id } }', variables: { id: { nested: true } } },
+      alice.apiKey,
+    );
     expect(wrongType.status).toBe(400);
     expectRequestError(wrongType, /Variable "\$id" got invalid value/);
     expect(wrongType.json.errors[0].locations).toEqual([{ line: 1, column: 22 }]);
 
     const wrongEnum = await postRaw(
       t,
-      { query: 'mutation ErrorsRawEnum($i: UpdateAgentInput!) { updateAgent(id: "x", input: $i) { id } }', variables: { i: { ownerPays: 'NOPE' } } },
+      {
+        query: 'mutation ErrorsRawEnum($i: UpdateAgentInput!) { updateAgent(id: "x", input: $i) { id } }',
+        variables: { i: { ownerPays: 'NOPE' } },
+      },
       alice.apiKey,
     );
     expect(wrongEnum.status).toBe(400);
@@ -113,10 +124,20 @@ describe('errors never leak internals', () => {
   it('a POST without a content type, or accepting nothing GraphQL answers with, is refused in the transport error shape', async () => {
     const untyped = await fetch(`${t.url}/graphql`, { method: 'POST', headers: { 'x-api-key': alice.apiKey } });
     expect(untyped.status).toBe(415);
-    expect(await untyped.json()).toEqual({ error: 'Unsupported Media Type', message: 'Send GraphQL requests as application/json (POST), or in the query string (GET)' });
-    const unacceptable = await fetch(`${t.url}/graphql`, { method: 'POST', headers: { 'x-api-key': alice.apiKey, 'content-type': 'application/json', accept: 'image/png' }, body: '{"query":"{ me { id } }"}' });
+    expect(await untyped.json()).toEqual({
+      error: 'Unsupported Media Type',
+      message: 'Send GraphQL requests as application/json (POST), or in the query string (GET)',
+    });
+    const unacceptable = await fetch(`${t.url}/graphql`, {
+      method: 'POST',
+      headers: { 'x-api-key': alice.apiKey, 'content-type': 'application/json', accept: 'image/png' },
+      body: '{"query":"{ me { id } }"}',
+    });
     expect(unacceptable.status).toBe(406);
-    expect(await unacceptable.json()).toEqual({ error: 'Not Acceptable', message: 'Accept application/json or application/graphql-response+json (text/event-stream for subscriptions)' });
+    expect(await unacceptable.json()).toEqual({
+      error: 'Not Acceptable',
+      message: 'Accept application/json or application/graphql-response+json (text/event-stream for subscriptions)',
+    });
   });
 
   it('an unknown operation name is a clear request error', async () => {
@@ -128,7 +149,9 @@ describe('errors never leak internals', () => {
   /** What an unexpected database failure looks like from the inside. */
   const internalFailure = () =>
     Object.assign(
-      new Error('Invalid `prisma.agent.findUnique()` invocation in /work/main/src/domain/agents/service.ts:42:7\n\nSELECT "public"."Agent"."id" FROM "public"."Agent" WHERE id = $1: connection terminated unexpectedly'),
+      new Error(
+        'Invalid `prisma.agent.findUnique()` invocation in /work/main/src/domain/agents/service.ts:42:7\n\nSELECT "public"."Agent"."id" FROM "public"."Agent" WHERE id = $1: connection terminated unexpectedly',
+      ),
       { code: 'P1017', clientVersion: '7.10.0' },
     );
 
@@ -140,7 +163,11 @@ describe('errors never leak internals', () => {
       expect(spy).toHaveBeenCalledOnce();
       expect(raw.json.data).toBeNull();
       expect(raw.json.errors).toHaveLength(1);
-      expect(raw.json.errors[0]).toMatchObject({ message: 'Unexpected error.', path: ['agent'], extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+      expect(raw.json.errors[0]).toMatchObject({
+        message: 'Unexpected error.',
+        path: ['agent'],
+        extensions: { code: 'INTERNAL_SERVER_ERROR' },
+      });
       expectNoInternals(raw.json.errors);
       expect(raw.text).not.toMatch(/P1017|service\.ts|SELECT|connection terminated|clientVersion/);
     } finally {
@@ -162,7 +189,10 @@ describe('errors never leak internals', () => {
     } finally {
       spy.mockRestore();
     }
-    expect(expectData(await t.gql(ErrorsAgent, { id: agent.id }, alice.apiKey)).agent).toMatchObject({ name: 'Stable', description: 'unchanged' });
+    expect(expectData(await t.gql(ErrorsAgent, { id: agent.id }, alice.apiKey)).agent).toMatchObject({
+      name: 'Stable',
+      description: 'unchanged',
+    });
   });
 
   it('a NUL character in a string is refused without leaking anything, and nothing is stored', async () => {

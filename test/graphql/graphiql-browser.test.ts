@@ -27,7 +27,15 @@ beforeAll(async () => {
     executablePath: '/usr/bin/chromium',
     headless: true,
     userDataDir: profile,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 afterAll(async () => {
@@ -59,7 +67,9 @@ describe('GraphiQL in a real browser', () => {
     page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
     // Anything the Content-Security-Policy blocks (a script, style, font, worker or request).
     await page.evaluateOnNewDocument(() => {
-      document.addEventListener('securitypolicyviolation', (e) => ((window as unknown as { violations: string[] }).violations ??= []).push(`${e.violatedDirective} ${e.blockedURI}`));
+      document.addEventListener('securitypolicyviolation', (e) =>
+        ((window as unknown as { violations: string[] }).violations ??= []).push(`${e.violatedDirective} ${e.blockedURI}`),
+      );
     });
 
     const page0 = await page.goto(`${t.url}/graphql`, { waitUntil: 'load' });
@@ -80,15 +90,25 @@ describe('GraphiQL in a real browser', () => {
     expect(await responseText(page)).toMatch(/"username":\s*"alice"/);
 
     const muse = await fixtures(t).agent(alice, { name: 'Muse', key: 'muse' });
-    const sessionId = (await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [muse.id], title: 'Browser session' } })).body.session_id;
-    await typeInto(page, '.graphiql-query-editor', `subscription { sessionEvents(sessionId: "${sessionId}") { __typename ... on AssistantToken { text } } }`);
+    const sessionId = (
+      await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [muse.id], title: 'Browser session' } })
+    ).body.session_id;
+    await typeInto(
+      page,
+      '.graphiql-query-editor',
+      `subscription { sessionEvents(sessionId: "${sessionId}") { __typename ... on AssistantToken { text } } }`,
+    );
     await page.click('.graphiql-execute-button');
     await expect.poll(() => t.services.bus.subscriberCount(), { timeout: 15_000 }).toBe(1);
 
     await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { session_id: sessionId, content: 'Hello from the browser test' } });
-    await page.waitForFunction(() => document.querySelector('.graphiql-response')?.textContent?.includes('AssistantToken'), { timeout: 15_000 });
+    await page.waitForFunction(() => document.querySelector('.graphiql-response')?.textContent?.includes('AssistantToken'), {
+      timeout: 15_000,
+    });
     const during = await responseText(page);
-    await page.waitForFunction(() => document.querySelector('.graphiql-response')?.textContent?.includes('PromptEnded'), { timeout: 30_000 });
+    await page.waitForFunction(() => document.querySelector('.graphiql-response')?.textContent?.includes('PromptEnded'), {
+      timeout: 30_000,
+    });
     expect(during).toMatch(/"text":/);
     const saved = await settledSession(t, alice, sessionId);
     expect(saved.messages.at(-1).content).toMatch(/^I'm Muse, answering offline/);

@@ -45,11 +45,19 @@ const craftedCursors = [
 /** Every relation connection in the schema (Pothos Prisma's `relatedConnection`). */
 const prismaConnections = Object.values(schema.getTypeMap())
   .filter(isObjectType)
-  .flatMap((type) => Object.values(type.getFields()).filter((f) => f.extensions?.pothosPrismaRelationField && f.args.some((a) => a.name === 'after')).map((f) => `${type.name}.${f.name}`));
+  .flatMap((type) =>
+    Object.values(type.getFields())
+      .filter((f) => f.extensions?.pothosPrismaRelationField && f.args.some((a) => a.name === 'after'))
+      .map((f) => `${type.name}.${f.name}`),
+  );
 
 async function page(field: string, args: string, variables: Record<string, unknown> = {}) {
   const declared = args.includes('$c') ? '($c: String)' : '';
-  const { json } = await postRaw(t, { query: `query${declared} { me { ${field}(${args}) { edges { cursor node { id } } } } }`, variables }, alice.apiKey);
+  const { json } = await postRaw(
+    t,
+    { query: `query${declared} { me { ${field}(${args}) { edges { cursor node { id } } } } }`, variables },
+    alice.apiKey,
+  );
   return json as { data: any; errors?: { message: string; extensions?: { code?: string; field?: string } }[] };
 }
 
@@ -65,17 +73,20 @@ describe('pagination arguments of Prisma connections', () => {
     expect(next.errors).toBeUndefined();
   });
 
-  it.each(['agents', 'creations'])('every crafted cursor on me.%s is BAD_USER_INPUT "Invalid cursor", and nothing is logged', async (field) => {
-    for (const cursor of craftedCursors) {
-      for (const arg of ['first: 2, after: $c', 'last: 2, before: $c']) {
-        const response = await page(field, arg, { c: cursor });
-        expect(response.errors, `${arg} ${cursor}`).toHaveLength(1);
-        expect(response.errors![0]).toMatchObject({ message: 'Invalid cursor', extensions: { code: 'BAD_USER_INPUT' } });
-        expectNoInternals(response.errors);
+  it.each(['agents', 'creations'])(
+    'every crafted cursor on me.%s is BAD_USER_INPUT "Invalid cursor", and nothing is logged',
+    async (field) => {
+      for (const cursor of craftedCursors) {
+        for (const arg of ['first: 2, after: $c', 'last: 2, before: $c']) {
+          const response = await page(field, arg, { c: cursor });
+          expect(response.errors, `${arg} ${cursor}`).toHaveLength(1);
+          expect(response.errors![0]).toMatchObject({ message: 'Invalid cursor', extensions: { code: 'BAD_USER_INPUT' } });
+          expectNoInternals(response.errors);
+        }
       }
-    }
-    expect(logged).toEqual([]);
-  });
+      expect(logged).toEqual([]);
+    },
+  );
 
   it.each([
     ['first: -1', 'first: must not be negative', 'first'],

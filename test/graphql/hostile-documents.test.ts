@@ -23,31 +23,60 @@ afterAll(async () => {
 });
 
 const repeat = (n: number, f: (i: number) => string) => Array.from({ length: n }, (_, i) => f(i)).join(' ');
-const nested = (levels: number, inner: string) => `${'agents(first: 1) { edges { node { owner { '.repeat(levels)}${inner}${' } } } }'.repeat(levels)}`;
+const nested = (levels: number, inner: string) =>
+  `${'agents(first: 1) { edges { node { owner { '.repeat(levels)}${inner}${' } } } }'.repeat(levels)}`;
 
 /** The standard introspection query's selection, to repeat under aliases. */
 const introspection = getIntrospectionQuery();
-const schemaSelection = introspection.slice(introspection.indexOf('{') + 1, introspection.lastIndexOf('}', introspection.indexOf('fragment FullType')));
+const schemaSelection = introspection.slice(
+  introspection.indexOf('{') + 1,
+  introspection.lastIndexOf('}', introspection.indexOf('fragment FullType')),
+);
 const introspectionFragments = introspection.slice(introspection.indexOf('fragment FullType'));
 
 const hostile: { name: string; query: string; code: string; message: RegExp }[] = [
-  { name: 'deep nesting', query: `{ me { ${nested(4, 'username')} } }`, code: 'DEPTH_LIMIT_EXCEEDED', message: /^Query depth limit of 12 exceeded, found \d+\.$/ },
-  { name: 'an alias bomb', query: `{ me { ${repeat(31, (i) => `a${i}: username`)} } }`, code: 'ALIAS_LIMIT_EXCEEDED', message: /^Aliases limit of 30 exceeded, found 31\.$/ },
+  {
+    name: 'deep nesting',
+    query: `{ me { ${nested(4, 'username')} } }`,
+    code: 'DEPTH_LIMIT_EXCEEDED',
+    message: /^Query depth limit of 12 exceeded, found \d+\.$/,
+  },
+  {
+    name: 'an alias bomb',
+    query: `{ me { ${repeat(31, (i) => `a${i}: username`)} } }`,
+    code: 'ALIAS_LIMIT_EXCEEDED',
+    message: /^Aliases limit of 30 exceeded, found 31\.$/,
+  },
   {
     name: 'aliases multiplied through a fragment spread twice',
     query: `{ me { ...A ... on Creator { ...A } } } fragment A on Creator { ${repeat(20, (i) => `x${i}: username`)} }`,
     code: 'ALIAS_LIMIT_EXCEEDED',
     message: /^Aliases limit of 30 exceeded, found 40\.$/,
   },
-  { name: 'a huge token count', query: `{ me { ${'username '.repeat(6000)} } }`, code: 'TOKEN_LIMIT_EXCEEDED', message: /^Token limit of 5000 exceeded\.$/ },
+  {
+    name: 'a huge token count',
+    query: `{ me { ${'username '.repeat(6000)} } }`,
+    code: 'TOKEN_LIMIT_EXCEEDED',
+    message: /^Token limit of 5000 exceeded\.$/,
+  },
   {
     name: 'lists within lists (cost)',
     query: `{ me { agents(first: 100) { edges { node { owner { agents(first: 100) { edges { node { owner { agents(first: 100) { edges { node { id } } } } } } } } } } } } }`,
     code: 'COST_LIMIT_EXCEEDED',
     message: /^Query Cost limit of 20000 exceeded, found [\d.]+\.$/,
   },
-  { name: 'one field repeated thousands of times', query: `{ me { ${'username '.repeat(4000)} } }`, code: 'QUERY_TOO_COMPLEX', message: /^The document is too complex to validate/ },
-  { name: 'a pile of directives', query: `{ me { username ${'@include(if: true) '.repeat(60)} } }`, code: 'DIRECTIVE_LIMIT_EXCEEDED', message: /^Directives limit of 50 exceeded, found 60\.$/ },
+  {
+    name: 'one field repeated thousands of times',
+    query: `{ me { ${'username '.repeat(4000)} } }`,
+    code: 'QUERY_TOO_COMPLEX',
+    message: /^The document is too complex to validate/,
+  },
+  {
+    name: 'a pile of directives',
+    query: `{ me { username ${'@include(if: true) '.repeat(60)} } }`,
+    code: 'DIRECTIVE_LIMIT_EXCEEDED',
+    message: /^Directives limit of 50 exceeded, found 60\.$/,
+  },
   {
     name: 'the whole schema under many aliases',
     query: `{ ${repeat(30, (i) => `s${i}: ${schemaSelection}`)} } ${introspectionFragments}`,
@@ -72,7 +101,12 @@ const hostile: { name: string; query: string; code: string; message: RegExp }[] 
     code: 'GRAPHQL_VALIDATION_FAILED',
     message: /^Cannot spread fragment "A" within itself via "B"\.$/,
   },
-  { name: 'a fragment spreading itself', query: 'query { me { ...A } } fragment A on Creator { username ...A }', code: 'GRAPHQL_VALIDATION_FAILED', message: /^Cannot spread fragment "A" within itself\.$/ },
+  {
+    name: 'a fragment spreading itself',
+    query: 'query { me { ...A } } fragment A on Creator { username ...A }',
+    code: 'GRAPHQL_VALIDATION_FAILED',
+    message: /^Cannot spread fragment "A" within itself\.$/,
+  },
   {
     name: 'fragments doubling at every level (billion laughs)',
     query: `{ me { ...F0 } } ${repeat(16, (i) => `fragment F${i} on Creator { username ...F${i + 1} ... on Creator { ...F${i + 1} } }`)} fragment F16 on Creator { id }`,

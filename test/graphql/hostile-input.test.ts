@@ -39,7 +39,12 @@ describe('URLs a user gives are http or https only', () => {
   });
 
   it.each(unsafeUrls)('%j is BAD_USER_INPUT in agent and concept inputs and attachments', async (url) => {
-    expectCode(await gql(alice, updateAgent, { id: agent.id, input: { image: url } }), 'BAD_USER_INPUT', 'image: must be an http or https URL', 'image');
+    expectCode(
+      await gql(alice, updateAgent, { id: agent.id, input: { image: url } }),
+      'BAD_USER_INPUT',
+      'image: must be an http or https URL',
+      'image',
+    );
     const concept = await fixtures(t).concept(alice);
     expectCode(
       await gql(alice, 'mutation($id: ID!, $input: UpdateConceptInput!) { updateConcept(id: $id, input: $input) { id } }', {
@@ -51,21 +56,28 @@ describe('URLs a user gives are http or https only', () => {
       'images.1.image',
     );
     expectCode(
-      await gql(alice, 'mutation($input: SendMessageInput!) { sendMessage(input: $input) { promptId } }', { input: { agentIds: [agent.id], content: 'look', attachments: [url] } }),
+      await gql(alice, 'mutation($input: SendMessageInput!) { sendMessage(input: $input) { promptId } }', {
+        input: { agentIds: [agent.id], content: 'look', attachments: [url] },
+      }),
       'BAD_USER_INPUT',
       'attachments[0]: must be an http or https URL',
       'attachments.0',
     );
     expect((await t.db.agent.findUniqueOrThrow({ where: { id: agent.id } })).image).toBe('https://cdn.example.com/a.png');
-    expect((await t.db.conceptImage.findMany({ where: { conceptId: concept.id } })).map((i) => i.image)).toEqual(['https://example.com/a.jpg']);
+    expect((await t.db.conceptImage.findMany({ where: { conceptId: concept.id } })).map((i) => i.image)).toEqual([
+      'https://example.com/a.jpg',
+    ]);
   });
 });
 
 describe('look-alike agent keys', () => {
   it("an agent named with another user's name in other letters is CONFLICT", async () => {
-    for (const key of ['ALICE', 'Alice']) expectCode(await gql(bob, createAgent, { input: { name: 'Alice', key } }), 'CONFLICT', 'An agent with this key already exists');
+    for (const key of ['ALICE', 'Alice'])
+      expectCode(await gql(bob, createAgent, { input: { name: 'Alice', key } }), 'CONFLICT', 'An agent with this key already exists');
     // Full-width letters are not allowed in keys at all; the database would refuse them as "alice" too.
-    expect((await gql(bob, createAgent, { input: { name: 'Alice', key: 'ａｌｉｃｅ' } })).errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect((await gql(bob, createAgent, { input: { name: 'Alice', key: 'ａｌｉｃｅ' } })).errors?.[0]?.extensions?.code).toBe(
+      'BAD_USER_INPUT',
+    );
     expect(await t.db.user.count({ where: { username: { in: ['ALICE', 'Alice', 'ａｌｉｃｅ'] } } })).toBe(0);
   });
 });
@@ -73,14 +85,21 @@ describe('look-alike agent keys', () => {
 describe('tools named like prototype members', () => {
   it('tools.constructor is an unknown tool, named as sent', async () => {
     const agent = await fixtures(t).agent(bob);
-    expectCode(await gql(bob, updateAgent, { id: agent.id, input: { tools: { constructor: true } } }), 'BAD_USER_INPUT', 'tools.constructor: unknown tool "constructor" (see the tools list)', 'tools.constructor');
+    expectCode(
+      await gql(bob, updateAgent, { id: agent.id, input: { tools: { constructor: true } } }),
+      'BAD_USER_INPUT',
+      'tools.constructor: unknown tool "constructor" (see the tools list)',
+      'tools.constructor',
+    );
   });
 });
 
 describe('agents per user', () => {
   it(`are capped at ${MAX_AGENTS}, even when created all at once, with an error that says the limit`, async () => {
     const carol = await t.createUser('carol');
-    const attempts = await Promise.all(Array.from({ length: MAX_AGENTS + 3 }, (_, i) => gql(carol, createAgent, { input: { name: `Squat ${i}`, key: `squat-${i}` } })));
+    const attempts = await Promise.all(
+      Array.from({ length: MAX_AGENTS + 3 }, (_, i) => gql(carol, createAgent, { input: { name: `Squat ${i}`, key: `squat-${i}` } })),
+    );
     const created = attempts.filter((r) => r.data?.createAgent);
     const refused = attempts.filter((r) => r.errors);
     expect(created).toHaveLength(MAX_AGENTS);

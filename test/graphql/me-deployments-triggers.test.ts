@@ -94,7 +94,14 @@ describe('me', () => {
     const agent = await f.agent(gina, { public: true });
 
     const seenByHank = expectData(await t.gql(MeOwnerOfAgent, { id: agent.id }, hank.apiKey)).agent;
-    expect(seenByHank.owner).toEqual({ username: 'gina', balance: null, subscriptionBalance: null, foreverBalance: null, subscriptionTier: null, featureFlags: null });
+    expect(seenByHank.owner).toEqual({
+      username: 'gina',
+      balance: null,
+      subscriptionBalance: null,
+      foreverBalance: null,
+      subscriptionTier: null,
+      featureFlags: null,
+    });
     expect(seenByHank.creator.balance).toBeNull();
 
     // The same path for the owner shows her own balance.
@@ -113,8 +120,10 @@ describe('me', () => {
     let after: string | null = null;
     const pages: number[] = [];
     for (let guard = 0; guard < 5; guard++) {
-      const page: { edges: { cursor: string; node: { id: string; public: boolean; createdAt: string } }[]; pageInfo: { hasNextPage: boolean; endCursor?: string | null } } =
-        expectData(await t.gql(MeAgentsPage, { first: 2, after }, ivy.apiKey)).me.agents;
+      const page: {
+        edges: { cursor: string; node: { id: string; public: boolean; createdAt: string } }[];
+        pageInfo: { hasNextPage: boolean; endCursor?: string | null };
+      } = expectData(await t.gql(MeAgentsPage, { first: 2, after }, ivy.apiKey)).me.agents;
       pages.push(page.edges.length);
       seen.push(...page.edges.map((e) => e.node));
       expect(page.pageInfo.endCursor).toBe(page.edges.at(-1)?.cursor);

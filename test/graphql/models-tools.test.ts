@@ -37,7 +37,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 describe('model(id)', () => {
-  it("a public model is readable by anyone, with its owner", async () => {
+  it('a public model is readable by anyone, with its owner', async () => {
     const model = await f.model(alice, { public: true, name: 'Public LoRA' });
     const read = expectData(await t.gql(ModelsGet, { id: model.id }, bob.apiKey)).model;
     expect(read).toMatchObject({
@@ -134,7 +134,11 @@ describe('Creation.tool', () => {
   it("resolves the registry tool for the creation's tool key", async () => {
     const creation = await f.creation(alice, { tool: 'wan_t2v' });
     const read = expectData(await t.gql(ToolsOfCreation, { id: creation.id }, alice.apiKey)).creation;
-    expect(read).toEqual({ id: creation.id, toolKey: 'wan_t2v', tool: { key: 'wan_t2v', name: expect.any(String), outputType: 'video', order: 40 } });
+    expect(read).toEqual({
+      id: creation.id,
+      toolKey: 'wan_t2v',
+      tool: { key: 'wan_t2v', name: expect.any(String), outputType: 'video', order: 40 },
+    });
   });
 
   it('is null for a tool key that is not in the registry', async () => {

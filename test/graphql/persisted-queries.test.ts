@@ -28,11 +28,16 @@ async function post(body: object) {
 }
 
 async function get(params: Record<string, string>) {
-  const res = await fetch(`${t.url}/graphql?${new URLSearchParams(params)}`, { headers: { accept: 'application/graphql-response+json', 'x-api-key': alice.apiKey } });
+  const res = await fetch(`${t.url}/graphql?${new URLSearchParams(params)}`, {
+    headers: { accept: 'application/graphql-response+json', 'x-api-key': alice.apiKey },
+  });
   return { status: res.status, body: await res.json() };
 }
 
-const notFound = { status: 200, body: { errors: [{ message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] } };
+const notFound = {
+  status: 200,
+  body: { errors: [{ message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } }] },
+};
 
 describe('automatic persisted queries', () => {
   it('over POST: an unknown hash is PERSISTED_QUERY_NOT_FOUND (200, so Apollo clients retry); query and hash run and register it; the hash alone then runs it', async () => {
@@ -63,8 +68,13 @@ describe('automatic persisted queries', () => {
   });
 
   it('hashes that are not SHA-256 hex, and malformed extensions, are answered cleanly', async () => {
-    for (const hash of ['', 'nope', 'A'.repeat(64), 'x'.repeat(100_000)]) expect(await post({ extensions: persisted(hash) })).toEqual(notFound);
-    for (const extensions of [{ persistedQuery: { version: 2, sha256Hash: sha256('{ me { id } }') } }, { persistedQuery: 'abc' }, { persistedQuery: null }]) {
+    for (const hash of ['', 'nope', 'A'.repeat(64), 'x'.repeat(100_000)])
+      expect(await post({ extensions: persisted(hash) })).toEqual(notFound);
+    for (const extensions of [
+      { persistedQuery: { version: 2, sha256Hash: sha256('{ me { id } }') } },
+      { persistedQuery: 'abc' },
+      { persistedQuery: null },
+    ]) {
       const res = await post({ extensions });
       expect(res.status).toBe(400);
       expect(res.body.errors[0].message).toBeTruthy();
@@ -80,7 +90,10 @@ describe('automatic persisted queries', () => {
   });
 
   it('the store is bounded: the least recently used query goes past the limit, and a query over 32 KiB runs but is not kept', async () => {
-    const queries = ['{ me { id } }', '{ me { createdAt } }', '{ me { type } }', '{ me { userImage } }'].map((q) => ({ q, hash: sha256(q) }));
+    const queries = ['{ me { id } }', '{ me { createdAt } }', '{ me { type } }', '{ me { userImage } }'].map((q) => ({
+      q,
+      hash: sha256(q),
+    }));
     for (const { q, hash } of queries.slice(0, 3)) expect((await post({ query: q, extensions: persisted(hash) })).body.data).toBeTruthy();
     // Using the first makes the second the least recently used.
     expect((await post({ extensions: persisted(queries[0]!.hash) })).body.data).toBeTruthy();

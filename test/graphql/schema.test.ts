@@ -9,11 +9,32 @@ describe('schema/schema.graphql', () => {
 
   it('has the types and root fields clients rely on', () => {
     const sdl = printedSchema();
-    for (const type of ['Session', 'Message', 'Agent', 'Concept', 'Model', 'Tool', 'Creation', 'Creator', 'Deployment', 'Trigger', 'Share']) {
+    for (const type of [
+      'Session',
+      'Message',
+      'Agent',
+      'Concept',
+      'Model',
+      'Tool',
+      'Creation',
+      'Creator',
+      'Deployment',
+      'Trigger',
+      'Share',
+    ]) {
       expect(sdl).toMatch(new RegExp(`^type ${type} `, 'm'));
     }
-    for (const field of ['me', 'agent', 'concept', 'model', 'tools', 'creation', 'deployments', 'triggers']) expect(sdl).toMatch(new RegExp(`^  ${field}[(:]`, 'm'));
-    for (const field of ['updateAgent', 'updateConcept', 'likeCreation', 'unlikeCreation', 'deleteApiKey', 'createAgent', 'createConcept']) {
+    for (const field of ['me', 'agent', 'concept', 'model', 'tools', 'creation', 'deployments', 'triggers'])
+      expect(sdl).toMatch(new RegExp(`^  ${field}[(:]`, 'm'));
+    for (const field of [
+      'updateAgent',
+      'updateConcept',
+      'likeCreation',
+      'unlikeCreation',
+      'deleteApiKey',
+      'createAgent',
+      'createConcept',
+    ]) {
       expect(sdl).toMatch(new RegExp(`^  ${field}\\(`, 'm'));
     }
   });

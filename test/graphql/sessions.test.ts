@@ -147,11 +147,21 @@ async function startSession(user: TestUser, input: Record<string, unknown> = {})
 describe('queries and mutations', () => {
   it('sendMessage returns at once; the session reads with its messages, paged both ways', async () => {
     const sent = await startSession(alice, { budget: { turnBudget: 10 } });
-    expect(sent).toMatchObject({ promptId: expect.any(String), replyIds: [expect.any(String)], seq: expect.any(Number), session: { agents: [{ key: 'muse' }], myPermission: 'OWNER' } });
+    expect(sent).toMatchObject({
+      promptId: expect.any(String),
+      replyIds: [expect.any(String)],
+      seq: expect.any(Number),
+      session: { agents: [{ key: 'muse' }], myPermission: 'OWNER' },
+    });
     const id = sent.session.id;
     await settledSession(t, alice, id);
     const data = expectData(await t.gql(SessionPage, { id }, alice.apiKey)).session;
-    expect(data).toMatchObject({ owner: { username: 'alice' }, status: 'ACTIVE', budget: { manna: null, tokens: null, turns: 10 }, spent: { manna: 0, tokens: 23, turns: 1 } });
+    expect(data).toMatchObject({
+      owner: { username: 'alice' },
+      status: 'ACTIVE',
+      budget: { manna: null, tokens: null, turns: 10 },
+      spent: { manna: 0, tokens: 23, turns: 1 },
+    });
     expect(data.users).toEqual([{ permission: 'OWNER', user: { username: 'alice' } }]);
     const nodes = data.messages.edges.map((e) => e.node);
     expect(nodes.map((n) => [n.role, n.content, n.status])).toEqual([
@@ -160,7 +170,15 @@ describe('queries and mutations', () => {
       ['ASSISTANT', 'Hi from Muse', 'COMPLETE'],
     ]);
     expect(nodes[1]).toMatchObject({ id: sent.promptId, sender: { username: 'alice' }, agent: null });
-    expect(nodes[2]).toMatchObject({ id: sent.replyIds[0], promptId: sent.promptId, sender: { username: 'muse' }, agent: { key: 'muse' }, usage: { promptTokens: 20, completionTokens: 3 }, thought: null, error: null });
+    expect(nodes[2]).toMatchObject({
+      id: sent.replyIds[0],
+      promptId: sent.promptId,
+      sender: { username: 'muse' },
+      agent: { key: 'muse' },
+      usage: { promptTokens: 20, completionTokens: 3 },
+      thought: null,
+      error: null,
+    });
 
     const firstTwo = expectData(await t.gql(SessionPage, { id, first: 2 }, alice.apiKey)).session.messages;
     expect(firstTwo.edges.map((e) => e.node.role)).toEqual(['EDEN', 'USER']);
@@ -170,7 +188,8 @@ describe('queries and mutations', () => {
     expect(rest.pageInfo).toMatchObject({ hasNextPage: false, hasPreviousPage: true });
     const lastOne = expectData(await t.gql(SessionPage, { id, last: 1 }, alice.apiKey)).session.messages;
     expect(lastOne.edges.map((e) => e.node.role)).toEqual(['ASSISTANT']);
-    const before = expectData(await t.gql(SessionPage, { id, last: 5, before: lastOne.pageInfo.startCursor }, alice.apiKey)).session.messages;
+    const before = expectData(await t.gql(SessionPage, { id, last: 5, before: lastOne.pageInfo.startCursor }, alice.apiKey)).session
+      .messages;
     expect(before.edges.map((e) => e.node.role)).toEqual(['EDEN', 'USER']);
 
     for (const args of [{ after: 'bogus' }, { first: -1 }, { first: 1000 }]) {
@@ -219,8 +238,13 @@ describe('queries and mutations', () => {
   it('reactToMessage toggles, with thumbs up and down excluding each other', async () => {
     const { session, replyIds } = await startSession(alice);
     await settledSession(t, alice, session.id);
-    const react = async (reaction: string, user = alice) => expectData(await t.gql(React, { messageId: replyIds[0]!, reaction }, user.apiKey)).reactToMessage;
-    expect(await react('thumbs_up')).toEqual({ added: true, messageId: replyIds[0], reactions: [{ reaction: 'thumbs_up', count: 1, reactedByMe: true }] });
+    const react = async (reaction: string, user = alice) =>
+      expectData(await t.gql(React, { messageId: replyIds[0]!, reaction }, user.apiKey)).reactToMessage;
+    expect(await react('thumbs_up')).toEqual({
+      added: true,
+      messageId: replyIds[0],
+      reactions: [{ reaction: 'thumbs_up', count: 1, reactedByMe: true }],
+    });
     expect((await react('thumbs_down')).reactions).toEqual([{ reaction: 'thumbs_down', count: 1, reactedByMe: true }]);
     expect(await react('thumbs_down')).toMatchObject({ added: false, reactions: [] });
     expectError(await t.gql(React, { messageId: replyIds[0]!, reaction: 'x' }, carol.apiKey), 'FORBIDDEN');
@@ -232,7 +256,11 @@ describe('queries and mutations', () => {
     await settledSession(t, alice, session.id);
     expectError(await t.gql(ShareIt, { id: session.id }, carol.apiKey), 'FORBIDDEN');
     const share = expectData(await t.gql(ShareIt, { id: session.id }, alice.apiKey)).shareSession;
-    expect(share).toMatchObject({ sessionId: session.id, owner: { username: 'alice', userImage: null, type: 'USER' }, agents: [{ key: 'muse', name: 'Muse' }] });
+    expect(share).toMatchObject({
+      sessionId: session.id,
+      owner: { username: 'alice', userImage: null, type: 'USER' },
+      agents: [{ key: 'muse', name: 'Muse' }],
+    });
     expect(share.messages.map((m) => [m.role, m.content, m.sender?.username ?? null])).toEqual([
       ['EDEN', 'Muse joined the session', null],
       ['USER', 'Share this', 'alice'],
@@ -247,7 +275,9 @@ describe('queries and mutations', () => {
 
   it('owners add and remove users; others may only leave', async () => {
     const { session } = await startSession(alice);
-    const added = expectData(await t.gql(AddUser, { sessionId: session.id, username: 'bob', permission: 'EDITOR' }, alice.apiKey)).addSessionUser;
+    const added = expectData(
+      await t.gql(AddUser, { sessionId: session.id, username: 'bob', permission: 'EDITOR' }, alice.apiKey),
+    ).addSessionUser;
     expect(added.users.map((u) => [u.user.username, u.permission])).toEqual([
       ['alice', 'OWNER'],
       ['bob', 'EDITOR'],
@@ -284,8 +314,22 @@ describe('subscriptions over graphql-ws', () => {
     const sub = wsSubscribe(ws.connect(alice.apiKey), SendAndStream, { input: { agentIds: [muse.id], content: 'Stream it' } });
     const results = await sub.ended;
     const events = results.map((r) => r.data!.sendMessage);
-    expect(events.map((e) => e.__typename)).toEqual(['PromptStarted', 'AssistantToken', 'AssistantToken', 'AssistantToken', 'AssistantMessage', 'PromptEnded']);
-    expect(events.map((e) => e.type)).toEqual(['start_prompt', 'assistant_token', 'assistant_token', 'assistant_token', 'assistant_message', 'end_prompt']);
+    expect(events.map((e) => e.__typename)).toEqual([
+      'PromptStarted',
+      'AssistantToken',
+      'AssistantToken',
+      'AssistantToken',
+      'AssistantMessage',
+      'PromptEnded',
+    ]);
+    expect(events.map((e) => e.type)).toEqual([
+      'start_prompt',
+      'assistant_token',
+      'assistant_token',
+      'assistant_token',
+      'assistant_message',
+      'end_prompt',
+    ]);
     const tokens = events.flatMap((e) => (e.__typename === 'AssistantToken' ? [e.text] : []));
     const message = events.find((e) => e.__typename === 'AssistantMessage');
     expect(message).toMatchObject({ message: { content: 'Hi from Muse', sender: { username: 'muse' } } });
@@ -316,7 +360,9 @@ describe('subscriptions over graphql-ws', () => {
     for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBe(seqs[i - 1]! + 1);
     const text = all.flatMap((e) => (e.__typename === 'AssistantToken' ? [e.text] : [])).join('');
     expect(text).toBe('one two');
-    expect(all.find((e) => e.__typename === 'AssistantMessage')).toMatchObject({ message: { content: 'one two', status: 'COMPLETE', agent: { key: 'muse' } } });
+    expect(all.find((e) => e.__typename === 'AssistantMessage')).toMatchObject({
+      message: { content: 'one two', status: 'COMPLETE', agent: { key: 'muse' } },
+    });
   });
 
   it('a stranger subscribing gets FORBIDDEN; an expired resume point gets EVENTS_EXPIRED', async () => {
@@ -326,7 +372,10 @@ describe('subscriptions over graphql-ws', () => {
     expect(refused!.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     const stale = wsSubscribe(ws.connect(alice.apiKey), Events, { sessionId: session.id, after: 5 });
     const [expired] = await stale.ended;
-    expect(expired!.errors?.[0]).toMatchObject({ message: expect.stringContaining('no longer available'), extensions: { code: 'EVENTS_EXPIRED' } });
+    expect(expired!.errors?.[0]).toMatchObject({
+      message: expect.stringContaining('no longer available'),
+      extensions: { code: 'EVENTS_EXPIRED' },
+    });
   });
 
   it('deleting the session ends its subscriptions with SESSION_DELETED; removing a user ends theirs with FORBIDDEN', async () => {
@@ -339,11 +388,17 @@ describe('subscriptions over graphql-ws', () => {
 
     expectData(await t.gql(RemoveUser, { sessionId: session.id, userId: bob.id }, alice.apiKey));
     const bobResults = await bobs.ended;
-    expect(bobResults.at(-1)!.errors?.[0]).toMatchObject({ message: 'You were removed from this session', extensions: { code: 'FORBIDDEN' } });
+    expect(bobResults.at(-1)!.errors?.[0]).toMatchObject({
+      message: 'You were removed from this session',
+      extensions: { code: 'FORBIDDEN' },
+    });
 
     expectData(await t.gql(DeleteSession, { id: session.id }, alice.apiKey));
     const aliceResults = await alices.ended;
-    expect(aliceResults.map((r) => r.data?.sessionEvents?.__typename ?? r.errors?.[0]?.extensions?.code)).toEqual(['SessionUserRemoved', 'SESSION_DELETED']);
+    expect(aliceResults.map((r) => r.data?.sessionEvents?.__typename ?? r.errors?.[0]?.extensions?.code)).toEqual([
+      'SessionUserRemoved',
+      'SESSION_DELETED',
+    ]);
   });
 
   it('deleting an API key closes the sockets opened with it', async () => {
@@ -401,7 +456,9 @@ describe('subscriptions over GraphQL SSE', () => {
       method: 'POST',
       signal: controller.signal,
       headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-api-key': alice.apiKey },
-      body: JSON.stringify({ query: `subscription { sessionEvents(sessionId: "${session.id}") { __typename ... on AssistantToken { text } ... on PromptEnded { promptId } } }` }),
+      body: JSON.stringify({
+        query: `subscription { sessionEvents(sessionId: "${session.id}") { __typename ... on AssistantToken { text } ... on PromptEnded { promptId } } }`,
+      }),
     });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);

@@ -6,7 +6,16 @@ import type { GraphQLResponse, TestApp } from '../helpers/app.ts';
 type GraphQLErrors = GraphQLResponse<unknown>['errors'];
 
 /** Words that would mean an error message or extension leaked implementation details. */
-const internals = [/prisma/i, /\bselect\b.*\bfrom\b/i, /\binsert into\b/i, /\bupdate\s+"/i, /postgres|pglite/i, /\bat .*\.(ts|js):\d+/, /node_modules/, /stack/i];
+const internals = [
+  /prisma/i,
+  /\bselect\b.*\bfrom\b/i,
+  /\binsert into\b/i,
+  /\bupdate\s+"/i,
+  /postgres|pglite/i,
+  /\bat .*\.(ts|js):\d+/,
+  /node_modules/,
+  /stack/i,
+];
 
 /** The message and extensions of every error carry no stack, SQL or driver names. */
 export function expectNoInternals(errors: GraphQLErrors) {
@@ -40,7 +49,11 @@ export function expectData<T>(response: GraphQLResponse<T>): T {
 export async function postRaw(t: TestApp, body: unknown, key?: string | null): Promise<{ status: number; text: string; json: any }> {
   const response = await fetch(`${t.url}/graphql`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...(key ? { 'x-api-key': key } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/graphql-response+json, application/json',
+      ...(key ? { 'x-api-key': key } : {}),
+    },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await response.text();
@@ -54,6 +67,11 @@ export async function postRaw(t: TestApp, body: unknown, key?: string | null): P
 }
 
 /** A typed document sent through `postRaw`, to look at the exact bytes a client receives. */
-export function postDocument<TResult, TVariables>(t: TestApp, document: TypedDocumentNode<TResult, TVariables>, variables: TVariables, key?: string | null) {
+export function postDocument<TResult, TVariables>(
+  t: TestApp,
+  document: TypedDocumentNode<TResult, TVariables>,
+  variables: TVariables,
+  key?: string | null,
+) {
   return postRaw(t, { query: print(document), variables }, key);
 }

@@ -68,14 +68,42 @@ afterAll(async () => {
 describe('tools over graphql-ws', () => {
   it('streams the tool call, its completion and the final message as typed events; the image is a creation of the user at the asked size', async () => {
     llm.enqueue(
-      { toolCalls: [{ id: 'c1', name: 'flux_schnell', arguments: JSON.stringify({ prompt: 'a tram on a foggy bridge', n_samples: 2, resolution: '1344x768' }) }] },
+      {
+        toolCalls: [
+          {
+            id: 'c1',
+            name: 'flux_schnell',
+            arguments: JSON.stringify({ prompt: 'a tram on a foggy bridge', n_samples: 2, resolution: '1344x768' }),
+          },
+        ],
+      },
       { tokens: ['Two', ' versions.'] },
     );
-    const sub = wsSubscribe(ws.connect(alice.apiKey), Stream, { input: { agentIds: [muse.id], content: 'Two quick sketches of a tram on a foggy bridge' } });
+    const sub = wsSubscribe(ws.connect(alice.apiKey), Stream, {
+      input: { agentIds: [muse.id], content: 'Two quick sketches of a tram on a foggy bridge' },
+    });
     const events = (await sub.ended).map((r) => r.data!.sendMessage);
-    expect(events.map((e) => e.__typename)).toEqual(['PromptStarted', 'AssistantMessage', 'ToolCompleted', 'AssistantToken', 'AssistantToken', 'AssistantMessage', 'PromptEnded']);
+    expect(events.map((e) => e.__typename)).toEqual([
+      'PromptStarted',
+      'AssistantMessage',
+      'ToolCompleted',
+      'AssistantToken',
+      'AssistantToken',
+      'AssistantMessage',
+      'PromptEnded',
+    ]);
     const asking = events[1] as Extract<(typeof events)[number], { __typename: 'AssistantMessage' }>;
-    expect(asking.message.toolCalls).toEqual([{ id: expect.any(String), tool: 'flux_schnell', status: 'PENDING', cost: null, args: { prompt: 'a tram on a foggy bridge', n_samples: 2, resolution: '1344x768' }, result: null, error: null }]);
+    expect(asking.message.toolCalls).toEqual([
+      {
+        id: expect.any(String),
+        tool: 'flux_schnell',
+        status: 'PENDING',
+        cost: null,
+        args: { prompt: 'a tram on a foggy bridge', n_samples: 2, resolution: '1344x768' },
+        result: null,
+        error: null,
+      },
+    ]);
     const done = events[2] as Extract<(typeof events)[number], { __typename: 'ToolCompleted' }>;
     expect(done.toolCall).toMatchObject({ tool: 'flux_schnell', status: 'COMPLETED', cost: 0.5 });
     const images = (done.toolCall.result as { images: { url: string; width: number; height: number }[] }).images;
@@ -97,7 +125,16 @@ describe('tools over graphql-ws', () => {
   it('me.ledger shows where manna went, newest first, page by page', async () => {
     const page1 = expectData(await t.gql(Ledger, { first: 1 }, alice.apiKey)).me;
     expect(page1.balance).toBe(19.5);
-    expect(page1.ledger!.edges.map((e) => e.node)).toEqual([{ amount: -0.5, kind: 'FOREVER', balanceAfter: 19.5, reason: 'tool: flux_schnell', sessionId: expect.any(String), toolCallId: expect.any(String) }]);
+    expect(page1.ledger!.edges.map((e) => e.node)).toEqual([
+      {
+        amount: -0.5,
+        kind: 'FOREVER',
+        balanceAfter: 19.5,
+        reason: 'tool: flux_schnell',
+        sessionId: expect.any(String),
+        toolCallId: expect.any(String),
+      },
+    ]);
     const page2 = expectData(await t.gql(Ledger, { first: 5, after: page1.ledger!.pageInfo.endCursor }, alice.apiKey)).me.ledger!;
     expect(page2.edges.map((e) => [e.node.amount, e.node.reason])).toEqual([[20, 'grant']]);
     expect(page2.pageInfo.hasNextPage).toBe(false);
@@ -108,15 +145,24 @@ describe('tools over graphql-ws', () => {
 describe('memory', () => {
   it('a fact from one session reaches the model in the next session with that user; an excluded exchange leaves nothing', async () => {
     llm.setMemories(['Their name is Zoe', 'Prefers warm colours']);
-    const first = expectData(await t.gql(Send, { input: { agentIds: [muse.id], content: 'Hi! My name is Zoe and I prefer warm colours.' } }, alice.apiKey)).sendMessage.session.id;
+    const first = expectData(
+      await t.gql(Send, { input: { agentIds: [muse.id], content: 'Hi! My name is Zoe and I prefer warm colours.' } }, alice.apiKey),
+    ).sendMessage.session.id;
     await settledSession(t, alice, first);
-    await expect.poll(async () => expectData(await t.gql(Memories, { id: muse.id }, alice.apiKey)).agent.memories.map((m) => m.fact).sort()).toEqual(['Prefers warm colours', 'Their name is Zoe']);
+    await expect
+      .poll(async () =>
+        expectData(await t.gql(Memories, { id: muse.id }, alice.apiKey))
+          .agent.memories.map((m) => m.fact)
+          .sort(),
+      )
+      .toEqual(['Prefers warm colours', 'Their name is Zoe']);
     const extraction = llm.requests.find((r) => r.body.messages[0]?.content?.startsWith('From this exchange'))!;
     expect(extraction.body.messages[1]!.content).toContain('My name is Zoe');
 
     llm.reset();
     llm.setMemories(['Their name is Zoe']);
-    const second = expectData(await t.gql(Send, { input: { agentIds: [muse.id], content: 'What should I paint today?' } }, alice.apiKey)).sendMessage.session.id;
+    const second = expectData(await t.gql(Send, { input: { agentIds: [muse.id], content: 'What should I paint today?' } }, alice.apiKey))
+      .sendMessage.session.id;
     await settledSession(t, alice, second);
     const system = llm.replyRequests()[0]!.body.messages[0]!.content!;
     expect(system).toContain('What you remember about the person you are answering:');
@@ -127,11 +173,16 @@ describe('memory', () => {
 
     llm.reset();
     llm.setMemories(['Has a secret project']);
-    const private_ = await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [muse.id], content: 'Between us: I have a secret project.', extras: { exclude_memory: true } } });
+    const private_ = await t.rest('POST', '/v2/sessions', {
+      key: alice.apiKey,
+      body: { agent_ids: [muse.id], content: 'Between us: I have a secret project.', extras: { exclude_memory: true } },
+    });
     await settledSession(t, alice, private_.body.session_id);
     expect(llm.requests.some((r) => r.body.messages[0]?.content?.startsWith('From this exchange'))).toBe(false);
     expect(llm.replyRequests()[0]!.body.messages[0]!.content).not.toContain('Their name is Zoe');
-    const facts = (await t.rest('GET', `/v2/agents/${muse.id}/memories`, { key: alice.apiKey })).body.memories.map((m: { fact: string }) => m.fact);
+    const facts = (await t.rest('GET', `/v2/agents/${muse.id}/memories`, { key: alice.apiKey })).body.memories.map(
+      (m: { fact: string }) => m.fact,
+    );
     expect(facts).not.toContain('Has a secret project');
   });
 
@@ -143,7 +194,10 @@ describe('memory', () => {
     expectError(await t.gql(Forget, { agentId: muse.id, memoryId: mine[0]!.id }, bob.apiKey), 'NOT_FOUND');
     expect(expectData(await t.gql(Forget, { agentId: muse.id, memoryId: mine[0]!.id }, alice.apiKey)).forgetMemory).toBe(1);
     expect(expectData(await t.gql(Memories, { id: muse.id }, alice.apiKey)).agent.memories).toHaveLength(mine.length - 1);
-    expect(await t.rest('DELETE', `/v2/agents/${muse.id}/memories`, { key: alice.apiKey })).toMatchObject({ status: 200, body: { deleted: mine.length - 1 } });
+    expect(await t.rest('DELETE', `/v2/agents/${muse.id}/memories`, { key: alice.apiKey })).toMatchObject({
+      status: 200,
+      body: { deleted: mine.length - 1 },
+    });
     expect((await t.rest('GET', `/v2/agents/${muse.id}/memories`, { key: alice.apiKey })).body).toEqual({ memories: [] });
   });
 });

@@ -119,7 +119,10 @@ describe('GraphQL over graphql-ws', () => {
   it('an invalid document is refused with a clear message and no stack', async () => {
     const client = ws.connect(alice.apiKey);
     const refused = await new Promise<unknown>((resolve) => {
-      client.subscribe({ query: '{ me { notAField } }' }, { next: () => resolve('unexpected result'), error: resolve, complete: () => resolve('completed without error') });
+      client.subscribe(
+        { query: '{ me { notAField } }' },
+        { next: () => resolve('unexpected result'), error: resolve, complete: () => resolve('completed without error') },
+      );
     });
     expect(Array.isArray(refused)).toBe(true);
     const errors = refused as { message: string }[];
@@ -131,7 +134,9 @@ describe('GraphQL over graphql-ws', () => {
     const agent = await fixtures(t).agent(alice);
     const spy = vi
       .spyOn(t.services.agents, 'get')
-      .mockRejectedValueOnce(new Error('Invalid `prisma.agent.findUnique()` invocation: SELECT "public"."Agent" FROM "public"."Agent": connection terminated'));
+      .mockRejectedValueOnce(
+        new Error('Invalid `prisma.agent.findUnique()` invocation: SELECT "public"."Agent" FROM "public"."Agent": connection terminated'),
+      );
     try {
       const result = await wsExecute(ws.connect(alice.apiKey), WsAgent, { id: agent.id });
       expect(spy).toHaveBeenCalledOnce();

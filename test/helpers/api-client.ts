@@ -30,7 +30,8 @@ export function apiClient(baseUrl: () => string, apiKey: string) {
   return {
     rest,
     /** GraphQL over HTTP, asking for the GraphQL-over-HTTP media type (whose statuses follow the errors). */
-    graphql: (query: string, variables?: Record<string, unknown>) => rest('POST', '/graphql', { query, variables }, { accept: 'application/graphql-response+json' }),
+    graphql: (query: string, variables?: Record<string, unknown>) =>
+      rest('POST', '/graphql', { query, variables }, { accept: 'application/graphql-response+json' }),
     /** `POST /v2/sessions` with `stream: true`: the prompt's events as SSE. */
     stream: (body: Record<string, unknown>) =>
       openSse(`${baseUrl()}/v2/sessions`, {

@@ -6,7 +6,18 @@ import { fileURLToPath } from 'node:url';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
 import { buildApp, type App } from '../../src/app.ts';
-import { loadConfig, type ApqConfig, type Config, type DatabaseConfig, type EventsConfig, type HttpConfig, type LimitsConfig, type LlmConfig, type SearchConfig, type WebSocketConfig } from '../../src/config.ts';
+import {
+  loadConfig,
+  type ApqConfig,
+  type Config,
+  type DatabaseConfig,
+  type EventsConfig,
+  type HttpConfig,
+  type LimitsConfig,
+  type LlmConfig,
+  type SearchConfig,
+  type WebSocketConfig,
+} from '../../src/config.ts';
 import { freshDatabase } from './database.ts';
 
 export const toolsDir = fileURLToPath(new URL('../../tools', import.meta.url));
@@ -49,7 +60,14 @@ export interface ConfigOverrides {
  * many requests with one key, faster than any client would.
  */
 export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides = {}): Config {
-  const base = loadConfig({ LOG_LEVEL: 'silent', OFFLINE_TOKEN_DELAY_MS: '0', RATE_LIMIT_DEFAULT: '0', RATE_LIMIT_ANONYMOUS: '0', RATE_LIMIT_FREE: '0', RATE_LIMIT_PRO: '0' });
+  const base = loadConfig({
+    LOG_LEVEL: 'silent',
+    OFFLINE_TOKEN_DELAY_MS: '0',
+    RATE_LIMIT_DEFAULT: '0',
+    RATE_LIMIT_ANONYMOUS: '0',
+    RATE_LIMIT_FREE: '0',
+    RATE_LIMIT_PRO: '0',
+  });
   return {
     ...base,
     port: 0,
@@ -83,7 +101,10 @@ export async function startTestApp(overrides: ConfigOverrides = {}, shared?: Dat
   const db = shared ? { config: shared, drop: async () => {} } : await freshDatabase();
   const queries: string[] = [];
   const routes: { method: string | string[]; url: string }[] = [];
-  const app: App = await buildApp(testConfig(db.config, overrides), { onQuery: (sql) => queries.push(sql), onRoute: ({ method, url }) => void routes.push({ method, url }) });
+  const app: App = await buildApp(testConfig(db.config, overrides), {
+    onQuery: (sql) => queries.push(sql),
+    onRoute: ({ method, url }) => void routes.push({ method, url }),
+  });
   const url = await app.http.listen({ port: 0, host: '127.0.0.1' });
   const services = app.services;
   let userCount = 0;
@@ -94,7 +115,11 @@ export async function startTestApp(overrides: ConfigOverrides = {}, shared?: Dat
     return { id: user.id, username: user.username, apiKey };
   }
 
-  async function rest<T = any>(method: string, path: string, options: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<RestResponse<T>> {
+  async function rest<T = any>(
+    method: string,
+    path: string,
+    options: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  ): Promise<RestResponse<T>> {
     const headers: Record<string, string> = { ...options.headers };
     if (options.key) headers['x-api-key'] = options.key;
     let payload: string | undefined = options.rawBody;
@@ -113,11 +138,17 @@ export async function startTestApp(overrides: ConfigOverrides = {}, shared?: Dat
 
   async function gql<TResult, TVariables>(
     document: TypedDocumentNode<TResult, TVariables>,
-    ...[variables, key]: TVariables extends Record<string, never> ? [variables?: TVariables, key?: string | null] : [variables: TVariables, key?: string | null]
+    ...[variables, key]: TVariables extends Record<string, never>
+      ? [variables?: TVariables, key?: string | null]
+      : [variables: TVariables, key?: string | null]
   ): Promise<GraphQLResponse<TResult>> {
     const response = await fetch(`${url}/graphql`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...(key ? { 'x-api-key': key } : {}) },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/graphql-response+json, application/json',
+        ...(key ? { 'x-api-key': key } : {}),
+      },
       body: JSON.stringify({ query: print(document), variables }),
     });
     const body = (await response.json()) as { data?: TResult; errors?: GraphQLResponse<TResult>['errors'] };

@@ -32,7 +32,8 @@ export async function startFakeEmbeddings(known: Record<string, number[]> = {}) 
   let dimensions = DIMENSIONS;
   const unknown = axis(DIMENSIONS - 1);
 
-  const vectorFor = (text: string) => (known[text] ?? unknown).slice(0, dimensions).concat(new Array(Math.max(0, dimensions - DIMENSIONS)).fill(0));
+  const vectorFor = (text: string) =>
+    (known[text] ?? unknown).slice(0, dimensions).concat(new Array(Math.max(0, dimensions - DIMENSIONS)).fill(0));
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
     let body = '';
@@ -46,7 +47,9 @@ export async function startFakeEmbeddings(known: Record<string, number[]> = {}) 
     requests.push({ model: parsed.model, input, authorization: req.headers.authorization });
     const failure = failures.shift();
     if (failure) {
-      res.writeHead(failure.status, { 'content-type': 'application/json', ...failure.headers }).end(failure.body ?? JSON.stringify({ error: { message: 'injected failure' } }));
+      res
+        .writeHead(failure.status, { 'content-type': 'application/json', ...failure.headers })
+        .end(failure.body ?? JSON.stringify({ error: { message: 'injected failure' } }));
       return;
     }
     if (holdAfter !== null && answered >= holdAfter) await new Promise<void>((resolve) => (held ??= []).push(resolve));

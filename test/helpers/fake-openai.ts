@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 
 const isTitleRequest = (r: RecordedRequest) => Boolean(r.body.messages[0]?.content?.startsWith('Give this conversation a title'));
-const isMemoryRequest = (r: RecordedRequest) => Boolean(r.body.messages[0]?.content?.startsWith('From this exchange, list what is worth remembering'));
+const isMemoryRequest = (r: RecordedRequest) =>
+  Boolean(r.body.messages[0]?.content?.startsWith('From this exchange, list what is worth remembering'));
 
 /** What the fake model does for one request. */
 export interface Script {
@@ -61,13 +62,14 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
   let fallback = defaultScript;
   const titleScript: Script = { tokens: ['A', ' Test', ' Title'] };
   let memoryScript: Script = { tokens: ['NONE'] };
-  const housekeepingScript = (r: RecordedRequest) =>
-    isTitleRequest(r) ? titleScript : isMemoryRequest(r) ? memoryScript : undefined;
+  const housekeepingScript = (r: RecordedRequest) => (isTitleRequest(r) ? titleScript : isMemoryRequest(r) ? memoryScript : undefined);
   let chooser: ((request: RecordedRequest) => Script | undefined) | null = null;
 
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const chunk = (res: ServerResponse, delta: object, extra: object = {}) =>
-    res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: 'fake-model', choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`);
+    res.write(
+      `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: 'fake-model', choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`,
+    );
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
     let raw = '';
@@ -84,7 +86,9 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
     const housekeeping = housekeepingScript(recorded);
     const script = chooser?.(recorded) ?? housekeeping ?? queue.shift() ?? fallback;
     if (script.status) {
-      res.writeHead(script.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `fake failure ${script.status}`, type: 'server_error' } }));
+      res
+        .writeHead(script.status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: `fake failure ${script.status}`, type: 'server_error' } }));
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -113,9 +117,14 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
       chunk(res, { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] });
       chunk(res, { tool_calls: [{ index, function: { arguments: call.arguments } }] });
     }
-    res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: script.toolCalls?.length ? 'tool_calls' : 'stop' }] })}\n\n`);
+    res.write(
+      `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: script.toolCalls?.length ? 'tool_calls' : 'stop' }] })}\n\n`,
+    );
     const usage = script.usage === undefined ? { prompt_tokens: raw.length >> 2, completion_tokens: tokens.length } : script.usage;
-    if (usage) res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`);
+    if (usage)
+      res.write(
+        `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`,
+      );
     res.end(script.omitDone ? undefined : 'data: [DONE]\n\n');
   }
 

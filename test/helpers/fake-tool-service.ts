@@ -26,7 +26,9 @@ export async function startFakeToolService(defaultBehaviour: ToolBehaviour = { a
     const behaviour = queue.shift() ?? defaultBehaviour;
     if ('hang' in behaviour) return;
     await behaviour.gate;
-    res.writeHead(behaviour.status ?? 200, { 'content-type': 'application/json' }).end(JSON.stringify(typeof behaviour.answer === 'function' ? behaviour.answer(body) : behaviour.answer));
+    res
+      .writeHead(behaviour.status ?? 200, { 'content-type': 'application/json' })
+      .end(JSON.stringify(typeof behaviour.answer === 'function' ? behaviour.answer(body) : behaviour.answer));
   });
   server.on('connection', (s) => {
     sockets.add(s);

@@ -18,7 +18,15 @@ export function fixtures(t: TestApp) {
       });
     },
     async model(owner: TestUser, fields: { public?: boolean; name?: string } = {}) {
-      return t.db.model.create({ data: { userId: owner.id, name: fields.name ?? `LoRA ${next()}`, baseModel: 'flux-dev', public: fields.public ?? true, loraTriggerText: 'tok' } });
+      return t.db.model.create({
+        data: {
+          userId: owner.id,
+          name: fields.name ?? `LoRA ${next()}`,
+          baseModel: 'flux-dev',
+          public: fields.public ?? true,
+          loraTriggerText: 'tok',
+        },
+      });
     },
     async creation(owner: TestUser, fields: { public?: boolean; deleted?: boolean; agentId?: string; tool?: string } = {}) {
       return t.db.creation.create({
@@ -35,10 +43,21 @@ export function fixtures(t: TestApp) {
       });
     },
     async deployment(agentId: string, ownerId: string, platform: 'discord' | 'telegram' = 'discord') {
-      return t.db.deployment.create({ data: { agentId, userId: ownerId, platform, config: { channel: 'general' }, secrets: { bot_token: `secret-${next()}` } } });
+      return t.db.deployment.create({
+        data: { agentId, userId: ownerId, platform, config: { channel: 'general' }, secrets: { bot_token: `secret-${next()}` } },
+      });
     },
     async trigger(agentId: string, ownerId: string) {
-      return t.db.trigger.create({ data: { agentId, userId: ownerId, name: `Trigger ${next()}`, cron: '0 9 * * *', timezone: 'Europe/Paris', triggerPrompt: 'Say good morning' } });
+      return t.db.trigger.create({
+        data: {
+          agentId,
+          userId: ownerId,
+          name: `Trigger ${next()}`,
+          cron: '0 9 * * *',
+          timezone: 'Europe/Paris',
+          triggerPrompt: 'Say good morning',
+        },
+      });
     },
   };
 }

@@ -78,7 +78,10 @@ export async function databaseDigest(t: TestApp): Promise<string> {
   const tables = await t.db.$queryRawUnsafe<{ name: string }[]>(
     `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> '_prisma_migrations' ORDER BY 1`,
   );
-  const parts = tables.map(({ name }) => `SELECT '${name}' AS name, count(*)::int AS rows, md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS hash FROM "${name}" x`);
+  const parts = tables.map(
+    ({ name }) =>
+      `SELECT '${name}' AS name, count(*)::int AS rows, md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS hash FROM "${name}" x`,
+  );
   const rows = await t.db.$queryRawUnsafe<{ name: string; rows: number; hash: string }[]>(parts.join(' UNION ALL '));
   return rows.map((r) => `${r.name}:${r.rows}:${r.hash}`).join('\n');
 }
@@ -106,7 +109,13 @@ export interface RawResponse {
  * client itself refuses to send it (a character HTTP does not allow). An event stream that
  * starts is abandoned once its headers arrive: its status is the answer.
  */
-export function sendRaw(base: string, method: string, path: string, headers: Record<string, string>, body?: string): Promise<RawResponse | null> {
+export function sendRaw(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<RawResponse | null> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
     let req;
@@ -199,7 +208,14 @@ export function plausibleText(ids: string[]): fc.Arbitrary<string> {
 /** Any JSON value, with hostile strings and ids among the leaves. */
 export function hostileJson(ids: string[], keys: string[]): fc.Arbitrary<unknown> {
   const text = hostileText(ids);
-  const leaf = fc.oneof(text, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.constantFrom(2 ** 31, -(2 ** 53), 1e308, 0.5, -0));
+  const leaf = fc.oneof(
+    text,
+    fc.integer(),
+    fc.double(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.constantFrom(2 ** 31, -(2 ** 53), 1e308, 0.5, -0),
+  );
   return fc.letrec<{ value: unknown }>((tie) => ({
     value: fc.oneof(
       { depthSize: 'small', withCrossShrink: true },

@@ -4,7 +4,11 @@ import { createClient, type Client, type ExecutionResult } from 'graphql-ws';
 import WebSocket from 'ws';
 
 export type WsResult<T> = ExecutionResult<T, Record<string, unknown>> & {
-  errors?: readonly { message: string; path?: readonly (string | number)[]; extensions?: { code?: string; field?: string; [k: string]: unknown } }[];
+  errors?: readonly {
+    message: string;
+    path?: readonly (string | number)[];
+    extensions?: { code?: string; field?: string; [k: string]: unknown };
+  }[];
 };
 
 /**
@@ -14,7 +18,10 @@ export type WsResult<T> = ExecutionResult<T, Record<string, unknown>> & {
 export function graphqlWsClients(baseUrl: () => string) {
   const clients: Client[] = [];
   return {
-    connect(apiKey?: string | null, options: { paramName?: string; onOpened?: (socket: unknown) => void; lazyCloseTimeout?: number } = {}): Client {
+    connect(
+      apiKey?: string | null,
+      options: { paramName?: string; onOpened?: (socket: unknown) => void; lazyCloseTimeout?: number } = {},
+    ): Client {
       const client = createClient({
         url: `${baseUrl().replace('http', 'ws')}/graphql`,
         webSocketImpl: WebSocket,
@@ -37,7 +44,11 @@ export function graphqlWsClients(baseUrl: () => string) {
  * Runs one query or mutation over the socket: resolves with its single result; rejects on a
  * protocol-level error (the server refused the operation or the socket closed).
  */
-export function wsExecute<TResult, TVariables>(client: Client, document: TypedDocumentNode<TResult, TVariables>, variables?: TVariables): Promise<WsResult<TResult>> {
+export function wsExecute<TResult, TVariables>(
+  client: Client,
+  document: TypedDocumentNode<TResult, TVariables>,
+  variables?: TVariables,
+): Promise<WsResult<TResult>> {
   return new Promise((resolve, reject) => {
     const results: WsResult<TResult>[] = [];
     client.subscribe<TResult>(
@@ -62,9 +73,17 @@ export interface LiveSubscription<T> {
 }
 
 /** A subscription over the socket, collecting what the server sends. */
-export function wsSubscribe<TResult, TVariables>(client: Client, document: TypedDocumentNode<TResult, TVariables>, variables?: TVariables): LiveSubscription<TResult> {
+export function wsSubscribe<TResult, TVariables>(
+  client: Client,
+  document: TypedDocumentNode<TResult, TVariables>,
+  variables?: TVariables,
+): LiveSubscription<TResult> {
   const results: WsResult<TResult>[] = [];
-  const waiters = new Set<{ predicate: (r: WsResult<TResult>) => boolean; resolve: (r: WsResult<TResult>) => void; reject: (e: unknown) => void }>();
+  const waiters = new Set<{
+    predicate: (r: WsResult<TResult>) => boolean;
+    resolve: (r: WsResult<TResult>) => void;
+    reject: (e: unknown) => void;
+  }>();
   let settled = false;
   let failure: unknown;
   let unsubscribe = () => {};
@@ -72,7 +91,8 @@ export function wsSubscribe<TResult, TVariables>(client: Client, document: Typed
     const finish = (error?: unknown) => {
       settled = true;
       failure = error;
-      for (const w of waiters) w.reject(error ?? new Error(`subscription completed after ${results.length} results without the one awaited`));
+      for (const w of waiters)
+        w.reject(error ?? new Error(`subscription completed after ${results.length} results without the one awaited`));
       waiters.clear();
       if (error) reject(error);
       else resolve(results);

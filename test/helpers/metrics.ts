@@ -20,7 +20,8 @@ export async function scrape(baseUrl: string, headers: Record<string, string> = 
     const labels = Object.fromEntries([...(match[2] ?? '').matchAll(LABEL)].map((m) => [m[1]!, m[2]!]));
     samples.push({ name: match[1]!, labels, value: Number(match[3]) });
   }
-  const same = (a: Record<string, string>, b: Record<string, string>) => Object.keys(a).length === Object.keys(b).length && Object.entries(b).every(([k, v]) => a[k] === v);
+  const same = (a: Record<string, string>, b: Record<string, string>) =>
+    Object.keys(a).length === Object.keys(b).length && Object.entries(b).every(([k, v]) => a[k] === v);
   return {
     status: response.status,
     contentType: response.headers.get('content-type') ?? '',

@@ -46,7 +46,10 @@ http {
   for (;;) {
     const stopped = await Promise.race([exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 20))]);
     if (stopped) throw new Error(`nginx exited at start:\n${await errors()}`);
-    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
   }
   return {

@@ -64,35 +64,50 @@ function typeMatches(type: string, value: unknown) {
  * `closed`: a field an object schema does not declare is a problem too (JSON Schema allows it),
  * to find what a server sends without documenting it.
  */
-export function schemaProblems(doc: unknown, schema: SchemaObject, value: unknown, options: { closed?: boolean } = {}, path = '$'): string[] {
+export function schemaProblems(
+  doc: unknown,
+  schema: SchemaObject,
+  value: unknown,
+  options: { closed?: boolean } = {},
+  path = '$',
+): string[] {
   if (typeof schema.$ref === 'string') {
     const target = resolveRef(doc, schema.$ref);
     if (!isObject(target)) return [`${path}: unresolved ${schema.$ref}`];
     return schemaProblems(doc, target, value, options, path);
   }
   const problems: string[] = [];
-  const matching = (candidates: SchemaObject[]) => candidates.filter((s) => schemaProblems(doc, s, value, options, path).length === 0).length;
-  if (Array.isArray(schema.anyOf) && matching(schema.anyOf) === 0) problems.push(`${path}: matches none of anyOf (${JSON.stringify(value)?.slice(0, 200)})`);
-  if (Array.isArray(schema.oneOf) && matching(schema.oneOf) !== 1) problems.push(`${path}: matches ${matching(schema.oneOf)} of oneOf (${JSON.stringify(value)?.slice(0, 200)})`);
+  const matching = (candidates: SchemaObject[]) =>
+    candidates.filter((s) => schemaProblems(doc, s, value, options, path).length === 0).length;
+  if (Array.isArray(schema.anyOf) && matching(schema.anyOf) === 0)
+    problems.push(`${path}: matches none of anyOf (${JSON.stringify(value)?.slice(0, 200)})`);
+  if (Array.isArray(schema.oneOf) && matching(schema.oneOf) !== 1)
+    problems.push(`${path}: matches ${matching(schema.oneOf)} of oneOf (${JSON.stringify(value)?.slice(0, 200)})`);
   for (const part of schema.allOf ?? []) problems.push(...schemaProblems(doc, part, value, options, path));
-  if (Array.isArray(schema.enum) && !schema.enum.some((e: unknown) => JSON.stringify(e) === JSON.stringify(value))) problems.push(`${path}: ${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`);
+  if (Array.isArray(schema.enum) && !schema.enum.some((e: unknown) => JSON.stringify(e) === JSON.stringify(value)))
+    problems.push(`${path}: ${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`);
   if (schema.type !== undefined) {
     const types: string[] = [schema.type].flat();
-    if (!types.some((t) => typeMatches(t, value))) return [...problems, `${path}: ${JSON.stringify(value)?.slice(0, 100)} is not ${types.join(' or ')}`];
+    if (!types.some((t) => typeMatches(t, value)))
+      return [...problems, `${path}: ${JSON.stringify(value)?.slice(0, 100)} is not ${types.join(' or ')}`];
   }
   if (isObject(value)) {
     for (const key of schema.required ?? []) if (!Object.hasOwn(value, key)) problems.push(`${path}: missing ${key}`);
     for (const [key, v] of Object.entries(value)) {
       const declared = schema.properties?.[key];
       if (declared) problems.push(...schemaProblems(doc, declared, v, options, `${path}.${key}`));
-      else if (isObject(schema.additionalProperties)) problems.push(...schemaProblems(doc, schema.additionalProperties, v, options, `${path}.${key}`));
-      else if (schema.properties && (schema.additionalProperties === false || options.closed)) problems.push(`${path}: ${key} is not a documented field`);
+      else if (isObject(schema.additionalProperties))
+        problems.push(...schemaProblems(doc, schema.additionalProperties, v, options, `${path}.${key}`));
+      else if (schema.properties && (schema.additionalProperties === false || options.closed))
+        problems.push(`${path}: ${key} is not a documented field`);
     }
   }
-  if (Array.isArray(value) && isObject(schema.items)) value.forEach((v, i) => problems.push(...schemaProblems(doc, schema.items, v, options, `${path}[${i}]`)));
+  if (Array.isArray(value) && isObject(schema.items))
+    value.forEach((v, i) => problems.push(...schemaProblems(doc, schema.items, v, options, `${path}[${i}]`)));
   if (typeof value === 'string') {
     if (schema.format === 'date-time' && !ISO_DATE_TIME.test(value)) problems.push(`${path}: ${value} is not a date-time`);
-    if (typeof schema.pattern === 'string' && !new RegExp(schema.pattern, 'u').test(value)) problems.push(`${path}: ${value} does not match ${schema.pattern}`);
+    if (typeof schema.pattern === 'string' && !new RegExp(schema.pattern, 'u').test(value))
+      problems.push(`${path}: ${value} does not match ${schema.pattern}`);
   }
   if (typeof value === 'number') {
     if (typeof schema.minimum === 'number' && value < schema.minimum) problems.push(`${path}: ${value} < ${schema.minimum}`);

@@ -4,7 +4,11 @@ import type { RestResponse, TestApp, TestUser } from './app.ts';
 
 /** A key in the right format (`pk_<16 alnum>_<43 base64url>`) that was never issued. */
 export function unknownWellFormedKey(): string {
-  const id = randomBytes(24).toString('base64').replace(/[^A-Za-z0-9]/g, '').padEnd(16, '0').slice(0, 16);
+  const id = randomBytes(24)
+    .toString('base64')
+    .replace(/[^A-Za-z0-9]/g, '')
+    .padEnd(16, '0')
+    .slice(0, 16);
   return `pk_${id}_${randomBytes(32).toString('base64url')}`;
 }
 

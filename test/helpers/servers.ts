@@ -38,7 +38,9 @@ function collect(child: ChildProcess) {
 export async function startRedisServer(): Promise<ThrowawayServer> {
   const port = await freeLoopbackPort();
   const dir = mkdtempSync(join(tmpdir(), 'parley-redis-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output = collect(child);
   const stop = () => {
     child.kill('SIGKILL');
@@ -64,12 +66,29 @@ export async function startPostgresCluster(): Promise<ThrowawayServer> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-pg-'));
   chmodSync(dir, 0o777);
   // initdb refuses to run as root; the package's postgres user owns the cluster then.
-  const command = (cmd: string, args: string[]): [string, string[]] => (process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args]);
+  const command = (cmd: string, args: string[]): [string, string[]] =>
+    process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
   execFileSync(...command(`${bin}/initdb`, ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']), { stdio: 'ignore' });
   const port = await freeLoopbackPort();
-  const child = spawn(...command(`${bin}/postgres`, ['-D', join(dir, 'data'), '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=300']), {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    ...command(`${bin}/postgres`, [
+      '-D',
+      join(dir, 'data'),
+      '-p',
+      String(port),
+      '-k',
+      dir,
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'fsync=off',
+      '-c',
+      'max_connections=300',
+    ]),
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const output = collect(child);
   const stop = () => {
     child.kill('SIGKILL');

@@ -47,7 +47,8 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseC
   };
   let ended = false;
   /** The end of what arrived, for failure messages. */
-  const describe = () => `${frames.length} frames, ending ${JSON.stringify(frames.slice(-3).map((f) => (f.event === 'update' ? f.data.data.type : f.data)))}`;
+  const describe = () =>
+    `${frames.length} frames, ending ${JSON.stringify(frames.slice(-3).map((f) => (f.event === 'update' ? f.data.data.type : f.data)))}`;
   const finish = () => {
     ended = true;
     for (const w of waiters) w.reject(new Error(`stream ended without the frame; ${describe()}`));

@@ -31,7 +31,9 @@ const head = (method: string, path: string, headers: Record<string, string | num
 /** Headers promising a large JSON body, then a byte every 50 ms: far slower than the limit allows. */
 async function slowBody(method: string, path: string, key: string | null) {
   const socket = await openRawSocket(t.url);
-  socket.socket.write(head(method, path, { 'content-type': 'application/json', 'content-length': 1_000_000, ...(key ? { 'x-api-key': key } : {}) }));
+  socket.socket.write(
+    head(method, path, { 'content-type': 'application/json', 'content-length': 1_000_000, ...(key ? { 'x-api-key': key } : {}) }),
+  );
   socket.trickle('{', 50, 200);
   return socket;
 }
@@ -75,7 +77,8 @@ describe('a request must arrive whole within the request timeout', () => {
 
 describe('responses that stay open are not requests: they outlive the timeout', () => {
   it('a REST event stream stays open and keeps delivering', async () => {
-    const sessionId = (await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agentId], title: 'Long watch' } })).body.session_id;
+    const sessionId = (await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agentId], title: 'Long watch' } }))
+      .body.session_id;
     const stream = await openSse(`${t.url}/v2/sessions/${sessionId}/events`, { headers: { 'x-api-key': alice.apiKey } });
     try {
       expect(stream.status).toBe(200);
@@ -88,7 +91,8 @@ describe('responses that stay open are not requests: they outlive the timeout', 
   });
 
   it('a GraphQL subscription over SSE stays open and keeps delivering', async () => {
-    const sessionId = (await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agentId], title: 'GraphQL watch' } })).body.session_id;
+    const sessionId = (await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agentId], title: 'GraphQL watch' } }))
+      .body.session_id;
     const controller = new AbortController();
     const response = await fetch(`${t.url}/graphql`, {
       method: 'POST',

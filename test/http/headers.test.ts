@@ -17,19 +17,25 @@ beforeAll(async () => {
 afterAll(() => Promise.all([open.close(), listed.close()]));
 
 const preflight = (t: TestApp, path: string, origin: string, method = 'POST') =>
-  fetch(`${t.url}${path}`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'content-type, x-api-key' } });
+  fetch(`${t.url}${path}`, {
+    method: 'OPTIONS',
+    headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'content-type, x-api-key' },
+  });
 
 describe('CORS: one policy for REST and GraphQL, never with credentials', () => {
-  it.each(['/graphql', '/v2/creators/me', `/v2/agents/some-id`, '/v2/sessions', '/apikeys'])('a preflight to %s is answered for any origin by default', async (path) => {
-    for (const origin of ['https://elsewhere.example', 'null']) {
-      const res = await preflight(open, path, origin, path.startsWith('/v2/agents') ? 'PATCH' : 'POST');
-      expect(res.status).toBe(204);
-      expect(res.headers.get('access-control-allow-origin')).toBe('*');
-      expect(res.headers.get('access-control-allow-methods')).toMatch(/PATCH/);
-      expect(res.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('x-api-key');
-      expect(res.headers.get('access-control-allow-credentials')).toBeNull();
-    }
-  });
+  it.each(['/graphql', '/v2/creators/me', `/v2/agents/some-id`, '/v2/sessions', '/apikeys'])(
+    'a preflight to %s is answered for any origin by default',
+    async (path) => {
+      for (const origin of ['https://elsewhere.example', 'null']) {
+        const res = await preflight(open, path, origin, path.startsWith('/v2/agents') ? 'PATCH' : 'POST');
+        expect(res.status).toBe(204);
+        expect(res.headers.get('access-control-allow-origin')).toBe('*');
+        expect(res.headers.get('access-control-allow-methods')).toMatch(/PATCH/);
+        expect(res.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('x-api-key');
+        expect(res.headers.get('access-control-allow-credentials')).toBeNull();
+      }
+    },
+  );
 
   it('a listed origin is allowed; any other gets no CORS headers, on REST and GraphQL alike', async () => {
     for (const path of ['/graphql', '/v2/creators/me']) {
@@ -59,7 +65,11 @@ describe('CORS: one policy for REST and GraphQL, never with credentials', () => 
     for (const origin of ['https://evil.example', 'https://app.example.com.evil.example', 'http://app.example.com', 'null']) {
       const res = await fetch(`${listed.url}/v2/creators/me`, { headers: { origin, 'x-api-key': bob.apiKey } });
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
-      const gql = await fetch(`${listed.url}/graphql`, { method: 'POST', headers: { origin, 'content-type': 'application/json', 'x-api-key': bob.apiKey }, body: '{"query":"{ me { id } }"}' });
+      const gql = await fetch(`${listed.url}/graphql`, {
+        method: 'POST',
+        headers: { origin, 'content-type': 'application/json', 'x-api-key': bob.apiKey },
+        body: '{"query":"{ me { id } }"}',
+      });
       expect(gql.headers.get('access-control-allow-origin')).toBeNull();
     }
   });
@@ -69,19 +79,30 @@ describe('CORS: one policy for REST and GraphQL, never with credentials', () => 
     const methods = res.headers.get('access-control-allow-methods')!.split(/,\s*/);
     expect(methods.sort()).toEqual(['DELETE', 'GET', 'HEAD', 'PATCH', 'POST']);
     const me = await fetch(`${open.url}/v2/creators/me`, { headers: { origin: 'https://elsewhere.example', 'x-api-key': alice.apiKey } });
-    expect(me.headers.get('access-control-expose-headers')?.split(/,\s*/)).toEqual(['Allow', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']);
+    expect(me.headers.get('access-control-expose-headers')?.split(/,\s*/)).toEqual([
+      'Allow',
+      'Retry-After',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+    ]);
   });
 
   it('actual responses carry the policy, SSE streams included', async () => {
     const origin = 'https://elsewhere.example';
     const me = await fetch(`${open.url}/v2/creators/me`, { headers: { origin, 'x-api-key': alice.apiKey } });
     expect(me.headers.get('access-control-allow-origin')).toBe('*');
-    const gql = await fetch(`${open.url}/graphql`, { method: 'POST', headers: { origin, 'content-type': 'application/json', 'x-api-key': alice.apiKey }, body: '{"query":"{ me { id } }"}' });
+    const gql = await fetch(`${open.url}/graphql`, {
+      method: 'POST',
+      headers: { origin, 'content-type': 'application/json', 'x-api-key': alice.apiKey },
+      body: '{"query":"{ me { id } }"}',
+    });
     expect(gql.headers.get('access-control-allow-origin')).toBe('*');
     expect(gql.headers.get('access-control-allow-credentials')).toBeNull();
 
     const agent = await fixtures(open).agent(alice);
-    const sessionId = (await open.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agent.id], title: 'Headers' } })).body.session_id;
+    const sessionId = (await open.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agent.id], title: 'Headers' } }))
+      .body.session_id;
     const stream = await openSse(`${open.url}/v2/sessions/${sessionId}/events`, { headers: { origin, 'x-api-key': alice.apiKey } });
     try {
       expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);

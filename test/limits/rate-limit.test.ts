@@ -21,7 +21,11 @@ afterAll(() => t.close());
 
 const me = (key: string | null) => t.rest('GET', '/v2/creators/me', { key });
 const gqlPost = (key: string | null, query = '{ me { username } }') =>
-  fetch(`${t.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}) }, body: JSON.stringify({ query }) });
+  fetch(`${t.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { 'x-api-key': key } : {}) },
+    body: JSON.stringify({ query }),
+  });
 
 /** Sends `n` requests at once and returns their statuses, sorted. */
 async function burst(n: number, send: () => Promise<{ status: number }>) {
@@ -104,7 +108,12 @@ describe('rate limits per key, by subscription tier', () => {
     const client = ws.connect(dave.apiKey);
     const query = parse('{ me { username } }');
     for (let i = 0; i < 5; i++) expect((await wsExecute(client, query)).data).toEqual({ me: { username: dave.username } });
-    await expect(wsExecute(client, query)).rejects.toEqual([expect.objectContaining({ message: expect.stringMatching(/^Rate limit exceeded/), extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) } })]);
+    await expect(wsExecute(client, query)).rejects.toEqual([
+      expect.objectContaining({
+        message: expect.stringMatching(/^Rate limit exceeded/),
+        extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) },
+      }),
+    ]);
     expect((await me(dave.apiKey)).status).toBe(429);
   });
 });
@@ -150,13 +159,20 @@ describe('client addresses behind a proxy (TRUST_PROXY)', () => {
       startTestApp({ http: { trustProxy: true }, limits: { rate: { windowMs: 60_000, anonymous: 2 } } }),
     ]);
     try {
-      const from = (app: TestApp, address: string) => app.rest('GET', '/v2/sessions/share/none', { headers: { 'x-forwarded-for': address } }).then((r) => r.status);
+      const from = (app: TestApp, address: string) =>
+        app.rest('GET', '/v2/sessions/share/none', { headers: { 'x-forwarded-for': address } }).then((r) => r.status);
       // Not trusted: every request is the loopback client's, whatever it claims.
       expect([await from(direct, '192.0.2.1'), await from(direct, '192.0.2.2'), await from(direct, '192.0.2.3')]).toEqual([404, 404, 429]);
 
-      expect([await from(proxied, '192.0.2.1'), await from(proxied, '192.0.2.1'), await from(proxied, '192.0.2.1')]).toEqual([404, 404, 429]);
+      expect([await from(proxied, '192.0.2.1'), await from(proxied, '192.0.2.1'), await from(proxied, '192.0.2.1')]).toEqual([
+        404, 404, 429,
+      ]);
       expect(await from(proxied, '192.0.2.2')).toBe(404);
-      expect([await from(proxied, '2001:db8:1:2::1'), await from(proxied, '2001:db8:1:2:ffff::9'), await from(proxied, '2001:0db8:0001:0002::7')]).toEqual([404, 404, 429]);
+      expect([
+        await from(proxied, '2001:db8:1:2::1'),
+        await from(proxied, '2001:db8:1:2:ffff::9'),
+        await from(proxied, '2001:0db8:0001:0002::7'),
+      ]).toEqual([404, 404, 429]);
       expect(await from(proxied, '2001:db8:1:3::1')).toBe(404);
     } finally {
       await Promise.all([direct.close(), proxied.close()]);

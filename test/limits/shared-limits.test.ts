@@ -26,7 +26,11 @@ beforeAll(async () => {
   const config: ConfigOverrides = {
     redisUrl: redis.url,
     apq: { maxEntries: 2, ttlMs: 60_000 },
-    limits: { rate: { windowMs: WINDOW_MS, perTier: { free: 6, staff: 0 }, default: 6, anonymous: 4 }, maxSubscriptionsPerKey: MAX_SUBSCRIPTIONS, slotTtlMs: 1500 },
+    limits: {
+      rate: { windowMs: WINDOW_MS, perTier: { free: 6, staff: 0 }, default: 6, anonymous: 4 },
+      maxSubscriptionsPerKey: MAX_SUBSCRIPTIONS,
+      slotTtlMs: 1500,
+    },
   };
   // One after the other: the first applies the migrations.
   a = await startTestApp(config, { kind: 'postgres', url: database.url });
@@ -100,7 +104,12 @@ describe('open subscriptions shared through Redis', () => {
     const agent = await fixtures(a).agent(bob);
     const session = (await a.services.sessions.send({ id: bob.id }, { agentIds: [agent.id] })).sessionId;
     const path = `/v2/sessions/${session}/events`;
-    const doomed = await startServerProcess({ DATABASE_URL: database.url, REDIS_URL: redis.url, MAX_SUBSCRIPTIONS_PER_KEY: String(MAX_SUBSCRIPTIONS), LIMIT_SLOT_TTL_MS: '1000' });
+    const doomed = await startServerProcess({
+      DATABASE_URL: database.url,
+      REDIS_URL: redis.url,
+      MAX_SUBSCRIPTIONS_PER_KEY: String(MAX_SUBSCRIPTIONS),
+      LIMIT_SLOT_TTL_MS: '1000',
+    });
     await doomed.waitFor(/parley listening on /);
     for (let i = 0; i < MAX_SUBSCRIPTIONS; i++) {
       const held = await sse(doomed, path, bob.apiKey);
@@ -125,11 +134,16 @@ describe('open subscriptions shared through Redis', () => {
 describe('persisted queries shared through Redis', () => {
   const hashOf = (query: string) => createHash('sha256').update(query).digest('hex');
   async function post(t: TestApp, body: object) {
-    const res = await fetch(`${t.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': alice.apiKey }, body: JSON.stringify(body) });
+    const res = await fetch(`${t.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': alice.apiKey },
+      body: JSON.stringify(body),
+    });
     return res.json();
   }
   const byHash = (t: TestApp, query: string) => post(t, { extensions: { persistedQuery: { version: 1, sha256Hash: hashOf(query) } } });
-  const register = (t: TestApp, query: string) => post(t, { query, extensions: { persistedQuery: { version: 1, sha256Hash: hashOf(query) } } });
+  const register = (t: TestApp, query: string) =>
+    post(t, { query, extensions: { persistedQuery: { version: 1, sha256Hash: hashOf(query) } } });
 
   it('a query registered on one instance runs by its hash on the other; the store keeps the 2 most recently used', async () => {
     const [first, second, third] = ['{ me { id } }', '{ me { username } }', '{ me { type } }'];

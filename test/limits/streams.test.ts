@@ -48,7 +48,11 @@ async function sse(path: string, key: string, init: RequestInit = {}) {
 
 /** A GraphQL subscription over SSE (Yoga's), as a browser client would open it. */
 const graphqlSse = (key: string, query: string, variables: object) =>
-  sse('/graphql', key, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ query, variables }) });
+  sse('/graphql', key, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ query, variables }),
+  });
 
 describe('open subscriptions per key', () => {
   it(`at most ${MAX_SUBSCRIPTIONS}, over graphql-ws sockets and SSE together; the next is refused on every transport until one closes`, async () => {
@@ -62,7 +66,9 @@ describe('open subscriptions per key', () => {
 
     const rest = await t.rest('GET', `/v2/sessions/${session}/events`, { key: alice.apiKey });
     expect(rest.status).toBe(429);
-    expect(rest.body).toEqual({ message: `Too many open subscriptions and event streams for this API key (at most ${MAX_SUBSCRIPTIONS}); close one first` });
+    expect(rest.body).toEqual({
+      message: `Too many open subscriptions and event streams for this API key (at most ${MAX_SUBSCRIPTIONS}); close one first`,
+    });
 
     const overWs = wsSubscribe(ws.connect(alice.apiKey), SessionEvents, { id: session });
     const [refused] = await overWs.ended;
@@ -94,7 +100,8 @@ describe('open subscriptions per key', () => {
     expect((await sse(`/v2/sessions/${session}/events`, bob.apiKey)).status).toBe(429);
     await ws.disposeAll();
     last.close();
-    for (let i = 0; i < MAX_SUBSCRIPTIONS; i++) await expect.poll(async () => (await sse(`/v2/sessions/${session}/events`, bob.apiKey)).status).toBe(200);
+    for (let i = 0; i < MAX_SUBSCRIPTIONS; i++)
+      await expect.poll(async () => (await sse(`/v2/sessions/${session}/events`, bob.apiKey)).status).toBe(200);
   });
 });
 
@@ -114,9 +121,15 @@ describe('replies streaming per key', () => {
     const messages = () => t.db.message.count({ where: { sessionId: session } });
     const before = await messages();
 
-    const second = await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { session_id: session, content: 'second', stream: true } });
+    const second = await t.rest('POST', '/v2/sessions', {
+      key: alice.apiKey,
+      body: { session_id: session, content: 'second', stream: true },
+    });
     expect(second.status).toBe(429);
-    expect(second.body).toEqual({ message: 'Too many replies streaming for this API key (at most 1 at once); wait for one to end, or send without stream and watch the session' });
+    expect(second.body).toEqual({
+      message:
+        'Too many replies streaming for this API key (at most 1 at once); wait for one to end, or send without stream and watch the session',
+    });
     const [refused] = await wsSubscribe(ws.connect(alice.apiKey), SendMessage, { input: { sessionId: session, content: 'third' } }).ended;
     expect(refused?.errors?.[0]?.extensions?.code).toBe('TOO_MANY_STREAMS');
     expect(await messages()).toBe(before);
@@ -126,6 +139,12 @@ describe('replies streaming per key', () => {
 
     open();
     await streaming.waitFor((f) => f.event === 'done');
-    await expect.poll(async () => (await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { session_id: session, content: 'fifth', stream: true } })).status).toBe(200);
+    await expect
+      .poll(
+        async () =>
+          (await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { session_id: session, content: 'fifth', stream: true } }))
+            .status,
+      )
+      .toBe(200);
   });
 });

@@ -33,11 +33,18 @@ afterAll(async () => {
 });
 
 const get = (path: string, headers: Record<string, string> = {}) => fetch(`${server.url}${path}`, { headers });
-const post = (path: string, body: string, headers: Record<string, string> = {}) => fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+  fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
 
 function wsQuery(apiKey: string): Promise<{ data?: unknown; closed?: number }> {
   return new Promise((resolve) => {
-    const client = createClient({ url: `${server.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { 'X-Api-Key': apiKey }, retryAttempts: 0, lazy: true });
+    const client = createClient({
+      url: `${server.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { 'X-Api-Key': apiKey },
+      retryAttempts: 0,
+      lazy: true,
+    });
     client.subscribe(
       { query: '{ me { username } }' },
       {
@@ -65,7 +72,10 @@ describe('logs', () => {
       expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     }
 
-    const gql = await post('/graphql', JSON.stringify({ query: '{ me { username } }' }), { 'x-api-key': key, 'x-request-id': 'ops-trace-0002' });
+    const gql = await post('/graphql', JSON.stringify({ query: '{ me { username } }' }), {
+      'x-api-key': key,
+      'x-request-id': 'ops-trace-0002',
+    });
     expect(await gql.json()).toEqual({ data: { me: { username: 'logan' } } });
     expect(await wsQuery(key)).toEqual({ data: { me: { username: 'logan' } } });
 
@@ -73,14 +83,32 @@ describe('logs', () => {
     // Nor in a URL, where no client should put one.
     expect((await get(`/v2/creators/me?api_key=${key}`, { 'x-api-key': key })).status).toBe(200);
     const variables = encodeURIComponent(JSON.stringify({ k: stranger }));
-    expect((await get(`/graphql?query=${encodeURIComponent('query($k: String) { me { username } }')}&variables=${variables}`, { 'x-api-key': key })).status).toBe(200);
+    expect(
+      (
+        await get(`/graphql?query=${encodeURIComponent('query($k: String) { me { username } }')}&variables=${variables}`, {
+          'x-api-key': key,
+        })
+      ).status,
+    ).toBe(200);
 
     // Keys in bodies and variables: an unknown one, one in a body that is not JSON, then the key deleting itself.
-    const deleteStranger = await post('/graphql', JSON.stringify({ query: 'mutation($k: String!) { deleteApiKey(apiKey: $k) }', variables: { k: stranger } }), { 'x-api-key': key });
+    const deleteStranger = await post(
+      '/graphql',
+      JSON.stringify({ query: 'mutation($k: String!) { deleteApiKey(apiKey: $k) }', variables: { k: stranger } }),
+      { 'x-api-key': key },
+    );
     expect((await deleteStranger.json()).errors).toHaveLength(1);
-    const malformed = await fetch(`${server.url}/apikeys`, { method: 'DELETE', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: `{"apiKey": "${key}", ` });
+    const malformed = await fetch(`${server.url}/apikeys`, {
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: `{"apiKey": "${key}", `,
+    });
     expect(malformed.status).toBe(400);
-    const deleted = await fetch(`${server.url}/apikeys`, { method: 'DELETE', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ apiKey: key }) });
+    const deleted = await fetch(`${server.url}/apikeys`, {
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ apiKey: key }),
+    });
     expect(deleted.status).toBe(200);
 
     // Refusals name no key either, and carry their id too.
@@ -99,7 +127,8 @@ describe('logs', () => {
     // The server logs each response as it completes: wait for the last one before reading.
     await server.waitFor(/"reqId":"ops-trace-0003"[^\n]*"msg":"request completed"/);
     const output = server.output();
-    for (const id of ['ops-trace-0001', 'ops-trace-0002', 'ops-trace-0004', generated!]) expect(output).toMatch(new RegExp(`"reqId":"${id}"[^\\n]*"msg":"request completed"`));
+    for (const id of ['ops-trace-0001', 'ops-trace-0002', 'ops-trace-0004', generated!])
+      expect(output).toMatch(new RegExp(`"reqId":"${id}"[^\\n]*"msg":"request completed"`));
     expect(output).not.toContain('forged');
     for (const secret of [secretOf(key), secretOf(stranger), metricsToken]) expect(output).not.toContain(secret);
   });

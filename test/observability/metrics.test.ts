@@ -66,7 +66,10 @@ describe('GET /metrics', () => {
 
   it('a streamed reply that paints an image moves the request, token, usage and manna counters by what happened', async () => {
     llm.enqueue(
-      { tokens: ['Painting.'], toolCalls: [{ id: 'call_1', name: 'flux_dev', arguments: JSON.stringify({ prompt: 'a fox in a lighthouse', n_samples: 2 }) }] },
+      {
+        tokens: ['Painting.'],
+        toolCalls: [{ id: 'call_1', name: 'flux_dev', arguments: JSON.stringify({ prompt: 'a fox in a lighthouse', n_samples: 2 }) }],
+      },
       { tokens: ['Here', ' it', ' is.'] },
     );
     const balanceBefore = await balance();
@@ -103,8 +106,14 @@ describe('GET /metrics', () => {
     await t.rest('GET', '/v2/no-such-thing/123456789');
     await t.rest('GET', '/v2/agents/some-agent', { key: 'not-a-key' });
     const after = await scrape(t.url);
-    expect(after.value('parley_http_requests_total', { route: 'unmatched', method: 'GET', status: '404' }) - before.value('parley_http_requests_total', { route: 'unmatched', method: 'GET', status: '404' })).toBe(1);
-    expect(after.value('parley_http_requests_total', { route: '/v2/agents/:agentId', method: 'GET', status: '401' }) - before.value('parley_http_requests_total', { route: '/v2/agents/:agentId', method: 'GET', status: '401' })).toBe(1);
+    expect(
+      after.value('parley_http_requests_total', { route: 'unmatched', method: 'GET', status: '404' }) -
+        before.value('parley_http_requests_total', { route: 'unmatched', method: 'GET', status: '404' }),
+    ).toBe(1);
+    expect(
+      after.value('parley_http_requests_total', { route: '/v2/agents/:agentId', method: 'GET', status: '401' }) -
+        before.value('parley_http_requests_total', { route: '/v2/agents/:agentId', method: 'GET', status: '401' }),
+    ).toBe(1);
     expect(after.text).not.toContain('123456789');
   });
 
@@ -118,8 +127,13 @@ describe('GET /metrics', () => {
     expect((await settledSession(t, alice, refused)).messages.at(-1)).toMatchObject({ status: 'failed' });
 
     const after = await scrape(t.url);
-    expect(after.value('parley_provider_errors_total', { kind: 'server_error' }) - before.value('parley_provider_errors_total', { kind: 'server_error' })).toBe(1);
-    expect(after.value('parley_provider_errors_total', { kind: 'refused' }) - before.value('parley_provider_errors_total', { kind: 'refused' })).toBe(1);
+    expect(
+      after.value('parley_provider_errors_total', { kind: 'server_error' }) -
+        before.value('parley_provider_errors_total', { kind: 'server_error' }),
+    ).toBe(1);
+    expect(
+      after.value('parley_provider_errors_total', { kind: 'refused' }) - before.value('parley_provider_errors_total', { kind: 'refused' }),
+    ).toBe(1);
     expect(llm.replyRequests()).toHaveLength(3);
   });
 

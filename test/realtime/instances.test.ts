@@ -38,12 +38,22 @@ async function startInstance() {
 }
 
 async function gql(server: ServerProcess, query: string, variables: Record<string, unknown> = {}) {
-  const response = await fetch(`${server.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ query, variables }) });
+  const response = await fetch(`${server.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ query, variables }),
+  });
   return (await response.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
 }
 
 function ws(server: ServerProcess, apiKey = key) {
-  const client = createClient({ url: `${server.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { 'X-Api-Key': apiKey }, retryAttempts: 0, lazy: true });
+  const client = createClient({
+    url: `${server.url.replace('http', 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { 'X-Api-Key': apiKey },
+    retryAttempts: 0,
+    lazy: true,
+  });
   clients.push(client);
   return client;
 }
@@ -78,7 +88,7 @@ function watch(client: Client, sessionId: string, after?: number) {
       next: (r) => {
         const e = r.data!.sessionEvents;
         events.push(e);
-        for (const w of waiters.splice(0)) (w.match(e) ? w.resolve(e) : waiters.push(w));
+        for (const w of waiters.splice(0)) w.match(e) ? w.resolve(e) : waiters.push(w);
       },
       error: (e) => closed(e),
       complete: () => closed('complete'),
@@ -88,15 +98,24 @@ function watch(client: Client, sessionId: string, after?: number) {
     events,
     ended,
     stop,
-    until: (match: (e: Event) => boolean) => new Promise<Event>((resolve) => (events.find(match) ? resolve(events.find(match)!) : waiters.push({ match, resolve }))),
+    until: (match: (e: Event) => boolean) =>
+      new Promise<Event>((resolve) => (events.find(match) ? resolve(events.find(match)!) : waiters.push({ match, resolve }))),
   };
 }
 
 async function newSession(server: ServerProcess) {
-  const response = await fetch(`${server.url}/v2/sessions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ agent_ids: [agentId], content: 'hello' }) });
+  const response = await fetch(`${server.url}/v2/sessions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ agent_ids: [agentId], content: 'hello' }),
+  });
   const { session_id } = (await response.json()) as { session_id: string };
   // The first reply (and its title) settles before the test posts what it watches.
-  await expect.poll(async () => (await gql(server, `query($id: ID!) { session(id: $id) { title } }`, { id: session_id })).data?.session?.title, { timeout: 20_000 }).toBeTruthy();
+  await expect
+    .poll(async () => (await gql(server, `query($id: ID!) { session(id: $id) { title } }`, { id: session_id })).data?.session?.title, {
+      timeout: 20_000,
+    })
+    .toBeTruthy();
   return session_id;
 }
 
@@ -106,24 +125,37 @@ async function newSession(server: ServerProcess) {
  * takes effect some time after the client asks for it, and only then hears what is published.
  */
 async function listening(server: ServerProcess, sessionId: string, ...hear: ((isReaction: (e: Event) => boolean) => Promise<unknown>)[]) {
-  const first = await gql(server, `query($id: ID!) { session(id: $id) { messages(first: 1) { edges { node { id } } } } }`, { id: sessionId });
+  const first = await gql(server, `query($id: ID!) { session(id: $id) { messages(first: 1) { edges { node { id } } } } }`, {
+    id: sessionId,
+  });
   const messageId = first.data.session.messages.edges[0].node.id;
   let heardAll = false;
   const heard = Promise.all(hear.map((h) => h((e) => e.__typename === 'ReactionsChanged'))).then(() => (heardAll = true));
   while (!heardAll) {
-    const reacted = await fetch(`${server.url}/v2/sessions/react`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ message_id: messageId, reaction: 'thumbs_up' }) });
+    const reacted = await fetch(`${server.url}/v2/sessions/react`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ message_id: messageId, reaction: 'thumbs_up' }),
+    });
     expect(reacted.status).toBe(200);
     await Promise.race([heard, new Promise((r) => setTimeout(r, 250))]);
   }
 }
 
 const post = (server: ServerProcess, sessionId: string, content: string) =>
-  fetch(`${server.url}/v2/sessions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ session_id: sessionId, content }) });
+  fetch(`${server.url}/v2/sessions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ session_id: sessionId, content }),
+  });
 
 function expectWhole(events: Event[], reply: string) {
   const seqs = events.map((e) => e.seq);
   for (let i = 1; i < seqs.length; i++) expect(seqs[i], `event ${i} follows ${seqs[i - 1]}`).toBe(seqs[i - 1]! + 1);
-  const tokens = events.filter((e) => e.__typename === 'AssistantToken').map((e) => e.text).join('');
+  const tokens = events
+    .filter((e) => e.__typename === 'AssistantToken')
+    .map((e) => e.text)
+    .join('');
   expect(tokens).toBe(reply);
   expect(events.find((e) => e.__typename === 'AssistantMessage')?.message?.content).toBe(reply);
 }
@@ -131,12 +163,22 @@ function expectWhole(events: Event[], reply: string) {
 beforeAll(async () => {
   [redis, db, llm] = await Promise.all([startRedis(), freshPostgresDatabase(), startFakeOpenAI({ tokens: ['Hi', '!'] })]);
   // Short beats and checkpoints, so a dead writer is noticed, and its text saved, within the test.
-  env = { DATABASE_URL: db.url, REDIS_URL: redis.url, LLM_BASE_URL: llm.baseUrl, SHUTDOWN_GRACE_MS: '0', INSTANCE_HEARTBEAT_MS: '300', REPLY_CHECKPOINT_MS: '100' };
+  env = {
+    DATABASE_URL: db.url,
+    REDIS_URL: redis.url,
+    LLM_BASE_URL: llm.baseUrl,
+    SHUTDOWN_GRACE_MS: '0',
+    INSTANCE_HEARTBEAT_MS: '300',
+    REPLY_CHECKPOINT_MS: '100',
+  };
   const created = await runCli(['keys', 'create', 'alice', '--json'], env);
   key = JSON.parse(created.stdout).apiKey;
   // Both start at once on the empty database: migrations must not trip over each other.
   [a, b, c, d] = await Promise.all([startInstance(), startInstance(), startInstance(), startInstance()]);
-  const agent = await gql(a, `mutation { createAgent(input: { name: "Echo", key: "echo", description: "Says things back", public: false }) { id } }`);
+  const agent = await gql(
+    a,
+    `mutation { createAgent(input: { name: "Echo", key: "echo", description: "Says things back", public: false }) { id } }`,
+  );
   agentId = agent.data.createAgent.id;
 });
 
@@ -177,9 +219,13 @@ describe('two instances sharing PostgreSQL and Redis', () => {
 
     // A late client resumes from any seq on either instance, over SSE with Last-Event-ID.
     const resumeAt = live[2]!.seq;
-    const resumed = await openSse(`${b.url}/v2/sessions/${sessionId}/events`, { headers: { 'x-api-key': key, 'last-event-id': String(resumeAt) } });
+    const resumed = await openSse(`${b.url}/v2/sessions/${sessionId}/events`, {
+      headers: { 'x-api-key': key, 'last-event-id': String(resumeAt) },
+    });
     await resumed.waitFor((f) => f.data?.data?.type === 'end_prompt');
-    expect(resumed.frames.filter((f) => f.id !== undefined).map((f) => f.id)).toEqual(live.filter((e) => e.seq > resumeAt).map((e) => e.seq));
+    expect(resumed.frames.filter((f) => f.id !== undefined).map((f) => f.id)).toEqual(
+      live.filter((e) => e.seq > resumeAt).map((e) => e.seq),
+    );
     resumed.close();
   });
 
@@ -199,8 +245,18 @@ describe('two instances sharing PostgreSQL and Redis', () => {
     const before = watcher.events.slice();
     release.resolve();
     // The reply is finished (on b) while the client has no connection: it all comes from the log.
-    const replyId = before.find((e) => e.__typename === 'AssistantToken') && (await gql(b, `query($id: ID!) { session(id: $id) { messages(last: 1) { edges { node { id status } } } } }`, { id: sessionId })).data.session.messages.edges[0].node.id;
-    await expect.poll(async () => (await gql(b, `query($id: ID!) { session(id: $id) { messages(last: 1) { edges { node { id status } } } } }`, { id: sessionId })).data.session.messages.edges[0].node, { timeout: 10_000 }).toEqual({ id: replyId, status: 'COMPLETE' });
+    const replyId =
+      before.find((e) => e.__typename === 'AssistantToken') &&
+      (await gql(b, `query($id: ID!) { session(id: $id) { messages(last: 1) { edges { node { id status } } } } }`, { id: sessionId })).data
+        .session.messages.edges[0].node.id;
+    await expect
+      .poll(
+        async () =>
+          (await gql(b, `query($id: ID!) { session(id: $id) { messages(last: 1) { edges { node { id status } } } } }`, { id: sessionId }))
+            .data.session.messages.edges[0].node,
+        { timeout: 10_000 },
+      )
+      .toEqual({ id: replyId, status: 'COMPLETE' });
     const again = watch(ws(a), sessionId, before.at(-1)!.seq);
     await again.until((e) => e.__typename === 'PromptEnded');
     const all = [...before, ...again.events];
@@ -217,7 +273,13 @@ describe('two instances sharing PostgreSQL and Redis', () => {
     expect((await post(d, sessionId, 'write on d')).status).toBe(200);
     await watcher.until((e) => e.text === ' it');
     // The text so far reaches the database (checkpoints every 100 ms) before the kill.
-    await expect.poll(async () => (await gql(a, `query($id: ID!) { session(id: $id) { messages(last: 1) { edges { node { content } } } } }`, { id: sessionId })).data.session.messages.edges[0].node.content).toBe('half of it');
+    await expect
+      .poll(
+        async () =>
+          (await gql(a, `query($id: ID!) { session(id: $id) { messages(last: 1) { edges { node { content } } } } }`, { id: sessionId }))
+            .data.session.messages.edges[0].node.content,
+      )
+      .toBe('half of it');
     d.child.kill('SIGKILL');
     await d.exited;
     const failed = await watcher.until((e) => e.__typename === 'ReplyFailed');
@@ -242,7 +304,11 @@ describe('two instances sharing PostgreSQL and Redis', () => {
     await listening(b, sessionId, watcher.until);
     expect((await post(b, sessionId, 'long one')).status).toBe(200);
     await watcher.until((e) => e.text === ' finished');
-    const cancelled = await fetch(`${a.url}/v2/sessions/${sessionId}/cancel`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: '{}' });
+    const cancelled = await fetch(`${a.url}/v2/sessions/${sessionId}/cancel`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(await cancelled.json()).toEqual({ success: true, cancelled: 1 });
     const failed = await watcher.until((e) => e.__typename === 'ReplyFailed');
     expect(failed.message).toMatchObject({ status: 'CANCELLED', content: 'never finished' });
@@ -260,7 +326,11 @@ describe('two instances sharing PostgreSQL and Redis', () => {
     const watcher = watch(client, sessionId);
     await listening(a, sessionId, watcher.until);
     expect(closed).toBeUndefined();
-    const removed = await fetch(`${a.url}/apikeys`, { method: 'DELETE', headers: { 'x-api-key': spare, 'content-type': 'application/json' }, body: JSON.stringify({ apiKey: spare }) });
+    const removed = await fetch(`${a.url}/apikeys`, {
+      method: 'DELETE',
+      headers: { 'x-api-key': spare, 'content-type': 'application/json' },
+      body: JSON.stringify({ apiKey: spare }),
+    });
     expect(removed.status).toBe(200);
     await expect.poll(() => closed?.code, { timeout: 10_000 }).toBe(4403);
   });

@@ -75,7 +75,8 @@ describe('SSE behind nginx with its default buffering', () => {
   });
 
   it('a GraphQL subscription over SSE does too', async () => {
-    const query = 'subscription OpsRelay($input: SendMessageInput!) { sendMessage(input: $input) { __typename ... on AssistantToken { text } } }';
+    const query =
+      'subscription OpsRelay($input: SendMessageInput!) { sendMessage(input: $input) { __typename ... on AssistantToken { text } } }';
     const got = await lockstep(
       () =>
         openSse(`${nginx.url}/graphql`, {

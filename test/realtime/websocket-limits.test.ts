@@ -27,9 +27,11 @@ function raw(): Promise<Raw> {
   ws.on('message', (data) => {
     const message = JSON.parse(String(data));
     messages.push(message);
-    for (const w of [...waiters]) if (w.predicate(message)) (waiters.delete(w), w.resolve(message));
+    for (const w of [...waiters]) if (w.predicate(message)) waiters.delete(w), w.resolve(message);
   });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })),
+  );
   return new Promise((resolve, reject) => {
     ws.once('open', () =>
       resolve({
@@ -59,7 +61,10 @@ const introspection = '{ __schema { types { name fields { name type { name kind 
 
 beforeAll(async () => {
   // A socket whose output stays unread for 2 s is dropped (30 s in production).
-  t = await startTestApp({ websocket: { maxMessageBytes: 64 * 1024, maxOperations: 5, maxSocketsPerKey: 3 }, events: { slowClientMs: 2000 } });
+  t = await startTestApp({
+    websocket: { maxMessageBytes: 64 * 1024, maxOperations: 5, maxSocketsPerKey: 3 },
+    events: { slowClientMs: 2000 },
+  });
   alice = await t.createUser('alice');
 });
 afterEach(() => {
@@ -92,9 +97,23 @@ describe('graphql-ws limits', () => {
   it('caps the operations in flight on one socket: the extra one gets an error, the socket stays open', async () => {
     const session = (await t.services.sessions.send({ id: alice.id }, { agentIds: [(await fixtures(t).agent(alice)).id] })).sessionId;
     const socket = await connected(alice.apiKey);
-    for (let i = 1; i <= 6; i++) socket.send({ id: String(i), type: 'subscribe', payload: { query: `subscription { sessionEvents(sessionId: "${session}") { seq } }` } });
+    for (let i = 1; i <= 6; i++)
+      socket.send({
+        id: String(i),
+        type: 'subscribe',
+        payload: { query: `subscription { sessionEvents(sessionId: "${session}") { seq } }` },
+      });
     const refused = await socket.next((m) => m.type === 'error');
-    expect(refused).toEqual({ id: '6', type: 'error', payload: [expect.objectContaining({ message: 'Too many operations in flight on this connection (at most 5)', extensions: { code: 'TOO_MANY_OPERATIONS' } })] });
+    expect(refused).toEqual({
+      id: '6',
+      type: 'error',
+      payload: [
+        expect.objectContaining({
+          message: 'Too many operations in flight on this connection (at most 5)',
+          extensions: { code: 'TOO_MANY_OPERATIONS' },
+        }),
+      ],
+    });
     await expect.poll(() => t.services.bus.subscriberCount()).toBe(5);
     socket.send({ id: '2', type: 'complete' });
     await expect.poll(() => t.services.bus.subscriberCount()).toBe(4);
@@ -110,11 +129,13 @@ describe('graphql-ws limits', () => {
     expect(await fourth.closed).toEqual({ code: 4429, reason: 'Too many open connections for this API key (at most 3)' });
     open[0]!.ws.close();
     await open[0]!.closed;
-    await expect.poll(async () => {
-      const again = await raw();
-      again.send({ type: 'connection_init', payload: { 'X-Api-Key': bob.apiKey } });
-      return (await again.next((m) => m.type === 'connection_ack')).type;
-    }).toBe('connection_ack');
+    await expect
+      .poll(async () => {
+        const again = await raw();
+        again.send({ type: 'connection_init', payload: { 'X-Api-Key': bob.apiKey } });
+        return (await again.next((m) => m.type === 'connection_ack')).type;
+      })
+      .toBe('connection_ack');
   });
 
   it('answers an operation over a limit (depth, tokens, syntax) with an error for that id, keeps the socket open and logs no stack', async () => {
@@ -131,7 +152,9 @@ describe('graphql-ws limits', () => {
         expect(JSON.stringify(message.payload)).not.toMatch(/\bat \S+:\d+|node_modules|stack/);
       }
       socket.send({ id: 'fine', type: 'subscribe', payload: { query: '{ me { username } }' } });
-      expect(await socket.next((m) => m.id === 'fine' && m.type === 'next')).toMatchObject({ payload: { data: { me: { username: 'alice' } } } });
+      expect(await socket.next((m) => m.id === 'fine' && m.type === 'next')).toMatchObject({
+        payload: { data: { me: { username: 'alice' } } },
+      });
       expect(socket.ws.readyState).toBe(WebSocket.OPEN);
       expect(printed).not.toHaveBeenCalled();
     } finally {
@@ -161,7 +184,9 @@ describe('graphql-ws limits', () => {
       expect(health.status).toBe(200);
       const other = await connected(alice.apiKey);
       other.send({ id: '1', type: 'subscribe', payload: { query: '{ me { username } }' } });
-      expect(await other.next((m) => m.id === '1' && m.type === 'next')).toMatchObject({ payload: { data: { me: { username: 'alice' } } } });
+      expect(await other.next((m) => m.id === '1' && m.type === 'next')).toMatchObject({
+        payload: { data: { me: { username: 'alice' } } },
+      });
       (flooder.ws as unknown as { _socket: { resume(): void } })._socket.resume();
       expect(await flooder.closed).toMatchObject({ code: 1013 });
       expect(printed).not.toHaveBeenCalled();

@@ -40,7 +40,12 @@ describe('REST agents', () => {
       suggestions: [{ label: 'Paint', prompt: 'Paint a lighthouse' }],
       ownerPays: 'deployments',
       tools: { flux_dev: true, wan_t2v: false },
-      llmSettings: { modelProfile: 'medium', thinkingPolicy: 'always', thinkingEffortCap: 'high', thinkingEffortInstructions: 'think hard' },
+      llmSettings: {
+        modelProfile: 'medium',
+        thinkingPolicy: 'always',
+        thinkingEffortCap: 'high',
+        thinkingEffortInstructions: 'think hard',
+      },
       ...fields,
     });
     return { agent, model };
@@ -86,7 +91,12 @@ describe('REST agents', () => {
         suggestions: [{ label: 'Paint', prompt: 'Paint a lighthouse' }],
         owner_pays: 'deployments',
         tools: { flux_dev: true, wan_t2v: false },
-        llm_settings: { model_profile: 'medium', thinking_policy: 'always', thinking_effort_cap: 'high', thinking_effort_instructions: 'think hard' },
+        llm_settings: {
+          model_profile: 'medium',
+          thinking_policy: 'always',
+          thinking_effort_cap: 'high',
+          thinking_effort_instructions: 'think hard',
+        },
         owner: alice.id,
         createdAt: isoDate,
         updatedAt: isoDate,
@@ -149,7 +159,7 @@ describe('REST agents', () => {
       ['a uuid', '01890a5d-ac96-774b-bcce-b302099a8057'],
       ['unicode', 'agent-ünïcødé-🙂'],
       ['a long id', 'x'.repeat(90)],
-      ['a quote and a semicolon', "x'; DROP TABLE \"Agent\";--"],
+      ['a quote and a semicolon', 'x\'; DROP TABLE "Agent";--'],
     ])('answers 404 {error:"Agent not found"} for an unknown id (%s)', async (_label, id) => {
       const res = await t.rest('GET', `/v2/agents/${encodeURIComponent(id)}`, { key: alice.apiKey });
       expectError(res, 404, 'error', NOT_FOUND);
@@ -177,12 +187,18 @@ describe('REST agents', () => {
     }
 
     /** Sends a failing PATCH and checks the agent (and its creator row) did not change. */
-    async function expectRejected(id: string, body: unknown, status: number, options: { field?: string; text?: string; user?: TestUser; raw?: string } = {}) {
+    async function expectRejected(
+      id: string,
+      body: unknown,
+      status: number,
+      options: { field?: string; text?: string; user?: TestUser; raw?: string } = {},
+    ) {
       const before = await read(id);
       const beforeRow = await t.db.agent.findUniqueOrThrow({ where: { id }, include: { user: true } });
-      const res = options.raw !== undefined
-        ? await t.rest('PATCH', `/v2/agents/${id}`, { key: (options.user ?? alice).apiKey, rawBody: options.raw })
-        : await patch(id, body, options.user);
+      const res =
+        options.raw !== undefined
+          ? await t.rest('PATCH', `/v2/agents/${id}`, { key: (options.user ?? alice).apiKey, rawBody: options.raw })
+          : await patch(id, body, options.user);
       expect(res.status).toBe(status);
       expect(typeof res.body?.error).toBe('string');
       if (options.raw === undefined) expect(Object.keys(res.body)).toEqual(['error']);
@@ -205,7 +221,10 @@ describe('REST agents', () => {
         [{ image: 'https://cdn.example.com/new.png' }, { image: 'https://cdn.example.com/new.png' }],
         [{ image: null }, { image: null }],
         [{ public: false }, { public: false }],
-        [{ models: [{ lora: publicModel.id, use_when: 'for portraits' }] }, { models: [{ lora: publicModel.id, use_when: 'for portraits' }] }],
+        [
+          { models: [{ lora: publicModel.id, use_when: 'for portraits' }] },
+          { models: [{ lora: publicModel.id, use_when: 'for portraits' }] },
+        ],
         [{ models: [] }, { models: [] }],
         [{ persona: 'You are a sculptor.' }, { persona: 'You are a sculptor.' }],
         [{ isPersonaPublic: true }, { isPersonaPublic: true }],
@@ -213,7 +232,20 @@ describe('REST agents', () => {
         [{ knowledge: 'Knows about mountains' }, { knowledge: 'Knows about mountains' }],
         [{ voice: 'nova' }, { voice: 'nova' }],
         [{ voice: null }, { voice: null }],
-        [{ suggestions: [{ label: 'A', prompt: 'a' }, { label: 'B', prompt: 'b' }] }, { suggestions: [{ label: 'A', prompt: 'a' }, { label: 'B', prompt: 'b' }] }],
+        [
+          {
+            suggestions: [
+              { label: 'A', prompt: 'a' },
+              { label: 'B', prompt: 'b' },
+            ],
+          },
+          {
+            suggestions: [
+              { label: 'A', prompt: 'a' },
+              { label: 'B', prompt: 'b' },
+            ],
+          },
+        ],
         [{ owner_pays: 'full' }, { owner_pays: 'full' }],
         [{ tools: { kokoro_tts: true } }, { tools: { kokoro_tts: true } }],
       ];
@@ -222,7 +254,11 @@ describe('REST agents', () => {
 
     it('changes several fields at once and leaves the rest', async () => {
       const { agent } = await richAgent(alice);
-      await expectPatched(agent.id, { name: 'Multi', greeting: 'Yo', owner_pays: 'off', suggestions: [] }, { name: 'Multi', greeting: 'Yo', owner_pays: 'off', suggestions: [] });
+      await expectPatched(
+        agent.id,
+        { name: 'Multi', greeting: 'Yo', owner_pays: 'off', suggestions: [] },
+        { name: 'Multi', greeting: 'Yo', owner_pays: 'off', suggestions: [] },
+      );
     });
 
     it('defaults models[].use_when to "" when it is left out', async () => {
@@ -233,17 +269,30 @@ describe('REST agents', () => {
 
     it('merges llm_settings field by field', async () => {
       const { agent } = await richAgent(alice);
-      const base = { model_profile: 'medium', thinking_policy: 'always', thinking_effort_cap: 'high', thinking_effort_instructions: 'think hard' };
+      const base = {
+        model_profile: 'medium',
+        thinking_policy: 'always',
+        thinking_effort_cap: 'high',
+        thinking_effort_instructions: 'think hard',
+      };
       await expectPatched(agent.id, { llm_settings: { thinking_policy: 'off' } }, { llm_settings: { ...base, thinking_policy: 'off' } });
-      await expectPatched(agent.id, { llm_settings: { model_profile: 'low', thinking_effort_instructions: 'be brief' } }, {
-        llm_settings: { ...base, thinking_policy: 'off', model_profile: 'low', thinking_effort_instructions: 'be brief' },
-      });
+      await expectPatched(
+        agent.id,
+        { llm_settings: { model_profile: 'low', thinking_effort_instructions: 'be brief' } },
+        {
+          llm_settings: { ...base, thinking_policy: 'off', model_profile: 'low', thinking_effort_instructions: 'be brief' },
+        },
+      );
 
       // On an agent with no settings yet, a partial object sets only those fields.
       const bare = await f.agent(alice, { key: uniqueKey('bare') });
-      await expectPatched(bare.id, { llm_settings: { thinking_effort_cap: 'medium' } }, {
-        llm_settings: { model_profile: null, thinking_policy: null, thinking_effort_cap: 'medium', thinking_effort_instructions: null },
-      });
+      await expectPatched(
+        bare.id,
+        { llm_settings: { thinking_effort_cap: 'medium' } },
+        {
+          llm_settings: { model_profile: null, thinking_policy: null, thinking_effort_cap: 'medium', thinking_effort_instructions: null },
+        },
+      );
     });
 
     it.each([
@@ -256,7 +305,8 @@ describe('REST agents', () => {
       for (const value of values) {
         const body = field === 'owner_pays' ? { owner_pays: value } : { llm_settings: { [field.split('.')[1]!]: value } };
         const after = await read(agent.id);
-        const expected = field === 'owner_pays' ? { owner_pays: value } : { llm_settings: { ...after.llm_settings, [field.split('.')[1]!]: value } };
+        const expected =
+          field === 'owner_pays' ? { owner_pays: value } : { llm_settings: { ...after.llm_settings, [field.split('.')[1]!]: value } };
         await expectPatched(agent.id, body, expected);
       }
     });
@@ -310,7 +360,9 @@ describe('REST agents', () => {
       const models = await Promise.all(Array.from({ length: 11 }, () => f.model(alice, { public: false })));
       const ten = models.slice(0, 10).map((m) => ({ lora: m.id, use_when: 'x' }));
       await expectPatched(agent.id, { models: ten }, { models: ten });
-      const res = await expectRejected(agent.id, { greeting: 'SHOULD NOT APPLY', models: models.map((m) => ({ lora: m.id })) }, 422, { field: 'models' });
+      const res = await expectRejected(agent.id, { greeting: 'SHOULD NOT APPLY', models: models.map((m) => ({ lora: m.id })) }, 422, {
+        field: 'models',
+      });
       expect(res.body.error).toMatch(/10/);
     });
 
@@ -330,8 +382,15 @@ describe('REST agents', () => {
 
     it('merges concurrent PATCHes of different llm_settings fields without losing any', async () => {
       const { agent } = await richAgent(alice);
-      const settings = { model_profile: 'high', thinking_policy: 'always', thinking_effort_cap: 'medium', thinking_effort_instructions: 'Think in steps.' };
-      const responses = await Promise.all(Object.entries(settings).map(([field, value]) => patch(agent.id, { llm_settings: { [field]: value } })));
+      const settings = {
+        model_profile: 'high',
+        thinking_policy: 'always',
+        thinking_effort_cap: 'medium',
+        thinking_effort_instructions: 'Think in steps.',
+      };
+      const responses = await Promise.all(
+        Object.entries(settings).map(([field, value]) => patch(agent.id, { llm_settings: { [field]: value } })),
+      );
       expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200]);
       expect((await read(agent.id)).llm_settings).toEqual(settings);
     });
@@ -381,7 +440,10 @@ describe('REST agents', () => {
     it('refuses a string containing a NUL character with 400 (not 500), changing nothing', async () => {
       const { agent } = await richAgent(alice);
       const before = await read(agent.id);
-      for (const body of [{ name: 'a\u0000b' }, { greeting: 'SHOULD NOT APPLY', llm_settings: { thinking_effort_instructions: 'x\u0000' } }]) {
+      for (const body of [
+        { name: 'a\u0000b' },
+        { greeting: 'SHOULD NOT APPLY', llm_settings: { thinking_effort_instructions: 'x\u0000' } },
+      ]) {
         const res = await patch(agent.id, body);
         expect(res.status).toBe(400);
         expect(typeof res.body.error).toBe('string');
@@ -398,7 +460,11 @@ describe('REST agents', () => {
     it('ignores read-only fields sent next to writable ones', async () => {
       const { agent } = await richAgent(alice);
       const before = await read(agent.id);
-      await expectPatched(agent.id, { name: 'Only name', owner: bob.id, id: 'other-id', createdAt: '2000-01-01T00:00:00.000Z' }, { name: 'Only name' });
+      await expectPatched(
+        agent.id,
+        { name: 'Only name', owner: bob.id, id: 'other-id', createdAt: '2000-01-01T00:00:00.000Z' },
+        { name: 'Only name' },
+      );
       expect((await read(agent.id)).owner).toBe(before.owner);
     });
 

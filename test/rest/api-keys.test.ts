@@ -27,14 +27,21 @@ describe('DELETE /apikeys', () => {
 
   it('answers 400 {message:"Missing apiKey"} without a body, with {} and with a non-string apiKey', async () => {
     const alice = await t.createUser();
-    for (const options of [{}, { body: {} }, { body: { apiKey: '' } }, { body: { apiKey: 42 } }, { body: { apiKey: null } }, { body: { key: alice.apiKey } }]) {
+    for (const options of [
+      {},
+      { body: {} },
+      { body: { apiKey: '' } },
+      { body: { apiKey: 42 } },
+      { body: { apiKey: null } },
+      { body: { key: alice.apiKey } },
+    ]) {
       const res = await t.rest('DELETE', '/apikeys', { key: alice.apiKey, ...options });
       expectError(res, 400, 'message', 'Missing apiKey');
     }
     expect(await keyWorks(alice.apiKey)).toBe(true);
   });
 
-  it("refuses to delete another user's key with 401 {message:\"API key not found\"}; that key keeps working", async () => {
+  it('refuses to delete another user\'s key with 401 {message:"API key not found"}; that key keeps working', async () => {
     const alice = await t.createUser();
     const bob = await t.createUser();
     const res = await t.rest('DELETE', '/apikeys', { key: alice.apiKey, body: { apiKey: bob.apiKey } });

@@ -25,7 +25,12 @@ describe('REST concepts', () => {
   ];
 
   async function concept(owner: TestUser, fields: Record<string, unknown> = {}, options: { public?: boolean } = {}) {
-    const c = await f.concept(owner, { name: 'Lighthouse look', usageInstructions: 'use for coastal scenes', images: twoImages, ...fields });
+    const c = await f.concept(owner, {
+      name: 'Lighthouse look',
+      usageInstructions: 'use for coastal scenes',
+      images: twoImages,
+      ...fields,
+    });
     if (options.public) await t.db.concept.update({ where: { id: c.id }, data: { public: true } });
     return c;
   }
@@ -54,12 +59,18 @@ describe('REST concepts', () => {
     return res.body.concept;
   }
 
-  async function expectRejected(id: string, body: unknown, status: number, options: { field?: string; text?: string; user?: TestUser; raw?: string } = {}) {
+  async function expectRejected(
+    id: string,
+    body: unknown,
+    status: number,
+    options: { field?: string; text?: string; user?: TestUser; raw?: string } = {},
+  ) {
     const before = await read(id);
     const rowsBefore = await imageRows(id);
-    const res = options.raw !== undefined
-      ? await t.rest('PATCH', `/v2/concepts/${id}`, { key: (options.user ?? alice).apiKey, rawBody: options.raw })
-      : await patch(id, body, options.user);
+    const res =
+      options.raw !== undefined
+        ? await t.rest('PATCH', `/v2/concepts/${id}`, { key: (options.user ?? alice).apiKey, rawBody: options.raw })
+        : await patch(id, body, options.user);
     expect(res.status).toBe(status);
     if (options.raw === undefined) expect(Object.keys(res.body)).toEqual(['message']);
     expect(typeof res.body.message).toBe('string');
@@ -144,13 +155,17 @@ describe('REST concepts', () => {
         { image: 'https://example.com/1.jpg' },
         { image: 'https://example.com/2.jpg', usage_instructions: 'second' },
       ];
-      await expectPatched(c.id, { images }, {
-        images: [
-          { image: 'https://example.com/3.jpg', usage_instructions: 'third' },
-          { image: 'https://example.com/1.jpg', usage_instructions: '' },
-          { image: 'https://example.com/2.jpg', usage_instructions: 'second' },
-        ],
-      });
+      await expectPatched(
+        c.id,
+        { images },
+        {
+          images: [
+            { image: 'https://example.com/3.jpg', usage_instructions: 'third' },
+            { image: 'https://example.com/1.jpg', usage_instructions: '' },
+            { image: 'https://example.com/2.jpg', usage_instructions: 'second' },
+          ],
+        },
+      );
       const rows = await imageRows(c.id);
       expect(rows.map((r) => [r.position, r.image])).toEqual([
         [0, 'https://example.com/3.jpg'],
@@ -158,9 +173,13 @@ describe('REST concepts', () => {
         [2, 'https://example.com/2.jpg'],
       ]);
       // Back to one image: the old rows are gone.
-      await expectPatched(c.id, { images: [{ image: 'https://example.com/only.jpg', usage_instructions: 'only' }] }, {
-        images: [{ image: 'https://example.com/only.jpg', usage_instructions: 'only' }],
-      });
+      await expectPatched(
+        c.id,
+        { images: [{ image: 'https://example.com/only.jpg', usage_instructions: 'only' }] },
+        {
+          images: [{ image: 'https://example.com/only.jpg', usage_instructions: 'only' }],
+        },
+      );
       expect(await imageRows(c.id)).toHaveLength(1);
     });
 
@@ -213,7 +232,7 @@ describe('REST concepts', () => {
       expect((await read(c.id)).agent).toBe(mine.id);
     });
 
-    it("refuses a non-owner with 403 {message}, also on a public concept, changing nothing", async () => {
+    it('refuses a non-owner with 403 {message}, also on a public concept, changing nothing', async () => {
       const pub = await concept(alice, {}, { public: true });
       await expectRejected(pub.id, { name: 'Hijacked', images: [{ image: 'https://evil.example.com/x.jpg' }] }, 403, { user: bob });
       const priv = await concept(alice);

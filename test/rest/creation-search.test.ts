@@ -17,7 +17,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const search = (user: TestUser, params: Record<string, string | number | undefined>) => t.rest('GET', searchPath(params), { key: user.apiKey });
+const search = (user: TestUser, params: Record<string, string | number | undefined>) =>
+  t.rest('GET', searchPath(params), { key: user.apiKey });
 const names = (res: { body: { docs: { name: string }[] } }) => res.body.docs.map((d) => d.name);
 
 describe('GET /v2/creations/search with the built-in embeddings', () => {
@@ -53,12 +54,33 @@ describe('GET /v2/creations/search with the built-in embeddings', () => {
 
   it('a query about nothing in the library finds nothing, and says so with a consistent page', async () => {
     const res = await search(alice, { query: 'quantum chromodynamics lecture' });
-    expect(res.body).toEqual({ docs: [], total: 0, limit: 20, page: 1, pages: 1, pagingCounter: 1, hasPrevPage: false, hasNextPage: false, prevPage: null, nextPage: null });
+    expect(res.body).toEqual({
+      docs: [],
+      total: 0,
+      limit: 20,
+      page: 1,
+      pages: 1,
+      pagingCounter: 1,
+      hasPrevPage: false,
+      hasNextPage: false,
+      prevPage: null,
+      nextPage: null,
+    });
   });
 
   it('answers each creation with the documented fields', async () => {
-    const agent = await f.agent(bob, { key: 'lamp-lighter', name: 'Lamp Lighter', image: 'https://cdn.example.com/agent.png', public: true });
-    const c = await searchableCreation(t, bob, { name: 'Tilted lamppost', prompt: 'a tilted lamppost in fog', agentId: agent.id, tool: 'sdxl' });
+    const agent = await f.agent(bob, {
+      key: 'lamp-lighter',
+      name: 'Lamp Lighter',
+      image: 'https://cdn.example.com/agent.png',
+      public: true,
+    });
+    const c = await searchableCreation(t, bob, {
+      name: 'Tilted lamppost',
+      prompt: 'a tilted lamppost in fog',
+      agentId: agent.id,
+      tool: 'sdxl',
+    });
     const res = await search(alice, { query: 'tilted lamppost fog', limit: 1 });
     expect(res.body.docs[0]).toEqual({
       id: c.id,
@@ -82,7 +104,10 @@ describe('GET /v2/creations/search with the built-in embeddings', () => {
     const hidden = await f.agent(bob, { key: 'hidden-helper', public: false });
     await searchableCreation(t, bob, { name: 'Porcelain teapot', agentId: hidden.id });
     expect((await search(alice, { query: 'porcelain teapot', limit: 1 })).body.docs[0].agent).toBeNull();
-    expect((await search(bob, { query: 'porcelain teapot', limit: 1 })).body.docs[0].agent).toMatchObject({ id: hidden.id, key: 'hidden-helper' });
+    expect((await search(bob, { query: 'porcelain teapot', limit: 1 })).body.docs[0].agent).toMatchObject({
+      id: hidden.id,
+      key: 'hidden-helper',
+    });
   });
 });
 
@@ -99,11 +124,41 @@ describe('paging', () => {
     expect(all).toHaveLength(7);
     const page = async (n: number) => (await search(alice, { query: 'origami crane', limit: 3, page: n })).body;
     const { docs: d1, ...p1 } = await page(1);
-    expect(p1).toEqual({ total: 7, limit: 3, page: 1, pages: 3, pagingCounter: 1, hasPrevPage: false, hasNextPage: true, prevPage: null, nextPage: 2 });
+    expect(p1).toEqual({
+      total: 7,
+      limit: 3,
+      page: 1,
+      pages: 3,
+      pagingCounter: 1,
+      hasPrevPage: false,
+      hasNextPage: true,
+      prevPage: null,
+      nextPage: 2,
+    });
     const { docs: d2, ...p2 } = await page(2);
-    expect(p2).toEqual({ total: 7, limit: 3, page: 2, pages: 3, pagingCounter: 4, hasPrevPage: true, hasNextPage: true, prevPage: 1, nextPage: 3 });
+    expect(p2).toEqual({
+      total: 7,
+      limit: 3,
+      page: 2,
+      pages: 3,
+      pagingCounter: 4,
+      hasPrevPage: true,
+      hasNextPage: true,
+      prevPage: 1,
+      nextPage: 3,
+    });
     const { docs: d3, ...p3 } = await page(3);
-    expect(p3).toEqual({ total: 7, limit: 3, page: 3, pages: 3, pagingCounter: 7, hasPrevPage: true, hasNextPage: false, prevPage: 2, nextPage: null });
+    expect(p3).toEqual({
+      total: 7,
+      limit: 3,
+      page: 3,
+      pages: 3,
+      pagingCounter: 7,
+      hasPrevPage: true,
+      hasNextPage: false,
+      prevPage: 2,
+      nextPage: null,
+    });
     // The pages are the one full list cut in three: nothing twice, nothing missing.
     expect([...d1, ...d2, ...d3].map((d: { id: string }) => d.id)).toEqual(all);
     expect([d1.length, d2.length, d3.length]).toEqual([3, 3, 1]);
@@ -112,19 +167,45 @@ describe('paging', () => {
   it('past the last page: no docs, and the numbers the plugin gives (prevPage one back)', async () => {
     const res = await search(alice, { query: 'origami crane', limit: 3, page: 5 });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ docs: [], total: 7, limit: 3, page: 5, pages: 3, pagingCounter: 13, hasPrevPage: true, hasNextPage: false, prevPage: 4, nextPage: null });
+    expect(res.body).toEqual({
+      docs: [],
+      total: 7,
+      limit: 3,
+      page: 5,
+      pages: 3,
+      pagingCounter: 13,
+      hasPrevPage: true,
+      hasNextPage: false,
+      prevPage: 4,
+      nextPage: null,
+    });
   });
 
   it('a limit equal to the total makes one page; a larger one too', async () => {
     for (const limit of [7, 100]) {
       const { docs, ...meta } = (await search(alice, { query: 'origami crane', limit })).body;
-      expect(meta).toEqual({ total: 7, limit, page: 1, pages: 1, pagingCounter: 1, hasPrevPage: false, hasNextPage: false, prevPage: null, nextPage: null });
+      expect(meta).toEqual({
+        total: 7,
+        limit,
+        page: 1,
+        pages: 1,
+        pagingCounter: 1,
+        hasPrevPage: false,
+        hasNextPage: false,
+        prevPage: null,
+        nextPage: null,
+      });
       expect(docs.map((d: { id: string }) => d.id)).toEqual(all);
     }
   });
 
   it('runs the same number of SQL statements for a page of 2 as for a page of 20', async () => {
-    for (let i = 0; i < 20; i++) await searchableCreation(t, alice, { name: `Paper boat ${i}`, prompt: `a paper boat in a rain gutter ${i}`, agentId: (await f.agent(alice)).id });
+    for (let i = 0; i < 20; i++)
+      await searchableCreation(t, alice, {
+        name: `Paper boat ${i}`,
+        prompt: `a paper boat in a rain gutter ${i}`,
+        agentId: (await f.agent(alice)).id,
+      });
     let small: any;
     let large: any;
     const smallCount = await t.countQueries(async () => (small = await search(alice, { query: 'paper boat', limit: 2 })));
@@ -147,8 +228,20 @@ describe('filters, ordering and visibility', () => {
       bob: (await f.agent(bob, { key: 'bob-lanterns' })).id,
       bobPrivate: (await f.agent(bob, { key: 'bob-secret-lanterns', public: false })).id,
     };
-    const make = async (key: string, owner: TestUser, o: { public: boolean; deleted?: boolean; agent?: keyof typeof agents; tool: string }, visibleTo: ('alice' | 'bob')[]) => {
-      const c = await searchableCreation(t, owner, { name: `Sky lantern festival ${key}`, prompt: 'sky lanterns floating over a river', public: o.public, deleted: o.deleted, agentId: o.agent && agents[o.agent], tool: o.tool });
+    const make = async (
+      key: string,
+      owner: TestUser,
+      o: { public: boolean; deleted?: boolean; agent?: keyof typeof agents; tool: string },
+      visibleTo: ('alice' | 'bob')[],
+    ) => {
+      const c = await searchableCreation(t, owner, {
+        name: `Sky lantern festival ${key}`,
+        prompt: 'sky lanterns floating over a river',
+        public: o.public,
+        deleted: o.deleted,
+        agentId: o.agent && agents[o.agent],
+        tool: o.tool,
+      });
       lanterns[key] = { id: c.id, owner: owner === alice ? 'alice' : 'bob', visibleTo, agent: o.agent && agents[o.agent], tool: o.tool };
     };
     await make('a-public', alice, { public: true, agent: 'alice', tool: 'flux_dev' }, ['alice', 'bob']);
@@ -160,8 +253,15 @@ describe('filters, ordering and visibility', () => {
     await make('b-secret-agent', bob, { public: true, agent: 'bobPrivate', tool: 'sdxl' }, ['alice', 'bob']);
     // Likes, so that likeCount orders differ from creation order.
     const likers = [await t.createUser(), await t.createUser(), await t.createUser()];
-    for (const [key, count] of [['b-public', 3], ['a-private', 0], ['a-public', 1], ['b-secret-agent', 2], ['b-private', 2]] as const) {
-      for (const u of likers.slice(0, count)) await t.services.creations.like(await viewerOf(t, u), lanterns[key]!.id).catch(() => undefined);
+    for (const [key, count] of [
+      ['b-public', 3],
+      ['a-private', 0],
+      ['a-public', 1],
+      ['b-secret-agent', 2],
+      ['b-private', 2],
+    ] as const) {
+      for (const u of likers.slice(0, count))
+        await t.services.creations.like(await viewerOf(t, u), lanterns[key]!.id).catch(() => undefined);
     }
   });
 
@@ -180,19 +280,34 @@ describe('filters, ordering and visibility', () => {
   const expectedKeys = (viewer: 'alice' | 'bob', filter: { agentId?: string; userId?: string; tool?: string }) =>
     Object.entries(lanterns)
       .filter(([, c]) => c.visibleTo.includes(viewer))
-      .filter(([, c]) => (!filter.agentId || c.agent === filter.agentId) && (!filter.userId || (c.owner === 'alice' ? alice.id : bob.id) === filter.userId) && (!filter.tool || c.tool === filter.tool))
+      .filter(
+        ([, c]) =>
+          (!filter.agentId || c.agent === filter.agentId) &&
+          (!filter.userId || (c.owner === 'alice' ? alice.id : bob.id) === filter.userId) &&
+          (!filter.tool || c.tool === filter.tool),
+      )
       .map(([key]) => key)
       .sort();
-  const keysOf = (docs: { id: string }[]) => docs.map((d) => Object.entries(lanterns).find(([, c]) => c.id === d.id)?.[0] ?? `other:${d.id}`).sort();
+  const keysOf = (docs: { id: string }[]) =>
+    docs.map((d) => Object.entries(lanterns).find(([, c]) => c.id === d.id)?.[0] ?? `other:${d.id}`).sort();
 
   it("every filter, order and direction shows public creations and the caller's own, never someone else's private or anything deleted", async () => {
-    for (const [viewer, user] of [['alice', alice], ['bob', bob]] as const) {
+    for (const [viewer, user] of [
+      ['alice', alice],
+      ['bob', bob],
+    ] as const) {
       for (const filter of filtersFor()) {
         for (const orderBy of ['score', 'createdAt', 'likeCount']) {
           for (const direction of ['desc', 'asc']) {
             const res = await search(user, { query: 'sky lantern festival', ...filter, orderBy, direction, limit: 100 });
             expect(res.status).toBe(200);
-            expect({ viewer, filter, orderBy, direction, keys: keysOf(res.body.docs) }).toEqual({ viewer, filter, orderBy, direction, keys: expectedKeys(viewer, filter) });
+            expect({ viewer, filter, orderBy, direction, keys: keysOf(res.body.docs) }).toEqual({
+              viewer,
+              filter,
+              orderBy,
+              direction,
+              keys: expectedKeys(viewer, filter),
+            });
             expect(res.body.total).toBe(res.body.docs.length);
           }
         }
@@ -201,25 +316,40 @@ describe('filters, ordering and visibility', () => {
   });
 
   it('orders by creation date and by likes, both directions, the id breaking ties', async () => {
-    const docs = async (orderBy: string, direction: string) => (await search(alice, { query: 'sky lantern festival', orderBy, direction, limit: 100 })).body.docs as { id: string; createdAt: string; likeCount: number }[];
+    const docs = async (orderBy: string, direction: string) =>
+      (await search(alice, { query: 'sky lantern festival', orderBy, direction, limit: 100 })).body.docs as {
+        id: string;
+        createdAt: string;
+        likeCount: number;
+      }[];
     const byDate = await docs('createdAt', 'desc');
-    expect(byDate.map((d) => d.createdAt)).toEqual(byDate.map((d) => d.createdAt).sort().reverse());
+    expect(byDate.map((d) => d.createdAt)).toEqual(
+      byDate
+        .map((d) => d.createdAt)
+        .sort()
+        .reverse(),
+    );
     expect((await docs('createdAt', 'asc')).map((d) => d.id)).toEqual(byDate.map((d) => d.id).reverse());
     const byLikes = await docs('likeCount', 'desc');
     expect(byLikes.map((d) => d.likeCount)).toEqual([3, 2, 1, 0]);
     expect(keysOf([byLikes[0]!])).toEqual(['b-public']);
     expect((await docs('likeCount', 'asc')).map((d) => d.likeCount)).toEqual([0, 1, 2, 3]);
-    const byScoreAsc = (await search(alice, { query: 'sky lantern festival', direction: 'asc', limit: 100 })).body.docs.map((d: { score: number }) => d.score);
+    const byScoreAsc = (await search(alice, { query: 'sky lantern festival', direction: 'asc', limit: 100 })).body.docs.map(
+      (d: { score: number }) => d.score,
+    );
     expect(byScoreAsc).toEqual([...byScoreAsc].sort((a, b) => a - b));
   });
 
-  it('a creation made private or deleted leaves the others\' results at once, and comes back when restored', async () => {
+  it("a creation made private or deleted leaves the others' results at once, and comes back when restored", async () => {
     const id = lanterns['a-public']!.id;
-    const bobSees = async () => (await search(bob, { query: 'sky lantern festival', limit: 100 })).body.docs.some((d: { id: string }) => d.id === id);
+    const bobSees = async () =>
+      (await search(bob, { query: 'sky lantern festival', limit: 100 })).body.docs.some((d: { id: string }) => d.id === id);
     expect(await bobSees()).toBe(true);
     await t.db.creation.update({ where: { id }, data: { public: false } });
     expect(await bobSees()).toBe(false);
-    expect((await search(alice, { query: 'sky lantern festival', limit: 100 })).body.docs.some((d: { id: string }) => d.id === id)).toBe(true);
+    expect((await search(alice, { query: 'sky lantern festival', limit: 100 })).body.docs.some((d: { id: string }) => d.id === id)).toBe(
+      true,
+    );
     await t.db.creation.update({ where: { id }, data: { public: true, deleted: true } });
     expect(await bobSees()).toBe(false);
     await t.db.creation.update({ where: { id }, data: { deleted: false } });
@@ -253,7 +383,12 @@ describe('bad requests', () => {
   });
 
   it('a parameter given twice is refused, naming it', async () => {
-    expectError(await t.rest('GET', '/v2/creations/search?query=a&query=b', { key: alice.apiKey }), 400, 'message', 'query: must be a string');
+    expectError(
+      await t.rest('GET', '/v2/creations/search?query=a&query=b', { key: alice.apiKey }),
+      400,
+      'message',
+      'query: must be a string',
+    );
   });
 
   it('unknown filter ids are not errors: they match nothing', async () => {

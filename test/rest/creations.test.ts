@@ -29,13 +29,16 @@ describe('REST creation likes', () => {
   };
 
   describe('auth', () => {
-    it.each(['POST', 'DELETE'])('%s /v2/creations/{id}/like answers 401 {error} for missing, malformed and unknown keys', async (method) => {
-      const creation = await f.creation(alice, { public: true });
-      if (method === 'DELETE') expect((await like(creation.id, bob)).status).toBe(200);
-      const before = await state(creation.id);
-      expect(await expectRejectsBadKeys(t, method, `/v2/creations/${creation.id}/like`)).toBe(true);
-      expect(await state(creation.id)).toEqual(before);
-    });
+    it.each(['POST', 'DELETE'])(
+      '%s /v2/creations/{id}/like answers 401 {error} for missing, malformed and unknown keys',
+      async (method) => {
+        const creation = await f.creation(alice, { public: true });
+        if (method === 'DELETE') expect((await like(creation.id, bob)).status).toBe(200);
+        const before = await state(creation.id);
+        expect(await expectRejectsBadKeys(t, method, `/v2/creations/${creation.id}/like`)).toBe(true);
+        expect(await state(creation.id)).toEqual(before);
+      },
+    );
   });
 
   describe('POST /v2/creations/{id}/like', () => {
@@ -71,7 +74,9 @@ describe('REST creation likes', () => {
       for (const id of ['nope', '5f1e2d3c4b5a697887766554', '01890a5d-ac96-774b-bcce-b302099a8057']) {
         expectError(await like(id, bob), 404, 'message', NOT_VISIBLE);
       }
-      expect(await t.db.like.count({ where: { userId: bob.id, creationId: { in: [privateOfAlice.id, deletedPublic.id, deletedOwn.id] } } })).toBe(0);
+      expect(
+        await t.db.like.count({ where: { userId: bob.id, creationId: { in: [privateOfAlice.id, deletedPublic.id, deletedOwn.id] } } }),
+      ).toBe(0);
     });
 
     it('answers 404, not 500, for an id containing a NUL byte', async () => {
@@ -137,10 +142,16 @@ describe('REST creation likes', () => {
 
       const requests: { user: number; op: 'like' | 'unlike' }[] = [
         ...users.slice(0, 10).map((_, i) => ({ user: i, op: 'unlike' as const })), // 10 unlikes
-        ...[10, 11, 12, 13, 14].flatMap((i) => [{ user: i, op: 'unlike' as const }, { user: i, op: 'unlike' as const }]), // 5 double unlikes
+        ...[10, 11, 12, 13, 14].flatMap((i) => [
+          { user: i, op: 'unlike' as const },
+          { user: i, op: 'unlike' as const },
+        ]), // 5 double unlikes
         ...[15, 16, 17, 18, 19].map((i) => ({ user: i, op: 'like' as const })), // 5 likes of something already liked
         ...Array.from({ length: 15 }, (_, k) => ({ user: 25 + k, op: 'like' as const })), // 15 new likes
-        ...[40, 41, 42, 43, 44].flatMap((i) => [{ user: i, op: 'like' as const }, { user: i, op: 'like' as const }]), // 5 double likes
+        ...[40, 41, 42, 43, 44].flatMap((i) => [
+          { user: i, op: 'like' as const },
+          { user: i, op: 'like' as const },
+        ]), // 5 double likes
       ];
       expect(requests).toHaveLength(50);
       const results = await Promise.all(requests.map((r) => (r.op === 'like' ? like : unlike)(creation.id, users[r.user]!)));

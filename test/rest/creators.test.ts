@@ -85,7 +85,9 @@ describe('GET /v2/creators/me', () => {
         throw new Error('payment provider said no');
       }),
     ).rejects.toThrow('payment provider said no');
-    await expect(t.db.$transaction((tx) => credit(tx, { userId: dave.id, kind: 'forever', amount: '-1', reason: 'bad' }))).rejects.toThrow();
+    await expect(
+      t.db.$transaction((tx) => credit(tx, { userId: dave.id, kind: 'forever', amount: '-1', reason: 'bad' })),
+    ).rejects.toThrow();
 
     const body = await me(dave);
     expect([body.balance, body.subscriptionBalance, body.foreverBalance]).toEqual([3, 0, 3]);

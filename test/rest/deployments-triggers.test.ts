@@ -24,17 +24,39 @@ describe('REST agent deployments and triggers', () => {
 
   const deployment = (agentId: string, userId: string, platform: 'discord' | 'telegram' | 'twitter', createdAt: Date) =>
     t.db.deployment.create({
-      data: { agentId, userId, platform, config: { channel: `chan-${platform}` }, secrets: { bot_token: `TOPSECRET-${++secretSeq}-xyz` }, valid: platform !== 'twitter', createdAt },
+      data: {
+        agentId,
+        userId,
+        platform,
+        config: { channel: `chan-${platform}` },
+        secrets: { bot_token: `TOPSECRET-${++secretSeq}-xyz` },
+        valid: platform !== 'twitter',
+        createdAt,
+      },
       omit: { secrets: false },
     });
 
   const trigger = (agentId: string, userId: string, createdAt: Date, fields: Record<string, unknown> = {}) =>
-    t.db.trigger.create({ data: { agentId, userId, name: `Trigger at ${createdAt.toISOString()}`, cron: '0 9 * * 1-5', timezone: 'Europe/Paris', triggerPrompt: 'Say good morning', createdAt, ...fields } });
+    t.db.trigger.create({
+      data: {
+        agentId,
+        userId,
+        name: `Trigger at ${createdAt.toISOString()}`,
+        cron: '0 9 * * 1-5',
+        timezone: 'Europe/Paris',
+        triggerPrompt: 'Say good morning',
+        createdAt,
+        ...fields,
+      },
+    });
 
   describe('auth', () => {
-    it.each(['/v2/agents/deployments', '/v2/agents/triggers'])('GET %s answers 401 {error} for missing, malformed and unknown keys', async (path) => {
-      expect(await expectRejectsBadKeys(t, 'GET', path)).toBe(true);
-    });
+    it.each(['/v2/agents/deployments', '/v2/agents/triggers'])(
+      'GET %s answers 401 {error} for missing, malformed and unknown keys',
+      async (path) => {
+        expect(await expectRejectsBadKeys(t, 'GET', path)).toBe(true);
+      },
+    );
   });
 
   describe('GET /v2/agents/deployments', () => {
@@ -80,7 +102,8 @@ describe('REST agent deployments and triggers', () => {
       expect(raw.text).not.toContain('bot_token');
       expect(raw.text).not.toMatch(/secrets/i);
       const body = JSON.parse(raw.text);
-      for (const item of body.deployments) expect(Object.keys(item).sort()).toEqual(['agent', 'config', 'createdAt', 'id', 'platform', 'user', 'valid']);
+      for (const item of body.deployments)
+        expect(Object.keys(item).sort()).toEqual(['agent', 'config', 'createdAt', 'id', 'platform', 'user', 'valid']);
     });
 
     it('lists deployments by agent ownership: one made by another user on my agent is mine to see, not theirs', async () => {
@@ -110,7 +133,13 @@ describe('REST agent deployments and triggers', () => {
       const other = await f.agent(bob);
       const session = await t.db.session.create({ data: { ownerId: frank.id, title: 'Mornings' } });
       const older = await trigger(a1.id, frank.id, at(1));
-      const newer = await trigger(a2.id, frank.id, at(2), { sessionId: session.id, status: 'paused', lastRun: at(3), nextRun: at(4), timezone: 'UTC' });
+      const newer = await trigger(a2.id, frank.id, at(2), {
+        sessionId: session.id,
+        status: 'paused',
+        lastRun: at(3),
+        nextRun: at(4),
+        timezone: 'UTC',
+      });
       const bobs = await trigger(other.id, bob.id, at(9));
 
       const res = await t.rest('GET', '/v2/agents/triggers', { key: frank.apiKey });

@@ -34,12 +34,17 @@ describe('URLs a user gives are http or https only', () => {
       body: { images: [{ image: 'https://example.com/ok.png' }, { image: url, usage_instructions: 'side' }] },
     });
     expectError(res, 400, 'message', 'images[1].image: must be an http or https URL');
-    expect((await t.db.conceptImage.findMany({ where: { conceptId: concept.id } })).map((i) => i.image)).toEqual(['https://example.com/a.jpg']);
+    expect((await t.db.conceptImage.findMany({ where: { conceptId: concept.id } })).map((i) => i.image)).toEqual([
+      'https://example.com/a.jpg',
+    ]);
   });
 
   it.each(unsafeUrls)('a message attachment %j is refused with 400 naming attachments[i]', async (url) => {
     const agent = await fixtures(t).agent(bob);
-    const res = await t.rest('POST', '/v2/sessions', { key: bob.apiKey, body: { agent_ids: [agent.id], content: 'look', attachments: [url] } });
+    const res = await t.rest('POST', '/v2/sessions', {
+      key: bob.apiKey,
+      body: { agent_ids: [agent.id], content: 'look', attachments: [url] },
+    });
     expectError(res, 400, 'message', 'attachments[0]: must be an http or https URL');
   });
 
@@ -84,8 +89,16 @@ describe('names are looked up as own keys only, never through the prototype chai
 
   it('a body with a __proto__ key is refused, not silently dropped', async () => {
     const agent = await fixtures(t).agent(bob, { tools: { flux_dev: true } });
-    for (const body of ['{"tools":{"__proto__":{"flux_dev":false}}}', '{"__proto__":{"name":"x"}}', '{"llm_settings":{"constructor":{"prototype":{}}}}']) {
-      const res = await rawRequest(t, 'PATCH', `/v2/agents/${agent.id}`, { key: bob.apiKey, body, headers: { 'content-type': 'application/json' } });
+    for (const body of [
+      '{"tools":{"__proto__":{"flux_dev":false}}}',
+      '{"__proto__":{"name":"x"}}',
+      '{"llm_settings":{"constructor":{"prototype":{}}}}',
+    ]) {
+      const res = await rawRequest(t, 'PATCH', `/v2/agents/${agent.id}`, {
+        key: bob.apiKey,
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
       expect(res.status, body).toBe(400);
       expect(JSON.parse(res.text).message).toMatch(/^Malformed JSON in request body: .*(prototype|constructor)/);
     }
@@ -99,12 +112,15 @@ describe('names are looked up as own keys only, never through the prototype chai
 
   it('a reaction named like a prototype member is an ordinary reaction', async () => {
     const agent = await fixtures(t).agent(bob);
-    const sessionId = (await t.rest('POST', '/v2/sessions', { key: bob.apiKey, body: { agent_ids: [agent.id], content: 'hi' } })).body.session_id;
+    const sessionId = (await t.rest('POST', '/v2/sessions', { key: bob.apiKey, body: { agent_ids: [agent.id], content: 'hi' } })).body
+      .session_id;
     const reply = (await settledSession(t, bob, sessionId)).messages.at(-1);
     for (const reaction of ['constructor', 'toString', '__proto__']) {
       const res = await t.rest('POST', '/v2/sessions/react', { key: bob.apiKey, body: { message_id: reply.id, reaction } });
       expect(res, reaction).toMatchObject({ status: 200, body: { success: true, message: 'Reaction added' } });
     }
-    expect((await settledSession(t, bob, sessionId)).messages.at(-1).reactions).toEqual({ [bob.id]: ['constructor', 'toString', '__proto__'] });
+    expect((await settledSession(t, bob, sessionId)).messages.at(-1).reactions).toEqual({
+      [bob.id]: ['constructor', 'toString', '__proto__'],
+    });
   });
 });

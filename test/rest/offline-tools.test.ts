@@ -20,7 +20,14 @@ describe('the offline responder with tools', () => {
   it('calls the agent’s image tool with the user’s words and links the result, honestly offline', async () => {
     const id = await newSession(t, alice, [painter.id], { content: 'Please draw a cat asleep on a stack of zines' });
     const reply = (await settledSession(t, alice, id)).messages.at(-1);
-    expect(reply.tool_calls).toEqual([expect.objectContaining({ tool: 'flux_schnell', status: 'completed', cost: 0.25, args: expect.objectContaining({ prompt: 'Please draw a cat asleep on a stack of zines' }) })]);
+    expect(reply.tool_calls).toEqual([
+      expect.objectContaining({
+        tool: 'flux_schnell',
+        status: 'completed',
+        cost: 0.25,
+        args: expect.objectContaining({ prompt: 'Please draw a cat asleep on a stack of zines' }),
+      }),
+    ]);
     const url = reply.tool_calls[0].result.images[0].url;
     expect(reply.content).toContain('answering offline');
     expect(reply.content).toContain(url);

@@ -23,7 +23,12 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
-const operationsOf = () => Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) => Object.entries(item).filter(([m]) => METHODS.includes(m)).map(([method, op]) => ({ path, method, op })));
+const operationsOf = () =>
+  Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([m]) => METHODS.includes(m))
+      .map(([method, op]) => ({ path, method, op })),
+  );
 const operation = (method: string, path: string) => doc.paths[path]?.[method.toLowerCase()];
 /** The schema's declared fields (following $ref), for a nested one too: `fields(s, 'budget')`. */
 const fields = (schema: SchemaObject, ...within: string[]): string[] => {
@@ -68,19 +73,28 @@ describe('GET /v2/openapi.json', () => {
         expect(p.schema, `${where} ${p.name}`).toBeTypeOf('object');
       }
       // Responses are keyed by status, each with a description; one of them is a success.
-      expect(Object.keys(op.responses).every((s) => /^[1-5]\d\d$/.test(s)), where).toBe(true);
-      expect(Object.keys(op.responses).some((s) => s.startsWith('2')), where).toBe(true);
+      expect(
+        Object.keys(op.responses).every((s) => /^[1-5]\d\d$/.test(s)),
+        where,
+      ).toBe(true);
+      expect(
+        Object.keys(op.responses).some((s) => s.startsWith('2')),
+        where,
+      ).toBe(true);
       for (const response of Object.values<any>(op.responses)) expect(typeof response.description, where).toBe('string');
       if (op.requestBody) expect(Object.keys(op.requestBody.content), where).toEqual(['application/json']);
       // Security requirements name declared schemes.
-      for (const requirement of op.security ?? doc.security) for (const scheme of Object.keys(requirement)) expect(doc.components.securitySchemes[scheme], where).toBeDefined();
+      for (const requirement of op.security ?? doc.security)
+        for (const scheme of Object.keys(requirement)) expect(doc.components.securitySchemes[scheme], where).toBeDefined();
     }
   });
 
   it('declares the X-Api-Key scheme for every operation but the public ones', async () => {
     expect(doc.components.securitySchemes.ApiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-Api-Key' });
     expect(doc.security).toEqual([{ ApiKey: [] }]);
-    const open = operationsOf().filter(({ op }) => op.security?.length === 0).map(({ method, path }) => `${method.toUpperCase()} ${path}`);
+    const open = operationsOf()
+      .filter(({ op }) => op.security?.length === 0)
+      .map(({ method, path }) => `${method.toUpperCase()} ${path}`);
     expect(open.sort()).toEqual(['GET /v2/openapi.json', 'GET /v2/sessions/share/{share_id}']);
     // And the server agrees: those answer without a key, the others refuse.
     expect((await fetch(`${t.url}/v2/sessions/share/nope`)).status).toBe(404);
@@ -91,7 +105,9 @@ describe('GET /v2/openapi.json', () => {
   it('describes every REST route the server has, and no other', () => {
     const served = [...routesFromPrintout(t.app.http.printRoutes({ commonPrefix: false }))]
       .filter(([path]) => path.startsWith('/v2/') || path === '/apikeys')
-      .flatMap(([path, methods]) => methods.filter((m) => m !== 'HEAD' && m !== 'OPTIONS').map((m) => `${m} ${path.replace(/:(\w+)/g, '{$1}')}`));
+      .flatMap(([path, methods]) =>
+        methods.filter((m) => m !== 'HEAD' && m !== 'OPTIONS').map((m) => `${m} ${path.replace(/:(\w+)/g, '{$1}')}`),
+      );
     const described = operationsOf().map(({ method, path }) => `${method.toUpperCase()} ${path}`);
     expect(described.sort()).toEqual(served.sort());
   });
@@ -100,12 +116,46 @@ describe('GET /v2/openapi.json', () => {
     const spec: [method: string, path: string, params: string[], body: string[] | null, ok: string[]][] = [
       ['GET', '/v2/sessions/shared', [], null, ['sharedSessions']],
       ['DELETE', '/apikeys', [], ['apiKey'], []],
-      ['PATCH', '/v2/agents/{agentId}', ['agentId'], ['name', 'key', 'description', 'image', 'public', 'models', 'persona', 'isPersonaPublic', 'greeting', 'knowledge', 'voice', 'suggestions', 'owner_pays', 'tools', 'llm_settings'], ['agentId']],
-      ['POST', '/v2/sessions', [], ['session_id', 'content', 'attachments', 'stream', 'thinking', 'agent_ids', 'scenario', 'budget', 'title', 'extras'], ['session_id']],
+      [
+        'PATCH',
+        '/v2/agents/{agentId}',
+        ['agentId'],
+        [
+          'name',
+          'key',
+          'description',
+          'image',
+          'public',
+          'models',
+          'persona',
+          'isPersonaPublic',
+          'greeting',
+          'knowledge',
+          'voice',
+          'suggestions',
+          'owner_pays',
+          'tools',
+          'llm_settings',
+        ],
+        ['agentId'],
+      ],
+      [
+        'POST',
+        '/v2/sessions',
+        [],
+        ['session_id', 'content', 'attachments', 'stream', 'thinking', 'agent_ids', 'scenario', 'budget', 'title', 'extras'],
+        ['session_id'],
+      ],
       ['PATCH', '/v2/concepts/{conceptId}', ['conceptId'], ['name', 'agent', 'usage_instructions', 'images'], ['concept']],
       ['POST', '/v2/sessions/react', [], ['message_id', 'reaction'], ['success', 'message']],
       ['GET', '/v2/tools', [], null, ['tools']],
-      ['GET', '/v2/creations/search', [], null, ['docs', 'total', 'limit', 'pages', 'page', 'pagingCounter', 'hasPrevPage', 'hasNextPage', 'prevPage', 'nextPage']],
+      [
+        'GET',
+        '/v2/creations/search',
+        [],
+        null,
+        ['docs', 'total', 'limit', 'pages', 'page', 'pagingCounter', 'hasPrevPage', 'hasNextPage', 'prevPage', 'nextPage'],
+      ],
       ['DELETE', '/v2/sessions/{session_id}', ['session_id'], null, ['success']],
       ['GET', '/v2/models/{modelId}', ['modelId'], null, ['model']],
       ['DELETE', '/v2/creations/{creationId}/like', ['creationId'], null, ['message']],
@@ -121,7 +171,10 @@ describe('GET /v2/openapi.json', () => {
       const where = `${method} ${path}`;
       const op = operation(method, path);
       expect(op, where).toBeDefined();
-      expect((op.parameters ?? []).filter((p: any) => p.in === 'path').map((p: any) => p.name), where).toEqual(params);
+      expect(
+        (op.parameters ?? []).filter((p: any) => p.in === 'path').map((p: any) => p.name),
+        where,
+      ).toEqual(params);
       if (body) expect(fields(jsonBody(op)).sort(), where).toEqual(body.sort());
       else expect(op.requestBody, where).toBeUndefined();
       expect(fields(okJson(op)), where).toEqual(expect.arrayContaining(ok));
@@ -136,16 +189,39 @@ describe('GET /v2/openapi.json', () => {
     const agent = jsonBody(operation('PATCH', '/v2/agents/{agentId}'));
     expect(fields(agent, 'models').sort()).toEqual(['lora', 'use_when']);
     expect(fields(agent, 'suggestions').sort()).toEqual(['label', 'prompt']);
-    expect(fields(agent, 'llm_settings').sort()).toEqual(['model_profile', 'thinking_effort_cap', 'thinking_effort_instructions', 'thinking_policy']);
+    expect(fields(agent, 'llm_settings').sort()).toEqual([
+      'model_profile',
+      'thinking_effort_cap',
+      'thinking_effort_instructions',
+      'thinking_policy',
+    ]);
     expect(deref(doc, agent).properties.llm_settings.properties.model_profile.enum).toEqual(expect.arrayContaining(['low']));
     expect(deref(doc, agent).properties.owner_pays.enum).toEqual(expect.arrayContaining(['off']));
     expect(fields(jsonBody(operation('PATCH', '/v2/concepts/{conceptId}')), 'images').sort()).toEqual(['image', 'usage_instructions']);
 
     // Nested success fields.
-    expect(fields(okJson(operation('GET', '/v2/tools')), 'tools').sort()).toEqual(['active', 'base_model', 'cost_estimate', 'description', 'key', 'name', 'order', 'output_type', 'parameters', 'resolutions', 'thumbnail'].sort());
-    expect(fields(okJson(operation('GET', '/v2/sessions/share/{share_id}')), 'share')).toEqual(expect.arrayContaining(['share_id', 'session', 'messages', 'owner', 'createdAt', 'title']));
+    expect(fields(okJson(operation('GET', '/v2/tools')), 'tools').sort()).toEqual(
+      [
+        'active',
+        'base_model',
+        'cost_estimate',
+        'description',
+        'key',
+        'name',
+        'order',
+        'output_type',
+        'parameters',
+        'resolutions',
+        'thumbnail',
+      ].sort(),
+    );
+    expect(fields(okJson(operation('GET', '/v2/sessions/share/{share_id}')), 'share')).toEqual(
+      expect.arrayContaining(['share_id', 'session', 'messages', 'owner', 'createdAt', 'title']),
+    );
     expect(deref(doc, okJson(operation('GET', '/v2/sessions/shared'))).required).toContain('sharedSessions');
-    expect(operation('GET', '/v2/creations/search').parameters.map((p: any) => p.name)).toEqual(expect.arrayContaining(['query', 'page', 'limit']));
+    expect(operation('GET', '/v2/creations/search').parameters.map((p: any) => p.name)).toEqual(
+      expect.arrayContaining(['query', 'page', 'limit']),
+    );
   });
 
   it('answers stream: true with an event stream whose frames are described', () => {
@@ -193,7 +269,8 @@ describe('what the server answers matches what the document says', () => {
     if (res.status === 200) seen.add(`${method} ${template}`);
     return res;
   }
-  const call = async (method: string, template: string, path: string, key: string | null, body?: unknown) => conforms(method, template, await t.rest(method, path, { key, body }));
+  const call = async (method: string, template: string, path: string, key: string | null, body?: unknown) =>
+    conforms(method, template, await t.rest(method, path, { key, body }));
 
   it('for every operation, successes and errors alike', async () => {
     const f = fixtures(t);
@@ -207,14 +284,20 @@ describe('what the server answers matches what the document says', () => {
 
     await call('GET', '/v2/agents/{agentId}', `/v2/agents/${agent.id}`, a);
     await call('GET', '/v2/agents/{agentId}', '/v2/agents/nope', a);
-    await call('PATCH', '/v2/agents/{agentId}', `/v2/agents/${agent.id}`, a, { description: 'Shows the way', llm_settings: { model_profile: 'low' } });
+    await call('PATCH', '/v2/agents/{agentId}', `/v2/agents/${agent.id}`, a, {
+      description: 'Shows the way',
+      llm_settings: { model_profile: 'low' },
+    });
     await call('PATCH', '/v2/agents/{agentId}', `/v2/agents/${agent.id}`, a, { llm_settings: { model_profile: 'huge' } });
     await call('PATCH', '/v2/agents/{agentId}', `/v2/agents/${agent.id}`, bob.apiKey, { name: 'Mine now' });
     await call('GET', '/v2/agents/deployments', '/v2/agents/deployments', a);
     await call('GET', '/v2/agents/triggers', '/v2/agents/triggers', a);
     await call('GET', '/v2/concepts/{conceptId}', `/v2/concepts/${concept.id}`, a);
     await call('GET', '/v2/concepts/{conceptId}', `/v2/concepts/${concept.id}`, bob.apiKey);
-    await call('PATCH', '/v2/concepts/{conceptId}', `/v2/concepts/${concept.id}`, a, { usage_instructions: 'Use it well', images: [{ image: 'https://example.com/b.png', usage_instructions: 'side' }] });
+    await call('PATCH', '/v2/concepts/{conceptId}', `/v2/concepts/${concept.id}`, a, {
+      usage_instructions: 'Use it well',
+      images: [{ image: 'https://example.com/b.png', usage_instructions: 'side' }],
+    });
     await call('GET', '/v2/models/{modelId}', `/v2/models/${model.id}`, a);
     await call('GET', '/v2/models/{modelId}', `/v2/models/${model.id}`, bob.apiKey);
     await call('GET', '/v2/tools', '/v2/tools', a);
@@ -228,16 +311,25 @@ describe('what the server answers matches what the document says', () => {
     await call('DELETE', '/v2/creations/{creationId}/like', `/v2/creations/${creation.id}/like`, a);
     await call('DELETE', '/v2/creations/{creationId}/like', `/v2/creations/${creation.id}/like`, a);
 
-    const started = await call('POST', '/v2/sessions', '/v2/sessions', a, { agent_ids: [agent.id], content: 'Hello there', budget: { manna_budget: 500 } });
+    const started = await call('POST', '/v2/sessions', '/v2/sessions', a, {
+      agent_ids: [agent.id],
+      content: 'Hello there',
+      budget: { manna_budget: 500 },
+    });
     const sessionId = started.body.session_id as string;
     await call('POST', '/v2/sessions', '/v2/sessions', a, { agent_ids: [agent.id], content: 'Hi', budget: { manna_budget: 5 } });
     await call('POST', '/v2/sessions', '/v2/sessions', a, { session_id: sessionId, content: '{"broken"', stream: 'yes' });
     await call('POST', '/v2/sessions', '/v2/sessions', bob.apiKey, { session_id: sessionId, content: 'Let me in' });
-    const stream = await openSse(`${t.url}/v2/sessions`, { method: 'POST', headers: { 'x-api-key': a, 'content-type': 'application/json' }, body: JSON.stringify({ session_id: sessionId, content: 'Tell me more', stream: true }) });
+    const stream = await openSse(`${t.url}/v2/sessions`, {
+      method: 'POST',
+      headers: { 'x-api-key': a, 'content-type': 'application/json' },
+      body: JSON.stringify({ session_id: sessionId, content: 'Tell me more', stream: true }),
+    });
     const frames = await stream.done;
     expect(frames.length).toBeGreaterThan(3);
     const frameSchema = operation('POST', '/v2/sessions').responses['200'].content['text/event-stream'].schema;
-    for (const frame of frames) expect(schemaProblems(doc, frameSchema, frame.data, { closed: true }), JSON.stringify(frame.data).slice(0, 200)).toEqual([]);
+    for (const frame of frames)
+      expect(schemaProblems(doc, frameSchema, frame.data, { closed: true }), JSON.stringify(frame.data).slice(0, 200)).toEqual([]);
     seen.add('POST /v2/sessions (stream)');
     const settled = await settledSession(t, alice, sessionId);
 
@@ -263,7 +355,9 @@ describe('what the server answers matches what the document says', () => {
     await call('GET', '/v2/sessions/share/{share_id}', `/v2/sessions/share/${shared.body.share.share_id}`, null);
     await call('GET', '/v2/sessions/share/{share_id}', '/v2/sessions/share/nope', null);
 
-    await t.db.memory.create({ data: { agentId: agent.id, userId: alice.id, sessionId, fact: 'Likes lighthouses', key: 'likes lighthouses' } });
+    await t.db.memory.create({
+      data: { agentId: agent.id, userId: alice.id, sessionId, fact: 'Likes lighthouses', key: 'likes lighthouses' },
+    });
     const memories = await call('GET', '/v2/agents/{agentId}/memories', `/v2/agents/${agent.id}/memories`, a);
     await call('DELETE', '/v2/agents/{agentId}/memories/{memoryId}', `/v2/agents/${agent.id}/memories/${memories.body.memories[0].id}`, a);
     await call('DELETE', '/v2/agents/{agentId}/memories/{memoryId}', `/v2/agents/${agent.id}/memories/${memories.body.memories[0].id}`, a);
@@ -279,7 +373,9 @@ describe('what the server answers matches what the document says', () => {
     await call('DELETE', '/apikeys', '/apikeys', a, {});
     await call('GET', '/v2/openapi.json', '/v2/openapi.json', null);
 
-    const untried = operationsOf().map(({ method, path }) => `${method.toUpperCase()} ${path}`).filter((o) => !seen.has(o));
+    const untried = operationsOf()
+      .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
+      .filter((o) => !seen.has(o));
     expect(untried).toEqual([]);
   });
 });

@@ -60,7 +60,10 @@ async function watch(user: TestUser, sessionId: string, lastEventId?: number) {
 }
 
 const tokenText = (events: any[], messageId?: string) =>
-  events.filter((e) => e.type === 'assistant_token' && (!messageId || e.message_id === messageId)).map((e) => e.text).join('');
+  events
+    .filter((e) => e.type === 'assistant_token' && (!messageId || e.message_id === messageId))
+    .map((e) => e.text)
+    .join('');
 
 describe('POST /v2/sessions with stream: true', () => {
   it('streams the reply as the original frames, ending with done; ids grow; the text is what gets saved', async () => {
@@ -73,17 +76,36 @@ describe('POST /v2/sessions with stream: true', () => {
 
     expect(frames.at(-1)).toEqual({ id: undefined, event: 'done', data: { event: 'done', data: '' } });
     const events = updates(frames);
-    expect(events.map((e) => e.type)).toEqual(['start_prompt', 'assistant_token', 'assistant_token', 'assistant_token', 'assistant_token', 'assistant_message', 'end_prompt']);
+    expect(events.map((e) => e.type)).toEqual([
+      'start_prompt',
+      'assistant_token',
+      'assistant_token',
+      'assistant_token',
+      'assistant_token',
+      'assistant_message',
+      'end_prompt',
+    ]);
     const ids = frames.filter((f) => f.event === 'update').map((f) => f.id!);
     for (let i = 1; i < ids.length; i++) expect(ids[i]).toBe(ids[i - 1]! + 1);
 
     const [start] = events;
     const sessionId = start.session_id;
-    expect(start).toMatchObject({ type: 'start_prompt', prompt_id: start.message.id, agent_ids: [muse.id], reply_ids: [expect.any(String)] });
+    expect(start).toMatchObject({
+      type: 'start_prompt',
+      prompt_id: start.message.id,
+      agent_ids: [muse.id],
+      reply_ids: [expect.any(String)],
+    });
     expect(start.message).toMatchObject({ role: 'user', content: 'Say hello', sender: alice.id, session: sessionId });
     for (const e of events) expect(e.session_id).toBe(sessionId);
     const done = events.find((e) => e.type === 'assistant_message');
-    expect(done.message).toMatchObject({ id: start.reply_ids[0], role: 'assistant', status: 'complete', content: 'Hello world', sender: muse.id });
+    expect(done.message).toMatchObject({
+      id: start.reply_ids[0],
+      role: 'assistant',
+      status: 'complete',
+      content: 'Hello world',
+      sender: muse.id,
+    });
     expect(done).toMatchObject({ agent: muse.id, content: 'Hello world', tool_calls: [] });
     expect(tokenText(events, done.message.id)).toBe('Hello world');
 
@@ -111,10 +133,12 @@ describe('POST /v2/sessions with stream: true', () => {
     const start = events[0];
     expect(start.agent_ids).toEqual([muse.id, remy.id]);
     const messages = events.filter((e) => e.type === 'assistant_message').map((e) => e.message);
-    expect(messages.map((m) => [m.sender, m.content]).sort()).toEqual([
-      [muse.id, 'Hi there'],
-      [remy.id, 'Bonjour'],
-    ].sort());
+    expect(messages.map((m) => [m.sender, m.content]).sort()).toEqual(
+      [
+        [muse.id, 'Hi there'],
+        [remy.id, 'Bonjour'],
+      ].sort(),
+    );
     expect(new Set(messages.map((m) => m.id))).toEqual(new Set(start.reply_ids));
     for (const m of messages) expect(tokenText(events, m.id)).toBe(m.content);
     expect(events.at(-1).type).toBe('end_prompt');
@@ -134,7 +158,12 @@ describe('POST /v2/sessions with stream: true', () => {
   it('shows the reasoning with thinking: true and keeps it as the thought; without it, no thought', async () => {
     llm.enqueue({ reasoning: ['Let me ', 'think.'], tokens: ['Answer'] });
     const thinking = updates(await (await prompt(alice, { agent_ids: [muse.id], content: 'think', thinking: true })).done);
-    expect(thinking.filter((e) => e.type === 'assistant_thinking').map((e) => e.text).join('')).toBe('Let me think.');
+    expect(
+      thinking
+        .filter((e) => e.type === 'assistant_thinking')
+        .map((e) => e.text)
+        .join(''),
+    ).toBe('Let me think.');
     expect(thinking.find((e) => e.type === 'assistant_message').message).toMatchObject({ thought: 'Let me think.', content: 'Answer' });
     expect(llm.requests[0]!.body.reasoning_effort).toBe('medium');
 
@@ -197,7 +226,15 @@ describe('GET /v2/sessions/:id/events', () => {
     const end = await late.waitFor((f) => f.data?.data?.type === 'end_prompt');
     late.close();
     const events = updates(late.frames.slice(0, late.frames.indexOf(end) + 1)).filter((e) => e.prompt_id === end.data.data.prompt_id);
-    expect(events.map((e) => e.type)).toEqual(['start_prompt', 'assistant_token', 'assistant_token', 'assistant_token', 'assistant_token', 'assistant_message', 'end_prompt']);
+    expect(events.map((e) => e.type)).toEqual([
+      'start_prompt',
+      'assistant_token',
+      'assistant_token',
+      'assistant_token',
+      'assistant_token',
+      'assistant_message',
+      'end_prompt',
+    ]);
     expect(events[0].message.content).toBe('again');
     expect(late.frames[0]!.id).toBe(firstEnd.id! + 1);
   });
@@ -247,7 +284,10 @@ describe('GET /v2/sessions/:id/events', () => {
 
     expect((await t.rest('DELETE', `/v2/sessions/${id}`, { key: alice.apiKey })).status).toBe(200);
     const frames = await alices.done;
-    expect(frames.at(-2)!.data).toEqual({ event: 'error', data: { error: 'This session was deleted', code: 'SESSION_DELETED', last_event_id: expect.any(Number) } });
+    expect(frames.at(-2)!.data).toEqual({
+      event: 'error',
+      data: { error: 'This session was deleted', code: 'SESSION_DELETED', last_event_id: expect.any(Number) },
+    });
     expect(frames.at(-1)!.data).toEqual({ event: 'done', data: '' });
     expect(updates(frames).map((e) => e.type)).toContain('user_removed');
   });
@@ -279,7 +319,10 @@ describe('GET /v2/sessions/:id/events', () => {
     await new Promise((resolve) => reader.once('close', resolve));
 
     const text = Buffer.concat(received).toString('utf8');
-    const frames = [...text.matchAll(/(?:id: (\d+)\n)?data: (.*)\n\n/g)].map((m) => ({ id: m[1] ? Number(m[1]) : undefined, data: JSON.parse(m[2]!) }));
+    const frames = [...text.matchAll(/(?:id: (\d+)\n)?data: (.*)\n\n/g)].map((m) => ({
+      id: m[1] ? Number(m[1]) : undefined,
+      data: JSON.parse(m[2]!),
+    }));
     const end = frames.find((f) => f.data.event === 'error')!;
     expect(end.data.data).toMatchObject({ code: 'SLOW_CONSUMER', error: expect.stringContaining('Last-Event-ID') });
     const lastId = frames.filter((f) => f.id !== undefined).at(-1)!.id!;
@@ -334,30 +377,79 @@ describe('when the model provider fails', () => {
 
   it.each([
     ['an HTTP error twice', [{ status: 500 }, { status: 500 }], '', /HTTP 500/, 2],
-    ['a dropped connection mid-reply', [{ tokens: ['par', 'tial', ' text'], dropAfter: 2 }], 'partial', /closed in the middle|Could not reach/, 1],
+    [
+      'a dropped connection mid-reply',
+      [{ tokens: ['par', 'tial', ' text'], dropAfter: 2 }],
+      'partial',
+      /closed in the middle|Could not reach/,
+      1,
+    ],
     ['a stall mid-reply', [{ tokens: ['so', ' far', ' never'], stallAfter: 2 }], 'so far', /stopped sending/, 1],
     ['a malformed chunk', [{ tokens: ['ok', ' then', ' junk'], malformedAfter: 2 }], 'ok then', /malformed/, 1],
-    ['a chunk whose choices are not a list', [{ tokens: ['so', ' far', ' more'], raw: { after: 2, data: '{"choices":"nope"}' } }], 'so far', /unexpected shape \(choices: .*expected array/, 1],
-    ['a chunk whose content is a number', [{ tokens: ['so', ' far', ' more'], raw: { after: 2, data: '{"choices":[{"index":0,"delta":{"content":42}}]}' } }], 'so far', /unexpected shape \(choices\.0\.delta\.content: .*expected string/, 1],
-    ['an error reported mid-stream (a 500 after the headers)', [{ tokens: ['so', ' far', ' more'], raw: { after: 2, data: '{"error":{"message":"upstream overloaded","type":"server_error","code":500}}' } }], 'so far', /reported an error: upstream overloaded/, 1],
-    ['a chunk over 1 MiB', [{ tokens: ['so', ' far', ' more'], raw: { after: 2, data: JSON.stringify({ choices: [{ index: 0, delta: { content: 'x'.repeat(2 * 1024 * 1024) } }] }) } }], 'so far', /chunk longer than 1048576 characters/, 1],
-    ['a stream that ends without finishing or [DONE]', [{ tokens: ['so', ' far', ' never'], endAfter: 2 }], 'so far', /closed in the middle/, 1],
-  ] as const)('ends the reply with an error event and keeps the partial text after %s; the session stays usable', async (_name, scripts, partial, error, calls) => {
-    flaky.enqueue(...scripts);
-    const events = await run({ content: 'go' });
-    const failed = events.find((e) => e.type === 'error');
-    expect(failed).toMatchObject({ error: expect.stringMatching(error), agent: agent.id });
-    expect(failed.message).toMatchObject({ status: 'failed', content: partial, error: failed.error });
-    expect(events.at(-1).type).toBe('end_prompt');
-    expect(events.some((e) => e.type === 'assistant_message')).toBe(false);
-    expect(flaky.replyRequests()).toHaveLength(calls);
+    [
+      'a chunk whose choices are not a list',
+      [{ tokens: ['so', ' far', ' more'], raw: { after: 2, data: '{"choices":"nope"}' } }],
+      'so far',
+      /unexpected shape \(choices: .*expected array/,
+      1,
+    ],
+    [
+      'a chunk whose content is a number',
+      [{ tokens: ['so', ' far', ' more'], raw: { after: 2, data: '{"choices":[{"index":0,"delta":{"content":42}}]}' } }],
+      'so far',
+      /unexpected shape \(choices\.0\.delta\.content: .*expected string/,
+      1,
+    ],
+    [
+      'an error reported mid-stream (a 500 after the headers)',
+      [
+        {
+          tokens: ['so', ' far', ' more'],
+          raw: { after: 2, data: '{"error":{"message":"upstream overloaded","type":"server_error","code":500}}' },
+        },
+      ],
+      'so far',
+      /reported an error: upstream overloaded/,
+      1,
+    ],
+    [
+      'a chunk over 1 MiB',
+      [
+        {
+          tokens: ['so', ' far', ' more'],
+          raw: { after: 2, data: JSON.stringify({ choices: [{ index: 0, delta: { content: 'x'.repeat(2 * 1024 * 1024) } }] }) },
+        },
+      ],
+      'so far',
+      /chunk longer than 1048576 characters/,
+      1,
+    ],
+    [
+      'a stream that ends without finishing or [DONE]',
+      [{ tokens: ['so', ' far', ' never'], endAfter: 2 }],
+      'so far',
+      /closed in the middle/,
+      1,
+    ],
+  ] as const)(
+    'ends the reply with an error event and keeps the partial text after %s; the session stays usable',
+    async (_name, scripts, partial, error, calls) => {
+      flaky.enqueue(...scripts);
+      const events = await run({ content: 'go' });
+      const failed = events.find((e) => e.type === 'error');
+      expect(failed).toMatchObject({ error: expect.stringMatching(error), agent: agent.id });
+      expect(failed.message).toMatchObject({ status: 'failed', content: partial, error: failed.error });
+      expect(events.at(-1).type).toBe('end_prompt');
+      expect(events.some((e) => e.type === 'assistant_message')).toBe(false);
+      expect(flaky.replyRequests()).toHaveLength(calls);
 
-    const sessionId = events[0].session_id;
-    const saved = await settledSession(ft, user, sessionId);
-    expect(saved.messages.at(-1)).toEqual(failed.message);
-    const again = await run({ session_id: sessionId, content: 'try again' });
-    expect(again.find((e) => e.type === 'assistant_message').message.content).toBe('fine');
-  });
+      const sessionId = events[0].session_id;
+      const saved = await settledSession(ft, user, sessionId);
+      expect(saved.messages.at(-1)).toEqual(failed.message);
+      const again = await run({ session_id: sessionId, content: 'try again' });
+      expect(again.find((e) => e.type === 'assistant_message').message.content).toBe('fine');
+    },
+  );
 
   it('takes a stream that finished but ended without [DONE] as complete', async () => {
     flaky.enqueue({ tokens: ['all', ' there'], omitDone: true });

@@ -19,7 +19,13 @@ beforeAll(async () => {
   t = await startTestApp({ llm: { baseUrl: llm.baseUrl } });
   [alice, bob, carol] = [await t.createUser('alice'), await t.createUser('bob'), await t.createUser('carol')];
   const f = fixtures(t);
-  muse = await f.agent(alice, { name: 'Muse', key: 'muse', persona: 'You are Muse, an art director.', greeting: 'Hi, I sketch.', knowledge: 'Riso inks.' });
+  muse = await f.agent(alice, {
+    name: 'Muse',
+    key: 'muse',
+    persona: 'You are Muse, an art director.',
+    greeting: 'Hi, I sketch.',
+    knowledge: 'Riso inks.',
+  });
   remy = await f.agent(bob, { name: 'Remy', key: 'remy' });
   privateAgent = await f.agent(bob, { name: 'Hidden', key: 'hidden', public: false });
 });
@@ -46,25 +52,44 @@ describe('POST /v2/sessions (operation 4)', () => {
     ]);
     const [, prompt, reply] = read.messages;
     expect(prompt.sender).toBe(alice.id);
-    expect(reply).toMatchObject({ sender: muse.id, prompt_id: prompt.id, usage: { prompt_tokens: 40, completion_tokens: 4 }, error: null, createdAt: isoDate });
-    expect(read.session).toMatchObject({ id: res.body.session_id, owner: alice.id, agents: [muse.id], scenario: 'A zine fair in May', spent: { tokens: 44, turns: 1, manna: 0 } });
+    expect(reply).toMatchObject({
+      sender: muse.id,
+      prompt_id: prompt.id,
+      usage: { prompt_tokens: 40, completion_tokens: 4 },
+      error: null,
+      createdAt: isoDate,
+    });
+    expect(read.session).toMatchObject({
+      id: res.body.session_id,
+      owner: alice.id,
+      agents: [muse.id],
+      scenario: 'A zine fair in May',
+      spent: { tokens: 44, turns: 1, manna: 0 },
+    });
 
     // What the model was given: the persona, greeting, knowledge and scenario, then the conversation.
     const chat = llm.requests.find((r) => r.body.messages.at(-1)?.content === 'Plan a zine cover')!;
     expect(chat.body.stream).toBe(true);
     const system = chat.body.messages[0]!;
     expect(system.role).toBe('system');
-    for (const part of ['Muse', 'You are Muse, an art director.', 'Hi, I sketch.', 'Riso inks.', 'A zine fair in May']) expect(system.content).toContain(part);
+    for (const part of ['Muse', 'You are Muse, an art director.', 'Hi, I sketch.', 'Riso inks.', 'A zine fair in May'])
+      expect(system.content).toContain(part);
   });
 
   it('names the session after the first exchange with the model, or from the first 30 characters if the model says no title', async () => {
-    llm.choose((r) => (r.body.messages[0]?.content?.startsWith('Give this conversation a title') ? { tokens: ['Riso', ' Zine', ' Cover'] } : undefined));
+    llm.choose((r) =>
+      r.body.messages[0]?.content?.startsWith('Give this conversation a title') ? { tokens: ['Riso', ' Zine', ' Cover'] } : undefined,
+    );
     const named = await newSession(t, alice, [muse.id], { content: 'Help me with a riso zine cover' });
-    await expect.poll(async () => (await t.rest('GET', `/v2/sessions/${named}`, { key: alice.apiKey })).body.session.title).toBe('Riso Zine Cover');
+    await expect
+      .poll(async () => (await t.rest('GET', `/v2/sessions/${named}`, { key: alice.apiKey })).body.session.title)
+      .toBe('Riso Zine Cover');
 
     llm.choose((r) => (r.body.messages[0]?.content?.startsWith('Give this conversation a title') ? { tokens: ['Hmm'] } : undefined));
     const fallback = await newSession(t, alice, [muse.id], { content: 'What colours would suit a night market poster?' });
-    await expect.poll(async () => (await t.rest('GET', `/v2/sessions/${fallback}`, { key: alice.apiKey })).body.session.title).toBe('What colours would suit a nigh');
+    await expect
+      .poll(async () => (await t.rest('GET', `/v2/sessions/${fallback}`, { key: alice.apiKey })).body.session.title)
+      .toBe('What colours would suit a nigh');
 
     const given = await newSession(t, alice, [muse.id], { title: 'My own title' });
     await settledSession(t, alice, given);
@@ -78,7 +103,12 @@ describe('POST /v2/sessions (operation 4)', () => {
     const res = await post(alice, { session_id: id, content: 'Second question' });
     expect(res.body).toEqual({ session_id: id });
     const read = await settledSession(t, alice, id);
-    expect(read.messages.map((m: any) => m.content).slice(-4)).toEqual(['First question', 'Hello from the model.', 'Second question', 'Hello from the model.']);
+    expect(read.messages.map((m: any) => m.content).slice(-4)).toEqual([
+      'First question',
+      'Hello from the model.',
+      'Second question',
+      'Hello from the model.',
+    ]);
     const sent = llm.requests[0]!.body.messages.map((m) => [m.role, m.content]);
     expect(sent.slice(-3)).toEqual([
       ['user', 'First question'],
@@ -117,14 +147,22 @@ describe('POST /v2/sessions (operation 4)', () => {
   });
 
   it('404 for an unknown session, 403 for one you are not in; editors may post, only owners change settings', async () => {
-    expect(await post(alice, { session_id: 'no-such-session', content: 'hi' })).toMatchObject({ status: 404, body: { message: 'Session not found' } });
+    expect(await post(alice, { session_id: 'no-such-session', content: 'hi' })).toMatchObject({
+      status: 404,
+      body: { message: 'Session not found' },
+    });
     const id = await newSession(t, alice, [muse.id]);
     const stranger = await post(carol, { session_id: id, content: 'let me in' });
     expect(stranger).toMatchObject({ status: 403, body: { message: 'You do not have access to this session' } });
 
-    expect((await t.rest('POST', `/v2/sessions/${id}/users`, { key: alice.apiKey, body: { username: 'bob', permission: 'editor' } })).status).toBe(200);
+    expect(
+      (await t.rest('POST', `/v2/sessions/${id}/users`, { key: alice.apiKey, body: { username: 'bob', permission: 'editor' } })).status,
+    ).toBe(200);
     expect((await post(bob, { session_id: id, content: 'Bob here' })).status).toBe(200);
-    expect(await post(bob, { session_id: id, title: 'Bob renames it' })).toMatchObject({ status: 403, body: { message: 'Only an owner of this session can change its title, scenario or budget' } });
+    expect(await post(bob, { session_id: id, title: 'Bob renames it' })).toMatchObject({
+      status: 403,
+      body: { message: 'Only an owner of this session can change its title, scenario or budget' },
+    });
     await settledSession(t, alice, id);
     const contents = (await settledSession(t, alice, id)).messages.map((m: any) => m.content);
     expect(contents).toContain('Bob here');
@@ -141,7 +179,10 @@ describe('POST /v2/sessions (operation 4)', () => {
     llm.setDefault({ tokens: ['Long answer'], usage: { prompt_tokens: 900, completion_tokens: 200 } });
     const tokens = await newSession(t, alice, [muse.id], { budget: { token_budget: 1000 } });
     expect((await settledSession(t, alice, tokens)).session.spent.tokens).toBe(1100);
-    expect(await post(alice, { session_id: tokens, content: 'more' })).toMatchObject({ status: 400, body: { message: 'Session token budget exceeded' } });
+    expect(await post(alice, { session_id: tokens, content: 'more' })).toMatchObject({
+      status: 400,
+      body: { message: 'Session token budget exceeded' },
+    });
 
     // A prompt needs a turn for each agent that answers: two agents, one turn left, nothing runs.
     const both = await post(alice, { agent_ids: [muse.id, remy.id], content: 'hi both', budget: { turn_budget: 1 } });
@@ -175,13 +216,18 @@ describe('POST /v2/sessions (operation 4)', () => {
       const before = read.messages.length;
       await post(alice, { session_id: id, ...body });
       read = await settledSession(t, alice, id, '?limit=200');
-      return read.messages.slice(before).filter((m: any) => m.role === 'assistant').map((m: any) => m.sender);
+      return read.messages
+        .slice(before)
+        .filter((m: any) => m.role === 'assistant')
+        .map((m: any) => m.sender);
     };
     expect(await replies({ content: 'Remy, what is for dinner?' })).toEqual([remy.id]);
     expect(await replies({ content: 'a question for @remy' })).toEqual([remy.id]);
     expect(await replies({ content: 'nobody in particular' })).toEqual([muse.id]);
     expect(await replies({ content: 'only remy', agent_ids: [remy.id] })).toEqual([remy.id]);
-    expect((await post(alice, { session_id: id, content: 'x', agent_ids: [privateAgent.id] })).body).toEqual({ message: 'agent_ids[0]: agent is not in this session' });
+    expect((await post(alice, { session_id: id, content: 'x', agent_ids: [privateAgent.id] })).body).toEqual({
+      message: 'agent_ids[0]: agent is not in this session',
+    });
   });
 
   it('creates a session without a message: no reply, no turn spent', async () => {
@@ -257,10 +303,22 @@ describe('reading and listing sessions', () => {
     const newer = await t.rest('GET', `/v2/sessions/${id}?limit=2&after=${older.body.page.newerCursor}`, { key: alice.apiKey });
     expect(newer.body.messages.map((m: any) => m.content)).toEqual(['m2', 'Hello from the model.']);
 
-    expect(await t.rest('GET', `/v2/sessions/${id}?before=garbage`, { key: alice.apiKey })).toMatchObject({ status: 400, body: { message: 'Invalid cursor' } });
-    expect(await t.rest('GET', `/v2/sessions/${id}?limit=500`, { key: alice.apiKey })).toMatchObject({ status: 400, body: { message: /^limit: / } });
-    expect(await t.rest('GET', `/v2/sessions/${id}`, { key: carol.apiKey })).toMatchObject({ status: 403, body: { message: 'You do not have access to this session' } });
-    expect(await t.rest('GET', '/v2/sessions/nothing-here', { key: alice.apiKey })).toMatchObject({ status: 404, body: { message: 'Session not found' } });
+    expect(await t.rest('GET', `/v2/sessions/${id}?before=garbage`, { key: alice.apiKey })).toMatchObject({
+      status: 400,
+      body: { message: 'Invalid cursor' },
+    });
+    expect(await t.rest('GET', `/v2/sessions/${id}?limit=500`, { key: alice.apiKey })).toMatchObject({
+      status: 400,
+      body: { message: /^limit: / },
+    });
+    expect(await t.rest('GET', `/v2/sessions/${id}`, { key: carol.apiKey })).toMatchObject({
+      status: 403,
+      body: { message: 'You do not have access to this session' },
+    });
+    expect(await t.rest('GET', '/v2/sessions/nothing-here', { key: alice.apiKey })).toMatchObject({
+      status: 404,
+      body: { message: 'Session not found' },
+    });
   });
 });
 
@@ -268,7 +326,8 @@ describe('POST /v2/sessions/react (operation 6)', () => {
   it('toggles a reaction; thumbs_up and thumbs_down exclude each other; other reactions combine', async () => {
     const id = await newSession(t, alice, [muse.id]);
     const reply = (await settledSession(t, alice, id)).messages.at(-1);
-    const react = (user: TestUser, reaction: string) => t.rest('POST', '/v2/sessions/react', { key: user.apiKey, body: { message_id: reply.id, reaction } });
+    const react = (user: TestUser, reaction: string) =>
+      t.rest('POST', '/v2/sessions/react', { key: user.apiKey, body: { message_id: reply.id, reaction } });
     const reactions = async () => (await settledSession(t, alice, id)).messages.at(-1).reactions;
 
     expect(await react(alice, 'thumbs_up')).toMatchObject({ status: 200, body: { success: true, message: 'Reaction added' } });
@@ -284,8 +343,12 @@ describe('POST /v2/sessions/react (operation 6)', () => {
   it('404 for an unknown message, 403 for a message you cannot see, 400 for missing fields', async () => {
     const id = await newSession(t, alice, [muse.id]);
     const reply = (await settledSession(t, alice, id)).messages.at(-1);
-    expect(await t.rest('POST', '/v2/sessions/react', { key: alice.apiKey, body: { message_id: 'nope', reaction: 'thumbs_up' } })).toMatchObject({ status: 404, body: { message: 'Message not found' } });
-    expect(await t.rest('POST', '/v2/sessions/react', { key: carol.apiKey, body: { message_id: reply.id, reaction: 'thumbs_up' } })).toMatchObject({
+    expect(
+      await t.rest('POST', '/v2/sessions/react', { key: alice.apiKey, body: { message_id: 'nope', reaction: 'thumbs_up' } }),
+    ).toMatchObject({ status: 404, body: { message: 'Message not found' } });
+    expect(
+      await t.rest('POST', '/v2/sessions/react', { key: carol.apiKey, body: { message_id: reply.id, reaction: 'thumbs_up' } }),
+    ).toMatchObject({
       status: 403,
       body: { message: 'You do not have access to this session' },
     });
@@ -319,7 +382,10 @@ describe('DELETE /v2/sessions/:id (operation 9)', () => {
         body: { error: 'You are not allowed to delete this session', message: 'You are not allowed to delete this session' },
       });
     }
-    expect(await t.rest('DELETE', '/v2/sessions/unknown-session', { key: alice.apiKey })).toMatchObject({ status: 404, body: { error: 'Session not found', message: 'Session not found' } });
+    expect(await t.rest('DELETE', '/v2/sessions/unknown-session', { key: alice.apiKey })).toMatchObject({
+      status: 404,
+      body: { error: 'Session not found', message: 'Session not found' },
+    });
     expect(await t.rest('DELETE', `/v2/sessions/${id}`, { key: alice.apiKey })).toMatchObject({ status: 200, body: { success: true } });
 
     expect(await t.rest('GET', `/v2/sessions/${id}`, { key: alice.apiKey })).toMatchObject({ status: 404 });
@@ -356,7 +422,10 @@ describe('sharing (operations 1 and 18)', () => {
     const before = await settledSession(t, alice, id);
     await t.rest('POST', '/v2/sessions/react', { key: bob.apiKey, body: { message_id: before.messages.at(-1).id, reaction: 'thumbs_up' } });
 
-    expect(await t.rest('POST', `/v2/sessions/${id}/share`, { key: bob.apiKey })).toMatchObject({ status: 403, body: { message: 'Only an owner of this session can share it' } });
+    expect(await t.rest('POST', `/v2/sessions/${id}/share`, { key: bob.apiKey })).toMatchObject({
+      status: 403,
+      body: { message: 'Only an owner of this session can share it' },
+    });
     const made = await t.rest('POST', `/v2/sessions/${id}/share`, { key: alice.apiKey });
     expect(made.status).toBe(200);
     await post(alice, { session_id: id, content: 'After the share' });
@@ -374,22 +443,35 @@ describe('sharing (operations 1 and 18)', () => {
       owner: { username: 'alice', userImage: null },
       createdAt: isoDate,
     });
-    expect(share.messages.map((m: any) => m.content)).toEqual(['Muse joined the session', 'Shared question', 'Hello from the model.', 'Bob adds an idea', 'Hello from the model.']);
+    expect(share.messages.map((m: any) => m.content)).toEqual([
+      'Muse joined the session',
+      'Shared question',
+      'Hello from the model.',
+      'Bob adds an idea',
+      'Hello from the model.',
+    ]);
     expect(share.messages.at(-1).reactions).toEqual([{ reaction: 'thumbs_up', count: 1 }]);
     expect(share.messages[3].sender).toEqual({ username: 'bob', userImage: null, type: 'user' });
     const text = JSON.stringify(res.body);
     for (const secret of [alice.id, bob.id, 'manna', 'budget', 'After the share', 'thought']) expect(text).not.toContain(secret);
 
-    expect(await t.rest('GET', '/v2/sessions/share/does-not-exist')).toMatchObject({ status: 404, body: { error: 'Shared session not found' } });
+    expect(await t.rest('GET', '/v2/sessions/share/does-not-exist')).toMatchObject({
+      status: 404,
+      body: { error: 'Shared session not found' },
+    });
   });
 });
 
 describe('session users', () => {
   it('owners add users with a permission, change it and remove them; anyone may leave', async () => {
     const id = await newSession(t, alice, [muse.id]);
-    const add = (by: TestUser, username: string, permission: string) => t.rest('POST', `/v2/sessions/${id}/users`, { key: by.apiKey, body: { username, permission } });
+    const add = (by: TestUser, username: string, permission: string) =>
+      t.rest('POST', `/v2/sessions/${id}/users`, { key: by.apiKey, body: { username, permission } });
     expect(await add(alice, 'bob', 'editor')).toMatchObject({ status: 200, body: { success: true, user: bob.id, permission: 'editor' } });
-    expect(await add(bob, 'carol', 'editor')).toMatchObject({ status: 403, body: { message: 'Only an owner of this session can add or remove users' } });
+    expect(await add(bob, 'carol', 'editor')).toMatchObject({
+      status: 403,
+      body: { message: 'Only an owner of this session can add or remove users' },
+    });
     expect(await add(alice, 'nobody-by-that-name', 'editor')).toMatchObject({ status: 404, body: { message: 'User not found' } });
     expect(await add(alice, 'muse', 'editor')).toMatchObject({ status: 404, body: { message: 'User not found' } });
     expect(await add(alice, 'alice', 'editor')).toMatchObject({ status: 400 });
@@ -398,10 +480,18 @@ describe('session users', () => {
     expect(await add(bob, 'carol', 'editor')).toMatchObject({ status: 200 });
 
     expect(await t.rest('DELETE', `/v2/sessions/${id}/users/${alice.id}`, { key: bob.apiKey })).toMatchObject({ status: 400 });
-    expect(await t.rest('DELETE', `/v2/sessions/${id}/users/${carol.id}`, { key: carol.apiKey })).toMatchObject({ status: 200, body: { success: true } });
+    expect(await t.rest('DELETE', `/v2/sessions/${id}/users/${carol.id}`, { key: carol.apiKey })).toMatchObject({
+      status: 200,
+      body: { success: true },
+    });
     expect(await t.rest('GET', `/v2/sessions/${id}`, { key: carol.apiKey })).toMatchObject({ status: 403 });
-    expect(await t.rest('DELETE', `/v2/sessions/${id}/users/${carol.id}`, { key: alice.apiKey })).toMatchObject({ status: 404, body: { message: 'That user is not in this session' } });
+    expect(await t.rest('DELETE', `/v2/sessions/${id}/users/${carol.id}`, { key: alice.apiKey })).toMatchObject({
+      status: 404,
+      body: { message: 'That user is not in this session' },
+    });
     expect(await t.rest('DELETE', `/v2/sessions/${id}/users/${bob.id}`, { key: alice.apiKey })).toMatchObject({ status: 200 });
-    expect((await t.rest('GET', `/v2/sessions/${id}`, { key: alice.apiKey })).body.session.users).toEqual([{ user: alice.id, permission: 'owner' }]);
+    expect((await t.rest('GET', `/v2/sessions/${id}`, { key: alice.apiKey })).body.session.users).toEqual([
+      { user: alice.id, permission: 'owner' },
+    ]);
   });
 });

@@ -35,7 +35,15 @@ beforeAll(async () => {
   muse = await fixtures(t).agent(alice, {
     name: 'Muse',
     key: 'muse',
-    tools: { flux_dev: true, remote_maker: true, pricey_tool: true, quick_giveup: true, creations_search: true, image_caption: true, kokoro_tts: true },
+    tools: {
+      flux_dev: true,
+      remote_maker: true,
+      pricey_tool: true,
+      quick_giveup: true,
+      creations_search: true,
+      image_caption: true,
+      kokoro_tts: true,
+    },
   });
 });
 beforeEach(() => {
@@ -48,7 +56,11 @@ afterAll(async () => {
   await svc.close();
 });
 
-const call = (name: string, args: unknown, id = `call_${name}`) => ({ id, name, arguments: typeof args === 'string' ? args : JSON.stringify(args) });
+const call = (name: string, args: unknown, id = `call_${name}`) => ({
+  id,
+  name,
+  arguments: typeof args === 'string' ? args : JSON.stringify(args),
+});
 
 async function stream(user: TestUser, body: Record<string, unknown>) {
   const s = await openSse(`${t.url}/v2/sessions`, {
@@ -60,11 +72,15 @@ async function stream(user: TestUser, body: Record<string, unknown>) {
 }
 
 const balances = async (user: TestUser) => (await t.rest('GET', '/v2/creators/me', { key: user.apiKey })).body;
-const ledgerOf = (user: TestUser) => t.db.mannaLedger.findMany({ where: { userId: user.id }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
+const ledgerOf = (user: TestUser) =>
+  t.db.mannaLedger.findMany({ where: { userId: user.id }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
 
 describe('tools in replies', () => {
   it('an agent makes an image: a real PNG served by the service, a creation of the user, a charge with its ledger row, and the events in order', async () => {
-    llm.enqueue({ tokens: ['Painting it now.'], toolCalls: [call('flux_dev', { prompt: 'a fox reading in a lighthouse', n_samples: 1 })] }, { tokens: ['Here', ' it', ' is.'] });
+    llm.enqueue(
+      { tokens: ['Painting it now.'], toolCalls: [call('flux_dev', { prompt: 'a fox reading in a lighthouse', n_samples: 1 })] },
+      { tokens: ['Here', ' it', ' is.'] },
+    );
     const before = await balances(alice);
     const s = await stream(alice, { agent_ids: [muse.id], content: 'Please paint a fox reading in a lighthouse' });
     const events = updates(await s.done);
@@ -82,11 +98,26 @@ describe('tools in replies', () => {
     ]);
     const asking = events[2];
     expect(asking.message).toMatchObject({ status: 'streaming', content: 'Painting it now.' });
-    expect(asking.tool_calls).toEqual([{ id: expect.any(String), tool: 'flux_dev', args: { prompt: 'a fox reading in a lighthouse', n_samples: 1 }, status: 'pending', result: null, cost: null, error: null }]);
+    expect(asking.tool_calls).toEqual([
+      {
+        id: expect.any(String),
+        tool: 'flux_dev',
+        args: { prompt: 'a fox reading in a lighthouse', n_samples: 1 },
+        status: 'pending',
+        result: null,
+        cost: null,
+        error: null,
+      },
+    ]);
     const done = events[3].tool_call;
     expect(done).toMatchObject({ id: asking.tool_calls[0].id, tool: 'flux_dev', status: 'completed', cost: 1, error: null });
     const image = done.result.images[0];
-    expect(image).toEqual({ creationId: expect.any(String), url: expect.stringMatching(new RegExp(`^${t.url}/media/.+\\.png$`)), width: 1024, height: 1024 });
+    expect(image).toEqual({
+      creationId: expect.any(String),
+      url: expect.stringMatching(new RegExp(`^${t.url}/media/.+\\.png$`)),
+      width: 1024,
+      height: 1024,
+    });
     const final = events.at(-2);
     expect(final.message).toMatchObject({ status: 'complete', content: 'Painting it now.Here it is.' });
     expect(final.tool_calls).toEqual([{ ...done }]);
@@ -104,7 +135,14 @@ describe('tools in replies', () => {
 
     // The creation: the user's, by the agent and tool, with its thumbnail, searchable.
     const creation = await t.db.creation.findUniqueOrThrow({ where: { id: image.creationId } });
-    expect(creation).toMatchObject({ userId: alice.id, agentId: muse.id, tool: 'flux_dev', url: image.url, public: false, embeddingProvider: expect.any(String) });
+    expect(creation).toMatchObject({
+      userId: alice.id,
+      agentId: muse.id,
+      tool: 'flux_dev',
+      url: image.url,
+      public: false,
+      embeddingProvider: expect.any(String),
+    });
     expect(creation.mediaAttributes).toEqual({ mimeType: 'image/png', width: 1024, height: 1024, aspectRatio: 1 });
     expect((await fetch(creation.thumbnail!)).status).toBe(200);
     const found = await t.rest('GET', '/v2/creations/search?query=fox%20reading%20lighthouse', { key: alice.apiKey });
@@ -115,7 +153,13 @@ describe('tools in replies', () => {
     expect(after.balance).toBe(before.balance - 1);
     expect(after.subscriptionBalance).toBe(before.subscriptionBalance - 1);
     const row = (await ledgerOf(alice)).at(-1)!;
-    expect(row).toMatchObject({ kind: 'subscription', sessionId: events[0].session_id, messageId: final.message.id, toolCallId: done.id, reason: 'tool: flux_dev' });
+    expect(row).toMatchObject({
+      kind: 'subscription',
+      sessionId: events[0].session_id,
+      messageId: final.message.id,
+      toolCallId: done.id,
+      reason: 'tool: flux_dev',
+    });
     expect(row.amount.toNumber()).toBe(-1);
     expect((await settledSession(t, alice, events[0].session_id)).session.spent.manna).toBe(1);
 
@@ -124,7 +168,12 @@ describe('tools in replies', () => {
     const offered = first!.body.tools!.map((tool) => tool.function.name).sort();
     expect(offered).toEqual(['creations_search', 'flux_dev', 'pricey_tool', 'prompt_enhance', 'quick_giveup', 'remote_maker']);
     const flux = first!.body.tools!.find((tool) => tool.function.name === 'flux_dev') as unknown as { function: { parameters: any } };
-    expect(flux.function.parameters).toMatchObject({ type: 'object', required: ['prompt'], additionalProperties: false, properties: { n_samples: { type: 'integer', minimum: 1, maximum: 4, default: 1 } } });
+    expect(flux.function.parameters).toMatchObject({
+      type: 'object',
+      required: ['prompt'],
+      additionalProperties: false,
+      properties: { n_samples: { type: 'integer', minimum: 1, maximum: 4, default: 1 } },
+    });
     const told = second!.body.messages.slice(-2);
     expect(told[0]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call_flux_dev', function: { name: 'flux_dev' } }] });
     expect(told[1]).toMatchObject({ role: 'tool', tool_call_id: 'call_flux_dev' });
@@ -137,7 +186,10 @@ describe('tools in replies', () => {
     const secondArrived = deferred();
     const echo = (body: { arguments: { prompt: string } }) => ({ result: { made: body.arguments.prompt } });
     svc.enqueue({ answer: echo, gate: secondArrived.promise }, { answer: echo });
-    llm.enqueue({ toolCalls: [call('remote_maker', { prompt: 'one' }, 'c1'), call('remote_maker', { prompt: 'two' }, 'c2')] }, { tokens: ['Both done.'] });
+    llm.enqueue(
+      { toolCalls: [call('remote_maker', { prompt: 'one' }, 'c1'), call('remote_maker', { prompt: 'two' }, 'c2')] },
+      { tokens: ['Both done.'] },
+    );
     const s = await stream(alice, { agent_ids: [muse.id], content: 'make two things' });
     const watch = (async () => {
       await expect.poll(() => svc.calls.length).toBe(2);
@@ -146,7 +198,12 @@ describe('tools in replies', () => {
     const events = updates(await s.done);
     await watch;
     const completed = events.filter((e) => e.type === 'tool_complete').map((e) => e.tool_call);
-    expect(completed.map((c) => [c.args.prompt, c.status, c.result])).toEqual(expect.arrayContaining([['one', 'completed', { made: 'one' }], ['two', 'completed', { made: 'two' }]]));
+    expect(completed.map((c) => [c.args.prompt, c.status, c.result])).toEqual(
+      expect.arrayContaining([
+        ['one', 'completed', { made: 'one' }],
+        ['two', 'completed', { made: 'two' }],
+      ]),
+    );
     expect(events.at(-2).message.content).toBe('Both done.');
   });
 
@@ -168,7 +225,8 @@ describe('tools in replies', () => {
     const events = updates(await (await stream(alice, { agent_ids: [muse.id], content: 'try things' })).done);
     const failed = events.filter((e) => e.type === 'tool_complete').map((e) => e.tool_call);
     // Arguments come back from the database with their keys in its order: compare them sorted.
-    const sorted = (args: Record<string, unknown>) => JSON.stringify(Object.fromEntries(Object.entries(args).sort(([a], [b]) => a.localeCompare(b))));
+    const sorted = (args: Record<string, unknown>) =>
+      JSON.stringify(Object.fromEntries(Object.entries(args).sort(([a], [b]) => a.localeCompare(b))));
     expect(Object.fromEntries(failed.map((c) => [`${c.tool}:${sorted(c.args)}`, [c.status, c.error, c.cost]]))).toEqual({
       'flux_dev:{"prompt":5}': ['failed', 'prompt: must be text', null],
       'flux_dev:{"n_samples":9,"prompt":"ok"}': ['failed', 'n_samples: must be at most 4', null],
@@ -194,12 +252,20 @@ describe('tools in replies', () => {
     const bob = await t.createUser('bob');
     llm.enqueue({ toolCalls: [call('remote_maker', { prompt: 'x' })] }, { tokens: ['No manna.'] });
     const poor = updates(await (await stream(bob, { agent_ids: [muse.id], content: 'make it' })).done);
-    expect(poor.find((e) => e.type === 'tool_complete').tool_call).toMatchObject({ status: 'failed', error: 'Not enough manna: this call costs 1, the balance is 0' });
+    expect(poor.find((e) => e.type === 'tool_complete').tool_call).toMatchObject({
+      status: 'failed',
+      error: 'Not enough manna: this call costs 1, the balance is 0',
+    });
     expect(await ledgerOf(bob)).toEqual([]);
 
     llm.enqueue({ toolCalls: [call('pricey_tool', { prompt: 'x' })] }, { tokens: ['Too dear.'] });
-    const capped = updates(await (await stream(alice, { agent_ids: [muse.id], content: 'the expensive one', budget: { manna_budget: 100 } })).done);
-    expect(capped.find((e) => e.type === 'tool_complete').tool_call).toMatchObject({ status: 'failed', error: 'Session manna budget exceeded' });
+    const capped = updates(
+      await (await stream(alice, { agent_ids: [muse.id], content: 'the expensive one', budget: { manna_budget: 100 } })).done,
+    );
+    expect(capped.find((e) => e.type === 'tool_complete').tool_call).toMatchObject({
+      status: 'failed',
+      error: 'Session manna budget exceeded',
+    });
     expect(svc.calls).toEqual([]);
   });
 
@@ -216,7 +282,9 @@ describe('tools in replies', () => {
   it('HTTP tools: retried on 5xx, their media becomes creations; a 4xx or a timeout fails the call and refunds it', async () => {
     svc.enqueue(
       { answer: { error: 'busy' }, status: 503 },
-      { answer: { result: { made: 1 }, media: [{ url: 'https://cdn.example.com/made.png', mimeType: 'image/png', width: 64, height: 32 }] } },
+      {
+        answer: { result: { made: 1 }, media: [{ url: 'https://cdn.example.com/made.png', mimeType: 'image/png', width: 64, height: 32 }] },
+      },
     );
     llm.enqueue({ toolCalls: [call('remote_maker', { prompt: 'a kite' })] }, { tokens: ['Made.'] });
     const ok = updates(await (await stream(alice, { agent_ids: [muse.id], content: 'a kite please' })).done);
@@ -224,7 +292,12 @@ describe('tools in replies', () => {
     expect(svc.calls).toHaveLength(2);
     expect(svc.calls[0]!.body).toEqual({ tool: 'remote_maker', arguments: { prompt: 'a kite', n: 1 }, session_id: ok[0].session_id });
     const made = await t.db.creation.findFirstOrThrow({ where: { url: 'https://cdn.example.com/made.png' } });
-    expect(made).toMatchObject({ userId: alice.id, tool: 'remote_maker', name: 'a kite', mediaAttributes: { mimeType: 'image/png', width: 64, height: 32, aspectRatio: 2 } });
+    expect(made).toMatchObject({
+      userId: alice.id,
+      tool: 'remote_maker',
+      name: 'a kite',
+      mediaAttributes: { mimeType: 'image/png', width: 64, height: 32, aspectRatio: 2 },
+    });
 
     const before = await balances(alice);
     svc.enqueue({ answer: { error: 'bad prompt' }, status: 400 });
@@ -237,7 +310,10 @@ describe('tools in replies', () => {
     svc.enqueue({ hang: true });
     llm.enqueue({ toolCalls: [call('quick_giveup', { prompt: 'slow' })] }, { tokens: ['Too slow.'] });
     const slow = updates(await (await stream(alice, { agent_ids: [muse.id], content: 'try slow' })).done);
-    expect(slow.find((e) => e.type === 'tool_complete').tool_call).toMatchObject({ status: 'failed', error: 'The tool service did not answer within 300 ms' });
+    expect(slow.find((e) => e.type === 'tool_complete').tool_call).toMatchObject({
+      status: 'failed',
+      error: 'The tool service did not answer within 300 ms',
+    });
 
     // Both were held and given back: the balance is where it was, with a refund row for each.
     expect(await balances(alice)).toMatchObject({ balance: before.balance, subscriptionBalance: before.subscriptionBalance });
@@ -277,7 +353,10 @@ describe('tools in replies', () => {
     await expect.poll(() => svc.calls.length).toBe(1);
     expect((await balances(alice)).balance).toBe(before.balance - 1);
 
-    expect(await t.rest('DELETE', `/v2/sessions/${sessionId}`, { key: alice.apiKey })).toMatchObject({ status: 200, body: { success: true } });
+    expect(await t.rest('DELETE', `/v2/sessions/${sessionId}`, { key: alice.apiKey })).toMatchObject({
+      status: 200,
+      body: { success: true },
+    });
     await svc.calls[0]!.abandoned;
     await s.done;
     expect(await balances(alice)).toMatchObject({ balance: before.balance, subscriptionBalance: before.subscriptionBalance });
@@ -293,8 +372,14 @@ describe('tools in replies', () => {
     const carol = await t.createUser('carol');
     await t.services.manna.grant('carol', '5', 'forever');
     const agent = await fixtures(t).agent(carol, { name: 'Busy', key: 'busy-agent', tools: { remote_maker: true } });
-    llm.choose((r) => (r.body.messages.some((m) => m.role === 'tool') ? { tokens: ['ok'] } : { toolCalls: [call('remote_maker', { prompt: 'x' })] }));
-    const started = await Promise.all(Array.from({ length: 50 }, () => t.rest('POST', '/v2/sessions', { key: carol.apiKey, body: { agent_ids: [agent.id], content: 'go' } })));
+    llm.choose((r) =>
+      r.body.messages.some((m) => m.role === 'tool') ? { tokens: ['ok'] } : { toolCalls: [call('remote_maker', { prompt: 'x' })] },
+    );
+    const started = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        t.rest('POST', '/v2/sessions', { key: carol.apiKey, body: { agent_ids: [agent.id], content: 'go' } }),
+      ),
+    );
     expect(started.every((r) => r.status === 200)).toBe(true);
     for (const r of started) await settledSession(t, carol, r.body.session_id);
     const calls = await t.db.toolCall.findMany({ where: { message: { session: { ownerId: carol.id } } } });
@@ -311,7 +396,11 @@ describe('tools in replies', () => {
     for (const user of await t.db.user.findMany({ where: { type: 'user' } })) {
       const rows = await t.db.mannaLedger.findMany({ where: { userId: user.id } });
       const sum = (kind: string) => rows.filter((r) => r.kind === kind).reduce((s, r) => s + r.amount.toNumber(), 0);
-      expect([user.username, user.subscriptionBalance.toNumber(), user.foreverBalance.toNumber()]).toEqual([user.username, sum('subscription'), sum('forever')]);
+      expect([user.username, user.subscriptionBalance.toNumber(), user.foreverBalance.toNumber()]).toEqual([
+        user.username,
+        sum('subscription'),
+        sum('forever'),
+      ]);
     }
   });
 

@@ -8,7 +8,19 @@ import { loadToolRegistry } from '../../src/domain/tools/registry.ts';
 import { startTestApp, testConfig, toolsDir, type TestApp, type TestUser } from '../helpers/app.ts';
 import { expectRejectsBadKeys } from '../helpers/rest-helpers.ts';
 
-const SPEC_FIELDS = ['key', 'name', 'output_type', 'active', 'description', 'cost_estimate', 'parameters', 'resolutions', 'thumbnail', 'order', 'base_model'].sort();
+const SPEC_FIELDS = [
+  'key',
+  'name',
+  'output_type',
+  'active',
+  'description',
+  'cost_estimate',
+  'parameters',
+  'resolutions',
+  'thumbnail',
+  'order',
+  'base_model',
+].sort();
 
 describe('GET /v2/tools', () => {
   let t: TestApp;
@@ -44,7 +56,10 @@ describe('GET /v2/tools', () => {
     expect(orders).toEqual([...orders].sort((a, b) => a - b));
     expect(keys.length).toBeGreaterThanOrEqual(8);
     for (const type of ['image', 'video', 'audio', 'text']) {
-      expect(res.body.tools.some((tool: any) => tool.output_type === type), `a tool with output_type ${type}`).toBe(true);
+      expect(
+        res.body.tools.some((tool: any) => tool.output_type === type),
+        `a tool with output_type ${type}`,
+      ).toBe(true);
     }
   });
 
@@ -102,31 +117,77 @@ describe('tool registry validation', () => {
       parameters: '\n  - name: n_samples\n    type: integer\n    description: How many.\n    default: 1',
       ...fields,
     };
-    return Object.entries(lines)
-      .filter(([, v]) => v !== '')
-      .map(([k, v]) => `${k}: ${v}`)
-      .join('\n') + '\n';
+    return (
+      Object.entries(lines)
+        .filter(([, v]) => v !== '')
+        .map(([k, v]) => `${k}: ${v}`)
+        .join('\n') + '\n'
+    );
   };
 
   it('loads a valid directory', async () => {
     const dir = await registryDir({ 'good_tool.yaml': tool('good_tool') });
     const registry = await loadToolRegistry(dir);
     expect(registry.listAvailable().map((x) => x.key)).toEqual(['good_tool', 'flux_schnell']);
-    expect(registry.get('good_tool')?.parameters[0]).toEqual({ name: 'n_samples', type: 'integer', description: 'How many.', default: 1, required: false });
+    expect(registry.get('good_tool')?.parameters[0]).toEqual({
+      name: 'n_samples',
+      type: 'integer',
+      description: 'How many.',
+      default: 1,
+      required: false,
+    });
   });
 
   it.each([
     ['an unknown output_type', 'holo_tool.yaml', tool('holo_tool', { output_type: 'hologram' }), ['output_type']],
-    ['a cost_estimate over an unknown variable', 'cost_tool.yaml', tool('cost_tool', { cost_estimate: '"2 * steps_count"' }), ['cost_estimate', 'steps_count']],
-    ['a cost_estimate with an unknown function', 'fn_tool.yaml', tool('fn_tool', { cost_estimate: '"sqrt(n_samples)"' }), ['cost_estimate', 'sqrt']],
-    ['a cost_estimate that does not parse', 'syntax_tool.yaml', tool('syntax_tool', { cost_estimate: '"2 * (n_samples"' }), ['cost_estimate']],
-    ['a cost_estimate over a parameter without a numeric default', 'nodefault_tool.yaml', tool('nodefault_tool', { parameters: '\n  - name: n_samples\n    type: integer\n    description: How many.' }), ['cost_estimate', 'n_samples', 'numeric default']],
-    ['a cost_estimate that is infinite with the defaults', 'inf_tool.yaml', tool('inf_tool', { cost_estimate: '"1 / (n_samples - 1)"' }), ['cost_estimate', 'Infinity']],
-    ['a cost_estimate that is negative with the defaults', 'neg_tool.yaml', tool('neg_tool', { cost_estimate: '"2 - 3 * n_samples"' }), ['cost_estimate', '-1']],
+    [
+      'a cost_estimate over an unknown variable',
+      'cost_tool.yaml',
+      tool('cost_tool', { cost_estimate: '"2 * steps_count"' }),
+      ['cost_estimate', 'steps_count'],
+    ],
+    [
+      'a cost_estimate with an unknown function',
+      'fn_tool.yaml',
+      tool('fn_tool', { cost_estimate: '"sqrt(n_samples)"' }),
+      ['cost_estimate', 'sqrt'],
+    ],
+    [
+      'a cost_estimate that does not parse',
+      'syntax_tool.yaml',
+      tool('syntax_tool', { cost_estimate: '"2 * (n_samples"' }),
+      ['cost_estimate'],
+    ],
+    [
+      'a cost_estimate over a parameter without a numeric default',
+      'nodefault_tool.yaml',
+      tool('nodefault_tool', { parameters: '\n  - name: n_samples\n    type: integer\n    description: How many.' }),
+      ['cost_estimate', 'n_samples', 'numeric default'],
+    ],
+    [
+      'a cost_estimate that is infinite with the defaults',
+      'inf_tool.yaml',
+      tool('inf_tool', { cost_estimate: '"1 / (n_samples - 1)"' }),
+      ['cost_estimate', 'Infinity'],
+    ],
+    [
+      'a cost_estimate that is negative with the defaults',
+      'neg_tool.yaml',
+      tool('neg_tool', { cost_estimate: '"2 - 3 * n_samples"' }),
+      ['cost_estimate', '-1'],
+    ],
     ['a key that does not match the file name', 'named_tool.yaml', tool('other_name'), ['key', 'other_name']],
     ['a missing name', 'noname_tool.yaml', tool('noname_tool', { name: '' }), ['name']],
     ['an order that is not a number', 'order_tool.yaml', tool('order_tool', { order: 'first' }), ['order']],
-    ['a parameter of an unknown type', 'param_tool.yaml', tool('param_tool', { parameters: '\n  - name: n_samples\n    type: integer\n    description: ok\n  - name: shape\n    type: polygon\n    description: bad' }), ['parameters[1].type']],
+    [
+      'a parameter of an unknown type',
+      'param_tool.yaml',
+      tool('param_tool', {
+        parameters:
+          '\n  - name: n_samples\n    type: integer\n    description: ok\n  - name: shape\n    type: polygon\n    description: bad',
+      }),
+      ['parameters[1].type'],
+    ],
     ['a bad resolution', 'res_tool.yaml', tool('res_tool', { resolutions: '["big"]' }), ['resolutions[0]']],
     ['an unknown field', 'extra_tool.yaml', tool('extra_tool', { colour: 'red' }), ['colour']],
     ['invalid YAML', 'yaml_tool.yaml', 'key: yaml_tool\nname: [unclosed\n  description: x: y\n', ['YAML']],
@@ -144,7 +205,10 @@ describe('tool registry validation', () => {
   });
 
   it('refuses two files that define the same key (.yaml and .yml)', async () => {
-    const dir = await registryDir({ 'dup_tool.yaml': tool('dup_tool', { name: 'First' }), 'dup_tool.yml': tool('dup_tool', { name: 'Second' }) });
+    const dir = await registryDir({
+      'dup_tool.yaml': tool('dup_tool', { name: 'First' }),
+      'dup_tool.yml': tool('dup_tool', { name: 'Second' }),
+    });
     await expect(loadToolRegistry(dir)).rejects.toThrow(/dup_tool/);
   });
 

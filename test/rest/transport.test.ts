@@ -75,7 +75,11 @@ describe('REST transport', () => {
       ['DELETE', '/apikeys'],
       ['PATCH', '/v2/concepts/whatever'],
     ] as const) {
-      const res = await rawRequest(t, method, path, { key: alice.apiKey, body: '{"name": "Changed",', headers: { 'content-type': 'application/json' } });
+      const res = await rawRequest(t, method, path, {
+        key: alice.apiKey,
+        body: '{"name": "Changed",',
+        headers: { 'content-type': 'application/json' },
+      });
       expectTransportError(res, 400);
     }
     expect(await agentRow()).toEqual(before);
@@ -83,7 +87,11 @@ describe('REST transport', () => {
   });
 
   it('accepts application/json with a charset parameter', async () => {
-    const res = await rawRequest(t, 'PATCH', `/v2/agents/${agentId}`, { key: alice.apiKey, body: '{"greeting":"charset ok"}', headers: { 'content-type': 'application/json; charset=utf-8' } });
+    const res = await rawRequest(t, 'PATCH', `/v2/agents/${agentId}`, {
+      key: alice.apiKey,
+      body: '{"greeting":"charset ok"}',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    });
     expect(res.status).toBe(200);
     expect((await agentRow()).greeting).toBe('charset ok');
   });
@@ -92,12 +100,20 @@ describe('REST transport', () => {
     const before = await agentRow();
     const big = JSON.stringify({ name: 'Huge', knowledge: 'k'.repeat(1024 * 1024) });
     expect(big.length).toBeGreaterThan(1024 * 1024);
-    const res = await rawRequest(t, 'PATCH', `/v2/agents/${agentId}`, { key: alice.apiKey, body: big, headers: { 'content-type': 'application/json' } });
+    const res = await rawRequest(t, 'PATCH', `/v2/agents/${agentId}`, {
+      key: alice.apiKey,
+      body: big,
+      headers: { 'content-type': 'application/json' },
+    });
     expectTransportError(res, 413);
     expect(await agentRow()).toEqual(before);
     // Just under the limit is parsed normally (and then refused by validation, as knowledge is capped at 100000).
     const underLimit = JSON.stringify({ name: 'Huge', knowledge: 'k'.repeat(1024 * 1024 - 100) });
-    const ok = await rawRequest(t, 'PATCH', `/v2/agents/${agentId}`, { key: alice.apiKey, body: underLimit, headers: { 'content-type': 'application/json' } });
+    const ok = await rawRequest(t, 'PATCH', `/v2/agents/${agentId}`, {
+      key: alice.apiKey,
+      body: underLimit,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(ok.status).toBe(400);
     expect(JSON.parse(ok.text).error).toMatch(/^knowledge: /);
     expect(await agentRow()).toEqual(before);
@@ -117,9 +133,17 @@ describe('REST transport', () => {
 
   it('answers 415 JSON for a JSON body sent as text/plain (the default of fetch without a content type), changing nothing', async () => {
     const before = await agentRow();
-    const patch = await rawRequest(t, 'PATCH', `/v2/agents/${agentId}`, { key: alice.apiKey, body: '{"name":"Changed"}', headers: { 'content-type': 'text/plain;charset=UTF-8' } });
+    const patch = await rawRequest(t, 'PATCH', `/v2/agents/${agentId}`, {
+      key: alice.apiKey,
+      body: '{"name":"Changed"}',
+      headers: { 'content-type': 'text/plain;charset=UTF-8' },
+    });
     expectTransportError(patch, 415);
-    const del = await rawRequest(t, 'DELETE', '/apikeys', { key: alice.apiKey, body: JSON.stringify({ apiKey: alice.apiKey }), headers: { 'content-type': 'text/plain' } });
+    const del = await rawRequest(t, 'DELETE', '/apikeys', {
+      key: alice.apiKey,
+      body: JSON.stringify({ apiKey: alice.apiKey }),
+      headers: { 'content-type': 'text/plain' },
+    });
     expectTransportError(del, 415);
     expect(await agentRow()).toEqual(before);
     expect((await t.rest('GET', '/v2/creators/me', { key: alice.apiKey })).status).toBe(200);
@@ -146,10 +170,22 @@ describe('REST transport', () => {
       ['GET', '/v2/concepts/a%00b', { key: alice.apiKey }],
       ['GET', '/v2/models/a%00b', { key: alice.apiKey }],
       ['POST', '/v2/creations/a%00b/like', { key: alice.apiKey }],
-      ['PATCH', `/v2/agents/${agentId}`, { key: alice.apiKey, body: '{"name":"a\\u0000b"}', headers: { 'content-type': 'application/json' } }],
+      [
+        'PATCH',
+        `/v2/agents/${agentId}`,
+        { key: alice.apiKey, body: '{"name":"a\\u0000b"}', headers: { 'content-type': 'application/json' } },
+      ],
       ['PATCH', `/v2/agents/${agentId}`, { key: alice.apiKey, body: '{"name":', headers: { 'content-type': 'application/json' } }],
-      ['PATCH', `/v2/agents/${agentId}`, { key: alice.apiKey, body: '{"llm_settings":{"model_profile":"ultra"}}', headers: { 'content-type': 'application/json' } }],
-      ['PATCH', `/v2/agents/${agentId}`, { key: alice.apiKey, body: '{"__proto__":{"name":"x"}}', headers: { 'content-type': 'application/json' } }],
+      [
+        'PATCH',
+        `/v2/agents/${agentId}`,
+        { key: alice.apiKey, body: '{"llm_settings":{"model_profile":"ultra"}}', headers: { 'content-type': 'application/json' } },
+      ],
+      [
+        'PATCH',
+        `/v2/agents/${agentId}`,
+        { key: alice.apiKey, body: '{"__proto__":{"name":"x"}}', headers: { 'content-type': 'application/json' } },
+      ],
       ['PATCH', `/v2/agents/${agentId}`, { key: alice.apiKey, body: 'name=x', headers: { 'content-type': 'application/xml' } }],
       ['PATCH', `/v2/concepts/nope`, { key: alice.apiKey, body: '{"images":[]}', headers: { 'content-type': 'application/json' } }],
       ['DELETE', '/apikeys', { key: alice.apiKey, body: '{"apiKey":"pk_x"}', headers: { 'content-type': 'application/json' } }],

@@ -21,8 +21,18 @@ describe('search over the demo data with nothing configured', () => {
     expect(page.docs[0].name).toMatch(/^Lighthouse in a thunderstorm \(/);
     // Every lighthouse is found; the ones bob may not see (alice's private ones) are not.
     const visibleLighthouses = manifest.creations.filter((c, n) => n % 20 === 1 && (c.public || c.owner === 'bob'));
-    expect(page.docs.filter((d: { name: string }) => d.name.startsWith('Lighthouse')).map((d: { id: string }) => d.id).sort()).toEqual(visibleLighthouses.map((c) => c.id).sort());
-    expect(page.docs.every((d: { id: string }) => manifest.creations.find((c) => c.id === d.id)!.public || manifest.creations.find((c) => c.id === d.id)!.owner === 'bob')).toBe(true);
+    expect(
+      page.docs
+        .filter((d: { name: string }) => d.name.startsWith('Lighthouse'))
+        .map((d: { id: string }) => d.id)
+        .sort(),
+    ).toEqual(visibleLighthouses.map((c) => c.id).sort());
+    expect(
+      page.docs.every(
+        (d: { id: string }) =>
+          manifest.creations.find((c) => c.id === d.id)!.public || manifest.creations.find((c) => c.id === d.id)!.owner === 'bob',
+      ),
+    ).toBe(true);
   });
 
   it('loading the demo again embeds nothing twice', async () => {

@@ -13,7 +13,11 @@ describe('built-in hashed n-gram embeddings', () => {
     expect(Array.from(a!)).toEqual(Array.from(b!));
     expect(norm(a!)).toBeCloseTo(1, 5);
     // Pinned: a change to the features would silently change every stored vector's meaning.
-    expect(Array.from(hashedNgramVector('fox')).filter((x) => x !== 0).map((x) => x.toFixed(4))).toMatchSnapshot();
+    expect(
+      Array.from(hashedNgramVector('fox'))
+        .filter((x) => x !== 0)
+        .map((x) => x.toFixed(4)),
+    ).toMatchSnapshot();
   });
 
   it('rank texts sharing words or word parts above unrelated ones, and say they are not CLIP', () => {
@@ -38,7 +42,15 @@ describe('OpenAI-compatible HTTP embeddings', () => {
   afterAll(() => server.close());
 
   const provider = (options: Partial<Parameters<typeof httpEmbeddingProvider>[0]> = {}) =>
-    httpEmbeddingProvider({ url: server.url, model: 'clip-vit-l-14', batchSize: 2, timeoutMs: 10_000, retries: 2, retryDelayMs: 1, ...options });
+    httpEmbeddingProvider({
+      url: server.url,
+      model: 'clip-vit-l-14',
+      batchSize: 2,
+      timeoutMs: 10_000,
+      retries: 2,
+      retryDelayMs: 1,
+      ...options,
+    });
 
   it('sends texts in batches of the configured size, in order, with the model and the key', async () => {
     const before = server.requests.length;
@@ -69,7 +81,9 @@ describe('OpenAI-compatible HTTP embeddings', () => {
   it('gives up after the configured retries with a message naming the server and the status', async () => {
     const before = server.requests.length;
     server.fail(3, 502);
-    await expect(provider({ retries: 2 }).embed(['fox'])).rejects.toThrow(/embedding server http:\/\/127\.0\.0\.1:\d+\/v1\/embeddings answered 502.*after 3 attempts/);
+    await expect(provider({ retries: 2 }).embed(['fox'])).rejects.toThrow(
+      /embedding server http:\/\/127\.0\.0\.1:\d+\/v1\/embeddings answered 502.*after 3 attempts/,
+    );
     expect(server.requests.length - before).toBe(3);
   });
 

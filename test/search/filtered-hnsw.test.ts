@@ -20,21 +20,32 @@ describe('filtered search over the HNSW index', () => {
     t = await startTestApp({ search: { ...defaultSearchConfig, efSearch, minScore: -1 } });
     alice = await t.createUser('alice');
     // Varied names: hundreds of near-identical vectors would leave some unreachable in any HNSW graph.
-    const adjectives = 'amber brisk calm dusky eager faded gilded hazy icy jolly keen lush misty noble ochre pale quiet rusty sunny tawny'.split(' ');
-    const nouns = 'anchors bells canyons dragons engines ferns gulls harbors islands jugglers kettles lanterns meadows nests orchards parrots quarries rivers sails towers'.split(' ');
+    const adjectives =
+      'amber brisk calm dusky eager faded gilded hazy icy jolly keen lush misty noble ochre pale quiet rusty sunny tawny'.split(' ');
+    const nouns =
+      'anchors bells canyons dragons engines ferns gulls harbors islands jugglers kettles lanterns meadows nests orchards parrots quarries rivers sails towers'.split(
+        ' ',
+      );
     const ids: string[] = [];
     for (let i = 0; i < 400; i++) {
       const rare = i % 20 === 19;
       const detail = `${adjectives[i % 20]} ${nouns[Math.floor(i / 20)]}`;
       const name = rare ? `A kite with ${detail}` : `Kite festival over the dunes, ${detail}`;
-      ids.push((await t.db.creation.create({ data: { userId: alice.id, tool: rare ? 'sdxl' : 'flux_dev', name, url: 'https://cdn.example.com/k.png', public: true } })).id);
+      ids.push(
+        (
+          await t.db.creation.create({
+            data: { userId: alice.id, tool: rare ? 'sdxl' : 'flux_dev', name, url: 'https://cdn.example.com/k.png', public: true },
+          })
+        ).id,
+      );
     }
     await t.services.search.indexCreations(ids);
     // On a table this small the planner would rather scan it than use the HNSW index. The
     // embedded database is one session: these settings (and no other index to prefer) make it
     // plan as it does on a large table.
     if (!onRealPostgres()) {
-      for (const index of ['Creation_public_deleted_createdAt_idx', 'Creation_userId_createdAt_idx', 'Creation_agentId_createdAt_idx']) await t.db.$executeRawUnsafe(`DROP INDEX "${index}"`);
+      for (const index of ['Creation_public_deleted_createdAt_idx', 'Creation_userId_createdAt_idx', 'Creation_agentId_createdAt_idx'])
+        await t.db.$executeRawUnsafe(`DROP INDEX "${index}"`);
       await t.db.$executeRawUnsafe('SET enable_seqscan = off');
       await t.db.$executeRawUnsafe('SET enable_bitmapscan = off');
     }
@@ -52,8 +63,14 @@ describe('filtered search over the HNSW index', () => {
     const vector = `[${Array.from(hashedNgramVector('kite festival dunes')).join(',')}]`;
     const [, plan, rows] = await t.db.$transaction([
       t.db.$queryRawUnsafe(`SELECT set_config('hnsw.ef_search', '${efSearch}', true), set_config('hnsw.iterative_scan', 'off', true)`),
-      t.db.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(`EXPLAIN SELECT id FROM "Creation" WHERE tool = 'sdxl' ORDER BY embedding <=> $1::vector LIMIT 200`, vector),
-      t.db.$queryRawUnsafe<{ id: string }[]>(`SELECT id FROM "Creation" WHERE tool = 'sdxl' ORDER BY embedding <=> $1::vector LIMIT 200`, vector),
+      t.db.$queryRawUnsafe<{ 'QUERY PLAN': string }[]>(
+        `EXPLAIN SELECT id FROM "Creation" WHERE tool = 'sdxl' ORDER BY embedding <=> $1::vector LIMIT 200`,
+        vector,
+      ),
+      t.db.$queryRawUnsafe<{ id: string }[]>(
+        `SELECT id FROM "Creation" WHERE tool = 'sdxl' ORDER BY embedding <=> $1::vector LIMIT 200`,
+        vector,
+      ),
     ]);
     expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toContain('Creation_embedding_hnsw_idx');
     expect(rows).toHaveLength(0);

@@ -26,17 +26,22 @@ beforeAll(async () => {
     'winter animal': axis(1, 6, 0.5),
   });
   t = await startTestApp({
-    search: { ...defaultSearchConfig, embeddings: { kind: 'http', url: server.url, model: 'fake-clip', batchSize: 16, timeoutMs: 10_000, retries: 0 } },
+    search: {
+      ...defaultSearchConfig,
+      embeddings: { kind: 'http', url: server.url, model: 'fake-clip', batchSize: 16, timeoutMs: 10_000, retries: 0 },
+    },
   });
   alice = await t.createUser('alice');
-  for (const name of ['Lighthouse at the cliff', 'Fox in the snow', 'Koi pond', 'Night harbour']) await searchableCreation(t, alice, { name });
+  for (const name of ['Lighthouse at the cliff', 'Fox in the snow', 'Koi pond', 'Night harbour'])
+    await searchableCreation(t, alice, { name });
 });
 afterAll(async () => {
   await t.close();
   await server.close();
 });
 
-const search = async (query: string, extra: Record<string, string | number> = {}) => (await t.rest('GET', searchPath({ query, ...extra }), { key: alice.apiKey })).body;
+const search = async (query: string, extra: Record<string, string | number> = {}) =>
+  (await t.rest('GET', searchPath({ query, ...extra }), { key: alice.apiKey })).body;
 
 describe('search with an OpenAI-compatible embedding server', () => {
   it('ranks by the cosine of the known vectors: the expected creation first, unrelated ones cut', async () => {
@@ -50,7 +55,10 @@ describe('search with an OpenAI-compatible embedding server', () => {
   });
 
   it('stores the provider and the dimension with each embedding', async () => {
-    const rows = await t.db.creation.findMany({ where: { userId: alice.id }, select: { embeddingProvider: true, embeddingDimensions: true } });
+    const rows = await t.db.creation.findMany({
+      where: { userId: alice.id },
+      select: { embeddingProvider: true, embeddingDimensions: true },
+    });
     expect(rows).toHaveLength(4);
     expect(new Set(rows.map((r) => `${r.embeddingProvider}/${r.embeddingDimensions}`))).toEqual(new Set(['openai-http:fake-clip/768']));
   });
@@ -66,14 +74,22 @@ describe('search with an OpenAI-compatible embedding server', () => {
 
   it('never compares vectors of two providers: a creation embedded by another provider is found only after reembed', async () => {
     const offline = searchService(t.db, defaultSearchConfig);
-    const stray = await t.db.creation.create({ data: { userId: alice.id, tool: 'flux_dev', name: 'Lighthouse at the cliff', url: 'https://cdn.example.com/stray.png', public: true } });
+    const stray = await t.db.creation.create({
+      data: { userId: alice.id, tool: 'flux_dev', name: 'Lighthouse at the cliff', url: 'https://cdn.example.com/stray.png', public: true },
+    });
     await offline.indexCreations([stray.id]);
     expect((await t.db.creation.findUniqueOrThrow({ where: { id: stray.id } })).embeddingProvider).toBe('hashed-ngrams-v1');
     expect((await search('a tall tower that guides ships')).docs.map((d: { id: string }) => d.id)).not.toContain(stray.id);
 
     const progress: [number, number][] = [];
-    expect(await t.services.search.reembed({ onProgress: (done, total) => progress.push([done, total]) })).toEqual({ reembedded: 1, provider: 'openai-http:fake-clip' });
-    expect(progress).toEqual([[0, 1], [1, 1]]);
+    expect(await t.services.search.reembed({ onProgress: (done, total) => progress.push([done, total]) })).toEqual({
+      reembedded: 1,
+      provider: 'openai-http:fake-clip',
+    });
+    expect(progress).toEqual([
+      [0, 1],
+      [1, 1],
+    ]);
     expect((await search('a tall tower that guides ships')).docs.map((d: { id: string }) => d.id)).toContain(stray.id);
     // Nothing left to do.
     expect(await t.services.search.reembed()).toEqual({ reembedded: 0, provider: 'openai-http:fake-clip' });
@@ -90,7 +106,9 @@ describe('search with an OpenAI-compatible embedding server', () => {
 
   it('names the provider and the storage in /healthz', async () => {
     const health = (await t.rest('GET', '/healthz')).body;
-    expect(health.search.embeddings).toMatch(/^openai-http:fake-clip: OpenAI-compatible embedding server at http:\/\/127\.0\.0\.1:\d+, model fake-clip$/);
+    expect(health.search.embeddings).toMatch(
+      /^openai-http:fake-clip: OpenAI-compatible embedding server at http:\/\/127\.0\.0\.1:\d+, model fake-clip$/,
+    );
     expect(health.search.storage).toMatch(/^(pgvector vector\(768\), HNSW|exact scan over real\[\])/);
   });
 });

@@ -28,7 +28,8 @@ function describeSummary(s: ImportSummary, provider: string): string {
     }
     out.push(`Rejected by reason: ${[...byReason].map(([k, n]) => `${k} ${n}`).join(', ')}`);
     for (const r of s.rejections.slice(0, SHOWN_REJECTIONS)) out.push(`  line ${r.line}: ${r.reason}`);
-    if (s.rejections.length > SHOWN_REJECTIONS) out.push(`  ... and ${s.rejections.length - SHOWN_REJECTIONS} more (--json lists them all)`);
+    if (s.rejections.length > SHOWN_REJECTIONS)
+      out.push(`  ... and ${s.rejections.length - SHOWN_REJECTIONS} more (--json lists them all)`);
   }
   return out.join('\n');
 }

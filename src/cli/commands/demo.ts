@@ -7,7 +7,9 @@ export async function demo(json: boolean): Promise<number> {
   else {
     console.log('Demo data loaded. API keys (shown once):');
     for (const u of manifest.users) console.log(`  ${u.username}: ${u.apiKey}`);
-    console.log(`${manifest.agents.length} agents, ${manifest.creations.length} creations, ${manifest.sessions.length} sessions, ${manifest.shares.length} shares.`);
+    console.log(
+      `${manifest.agents.length} agents, ${manifest.creations.length} creations, ${manifest.sessions.length} sessions, ${manifest.shares.length} shares.`,
+    );
   }
   return 0;
 }

@@ -9,6 +9,10 @@ export async function grant(username: string, amount: string, kind: 'subscriptio
     subscriptionBalance: granted.subscriptionBalance.toNumber(),
     foreverBalance: granted.foreverBalance.toNumber(),
   };
-  console.log(json ? JSON.stringify(out) : `Granted ${out.amount} ${kind} manna to ${username}: balance ${out.subscriptionBalance + out.foreverBalance} (subscription ${out.subscriptionBalance}, forever ${out.foreverBalance}).`);
+  console.log(
+    json
+      ? JSON.stringify(out)
+      : `Granted ${out.amount} ${kind} manna to ${username}: balance ${out.subscriptionBalance + out.foreverBalance} (subscription ${out.subscriptionBalance}, forever ${out.foreverBalance}).`,
+  );
   return 0;
 }

@@ -95,7 +95,9 @@ export function agentService(db: Db, tools: ToolRegistry, limits: { maxAgentsPer
             data: {
               ...columns(patch),
               llmSettings: patch.llmSettings && { ...current?.llmSettings, ...patch.llmSettings },
-              ...(patch.key !== undefined || patch.image !== undefined ? { user: { update: { username: patch.key, userImage: patch.image } } } : {}),
+              ...(patch.key !== undefined || patch.image !== undefined
+                ? { user: { update: { username: patch.key, userImage: patch.image } } }
+                : {}),
             },
             ...withKey(query),
           });

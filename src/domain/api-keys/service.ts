@@ -22,7 +22,12 @@ export function apiKeyService(db: Db, onDeleted: (keyId: string) => Promise<void
       if (!plaintext) throw unauthenticated('Missing API key: send it in the X-Api-Key header');
       const parsed = parseKey(plaintext);
       // Every request comes through here: one statement, a primary-key lookup joined to its user.
-      const row = parsed ? await db.apiKey.findUnique({ where: { id: parsed.id }, select: { userId: true, hash: true, user: { select: { subscriptionTier: true } } } }) : null;
+      const row = parsed
+        ? await db.apiKey.findUnique({
+            where: { id: parsed.id },
+            select: { userId: true, hash: true, user: { select: { subscriptionTier: true } } },
+          })
+        : null;
       if (!parsed || !row || !secretMatches(parsed.secret, row.hash)) throw unauthenticated('Invalid API key');
       return { id: row.userId, keyId: parsed.id, tier: row.user.subscriptionTier };
     },

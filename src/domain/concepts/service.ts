@@ -12,7 +12,8 @@ export const CONCEPT_NOT_FOUND = 'Concept not found';
 export type ConceptQuery = { include?: Prisma.ConceptInclude };
 export type ConceptWithImages = Concept & { images: ConceptImage[] };
 
-const withImages = (query: ConceptQuery = {}) => ({ include: { images: { orderBy: { position: 'asc' as const } }, ...query.include } }) as const;
+const withImages = (query: ConceptQuery = {}) =>
+  ({ include: { images: { orderBy: { position: 'asc' as const } }, ...query.include } }) as const;
 
 const imageRows = (images: NonNullable<ConceptPatch['images']>) =>
   images.map((img, position) => ({ position, image: img.image, usageInstructions: img.usageInstructions }));

@@ -55,7 +55,13 @@ export function parseImportLine(text: string): { ok: true; line: ImportLine } | 
   const parsed = line.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    return { ok: false, reason: describeInputError(issue.message, issue.path.filter((p): p is string | number => typeof p !== 'symbol')) };
+    return {
+      ok: false,
+      reason: describeInputError(
+        issue.message,
+        issue.path.filter((p): p is string | number => typeof p !== 'symbol'),
+      ),
+    };
   }
   return { ok: true, line: { ...parsed.data, id: parsed.data.id ?? lineId(text.trim()) } };
 }

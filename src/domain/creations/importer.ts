@@ -52,7 +52,10 @@ export async function importCreations(
   async function resolveCreators(names: string[]) {
     const missing = [...new Set(names)].filter((n) => !creators.has(n));
     if (missing.length === 0) return;
-    const found = await db.user.findMany({ where: { username: { in: missing } }, select: { id: true, username: true, agentProfile: { select: { id: true } } } });
+    const found = await db.user.findMany({
+      where: { username: { in: missing } },
+      select: { id: true, username: true, agentProfile: { select: { id: true } } },
+    });
     for (const n of missing) creators.set(n, null);
     for (const u of found) creators.set(u.username, { id: u.id, isAgent: u.agentProfile !== null });
   }
@@ -102,7 +105,12 @@ export async function importCreations(
 
     // One statement per batch: each creation is written whole, with its vector, or not at all.
     const write = async (rows: typeof ready) => {
-      const inserted = (await search.insertCreations(db, rows.map((r) => r.row as NewCreation))).length;
+      const inserted = (
+        await search.insertCreations(
+          db,
+          rows.map((r) => r.row as NewCreation),
+        )
+      ).length;
       summary.imported += inserted;
       summary.skipped += rows.length - inserted;
     };

@@ -12,7 +12,9 @@ export type CreationQuery = { include?: Prisma.CreationInclude };
 
 export function creationService(db: Db) {
   async function findVisible(tx: Prisma.TransactionClient | Db, viewer: Viewer, id: string) {
-    const creation = canNameARow(id) ? await tx.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, select: { id: true } }) : null;
+    const creation = canNameARow(id)
+      ? await tx.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, select: { id: true } })
+      : null;
     if (!creation) throw notFound(CREATION_NOT_FOUND);
   }
 

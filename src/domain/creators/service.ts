@@ -34,7 +34,8 @@ export function creatorService(db: Db) {
       const [taken] = await db.$queryRaw<Pick<User, 'id' | 'username' | 'type'>[]>`
         SELECT "id", "username", "type" FROM "User" WHERE ${normalizedUsername(Prisma.sql`"username"`)} = ${normalizedUsername(Prisma.sql`${name}`)}`;
       if (taken?.type === 'agent') throw conflict(`"${taken.username}" is an agent's key, not a user: API keys are made for users only`);
-      if (taken && taken.username !== name) throw conflict(`The username "${taken.username}" already exists (usernames are the same regardless of case)`);
+      if (taken && taken.username !== name)
+        throw conflict(`The username "${taken.username}" already exists (usernames are the same regardless of case)`);
       try {
         return await db.user.upsert({ where: { username: name }, create: { username: name }, update: {} });
       } catch (e) {

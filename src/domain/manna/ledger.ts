@@ -39,7 +39,11 @@ export async function credit(tx: Tx, move: MannaMove) {
   const amount = new Prisma.Decimal(move.amount);
   if (!amount.isPositive() || amount.isZero()) throw new Error('credit amount must be positive');
   const field = column[move.kind];
-  const user = await tx.user.update({ where: { id: move.userId }, data: { [field]: { increment: amount } }, select: { subscriptionBalance: true, foreverBalance: true } });
+  const user = await tx.user.update({
+    where: { id: move.userId },
+    data: { [field]: { increment: amount } },
+    select: { subscriptionBalance: true, foreverBalance: true },
+  });
   return tx.mannaLedger.create({ data: row({ ...move, amount, balanceAfter: user[field] }) });
 }
 
@@ -50,7 +54,9 @@ export async function credit(tx: Tx, move: MannaMove) {
  */
 export async function debit(tx: Tx, userId: string, amount: Prisma.Decimal, context: MannaContext) {
   const value = amount.toString();
-  const [taken] = await tx.$queryRaw<{ fromSubscription: Prisma.Decimal; fromForever: Prisma.Decimal; subscriptionBalance: Prisma.Decimal; foreverBalance: Prisma.Decimal }[]>`
+  const [taken] = await tx.$queryRaw<
+    { fromSubscription: Prisma.Decimal; fromForever: Prisma.Decimal; subscriptionBalance: Prisma.Decimal; foreverBalance: Prisma.Decimal }[]
+  >`
     WITH before AS (SELECT "subscriptionBalance" AS s FROM "User" WHERE "id" = ${userId} FOR UPDATE)
     UPDATE "User" AS u
     SET "subscriptionBalance" = u."subscriptionBalance" - LEAST(b.s, ${value}::decimal),
@@ -61,16 +67,25 @@ export async function debit(tx: Tx, userId: string, amount: Prisma.Decimal, cont
               u."subscriptionBalance", u."foreverBalance"`;
   if (!taken) return null;
   const parts = [
-    { kind: 'subscription' as const, amount: new Prisma.Decimal(taken.fromSubscription), balanceAfter: new Prisma.Decimal(taken.subscriptionBalance) },
+    {
+      kind: 'subscription' as const,
+      amount: new Prisma.Decimal(taken.fromSubscription),
+      balanceAfter: new Prisma.Decimal(taken.subscriptionBalance),
+    },
     { kind: 'forever' as const, amount: new Prisma.Decimal(taken.fromForever), balanceAfter: new Prisma.Decimal(taken.foreverBalance) },
   ].filter((p) => !p.amount.isZero());
-  await tx.mannaLedger.createMany({ data: parts.map((p) => row({ ...context, userId, kind: p.kind, amount: p.amount.negated(), balanceAfter: p.balanceAfter })) });
+  await tx.mannaLedger.createMany({
+    data: parts.map((p) => row({ ...context, userId, kind: p.kind, amount: p.amount.negated(), balanceAfter: p.balanceAfter })),
+  });
   return parts.map(({ kind, amount }) => ({ kind, amount }));
 }
 
 /** Gives back what a tool call's hold took, to the balances it came from, with its own rows. */
 export async function refund(tx: Tx, toolCallId: string, context: MannaContext) {
-  const held = await tx.mannaLedger.findMany({ where: { toolCallId, amount: { lt: 0 } }, select: { userId: true, kind: true, amount: true } });
+  const held = await tx.mannaLedger.findMany({
+    where: { toolCallId, amount: { lt: 0 } },
+    select: { userId: true, kind: true, amount: true },
+  });
   for (const h of held) await credit(tx, { ...context, toolCallId, userId: h.userId, kind: h.kind, amount: h.amount.negated() });
   return held.reduce((sum, h) => sum.plus(h.amount.negated()), new Prisma.Decimal(0));
 }

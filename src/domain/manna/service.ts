@@ -31,7 +31,10 @@ export function mannaService(db: Db) {
       if (!user || user.type !== 'user') throw notFound(`No user named "${username}"`);
       return db.$transaction(async (tx) => {
         const row = await credit(tx, { userId: user.id, kind, amount, reason: 'grant' });
-        const balances = await tx.user.findUniqueOrThrow({ where: { id: user.id }, select: { subscriptionBalance: true, foreverBalance: true } });
+        const balances = await tx.user.findUniqueOrThrow({
+          where: { id: user.id },
+          select: { subscriptionBalance: true, foreverBalance: true },
+        });
         return { ledgerId: row.id, amount: new Prisma.Decimal(amount), kind, ...balances };
       });
     },
@@ -41,7 +44,10 @@ export function mannaService(db: Db) {
       const { first, after } = parseInput(pageSchema, Object.fromEntries(Object.entries(page).filter(([, v]) => v != null)));
       const from = after ? ledgerPosition(after) : null;
       const rows = await db.mannaLedger.findMany({
-        where: { userId: viewer.id, ...(from ? { OR: [{ createdAt: { lt: from.createdAt } }, { createdAt: from.createdAt, id: { lt: from.id } }] } : {}) },
+        where: {
+          userId: viewer.id,
+          ...(from ? { OR: [{ createdAt: { lt: from.createdAt } }, { createdAt: from.createdAt, id: { lt: from.id } }] } : {}),
+        },
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
         take: first + 1,
       });

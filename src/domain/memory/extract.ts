@@ -2,7 +2,11 @@
 export const MAX_FACT_LENGTH = 120;
 const PER_EXCHANGE = 3;
 
-const clean = (text: string) => text.replace(/\s+/g, ' ').trim().replace(/[.,;:!?]+$/, '');
+const clean = (text: string) =>
+  text
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/[.,;:!?]+$/, '');
 
 /** Patterns of what people say about themselves, and how the fact reads afterwards. */
 const patterns: [RegExp, (m: string) => string][] = [
@@ -12,7 +16,10 @@ const patterns: [RegExp, (m: string) => string][] = [
   [/\bI (?:work as|am working as|'m working as) (?:an? )?([^.!?,;\n]{2,60})/iu, (m) => `Works as ${m}`],
   [/\bI(?:'m| am) working on ([^.!?;\n]{2,80})/iu, (m) => `Is working on ${m}`],
   [/\bI(?:'m| am) allergic to ([^.!?,;\n]{2,60})/iu, (m) => `Is allergic to ${m}`],
-  [/\bI(?:'m| am) (?:a |an )?(vegetarian|vegan|beginner|student|teacher|designer|illustrator|developer|parent|chef)\b/iu, (m) => `Is ${/^[aeiou]/i.test(m) ? 'an' : 'a'} ${m.toLowerCase()}`],
+  [
+    /\bI(?:'m| am) (?:a |an )?(vegetarian|vegan|beginner|student|teacher|designer|illustrator|developer|parent|chef)\b/iu,
+    (m) => `Is ${/^[aeiou]/i.test(m) ? 'an' : 'a'} ${m.toLowerCase()}`,
+  ],
   [/\bI (?:don't|do not) like ([^.!?;\n]{2,80})/iu, (m) => `Does not like ${m}`],
   [/\bI (?:really )?(?:like|love|enjoy) ([^.!?;\n]{2,80})/iu, (m) => `Likes ${m}`],
   [/\bI prefer ([^.!?;\n]{2,80})/iu, (m) => `Prefers ${m}`],
@@ -49,4 +56,9 @@ export function factsFromAnswer(answer: string): string[] {
 }
 
 /** The same fact said twice, whatever its case, spacing or punctuation, has the same key. */
-export const factKey = (fact: string) => fact.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+export const factKey = (fact: string) =>
+  fact
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();

@@ -18,7 +18,12 @@ const RECALLED = 20;
  * latest go into that agent's later prompts with that user, in any session. The extraction call
  * is housekeeping: it spends nothing of the session's budgets.
  */
-export function memoryService(db: Db, provider: ChatProvider, options: { offline: boolean; model: string }, log: { error(obj: unknown, msg?: string): void }) {
+export function memoryService(
+  db: Db,
+  provider: ChatProvider,
+  options: { offline: boolean; model: string },
+  log: { error(obj: unknown, msg?: string): void },
+) {
   async function extract(prompt: string, reply: string): Promise<string[]> {
     if (options.offline) return factsByRule(prompt);
     let answer = '';
@@ -39,7 +44,12 @@ export function memoryService(db: Db, provider: ChatProvider, options: { offline
 
   const host: MemoryHost = {
     async recall(agentId, userId) {
-      const rows = await db.memory.findMany({ where: { agentId, userId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: RECALLED, select: { fact: true } });
+      const rows = await db.memory.findMany({
+        where: { agentId, userId },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+        take: RECALLED,
+        select: { fact: true },
+      });
       return rows.reverse().map((r) => r.fact);
     },
 
@@ -53,8 +63,16 @@ export function memoryService(db: Db, provider: ChatProvider, options: { offline
       }
       if (facts.length === 0) return;
       await db.$transaction(async (tx) => {
-        await tx.memory.createMany({ data: facts.map((fact) => ({ agentId, userId, sessionId, fact, key: factKey(fact) })), skipDuplicates: true });
-        const beyond = await tx.memory.findMany({ where: { agentId, userId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], skip: MEMORY_CAP, select: { id: true } });
+        await tx.memory.createMany({
+          data: facts.map((fact) => ({ agentId, userId, sessionId, fact, key: factKey(fact) })),
+          skipDuplicates: true,
+        });
+        const beyond = await tx.memory.findMany({
+          where: { agentId, userId },
+          orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+          skip: MEMORY_CAP,
+          select: { id: true },
+        });
         if (beyond.length) await tx.memory.deleteMany({ where: { id: { in: beyond.map((b) => b.id) } } });
       });
     },
@@ -71,7 +89,9 @@ export function memoryService(db: Db, provider: ChatProvider, options: { offline
     /** Forgets one fact (by id) or everything the agent remembers about the caller; returns how many. */
     async forget(viewer: Viewer, agentId: string, memoryId?: string) {
       if (memoryId !== undefined && !canNameARow(memoryId)) throw notFound('Memory not found');
-      const { count } = await db.memory.deleteMany({ where: { agentId, userId: viewer.id, ...(memoryId !== undefined ? { id: memoryId } : {}) } });
+      const { count } = await db.memory.deleteMany({
+        where: { agentId, userId: viewer.id, ...(memoryId !== undefined ? { id: memoryId } : {}) },
+      });
       if (memoryId !== undefined && count === 0) throw notFound('Memory not found');
       return count;
     },

@@ -138,7 +138,14 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       if (fields.status !== 'complete') await abandonToolCalls(tx, { messageId }, UNSETTLED_TOOL);
       const row = await tx.message.update({
         where: { id: messageId },
-        data: { content: fields.content, thought: fields.thought || null, status: fields.status, error: fields.error, promptTokens: fields.promptTokens, completionTokens: fields.completionTokens },
+        data: {
+          content: fields.content,
+          thought: fields.thought || null,
+          status: fields.status,
+          error: fields.error,
+          promptTokens: fields.promptTokens,
+          completionTokens: fields.completionTokens,
+        },
         select: messageSelect,
       });
       return toMessageView(row);
@@ -147,7 +154,13 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     return saved;
   }
 
-  async function reply(job: ReplyJob, target: ReplyJob['replies'][number], agent: LoadedAgent, request: Omit<ChatRequest, 'agent' | 'model' | 'reasoningEffort' | 'tools'>, signal: AbortSignal): Promise<MessageView | null> {
+  async function reply(
+    job: ReplyJob,
+    target: ReplyJob['replies'][number],
+    agent: LoadedAgent,
+    request: Omit<ChatRequest, 'agent' | 'model' | 'reasoningEffort' | 'tools'>,
+    signal: AbortSignal,
+  ): Promise<MessageView | null> {
     const { sessionId, promptId } = job;
     const { messageId, agentId } = target;
     const settings = agentLlmSettings(agent);
@@ -157,7 +170,14 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       model: (settings.modelProfile && llm.models[settings.modelProfile as keyof typeof llm.models]) || llm.models.default,
       reasoningEffort: thinks ? ((settings.thinkingEffortCap as ChatRequest['reasoningEffort']) ?? 'medium') : null,
       tools: tools.offer(agentId, agentTools(agent)),
-      agent: { name: agent.name, key: agent.user.username, description: agent.description, greeting: agent.greeting, knowledge: agent.knowledge, suggestions: agentSuggestions(agent) },
+      agent: {
+        name: agent.name,
+        key: agent.user.username,
+        description: agent.description,
+        greeting: agent.greeting,
+        knowledge: agent.knowledge,
+        suggestions: agentSuggestions(agent),
+      },
     };
     const messages: ChatMessage[] = [...request.messages];
     let content = '';
@@ -219,20 +239,39 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
           usage.prompt += messages.reduce((n, m) => n + estimateTokens(m.content ?? ''), 0);
           usage.completion += estimateTokens(written);
         }
-        const requested = calls.filter((c) => c).map((c, i) => ({ id: c.id ?? `call_${call}_${i}`, name: c.name ?? '', arguments: c.arguments }));
+        const requested = calls
+          .filter((c) => c)
+          .map((c, i) => ({ id: c.id ?? `call_${call}_${i}`, name: c.name ?? '', arguments: c.arguments }));
         if (requested.length === 0) break;
-        if (call + 1 >= MAX_CALLS_PER_REPLY) throw new ReplyStopped(`The reply used its ${MAX_CALLS_PER_REPLY} model calls without finishing`);
+        if (call + 1 >= MAX_CALLS_PER_REPLY)
+          throw new ReplyStopped(`The reply used its ${MAX_CALLS_PER_REPLY} model calls without finishing`);
         const results = await tools.run(requested, { sessionId, promptId, messageId, agentId, userId: job.userId, content, signal });
         messages.push(
-          { role: 'assistant', content: written || null, tool_calls: requested.map((r) => ({ id: r.id, type: 'function', function: { name: r.name, arguments: r.arguments } })) },
+          {
+            role: 'assistant',
+            content: written || null,
+            tool_calls: requested.map((r) => ({ id: r.id, type: 'function', function: { name: r.name, arguments: r.arguments } })),
+          },
           ...results.map((r) => ({ role: 'tool' as const, tool_call_id: r.id, content: r.content })),
         );
       }
-      const message = await save(sessionId, messageId, { content, thought, status: 'complete', error: null, promptTokens: usage.prompt, completionTokens: usage.completion });
+      const message = await save(sessionId, messageId, {
+        content,
+        thought,
+        status: 'complete',
+        error: null,
+        promptTokens: usage.prompt,
+        completionTokens: usage.completion,
+      });
       await emit(sessionId, { type: 'assistant_message', promptId, agentId, message });
       return message;
     } catch (e) {
-      await fail(job, target, signal.aborted ? signal.reason : e, { content, thought, promptTokens: usage.prompt, completionTokens: usage.completion });
+      await fail(job, target, signal.aborted ? signal.reason : e, {
+        content,
+        thought,
+        promptTokens: usage.prompt,
+        completionTokens: usage.completion,
+      });
       return null;
     } finally {
       clearTimeout(checkpointTimer);
@@ -245,11 +284,21 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
    * with an `error` event. When the database is what failed, they are told at once (with the
    * message as it would be saved) and the save is retried until the database is back.
    */
-  async function fail(job: ReplyJob, target: ReplyJob['replies'][number], reason: unknown, written: Pick<Outcome, 'content' | 'thought' | 'promptTokens' | 'completionTokens'>) {
+  async function fail(
+    job: ReplyJob,
+    target: ReplyJob['replies'][number],
+    reason: unknown,
+    written: Pick<Outcome, 'content' | 'thought' | 'promptTokens' | 'completionTokens'>,
+  ) {
     if (reason === SESSION_GONE) return;
     const { sessionId, promptId } = job;
     const { messageId, agentId } = target;
-    const expected = reason === CANCELLED || reason === SHUTTING_DOWN || reason instanceof ProviderError || reason instanceof ReplyStopped || isDatabaseUnavailable(reason);
+    const expected =
+      reason === CANCELLED ||
+      reason === SHUTTING_DOWN ||
+      reason instanceof ProviderError ||
+      reason instanceof ReplyStopped ||
+      isDatabaseUnavailable(reason);
     const error =
       reason === CANCELLED
         ? 'The reply was cancelled'
@@ -335,7 +384,9 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     history.reverse();
     const agents = new Map(session.agents.map((s) => [s.agent.id, s.agent]));
     // Agents go by their name in the conversation, people by their username.
-    const names = new Map<string, string>(history.flatMap((m) => (m.senderId && m.sender ? [[m.senderId, m.sender.username] as const] : [])));
+    const names = new Map<string, string>(
+      history.flatMap((m) => (m.senderId && m.sender ? [[m.senderId, m.sender.username] as const] : [])),
+    );
     for (const a of agents.values()) names.set(a.id, a.name);
     const views = history.map(toMessageView);
     const prompt = views.find((m) => m.id === job.promptId);
@@ -363,7 +414,9 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
         });
         const saved = await reply(job, target, agent, { messages, maxTokens: llm.maxCompletionTokens }, signal);
         if (saved && prompt && !job.excludeMemory) {
-          memory.remember({ agentId: agent.id, userId: job.userId, sessionId: job.sessionId, prompt: prompt.content, reply: saved.content }).catch((err) => log.error({ err }, 'could not update memory'));
+          memory
+            .remember({ agentId: agent.id, userId: job.userId, sessionId: job.sessionId, prompt: prompt.content, reply: saved.content })
+            .catch((err) => log.error({ err }, 'could not update memory'));
         }
         return saved;
       }),
@@ -371,9 +424,10 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     if (signal.aborted && signal.reason === SESSION_GONE) return;
     await emit(job.sessionId, { type: 'end_prompt', promptId: job.promptId });
     // A title is a nicety: one that cannot be saved (the database went away) is left out.
-    if (job.generateTitle && prompt) await title(job, session.scenario, prompt.content, results.find((r) => r)?.content, signal).catch((e) => {
-      if (!isDatabaseUnavailable(e)) throw e;
-    });
+    if (job.generateTitle && prompt)
+      await title(job, session.scenario, prompt.content, results.find((r) => r)?.content, signal).catch((e) => {
+        if (!isDatabaseUnavailable(e)) throw e;
+      });
   }
 
   function stop(sessionId: string, promptId: string | undefined, reason: symbol) {

@@ -41,7 +41,10 @@ function systemPrompt(p: PromptInput, knowledgeTokens: number): string {
   if (agent.knowledge) lines.push('', 'What you know:', cutTo(agent.knowledge, knowledgeTokens));
   if (p.scenario) lines.push('', `The scenario of this session: ${p.scenario}`);
   if (p.otherAgents.length) {
-    lines.push('', `Other agents in this session: ${p.otherAgents.join(', ')}. Messages from others are prefixed with the speaker's name; answer as yourself only.`);
+    lines.push(
+      '',
+      `Other agents in this session: ${p.otherAgents.join(', ')}. Messages from others are prefixed with the speaker's name; answer as yourself only.`,
+    );
   }
   if (p.memory.length) lines.push('', 'What you remember about the person you are answering:', ...p.memory.map((f) => `- ${f}`));
   return lines.join('\n');
@@ -88,7 +91,8 @@ export function buildPrompt(p: PromptInput): ChatMessage[] {
       kept.unshift(message);
       left -= cost;
     } else {
-      if (kept.length === 0) kept.unshift({ ...message, content: cutTo(message.content ?? '', Math.max(left - MESSAGE_OVERHEAD_TOKENS, 1)) } as ChatMessage);
+      if (kept.length === 0)
+        kept.unshift({ ...message, content: cutTo(message.content ?? '', Math.max(left - MESSAGE_OVERHEAD_TOKENS, 1)) } as ChatMessage);
       break;
     }
   }

@@ -66,7 +66,11 @@ async function recoverSession(db: Db, sessionId: string, where: Prisma.MessageWh
   return db.$transaction(async (tx) => {
     const [session] = await tx.$queryRaw<{ id: string }[]>`SELECT "id" FROM "Session" WHERE "id" = ${sessionId} FOR UPDATE`;
     if (!session) return [];
-    const closed = await tx.message.updateManyAndReturn({ where: { ...where, sessionId }, data: { status: 'failed', error: ABANDONED_REPLY }, select: { id: true } });
+    const closed = await tx.message.updateManyAndReturn({
+      where: { ...where, sessionId },
+      data: { status: 'failed', error: ABANDONED_REPLY },
+      select: { id: true },
+    });
     if (closed.length === 0) return [];
     const ids = closed.map((m) => m.id);
     await abandonToolCalls(tx, { messageId: { in: ids } }, ABANDONED_TOOL);
@@ -103,11 +107,19 @@ export interface DeadInstanceWatch {
 export function watchForDeadInstances(db: Db, watch: DeadInstanceWatch): () => void {
   let running: Promise<void> | null = null;
   const look = async () => {
-    const writers = await db.message.findMany({ where: { status: 'streaming', instance: { not: watch.self } }, distinct: ['instance'], select: { instance: true } });
+    const writers = await db.message.findMany({
+      where: { status: 'streaming', instance: { not: watch.self } },
+      distinct: ['instance'],
+      select: { instance: true },
+    });
     const ids = writers.flatMap((w) => (w.instance ? [w.instance] : []));
     for (const instanceId of await watch.gone(ids)) {
       const closed = await recoverAbandonedReplies(db, { instanceId, bus: watch.bus });
-      if (closed.length) watch.log.warn({ instance: instanceId, replies: closed.map((r) => r.message.id) }, `${closed.length} replies left unfinished by a stopped instance were saved as failed`);
+      if (closed.length)
+        watch.log.warn(
+          { instance: instanceId, replies: closed.map((r) => r.message.id) },
+          `${closed.length} replies left unfinished by a stopped instance were saved as failed`,
+        );
     }
   };
   const timer = setInterval(() => {

@@ -4,15 +4,15 @@ export interface RoutableAgent {
   name: string;
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
  * Whether the text addresses the agent: `@key`, or its name standing as words of a sentence
  * (in any case), not inside an address or a longer word.
  */
 export function mentions(text: string, agent: RoutableAgent): boolean {
-  const key = new RegExp(`(^|[^\\w@])@${escape(agent.key)}(?![\\w-])`, 'iu');
-  const name = new RegExp(`(^|[\\s,;:!?("'“‘])${escape(agent.name)}(?=$|[\\s,;:!?)"'”’]|\\.(\\s|$))`, 'iu');
+  const key = new RegExp(`(^|[^\\w@])@${escapeRegExp(agent.key)}(?![\\w-])`, 'iu');
+  const name = new RegExp(`(^|[\\s,;:!?("'“‘])${escapeRegExp(agent.name)}(?=$|[\\s,;:!?)"'”’]|\\.(\\s|$))`, 'iu');
   return key.test(text) || name.test(text);
 }
 

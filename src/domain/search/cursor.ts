@@ -16,7 +16,9 @@ const cursorSchema = z.object({
 });
 
 export function encodeCursor(orderBy: SearchOrderBy, direction: SortDirection, key: SortKey, id: string): string {
-  return Buffer.from(JSON.stringify({ o: orderBy, d: direction, k: key instanceof Date ? key.toISOString() : key, id })).toString('base64url');
+  return Buffer.from(JSON.stringify({ o: orderBy, d: direction, k: key instanceof Date ? key.toISOString() : key, id })).toString(
+    'base64url',
+  );
 }
 
 /** The position a cursor names; any cursor not made by this search in this order is refused. */
@@ -32,6 +34,7 @@ export function decodeCursor(cursor: string, orderBy: SearchOrderBy, direction: 
     (orderBy === 'createdAt'
       ? typeof decoded.k === 'string'
       : typeof decoded.k === 'number' && (orderBy === 'score' || (Number.isInteger(decoded.k) && Math.abs(decoded.k) < 2 ** 31)));
-  if (!decoded || !keyFits || decoded.o !== orderBy || decoded.d !== direction || decoded.id.includes('\u0000')) throw badInput('Invalid cursor');
+  if (!decoded || !keyFits || decoded.o !== orderBy || decoded.d !== direction || decoded.id.includes('\u0000'))
+    throw badInput('Invalid cursor');
   return { key: orderBy === 'createdAt' ? new Date(decoded.k as string) : (decoded.k as number), id: decoded.id };
 }

@@ -26,7 +26,9 @@ export interface SearchConnection<T> {
 }
 
 /** Creations whose embedding is missing or was made by another provider. */
-const staleFor = (provider: EmbeddingProvider): Prisma.CreationWhereInput => ({ OR: [{ embeddingProvider: null }, { embeddingProvider: { not: provider.name } }] });
+const staleFor = (provider: EmbeddingProvider): Prisma.CreationWhereInput => ({
+  OR: [{ embeddingProvider: null }, { embeddingProvider: { not: provider.name } }],
+});
 
 /** Query texts are embedded once per process: paging through results asks the provider nothing new. */
 const QUERY_CACHE_SIZE = 1000;
@@ -78,7 +80,10 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
    */
   async function load<T extends Creation>(viewer: Viewer, hits: Hit[], query: CreationQuery): Promise<Scored<T>[]> {
     if (hits.length === 0) return [];
-    const rows = (await db.creation.findMany({ ...query, where: { id: { in: hits.map((h) => h.id) }, ...visibleCreations(viewer) } })) as T[];
+    const rows = (await db.creation.findMany({
+      ...query,
+      where: { id: { in: hits.map((h) => h.id) }, ...visibleCreations(viewer) },
+    })) as T[];
     const byId = new Map(rows.map((r) => [r.id, r]));
     return hits.flatMap((h) => {
       const row = byId.get(h.id);
@@ -89,7 +94,11 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
   async function embedAndStore(tx: Client, creations: readonly { id: string; name: string; args: unknown }[]) {
     if (creations.length === 0) return;
     const embeddings = await provider.embed(creations.map(creationText));
-    await (await vectors(tx)).write(tx, provider.name, creations.map((c, i) => ({ id: c.id, vector: embeddings[i]! })));
+    await (await vectors(tx)).write(
+      tx,
+      provider.name,
+      creations.map((c, i) => ({ id: c.id, vector: embeddings[i]! })),
+    );
   }
 
   return {
@@ -131,10 +140,18 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
       const { total, hits } = await nearest(viewer, input, after ? { after, limit: page.first + 1 } : { offset: 0, limit: page.first + 1 });
       const shown = hits.slice(0, page.first);
       const keys = new Map(shown.map((h) => [h.id, h.key]));
-      const edges = (await load<T>(viewer, shown, query)).map((node) => ({ cursor: encodeCursor(input.orderBy, input.direction, keys.get(node.id)!, node.id), node }));
+      const edges = (await load<T>(viewer, shown, query)).map((node) => ({
+        cursor: encodeCursor(input.orderBy, input.direction, keys.get(node.id)!, node.id),
+        node,
+      }));
       return {
         edges,
-        pageInfo: { hasNextPage: hits.length > page.first, hasPreviousPage: Boolean(after), startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+        pageInfo: {
+          hasNextPage: hits.length > page.first,
+          hasPreviousPage: Boolean(after),
+          startCursor: edges[0]?.cursor ?? null,
+          endCursor: edges.at(-1)?.cursor ?? null,
+        },
         totalCount: total,
       };
     },
@@ -145,7 +162,10 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
      * committed, or pass the transaction that writes them (which then also waits for the provider).
      */
     async indexCreations(ids: readonly string[], tx: Client = db) {
-      const creations = await tx.creation.findMany({ where: { id: { in: [...ids] }, ...staleFor(provider) }, select: { id: true, name: true, args: true } });
+      const creations = await tx.creation.findMany({
+        where: { id: { in: [...ids] }, ...staleFor(provider) },
+        select: { id: true, name: true, args: true },
+      });
       await embedAndStore(tx, creations);
       return { embedded: creations.length };
     },

@@ -56,7 +56,11 @@ export function vectorStore(db: Db, column: VectorColumn) {
   const cast = Prisma.raw(column === 'vector' ? 'vector' : 'real[]');
   const sortColumn = { score: Prisma.raw('score'), createdAt: Prisma.raw('"createdAt"'), likeCount: Prisma.raw('"likeCount"') };
   const keyParam = (orderBy: SearchOrderBy, key: SortKey) =>
-    orderBy === 'createdAt' ? Prisma.sql`${(key as Date).toISOString()}::timestamp` : orderBy === 'score' ? Prisma.sql`${key}::float8` : Prisma.sql`${key}::int`;
+    orderBy === 'createdAt'
+      ? Prisma.sql`${(key as Date).toISOString()}::timestamp`
+      : orderBy === 'score'
+        ? Prisma.sql`${key}::float8`
+        : Prisma.sql`${key}::int`;
 
   function nearestSql(q: NearestQuery) {
     const { agentId, userId, tool } = q.filters;
@@ -116,7 +120,13 @@ export function vectorStore(db: Db, column: VectorColumn) {
           : await db.$queryRaw<Row[]>(rankedSql(q));
       return {
         total: rows[0]?.total ?? 0,
-        hits: rows.filter((r) => r.id !== null).map((r) => ({ id: r.id!, score: r.score!, key: q.orderBy === 'score' ? r.score! : q.orderBy === 'createdAt' ? r.createdAt! : r.likeCount! })),
+        hits: rows
+          .filter((r) => r.id !== null)
+          .map((r) => ({
+            id: r.id!,
+            score: r.score!,
+            key: q.orderBy === 'score' ? r.score! : q.orderBy === 'createdAt' ? r.createdAt! : r.likeCount!,
+          })),
       };
     },
 

@@ -58,6 +58,11 @@ export const sessionUserSchema = z.object({
 
 /** A forward page of a list: `first` items after the cursor `after`. */
 export const pageSchema = z.object({
-  first: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(100, 'must be at most 100').default(20),
+  first: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(100, 'must be at most 100')
+    .default(20),
   after: z.string().max(200).optional(),
 });

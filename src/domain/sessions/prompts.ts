@@ -83,10 +83,19 @@ export async function savePrompt(tx: Tx, p: PromptToSave) {
   const promptId = newId();
   messages.push(
     { id: promptId, sessionId, role: 'user', senderId: p.userId, content: p.prompt.content, attachments: p.prompt.attachments },
-    ...p.prompt.responders.map((agentId) => ({ sessionId, role: 'assistant' as const, senderId: agentId, promptId, status: 'streaming' as const, instance: p.instance })),
+    ...p.prompt.responders.map((agentId) => ({
+      sessionId,
+      role: 'assistant' as const,
+      senderId: agentId,
+      promptId,
+      status: 'streaming' as const,
+      instance: p.instance,
+    })),
   );
   const rows = (await tx.message.createManyAndReturn({ data: messages, select: newMessageSelect })).sort((a, b) => a.ordinal - b.ordinal);
   const prompt = rows.find((m) => m.id === promptId)!;
-  const replies = rows.filter((m) => m.promptId === promptId).map((m) => ({ messageId: m.id, agentId: m.senderId!, ordinal: m.ordinal, createdAt: m.createdAt }));
+  const replies = rows
+    .filter((m) => m.promptId === promptId)
+    .map((m) => ({ messageId: m.id, agentId: m.senderId!, ordinal: m.ordinal, createdAt: m.createdAt }));
   return { sessionId, prompt, replies, firstExchange };
 }

@@ -75,7 +75,10 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
   /** The caller's permission in a session, or NOT_FOUND when there is no such session. */
   async function permissionIn(viewer: Viewer, sessionId: string): Promise<Permission | null> {
     const session = canNameARow(sessionId)
-      ? await db.session.findUnique({ where: { id: sessionId }, select: { ownerId: true, users: { where: { userId: viewer.id }, select: { permission: true } } } })
+      ? await db.session.findUnique({
+          where: { id: sessionId },
+          select: { ownerId: true, users: { where: { userId: viewer.id }, select: { permission: true } } },
+        })
       : null;
     if (!session) throw notFound(SESSION_NOT_FOUND);
     return session.ownerId === viewer.id ? 'owner' : (session.users[0]?.permission ?? null);
@@ -108,7 +111,10 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
     }
     if (!input.agentIds?.length) throw badInput(AGENT_IDS_REQUIRED);
     const ids = input.agentIds;
-    const found = await db.agent.findMany({ where: { id: { in: ids.filter(canNameARow) } }, include: { user: { select: { username: true } } } });
+    const found = await db.agent.findMany({
+      where: { id: { in: ids.filter(canNameARow) } },
+      include: { user: { select: { username: true } } },
+    });
     return ids.map((id, i) => {
       const agent = found.find((a) => a.id === id);
       if (!agent || !canReadAgent(viewer, agent)) throw badInput('agent not found or not usable by you', ['agentIds', i]);
@@ -116,17 +122,27 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
     });
   }
 
-  async function list<Q extends SessionQuery>(where: Prisma.SessionWhereInput, page: { first?: unknown; after?: unknown } | undefined, query: Q) {
+  async function list<Q extends SessionQuery>(
+    where: Prisma.SessionWhereInput,
+    page: { first?: unknown; after?: unknown } | undefined,
+    query: Q,
+  ) {
     const { first: limit, after } = parseInput(pageSchema, Object.fromEntries(Object.entries(page ?? {}).filter(([, v]) => v != null)));
     const from = after ? sessionPosition(after) : null;
     const rows = await db.session.findMany({
-      where: from ? { AND: [where, { OR: [{ updatedAt: { lt: from.updatedAt } }, { updatedAt: from.updatedAt, id: { lt: from.id } }] }] } : where,
+      where: from
+        ? { AND: [where, { OR: [{ updatedAt: { lt: from.updatedAt } }, { updatedAt: from.updatedAt, id: { lt: from.id } }] }] }
+        : where,
       orderBy: byActivity,
       take: limit + 1,
       ...query,
     });
     const sessions = rows.slice(0, limit);
-    return { sessions: sessions as unknown as Prisma.SessionGetPayload<Q>[], nextCursor: rows.length > limit ? sessionCursor(sessions.at(-1)!) : null, cursor: sessionCursor };
+    return {
+      sessions: sessions as unknown as Prisma.SessionGetPayload<Q>[],
+      nextCursor: rows.length > limit ? sessionCursor(sessions.at(-1)!) : null,
+      cursor: sessionCursor,
+    };
   }
 
   const sessionSettings = (input: SendMessageInput) => ({
@@ -150,7 +166,8 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
     if (input.sessionId) {
       const permission = await permissionIn(viewer, input.sessionId);
       if (!canPost(permission)) throw forbidden(NO_ACCESS);
-      if (changesSettings && !canManage(permission)) throw forbidden('Only an owner of this session can change its title, scenario or budget');
+      if (changesSettings && !canManage(permission))
+        throw forbidden('Only an owner of this session can change its title, scenario or budget');
     }
     const agents = await agentsFor(viewer, input);
     const content = input.content ?? '';
@@ -161,7 +178,9 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
     const saved = await db.$transaction((tx) =>
       savePrompt(tx, {
         userId: viewer.id,
-        session: input.sessionId ? { id: input.sessionId, update: changesSettings ? settings : undefined } : { create: { ...settings, agents } },
+        session: input.sessionId
+          ? { id: input.sessionId, update: changesSettings ? settings : undefined }
+          : { create: { ...settings, agents } },
         prompt: hasPrompt ? { content, attachments, responders } : null,
         instance: replies.instanceId,
       }),
@@ -174,7 +193,13 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
     }
     if (!prompt) return { sessionId, created: !input.sessionId, promptId: null, message: null, replies: [], startSeq: null };
     const message = toMessageView({ ...prompt, toolCalls: [], reactions: [] });
-    const started = await bus.publish(sessionId, { type: 'start_prompt', promptId: prompt.id, message, agentIds: responders, replyIds: saved.replies.map((r) => r.messageId) });
+    const started = await bus.publish(sessionId, {
+      type: 'start_prompt',
+      promptId: prompt.id,
+      message,
+      agentIds: responders,
+      replyIds: saved.replies.map((r) => r.messageId),
+    });
     replies.start({
       sessionId,
       promptId: prompt.id,
@@ -201,13 +226,18 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
   /** A watch for someone whose access was checked just now; `release` gives its slots back when it ends. */
   function openWatch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string }, release: () => void): WatchStream {
     let stopListening = () => {};
-    const stream = watchStream(bus.subscribe(sessionId, { after: options.after }), sessionWatchStep(viewer.id, options.promptId ?? null), () => {
-      stopListening();
-      release();
-    });
+    const stream = watchStream(
+      bus.subscribe(sessionId, { after: options.after }),
+      sessionWatchStep(viewer.id, options.promptId ?? null),
+      () => {
+        stopListening();
+        release();
+      },
+    );
     // A deleted API key ends what was opened with it, on every transport.
     stopListening = bus.onKeyRevoked((keyId) => {
-      if (keyId === viewer.keyId) stream.interrupt({ end: true, code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted', lastSeq: null });
+      if (keyId === viewer.keyId)
+        stream.interrupt({ end: true, code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted', lastSeq: null });
     });
     return stream;
   }
@@ -219,7 +249,8 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
   async function messagePage(client: Pick<Db, 'message'>, sessionId: string, args: MessagePageArgs): Promise<MessagePage> {
     const size = (n: number | null | undefined) => {
       if (n == null) return DEFAULT_MESSAGE_PAGE;
-      if (!Number.isInteger(n) || n < 0 || n > MAX_MESSAGE_PAGE) throw badInput(`must be a whole number from 0 to ${MAX_MESSAGE_PAGE}`, [args.first != null ? 'first' : 'last']);
+      if (!Number.isInteger(n) || n < 0 || n > MAX_MESSAGE_PAGE)
+        throw badInput(`must be a whole number from 0 to ${MAX_MESSAGE_PAGE}`, [args.first != null ? 'first' : 'last']);
       return n;
     };
     const after = args.after ? ordinalOf(args.after) : null;
@@ -270,7 +301,12 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
      * The session and a page of its messages as of one moment: a reply that ends between the two
      * reads would otherwise show as complete while the session's counters still lack its tokens.
      */
-    async withMessages<Q extends SessionQuery = object>(viewer: Viewer, id: string, query: Q, args: MessagePageArgs): Promise<{ session: Prisma.SessionGetPayload<Q>; page: MessagePage }> {
+    async withMessages<Q extends SessionQuery = object>(
+      viewer: Viewer,
+      id: string,
+      query: Q,
+      args: MessagePageArgs,
+    ): Promise<{ session: Prisma.SessionGetPayload<Q>; page: MessagePage }> {
       await requireAccess(viewer, id);
       return db.$transaction(
         async (tx) => {
@@ -302,7 +338,10 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
         return { started, events: null };
       }
       // The prompt was just accepted from this caller, so their access was checked.
-      return { started, events: openWatch(viewer, started.sessionId, { after: started.startSeq! - 1, promptId: started.promptId }, release) };
+      return {
+        started,
+        events: openWatch(viewer, started.sessionId, { after: started.startSeq! - 1, promptId: started.promptId }, release),
+      };
     },
 
     /**
@@ -311,7 +350,9 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
      */
     async react(viewer: Viewer, raw: unknown): Promise<{ added: boolean; messageId: string; reactions: ReactionsView }> {
       const { messageId, reaction } = parseInput(reactionSchema, raw);
-      const message = canNameARow(messageId) ? await db.message.findUnique({ where: { id: messageId }, select: { sessionId: true } }) : null;
+      const message = canNameARow(messageId)
+        ? await db.message.findUnique({ where: { id: messageId }, select: { sessionId: true } })
+        : null;
       if (!message) throw notFound(MESSAGE_NOT_FOUND);
       await requireAccess(viewer, message.sessionId);
       const { added, rows } = await db.$transaction(async (tx) => {
@@ -322,7 +363,11 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
           if (opposite) await tx.reaction.deleteMany({ where: { ...mine, reaction: opposite } });
           await tx.reaction.createMany({ data: [{ ...mine, reaction }], skipDuplicates: true });
         }
-        const rows = await tx.reaction.findMany({ where: { messageId }, select: { userId: true, reaction: true }, orderBy: { createdAt: 'asc' } });
+        const rows = await tx.reaction.findMany({
+          where: { messageId },
+          select: { userId: true, reaction: true },
+          orderBy: { createdAt: 'asc' },
+        });
         return { added: !removed, rows };
       });
       const reactions = reactionsView(rows);
@@ -367,7 +412,11 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
       if (!user || user.type !== 'user') throw notFound('User not found');
       const session = await db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { ownerId: true } });
       if (user.id === session.ownerId) throw badInput("The session's owner always keeps the owner permission");
-      await db.sessionUser.upsert({ where: { sessionId_userId: { sessionId, userId: user.id } }, create: { sessionId, userId: user.id, permission }, update: { permission } });
+      await db.sessionUser.upsert({
+        where: { sessionId_userId: { sessionId, userId: user.id } },
+        create: { sessionId, userId: user.id, permission },
+        update: { permission },
+      });
       await bus.publish(sessionId, { type: 'user_added', userId: user.id, permission });
       return { userId: user.id, permission };
     },

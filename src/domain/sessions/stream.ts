@@ -69,7 +69,8 @@ export function sessionWatchStep(viewerId: string, promptId: string | null) {
   let lastSeq: number | null = null;
   return (item: BusItem): Step => {
     if (isStreamEnd(item)) return { emit: { ...item, lastSeq: item.lastSeq ?? lastSeq }, stop: true };
-    if (item.type === 'session_deleted') return { emit: { end: true, code: 'SESSION_DELETED', reason: 'This session was deleted', lastSeq: item.seq }, stop: true };
+    if (item.type === 'session_deleted')
+      return { emit: { end: true, code: 'SESSION_DELETED', reason: 'This session was deleted', lastSeq: item.seq }, stop: true };
     if (item.type === 'user_removed' && item.userId === viewerId) {
       return { emit: { end: true, code: 'ACCESS_REVOKED', reason: 'You were removed from this session', lastSeq: item.seq }, stop: true };
     }

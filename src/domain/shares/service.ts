@@ -48,7 +48,10 @@ export function shareService(db: Db, sessions: SessionService) {
                 id: true,
                 title: true,
                 createdAt: true,
-                agents: { orderBy: { position: 'asc' }, select: { agent: { select: { name: true, image: true, user: { select: { username: true } } } } } },
+                agents: {
+                  orderBy: { position: 'asc' },
+                  select: { agent: { select: { name: true, image: true, user: { select: { username: true } } } } },
+                },
               },
             },
           },
@@ -92,12 +95,16 @@ export function shareService(db: Db, sessions: SessionService) {
     /** Freezes the session at its latest finished message; owners only. */
     async create(viewer: Viewer, sessionId: string): Promise<SharedSession> {
       const permission = await sessions.permissionIn(viewer, sessionId);
-      if (permission !== 'owner') throw forbidden(permission ? 'Only an owner of this session can share it' : 'You do not have access to this session');
+      if (permission !== 'owner')
+        throw forbidden(permission ? 'Only an owner of this session can share it' : 'You do not have access to this session');
       const [session, latest] = await Promise.all([
         db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { title: true } }),
         db.message.findFirst({ where: { sessionId, status: { not: 'streaming' } }, orderBy: { ordinal: 'desc' }, select: { id: true } }),
       ]);
-      const share = await db.share.create({ data: { sessionId, ownerId: viewer.id, messageId: latest?.id ?? null, title: session.title ?? 'Untitled session' }, select: { id: true } });
+      const share = await db.share.create({
+        data: { sessionId, ownerId: viewer.id, messageId: latest?.id ?? null, title: session.title ?? 'Untitled session' },
+        select: { id: true },
+      });
       return read(share.id);
     },
   };

@@ -18,13 +18,20 @@ export function parametersJsonSchema(tool: ToolDefinition): Record<string, unkno
       ...(type === 'array' ? { items: {} } : {}),
     };
   }
-  return { type: 'object', properties, required: tool.parameters.filter((p) => p.required).map((p) => p.name), additionalProperties: false };
+  return {
+    type: 'object',
+    properties,
+    required: tool.parameters.filter((p) => p.required).map((p) => p.name),
+    additionalProperties: false,
+  };
 }
 
 function parameterSchema(p: ToolParameter): z.ZodType {
   let schema: z.ZodType;
   if (p.choices) {
-    schema = z.union(p.choices.map((c) => z.literal(c)) as [z.ZodLiteral, z.ZodLiteral], { error: `must be one of ${p.choices.join(', ')}` });
+    schema = z.union(p.choices.map((c) => z.literal(c)) as [z.ZodLiteral, z.ZodLiteral], {
+      error: `must be one of ${p.choices.join(', ')}`,
+    });
   } else if (p.type === 'integer' || p.type === 'float') {
     let n = z.number({ error: 'must be a number' });
     if (p.type === 'integer') n = n.int('must be a whole number');
@@ -54,7 +61,9 @@ export function checkArguments(tool: ToolDefinition, raw: string): { args: Recor
   }
   let schema = schemas.get(tool.key);
   if (!schema) {
-    schema = z.strictObject(Object.fromEntries(tool.parameters.map((p) => [p.name, parameterSchema(p)]))) as z.ZodType<Record<string, unknown>>;
+    schema = z.strictObject(Object.fromEntries(tool.parameters.map((p) => [p.name, parameterSchema(p)]))) as z.ZodType<
+      Record<string, unknown>
+    >;
     schemas.set(tool.key, schema);
   }
   const result = schema.safeParse(parsed);

@@ -17,7 +17,7 @@ const functions = {
   floor: (x: number) => Math.floor(x),
 } as const;
 
-const tokenPattern = /\s*(\d+(?:\.\d+)?|[A-Za-z_][A-Za-z0-9_]*|[-+*\/(),])\s*/y;
+const tokenPattern = /\s*(\d+(?:\.\d+)?|[A-Za-z_][A-Za-z0-9_]*|[-+*/(),])\s*/y;
 
 function tokenize(source: string): string[] {
   const tokens: string[] = [];

@@ -12,7 +12,10 @@ const parameterSchema = z
     min: z.number().optional(),
     max: z.number().optional(),
     step: z.number().positive().optional(),
-    choices: z.array(z.union([z.string(), z.number()])).min(1).optional(),
+    choices: z
+      .array(z.union([z.string(), z.number()]))
+      .min(1)
+      .optional(),
   })
   .strict()
   .refine((p) => p.min === undefined || p.max === undefined || p.min <= p.max, { message: 'min must not exceed max', path: ['min'] });
@@ -69,7 +72,8 @@ export const toolDefinitionSchema = z
     const defaults: Record<string, number> = {};
     for (const v of costVariables(cost)) {
       const parameter = tool.parameters.find((p) => p.name === v);
-      if (!parameter) return void ctx.addIssue({ code: 'custom', message: `uses "${v}", which is not a parameter`, path: ['cost_estimate'] });
+      if (!parameter)
+        return void ctx.addIssue({ code: 'custom', message: `uses "${v}", which is not a parameter`, path: ['cost_estimate'] });
       if (typeof parameter.default !== 'number') {
         return void ctx.addIssue({ code: 'custom', message: `uses "${v}", which needs a numeric default`, path: ['cost_estimate'] });
       }
@@ -77,7 +81,11 @@ export const toolDefinitionSchema = z
     }
     const atDefaults = evaluateCost(cost, defaults);
     if (!Number.isFinite(atDefaults) || atDefaults < 0) {
-      ctx.addIssue({ code: 'custom', message: `comes to ${atDefaults} with the default arguments; it must be a finite amount of at least 0`, path: ['cost_estimate'] });
+      ctx.addIssue({
+        code: 'custom',
+        message: `comes to ${atDefaults} with the default arguments; it must be a finite amount of at least 0`,
+        path: ['cost_estimate'],
+      });
     }
   });
 

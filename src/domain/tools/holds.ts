@@ -1,4 +1,4 @@
-import { Prisma } from '../../generated/prisma/client.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
 import { refund } from '../manna/ledger.ts';
 
 type Tx = Prisma.TransactionClient;
@@ -26,11 +26,18 @@ export async function returnHold(tx: Tx, toolCallId: string, context: { reason: 
  * with it), and for calls a stopped process left. Lock the calls' sessions first, as settling does.
  */
 export async function releaseHolds(tx: Tx, where: Prisma.ToolCallWhereInput, error: string) {
-  const running = await tx.toolCall.findMany({ where: { ...where, status: 'running' }, select: { id: true, tool: true, messageId: true, message: { select: { sessionId: true } } } });
+  const running = await tx.toolCall.findMany({
+    where: { ...where, status: 'running' },
+    select: { id: true, tool: true, messageId: true, message: { select: { sessionId: true } } },
+  });
   let released = 0;
   for (const call of running) {
     if (!(await claimToolCall(tx, call.id, 'running', { status: 'cancelled', error }))) continue;
-    await returnHold(tx, call.id, { reason: `refund: ${call.tool} cancelled`, sessionId: call.message.sessionId, messageId: call.messageId });
+    await returnHold(tx, call.id, {
+      reason: `refund: ${call.tool} cancelled`,
+      sessionId: call.message.sessionId,
+      messageId: call.messageId,
+    });
     released++;
   }
   return released;

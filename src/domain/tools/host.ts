@@ -56,20 +56,41 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
   }
 
   const usable = (tool: ToolDefinition | undefined, enabled: Record<string, boolean>): tool is ToolDefinition =>
-    Boolean(tool && tool.active && executors.has(tool.key) && (tool.visible ? Object.hasOwn(enabled, tool.key) && enabled[tool.key] === true : true));
+    Boolean(
+      tool &&
+        tool.active &&
+        executors.has(tool.key) &&
+        (tool.visible ? Object.hasOwn(enabled, tool.key) && enabled[tool.key] === true : true),
+    );
 
-  const emit = (sessionId: string, event: SessionEventPayload) => bus.publish(sessionId, event).catch((err) => log.error({ err }, 'could not publish a tool event'));
+  const emit = (sessionId: string, event: SessionEventPayload) =>
+    bus.publish(sessionId, event).catch((err) => log.error({ err }, 'could not publish a tool event'));
 
   /** Settles a call and tells the session; false when it had been settled already. */
-  async function finish(row: Row, ctx: ToolRunContext, outcome: { status: 'completed' | 'failed' | 'cancelled'; result?: unknown; error?: string }, held: boolean, alongside?: (tx: Prisma.TransactionClient) => Promise<unknown>) {
+  async function finish(
+    row: Row,
+    ctx: ToolRunContext,
+    outcome: { status: 'completed' | 'failed' | 'cancelled'; result?: unknown; error?: string },
+    held: boolean,
+    alongside?: (tx: Prisma.TransactionClient) => Promise<unknown>,
+  ) {
     const saved = await db.$transaction(async (tx) => {
-      const data = { status: outcome.status, result: (outcome.result ?? Prisma.JsonNull) as Prisma.InputJsonValue, error: outcome.error ?? null };
+      const data = {
+        status: outcome.status,
+        result: (outcome.result ?? Prisma.JsonNull) as Prisma.InputJsonValue,
+        error: outcome.error ?? null,
+      };
       const refunding = held && outcome.status !== 'completed';
       // The session's row before the call's, in the order a session delete takes them, so the two never deadlock.
       if (refunding) await tx.$queryRaw`SELECT 1 FROM "Session" WHERE "id" = ${ctx.sessionId} FOR UPDATE`;
       // Someone else settled it: its session was deleted while it ran, and the hold given back then.
       if (!(await claimToolCall(tx, row.id, held ? 'running' : 'pending', data))) return null;
-      if (refunding) await returnHold(tx, row.id, { reason: `refund: ${row.tool} ${outcome.status}`, sessionId: ctx.sessionId, messageId: ctx.messageId });
+      if (refunding)
+        await returnHold(tx, row.id, {
+          reason: `refund: ${row.tool} ${outcome.status}`,
+          sessionId: ctx.sessionId,
+          messageId: ctx.messageId,
+        });
       await alongside?.(tx);
       return tx.toolCall.findUniqueOrThrow({ where: { id: row.id } });
     });
@@ -88,9 +109,17 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
           UPDATE "Session" SET "mannaSpent" = "mannaSpent" + ${cost.toString()}::decimal
           WHERE "id" = ${ctx.sessionId} AND ("mannaBudget" IS NULL OR "mannaSpent" + ${cost.toString()}::decimal <= "mannaBudget")`;
         if (!within) throw new Refused(BUDGET_EXCEEDED.manna);
-        const taken = await debit(tx, payer, cost, { reason: `tool: ${row.tool}`, sessionId: ctx.sessionId, messageId: ctx.messageId, toolCallId: row.id });
+        const taken = await debit(tx, payer, cost, {
+          reason: `tool: ${row.tool}`,
+          sessionId: ctx.sessionId,
+          messageId: ctx.messageId,
+          toolCallId: row.id,
+        });
         if (!taken) {
-          const { subscriptionBalance, foreverBalance } = await tx.user.findUniqueOrThrow({ where: { id: payer }, select: { subscriptionBalance: true, foreverBalance: true } });
+          const { subscriptionBalance, foreverBalance } = await tx.user.findUniqueOrThrow({
+            where: { id: payer },
+            select: { subscriptionBalance: true, foreverBalance: true },
+          });
           throw new Refused(`Not enough manna: this call costs ${cost}, the balance is ${subscriptionBalance.plus(foreverBalance)}`);
         }
       }
@@ -103,12 +132,30 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
    * The media a tool produced, as creations of the user, saved with the call's settlement: a call
    * cancelled meanwhile (its session deleted) leaves none.
    */
-  const creationsOf = (output: ToolOutput, tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolRunContext) => (tx: Prisma.TransactionClient) =>
-    tx.creation.createMany({
-      data: (output.media ?? []).map((m) => ({ id: m.id, userId: ctx.userId, agentId: ctx.agentId, tool: tool.key, args: args as Prisma.InputJsonValue, name: m.name, url: m.url, thumbnail: m.thumbnail, filename: m.filename, mediaAttributes: m.mediaAttributes as Prisma.InputJsonValue })),
-    });
+  const creationsOf =
+    (output: ToolOutput, tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolRunContext) => (tx: Prisma.TransactionClient) =>
+      tx.creation.createMany({
+        data: (output.media ?? []).map((m) => ({
+          id: m.id,
+          userId: ctx.userId,
+          agentId: ctx.agentId,
+          tool: tool.key,
+          args: args as Prisma.InputJsonValue,
+          name: m.name,
+          url: m.url,
+          thumbnail: m.thumbnail,
+          filename: m.filename,
+          mediaAttributes: m.mediaAttributes as Prisma.InputJsonValue,
+        })),
+      });
 
-  async function runOne(row: Row, call: RequestedToolCall, ctx: ToolRunContext, enabled: Record<string, boolean>, payer: string): Promise<unknown> {
+  async function runOne(
+    row: Row,
+    call: RequestedToolCall,
+    ctx: ToolRunContext,
+    enabled: Record<string, boolean>,
+    payer: string,
+  ): Promise<unknown> {
     const tool = registry.get(call.name);
     if (!usable(tool, enabled)) {
       const error = `There is no tool named "${call.name}" for this agent`;
@@ -129,8 +176,21 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       return { error: e.message };
     }
     try {
-      const output = await executors.get(tool.key)!({ tool, args: checked.args, userId: ctx.userId, agentId: ctx.agentId, sessionId: ctx.sessionId, signal: ctx.signal });
-      const settled = await finish(row, ctx, { status: 'completed', result: output.result }, true, output.media?.length ? creationsOf(output, tool, checked.args, ctx) : undefined);
+      const output = await executors.get(tool.key)!({
+        tool,
+        args: checked.args,
+        userId: ctx.userId,
+        agentId: ctx.agentId,
+        sessionId: ctx.sessionId,
+        signal: ctx.signal,
+      });
+      const settled = await finish(
+        row,
+        ctx,
+        { status: 'completed', result: output.result },
+        true,
+        output.media?.length ? creationsOf(output, tool, checked.args, ctx) : undefined,
+      );
       // Searchable like any other creation; embedding is outside the transaction (a remote call).
       if (settled && output.media?.length) await deps.search.indexCreations(output.media.map((m) => m.id));
       return output.result;
@@ -167,12 +227,23 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
         const start = await tx.toolCall.count({ where: { messageId: ctx.messageId } });
         await tx.message.update({ where: { id: ctx.messageId }, data: { content: ctx.content }, select: { id: true } });
         return tx.toolCall.createManyAndReturn({
-          data: calls.map((c, i) => ({ messageId: ctx.messageId, position: start + i, callId: c.id, tool: c.name, args: argumentsForRecord(c.arguments) })),
+          data: calls.map((c, i) => ({
+            messageId: ctx.messageId,
+            position: start + i,
+            callId: c.id,
+            tool: c.name,
+            args: argumentsForRecord(c.arguments),
+          })),
         });
       });
       rows.sort((a, b) => a.position - b.position);
       const message = await db.message.findUniqueOrThrow({ where: { id: ctx.messageId }, select: messageSelect });
-      await emit(ctx.sessionId, { type: 'assistant_message', promptId: ctx.promptId, agentId: ctx.agentId, message: toMessageView(message) });
+      await emit(ctx.sessionId, {
+        type: 'assistant_message',
+        promptId: ctx.promptId,
+        agentId: ctx.agentId,
+        message: toMessageView(message),
+      });
       const results = await Promise.all(rows.map((row, i) => runOne(row, calls[i]!, ctx, enabled, payer)));
       return calls.map((c, i) => ({ id: c.id, content: JSON.stringify(results[i] ?? null) }));
     },

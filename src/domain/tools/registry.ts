@@ -44,12 +44,15 @@ export async function loadToolRegistry(dir: string): Promise<ToolRegistry> {
       throw new ToolRegistryError(`Tool registry: ${where}: ${field}: ${issue.message}`);
     }
     const tool = parsed.data;
-    if (tool.key !== basename(file, extname(file))) throw new ToolRegistryError(`Tool registry: ${where}: key: "${tool.key}" must match the file name`);
+    if (tool.key !== basename(file, extname(file)))
+      throw new ToolRegistryError(`Tool registry: ${where}: key: "${tool.key}" must match the file name`);
     if (byKey.has(tool.key)) throw new ToolRegistryError(`Tool registry: ${where}: key: "${tool.key}" is already defined by another file`);
     byKey.set(tool.key, tool);
   }
 
-  const available = [...byKey.values()].filter((t) => t.active && t.visible).sort((a, b) => a.order - b.order || a.key.localeCompare(b.key));
+  const available = [...byKey.values()]
+    .filter((t) => t.active && t.visible)
+    .sort((a, b) => a.order - b.order || a.key.localeCompare(b.key));
   const availableKeys = new Set(available.map((t) => t.key));
   return {
     listAvailable: () => available,

@@ -1,4 +1,12 @@
-import { agentLlmSettings, agentModels, agentSuggestions, agentTools, type AgentLlmSettings, type AgentModel, type AgentSuggestion } from '../../domain/agents/fields.ts';
+import {
+  agentLlmSettings,
+  agentModels,
+  agentSuggestions,
+  agentTools,
+  type AgentLlmSettings,
+  type AgentModel,
+  type AgentSuggestion,
+} from '../../domain/agents/fields.ts';
 import { canReadAgent, visiblePersona } from '../../domain/agents/service.ts';
 import type { Agent as AgentRow } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
@@ -26,13 +34,21 @@ const LlmSettingsRef = builder.objectRef<AgentLlmSettings>('LlmSettings').implem
 export const Agent = builder.prismaObject('Agent', {
   fields: (t) => ({
     id: t.exposeID('id'),
-    key: t.string({ description: 'Unique handle of the agent (its creator username).', select: { user: { select: { username: true } } }, resolve: (a) => a.user.username }),
+    key: t.string({
+      description: 'Unique handle of the agent (its creator username).',
+      select: { user: { select: { username: true } } },
+      resolve: (a) => a.user.username,
+    }),
     name: t.exposeString('name'),
     description: t.exposeString('description'),
     image: t.exposeString('image', { nullable: true }),
     public: t.exposeBoolean('public'),
     models: t.field({ type: [AgentModelRef], resolve: agentModels }),
-    persona: t.string({ nullable: true, description: 'Null unless the persona is public or you own the agent.', resolve: (a, _, ctx) => visiblePersona(maybeViewer(ctx), a) }),
+    persona: t.string({
+      nullable: true,
+      description: 'Null unless the persona is public or you own the agent.',
+      resolve: (a, _, ctx) => visiblePersona(maybeViewer(ctx), a),
+    }),
     isPersonaPublic: t.exposeBoolean('isPersonaPublic'),
     greeting: t.exposeString('greeting'),
     knowledge: t.exposeString('knowledge'),
@@ -52,7 +68,8 @@ export const Agent = builder.prismaObject('Agent', {
  * What a relation to an agent shows: someone else's private agent reads as null, as
  * `agent(id)` refuses it, so no path through the graph reaches its fields.
  */
-export const readableAgent = (ctx: GraphQLContext, agent: AgentRow | null | undefined) => (agent && canReadAgent(maybeViewer(ctx), agent) ? agent : null);
+export const readableAgent = (ctx: GraphQLContext, agent: AgentRow | null | undefined) =>
+  agent && canReadAgent(maybeViewer(ctx), agent) ? agent : null;
 
 const AgentModelInput = builder.inputType('AgentModelInput', {
   fields: (t) => ({ lora: t.string({ required: true }), useWhen: t.string() }),

@@ -69,12 +69,17 @@ builder.queryFields((t) => ({
       direction: t.arg({ type: SortDirectionEnum, description: 'Default DESC.' }),
     },
     resolve: (_root, args, ctx, info) =>
-      ctx.services.search.search(viewerOf(ctx), { ...searchInput(args), page: args.page ?? undefined, limit: args.limit ?? undefined }, creationQuery(ctx, info, ['docs'])),
+      ctx.services.search.search(
+        viewerOf(ctx),
+        { ...searchInput(args), page: args.page ?? undefined, limit: args.limit ?? undefined },
+        creationQuery(ctx, info, ['docs']),
+      ),
   }),
   searchCreationsConnection: t.connection(
     {
       type: Creation,
-      description: 'The same results as `searchCreations`, as a forward cursor connection for infinite scroll (`first` up to 100, `after`).',
+      description:
+        'The same results as `searchCreations`, as a forward cursor connection for infinite scroll (`first` up to 100, `after`).',
       args: {
         query: t.arg.string({ required: true }),
         filter: t.arg({ type: CreationSearchFilter }),
@@ -82,11 +87,21 @@ builder.queryFields((t) => ({
         direction: t.arg({ type: SortDirectionEnum }),
       },
       resolve: (_root, args, ctx, info) =>
-        ctx.services.search.connection(viewerOf(ctx), searchInput(args), { first: args.first, after: args.after, last: args.last, before: args.before }, creationQuery(ctx, info, ['edges', 'node'])),
+        ctx.services.search.connection(
+          viewerOf(ctx),
+          searchInput(args),
+          { first: args.first, after: args.after, last: args.last, before: args.before },
+          creationQuery(ctx, info, ['edges', 'node']),
+        ),
     },
     {
       name: 'CreationSearchConnection',
-      fields: (c) => ({ totalCount: c.int({ description: 'All matches within the relevance cut.', resolve: (conn) => (conn as { totalCount: number }).totalCount }) }),
+      fields: (c) => ({
+        totalCount: c.int({
+          description: 'All matches within the relevance cut.',
+          resolve: (conn) => (conn as { totalCount: number }).totalCount,
+        }),
+      }),
     },
     { name: 'CreationSearchEdge' },
   ),

@@ -19,7 +19,7 @@ export const Deployment = builder.prismaObject('Deployment', {
 builder.queryField('deployments', (t) =>
   t.prismaField({
     type: ['Deployment'],
-    description: "Deployments of all the agents you own, newest first.",
+    description: 'Deployments of all the agents you own, newest first.',
     // The client omits `secrets` from every read; Pothos's model type still lists the column.
     resolve: async (query, _root, _args, ctx) => (await ctx.services.deployments.listMine(viewerOf(ctx), query)) as DeploymentRow[],
   }),

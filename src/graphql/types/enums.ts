@@ -1,6 +1,16 @@
 import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/inputs.ts';
 import { sortDirections } from '../../domain/search/inputs.ts';
-import { BalanceKind, CreatorType, DeploymentPlatform, MessageRole, MessageStatus, SessionPermission, SessionStatus, ToolCallStatus, TriggerStatus } from '../../generated/prisma/enums.ts';
+import {
+  BalanceKind,
+  CreatorType,
+  DeploymentPlatform,
+  MessageRole,
+  MessageStatus,
+  SessionPermission,
+  SessionStatus,
+  ToolCallStatus,
+  TriggerStatus,
+} from '../../generated/prisma/enums.ts';
 import { builder } from '../builder.ts';
 
 /** GraphQL enum values are UPPER_CASE; the domain, the database and REST use the lowercase originals. */

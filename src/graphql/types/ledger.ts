@@ -28,10 +28,19 @@ builder.objectField(Creator, 'ledger', (t) =>
     resolve: async (user, args, ctx) => {
       const viewer = viewerOf(ctx);
       if (user.id !== viewer.id) return null;
-      if (args.last != null || args.before != null) throw badInput('The ledger pages forwards only: use first and after', [args.last != null ? 'last' : 'before']);
+      if (args.last != null || args.before != null)
+        throw badInput('The ledger pages forwards only: use first and after', [args.last != null ? 'last' : 'before']);
       const { rows, hasNextPage, cursor } = await ctx.services.manna.ledger(viewer, { first: args.first, after: args.after });
       const edges = rows.map((node) => ({ cursor: cursor(node), node }));
-      return { edges, pageInfo: { hasNextPage, hasPreviousPage: Boolean(args.after), startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null } };
+      return {
+        edges,
+        pageInfo: {
+          hasNextPage,
+          hasPreviousPage: Boolean(args.after),
+          startCursor: edges[0]?.cursor ?? null,
+          endCursor: edges.at(-1)?.cursor ?? null,
+        },
+      };
     },
   }),
 );

@@ -24,6 +24,7 @@ builder.mutationField('forgetMemory', (t) =>
   t.int({
     description: 'Makes an agent forget one fact about you (memoryId), or everything; returns how many were forgotten.',
     args: { agentId: t.arg.id({ required: true }), memoryId: t.arg.id() },
-    resolve: (_root, { agentId, memoryId }, ctx) => ctx.services.memories.forget(viewerOf(ctx), String(agentId), memoryId == null ? undefined : String(memoryId)),
+    resolve: (_root, { agentId, memoryId }, ctx) =>
+      ctx.services.memories.forget(viewerOf(ctx), String(agentId), memoryId == null ? undefined : String(memoryId)),
   }),
 );

@@ -42,18 +42,26 @@ export const Message = builder.objectRef<MessageView>('Message').implement({
   fields: (t) => ({
     id: t.exposeID('id'),
     role: t.expose('role', { type: MessageRoleEnum }),
-    status: t.expose('status', { type: MessageStatusEnum, description: 'STREAMING while an agent is writing it; FAILED keeps the text written before the failure.' }),
+    status: t.expose('status', {
+      type: MessageStatusEnum,
+      description: 'STREAMING while an agent is writing it; FAILED keeps the text written before the failure.',
+    }),
     content: t.exposeString('content'),
     attachments: t.exposeStringList('attachments'),
     thought: t.exposeString('thought', { nullable: true, description: 'Reasoning the model showed, when thinking was asked for.' }),
     error: t.exposeString('error', { nullable: true, description: 'Why the reply failed.' }),
     promptId: t.exposeID('promptId', { nullable: true, description: 'For a reply: the user message it answers.' }),
-    sender: t.field({ type: Creator, nullable: true, resolve: (m, _, ctx) => (m.senderId ? loadersOf(ctx).creatorById.load(m.senderId) : null) }),
+    sender: t.field({
+      type: Creator,
+      nullable: true,
+      resolve: (m, _, ctx) => (m.senderId ? loadersOf(ctx).creatorById.load(m.senderId) : null),
+    }),
     agent: t.field({
       type: Agent,
       nullable: true,
       description: 'For a reply: the agent that wrote it (null if you may no longer see it).',
-      resolve: async (m, _, ctx) => (m.role === 'assistant' && m.senderId ? readableAgent(ctx, await loadersOf(ctx).agentById.load(m.senderId)) : null),
+      resolve: async (m, _, ctx) =>
+        m.role === 'assistant' && m.senderId ? readableAgent(ctx, await loadersOf(ctx).agentById.load(m.senderId)) : null,
     }),
     toolCalls: t.field({ type: [ToolCall], resolve: (m) => m.toolCalls }),
     reactions: t.field({ type: [ReactionCountRef], resolve: (m, _, ctx) => reactionsFor(m.reactions, maybeViewer(ctx)?.id) }),
@@ -74,7 +82,11 @@ builder.mutationField('reactToMessage', (t) =>
   t.field({
     type: ReactionResult,
     description: 'Toggles your reaction on a message; thumbs_up and thumbs_down replace each other.',
-    args: { messageId: t.arg.id({ required: true }), reaction: t.arg.string({ required: true, description: 'An emoji or a name such as thumbs_up.' }) },
-    resolve: (_root, { messageId, reaction }, ctx) => ctx.services.sessions.react(viewerOf(ctx), { messageId: String(messageId), reaction }),
+    args: {
+      messageId: t.arg.id({ required: true }),
+      reaction: t.arg.string({ required: true, description: 'An emoji or a name such as thumbs_up.' }),
+    },
+    resolve: (_root, { messageId, reaction }, ctx) =>
+      ctx.services.sessions.react(viewerOf(ctx), { messageId: String(messageId), reaction }),
   }),
 );

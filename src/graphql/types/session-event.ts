@@ -112,9 +112,11 @@ const nothing = (): AsyncIterableIterator<WatchItem> => ({
 builder.subscriptionFields((t) => ({
   sessionEvents: t.field({
     type: SessionEvent,
-    description: 'Everything that happens in a session you take part in, live. With after, first every event after that seq (a reconnecting client misses nothing).',
+    description:
+      'Everything that happens in a session you take part in, live. With after, first every event after that seq (a reconnecting client misses nothing).',
     args: { sessionId: t.arg.id({ required: true }), after: t.arg({ type: 'Seq' }) },
-    subscribe: (_root, { sessionId, after }, ctx) => ctx.services.sessions.watch(viewerOf(ctx), String(sessionId), { after: after ?? undefined }),
+    subscribe: (_root, { sessionId, after }, ctx) =>
+      ctx.services.sessions.watch(viewerOf(ctx), String(sessionId), { after: after ?? undefined }),
     resolve: deliver as never,
   }),
   sendMessage: t.field({

@@ -24,7 +24,10 @@ builder.prismaObject('SessionUser', {
   description: 'A user taking part in a session, and what they may do there.',
   fields: (t) => ({
     user: t.relation('user'),
-    permission: t.expose('permission', { type: SessionPermissionEnum, description: 'EDITOR may post and react; OWNER may also share, delete and manage users.' }),
+    permission: t.expose('permission', {
+      type: SessionPermissionEnum,
+      description: 'EDITOR may post and react; OWNER may also share, delete and manage users.',
+    }),
     addedAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });
@@ -55,7 +58,10 @@ export const Session = builder.prismaObject('Session', {
       description: `Limits set when the session was made: manna ${BUDGET_LIMITS.mannaBudget.min}–${BUDGET_LIMITS.mannaBudget.max}, tokens ${BUDGET_LIMITS.tokenBudget.min}–${BUDGET_LIMITS.tokenBudget.max}, turns ${BUDGET_LIMITS.turnBudget.min}–${BUDGET_LIMITS.turnBudget.max}.`,
       resolve: (s) => ({ manna: s.mannaBudget?.toNumber() ?? null, tokens: s.tokenBudget, turns: s.turnBudget }),
     }),
-    spent: t.field({ type: SessionBudget, resolve: (s) => ({ manna: s.mannaSpent.toNumber(), tokens: s.tokensSpent, turns: s.turnsSpent }) }),
+    spent: t.field({
+      type: SessionBudget,
+      resolve: (s) => ({ manna: s.mannaSpent.toNumber(), tokens: s.tokensSpent, turns: s.turnsSpent }),
+    }),
     messages: t.connection({
       type: Message,
       description: 'Oldest first. Page forwards with first/after, backwards with last/before; with neither, the latest 50.',
@@ -70,23 +76,40 @@ function messageConnection(page: MessagePage) {
   const edges = page.messages.map((node) => ({ cursor: page.cursor(node), node }));
   return {
     edges,
-    pageInfo: { hasNextPage: page.hasNextPage, hasPreviousPage: page.hasPreviousPage, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+    pageInfo: {
+      hasNextPage: page.hasNextPage,
+      hasPreviousPage: page.hasPreviousPage,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
   };
 }
 
 /** A page of sessions as a connection, loading what the selection under `edges.node` needs. */
 async function sessionConnection(
-  list: (page: { first?: number | null; after?: string | null }, query: object) => Promise<{ sessions: SessionRow[]; nextCursor: string | null; cursor(s: SessionRow): string }>,
+  list: (
+    page: { first?: number | null; after?: string | null },
+    query: object,
+  ) => Promise<{ sessions: SessionRow[]; nextCursor: string | null; cursor(s: SessionRow): string }>,
   args: { first?: number | null; after?: string | null; last?: number | null; before?: string | null },
   ctx: GraphQLContext,
   info: GraphQLResolveInfo,
 ) {
-  if (args.last != null || args.before != null) throw badInput('Sessions page forwards only: use first and after', [args.last != null ? 'last' : 'before']);
-  const { sessions, nextCursor, cursor } = await list({ first: args.first, after: args.after }, queryFromInfo({ context: ctx, info, path: ['edges', 'node'] }));
+  if (args.last != null || args.before != null)
+    throw badInput('Sessions page forwards only: use first and after', [args.last != null ? 'last' : 'before']);
+  const { sessions, nextCursor, cursor } = await list(
+    { first: args.first, after: args.after },
+    queryFromInfo({ context: ctx, info, path: ['edges', 'node'] }),
+  );
   const edges = sessions.map((node) => ({ cursor: cursor(node), node }));
   return {
     edges,
-    pageInfo: { hasNextPage: nextCursor !== null, hasPreviousPage: Boolean(args.after), startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+    pageInfo: {
+      hasNextPage: nextCursor !== null,
+      hasPreviousPage: Boolean(args.after),
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
   };
 }
 
@@ -100,12 +123,14 @@ builder.queryFields((t) => ({
   sessions: t.connection({
     type: Session,
     description: 'Your sessions, newest activity first (forward paging only: first/after).',
-    resolve: (_root, args, ctx, info) => sessionConnection((page, query) => ctx.services.sessions.listMine(viewerOf(ctx), page, query), args, ctx, info),
+    resolve: (_root, args, ctx, info) =>
+      sessionConnection((page, query) => ctx.services.sessions.listMine(viewerOf(ctx), page, query), args, ctx, info),
   }),
   sharedSessions: t.connection({
     type: Session,
     description: 'Sessions other users added you to, newest activity first (forward paging only).',
-    resolve: (_root, args, ctx, info) => sessionConnection((page, query) => ctx.services.sessions.listShared(viewerOf(ctx), page, query), args, ctx, info),
+    resolve: (_root, args, ctx, info) =>
+      sessionConnection((page, query) => ctx.services.sessions.listShared(viewerOf(ctx), page, query), args, ctx, info),
   }),
 }));
 
@@ -113,7 +138,7 @@ const SessionBudgetInput = builder.inputType('SessionBudgetInput', {
   fields: (t) => ({ mannaBudget: t.float(), tokenBudget: t.int(), turnBudget: t.int() }),
 });
 const SendExtrasInput = builder.inputType('SendExtrasInput', {
-  fields: (t) => ({ excludeMemory: t.boolean({ description: 'Keep this exchange out of the agents\' memory of you.' }) }),
+  fields: (t) => ({ excludeMemory: t.boolean({ description: "Keep this exchange out of the agents' memory of you." }) }),
 });
 
 /** Checks (lengths, budgets, agents) happen once, in the domain's zod schema. */
@@ -123,7 +148,7 @@ export const SendMessageInput = builder.inputType('SendMessageInput', {
     sessionId: t.id(),
     content: t.string(),
     attachments: t.stringList(),
-    thinking: t.boolean({ description: 'Ask the agents to show their reasoning (kept as the reply\'s thought).' }),
+    thinking: t.boolean({ description: "Ask the agents to show their reasoning (kept as the reply's thought)." }),
     agentIds: t.idList({ description: 'New session: its agents. Existing session: the agents that should answer.' }),
     scenario: t.string(),
     budget: t.field({ type: SessionBudgetInput }),
@@ -132,14 +157,19 @@ export const SendMessageInput = builder.inputType('SendMessageInput', {
   }),
 });
 
-const SendMessageResult = builder.objectRef<{ sessionId: string; promptId: string | null; replyIds: string[]; seq: number | null }>('SendMessageResult').implement({
-  fields: (t) => ({
-    session: t.prismaField({ type: 'Session', resolve: (query, r, _args, ctx) => ctx.services.sessions.get(viewerOf(ctx), r.sessionId, query) }),
-    promptId: t.exposeID('promptId', { nullable: true, description: 'Your saved message (null when none was sent).' }),
-    replyIds: t.exposeIDList('replyIds', { description: 'The replies being written, one per answering agent.' }),
-    seq: t.expose('seq', { type: 'Seq', nullable: true, description: 'Watch sessionEvents with after: seq - 1 to see the whole reply.' }),
-  }),
-});
+const SendMessageResult = builder
+  .objectRef<{ sessionId: string; promptId: string | null; replyIds: string[]; seq: number | null }>('SendMessageResult')
+  .implement({
+    fields: (t) => ({
+      session: t.prismaField({
+        type: 'Session',
+        resolve: (query, r, _args, ctx) => ctx.services.sessions.get(viewerOf(ctx), r.sessionId, query),
+      }),
+      promptId: t.exposeID('promptId', { nullable: true, description: 'Your saved message (null when none was sent).' }),
+      replyIds: t.exposeIDList('replyIds', { description: 'The replies being written, one per answering agent.' }),
+      seq: t.expose('seq', { type: 'Seq', nullable: true, description: 'Watch sessionEvents with after: seq - 1 to see the whole reply.' }),
+    }),
+  });
 
 builder.mutationFields((t) => ({
   sendMessage: t.field({
@@ -148,13 +178,20 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: SendMessageInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const started = await ctx.services.sessions.send(viewerOf(ctx), input);
-      return { sessionId: started.sessionId, promptId: started.promptId, replyIds: started.replies.map((r) => r.messageId), seq: started.startSeq };
+      return {
+        sessionId: started.sessionId,
+        promptId: started.promptId,
+        replyIds: started.replies.map((r) => r.messageId),
+        seq: started.startSeq,
+      };
     },
   }),
   cancelReplies: t.int({
-    description: 'Stops the replies being written in a session (to one prompt, or all); returns how many prompts were stopped. Their running tools are cancelled and refunded.',
+    description:
+      'Stops the replies being written in a session (to one prompt, or all); returns how many prompts were stopped. Their running tools are cancelled and refunded.',
     args: { sessionId: t.arg.id({ required: true }), promptId: t.arg.id() },
-    resolve: (_root, { sessionId, promptId }, ctx) => ctx.services.sessions.cancel(viewerOf(ctx), String(sessionId), promptId == null ? undefined : String(promptId)),
+    resolve: (_root, { sessionId, promptId }, ctx) =>
+      ctx.services.sessions.cancel(viewerOf(ctx), String(sessionId), promptId == null ? undefined : String(promptId)),
   }),
   deleteSession: t.boolean({
     description: 'Deletes a session with its messages and shares, for good (owners only). Watchers are told.',
@@ -167,7 +204,11 @@ builder.mutationFields((t) => ({
   addSessionUser: t.prismaField({
     type: 'Session',
     description: 'Adds a user to a session (or changes their permission); owners only.',
-    args: { sessionId: t.arg.id({ required: true }), username: t.arg.string({ required: true }), permission: t.arg({ type: SessionPermissionEnum, required: true }) },
+    args: {
+      sessionId: t.arg.id({ required: true }),
+      username: t.arg.string({ required: true }),
+      permission: t.arg({ type: SessionPermissionEnum, required: true }),
+    },
     resolve: async (query, _root, { sessionId, username, permission }, ctx) => {
       const viewer = viewerOf(ctx);
       await ctx.services.sessions.addUser(viewer, String(sessionId), { username, permission });

@@ -43,7 +43,11 @@ export const Share = builder.objectRef<SharedSessionView>('Share').implement({
     owner: t.field({ type: SharedPersonRef, resolve: (s) => ({ ...s.owner, type: 'user' as const }) }),
     sessionId: t.id({ resolve: (s) => s.session.id }),
     agents: t.field({ type: [SharedAgent], resolve: (s) => s.session.agents }),
-    messages: t.field({ type: [SharedMessage], description: 'Up to the message the share was made at, oldest first.', resolve: (s) => s.messages }),
+    messages: t.field({
+      type: [SharedMessage],
+      description: 'Up to the message the share was made at, oldest first.',
+      resolve: (s) => s.messages,
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });

@@ -10,9 +10,13 @@ export function offlineReply(agent: AgentProfile, prompt: string | null): string
   ];
   if (agent.description) parts.push(`About me: ${clip(agent.description, 400)}`);
   if (agent.greeting) parts.push(clip(agent.greeting, 300));
-  if (prompt) parts.push(`You wrote: "${clip(prompt.replace(/\s+/g, ' ').trim(), 200)}". I can't think about it without a model, but it is saved in this session for when one is connected.`);
+  if (prompt)
+    parts.push(
+      `You wrote: "${clip(prompt.replace(/\s+/g, ' ').trim(), 200)}". I can't think about it without a model, but it is saved in this session for when one is connected.`,
+    );
   if (agent.knowledge) parts.push(`What I know: ${clip(agent.knowledge, 300)}`);
-  if (agent.suggestions.length) parts.push(`Things you can ask me: ${agent.suggestions.map((s) => `"${clip(s.prompt, 120)}"`).join(', ')}.`);
+  if (agent.suggestions.length)
+    parts.push(`Things you can ask me: ${agent.suggestions.map((s) => `"${clip(s.prompt, 120)}"`).join(', ')}.`);
   return parts.join(' ');
 }
 
@@ -34,11 +38,14 @@ const sleep = (ms: number, signal: AbortSignal) =>
 const pieces = (text: string) => text.match(/\S+\s*/g) ?? [];
 
 /** Asking for a picture, in so many words. */
-const wantsPicture = /\b(draw|paint|sketch|illustrate|render)\b|\b(make|create|generate|design)\b[^.?!]{0,40}\b(image|picture|poster|illustration|drawing|painting|cover|portrait|logo)\b/i;
+const wantsPicture =
+  /\b(draw|paint|sketch|illustrate|render)\b|\b(make|create|generate|design)\b[^.?!]{0,40}\b(image|picture|poster|illustration|drawing|painting|cover|portrait|logo)\b/i;
 
 /** An offered tool that paints a picture from a prompt, if any. */
 const pictureTool = (request: ChatRequest) =>
-  request.tools.find((t) => /image/i.test(t.function.description) && 'prompt' in ((t.function.parameters.properties as Record<string, unknown>) ?? {}));
+  request.tools.find(
+    (t) => /image/i.test(t.function.description) && 'prompt' in ((t.function.parameters.properties as Record<string, unknown>) ?? {}),
+  );
 
 /** What a tool said, told plainly: the links of the images it made, or why it did not. */
 function toolReport(agent: AgentProfile, content: string): string {
@@ -69,7 +76,13 @@ export function offlineProvider(tokenDelayMs: number): ChatProvider {
       if (last?.role === 'user' && tool && typeof prompt === 'string' && wantsPicture.test(prompt)) {
         // One picture, as asked, where the tool could make several.
         const one = 'n_samples' in (tool.function.parameters.properties as Record<string, unknown>) ? { n_samples: 1 } : {};
-        yield { type: 'tool_call', index: 0, id: 'offline_call_0', name: tool.function.name, arguments: JSON.stringify({ prompt: prompt.slice(0, 1000), ...one }) };
+        yield {
+          type: 'tool_call',
+          index: 0,
+          id: 'offline_call_0',
+          name: tool.function.name,
+          arguments: JSON.stringify({ prompt: prompt.slice(0, 1000), ...one }),
+        };
         yield { type: 'usage', promptTokens: estimateTokens(prompt), completionTokens: 10 };
         return;
       }
@@ -79,12 +92,18 @@ export function offlineProvider(tokenDelayMs: number): ChatProvider {
           yield { type: 'reasoning', text };
         }
       }
-      const reply = last?.role === 'tool' ? toolReport(request.agent, last.content) : offlineReply(request.agent, typeof prompt === 'string' ? prompt : null);
+      const reply =
+        last?.role === 'tool'
+          ? toolReport(request.agent, last.content)
+          : offlineReply(request.agent, typeof prompt === 'string' ? prompt : null);
       for (const text of pieces(reply)) {
         await sleep(tokenDelayMs, signal);
         yield { type: 'content', text };
       }
-      const promptTokens = request.messages.reduce((n, m) => n + MESSAGE_OVERHEAD_TOKENS + estimateTokens(typeof m.content === 'string' ? m.content : ''), 0);
+      const promptTokens = request.messages.reduce(
+        (n, m) => n + MESSAGE_OVERHEAD_TOKENS + estimateTokens(typeof m.content === 'string' ? m.content : ''),
+        0,
+      );
       yield { type: 'usage', promptTokens, completionTokens: estimateTokens(reply) };
     },
   };

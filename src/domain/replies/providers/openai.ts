@@ -19,7 +19,15 @@ const chunkSchema = z.object({
             reasoning_content: text,
             reasoning: text,
             // A model asks for a handful of tools at most; a huge index would make a huge array.
-            tool_calls: z.array(z.object({ index: z.number().int().min(0).max(127), id: text, function: z.object({ name: text, arguments: text }).nullish() })).nullish(),
+            tool_calls: z
+              .array(
+                z.object({
+                  index: z.number().int().min(0).max(127),
+                  id: text,
+                  function: z.object({ name: text, arguments: text }).nullish(),
+                }),
+              )
+              .nullish(),
           })
           .nullish(),
         finish_reason: text,
@@ -62,7 +70,11 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
       const response = await fetch(url, {
         method: 'POST',
         signal: controller.signal,
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+          ...(config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {}),
+        },
         body: JSON.stringify({
           model: request.model,
           messages: request.messages,
@@ -76,7 +88,11 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
       if (!response.ok || !response.body) {
         const detail = brief(await response.text().catch(() => ''));
         const kind = response.status === 429 ? 'rate_limited' : response.status >= 500 ? 'server_error' : 'refused';
-        throw new ProviderError(`The model provider answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`, kind !== 'refused', kind);
+        throw new ProviderError(
+          `The model provider answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`,
+          kind !== 'refused',
+          kind,
+        );
       }
       let first = true;
       let finished = false;
@@ -96,27 +112,44 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
         const parsed = chunkSchema.safeParse(json);
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
-          throw new ProviderError(`The model provider sent a chunk of an unexpected shape (${issue.path.join('.') || 'chunk'}: ${issue.message})`, false, 'malformed');
+          throw new ProviderError(
+            `The model provider sent a chunk of an unexpected shape (${issue.path.join('.') || 'chunk'}: ${issue.message})`,
+            false,
+            'malformed',
+          );
         }
         const chunk = parsed.data;
-        if (chunk.error) throw new ProviderError(`The model provider reported an error: ${brief((typeof chunk.error === 'string' ? chunk.error : chunk.error.message) ?? 'unknown')}`, false, 'reported');
+        if (chunk.error)
+          throw new ProviderError(
+            `The model provider reported an error: ${brief((typeof chunk.error === 'string' ? chunk.error : chunk.error.message) ?? 'unknown')}`,
+            false,
+            'reported',
+          );
         for (const choice of chunk.choices ?? []) {
           const delta = choice.delta ?? {};
           const reasoning = delta.reasoning_content ?? delta.reasoning;
           if (reasoning) yield { type: 'reasoning', text: reasoning };
           if (delta.content) yield { type: 'content', text: delta.content };
           for (const call of delta.tool_calls ?? []) {
-            yield { type: 'tool_call', index: call.index, id: call.id ?? undefined, name: call.function?.name ?? undefined, arguments: call.function?.arguments ?? undefined };
+            yield {
+              type: 'tool_call',
+              index: call.index,
+              id: call.id ?? undefined,
+              name: call.function?.name ?? undefined,
+              arguments: call.function?.arguments ?? undefined,
+            };
           }
           if (choice.finish_reason) finished = true;
         }
-        if (chunk.usage) yield { type: 'usage', promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
+        if (chunk.usage)
+          yield { type: 'usage', promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
       }
       if (!finished) throw new ProviderError('The connection to the model provider closed in the middle of a reply', true, 'interrupted');
     } catch (e) {
       if (timeout) throw timeout;
       if (outer.aborted || e instanceof ProviderError) throw e;
-      if (e instanceof SseEventTooLarge) throw new ProviderError(`The model provider sent a chunk longer than ${e.limit} characters`, false, 'malformed');
+      if (e instanceof SseEventTooLarge)
+        throw new ProviderError(`The model provider sent a chunk longer than ${e.limit} characters`, false, 'malformed');
       throw new ProviderError(`Could not reach the model provider (${brief((e as Error).message)})`, true, 'unreachable');
     } finally {
       clearTimeout(timer);

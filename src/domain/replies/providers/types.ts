@@ -51,7 +51,15 @@ export interface ChatProvider {
 }
 
 /** What went wrong with a provider call, for metrics. */
-export type ProviderErrorKind = 'timeout' | 'unreachable' | 'rate_limited' | 'server_error' | 'refused' | 'reported' | 'malformed' | 'interrupted';
+export type ProviderErrorKind =
+  | 'timeout'
+  | 'unreachable'
+  | 'rate_limited'
+  | 'server_error'
+  | 'refused'
+  | 'reported'
+  | 'malformed'
+  | 'interrupted';
 
 /** A provider failure, worded for the user who sees it at the end of a broken reply. */
 export class ProviderError extends Error {

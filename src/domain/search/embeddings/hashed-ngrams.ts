@@ -4,9 +4,7 @@ import { EMBEDDING_DIMENSIONS, unitVector, type EmbeddingProvider } from './prov
  * Words that appear in almost every prompt ("a fox in a garden") and would make everything
  * look alike to a model that only sees shared features.
  */
-const stopWords = new Set(
-  'a an and are as at be by for from in into is it its of on or the this that to with'.split(' '),
-);
+const stopWords = new Set('a an and are as at be by for from in into is it its of on or the this that to with'.split(' '));
 
 const WORD_WEIGHT = 2;
 const NGRAM_WEIGHT = 1;
@@ -55,7 +53,8 @@ export function hashedNgramVector(text: string): Float32Array {
  */
 export const hashedNgramsProvider: EmbeddingProvider = {
   name: 'hashed-ngrams-v1',
-  description: 'built-in hashed word and character n-grams (offline fallback, not CLIP: it matches shared words and spellings, not meaning)',
+  description:
+    'built-in hashed word and character n-grams (offline fallback, not CLIP: it matches shared words and spellings, not meaning)',
   defaultMinScore: 0.15,
   embed: async (texts) => texts.map(hashedNgramVector),
 };

@@ -25,7 +25,10 @@ const retryableStatus = (status: number) => status === 408 || status === 429 || 
 const MAX_DELAY_MS = 30_000;
 
 class RetryableError extends EmbeddingError {
-  constructor(message: string, readonly retryAfterMs?: number) {
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
     super(message);
   }
 }
@@ -59,7 +62,9 @@ export function httpEmbeddingProvider(options: HttpEmbeddingOptions): EmbeddingP
       });
     } catch (e) {
       const timedOut = (e as Error).name === 'TimeoutError';
-      throw new RetryableError(`${where}: ${timedOut ? `no answer within ${options.timeoutMs} ms` : `unreachable (${(e as Error).message})`}`);
+      throw new RetryableError(
+        `${where}: ${timedOut ? `no answer within ${options.timeoutMs} ms` : `unreachable (${(e as Error).message})`}`,
+      );
     }
     const text = await response.text().catch(() => '');
     if (!response.ok) {
@@ -78,7 +83,9 @@ export function httpEmbeddingProvider(options: HttpEmbeddingOptions): EmbeddingP
       const embedding = byIndex.get(i);
       if (!embedding) throw new EmbeddingError(`${where} returned ${parsed.data.length} embeddings for ${input.length} texts`);
       if (embedding.length !== EMBEDDING_DIMENSIONS) {
-        throw new EmbeddingError(`${where} returned ${embedding.length} dimensions; parley stores ${EMBEDDING_DIMENSIONS} (use a CLIP ViT-L/14 model or one with 768 dimensions)`);
+        throw new EmbeddingError(
+          `${where} returned ${embedding.length} dimensions; parley stores ${EMBEDDING_DIMENSIONS} (use a CLIP ViT-L/14 model or one with 768 dimensions)`,
+        );
       }
       return unitVector(embedding);
     });
@@ -89,7 +96,8 @@ export function httpEmbeddingProvider(options: HttpEmbeddingOptions): EmbeddingP
       try {
         return await attempt(input);
       } catch (e) {
-        if (!(e instanceof RetryableError) || tries >= options.retries) throw e instanceof RetryableError ? new EmbeddingError(`${e.message} (after ${tries + 1} attempts)`) : e;
+        if (!(e instanceof RetryableError) || tries >= options.retries)
+          throw e instanceof RetryableError ? new EmbeddingError(`${e.message} (after ${tries + 1} attempts)`) : e;
         const backoff = Math.min(baseDelay * 2 ** tries, MAX_DELAY_MS);
         await sleep(e.retryAfterMs ?? backoff / 2 + Math.random() * (backoff / 2));
       }

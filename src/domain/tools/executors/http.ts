@@ -70,7 +70,15 @@ export function httpExecutor(url: string, timeoutMs: number, retries: number): E
         return { result: answer.data.result ?? null, media };
       } catch (e) {
         if (signal.aborted) throw signal.reason;
-        const failure = e instanceof ToolServiceError ? e : new ToolServiceError((e as Error).name === 'TimeoutError' ? `The tool service did not answer within ${timeoutMs} ms` : 'Could not reach the tool service', true);
+        const failure =
+          e instanceof ToolServiceError
+            ? e
+            : new ToolServiceError(
+                (e as Error).name === 'TimeoutError'
+                  ? `The tool service did not answer within ${timeoutMs} ms`
+                  : 'Could not reach the tool service',
+                true,
+              );
         if (!failure.retry || attempt >= retries) throw failure;
         await pause(250 * 2 ** attempt, signal);
       }

@@ -24,7 +24,8 @@ function rgb(hue: number, saturation: number, lightness: number): [number, numbe
   const c = (1 - Math.abs(2 * lightness - 1)) * saturation;
   const x = c * (1 - Math.abs(((hue / 60) % 2) - 1));
   const m = lightness - c / 2;
-  const [r, g, b] = hue < 60 ? [c, x, 0] : hue < 120 ? [x, c, 0] : hue < 180 ? [0, c, x] : hue < 240 ? [0, x, c] : hue < 300 ? [x, 0, c] : [c, 0, x];
+  const [r, g, b] =
+    hue < 60 ? [c, x, 0] : hue < 120 ? [x, c, 0] : hue < 180 ? [0, c, x] : hue < 240 ? [0, x, c] : hue < 300 ? [x, 0, c] : [c, 0, x];
   return [Math.round((r + m) * 255), Math.round((g + m) * 255), Math.round((b + m) * 255)];
 }
 
@@ -97,7 +98,11 @@ export function shrink(source: PNG, side: number): PNG {
 const encode = (png: PNG) =>
   new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
-    png.pack().on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+    png
+      .pack()
+      .on('data', (c: Buffer) => chunks.push(c))
+      .on('end', () => resolve(Buffer.concat(chunks)))
+      .on('error', reject);
   });
 
 /** The size asked for: a `resolution` ("1344x768"), `width` and `height`, or the tool's first resolution. */
@@ -116,7 +121,8 @@ export function imageExecutor(media: MediaStore): Executor {
     const prompt = String(args.prompt ?? '');
     const { width, height } = imageSize(args, tool.resolutions);
     const count = typeof args.n_samples === 'number' ? args.n_samples : 1;
-    const seed = typeof args.seed === 'number' ? args.seed : Number.parseInt(createHash('sha256').update(prompt).digest('hex').slice(0, 8), 16);
+    const seed =
+      typeof args.seed === 'number' ? args.seed : Number.parseInt(createHash('sha256').update(prompt).digest('hex').slice(0, 8), 16);
     const outputs: MediaOutput[] = [];
     for (let n = 0; n < count; n++) {
       signal.throwIfAborted();
@@ -134,7 +140,10 @@ export function imageExecutor(media: MediaStore): Executor {
       });
     }
     return {
-      result: { images: outputs.map((o) => ({ creationId: o.id, url: o.url, width, height })), note: 'Rendered locally from the prompt (a deterministic painting, not a diffusion model).' },
+      result: {
+        images: outputs.map((o) => ({ creationId: o.id, url: o.url, width, height })),
+        note: 'Rendered locally from the prompt (a deterministic painting, not a diffusion model).',
+      },
       media: outputs,
     };
   };

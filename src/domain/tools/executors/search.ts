@@ -8,7 +8,14 @@ export function searchExecutor(search: SearchService): Executor {
     return {
       result: {
         total: page.total,
-        creations: page.docs.map((c) => ({ id: c.id, name: c.name, tool: c.tool, url: c.url, thumbnail: c.thumbnail, score: Number(c.score.toFixed(4)) })),
+        creations: page.docs.map((c) => ({
+          id: c.id,
+          name: c.name,
+          tool: c.tool,
+          url: c.url,
+          thumbnail: c.thumbnail,
+          score: Number(c.score.toFixed(4)),
+        })),
       },
     };
   };
