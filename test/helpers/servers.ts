@@ -35,9 +35,9 @@ function collect(child: ChildProcess) {
   return () => output;
 }
 
-/** A redis-server with no persistence; `apt-get install redis-server`. */
-export async function startRedisServer(): Promise<ThrowawayServer> {
-  const port = await freePort();
+/** A redis-server with no persistence (`apt-get install redis-server`); on `port` to start one again where it was. */
+export async function startRedisServer(port?: number): Promise<ThrowawayServer> {
+  port ??= await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'parley-redis-'));
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
     stdio: ['ignore', 'pipe', 'pipe'],
