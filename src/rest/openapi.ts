@@ -106,8 +106,13 @@ const operations: Operation[] = [
     path: '/v2/agents/:agentId',
     tag: 'Agents',
     summary: 'Update an agent you own (only the fields sent change)',
-    body: agentNames.schema(agentPatchSchema),
-    ok: { json: z.object({ agentId: id }) },
+    body: agentNames.schema(agentPatchSchema).extend({
+      tools: z
+        .record(z.string(), z.union([z.boolean(), z.array(z.string())]))
+        .optional()
+        .meta({ description: "Tool key to true (on) or false (off); the original's list of strings also turns a tool on" }),
+    }),
+    ok: { json: z.object({ agentId: id, agent: restAgentSchema }) },
     errors: { style: agentErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'CONFLICT', 'UNPROCESSABLE'] },
   },
   {

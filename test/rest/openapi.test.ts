@@ -199,9 +199,10 @@ describe('GET /v2/openapi.json', () => {
     expect(deref(doc, agent).properties.owner_pays.enum).toEqual(expect.arrayContaining(['off']));
     expect(fields(jsonBody(operation('PATCH', '/v2/concepts/{conceptId}')), 'images').sort()).toEqual(['image', 'usage_instructions']);
 
-    // Nested success fields.
+    // Nested success fields: the spec's, and the registry's full base model name beside the short one.
     expect(fields(okJson(operation('GET', '/v2/tools')), 'tools').sort()).toEqual(
       [
+        'base_model_id',
         'active',
         'base_model',
         'cost_estimate',
