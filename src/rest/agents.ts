@@ -6,8 +6,8 @@ import { visiblePersona, type AgentWithKey } from '../domain/agents/service.ts';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
 import type { User } from '../generated/prisma/client.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
 import { restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
-import type { RestErrorStyle } from './errors.ts';
 import { fieldNames } from './field-names.ts';
 
 const names = fieldNames({

@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Services } from '../domain/services.ts';
 import type { Model, User } from '../generated/prisma/client.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
 import { restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
-import type { RestErrorStyle } from './errors.ts';
 
 /** A private model of someone else is a 401 in the original. */
 const errors: RestErrorStyle = { bodyKey: 'message', status: { FORBIDDEN: 401 } };

@@ -6,7 +6,7 @@ import { paginate } from '../domain/search/page.ts';
 import { SESSION_NOT_FOUND } from '../domain/sessions/access.ts';
 import { AGENT_IDS_REQUIRED } from '../domain/sessions/service.ts';
 import type { Services } from '../domain/services.ts';
-import type { RestErrorStyle } from './errors.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
 import { fieldNames } from './field-names.ts';
 import { restSessionInclude, sessionNames, toRestMessage, toRestSession, toRestShare } from './session-shapes.ts';
 import { streamEvents } from './session-stream.ts';
