@@ -30,7 +30,7 @@ import {
   shareBodySchema,
   shareErrors,
 } from './sessions.ts';
-import { restToolSchema } from './tools.ts';
+import { restToolSchema, toolErrors } from './tools.ts';
 import { restTriggerSchema } from './triggers.ts';
 
 export const OPENAPI_PATH = '/v2/openapi.json';
@@ -173,6 +173,15 @@ const operations: Operation[] = [
     tag: 'Tools',
     summary: 'The tools agents can use, in display order',
     ok: { json: z.object({ tools: z.array(restToolSchema) }) },
+  },
+  {
+    id: 'getTool',
+    method: 'get',
+    path: '/v2/tools/:toolKey',
+    tag: 'Tools',
+    summary: 'One tool of the list, by key',
+    ok: { json: z.object({ tool: restToolSchema }) },
+    errors: { style: toolErrors, codes: ['NOT_FOUND'] },
   },
   {
     id: 'searchCreations',

@@ -1,7 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { toolDefinitionSchema, type ToolDefinition, type ToolParameter } from '../domain/tools/definition.ts';
+import { notFound } from '../domain/errors.ts';
 import type { Services } from '../domain/services.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
+
+/** The original's SDK reads `error`, parley's other resources `message`: an unknown tool says both. */
+export const toolErrors: RestErrorStyle = { bodyKey: 'both' };
 
 const definition = toolDefinitionSchema.shape;
 
@@ -102,4 +107,12 @@ export const toRestTool = (t: ToolDefinition): z.input<typeof restToolSchema> =>
 
 export function toolRoutes(app: FastifyInstance, services: Services) {
   app.get('/v2/tools', async () => ({ tools: services.tools.listAvailable().map(toRestTool) }));
+
+  /** One tool of the list (the SDK's `tools.get`); a tool the list does not show is not found. */
+  app.get<{ Params: { toolKey: string } }>('/v2/tools/:toolKey', { config: { errors: toolErrors } }, async (request) => {
+    const { toolKey } = request.params;
+    const tool = services.tools.isAvailable(toolKey) ? services.tools.get(toolKey) : undefined;
+    if (!tool) throw notFound('Tool not found');
+    return { tool: toRestTool(tool) };
+  });
 }

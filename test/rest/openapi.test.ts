@@ -303,6 +303,8 @@ describe('what the server answers matches what the document says', () => {
     await call('GET', '/v2/models/{modelId}', `/v2/models/${model.id}`, bob.apiKey);
     await call('GET', '/v2/tools', '/v2/tools', a);
     await call('GET', '/v2/tools', '/v2/tools', null);
+    await call('GET', '/v2/tools/{toolKey}', '/v2/tools/flux_dev', a);
+    await call('GET', '/v2/tools/{toolKey}', '/v2/tools/sdxl', a);
     await call('GET', '/v2/creators/me', '/v2/creators/me', a);
     const search = await call('GET', '/v2/creations/search', '/v2/creations/search?query=lighthouse', a);
     expect(search.body.docs.length).toBeGreaterThan(0);

@@ -243,4 +243,18 @@ describe('the original SDK (@edenlabs/eden-sdk) against parley', () => {
       expect(res.tools!.find((tool) => tool.key === 'kokoro_tts')).not.toHaveProperty('base_model');
     });
   });
+
+  describe('tools.get (GET v2/tools/{key})', () => {
+    it('gives one tool as the list shows it, and 404 for a tool the list does not show', async () => {
+      const { tools } = await sdk.tools.list();
+      const res = await sdk.tools.get({ toolKey: 'flux_dev' });
+      expectResponse('ToolsGetResponseV2', res, ['tool']);
+      expectConforms('ToolV2', res.tool);
+      expect(res.tool).toEqual(tools!.find((tool) => tool.key === 'flux_dev'));
+      // sdxl is in the registry but inactive.
+      const { status, body } = await failure(sdk.tools.get({ toolKey: 'sdxl' }));
+      expect(status).toBe(404);
+      expect(body.error).toBe('Tool not found');
+    });
+  });
 });
