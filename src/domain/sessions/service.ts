@@ -15,7 +15,7 @@ import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
 import { pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
 import { sessionWatchStep, watchStream, type WatchStream } from './stream.ts';
-import { savePrompt } from './prompts.ts';
+import { saveInNewSession, savePrompt } from './prompts.ts';
 import { messageSelect, reactionsView, toMessageView } from './views.ts';
 
 export const MESSAGE_NOT_FOUND = 'Message not found';
@@ -175,16 +175,13 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
     const hasPrompt = content.trim() !== '' || attachments.length > 0;
     const responders = hasPrompt ? chooseResponders(agents, input.agentIds, content) : [];
 
-    const saved = await db.$transaction((tx) =>
-      savePrompt(tx, {
-        userId: viewer.id,
-        session: input.sessionId
-          ? { id: input.sessionId, update: changesSettings ? settings : undefined }
-          : { create: { ...settings, agents } },
-        prompt: hasPrompt ? { content, attachments, responders } : null,
-        instance: replies.instanceId,
-      }),
-    );
+    const toSave = { userId: viewer.id, prompt: hasPrompt ? { content, attachments, responders } : null, instance: replies.instanceId };
+    // A new session is one statement; a prompt to an existing one reserves its turns first.
+    const saved = input.sessionId
+      ? await db.$transaction((tx) =>
+          savePrompt(tx, { ...toSave, session: { id: input.sessionId!, update: changesSettings ? settings : undefined } }),
+        )
+      : await saveInNewSession(db, { ...toSave, session: { create: { ...settings, agents } } });
 
     const { sessionId, prompt } = saved;
     if (input.sessionId && changesSettings) {
