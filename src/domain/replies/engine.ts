@@ -1,12 +1,13 @@
 import type { LlmConfig } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { EventBus } from '../../realtime/bus.ts';
 import { agentLlmSettings, agentSuggestions, agentTools } from '../agents/fields.ts';
 import { isDatabaseUnavailable, isRecordGone } from '../prisma-errors.ts';
 import { addTokens, BUDGET_EXCEEDED, reserveTurns } from '../sessions/budgets.ts';
 import type { MessageView, SessionEventPayload } from '../sessions/events.ts';
-import { messageSelect, toMessageView } from '../sessions/views.ts';
+import { type MessageRow, messageSelect, toMessageView } from '../sessions/views.ts';
 import { abandonToolCalls } from '../tools/holds.ts';
 import { buildPrompt, type PromptAgent } from './prompt.ts';
 import { ProviderError, type ChatMessage, type ChatProvider, type ChatRequest } from './providers/types.ts';
@@ -27,6 +28,8 @@ export interface ReplyJob {
   excludeMemory: boolean;
   /** The first exchange of a session without a title: name it afterwards. */
   generateTitle: boolean;
+  /** The session and its messages so far, when the caller has them (a session it just created). */
+  known?: { scenario: string | null; agents: LoadedAgent[]; history: HistoryRow[] };
 }
 
 export interface ReplyEngineDeps {
@@ -112,7 +115,9 @@ const unsavedView = (job: ReplyJob, target: Target, outcome: Outcome): MessageVi
   createdAt: target.createdAt.toISOString(),
 });
 
-type LoadedAgent = NonNullable<Awaited<ReturnType<typeof loadSession>>>['agents'][number]['agent'];
+type LoadedAgent = Prisma.AgentGetPayload<{ include: { user: { select: { username: true } } } }>;
+type HistoryRow = Omit<MessageRow, 'toolCalls' | 'reactions'> &
+  Partial<Pick<MessageRow, 'toolCalls' | 'reactions'>> & { sender: { username: string } | null };
 
 function loadSession(db: Db, sessionId: string) {
   return db.session.findUnique({
@@ -363,15 +368,19 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     const nothingWritten = { content: '', thought: '', promptTokens: 0, completionTokens: 0 };
     let loaded;
     try {
-      loaded = await Promise.all([
-        loadSession(db, job.sessionId),
-        db.message.findMany({
-          where: { sessionId: job.sessionId, status: { not: 'streaming' } },
-          orderBy: { ordinal: 'desc' },
-          take: HISTORY_LIMIT,
-          select: { ...messageSelect, sender: { select: { username: true } } },
-        }),
-      ]);
+      loaded = job.known
+        ? ([{ scenario: job.known.scenario, agents: job.known.agents.map((agent) => ({ agent })) }, job.known.history] as const)
+        : await Promise.all([
+            loadSession(db, job.sessionId),
+            db.message
+              .findMany({
+                where: { sessionId: job.sessionId, status: { not: 'streaming' } },
+                orderBy: { ordinal: 'desc' },
+                take: HISTORY_LIMIT,
+                select: { ...messageSelect, sender: { select: { username: true } } },
+              })
+              .then((latest): HistoryRow[] => latest.reverse()),
+          ]);
     } catch (e) {
       // Nothing could start (the database went away, say): every reply still ends, and the prompt.
       await Promise.all(job.replies.map((target) => fail(job, target, e, nothingWritten)));
@@ -380,14 +389,13 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     }
     const [session, history] = loaded;
     if (!session) return;
-    history.reverse();
     const agents = new Map(session.agents.map((s) => [s.agent.id, s.agent]));
     // Agents go by their name in the conversation, people by their username.
     const names = new Map<string, string>(
       history.flatMap((m) => (m.senderId && m.sender ? [[m.senderId, m.sender.username] as const] : [])),
     );
     for (const a of agents.values()) names.set(a.id, a.name);
-    const views = history.map(toMessageView);
+    const views = history.map((m) => toMessageView({ ...m, toolCalls: m.toolCalls ?? [], reactions: m.reactions ?? [] }));
     const prompt = views.find((m) => m.id === job.promptId);
 
     const results = await Promise.all(

@@ -39,7 +39,7 @@ async function insertSession(
   p: PromptToSave & { session: { create: SessionSettings & { agents: { id: string; name: string }[] } } },
   turnsSpent: number,
   promptId: string,
-): Promise<NewMessage[]> {
+): Promise<(NewMessage & { sender: { username: string } | null })[]> {
   const s = p.session.create;
   const messages = [
     {
@@ -64,7 +64,7 @@ async function insertSession(
         ]
       : []),
   ];
-  const rows = await db.$queryRaw<(Omit<NewMessage, 'createdAt'> & { createdAt: Date | string })[]>`
+  const rows = await db.$queryRaw<(Omit<NewMessage, 'createdAt'> & { createdAt: Date | string; senderUsername: string | null })[]>`
     WITH session AS (
       INSERT INTO "Session" ("id", "ownerId", "title", "scenario", "mannaBudget", "tokenBudget", "turnBudget", "turnsSpent", "updatedAt")
       VALUES (${id}, ${p.userId}, ${s.title ?? null}, ${s.scenario ?? null}, ${s.mannaBudget ?? null}::decimal, ${s.tokenBudget ?? null}::int, ${s.turnBudget ?? null}::int, ${turnsSpent}, now())
@@ -87,8 +87,13 @@ async function insertSession(
       RETURNING "id", "ordinal", "sessionId", "role"::text AS "role", "senderId", "promptId", "status"::text AS "status", "content",
         "attachments", "thought", "error", "promptTokens", "completionTokens", "createdAt"
     )
-    SELECT * FROM inserted ORDER BY "ordinal"`;
-  return rows.map((r) => ({ ...r, createdAt: new Date(r.createdAt) }));
+    SELECT inserted.*, u."username" AS "senderUsername" FROM inserted LEFT JOIN "User" AS u ON u."id" = inserted."senderId"
+    ORDER BY inserted."ordinal"`;
+  return rows.map(({ senderUsername, ...r }) => ({
+    ...r,
+    createdAt: new Date(r.createdAt),
+    sender: senderUsername === null ? null : { username: senderUsername },
+  }));
 }
 
 /** True while a session has no title and no user message yet: its next prompt is its first exchange. */
@@ -100,13 +105,12 @@ async function isUntitledAndUnprompted(tx: Tx, sessionId: string) {
 }
 
 /**
- * Saves a prompt in the caller's transaction: the session (new, or changed), the turns of every
+ * Saves a prompt to an existing session in the caller's transaction: the session's changes, the turns of every
  * agent that will answer (spent now, so concurrent prompts can never run more model calls than
  * the budget allows), the user message and a placeholder reply per agent, all the messages in
  * one statement. A prompt past a budget throws and saves nothing.
  */
-export async function savePrompt(tx: Tx, p: PromptToSave) {
-  if ('create' in p.session) return saveInNewSession(tx, p as NewSessionPrompt);
+export async function savePrompt(tx: Tx, p: PromptToSave & { session: { id: string; update?: SessionSettings } }) {
   const turns = p.prompt?.responders.length ?? 0;
   const sessionId = p.session.id;
   if (p.session.update) await tx.session.update({ where: { id: sessionId }, data: p.session.update, select: { id: true } });
@@ -154,6 +158,8 @@ export async function saveInNewSession(db: Pick<Tx, '$queryRaw'>, p: NewSessionP
   const sessionId = newId();
   const promptId = newId();
   const rows = await insertSession(db, sessionId, p, turns, promptId);
-  if (!p.prompt) return { sessionId, prompt: null, replies: [], firstExchange: false };
-  return saved(sessionId, rows, promptId, create.title === undefined);
+  if (!p.prompt) return { sessionId, prompt: null, replies: [], firstExchange: false, history: [] };
+  // What the replies start from: the whole conversation so far, already at hand.
+  const history = rows.filter((m) => m.status !== 'streaming');
+  return { ...saved(sessionId, rows, promptId, create.title === undefined), history };
 }

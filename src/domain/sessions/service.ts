@@ -96,7 +96,12 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
   }
 
   /** The session's agents in order, as the prompt needs them; for a new session, checked first. */
-  async function agentsFor(viewer: Viewer, input: SendMessageInput) {
+  async function agentsFor(
+    viewer: Viewer,
+    input: SendMessageInput,
+  ): Promise<
+    { id: string; name: string; key: string; row?: Prisma.AgentGetPayload<{ include: { user: { select: { username: true } } } }> }[]
+  > {
     if (input.sessionId) {
       const rows = await db.sessionAgent.findMany({
         where: { sessionId: input.sessionId },
@@ -118,7 +123,7 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
     return ids.map((id, i) => {
       const agent = found.find((a) => a.id === id);
       if (!agent || !canReadAgent(viewer, agent)) throw badInput('agent not found or not usable by you', ['agentIds', i]);
-      return { id: agent.id, name: agent.name, key: agent.user.username };
+      return { id: agent.id, name: agent.name, key: agent.user.username, row: agent };
     });
   }
 
@@ -177,11 +182,17 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
 
     const toSave = { userId: viewer.id, prompt: hasPrompt ? { content, attachments, responders } : null, instance: replies.instanceId };
     // A new session is one statement; a prompt to an existing one reserves its turns first.
-    const saved = input.sessionId
-      ? await db.$transaction((tx) =>
-          savePrompt(tx, { ...toSave, session: { id: input.sessionId!, update: changesSettings ? settings : undefined } }),
-        )
-      : await saveInNewSession(db, { ...toSave, session: { create: { ...settings, agents } } });
+    let saved: Awaited<ReturnType<typeof savePrompt>>;
+    let known: ReplyJob['known'];
+    if (input.sessionId) {
+      const update = changesSettings ? settings : undefined;
+      saved = await db.$transaction((tx) => savePrompt(tx, { ...toSave, session: { id: input.sessionId!, update } }));
+    } else {
+      const created = await saveInNewSession(db, { ...toSave, session: { create: { ...settings, agents } } });
+      saved = created;
+      // A new session's replies need nothing more from the database than what was just written.
+      known = { scenario: input.scenario ?? null, agents: agents.flatMap((a) => (a.row ? [a.row] : [])), history: created.history };
+    }
 
     const { sessionId, prompt } = saved;
     if (input.sessionId && changesSettings) {
@@ -205,6 +216,7 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
       thinking: input.thinking ?? false,
       excludeMemory: input.extras?.excludeMemory ?? false,
       generateTitle: saved.firstExchange,
+      known,
     });
     return { sessionId, created: !input.sessionId, promptId: prompt.id, message, replies: saved.replies, startSeq: started.seq };
   }
