@@ -166,7 +166,13 @@ for (const [label, rs] of Object.entries(runs)) {
     continue;
   }
   console.log(
-    `${label.padEnd(22)} ${quantile(lat, 0.5).toFixed(2).padStart(7)} ${quantile(lat, 0.99).toFixed(2).padStart(7)} ${(quantile(lat, 0.5) / baseP50).toFixed(2).padStart(9)}× ${median(rs.flatMap((r) => r.firstToken)).toFixed(0).padStart(17)} ${tput.toFixed(0).padStart(9)} ${(tput / baseTput).toFixed(2).padStart(5)}× ${String(rs.reduce((n, r) => n + r.lost, 0)).padStart(5)} ${String(rs.reduce((n, r) => n + r.duplicated, 0)).padStart(11)}`,
+    `${label.padEnd(22)} ${quantile(lat, 0.5).toFixed(2).padStart(7)} ${quantile(lat, 0.99).toFixed(2).padStart(7)} ${(quantile(lat, 0.5) / baseP50).toFixed(2).padStart(9)}× ${median(
+      rs.flatMap((r) => r.firstToken),
+    )
+      .toFixed(0)
+      .padStart(
+        17,
+      )} ${tput.toFixed(0).padStart(9)} ${(tput / baseTput).toFixed(2).padStart(5)}× ${String(rs.reduce((n, r) => n + r.lost, 0)).padStart(5)} ${String(rs.reduce((n, r) => n + r.duplicated, 0)).padStart(11)}`,
   );
 }
 
