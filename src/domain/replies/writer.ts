@@ -28,8 +28,6 @@ export interface ReplyWriter {
    * or null when it was no longer streaming (deleted, or closed by recovery).
    */
   complete(entry: Completion): Promise<MessageView | null>;
-  /** Resolves when everything handed in so far has been written (or has failed). */
-  settled(): Promise<void>;
 }
 
 /** Replies per statement: bounds a statement's size (and the time the database spends on one). */
@@ -101,17 +99,29 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
       });
   }
 
-  function flush(): Promise<void> {
-    flushing ??= (async () => {
+  let scheduled = false;
+  const pending = () => checkpoints.size > 0 || completions.length > 0;
+
+  function flush() {
+    if (flushing) return;
+    flushing = (async () => {
       // Work handed in while a flush runs waits for the next one: that is what groups it.
-      while (checkpoints.size || completions.length) await flushOnce();
-    })().finally(() => (flushing = null));
-    return flushing;
+      while (pending()) await flushOnce();
+    })().finally(() => {
+      flushing = null;
+      // Handed in between the loop's last look and now.
+      if (pending()) wake();
+    });
   }
 
-  const wake = () => {
-    if (!flushing) setImmediate(flush);
-  };
+  function wake() {
+    if (flushing || scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      flush();
+    });
+  }
 
   return {
     checkpoint(entry) {
@@ -125,9 +135,6 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
         completions.push({ entry, resolve, reject });
         wake();
       });
-    },
-    async settled() {
-      while (flushing || checkpoints.size || completions.length) await flush();
     },
   };
 }
