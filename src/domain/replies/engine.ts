@@ -241,11 +241,15 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     const draft = { content: '', thought: '', promptTokens: 0, completionTokens: 0 };
     // The text so far is saved now and then while it streams, so that a process that dies
     // leaves the reply with most of what its watchers saw (start-up recovery marks it failed).
-    let savedAt = Date.now();
+    // At most one per interval, armed by the first delta after the last one (so a provider that
+    // pauses still has its text saved), handed to the writer, which groups it with the others.
+    let checkpointTimer: NodeJS.Timeout | undefined;
     const checkpoint = () => {
-      if (llm.checkpointMs === 0 || Date.now() - savedAt < llm.checkpointMs) return;
-      savedAt = Date.now();
-      writer.checkpoint({ messageId, content: draft.content, thought: draft.thought });
+      if (checkpointTimer || llm.checkpointMs === 0) return;
+      checkpointTimer = setTimeout(() => {
+        checkpointTimer = undefined;
+        writer.checkpoint({ messageId, content: draft.content, thought: draft.thought });
+      }, llm.checkpointMs);
     };
     const sink: CallSink = {
       content(text) {
@@ -294,6 +298,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       await fail(job, target, signal.aborted ? signal.reason : e, draft);
       return null;
     } finally {
+      clearTimeout(checkpointTimer);
       ended();
     }
   }
