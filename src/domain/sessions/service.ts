@@ -17,7 +17,7 @@ import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
 import { numberedPageSchema, pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
 import { sessionWatchStep, type WatchEnd, watchStream, type WatchStream } from './stream.ts';
-import { savePrompt } from './prompts.ts';
+import { saveInNewSession, savePrompt } from './prompts.ts';
 import { messageSelect, reactionsView, toMessageView } from './views.ts';
 
 export const MESSAGE_NOT_FOUND = 'Message not found';
@@ -107,7 +107,12 @@ export function sessionService(
   }
 
   /** The session's agents in order, as the prompt needs them; for a new session, checked first. */
-  async function agentsFor(viewer: Viewer, input: SendMessageInput) {
+  async function agentsFor(
+    viewer: Viewer,
+    input: SendMessageInput,
+  ): Promise<
+    { id: string; name: string; key: string; row?: Prisma.AgentGetPayload<{ include: { user: { select: { username: true } } } }> }[]
+  > {
     if (input.sessionId) {
       const rows = await db.sessionAgent.findMany({
         where: { sessionId: input.sessionId },
@@ -129,7 +134,7 @@ export function sessionService(
     return ids.map((id, i) => {
       const agent = found.find((a) => a.id === id);
       if (!agent || !canReadAgent(viewer, agent)) throw badInput('agent not found or not usable by you', ['agentIds', i]);
-      return { id: agent.id, name: agent.name, key: agent.user.username };
+      return { id: agent.id, name: agent.name, key: agent.user.username, row: agent };
     });
   }
 
@@ -186,16 +191,19 @@ export function sessionService(
     const hasPrompt = content.trim() !== '' || attachments.length > 0;
     const responders = hasPrompt ? chooseResponders(agents, input.agentIds, content) : [];
 
-    const saved = await db.$transaction((tx) =>
-      savePrompt(tx, {
-        userId: viewer.id,
-        session: input.sessionId
-          ? { id: input.sessionId, update: changesSettings ? settings : undefined }
-          : { create: { ...settings, agents } },
-        prompt: hasPrompt ? { content, attachments, responders } : null,
-        instance: replies.instanceId,
-      }),
-    );
+    const toSave = { userId: viewer.id, prompt: hasPrompt ? { content, attachments, responders } : null, instance: replies.instanceId };
+    // A new session is one statement; a prompt to an existing one reserves its turns first.
+    let saved: Awaited<ReturnType<typeof savePrompt>>;
+    let known: ReplyJob['known'];
+    if (input.sessionId) {
+      const update = changesSettings ? settings : undefined;
+      saved = await db.$transaction((tx) => savePrompt(tx, { ...toSave, session: { id: input.sessionId!, update } }));
+    } else {
+      const created = await saveInNewSession(db, { ...toSave, session: { create: { ...settings, agents } } });
+      saved = created;
+      // A new session's replies need nothing more from the database than what was just written.
+      known = { scenario: input.scenario ?? null, agents: agents.flatMap((a) => (a.row ? [a.row] : [])), history: created.history };
+    }
 
     const { sessionId, prompt } = saved;
     if (input.sessionId && changesSettings) {
@@ -219,6 +227,7 @@ export function sessionService(
       thinking: input.thinking ?? false,
       excludeMemory: input.extras?.excludeMemory ?? false,
       generateTitle: saved.firstExchange,
+      known,
     });
     return { sessionId, created: !input.sessionId, promptId: prompt.id, message, replies: saved.replies, startSeq: started.seq };
   }
