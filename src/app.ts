@@ -31,8 +31,10 @@ import { mediaRoutes } from './rest/media.ts';
 import { restRoutes } from './rest/routes.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
-/** How often pending signals (revocations the bus could not take at once) are tried again. */
-const SIGNAL_FLUSH_MS = 1_000;
+/** How often signals the bus could not take at once (revocations) are tried again. */
+const SIGNAL_RETRY_MS = 1_000;
+/** How often every instance looks for signals left by one that died before delivering them. */
+const SIGNAL_SWEEP_MS = 30_000;
 
 export interface App {
   http: FastifyInstance;
@@ -76,8 +78,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   reportRecovered(http.log, recovered);
   const stopWatchingInstances = watchInstances(database, adapters, config, http.log);
-  // Signals the bus could not take when they were made (Redis out of reach) go out once it is back.
-  const stopFlushingSignals = services.signals.start(SIGNAL_FLUSH_MS);
+  // Signals the bus could not take when they were made (Redis out of reach) go out once it is back;
+  // those an earlier process left, now.
+  await services.signals.flush();
+  const stopFlushingSignals = services.signals.start(SIGNAL_RETRY_MS, SIGNAL_SWEEP_MS);
 
   await installHttpPlumbing(http, config, metrics);
   installAuth(http, services, rateLimitRequests(adapters.limits.rate));
