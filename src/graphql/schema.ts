@@ -13,6 +13,7 @@ import './types/ledger.ts';
 import './types/memory.ts';
 import './types/message.ts';
 import './types/model.ts';
+import './types/node.ts';
 import './types/session.ts';
 import './types/session-event.ts';
 import './types/share.ts';

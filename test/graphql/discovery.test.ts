@@ -8,7 +8,7 @@ import { expectData, expectError } from './support.ts';
 const DiscoverAgents = graphql(`
   query DiscoverAgents($filter: AgentFilter, $first: Int, $after: String, $last: Int, $before: String) {
     agents(filter: $filter, first: $first, after: $after, last: $last, before: $before) {
-      edges { cursor node { id name public owner { id } } }
+      edges { cursor node { id rawId name public owner { id } } }
       pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
     }
   }
@@ -16,7 +16,7 @@ const DiscoverAgents = graphql(`
 const DiscoverModels = graphql(`
   query DiscoverModels($filter: ModelFilter, $first: Int, $after: String, $last: Int, $before: String) {
     models(filter: $filter, first: $first, after: $after, last: $last, before: $before) {
-      edges { cursor node { id name public baseModel } }
+      edges { cursor node { id rawId name public baseModel } }
       pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
     }
   }
@@ -24,7 +24,7 @@ const DiscoverModels = graphql(`
 const DiscoverCreations = graphql(`
   query DiscoverCreations($filter: CreationFilter, $first: Int, $after: String, $last: Int, $before: String) {
     creations(filter: $filter, first: $first, after: $after, last: $last, before: $before) {
-      edges { cursor node { id name public toolKey } }
+      edges { cursor node { id rawId name public toolKey } }
       pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
     }
   }
@@ -58,7 +58,7 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-type Page = { edges: { cursor: string; node: { id: string } }[]; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean } };
+type Page = { edges: { cursor: string; node: { rawId: string } }[]; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean } };
 
 /** Every id of a connection, paging forward with `first: size` until the end. */
 async function forward(run: (v: { first: number; after?: string }) => Promise<Page>, size = 2) {
@@ -66,7 +66,7 @@ async function forward(run: (v: { first: number; after?: string }) => Promise<Pa
   let after: string | undefined;
   for (let guard = 0; guard < 50; guard++) {
     const page = await run({ first: size, after });
-    ids.push(...page.edges.map((e) => e.node.id));
+    ids.push(...page.edges.map((e) => e.node.rawId));
     if (!page.pageInfo.hasNextPage) return ids;
     after = page.edges.at(-1)!.cursor;
   }
@@ -78,7 +78,7 @@ async function backward(run: (v: { last: number; before?: string }) => Promise<P
   let before: string | undefined;
   for (let guard = 0; guard < 50; guard++) {
     const page = await run({ last: size, before });
-    pages.unshift(page.edges.map((e) => e.node.id));
+    pages.unshift(page.edges.map((e) => e.node.rawId));
     if (!page.pageInfo.hasPreviousPage) return pages.flat();
     before = page.edges[0]!.cursor;
   }
@@ -90,14 +90,14 @@ describe('agents', () => {
     expectData(await t.gql(DiscoverAgents, variables, key)).agents;
 
   it("lists the viewer's own and public agents newest first, never a stranger's private one", async () => {
-    const ids = (await list({})).edges.map((e) => e.node.id);
+    const ids = (await list({})).edges.map((e) => e.node.rawId);
     expect(ids).toEqual([agents.bobPublic2, agents.bobPublic, agents.alicePrivate, agents.alicePublic]);
-    const bobs = (await list({}, bob.apiKey)).edges.map((e) => e.node.id);
+    const bobs = (await list({}, bob.apiKey)).edges.map((e) => e.node.rawId);
     expect(bobs).toEqual([agents.bobPublic2, agents.bobPrivate, agents.bobPublic, agents.alicePublic]);
   });
 
   it('pages forward and backward over the same list', async () => {
-    const all = (await list({})).edges.map((e) => e.node.id);
+    const all = (await list({})).edges.map((e) => e.node.rawId);
     expect(await forward((v) => list(v))).toEqual(all);
     expect(await forward((v) => list(v), 3)).toEqual(all);
     expect(await backward((v) => list(v))).toEqual(all);
@@ -106,7 +106,7 @@ describe('agents', () => {
   });
 
   it('filters by text (name, key, description; any case), owner (raw or global id) and public', async () => {
-    const ids = async (filter: object, key = alice.apiKey) => (await list({ filter }, key)).edges.map((e) => e.node.id);
+    const ids = async (filter: object, key = alice.apiKey) => (await list({ filter }, key)).edges.map((e) => e.node.rawId);
     expect(await ids({ text: 'lighthouse' })).toEqual([agents.alicePublic]);
     expect(await ids({ text: 'LIGHTHOUSE' }, bob.apiKey)).toEqual([agents.bobPrivate, agents.alicePublic]);
     expect(await ids({ text: 'grandMASTER' })).toEqual([agents.bobPublic]);
@@ -157,7 +157,7 @@ describe('models', () => {
     }
   });
   const ids = async (variables: object, key = alice.apiKey) =>
-    expectData(await t.gql(DiscoverModels, variables, key)).models.edges.map((e) => e.node.id);
+    expectData(await t.gql(DiscoverModels, variables, key)).models.edges.map((e) => e.node.rawId);
 
   it('lists the models a user may use, newest first, with filters and paging both ways', async () => {
     expect(await ids({})).toEqual([models.bobPublic, models.alicePrivate, models.alicePublic]);
@@ -190,7 +190,7 @@ describe('creations', () => {
     }
   });
   const ids = async (variables: object, key = alice.apiKey) =>
-    expectData(await t.gql(DiscoverCreations, variables, key)).creations.edges.map((e) => e.node.id);
+    expectData(await t.gql(DiscoverCreations, variables, key)).creations.edges.map((e) => e.node.rawId);
 
   it("is a feed of public creations and the viewer's own, newest first, never deleted ones or a stranger's private ones", async () => {
     expect(await ids({})).toEqual([creations.bobPublic, creations.alicePrivate, creations.alicePublic]);

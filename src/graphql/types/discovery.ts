@@ -1,7 +1,6 @@
 import { viewerOf } from '../context.ts';
 import { builder } from '../builder.ts';
 import { guardedConnection } from '../connection-guard.ts';
-import { rawIdOf } from '../global-ids.ts';
 
 /**
  * What a client may talk to or use, as cursor connections (forward with first/after, backward
@@ -36,13 +35,6 @@ const CreationFilter = builder.inputType('CreationFilter', {
   }),
 });
 
-const withRawIds = <F extends { owner?: string | number | null; agent?: string | number | null }>(filter: F | null | undefined) =>
-  filter && {
-    ...filter,
-    owner: filter.owner == null ? filter.owner : rawIdOf(String(filter.owner)),
-    ...('agent' in filter ? { agent: filter.agent == null ? filter.agent : rawIdOf(String(filter.agent)) } : {}),
-  };
-
 builder.queryFields((t) => ({
   agents: t.prismaConnection({
     type: 'Agent',
@@ -50,7 +42,7 @@ builder.queryFields((t) => ({
     description: 'Agents the viewer may talk to: their own and public ones, newest first; filters narrow it.',
     args: { filter: t.arg({ type: AgentFilter }) },
     extensions: guardedConnection('Agent'),
-    resolve: (query, _root, { filter }, ctx) => ctx.services.agents.list(viewerOf(ctx), withRawIds(filter), query),
+    resolve: (query, _root, { filter }, ctx) => ctx.services.agents.list(viewerOf(ctx), filter, query),
   }),
   models: t.prismaConnection({
     type: 'Model',
@@ -58,7 +50,7 @@ builder.queryFields((t) => ({
     description: 'Models the viewer may use: their own and public ones, newest first; filters narrow it.',
     args: { filter: t.arg({ type: ModelFilter }) },
     extensions: guardedConnection('Model'),
-    resolve: (query, _root, { filter }, ctx) => ctx.services.models.list(viewerOf(ctx), withRawIds(filter), query),
+    resolve: (query, _root, { filter }, ctx) => ctx.services.models.list(viewerOf(ctx), filter, query),
   }),
   creations: t.prismaConnection({
     type: 'Creation',
@@ -66,6 +58,6 @@ builder.queryFields((t) => ({
     description: 'The creations feed: public ones and your own, newest first; filters narrow it (searchCreations ranks by meaning).',
     args: { filter: t.arg({ type: CreationFilter }) },
     extensions: guardedConnection('Creation'),
-    resolve: (query, _root, { filter }, ctx) => ctx.services.creations.list(viewerOf(ctx), withRawIds(filter), query),
+    resolve: (query, _root, { filter }, ctx) => ctx.services.creations.list(viewerOf(ctx), filter, query),
   }),
 }));

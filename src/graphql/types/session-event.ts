@@ -13,7 +13,7 @@ export const SessionEvent = builder.interfaceRef<SessionEventView>('SessionEvent
   description: 'Something that happened in a session. `seq` grows with every event of the session: resume with after: seq.',
   fields: (t) => ({
     seq: t.expose('seq', { type: 'Seq' }),
-    sessionId: t.exposeID('sessionId'),
+    sessionId: t.globalID({ resolve: (e) => ({ type: 'Session', id: e.sessionId }) }),
     type: t.exposeString('type', { description: 'The event type as REST streams name it (assistant_token, ...).' }),
     at: t.field({ type: 'DateTime', resolve: (e) => new Date(e.at) }),
   }),
@@ -31,49 +31,51 @@ function eventType<T extends SessionEventType>(type: T, name: string, descriptio
 type ObjectFields<T> = NonNullable<Parameters<ReturnType<typeof builder.objectRef<T>>['implement']>[0]['fields']>;
 
 eventType('start_prompt', 'PromptStarted', 'A user message arrived; replyIds are the replies that will answer it.', (t) => ({
-  promptId: t.exposeID('promptId'),
+  promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
   message: t.field({ type: Message, resolve: (e) => e.message }),
-  agentIds: t.exposeIDList('agentIds'),
-  replyIds: t.exposeIDList('replyIds'),
+  agentIds: t.globalIDList({ resolve: (e) => e.agentIds.map((id) => ({ type: 'Agent', id })) }),
+  replyIds: t.globalIDList({ resolve: (e) => e.replyIds.map((id) => ({ type: 'Message', id })) }),
 }));
 eventType('assistant_token', 'AssistantToken', 'A piece of a reply being written.', (t) => ({
-  promptId: t.exposeID('promptId'),
-  messageId: t.exposeID('messageId'),
-  agentId: t.exposeID('agentId'),
+  promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+  messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
+  agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
   text: t.exposeString('text'),
 }));
 eventType('assistant_thinking', 'AssistantThinking', 'A piece of the reasoning behind a reply (when thinking was asked for).', (t) => ({
-  promptId: t.exposeID('promptId'),
-  messageId: t.exposeID('messageId'),
-  agentId: t.exposeID('agentId'),
+  promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+  messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
+  agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
   text: t.exposeString('text'),
 }));
 eventType('assistant_message', 'AssistantMessage', 'A reply finished and saved.', (t) => ({
-  promptId: t.exposeID('promptId'),
-  agentId: t.exposeID('agentId'),
+  promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+  agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
   message: t.field({ type: Message, resolve: (e) => e.message }),
 }));
 eventType('tool_complete', 'ToolCompleted', 'A tool call of a reply finished (or failed).', (t) => ({
-  promptId: t.exposeID('promptId'),
-  messageId: t.exposeID('messageId'),
-  agentId: t.exposeID('agentId'),
+  promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+  messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
+  agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
   toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
 }));
 eventType('tool_cancelled', 'ToolCancelled', 'A tool call of a reply was cancelled.', (t) => ({
-  promptId: t.exposeID('promptId'),
-  messageId: t.exposeID('messageId'),
-  agentId: t.exposeID('agentId'),
+  promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+  messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
+  agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
   toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
 }));
 eventType('error', 'ReplyFailed', 'A reply broke off; message is the saved reply (status FAILED) with what was written.', (t) => ({
-  promptId: t.exposeID('promptId'),
-  agentId: t.exposeID('agentId'),
+  promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+  agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
   error: t.exposeString('error'),
   message: t.field({ type: Message, resolve: (e) => e.message }),
 }));
-eventType('end_prompt', 'PromptEnded', 'Every reply to a prompt has finished or failed.', (t) => ({ promptId: t.exposeID('promptId') }));
+eventType('end_prompt', 'PromptEnded', 'Every reply to a prompt has finished or failed.', (t) => ({
+  promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+}));
 eventType('reaction', 'ReactionsChanged', 'Someone reacted to a message.', (t) => ({
-  messageId: t.exposeID('messageId'),
+  messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
   reactions: t.field({ type: [ReactionCountRef], resolve: (e, _args, ctx) => reactionsFor(e.reactions, viewerOf(ctx).id) }),
 }));
 eventType('session_updated', 'SessionUpdated', 'The title or scenario changed.', (t) => ({
@@ -81,10 +83,12 @@ eventType('session_updated', 'SessionUpdated', 'The title or scenario changed.',
   scenario: t.exposeString('scenario', { nullable: true }),
 }));
 eventType('user_added', 'SessionUserAdded', 'A user was added to the session or given another permission.', (t) => ({
-  userId: t.exposeID('userId'),
+  userId: t.globalID({ resolve: (e) => ({ type: 'Creator', id: e.userId }) }),
   permission: t.expose('permission', { type: SessionPermissionEnum }),
 }));
-eventType('user_removed', 'SessionUserRemoved', 'A user left or was removed.', (t) => ({ userId: t.exposeID('userId') }));
+eventType('user_removed', 'SessionUserRemoved', 'A user left or was removed.', (t) => ({
+  userId: t.globalID({ resolve: (e) => ({ type: 'Creator', id: e.userId }) }),
+}));
 eventType('session_deleted', 'SessionDeleted', 'The session was deleted; nothing follows.', () => ({}));
 
 const endCodes: Record<WatchEnd['code'], string> = {
