@@ -5,7 +5,7 @@ import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectError, expectNoInternals, postDocument } from './support.ts';
+import { expectData, expectGraphQLError, expectCleanErrors, postDocument } from './support.ts';
 
 const Own = graphql(`
   query NodesOwn($agent: ID!, $concept: ID!, $model: ID!, $creation: ID!, $session: ID!) {
@@ -199,7 +199,7 @@ describe('node(id:)', () => {
       expect(response.json.data, name).toEqual({ node: null });
       expect(['FORBIDDEN', 'NOT_FOUND'], name).toContain(response.json.errors[0].extensions.code);
       expect(response.json.errors[0].path, name).toEqual(['node']);
-      expectNoInternals(response.json.errors);
+      expectCleanErrors(response.json.errors);
       for (const word of ['Secret', 'private word', 'Hi there', raw.agent]) expect(response.text, name).not.toContain(word);
     }
     const mixed = await t.gql(Nodes, { ids: [ids.creator!, ids.agent!, ids.tool!, ids.session!] }, bob.apiKey);
@@ -220,9 +220,9 @@ describe('node(id:)', () => {
     ]) {
       const response = await t.gql(Node, { id }, alice.apiKey);
       expect(response.data).toEqual({ node: null });
-      expectError(response, 'NOT_FOUND');
+      expectGraphQLError(response, 'NOT_FOUND');
     }
-    expectError(await t.gql(Node, { id: ids.agent! }), 'UNAUTHENTICATED');
+    expectGraphQLError(await t.gql(Node, { id: ids.agent! }), 'UNAUTHENTICATED');
   });
 });
 
@@ -235,7 +235,7 @@ describe('id arguments take the global id and the raw id', () => {
     expect(renamed).toEqual({ id: ids.agent, rawId: raw.agent, name: 'Renamed by global id' });
     expect(expectData(await t.gql(UpdateAgent, { id: raw.agent!, name: 'Secret Diary' }, alice.apiKey)).updateAgent.id).toBe(ids.agent);
     expect(expectData(await t.gql(Like, { id: ids.creation! }, alice.apiKey)).likeCreation).toEqual({ id: ids.creation, likeCount: 1 });
-    expectError(await t.gql(UpdateAgent, { id: ids.agent!, name: 'hijack' }, bob.apiKey), 'FORBIDDEN');
+    expectGraphQLError(await t.gql(UpdateAgent, { id: ids.agent!, name: 'hijack' }, bob.apiKey), 'FORBIDDEN');
   });
 
   it('a subscription by global session id streams events whose ids match the objects', async () => {
