@@ -74,9 +74,9 @@ async function deploy(count: number, env: Record<string, string>): Promise<Deplo
   const created = await fetch(`${started[0]!.url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Bench", key: "bench-agent", public: true }) { id } }' }),
+    body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Bench", key: "bench-agent", public: true }) { rawId } }' }),
   });
-  const agentId = ((await created.json()) as { data: { createAgent: { id: string } } }).data.createAgent.id;
+  const agentId = ((await created.json()) as { data: { createAgent: { rawId: string } } }).data.createAgent.rawId;
   return { urls: started.map((s) => s.url), pids: started.map((s) => s.child.pid!), key, agentId, env };
 }
 

@@ -271,9 +271,9 @@ const relayUrl = `http://127.0.0.1:${relay.match[1]}/`;
 const created = await fetch(`${parleyUrl}/graphql`, {
   method: 'POST',
   headers: { 'content-type': 'application/json', 'x-api-key': key },
-  body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Bench", key: "bench-agent", public: true }) { id } }' }),
+  body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Bench", key: "bench-agent", public: true }) { rawId } }' }),
 });
-const agentId = ((await created.json()) as { data: { createAgent: { id: string } } }).data.createAgent.id;
+const agentId = ((await created.json()) as { data: { createAgent: { rawId: string } } }).data.createAgent.rawId;
 const ctx = { relayUrl, parleyUrl, key, agentId, parleyPid: parley.child.pid!, relayPid: relay.child.pid! };
 
 const named: Record<string, Transport> = { relay: 'relay (SSE)', sse: 'parley REST SSE', ws: 'parley graphql-ws' };

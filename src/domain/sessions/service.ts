@@ -344,6 +344,13 @@ export function sessionService(
       return list({ ownerId: { not: viewer.id }, users: { some: { userId: viewer.id } } }, page, query);
     },
 
+    /** One message, for whoever may read its session; an unknown id and a session out of reach answer alike. */
+    async message(viewer: Viewer, id: string): Promise<MessageView> {
+      const row = canNameARow(id) ? await db.message.findUnique({ where: { id }, select: messageSelect }) : null;
+      if (!row || !(await permissionIn(viewer, row.sessionId))) throw notFound('Message not found or you do not have access to it');
+      return toMessageView(row);
+    },
+
     async messages(viewer: Viewer, sessionId: string, args: MessagePageArgs): Promise<MessagePage> {
       await requireAccess(viewer, sessionId);
       return messagePage(db, sessionId, args);
