@@ -69,7 +69,7 @@ afterAll(async () => {
 describe('revocations while Redis is down', () => {
   it('answer 200, and nothing posted once Redis is back reaches the removed user or the deleted key; the socket closes', async () => {
     const agent = await rest(a, 'POST', '/graphql', keys.alice!, {
-      query: 'mutation { createAgent(input: { name: "Scribe", key: "scribe", public: true }) { id } }',
+      query: 'mutation { createAgent(input: { name: "Scribe", key: "scribe", public: true }) { rawId } }',
     });
     expect(agent.body.data.createAgent.rawId).toBeTruthy();
     const started = await rest(a, 'POST', '/v2/sessions', keys.alice!, {
