@@ -8,6 +8,7 @@ import { isDomainError } from './domain/errors.ts';
 import { RETRY_AFTER_SECONDS } from './domain/prisma-errors.ts';
 import { recoverAbandonedReplies, watchForDeadInstances, type RecoveredReply } from './domain/replies/recovery.ts';
 import { createServices, type Services } from './domain/services.ts';
+import { listenForCommands } from './control/socket.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
 import fastifyStatic from '@fastify/static';
 import { GRAPHIQL_CSP, graphiqlAssets } from './graphql/graphiql.ts';
@@ -182,6 +183,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await instances?.close();
     await services.bus.close();
     await websocket.close();
+    await commands?.close();
     connections.closeIdle();
   });
   http.addHook('onSend', async (_request, reply) => {
@@ -204,6 +206,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       }
     },
   });
+  // The embedded database is this process's alone: the CLI's writing commands come through it.
+  const commands =
+    config.database.kind === 'pglite' && config.database.dataDir
+      ? // A command run here did not make the data directory, whatever this start did.
+        await listenForCommands(config.database.dataDir, { services, database: { ...database, fromSnapshot: false } }, http.log)
+      : null;
   metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
   http.addHook('onClose', async () => {
     await limits.close();

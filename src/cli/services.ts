@@ -1,17 +1,44 @@
 import { loadConfig } from '../config.ts';
+import { callService, NoServiceError } from '../control/socket.ts';
+import { type OperationArgs, type OperationName, type OperationResult, operations } from '../control/operations.ts';
+import { liveLockHolder } from '../db/data-dir-lock.ts';
 import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
-import { createServices, type Services } from '../domain/services.ts';
+import { createServices } from '../domain/services.ts';
 import { loadToolRegistry } from '../domain/tools/registry.ts';
 
-/** Opens the configured database (migrated) and runs `run` with the domain services over it. */
-export async function withServices<T>(run: (services: Services) => Promise<T>): Promise<T> {
+/**
+ * Runs one of the CLI's writing commands. On the embedded database held by a running service,
+ * the service runs it (over its command socket, src/control/socket.ts); otherwise this process
+ * opens the configured database (migrated) and runs it itself.
+ */
+export async function runCommand<N extends OperationName>(
+  command: N,
+  args: OperationArgs<N>,
+  progress: (done: number, total: number) => void = () => {},
+): Promise<OperationResult<N>> {
   const config = loadConfig();
+  const { database: db } = config;
+  if (db.kind === 'pglite' && db.dataDir) {
+    const holder = await liveLockHolder(db.dataDir);
+    if (holder) {
+      try {
+        return await callService(db.dataDir, command, args, progress);
+      } catch (e) {
+        if (!(e instanceof NoServiceError)) throw e;
+        throw new Error(
+          `The embedded database in ${db.dataDir} is in use by another parley process (pid ${holder}) that takes no commands ` +
+            '(another CLI command, or a service started by an older version). Wait for it to finish, or set DATABASE_URL to a PostgreSQL server that several processes can share.',
+        );
+      }
+    }
+  }
   const tools = await loadToolRegistry(config.toolsDir);
   const database = await openDatabase(config.database);
   try {
-    await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
-    return await run(createServices(database.prisma, tools, { config }));
+    if (command !== 'migrate') await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
+    const services = createServices(database.prisma, tools, { config });
+    return (await operations[command].run({ services, database, progress }, args as never)) as OperationResult<N>;
   } finally {
     await database.close();
   }
