@@ -17,6 +17,7 @@ import { bodylessRefusal, createGraphQLServer, keyInConnectionParams } from './g
 import { requestLimits, trackConnections } from './http/connections.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
 import { rateLimitRequests } from './http/rate-limit.ts';
+import { playgroundRoutes } from './http/playground.ts';
 import { installCors, installSecurityHeaders } from './http/security-headers.ts';
 import { createLimits } from './limits/index.ts';
 import { throttledWarnings } from './limits/throttled-log.ts';
@@ -149,6 +150,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.
   await http.register(fastifyStatic, { serve: false });
   graphiqlAssets(http);
+  playgroundRoutes(http);
   const yoga = createGraphQLServer(services, http.log, {
     persistedQueries: shared ? redisApqStore(shared, config.apq, throttledWarnings(http.log)) : memoryApqStore(config.apq),
   });
