@@ -174,8 +174,8 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
 
   const loadAgents = useCallback(async () => {
     try {
-      const data = await request<{ me: { agents: { edges: { node: Agent }[] } } }>(apiKey, AGENTS);
-      setAgents(data.me.agents.edges.map((e) => e.node));
+      const data = await request<{ agents: { edges: { node: Agent }[] } }>(apiKey, AGENTS);
+      setAgents(data.agents.edges.map((e) => e.node));
     } catch (e) {
       onProblem(problemOf(e));
     }

@@ -8,7 +8,7 @@ const MESSAGE = `id role content thought status error promptId createdAt
 export const ME = `query Me { me { id username balance } }`;
 
 /** The agents the viewer may talk to: their own and public ones. */
-export const AGENTS = `query Agents { me { agents(first: 50) { edges { node { id name key persona public owner { username } } } } } }`;
+export const AGENTS = `query Agents { agents(first: 50) { edges { node { id name key persona public owner { username } } } } }`;
 
 export const CREATE_AGENT = `mutation CreateAgent($input: CreateAgentInput!) { createAgent(input: $input) { id name } }`;
 
