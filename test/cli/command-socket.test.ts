@@ -10,6 +10,25 @@ import { runCli, type ServerProcess, startServerProcess } from '../helpers/proce
  * PGlite, so the CLI asks it over the Unix socket in the data directory. Real processes: the
  * server as `npm start` runs it, each CLI command as a user types it in a second terminal.
  */
+/**
+ * What `nobody` gets when connecting to `socket`: a Node process run as that user. The test's own
+ * Node may sit where `nobody` cannot run it (a per-user install), so the system's is tried too.
+ */
+async function connectAsNobody(socket: string): Promise<string> {
+  const attempt = `require('node:net').connect(process.argv[1]).on('connect', () => { console.log('connected'); process.exit(0) }).on('error', (e) => { console.log(e.code); process.exit(0) })`;
+  for (const node of [process.execPath, '/usr/bin/node', '/usr/local/bin/node']) {
+    const result = await new Promise<string | null>((resolve) => {
+      const child = spawn(node, ['-e', attempt, socket], { uid: 65534, gid: 65534 });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.on('error', () => resolve(null));
+      child.on('close', () => resolve(out.trim()));
+    });
+    if (result) return result;
+  }
+  throw new Error('no Node binary that the user nobody may run');
+}
+
 describe('CLI commands while the service runs (embedded database)', () => {
   let dataDir: string;
   let server: ServerProcess;
@@ -70,19 +89,7 @@ describe('CLI commands while the service runs (embedded database)', () => {
     expect((await stat(dataDir)).mode & 0o777).toBe(0o700);
     if (process.getuid?.() !== 0) return;
     // As root, the test can be another user: `nobody` tries to connect and is refused.
-    const attempt = spawn(
-      process.execPath,
-      [
-        '-e',
-        `require('node:net').connect(process.argv[1]).on('connect', () => { console.log('connected'); process.exit(0) }).on('error', (e) => { console.log(e.code); process.exit(0) })`,
-        socket,
-      ],
-      { uid: 65534, gid: 65534 },
-    );
-    let out = '';
-    attempt.stdout.on('data', (d) => (out += d));
-    await new Promise((resolve) => attempt.on('close', resolve));
-    expect(out.trim()).toBe('EACCES');
+    expect(await connectAsNobody(socket)).toBe('EACCES');
   });
 
   it('with the service stopped, the CLI opens the database itself again', async () => {
