@@ -6,11 +6,21 @@ import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { createServices } from '../domain/services.ts';
 import { loadToolRegistry } from '../domain/tools/registry.ts';
+import { createLimits } from '../limits/index.ts';
+import { createMetrics } from '../observability/metrics.ts';
+import { createEventBus } from '../realtime/index.ts';
+
+const log = {
+  error: (obj: unknown, msg?: string) => console.error(msg, obj),
+  warn: (obj: unknown, msg?: string) => console.error(msg, obj),
+};
 
 /**
  * Runs one of the CLI's writing commands. On the embedded database held by a running service,
- * the service runs it (over its command socket, src/control/socket.ts); otherwise this process
- * opens the configured database (migrated) and runs it itself.
+ * the service runs it (over its command socket, src/control/socket.ts); otherwise this process is
+ * the composition root: it opens the configured database (migrated) and runs the command with
+ * the domain services over it, on the event bus the configuration names, so what a command
+ * publishes (a revoked key, say) reaches every instance when they share Redis.
  */
 export async function runCommand<N extends OperationName>(
   command: N,
@@ -35,11 +45,16 @@ export async function runCommand<N extends OperationName>(
   }
   const tools = await loadToolRegistry(config.toolsDir);
   const database = await openDatabase(config.database);
+  const bus = createEventBus(config);
+  // A command streams nothing to clients, so its stream slots need not be shared.
+  const limits = createLimits(config.limits, undefined, log);
   try {
     if (command !== 'migrate') await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
-    const services = createServices(database.prisma, tools, { config });
+    const services = createServices(database.prisma, tools, { config, bus, streamLimits: limits.streams, log, metrics: createMetrics() });
     return (await operations[command].run({ services, database, progress }, args as never)) as OperationResult<N>;
   } finally {
+    await bus.close();
+    await limits.close();
     await database.close();
   }
 }

@@ -3,7 +3,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphql } from './generated/gql.ts';
 import type { DiscoverAgentsQueryVariables } from './generated/graphql.ts';
-import { expectData, expectError } from './support.ts';
+import { expectData, expectGraphQLError } from './support.ts';
 
 const DiscoverAgents = graphql(`
   query DiscoverAgents($filter: AgentFilter, $first: Int, $after: String, $last: Int, $before: String) {
@@ -128,18 +128,18 @@ describe('agents', () => {
       { before: Buffer.from('GPC:J:{"a":1}').toString('base64'), last: 1 },
     ];
     for (const variables of crafted) {
-      expect(expectError(await t.gql(DiscoverAgents, variables, alice.apiKey), 'BAD_USER_INPUT').message).toBe('Invalid cursor');
+      expect(expectGraphQLError(await t.gql(DiscoverAgents, variables, alice.apiKey), 'BAD_USER_INPUT').message).toBe('Invalid cursor');
     }
-    expectError(await t.gql(DiscoverAgents, { first: -1 }, alice.apiKey), 'BAD_USER_INPUT');
-    expectError(
+    expectGraphQLError(await t.gql(DiscoverAgents, { first: -1 }, alice.apiKey), 'BAD_USER_INPUT');
+    expectGraphQLError(
       await t.gql(DiscoverAgents, { first: 1, last: 1, after: (await list({ first: 1 })).edges[0]!.cursor }, alice.apiKey),
       'BAD_USER_INPUT',
     );
-    expectError(await t.gql(DiscoverAgents, { filter: { text: 'x'.repeat(201) } }, alice.apiKey), 'BAD_USER_INPUT');
+    expectGraphQLError(await t.gql(DiscoverAgents, { filter: { text: 'x'.repeat(201) } }, alice.apiKey), 'BAD_USER_INPUT');
   });
 
   it('needs an API key', async () => {
-    expectError(await t.gql(DiscoverAgents, {}), 'UNAUTHENTICATED');
+    expectGraphQLError(await t.gql(DiscoverAgents, {}), 'UNAUTHENTICATED');
   });
 });
 
@@ -169,7 +169,7 @@ describe('models', () => {
     const run = async (v: object) => expectData(await t.gql(DiscoverModels, v, alice.apiKey)).models;
     expect(await forward(run, 1)).toEqual(await ids({}));
     expect(await backward(run, 2)).toEqual(await ids({}));
-    expect(expectError(await t.gql(DiscoverModels, { after: 'garbage', first: 1 }, alice.apiKey), 'BAD_USER_INPUT').message).toBe(
+    expect(expectGraphQLError(await t.gql(DiscoverModels, { after: 'garbage', first: 1 }, alice.apiKey), 'BAD_USER_INPUT').message).toBe(
       'Invalid cursor',
     );
   });

@@ -1,4 +1,7 @@
-import type { SessionEvent, SessionEventPayload } from '../domain/sessions/events.ts';
+import type { SessionEvent, SessionEventPayload } from './events.ts';
+
+/** Why a bus ends a subscription early (watches add their own reasons: `watchEndCodes`). */
+export const streamEndCodes = ['SLOW_CONSUMER', 'EVENTS_EXPIRED', 'SHUTTING_DOWN'] as const;
 
 /**
  * Why a subscription ended before its consumer let go. The consumer may resume from `lastSeq`
@@ -6,7 +9,7 @@ import type { SessionEvent, SessionEventPayload } from '../domain/sessions/event
  */
 export interface StreamEnd {
   end: true;
-  code: 'SLOW_CONSUMER' | 'EVENTS_EXPIRED' | 'SHUTTING_DOWN';
+  code: (typeof streamEndCodes)[number];
   reason: string;
   lastSeq: number | null;
 }
@@ -44,6 +47,11 @@ export interface EventBus {
   /** Numbers the event (seq grows per session) and delivers it to every subscriber. */
   publish(sessionId: string, event: SessionEventPayload): Promise<SessionEvent>;
   subscribe(sessionId: string, options?: SubscribeOptions): BusSubscription;
+  /**
+   * The session's seq now: a subscription with `after` set to it misses nothing published from
+   * the moment this answers (what a watch takes before it checks access).
+   */
+  position(sessionId: string): Promise<number>;
   /** Tells every connection authenticated with this key to close. */
   revokeKey(keyId: string): Promise<void>;
   onKeyRevoked(listener: (keyId: string) => void): () => void;
