@@ -15,7 +15,7 @@ import type { SignalOutbox } from './signals.ts';
 import { canManage, canPost, NO_ACCESS, SESSION_NOT_FOUND, type Permission } from './access.ts';
 import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
-import { pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
+import { numberedPageSchema, pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
 import { sessionWatchStep, type WatchEnd, watchStream, type WatchStream } from './stream.ts';
 import { savePrompt } from './prompts.ts';
 import { messageSelect, reactionsView, toMessageView } from './views.ts';
@@ -308,6 +308,26 @@ export function sessionService(
     /** Sessions the caller owns, newest activity first. */
     async listMine<Q extends SessionQuery = object>(viewer: Viewer, page: { first?: unknown; after?: unknown }, query: Q = {} as Q) {
       return list({ ownerId: viewer.id }, page, query);
+    },
+
+    /**
+     * Sessions the caller owns or was added to, newest activity first, a numbered page at a time
+     * with the total (the original's `GET /v2/sessions`); `agentKey` keeps those with that agent.
+     */
+    async pageOf<Q extends SessionQuery = object>(viewer: Viewer, raw: unknown, query: Q = {} as Q) {
+      const { page, limit, agentKey } = parseInput(numberedPageSchema, raw);
+      let agentFilter: Prisma.SessionWhereInput = {};
+      if (agentKey !== undefined) {
+        const agent = await db.user.findUnique({ where: { username: agentKey }, select: { id: true, type: true } });
+        if (!agent || agent.type !== 'agent') throw notFound('Agent not found');
+        agentFilter = { agents: { some: { agentId: agent.id } } };
+      }
+      const where: Prisma.SessionWhereInput = { OR: [{ ownerId: viewer.id }, { users: { some: { userId: viewer.id } } }], ...agentFilter };
+      const [total, rows] = await db.$transaction([
+        db.session.count({ where }),
+        db.session.findMany({ where, orderBy: byActivity, skip: (page - 1) * limit, take: limit, ...query }),
+      ]);
+      return { sessions: rows as unknown as Prisma.SessionGetPayload<Q>[], total, page, limit };
     },
 
     /** Sessions other users added the caller to, newest activity first (operation 1). */
