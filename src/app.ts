@@ -9,6 +9,7 @@ import { applyMigrations } from './db/migrate.ts';
 import { recoverAbandonedReplies, watchForDeadInstances, type RecoveredReply } from './domain/replies/recovery.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
+import { listenForCommands } from './control/socket.ts';
 import { memoryApqStore, redisApqStore } from './graphql/apq.ts';
 import { graphiqlAssets } from './graphql/graphiql.ts';
 import { createGraphQLServer, graphqlRoute, socketAuthenticator } from './graphql/server.ts';
@@ -18,6 +19,7 @@ import { requestLimits, trackConnections } from './http/connections.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './http/errors.ts';
 import { healthRoute } from './http/health.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
+import { playgroundRoutes } from './http/playground.ts';
 import { rateLimitRequests } from './http/rate-limit.ts';
 import { installCors, installSecurityHeaders } from './http/security-headers.ts';
 import { createLimits } from './limits/index.ts';
@@ -89,6 +91,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.
   await http.register(fastifyStatic, { serve: false });
   graphiqlAssets(http);
+  playgroundRoutes(http);
   const yoga = createGraphQLServer(services, http.log, { persistedQueries: apqStore(config, adapters.shared, http.log) });
   graphqlRoute(http, yoga);
   restRoutes(http, services, config.events);
@@ -101,8 +104,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     log: http.log,
     authenticate: socketAuthenticator(services.apiKeys),
   });
+  // The embedded database is this process's alone: the CLI's writing commands come through it.
+  const commands =
+    config.database.kind === 'pglite' && config.database.dataDir
+      ? // A command run here did not make the data directory, whatever this start did.
+        await listenForCommands(config.database.dataDir, { services, database: { ...database, fromSnapshot: false } }, http.log)
+      : null;
   metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
-  closeInOrder(http, config, { services, websocket, database, adapters, stop: [stopWatchingInstances, stopFlushingSignals] });
+  closeInOrder(http, config, { services, websocket, commands, database, adapters, stop: [stopWatchingInstances, stopFlushingSignals] });
 
   return { http, services, database, websocket, close: () => http.close() };
 }
@@ -202,6 +211,7 @@ function closeInOrder(
   parts: {
     services: Services;
     websocket: ReturnType<typeof attachGraphQLWebSocket>;
+    commands: { close(): Promise<void> } | null;
     database: Database;
     adapters: Adapters;
     /** Timers of this instance's own, stopped before anything closes. */
@@ -220,6 +230,7 @@ function closeInOrder(
     await adapters.instances?.close();
     await services.bus.close();
     await websocket.close();
+    await parts.commands?.close();
     connections.closeIdle();
   });
   http.addHook('onSend', async (_request, reply) => {

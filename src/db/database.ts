@@ -100,7 +100,8 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   let fromSnapshot = false;
   const pgdata = config.dataDir ? join(config.dataDir, 'pgdata') : undefined;
   if (config.dataDir) {
-    await mkdir(config.dataDir, { recursive: true });
+    // Owner-only: it holds the database files and the service's command socket.
+    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
     unlock = await lockDataDir(config.dataDir);
   }
   try {
