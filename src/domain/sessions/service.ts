@@ -21,6 +21,8 @@ import { messageSelect, reactionsView, toMessageView } from './views.ts';
 export const MESSAGE_NOT_FOUND = 'Message not found';
 export const NOT_ALLOWED_TO_DELETE = 'You are not allowed to delete this session';
 export const AGENT_IDS_REQUIRED = 'agent_ids must be provided when creating a new session';
+export const AGENT_NO_LONGER_USABLE = 'This agent is no longer usable by you (its owner made it private)';
+export const NO_USABLE_AGENT = "This session's agents are no longer usable by you (their owners made them private)";
 
 export type SessionQuery = { include?: Prisma.SessionInclude; select?: Prisma.SessionSelect };
 
@@ -101,13 +103,18 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
       const rows = await db.sessionAgent.findMany({
         where: { sessionId: input.sessionId },
         orderBy: { position: 'asc' },
-        select: { agent: { select: { id: true, name: true, user: { select: { username: true } } } } },
+        select: { agent: { select: { id: true, name: true, public: true, ownerId: true, user: { select: { username: true } } } } },
       });
-      const agents = rows.map((r) => ({ id: r.agent.id, name: r.agent.name, key: r.agent.user.username }));
       input.agentIds?.forEach((id, i) => {
-        if (!agents.some((a) => a.id === id)) throw badInput('agent is not in this session', ['agentIds', i]);
+        const row = rows.find((r) => r.agent.id === id);
+        if (!row) throw badInput('agent is not in this session', ['agentIds', i]);
+        if (!canReadAgent(viewer, row.agent)) throw forbidden(AGENT_NO_LONGER_USABLE);
       });
-      return agents;
+      // Checked on every prompt, not only when the session was made: an agent its owner made
+      // private since must not answer (or charge its owner for) someone who may no longer use it.
+      return rows
+        .filter((r) => canReadAgent(viewer, r.agent))
+        .map((r) => ({ id: r.agent.id, name: r.agent.name, key: r.agent.user.username }));
     }
     if (!input.agentIds?.length) throw badInput(AGENT_IDS_REQUIRED);
     const ids = input.agentIds;
@@ -173,6 +180,7 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
     const content = input.content ?? '';
     const attachments = input.attachments ?? [];
     const hasPrompt = content.trim() !== '' || attachments.length > 0;
+    if (hasPrompt && !agents.length) throw forbidden(NO_USABLE_AGENT);
     const responders = hasPrompt ? chooseResponders(agents, input.agentIds, content) : [];
 
     const saved = await db.$transaction((tx) =>
