@@ -76,3 +76,38 @@ describe('an agent made private', () => {
     expect(mine.messages.at(-1)).toMatchObject({ role: 'assistant', status: 'complete' });
   });
 });
+
+describe('the hidden paid helper prompt_enhance', () => {
+  it("is never offered, nor run, unless the agent's owner turned it on", async () => {
+    const patron = await fixtures(t).agent(alice, { name: 'Helper', key: 'helper-off', ownerPays: 'full', tools: { flux_schnell: true } });
+    const before = await balanceOf(alice);
+    llm.reset();
+    // A model asking for it anyway (it knows the name) is told there is no such tool; nobody pays.
+    llm.enqueue(
+      { toolCalls: [{ id: 'call_enhance', name: 'prompt_enhance', arguments: '{"prompt":"cat","max_tokens":500}' }] },
+      { tokens: ['Ok.'] },
+    );
+    const res = await t.rest('POST', '/v2/sessions', { key: mallory.apiKey, body: { agent_ids: [patron.id], content: 'enhance' } });
+    expect(res.status).toBe(200);
+    const done = await settledSession(t, mallory, res.body.session_id);
+    const offered = llm.replyRequests()[0]!.body.tools!.map((x) => x.function.name);
+    expect(offered).toEqual(['flux_schnell']);
+    const reply = done.messages.find((m: { role: string }) => m.role === 'assistant');
+    expect(reply.tool_calls[0]).toMatchObject({ tool: 'prompt_enhance', status: 'failed', error: expect.stringMatching(/no tool named/) });
+    expect(await balanceOf(alice)).toBe(before);
+
+    // Turned on by its owner, it is offered, and charges her as owner_pays says.
+    expect(
+      (await t.rest('PATCH', `/v2/agents/${patron.id}`, { key: alice.apiKey, body: { tools: { prompt_enhance: true } } })).status,
+    ).toBe(200);
+    llm.reset();
+    llm.enqueue(
+      { toolCalls: [{ id: 'call_enhance', name: 'prompt_enhance', arguments: '{"prompt":"cat","max_tokens":500}' }] },
+      { tokens: ['Ok.'] },
+    );
+    const on = await t.rest('POST', '/v2/sessions', { key: mallory.apiKey, body: { agent_ids: [patron.id], content: 'enhance' } });
+    await settledSession(t, mallory, on.body.session_id);
+    expect(llm.replyRequests()[0]!.body.tools!.map((x) => x.function.name)).toContain('prompt_enhance');
+    expect(await balanceOf(alice)).toBe(before - 0.5);
+  });
+});

@@ -39,7 +39,7 @@ type Row = Prisma.ToolCallGetPayload<object>;
 
 /**
  * Tools at work in replies. The model is offered the agent's enabled tools that can run here
- * (plus active hidden helpers, which every agent may use). Each call it asks for is saved
+ * (hidden helpers included, only when enabled like any other). Each call it asks for is saved
  * (pending), checked, charged before it runs (running: a hold on the paying user's manna and the
  * session's manna budget, in one transaction with its ledger rows), run, and settled: completed
  * with its result and the creations it made, or failed or cancelled with its hold refunded.
@@ -60,7 +60,9 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       tool &&
         tool.active &&
         executors.has(tool.key) &&
-        (tool.visible ? Object.hasOwn(enabled, tool.key) && enabled[tool.key] === true : true),
+        // Hidden helpers too: they can charge the agent's owner, so only its owner turns them on.
+        Object.hasOwn(enabled, tool.key) &&
+        enabled[tool.key] === true,
     );
 
   const emit = (sessionId: string, event: SessionEventPayload) =>
