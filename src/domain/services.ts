@@ -26,7 +26,7 @@ import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
 
 export interface ServiceOptions {
-  config?: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits'>;
+  config?: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work'>;
   /** Where clients reach the service (for links to media), once it is known. */
   publicUrl?: () => string;
   bus?: EventBus;
@@ -48,7 +48,7 @@ export function createServices(db: Db, registry: ToolRegistry, options: ServiceO
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(db, config.search);
   const media = mediaStore(config.mediaDir, options.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
-  const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna });
+  const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna, work: config.work });
   const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
     db,
@@ -66,6 +66,7 @@ export function createServices(db: Db, registry: ToolRegistry, options: ServiceO
     db,
     bus,
     replies,
+    config.work,
     options.streamLimits ?? streamLimits(memorySlotStore(), config.limits, { warn: (obj, msg) => log.error(obj, msg) }),
   );
   return {

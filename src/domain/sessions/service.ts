@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.ts';
-import type { Prisma, Session } from '../../generated/prisma/client.ts';
+import type { WorkConfig } from '../../config.ts';
+import { Prisma, type Session } from '../../generated/prisma/client.ts';
 import type { EventBus } from '../../realtime/bus.ts';
 import { canReadAgent } from '../agents/service.ts';
 import { badInput, forbidden, notFound } from '../errors.ts';
@@ -73,7 +74,7 @@ const sessionPosition = (cursor: string) =>
 /** Newest activity first; the id breaks ties. */
 const byActivity = [{ updatedAt: 'desc' as const }, { id: 'desc' as const }];
 
-export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limits: StreamLimits) {
+export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, work: WorkConfig, limits: StreamLimits) {
   /** The caller's permission in a session, or NOT_FOUND when there is no such session. */
   async function permissionIn(viewer: Viewer, sessionId: string): Promise<Permission | null> {
     const session = canNameARow(sessionId)
@@ -254,7 +255,7 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
    * A page of the session's messages, oldest first within the page. `first`/`after` page
    * forwards, `last`/`before` backwards; with neither, the latest messages.
    */
-  async function messagePage(client: Pick<Db, 'message'>, sessionId: string, args: MessagePageArgs): Promise<MessagePage> {
+  async function messagePage(client: Pick<Db, 'message' | '$queryRaw'>, sessionId: string, args: MessagePageArgs): Promise<MessagePage> {
     const size = (n: number | null | undefined) => {
       if (n == null) return DEFAULT_MESSAGE_PAGE;
       if (!Number.isInteger(n) || n < 0 || n > MAX_MESSAGE_PAGE)
@@ -265,15 +266,29 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, limi
     const before = args.before ? ordinalOf(args.before) : null;
     const forwards = args.first != null || (after !== null && args.last == null);
     const take = size(forwards ? args.first : args.last);
-    const rows = await client.message.findMany({
-      where: { sessionId, ordinal: { ...(after !== null ? { gt: after } : {}), ...(before !== null ? { lt: before } : {}) } },
-      orderBy: { ordinal: forwards ? 'asc' : 'desc' },
-      take: take + 1,
-      select: messageSelect,
-    });
-    const more = rows.length > take;
-    const page = rows.slice(0, take).map(toMessageView);
-    if (!forwards) page.reverse();
+    // Sizes first, so a page of huge messages is cut short before their text is read at all.
+    const sizes = await client.$queryRaw<{ ordinal: number; bytes: number }[]>`
+      SELECT "ordinal", octet_length("content") + coalesce(octet_length("thought"), 0) AS "bytes" FROM "Message"
+      WHERE "sessionId" = ${sessionId}
+        ${after !== null ? Prisma.sql`AND "ordinal" > ${after}` : Prisma.empty}
+        ${before !== null ? Prisma.sql`AND "ordinal" < ${before}` : Prisma.empty}
+      ORDER BY "ordinal" ${forwards ? Prisma.sql`ASC` : Prisma.sql`DESC`} LIMIT ${take + 1}`;
+    let fits = 0;
+    for (let bytes = 0; fits < Math.min(take, sizes.length); fits++) {
+      bytes += Number(sizes[fits]!.bytes);
+      if (fits > 0 && bytes > work.messagePageMaxBytes) break;
+    }
+    const more = sizes.length > fits;
+    const ordinals = sizes.slice(0, fits).map((s) => Number(s.ordinal));
+    const rows = ordinals.length
+      ? await client.message.findMany({
+          where: { sessionId, ordinal: { in: ordinals } },
+          orderBy: { ordinal: 'asc' },
+          select: messageSelect,
+        })
+      : [];
+    // Oldest first within the page, whichever way it was read.
+    const page = rows.map(toMessageView);
     return {
       messages: page,
       hasNextPage: forwards ? more : before !== null,
