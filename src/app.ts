@@ -150,6 +150,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   graphiqlAssets(http);
   const yoga = createGraphQLServer(services, http.log, {
     persistedQueries: shared ? redisApqStore(shared, config.apq, throttledWarnings(http.log)) : memoryApqStore(config.apq),
+    inFlightPerKey: config.work.graphqlInFlightPerKey,
   });
   http.route({
     url: yoga.graphqlEndpoint,

@@ -1,5 +1,6 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { APQStore } from '@graphql-yoga/plugin-apq';
+import { inFlightPerKey } from './in-flight.ts';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
@@ -48,6 +49,8 @@ const unbufferedEventStreams = (): Plugin => ({
 export interface GraphQLServerOptions {
   /** Where automatic persisted queries are kept (in this process, or Redis for every instance). */
   persistedQueries: APQStore;
+  /** Queries and mutations one API key may have executing at once. */
+  inFlightPerKey: number;
 }
 
 export function createGraphQLServer(services: Services, logger: GraphQLLogger, options: GraphQLServerOptions) {
@@ -72,6 +75,7 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger, o
       ...documentLimits(),
       hideSuggestions(),
       graphqlMetrics(services.metrics.graphql),
+      inFlightPerKey(options.inFlightPerKey),
       unbufferedEventStreams(),
     ],
   });
