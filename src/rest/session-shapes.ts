@@ -176,7 +176,16 @@ const restEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('tool_cancelled'), ...settledToolCall }),
   z.object({ type: z.literal('error'), ...ofPrompt, agent: z.string(), error: z.string(), message: restMessageSchema }),
   z.object({ type: z.literal('end_prompt'), ...ofPrompt }),
-  z.object({ type: z.literal('reaction'), ...inSession, message_id: z.string(), reactions: z.record(z.string(), z.array(z.string())) }),
+  z.object({
+    type: z.literal('reaction'),
+    ...inSession,
+    message_id: z.string(),
+    user: z.string().meta({ description: 'The user whose reactions changed' }),
+    reactions: z
+      .record(z.string(), z.array(z.string()))
+      .meta({ description: "That user's reactions now, keyed by their id (merge it into the message's map)" }),
+    counts: z.array(z.object({ reaction: z.string(), count: z.number().int() })),
+  }),
   z.object({ type: z.literal('session_updated'), ...inSession, title: z.string().nullable(), scenario: z.string().nullable() }),
   z.object({ type: z.literal('user_added'), ...inSession, user: z.string(), permission: z.enum(SessionPermission) }),
   z.object({ type: z.literal('user_removed'), ...inSession, user: z.string() }),
@@ -245,7 +254,14 @@ export function toRestFrame(e: SessionEvent): z.input<typeof restUpdateFrameSche
       case 'end_prompt':
         return { type: e.type, session_id, prompt_id: e.promptId };
       case 'reaction':
-        return { type: e.type, session_id, message_id: e.messageId, reactions: e.reactions };
+        return {
+          type: e.type,
+          session_id,
+          message_id: e.messageId,
+          user: e.userId,
+          reactions: { [e.userId]: e.userReactions },
+          counts: e.counts,
+        };
       case 'session_updated':
         return { type: e.type, session_id, title: e.title, scenario: e.scenario };
       case 'user_added':

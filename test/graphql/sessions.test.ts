@@ -91,7 +91,7 @@ const Events = graphql(`
       ... on AssistantMessage { message { id content status agent { key } } }
       ... on ReplyFailed { error message { status content } }
       ... on PromptEnded { promptId }
-      ... on ReactionsChanged { messageId reactions { reaction count reactedByMe } }
+      ... on ReactionsChanged { messageId userId userReactions counts { reaction count } }
       ... on SessionUpdated { title }
       ... on SessionUserRemoved { userId }
     }
@@ -247,8 +247,8 @@ describe('queries and mutations', () => {
     });
     expect((await react('thumbs_down')).reactions).toEqual([{ reaction: 'thumbs_down', count: 1, reactedByMe: true }]);
     expect(await react('thumbs_down')).toMatchObject({ added: false, reactions: [] });
-    expectError(await t.gql(React, { messageId: replyIds[0]!, reaction: 'x' }, carol.apiKey), 'FORBIDDEN');
-    expectError(await t.gql(React, { messageId: 'missing', reaction: 'x' }, alice.apiKey), 'NOT_FOUND');
+    expectError(await t.gql(React, { messageId: replyIds[0]!, reaction: 'pin' }, carol.apiKey), 'FORBIDDEN');
+    expectError(await t.gql(React, { messageId: 'missing', reaction: 'pin' }, alice.apiKey), 'NOT_FOUND');
   });
 
   it('shareSession freezes the session; share(shareId) reads it without a key and shows nothing private', async () => {

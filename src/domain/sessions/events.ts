@@ -18,6 +18,12 @@ export interface ToolCallView {
 /** Who reacted how: user id → reactions, as the original service stored them. */
 export type ReactionsView = Record<string, string[]>;
 
+/** How many users gave one reaction. */
+export interface ReactionTotal {
+  reaction: string;
+  count: number;
+}
+
 export interface MessageView {
   id: string;
   sessionId: string;
@@ -48,7 +54,11 @@ export type SessionEventPayload =
   /** One reply failed; `message` is the saved (failed) assistant message with its partial text. */
   | { type: 'error'; promptId: string; agentId: string; error: string; message: MessageView }
   | { type: 'end_prompt'; promptId: string }
-  | { type: 'reaction'; messageId: string; reactions: ReactionsView }
+  /**
+   * One user's reactions on a message changed: what they have now, and the message's totals. Not
+   * every reaction with its user: that grows with every reaction, and each event would carry it.
+   */
+  | { type: 'reaction'; messageId: string; userId: string; userReactions: string[]; counts: ReactionTotal[] }
   | { type: 'session_updated'; title: string | null; scenario: string | null }
   | { type: 'user_added'; userId: string; permission: SessionPermission }
   | { type: 'user_removed'; userId: string }

@@ -3,7 +3,7 @@ import type { WorkConfig } from '../../config.ts';
 import { Prisma, type Session } from '../../generated/prisma/client.ts';
 import type { EventBus } from '../../realtime/bus.ts';
 import { canReadAgent } from '../agents/service.ts';
-import { badInput, forbidden, notFound } from '../errors.ts';
+import { badInput, forbidden, notFound, unprocessable } from '../errors.ts';
 import { canNameARow } from '../ids.ts';
 import type { ReplyEngine, ReplyJob } from '../replies/engine.ts';
 import { chooseResponders } from '../replies/routing.ts';
@@ -17,7 +17,8 @@ import type { MessageView, ReactionsView } from './events.ts';
 import { pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
 import { sessionWatchStep, watchStream, type WatchStream } from './stream.ts';
 import { savePrompt } from './prompts.ts';
-import { messageSelect, reactionsView, toMessageView } from './views.ts';
+import { EXCLUSIVE } from './reactions.ts';
+import { messageSelect, reactionCounts, reactionsView, toMessageView } from './views.ts';
 
 export const MESSAGE_NOT_FOUND = 'Message not found';
 export const NOT_ALLOWED_TO_DELETE = 'You are not allowed to delete this session';
@@ -26,12 +27,6 @@ export const AGENT_NO_LONGER_USABLE = 'This agent is no longer usable by you (it
 export const NO_USABLE_AGENT = "This session's agents are no longer usable by you (their owners made them private)";
 
 export type SessionQuery = { include?: Prisma.SessionInclude; select?: Prisma.SessionSelect };
-
-/** `thumbs_up` and `thumbs_down` exclude each other; other reactions combine freely. */
-const EXCLUSIVE = new Map([
-  ['thumbs_up', 'thumbs_down'],
-  ['thumbs_down', 'thumbs_up'],
-]);
 
 /** The result of operation 4: the session, and the prompt whose replies are now being written. */
 export interface PromptStarted {
@@ -379,11 +374,15 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, work
       if (!message) throw notFound(MESSAGE_NOT_FOUND);
       await requireAccess(viewer, message.sessionId);
       const { added, rows } = await db.$transaction(async (tx) => {
+        // One user's reactions to one message queue here, so concurrent ones cannot pass the cap.
+        await tx.$queryRaw`SELECT 1 FROM "Message" WHERE "id" = ${messageId} FOR UPDATE`;
         const mine = { messageId, userId: viewer.id };
         const { count: removed } = await tx.reaction.deleteMany({ where: { ...mine, reaction } });
         if (!removed) {
           const opposite = EXCLUSIVE.get(reaction);
           if (opposite) await tx.reaction.deleteMany({ where: { ...mine, reaction: opposite } });
+          if ((await tx.reaction.count({ where: mine })) >= work.reactionsPerUserMessage)
+            throw unprocessable(`Reaction limit reached: at most ${work.reactionsPerUserMessage} reactions per user on one message`);
           await tx.reaction.createMany({ data: [{ ...mine, reaction }], skipDuplicates: true });
         }
         const rows = await tx.reaction.findMany({
@@ -394,7 +393,13 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, work
         return { added: !removed, rows };
       });
       const reactions = reactionsView(rows);
-      await bus.publish(message.sessionId, { type: 'reaction', messageId, reactions });
+      await bus.publish(message.sessionId, {
+        type: 'reaction',
+        messageId,
+        userId: viewer.id,
+        userReactions: reactions[viewer.id] ?? [],
+        counts: reactionCounts(reactions),
+      });
       return { added, messageId, reactions };
     },
 

@@ -4,7 +4,7 @@ import { isWatchEnd, type WatchEnd, type WatchItem } from '../../domain/sessions
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
 import { SessionPermissionEnum } from './enums.ts';
-import { Message, ReactionCountRef, reactionsFor, ToolCall } from './message.ts';
+import { Message, ReactionTotalRef, ToolCall } from './message.ts';
 import { SendMessageInput } from './session.ts';
 
 type Of<T extends SessionEventType> = Extract<SessionEventView, { type: T }>;
@@ -74,7 +74,9 @@ eventType('error', 'ReplyFailed', 'A reply broke off; message is the saved reply
 eventType('end_prompt', 'PromptEnded', 'Every reply to a prompt has finished or failed.', (t) => ({ promptId: t.exposeID('promptId') }));
 eventType('reaction', 'ReactionsChanged', 'Someone reacted to a message.', (t) => ({
   messageId: t.exposeID('messageId'),
-  reactions: t.field({ type: [ReactionCountRef], resolve: (e, _args, ctx) => reactionsFor(e.reactions, viewerOf(ctx).id) }),
+  userId: t.exposeID('userId', { description: 'The user whose reactions changed.' }),
+  userReactions: t.exposeStringList('userReactions', { description: 'Their reactions on the message now.' }),
+  counts: t.field({ type: [ReactionTotalRef], description: "The message's totals per reaction.", resolve: (e) => e.counts }),
 }));
 eventType('session_updated', 'SessionUpdated', 'The title or scenario changed.', (t) => ({
   title: t.exposeString('title', { nullable: true }),
