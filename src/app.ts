@@ -90,10 +90,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   if (options.onRoute) http.addHook('onRoute', options.onRoute);
   // Counts and persisted queries every instance shares, when there are several.
-  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits', config.redisKeyPrefix) : undefined;
+  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits', config.redisKeyPrefix, http.log) : undefined;
   const limits = createLimits(config.limits, shared, http.log);
   const instanceId = randomUUID();
-  const bus = config.redisUrl ? createRedisBus(config.redisUrl, config.events, config.redisKeyPrefix) : createMemoryBus(config.events);
+  const bus = config.redisUrl
+    ? createRedisBus(config.redisUrl, config.events, config.redisKeyPrefix, http.log)
+    : createMemoryBus(config.events);
   const services = createServices(database.prisma, tools, {
     config,
     bus,
@@ -109,7 +111,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       `${recovered.length} replies left unfinished by a stopped process were saved as failed`,
     );
   const instances = config.redisUrl
-    ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs, config.redisKeyPrefix)
+    ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs, config.redisKeyPrefix, http.log)
     : null;
   const stopWatchingInstances = instances
     ? watchForDeadInstances(database.prisma, {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { EventsConfig } from '../config.ts';
 import type { SessionEvent, SessionEventPayload } from '../domain/sessions/events.ts';
+import type { WarnLog } from '../limits/throttled-log.ts';
 import { connectRedis } from '../redis/client.ts';
 import type { BusItem, BusSubscription, CancelRequest, EventBus, StreamEnd, SubscribeOptions } from './bus.ts';
 
@@ -237,10 +238,10 @@ class Subscriber implements BusSubscription {
  * restarts of parley. Pub/sub can drop messages while a connection is re-established: seqs are
  * consecutive, so a gap is seen and filled from the stream.
  */
-export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''): EventBus {
+export function createRedisBus(url: string, config: EventsConfig, keyPrefix = '', log?: WarnLog): EventBus {
   const instance = randomUUID();
-  const commands = connectRedis(url, 'events', keyPrefix);
-  const listener = connectRedis(url, 'events-listener', keyPrefix);
+  const commands = connectRedis(url, 'events', keyPrefix, log);
+  const listener = connectRedis(url, 'events-listener', keyPrefix, log);
   commands.defineCommand('parleyPublish', { numberOfKeys: 2, lua: PUBLISH });
   commands.defineCommand('parleyCurrent', { numberOfKeys: 2, lua: CURRENT });
   const run = commands as Redis & {

@@ -132,12 +132,15 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
    * reply that did not complete leaves no tool call unsettled: one whose settling failed (the
    * database went away meanwhile) is cancelled and its hold given back.
    */
+  /**
+   * Saves the reply's outcome, only over a reply still `streaming`: null when it was settled
+   * meanwhile (another instance took it for dead and saved it as failed) or deleted, and then
+   * nothing is changed or counted.
+   */
   async function save(sessionId: string, messageId: string, fields: Outcome) {
     const saved = await db.$transaction(async (tx) => {
-      await addTokens(tx, sessionId, fields.promptTokens + fields.completionTokens);
-      if (fields.status !== 'complete') await abandonToolCalls(tx, { messageId }, UNSETTLED_TOOL);
-      const row = await tx.message.update({
-        where: { id: messageId },
+      const { count } = await tx.message.updateMany({
+        where: { id: messageId, status: 'streaming' },
         data: {
           content: fields.content,
           thought: fields.thought || null,
@@ -146,11 +149,13 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
           promptTokens: fields.promptTokens,
           completionTokens: fields.completionTokens,
         },
-        select: messageSelect,
       });
-      return toMessageView(row);
+      if (!count) return null;
+      await addTokens(tx, sessionId, fields.promptTokens + fields.completionTokens);
+      if (fields.status !== 'complete') await abandonToolCalls(tx, { messageId }, UNSETTLED_TOOL);
+      return toMessageView(await tx.message.findUniqueOrThrow({ where: { id: messageId }, select: messageSelect }));
     });
-    metrics.usage(fields.promptTokens, fields.completionTokens);
+    if (saved) metrics.usage(fields.promptTokens, fields.completionTokens);
     return saved;
   }
 
@@ -263,7 +268,8 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
         promptTokens: usage.prompt,
         completionTokens: usage.completion,
       });
-      await emit(sessionId, { type: 'assistant_message', promptId, agentId, message });
+      // Null: it was settled elsewhere and announced there; this outcome is not the one kept.
+      if (message) await emit(sessionId, { type: 'assistant_message', promptId, agentId, message });
       return message;
     } catch (e) {
       await fail(job, target, signal.aborted ? signal.reason : e, {
@@ -313,7 +319,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     const outcome: Outcome = { ...written, status: reason === CANCELLED ? 'cancelled' : 'failed', error };
     try {
       const message = await save(sessionId, messageId, outcome);
-      await emit(sessionId, { type: 'error', promptId, agentId, error, message });
+      if (message) await emit(sessionId, { type: 'error', promptId, agentId, error, message });
     } catch (saveError) {
       if (isRecordGone(saveError)) return;
       if (!isDatabaseUnavailable(saveError)) throw saveError;

@@ -224,8 +224,11 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
         true,
         output.media?.length ? creationsOf(output, tool, args, ctx) : undefined,
       );
+      // Settled elsewhere meanwhile (its session deleted, or its reply taken for dead and its hold
+      // refunded): the result was not charged for, so the model does not get it either.
+      if (!settled) return { error: 'The tool call was stopped before its result was saved' };
       // Searchable like any other creation; embedding is outside the transaction (a remote call).
-      if (settled && output.media?.length) await deps.search.indexCreations(output.media.map((m) => m.id));
+      if (output.media?.length) await deps.search.indexCreations(output.media.map((m) => m.id));
       return output.result;
     } catch (e) {
       if (ctx.signal.aborted) {
