@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { getIntrospectionQuery } from 'graphql';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
+import { freePort } from '../test/helpers/servers.ts';
 
 const { values } = parseArgs({
   options: {
@@ -25,14 +26,6 @@ const { values } = parseArgs({
 const rounds = Number(values.rounds);
 const requests = Number(values.requests);
 const concurrency = Number(values.concurrency);
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 
 const redisPort = await freePort();
 const redis = spawn(

@@ -12,6 +12,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { freePort } from '../test/helpers/servers.ts';
 
 const { values } = parseArgs({
   options: { rounds: { type: 'string', default: '7' }, root: { type: 'string' }, npm: { type: 'boolean', default: false } },
@@ -111,15 +112,6 @@ async function run(variant: Variant): Promise<Sample> {
     return { ms, cpuMs };
   }
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 const groupAlive = (pgid: number) => {
   try {

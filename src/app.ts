@@ -1,39 +1,36 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
+import fastifyStatic from '@fastify/static';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
+import type { Redis } from 'ioredis';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
-import { isDomainError } from './domain/errors.ts';
-import { RETRY_AFTER_SECONDS } from './domain/prisma-errors.ts';
 import { recoverAbandonedReplies, watchForDeadInstances, type RecoveredReply } from './domain/replies/recovery.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
-import fastifyStatic from '@fastify/static';
-import { GRAPHIQL_CSP, graphiqlAssets } from './graphql/graphiql.ts';
 import { memoryApqStore, redisApqStore } from './graphql/apq.ts';
-import { bodylessRefusal, createGraphQLServer, keyInConnectionParams } from './graphql/server.ts';
+import { graphiqlAssets } from './graphql/graphiql.ts';
+import { createGraphQLServer, graphqlRoute, socketAuthenticator } from './graphql/server.ts';
+import { attachGraphQLWebSocket } from './graphql/websocket.ts';
+import { installAuth } from './http/auth.ts';
 import { requestLimits, trackConnections } from './http/connections.ts';
+import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './http/errors.ts';
+import { healthRoute } from './http/health.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
 import { rateLimitRequests } from './http/rate-limit.ts';
 import { installCors, installSecurityHeaders } from './http/security-headers.ts';
 import { createLimits } from './limits/index.ts';
 import { throttledWarnings } from './limits/throttled-log.ts';
-import { instanceRegistry } from './realtime/instances.ts';
-import { createMemoryBus } from './realtime/memory-bus.ts';
-import { createRedisBus } from './realtime/redis-bus.ts';
-import { connectRedis } from './redis/client.ts';
 import { installObservability, requestId, requestLogFields } from './observability/http.ts';
-import { createMetrics } from './observability/metrics.ts';
-import { attachGraphQLWebSocket } from './realtime/websocket.ts';
-import { installAuth } from './rest/auth.ts';
-import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './rest/errors.ts';
+import { createMetrics, type Metrics } from './observability/metrics.ts';
+import { createEventBus } from './realtime/index.ts';
+import { instanceRegistry } from './realtime/instances.ts';
+import { connectRedis } from './redis/client.ts';
 import { mediaRoutes } from './rest/media.ts';
 import { restRoutes } from './rest/routes.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
-/** A health check answers within this even when the database does not. */
-const HEALTH_TIMEOUT_MS = 2_000;
 
 export interface App {
   http: FastifyInstance;
@@ -62,19 +59,66 @@ export interface BuildOptions {
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
   // The registry is checked first: a broken tool file should stop start-up before anything opens.
   const tools = await loadToolRegistry(config.toolsDir);
+  const { database, recovered } = await openMigratedDatabase(config, options);
+  const http = createHttpServer(config, options);
+  const metrics = createMetrics({ process: true });
+  const adapters = connectAdapters(config, http.log);
+  const services = createServices(database.prisma, tools, {
+    config,
+    bus: adapters.bus,
+    streamLimits: adapters.limits.streams,
+    instanceId: adapters.instanceId,
+    log: http.log,
+    publicUrl: () => config.publicUrl ?? listeningAt(http.server),
+    metrics,
+  });
+  reportRecovered(http.log, recovered);
+  const stopWatchingInstances = watchInstances(database, adapters, config, http.log);
+
+  await installHttpPlumbing(http, config, metrics);
+  installAuth(http, services, rateLimitRequests(adapters.limits.rate));
+  healthRoute(http, database, services);
+  // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.
+  await http.register(fastifyStatic, { serve: false });
+  graphiqlAssets(http);
+  const yoga = createGraphQLServer(services, http.log, {
+    persistedQueries: apqStore(config, adapters.shared, http.log),
+    inFlightPerKey: config.work.graphqlInFlightPerKey,
+  });
+  graphqlRoute(http, yoga);
+  restRoutes(http, services, config.events);
+  mediaRoutes(http, config.mediaDir);
+  const websocket = attachGraphQLWebSocket(http.server, yoga, yoga.graphqlEndpoint, {
+    bus: services.bus,
+    events: config.events,
+    limits: config.websocket,
+    rateLimiter: adapters.limits.rate,
+    log: http.log,
+    authenticate: socketAuthenticator(services.apiKeys),
+  });
+  metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
+  closeInOrder(http, config, { services, websocket, database, adapters, stopWatchingInstances });
+
+  return { http, services, database, websocket, close: () => http.close() };
+}
+
+/** Opens the database and migrates it; without a shared Redis, closes replies a dead process left. */
+async function openMigratedDatabase(config: Config, options: BuildOptions) {
   const database = await openDatabase(config.database, { onQuery: options.onQuery });
-  let recovered: RecoveredReply[];
   try {
     await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
     // Without a shared Redis this is the only instance: a reply still `streaming` now was left
     // by an earlier process that died. With several, the instances close those of one that died.
-    recovered = config.redisUrl ? [] : await recoverAbandonedReplies(database.prisma);
+    const recovered: RecoveredReply[] = config.redisUrl ? [] : await recoverAbandonedReplies(database.prisma);
+    return { database, recovered };
   } catch (e) {
     await database.close();
     throw e;
   }
+}
+
+function createHttpServer(config: Config, options: BuildOptions) {
   const { trustProxy } = config.http;
-  const metrics = createMetrics({ process: true });
   const http = Fastify({
     logger: config.logLevel === 'silent' ? false : { level: config.logLevel, serializers: { req: requestLogFields } },
     genReqId: requestId,
@@ -89,100 +133,86 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     trustProxy: typeof trustProxy === 'number' ? (_address: string, hop: number) => hop < trustProxy : trustProxy,
   });
   if (options.onRoute) http.addHook('onRoute', options.onRoute);
+  return http;
+}
+
+type Adapters = ReturnType<typeof connectAdapters>;
+
+/** The adapters the deployment asks for: in process for one instance, through Redis for several. */
+function connectAdapters(config: Config, log: FastifyBaseLogger) {
   // Counts and persisted queries every instance shares, when there are several.
-  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits', config.redisKeyPrefix, http.log) : undefined;
-  const limits = createLimits(config.limits, shared, http.log);
+  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits', config.redisKeyPrefix, log) : undefined;
   const instanceId = randomUUID();
-  const bus = config.redisUrl
-    ? createRedisBus(config.redisUrl, config.events, config.redisKeyPrefix, http.log)
-    : createMemoryBus(config.events);
-  const services = createServices(database.prisma, tools, {
-    config,
-    bus,
+  return {
+    shared,
     instanceId,
-    log: http.log,
-    publicUrl: () => config.publicUrl ?? listeningAt(http.server),
-    streamLimits: limits.streams,
-    metrics,
+    limits: createLimits(config.limits, shared, log),
+    bus: createEventBus(config, log),
+    instances: config.redisUrl
+      ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs, config.redisKeyPrefix, log)
+      : null,
+  };
+}
+
+function reportRecovered(log: FastifyBaseLogger, recovered: RecoveredReply[]) {
+  if (!recovered.length) return;
+  log.warn(
+    { replies: recovered.map((r) => r.message.id) },
+    `${recovered.length} replies left unfinished by a stopped process were saved as failed`,
+  );
+}
+
+/** With several instances, each closes the replies of one that stopped beating. */
+function watchInstances(database: Database, adapters: Adapters, config: Config, log: FastifyBaseLogger) {
+  if (!adapters.instances) return () => {};
+  return watchForDeadInstances(database.prisma, {
+    self: adapters.instanceId,
+    gone: adapters.instances.gone,
+    bus: adapters.bus,
+    everyMs: config.instanceHeartbeatMs,
+    log,
   });
-  if (recovered.length)
-    http.log.warn(
-      { replies: recovered.map((r) => r.message.id) },
-      `${recovered.length} replies left unfinished by a stopped process were saved as failed`,
-    );
-  const instances = config.redisUrl
-    ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs, config.redisKeyPrefix, http.log)
-    : null;
-  const stopWatchingInstances = instances
-    ? watchForDeadInstances(database.prisma, {
-        self: instanceId,
-        gone: instances.gone,
-        bus,
-        everyMs: config.instanceHeartbeatMs,
-        log: http.log,
-      })
-    : () => {};
+}
+
+/** What every route goes through: body parsing, error bodies, CORS, security headers, metrics and request logs. */
+async function installHttpPlumbing(http: FastifyInstance, config: Config, metrics: Metrics) {
   installJsonParser(http);
   installErrorHandlers(http);
   await installCors(http, config.http);
   await installSecurityHeaders(http);
   installObservability(http, metrics, config.metricsToken);
-  installAuth(http, services, rateLimitRequests(limits.rate));
+}
 
-  http.get('/healthz', { config: { public: true } }, async (_request, reply) => {
-    const unavailable = (body: object) =>
-      reply
-        .code(503)
-        .header('retry-after', String(RETRY_AFTER_SECONDS))
-        .send({ status: 'unavailable', ...body });
-    if (!(await database.ping(HEALTH_TIMEOUT_MS))) return unavailable({ database: 'unreachable' });
-    const events = await services.bus.describe();
-    if (!events.reachable) return unavailable({ database: 'ok', events: 'unreachable' });
-    return {
-      status: 'ok',
-      database: 'ok',
-      events: events.events,
-      replies: services.provider.description,
-      search: await services.search.describe(),
-    };
-  });
+function apqStore(config: Config, shared: Redis | undefined, log: FastifyBaseLogger) {
+  return shared ? redisApqStore(shared, config.apq, throttledWarnings(log)) : memoryApqStore(config.apq);
+}
 
-  // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.
-  await http.register(fastifyStatic, { serve: false });
-  graphiqlAssets(http);
-  const yoga = createGraphQLServer(services, http.log, {
-    persistedQueries: shared ? redisApqStore(shared, config.apq, throttledWarnings(http.log)) : memoryApqStore(config.apq),
-    inFlightPerKey: config.work.graphqlInFlightPerKey,
-  });
-  http.route({
-    url: yoga.graphqlEndpoint,
-    method: ['GET', 'POST', 'OPTIONS'],
-    config: { public: true, graphql: true },
-    helmet: { contentSecurityPolicy: { useDefaults: false, directives: GRAPHIQL_CSP } },
-    handler: async (request, reply) => {
-      const response = await yoga.handleNodeRequestAndResponse(request, reply, { req: request.raw, viewer: request.viewer ?? undefined });
-      if (response.body === null && response.status >= 400) throw bodylessRefusal(response.status);
-      response.headers.forEach((value, key) => reply.header(key, value));
-      reply.status(response.status);
-      return reply.send(response.body);
-    },
-  });
-
-  restRoutes(http, services, config.events);
-  mediaRoutes(http, config.mediaDir);
-
-  // On close, replies being written get a grace period to finish (their watchers see them end),
-  // then every open stream is told the server is going away, so clients reconnect elsewhere.
-  // Connections then close as soon as they have nothing left to answer (responses sent meanwhile
-  // say so), rather than holding the process open until their keep-alive timeout.
+/**
+ * On close, replies being written get a grace period to finish (their watchers see them end),
+ * then every open stream is told the server is going away, so clients reconnect elsewhere.
+ * Connections then close as soon as they have nothing left to answer (responses sent meanwhile
+ * say so), rather than holding the process open until their keep-alive timeout.
+ */
+function closeInOrder(
+  http: FastifyInstance,
+  config: Config,
+  parts: {
+    services: Services;
+    websocket: ReturnType<typeof attachGraphQLWebSocket>;
+    database: Database;
+    adapters: Adapters;
+    stopWatchingInstances: () => void;
+  },
+) {
+  const { services, websocket, database, adapters } = parts;
   const connections = trackConnections(http.server, {
     maxConnections: config.http.maxConnections ?? connectionCap(openFileLimit()),
     log: http.log,
   });
   http.addHook('preClose', async () => {
     await services.replies.drain(config.shutdownGraceMs);
-    stopWatchingInstances();
-    await instances?.close();
+    parts.stopWatchingInstances();
+    await adapters.instances?.close();
     await services.bus.close();
     await websocket.close();
     connections.closeIdle();
@@ -190,29 +220,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   http.addHook('onSend', async (_request, reply) => {
     if (connections.closing) reply.header('connection', 'close');
   });
-
-  const websocket = attachGraphQLWebSocket(http.server, yoga, yoga.graphqlEndpoint, {
-    bus: services.bus,
-    events: config.events,
-    limits: config.websocket,
-    rateLimiter: limits.rate,
-    log: http.log,
-    authenticate: async (params) => {
-      const key = keyInConnectionParams(params);
-      try {
-        return { viewer: await services.apiKeys.authenticate(key) };
-      } catch (e) {
-        if (!isDomainError(e)) throw e;
-        return { missing: !key, reason: key ? 'Invalid API key' : 'Missing API key: send it in connectionParams as X-Api-Key' };
-      }
-    },
-  });
-  metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
   http.addHook('onClose', async () => {
-    await limits.close();
-    await shared?.quit();
+    await adapters.limits.close();
+    await adapters.shared?.quit();
     await database.close();
   });
-
-  return { http, services, database, websocket, close: () => http.close() };
 }

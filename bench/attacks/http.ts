@@ -11,6 +11,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { freePort } from '../../test/helpers/servers.ts';
 
 const { values } = parseArgs({
   options: {
@@ -25,14 +26,6 @@ const root = resolve(values.root);
 const sockets = Number(values.sockets);
 const seconds = Number(values.seconds);
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-const freePort = () =>
-  new Promise<number>((done) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => done(port));
-    });
-  });
 
 async function startServer() {
   const env: NodeJS.ProcessEnv = {

@@ -1,11 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { loadConfig, type Config } from '../config.ts';
-import { createMetrics, type Metrics } from '../observability/metrics.ts';
+import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
-import type { EventBus } from '../realtime/bus.ts';
-import { memorySlotStore } from '../limits/slots.ts';
-import { streamLimits, type StreamLimits } from '../limits/streams.ts';
-import { createMemoryBus } from '../realtime/memory-bus.ts';
+import type { Metrics } from '../observability/metrics.ts';
 import { agentService } from './agents/service.ts';
 import { apiKeyService } from './api-keys/service.ts';
 import { conceptService } from './concepts/service.ts';
@@ -15,7 +11,9 @@ import { deploymentService } from './deployments/service.ts';
 import { modelService } from './models/service.ts';
 import { createReplyEngine } from './replies/engine.ts';
 import { chooseProvider } from './replies/provider.ts';
+import type { EventBus } from './sessions/bus.ts';
 import { sessionService } from './sessions/service.ts';
+import type { StreamLimits } from './sessions/stream-limits.ts';
 import { shareService } from './shares/service.ts';
 import { mannaService } from './manna/service.ts';
 import { mediaStore } from './media/store.ts';
@@ -25,29 +23,31 @@ import { createToolHost } from './tools/host.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
 
-export interface ServiceOptions {
-  config?: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work'>;
+/**
+ * What the domain is given by a composition root (`app.ts`, the CLI's `cli/services.ts`): the
+ * adapters it runs on are chosen there, never here.
+ */
+export interface ServiceDependencies {
+  config: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work'>;
+  /** Live events: in process, or shared by every instance through Redis. */
+  bus: EventBus;
+  /** Subscriptions and streams per key, counted where the bus's deployment counts them. */
+  streamLimits: StreamLimits;
+  log: { error(obj: unknown, msg?: string): void };
+  /** Where services count what they do. */
+  metrics: Metrics;
   /** Where clients reach the service (for links to media), once it is known. */
   publicUrl?: () => string;
-  bus?: EventBus;
-  /** Subscriptions and streams per key; counted in this process unless given (shared through Redis). */
-  streamLimits?: StreamLimits;
-  log?: { error(obj: unknown, msg?: string): void };
   /** Names this process on the replies it writes; a new one by default. */
   instanceId?: string;
-  /** Where services count what they do; by default a registry nobody reads (CLI, tests of one service). */
-  metrics?: Metrics;
 }
 
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
-export function createServices(db: Db, registry: ToolRegistry, options: ServiceOptions = {}) {
-  const config = options.config ?? loadConfig({});
-  const bus = options.bus ?? createMemoryBus(config.events);
-  const log = options.log ?? { error: (obj: unknown, msg?: string) => console.error(msg, obj) };
-  const metrics = options.metrics ?? createMetrics();
+export function createServices(db: Db, registry: ToolRegistry, dependencies: ServiceDependencies) {
+  const { config, bus, log, metrics } = dependencies;
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(db, config.search);
-  const media = mediaStore(config.mediaDir, options.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
+  const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
   const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna, work: config.work });
   const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
@@ -58,17 +58,11 @@ export function createServices(db: Db, registry: ToolRegistry, options: ServiceO
     llm: config.llm,
     tools,
     memory: memories.host,
-    instanceId: options.instanceId ?? randomUUID(),
+    instanceId: dependencies.instanceId ?? randomUUID(),
     log,
     metrics: metrics.replies,
   });
-  const sessions = sessionService(
-    db,
-    bus,
-    replies,
-    config.work,
-    options.streamLimits ?? streamLimits(memorySlotStore(), config.limits, { warn: (obj, msg) => log.error(obj, msg) }),
-  );
+  const sessions = sessionService(db, bus, replies, config.work, dependencies.streamLimits);
   return {
     db,
     metrics,

@@ -1,14 +1,16 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { APQStore } from '@graphql-yoga/plugin-apq';
 import { inFlightPerKey } from './in-flight.ts';
+import type { FastifyInstance } from 'fastify';
 import { createYoga, type Plugin } from 'graphql-yoga';
+import { isDomainError } from '../domain/errors.ts';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
 import { persistedQueries } from './apq.ts';
 import { documentLimits } from './armor.ts';
 import { createContext } from './context.ts';
 import { createErrorMasker } from './errors.ts';
-import { renderGraphiQL } from './graphiql.ts';
+import { GRAPHIQL_CSP, renderGraphiQL } from './graphiql.ts';
 import { graphqlMetrics } from './metrics.ts';
 import { hideSuggestions } from './suggestions.ts';
 import { schema } from './schema.ts';
@@ -38,7 +40,7 @@ const apiKeyFrom = (c: ServerContext): string | null => {
 
 /**
  * Subscriptions over SSE must reach clients as they are written, also behind nginx, which
- * buffers responses unless told otherwise (REST streams say the same: src/realtime/sse.ts).
+ * buffers responses unless told otherwise (REST streams say the same: src/http/sse.ts).
  */
 const unbufferedEventStreams = (): Plugin => ({
   onResponse({ response }) {
@@ -96,4 +98,34 @@ export function bodylessRefusal(status: number): Error {
         ? 'Accept application/json or application/graphql-response+json (text/event-stream for subscriptions)'
         : (STATUS_CODES[status] ?? 'Bad Request');
   return Object.assign(new Error(message), { statusCode: status });
+}
+
+/** Serves GraphQL over HTTP (and GraphiQL to browsers) at the Yoga endpoint, under GraphiQL's CSP. */
+export function graphqlRoute(http: FastifyInstance, yoga: GraphQLServer) {
+  http.route({
+    url: yoga.graphqlEndpoint,
+    method: ['GET', 'POST', 'OPTIONS'],
+    config: { public: true, graphql: true },
+    helmet: { contentSecurityPolicy: { useDefaults: false, directives: GRAPHIQL_CSP } },
+    handler: async (request, reply) => {
+      const response = await yoga.handleNodeRequestAndResponse(request, reply, { req: request.raw, viewer: request.viewer ?? undefined });
+      if (response.body === null && response.status >= 400) throw bodylessRefusal(response.status);
+      response.headers.forEach((value, key) => reply.header(key, value));
+      reply.status(response.status);
+      return reply.send(response.body);
+    },
+  });
+}
+
+/** How a graphql-ws socket's `connection_init` is judged: the key in its params, as over HTTP. */
+export function socketAuthenticator(apiKeys: Services['apiKeys']) {
+  return async (params: Record<string, unknown> | undefined) => {
+    const key = keyInConnectionParams(params);
+    try {
+      return { viewer: await apiKeys.authenticate(key) };
+    } catch (e) {
+      if (!isDomainError(e)) throw e;
+      return { missing: !key, reason: key ? 'Invalid API key' : 'Missing API key: send it in connectionParams as X-Api-Key' };
+    }
+  };
 }

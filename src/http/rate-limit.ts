@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { tooMany } from '../domain/errors.ts';
 import { rateLimitedError, type RateLimiter } from '../limits/rate-limit.ts';
-import { closeIfBodyUnread } from '../rest/auth.ts';
-import { sendDomainError } from '../rest/errors.ts';
+import { closeIfBodyUnread } from './auth.ts';
+import { sendDomainError } from './errors.ts';
 
 /** Probes and scrapes are never refused: a limit must not make an instance look dead. */
 const UNLIMITED = new Set(['/healthz', '/metrics']);

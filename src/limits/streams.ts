@@ -1,17 +1,8 @@
 import type { LimitsConfig } from '../config.ts';
 import { tooMany } from '../domain/errors.ts';
-import type { Viewer } from '../domain/viewer.ts';
+import type { StreamLimits } from '../domain/sessions/stream-limits.ts';
 import type { SlotStore } from './slots.ts';
 import type { WarnLog } from './throttled-log.ts';
-
-/**
- * What one API key may hold open at once, whatever the transport: subscriptions and event
- * streams of any kind, and among them replies being streamed (each keeps a model busy).
- */
-export interface StreamLimits {
-  /** Takes the caller's slots, or throws TOO_MANY_SUBSCRIPTIONS / TOO_MANY_STREAMS; call the result once to give them back. */
-  hold(viewer: Viewer, kind: 'subscription' | 'stream'): Promise<() => void>;
-}
 
 const nothingHeld = () => {};
 

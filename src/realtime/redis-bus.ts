@@ -4,7 +4,8 @@ import type { EventsConfig } from '../config.ts';
 import type { SessionEvent, SessionEventPayload } from '../domain/sessions/events.ts';
 import type { WarnLog } from '../limits/throttled-log.ts';
 import { connectRedis } from '../redis/client.ts';
-import type { BusItem, BusSubscription, CancelRequest, EventBus, StreamEnd, SubscribeOptions } from './bus.ts';
+import { type EventSource, ends, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
+import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/sessions/bus.ts';
 
 const seqKey = (sessionId: string) => `parley:seq:{${sessionId}}`;
 const streamKey = (sessionId: string) => `parley:events:{${sessionId}}`;
@@ -57,177 +58,43 @@ return tonumber(seq)
 
 type Entry = [id: string, fields: string[]];
 
-const SHUTTING_DOWN = 'The server is shutting down; reconnect to resume';
-
 /**
  * A session as this instance sees it: the events that arrived live since someone here started
- * watching (consecutive seqs, bounded), in front of the Redis stream that holds the rest.
+ * watching (the window), in front of the Redis stream that holds the rest.
  */
-class Channel {
-  log: SessionEvent[] = [];
-  /** Highest seq this instance has taken in; null until the session's current seq is known. */
-  lastSeq: number | null = null;
+class Channel implements EventSource {
+  readonly window: ReplayWindow;
   readonly subscribers = new Set<Subscriber>();
   /** Incoming events are handled one after another: a gap is filled before what follows it. */
   queue: Promise<void> = Promise.resolve();
-  ready: Promise<void>;
+  readonly ready: Promise<void>;
 
   constructor(
     readonly sessionId: string,
-    private readonly retain: number,
+    retain: number,
+    private readonly reader: Reader,
     init: (c: Channel) => Promise<void>,
   ) {
+    this.window = new ReplayWindow(retain, null);
     this.ready = init(this);
   }
 
-  append(event: SessionEvent) {
-    if (this.lastSeq !== null && event.seq <= this.lastSeq) return;
-    // A hole (events that could not be fetched) breaks the run; older events are read from Redis.
-    if (this.lastSeq !== null && event.seq !== this.lastSeq + 1) this.log = [];
-    this.log.push(event);
-    if (this.log.length > this.retain + (this.retain >> 2)) this.log.splice(0, this.log.length - this.retain);
-    this.lastSeq = event.seq;
-    for (const s of this.subscribers) s.wake();
+  current() {
+    return this.reader.current(this.sessionId);
   }
 
-  /** The event after `seq`: null if there is none yet, undefined if it is not held here. */
-  after(seq: number): SessionEvent | null | undefined {
-    if (this.lastSeq !== null && seq >= this.lastSeq) return null;
-    const first = this.log[0]?.seq;
-    if (first === undefined || seq + 1 < first) return undefined;
-    return this.log[seq + 1 - first];
+  range(fromSeq: number, count: number) {
+    return this.reader.range(this.sessionId, fromSeq, count);
+  }
+
+  append(event: SessionEvent) {
+    if (this.window.push(event)) for (const s of this.subscribers) s.wake();
   }
 }
 
 interface Reader {
   range(sessionId: string, fromSeq: number, count: number): Promise<SessionEvent[]>;
   current(sessionId: string): Promise<number>;
-}
-
-/**
- * One subscription. It keeps a position (the last seq handed out) and reads what this instance
- * holds in memory, or from the Redis stream when it is behind that (a resume, or a slow reader).
- */
-class Subscriber implements BusSubscription {
-  private waiting: (() => void) | null = null;
-  private pending: SessionEvent[] = [];
-  private final: StreamEnd | null = null;
-  private done = false;
-  private position: number | null;
-  private checked: boolean;
-
-  constructor(
-    private readonly channel: Channel,
-    private readonly reader: Reader,
-    after: number | undefined,
-    /** Without `after`: the session's seq when the subscription was asked for. */
-    private readonly start: Promise<number> | undefined,
-    private readonly onClose: (s: Subscriber) => void,
-  ) {
-    this.position = after ?? null;
-    this.checked = after === undefined;
-    start?.catch(() => {});
-  }
-
-  end(code: StreamEnd['code'], reason: string) {
-    if (this.final || this.done) return;
-    this.final = { end: true, code, reason, lastSeq: this.position };
-    this.wake();
-  }
-
-  wake() {
-    const w = this.waiting;
-    this.waiting = null;
-    w?.();
-  }
-
-  private finish() {
-    if (this.done) return;
-    this.done = true;
-    this.onClose(this);
-  }
-
-  /** A resume point must be a seq this session issued whose successors are all still held. */
-  private async checkResumePoint(after: number) {
-    const current = await this.reader.current(this.channel.sessionId);
-    if (after > current) return false;
-    if (after === current) return true;
-    const [next] = await this.reader.range(this.channel.sessionId, after + 1, 1);
-    return next?.seq === after + 1;
-  }
-
-  private async fill(position: number) {
-    const events = await this.reader.range(this.channel.sessionId, position + 1, 256);
-    if (events[0]?.seq === position + 1) this.pending = events;
-    else if (this.channel.lastSeq !== null && position < this.channel.lastSeq) {
-      this.final ??= {
-        end: true,
-        code: 'SLOW_CONSUMER',
-        reason: 'The client fell so far behind that the events it missed are gone; read the session again',
-        lastSeq: position,
-      };
-    }
-  }
-
-  async next(): Promise<IteratorResult<BusItem>> {
-    for (;;) {
-      if (this.done) return { value: undefined, done: true };
-      if (this.final) {
-        const final = this.final;
-        this.finish();
-        return { value: final, done: false };
-      }
-      try {
-        await this.channel.ready;
-        this.position ??= await this.start!;
-        if (!this.checked) {
-          this.checked = true;
-          if (!(await this.checkResumePoint(this.position!))) {
-            this.end(
-              'EVENTS_EXPIRED',
-              `Events after ${this.position} are no longer available; read the session again and subscribe without "after"`,
-            );
-            continue;
-          }
-        }
-      } catch {
-        this.end('EVENTS_EXPIRED', 'The event log could not be read; read the session again and subscribe again');
-        continue;
-      }
-      if (this.done || this.final) continue;
-      const queued = this.pending.shift();
-      if (queued) {
-        this.position = queued.seq;
-        return { value: queued, done: false };
-      }
-      const held = this.channel.after(this.position!);
-      if (held) {
-        this.position = held.seq;
-        return { value: held, done: false };
-      }
-      if (held === undefined) {
-        await this.fill(this.position!).catch(() => {
-          this.end('EVENTS_EXPIRED', 'The event log could not be read; read the session again and subscribe again');
-        });
-        continue;
-      }
-      await new Promise<void>((resolve) => (this.waiting = resolve));
-    }
-  }
-
-  close() {
-    this.finish();
-    this.wake();
-  }
-
-  return(): Promise<IteratorResult<BusItem>> {
-    this.close();
-    return Promise.resolve({ value: undefined, done: true });
-  }
-
-  [Symbol.asyncIterator]() {
-    return this;
-  }
 }
 
 /**
@@ -251,8 +118,8 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   const nowMicros = () => String(Date.now() * 1000);
 
   const channels = new Map<string, Channel>();
-  const keyListeners = new Set<(keyId: string) => void>();
-  const cancelListeners = new Set<(request: CancelRequest) => void>();
+  const revokedKeys = new Listeners<string>();
+  const cancels = new Listeners<CancelRequest>();
   let subscriberCount = 0;
   let closed = false;
 
@@ -272,10 +139,11 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
 
   /** Events from `fromSeq` up to (not including) `untilSeq`, in order, to close a gap. */
   async function catchUp(c: Channel, untilSeq?: number) {
-    if (c.lastSeq === null) return;
+    const last = c.window.last;
+    if (last === null) return;
     const entries = (await commands.xrange(
       streamKey(c.sessionId),
-      `${c.lastSeq + 1}`,
+      `${last + 1}`,
       untilSeq === undefined ? '+' : `${untilSeq - 1}`,
     )) as Entry[];
     for (const e of entries) c.append(decode(c.sessionId, e));
@@ -284,10 +152,10 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   function channel(sessionId: string) {
     let c = channels.get(sessionId);
     if (!c) {
-      c = new Channel(sessionId, config.replayLimit, async (ch) => {
+      c = new Channel(sessionId, config.replayLimit, reader, async (ch) => {
         await listener.subscribe(liveChannel(sessionId));
         // Whatever was published before the subscription took effect is read from the stream.
-        ch.lastSeq = await reader.current(sessionId);
+        ch.window.last = await reader.current(sessionId);
       });
       channels.set(sessionId, c);
     }
@@ -307,8 +175,8 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
         | ({ type: 'cancel' } & CancelRequest)
       );
       if (signal.from === instance) return;
-      if (signal.type === 'revoke_key') for (const l of keyListeners) l(signal.keyId);
-      else for (const l of cancelListeners) l({ sessionId: signal.sessionId, promptId: signal.promptId, reason: signal.reason });
+      if (signal.type === 'revoke_key') revokedKeys.emit(signal.keyId);
+      else cancels.emit({ sessionId: signal.sessionId, promptId: signal.promptId, reason: signal.reason });
       return;
     }
     if (!name.startsWith(LIVE_PREFIX)) return;
@@ -319,7 +187,8 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     c.queue = c.queue
       .then(async () => {
         await c.ready;
-        if (c.lastSeq !== null && event.seq > c.lastSeq + 1) await catchUp(c, event.seq);
+        const last = c.window.last;
+        if (last !== null && event.seq > last + 1) await catchUp(c, event.seq);
         c.append(event);
       })
       .catch(() => c.append(event));
@@ -363,41 +232,35 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
       // Asked now, on the connection later publishes go through: nothing published after this
       // call is missed, however long the pub/sub subscription takes.
       const start = options.after === undefined ? reader.current(sessionId) : undefined;
-      const subscriber = new Subscriber(c, reader, options.after, start, (s) => {
+      const subscriber = new Subscriber(c, options.after, start, (s) => {
         if (c.subscribers.delete(s)) subscriberCount--;
         forget(c);
       });
       c.subscribers.add(subscriber);
       subscriberCount++;
-      if (closed) subscriber.end('SHUTTING_DOWN', SHUTTING_DOWN);
+      if (closed) subscriber.end(ends.shuttingDown(null));
       return subscriber;
     },
 
     async revokeKey(keyId: string) {
-      for (const l of keyListeners) l(keyId);
+      revokedKeys.emit(keyId);
       await control({ type: 'revoke_key', keyId });
     },
 
-    onKeyRevoked(l) {
-      keyListeners.add(l);
-      return () => keyListeners.delete(l);
-    },
+    onKeyRevoked: (l) => revokedKeys.add(l),
 
     async cancelReplies(request: CancelRequest) {
-      for (const l of cancelListeners) l(request);
+      cancels.emit(request);
       await control({ type: 'cancel', ...request });
     },
 
-    onCancelReplies(l) {
-      cancelListeners.add(l);
-      return () => cancelListeners.delete(l);
-    },
+    onCancelReplies: (l) => cancels.add(l),
 
     async close() {
       if (closed) return;
       closed = true;
       clearInterval(keepAlive);
-      for (const c of channels.values()) for (const s of c.subscribers) s.end('SHUTTING_DOWN', SHUTTING_DOWN);
+      for (const c of channels.values()) for (const s of c.subscribers) s.end(ends.shuttingDown(null));
       // Subscribers read their final item from memory; the connections can go now.
       listener.disconnect();
       await commands.quit().catch(() => commands.disconnect());

@@ -5,7 +5,7 @@ import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } 
 import { visiblePersona, type AgentWithKey } from '../domain/agents/service.ts';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
-import type { RestErrorStyle } from './errors.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
 import { fieldNames } from './field-names.ts';
 
 const names = fieldNames({

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../domain/services.ts';
-import type { RestErrorStyle } from './errors.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
 
 /** Another user's or an unknown key is a 401 "API key not found", as in the original. */
 const errors: RestErrorStyle = { bodyKey: 'message', status: { NOT_FOUND: 401 } };

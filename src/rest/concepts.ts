@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ConceptWithImages } from '../domain/concepts/service.ts';
 import type { Services } from '../domain/services.ts';
-import type { RestErrorStyle } from './errors.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
 import { fieldNames } from './field-names.ts';
 
 const names = fieldNames({ usageInstructions: 'usage_instructions' });

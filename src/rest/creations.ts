@@ -5,7 +5,7 @@ import type { Scored } from '../domain/search/service.ts';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import type { RestErrorStyle } from './errors.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
 
 const errors: RestErrorStyle = { bodyKey: 'message' };
 /** For the OpenAPI description. */

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Services } from '../domain/services.ts';
-import type { RestErrorStyle } from './errors.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
 
 const errors: RestErrorStyle = { bodyKey: 'error' };
 /** For the OpenAPI description. */

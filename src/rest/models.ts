@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { Model } from '../generated/prisma/client.ts';
 import type { Services } from '../domain/services.ts';
-import type { RestErrorStyle } from './errors.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
 
 /** A private model of someone else is a 401 in the original. */
 const errors: RestErrorStyle = { bodyKey: 'message', status: { FORBIDDEN: 401 } };

@@ -14,7 +14,7 @@ import { conceptErrors, conceptNames, restConceptSchema } from './concepts.ts';
 import { creationErrors, restSearchPageSchema } from './creations.ts';
 import { restProfileSchema } from './creators.ts';
 import { restDeploymentSchema } from './deployments.ts';
-import { errorBodies, statusOf, type RestErrorStyle } from './errors.ts';
+import { errorBodies, statusOf, type RestErrorStyle } from '../http/errors.ts';
 import { memoryErrors, restMemorySchema } from './memories.ts';
 import { modelErrors, restModelSchema } from './models.ts';
 import { restMessageSchema, restSessionSchema, restShareSchema, restStreamFrameSchema, sessionNames } from './session-shapes.ts';

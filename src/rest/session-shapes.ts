@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { Session } from '../generated/prisma/client.ts';
 import { MessageRole, MessageStatus, SessionPermission, SessionStatus, ToolCallStatus } from '../generated/prisma/enums.ts';
-import type { MessageView, SessionEvent, ToolCallView } from '../domain/sessions/events.ts';
-import type { WatchEnd } from '../domain/sessions/stream.ts';
+import type { MessageView, SessionEventOf, SessionEventType, ToolCallView } from '../domain/sessions/events.ts';
+import { type WatchEnd, watchEndCodes } from '../domain/sessions/stream.ts';
 import type { SharedSession } from '../domain/shares/service.ts';
 import { fieldNames } from './field-names.ts';
 
@@ -150,47 +150,122 @@ export const toRestShare = (s: SharedSession): z.input<typeof restShareSchema> =
 
 const inSession = { session_id: z.string() };
 const ofPrompt = { ...inSession, prompt_id: z.string() };
-const streamedText = { ...ofPrompt, message_id: z.string(), agent: z.string(), text: z.string() };
-const settledToolCall = { ...ofPrompt, message_id: z.string(), agent: z.string(), tool_call: restToolCallSchema };
 
-/** What each event of a session says on REST streams, by `type`. */
-const restEventSchema = z.discriminatedUnion('type', [
-  z.object({
-    type: z.literal('start_prompt'),
-    ...ofPrompt,
-    message: restMessageSchema,
-    agent_ids: z.array(z.string()),
-    reply_ids: z.array(z.string()),
-  }),
-  z.object({ type: z.literal('assistant_token'), ...streamedText }),
-  z.object({ type: z.literal('assistant_thinking'), ...streamedText }),
-  z.object({
-    type: z.literal('assistant_message'),
-    ...ofPrompt,
-    agent: z.string(),
-    content: z.string(),
-    message: restMessageSchema,
-    tool_calls: z.array(restToolCallSchema),
-  }),
-  z.object({ type: z.literal('tool_complete'), ...settledToolCall }),
-  z.object({ type: z.literal('tool_cancelled'), ...settledToolCall }),
-  z.object({ type: z.literal('error'), ...ofPrompt, agent: z.string(), error: z.string(), message: restMessageSchema }),
-  z.object({ type: z.literal('end_prompt'), ...ofPrompt }),
-  z.object({
-    type: z.literal('reaction'),
-    ...inSession,
-    message_id: z.string(),
-    user: z.string().meta({ description: 'The user whose reactions changed' }),
-    reactions: z
-      .record(z.string(), z.array(z.string()))
-      .meta({ description: "That user's reactions now, keyed by their id (merge it into the message's map)" }),
-    counts: z.array(z.object({ reaction: z.string(), count: z.number().int() })),
-  }),
-  z.object({ type: z.literal('session_updated'), ...inSession, title: z.string().nullable(), scenario: z.string().nullable() }),
-  z.object({ type: z.literal('user_added'), ...inSession, user: z.string(), permission: z.enum(SessionPermission) }),
-  z.object({ type: z.literal('user_removed'), ...inSession, user: z.string() }),
-  z.object({ type: z.literal('session_deleted'), ...inSession }),
-]);
+type RestEvent<T extends SessionEventType> = {
+  schema: z.ZodObject<{ type: z.ZodLiteral<T> } & z.ZodRawShape>;
+  toData(e: SessionEventOf<T>): object;
+};
+
+/** One event type on REST streams: its frame's schema, and how an event becomes that frame's data. */
+function restEvent<T extends SessionEventType, S extends z.ZodRawShape>(
+  type: T,
+  shape: S,
+  toData: (e: SessionEventOf<T>) => z.input<z.ZodObject<S>>,
+): RestEvent<T> {
+  return { schema: z.object({ type: z.literal(type), ...shape }), toData: (e) => ({ type, ...toData(e) }) };
+}
+
+const streamedText = <T extends 'assistant_token' | 'assistant_thinking'>(type: T) =>
+  restEvent(
+    type,
+    { ...ofPrompt, message_id: z.string(), agent: z.string(), text: z.string() },
+    (e: SessionEventOf<'assistant_token' | 'assistant_thinking'>) => ({
+      session_id: e.sessionId,
+      prompt_id: e.promptId,
+      message_id: e.messageId,
+      agent: e.agentId,
+      text: e.text,
+    }),
+  );
+const settledToolCall = <T extends 'tool_complete' | 'tool_cancelled'>(type: T) =>
+  restEvent(
+    type,
+    { ...ofPrompt, message_id: z.string(), agent: z.string(), tool_call: restToolCallSchema },
+    (e: SessionEventOf<'tool_complete' | 'tool_cancelled'>) => ({
+      session_id: e.sessionId,
+      prompt_id: e.promptId,
+      message_id: e.messageId,
+      agent: e.agentId,
+      tool_call: toRestToolCall(e.toolCall),
+    }),
+  );
+
+/**
+ * What each event of a session says on REST streams, by `type`: the original's frame, with the
+ * session id and, where a message was saved, the message with its id. Keyed by every type the
+ * domain defines: an event without its REST frame does not compile.
+ */
+const restEvents: { [T in SessionEventType]: RestEvent<T> } = {
+  start_prompt: restEvent(
+    'start_prompt',
+    { ...ofPrompt, message: restMessageSchema, agent_ids: z.array(z.string()), reply_ids: z.array(z.string()) },
+    (e) => ({
+      session_id: e.sessionId,
+      prompt_id: e.promptId,
+      message: toRestMessage(e.message),
+      agent_ids: e.agentIds,
+      reply_ids: e.replyIds,
+    }),
+  ),
+  assistant_token: streamedText('assistant_token'),
+  assistant_thinking: streamedText('assistant_thinking'),
+  assistant_message: restEvent(
+    'assistant_message',
+    { ...ofPrompt, agent: z.string(), content: z.string(), message: restMessageSchema, tool_calls: z.array(restToolCallSchema) },
+    (e) => ({
+      session_id: e.sessionId,
+      prompt_id: e.promptId,
+      agent: e.agentId,
+      content: e.message.content,
+      message: toRestMessage(e.message),
+      tool_calls: e.message.toolCalls.map(toRestToolCall),
+    }),
+  ),
+  tool_complete: settledToolCall('tool_complete'),
+  tool_cancelled: settledToolCall('tool_cancelled'),
+  error: restEvent('error', { ...ofPrompt, agent: z.string(), error: z.string(), message: restMessageSchema }, (e) => ({
+    session_id: e.sessionId,
+    prompt_id: e.promptId,
+    agent: e.agentId,
+    error: e.error,
+    message: toRestMessage(e.message),
+  })),
+  end_prompt: restEvent('end_prompt', ofPrompt, (e) => ({ session_id: e.sessionId, prompt_id: e.promptId })),
+  reaction: restEvent(
+    'reaction',
+    {
+      ...inSession,
+      message_id: z.string(),
+      user: z.string().meta({ description: 'The user whose reactions changed' }),
+      reactions: z
+        .record(z.string(), z.array(z.string()))
+        .meta({ description: "That user's reactions now, keyed by their id (merge it into the message's map)" }),
+      counts: z.array(z.object({ reaction: z.string(), count: z.number().int() })),
+    },
+    (e) => ({
+      session_id: e.sessionId,
+      message_id: e.messageId,
+      user: e.userId,
+      reactions: { [e.userId]: e.userReactions },
+      counts: e.counts,
+    }),
+  ),
+  session_updated: restEvent('session_updated', { ...inSession, title: z.string().nullable(), scenario: z.string().nullable() }, (e) => ({
+    session_id: e.sessionId,
+    title: e.title,
+    scenario: e.scenario,
+  })),
+  user_added: restEvent('user_added', { ...inSession, user: z.string(), permission: z.enum(SessionPermission) }, (e) => ({
+    session_id: e.sessionId,
+    user: e.userId,
+    permission: e.permission,
+  })),
+  user_removed: restEvent('user_removed', { ...inSession, user: z.string() }, (e) => ({ session_id: e.sessionId, user: e.userId })),
+  session_deleted: restEvent('session_deleted', inSession, (e) => ({ session_id: e.sessionId })),
+};
+
+const [firstEvent, ...otherEvents] = Object.values(restEvents).map((r) => r.schema);
+const restEventSchema = z.discriminatedUnion('type', [firstEvent!, ...otherEvents]);
 
 export const restUpdateFrameSchema = z.object({ event: z.literal('update'), data: restEventSchema }).meta({ id: 'SessionUpdateFrame' });
 export const restEndFrameSchema = z
@@ -198,7 +273,7 @@ export const restEndFrameSchema = z
     event: z.literal('error'),
     data: z.object({
       error: z.string(),
-      code: z.enum(['SLOW_CONSUMER', 'EVENTS_EXPIRED', 'SHUTTING_DOWN', 'SESSION_DELETED', 'ACCESS_REVOKED'] satisfies WatchEnd['code'][]),
+      code: z.enum(watchEndCodes),
       last_event_id: z.number().int().nullable().meta({ description: 'Resume after it with Last-Event-ID' }),
     }),
   })
@@ -209,70 +284,9 @@ export const restStreamFrameSchema = z
   .union([restUpdateFrameSchema, restEndFrameSchema, restDoneFrameSchema])
   .meta({ id: 'SessionStreamFrame' });
 
-/**
- * One event as the original's stream frame: `{"event":"update","data":{"type":...}}`, with the
- * session id and, where a message was saved, the message with its id.
- */
-export function toRestFrame(e: SessionEvent): z.input<typeof restUpdateFrameSchema> {
-  const session_id = e.sessionId;
-  const data = ((): z.input<typeof restEventSchema> => {
-    switch (e.type) {
-      case 'start_prompt':
-        return {
-          type: e.type,
-          session_id,
-          prompt_id: e.promptId,
-          message: toRestMessage(e.message),
-          agent_ids: e.agentIds,
-          reply_ids: e.replyIds,
-        };
-      case 'assistant_token':
-      case 'assistant_thinking':
-        return { type: e.type, session_id, prompt_id: e.promptId, message_id: e.messageId, agent: e.agentId, text: e.text };
-      case 'assistant_message':
-        return {
-          type: e.type,
-          session_id,
-          prompt_id: e.promptId,
-          agent: e.agentId,
-          content: e.message.content,
-          message: toRestMessage(e.message),
-          tool_calls: e.message.toolCalls.map(toRestToolCall),
-        };
-      case 'tool_complete':
-      case 'tool_cancelled':
-        return {
-          type: e.type,
-          session_id,
-          prompt_id: e.promptId,
-          message_id: e.messageId,
-          agent: e.agentId,
-          tool_call: toRestToolCall(e.toolCall),
-        };
-      case 'error':
-        return { type: e.type, session_id, prompt_id: e.promptId, agent: e.agentId, error: e.error, message: toRestMessage(e.message) };
-      case 'end_prompt':
-        return { type: e.type, session_id, prompt_id: e.promptId };
-      case 'reaction':
-        return {
-          type: e.type,
-          session_id,
-          message_id: e.messageId,
-          user: e.userId,
-          reactions: { [e.userId]: e.userReactions },
-          counts: e.counts,
-        };
-      case 'session_updated':
-        return { type: e.type, session_id, title: e.title, scenario: e.scenario };
-      case 'user_added':
-        return { type: e.type, session_id, user: e.userId, permission: e.permission };
-      case 'user_removed':
-        return { type: e.type, session_id, user: e.userId };
-      case 'session_deleted':
-        return { type: e.type, session_id };
-    }
-  })();
-  return { event: 'update', data };
+/** One event as the original's stream frame: `{"event":"update","data":{"type":...}}`. */
+export function toRestFrame<T extends SessionEventType>(e: SessionEventOf<T>): z.input<typeof restUpdateFrameSchema> {
+  return { event: 'update', data: (restEvents[e.type] as RestEvent<T>).toData(e) as z.input<typeof restEventSchema> };
 }
 
 /** A stream that ends early says why, and from which event a client can resume. */

@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { EventsConfig } from '../config.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { SseStream } from '../realtime/sse.ts';
+import { SseStream } from '../http/sse.ts';
 import { isWatchEnd, type WatchEnd, type WatchStream } from '../domain/sessions/stream.ts';
 import { DONE_FRAME, toRestEndFrame, toRestFrame } from './session-shapes.ts';
 

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { EventsConfig } from '../config.ts';
 import { badInput } from '../domain/errors.ts';
 import type { Services } from '../domain/services.ts';
-import type { RestErrorStyle } from './errors.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
 import { fieldNames } from './field-names.ts';
 import { restSessionInclude, sessionNames, toRestMessage, toRestSession, toRestShare } from './session-shapes.ts';
 import { streamEvents } from './session-stream.ts';

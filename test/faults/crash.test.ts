@@ -4,6 +4,9 @@ import { openDatabase } from '../../src/db/database.ts';
 import { applyMigrations } from '../../src/db/migrate.ts';
 import { ABANDONED_REPLY } from '../../src/domain/replies/recovery.ts';
 import { createServices } from '../../src/domain/services.ts';
+import { createLimits } from '../../src/limits/index.ts';
+import { createMetrics } from '../../src/observability/metrics.ts';
+import { createMemoryBus } from '../../src/realtime/memory-bus.ts';
 import { loadToolRegistry } from '../../src/domain/tools/registry.ts';
 import { apiClient } from '../helpers/api-client.ts';
 import { testConfig } from '../helpers/app.ts';
@@ -54,8 +57,13 @@ describe('SIGKILL during a burst of writes', () => {
     const database = await openDatabase(databaseConfig);
     try {
       await applyMigrations(database.migrationAdapterFactory);
+      const config = testConfig(databaseConfig, { toolsDir });
       const services = createServices(database.prisma, await loadToolRegistry(toolsDir), {
-        config: testConfig(databaseConfig, { toolsDir }),
+        config,
+        bus: createMemoryBus(config.events),
+        streamLimits: createLimits(config.limits, undefined, console).streams,
+        log: console,
+        metrics: createMetrics(),
       });
       const person = async (username: string) => {
         const user = await services.creators.ensureUser(username);

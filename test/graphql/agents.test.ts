@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectError, postRaw } from './support.ts';
+import { expectData, expectGraphQLError, postRaw } from './support.ts';
 
 graphql(`
   fragment AgentsAgentFields on Agent {
@@ -140,14 +140,14 @@ describe('agent(id)', () => {
     const response = await t.gql(AgentsGet, { id: agent.id }, bob.apiKey);
     expect(response.status).toBe(200);
     expect(response.data).toBeNull();
-    expectError(response, 'FORBIDDEN');
+    expectGraphQLError(response, 'FORBIDDEN');
     expect(JSON.stringify(response)).not.toContain('private notes');
     expect((await readAgent(agent.id)).knowledge).toBe('private notes');
   });
 
   it('an unknown id is NOT_FOUND', async () => {
     const response = await t.gql(AgentsGet, { id: '00000000-0000-7000-8000-000000000000' }, alice.apiKey);
-    expect(expectError(response, 'NOT_FOUND').path).toEqual(['agent']);
+    expect(expectGraphQLError(response, 'NOT_FOUND').path).toEqual(['agent']);
     expect(response.data).toBeNull();
   });
 });
@@ -215,7 +215,7 @@ describe('createAgent', () => {
     });
     expect(await readAgent(created.id)).toEqual(created);
     // Private by default: another user may not read it.
-    expectError(await t.gql(AgentsGet, { id: created.id }, bob.apiKey), 'FORBIDDEN');
+    expectGraphQLError(await t.gql(AgentsGet, { id: created.id }, bob.apiKey), 'FORBIDDEN');
   });
 
   it('takes every input field, with UPPER_CASE enums', async () => {
@@ -270,10 +270,10 @@ describe('createAgent', () => {
 
     const again = await t.gql(AgentsCreate, { input: { name: 'Second', key } }, bob.apiKey);
     expect(again.data).toBeNull();
-    expect(expectError(again, 'CONFLICT').message).toMatch(/already exists/);
+    expect(expectGraphQLError(again, 'CONFLICT').message).toMatch(/already exists/);
 
     // A user's name is taken too: agents and users share the creator namespace.
-    expectError(await t.gql(AgentsCreate, { input: { name: 'Impostor', key: 'bob' } }, alice.apiKey), 'CONFLICT');
+    expectGraphQLError(await t.gql(AgentsCreate, { input: { name: 'Impostor', key: 'bob' } }, alice.apiKey), 'CONFLICT');
     expect(await t.db.agent.count()).toBe(before);
     expect(await t.db.agent.count({ where: { name: { in: ['Second', 'Impostor'] } } })).toBe(0);
   });
@@ -289,7 +289,7 @@ describe('createAgent', () => {
     const before = await t.db.agent.count();
     const response = await t.gql(AgentsCreate, { input: { name: 'Valid name', key: newKey(), ...fields } }, alice.apiKey);
     expect(response.data).toBeNull();
-    expect(expectError(response, 'BAD_USER_INPUT').extensions?.field).toBe(field);
+    expect(expectGraphQLError(response, 'BAD_USER_INPUT').extensions?.field).toBe(field);
     expect(await t.db.agent.count()).toBe(before);
   });
 });
@@ -403,7 +403,7 @@ describe('updateAgent', () => {
     // Keep a valid change alongside, to prove the whole update is refused.
     const response = await t.gql(AgentsUpdate, { id: agentId, input: { description: 'should not stick', ...input } }, alice.apiKey);
     expect(response.data).toBeNull();
-    const error = expectError(response, 'BAD_USER_INPUT');
+    const error = expectGraphQLError(response, 'BAD_USER_INPUT');
     expect(error.extensions?.field).toBe(field);
     expect(error.message).toContain(field.split('.')[0]);
     expect(await readAgent(agentId)).toEqual(before);
@@ -413,19 +413,19 @@ describe('updateAgent', () => {
     const hidden = await f.model(bob, { public: false });
     const before = await readAgent(agentId);
     const response = await t.gql(AgentsUpdate, { id: agentId, input: { models: [{ lora: modelId }, { lora: hidden.id }] } }, alice.apiKey);
-    expect(expectError(response, 'BAD_USER_INPUT').extensions?.field).toBe('models.1.lora');
+    expect(expectGraphQLError(response, 'BAD_USER_INPUT').extensions?.field).toBe('models.1.lora');
     expect(await readAgent(agentId)).toEqual(before);
   });
 
   it('an empty input is BAD_USER_INPUT', async () => {
     const before = await readAgent(agentId);
-    expectError(await t.gql(AgentsUpdate, { id: agentId, input: {} }, alice.apiKey), 'BAD_USER_INPUT');
+    expectGraphQLError(await t.gql(AgentsUpdate, { id: agentId, input: {} }, alice.apiKey), 'BAD_USER_INPUT');
     expect(await readAgent(agentId)).toEqual(before);
   });
 
   it('input errors carry the path and location of the mutation, like every other field error', async () => {
     const response = await t.gql(AgentsUpdate, { id: agentId, input: { name: 'n'.repeat(101) } }, alice.apiKey);
-    const error = expectError(response, 'BAD_USER_INPUT');
+    const error = expectGraphQLError(response, 'BAD_USER_INPUT');
     expect(error.extensions?.field).toBe('name');
     expect(error.path).toEqual(['updateAgent']);
     expect((error as { locations?: unknown[] }).locations).toHaveLength(1);
@@ -437,7 +437,7 @@ describe('updateAgent', () => {
     const before = await readAgent(agentId);
     const response = await t.gql(AgentsUpdate, { id: agentId, input: { key: otherKey, name: 'Renamed' } }, alice.apiKey);
     expect(response.data).toBeNull();
-    expectError(response, 'CONFLICT');
+    expectGraphQLError(response, 'CONFLICT');
     expect(await readAgent(agentId)).toEqual(before);
   });
 
@@ -446,14 +446,14 @@ describe('updateAgent', () => {
     expect(before.public).toBe(true);
     const response = await t.gql(AgentsUpdate, { id: agentId, input: { name: 'Taken over' } }, bob.apiKey);
     expect(response.data).toBeNull();
-    expectError(response, 'FORBIDDEN');
+    expectGraphQLError(response, 'FORBIDDEN');
     expect(await readAgent(agentId)).toEqual(before);
   });
 
   it('an unknown id is NOT_FOUND', async () => {
     const response = await t.gql(AgentsUpdate, { id: 'missing-agent', input: { name: 'x' } }, alice.apiKey);
     expect(response.data).toBeNull();
-    expectError(response, 'NOT_FOUND');
+    expectGraphQLError(response, 'NOT_FOUND');
   });
 
   it('an unknown enum value is rejected by GraphQL validation, and nothing changes', async () => {

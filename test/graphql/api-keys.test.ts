@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectError } from './support.ts';
+import { expectData, expectGraphQLError } from './support.ts';
 
 const KeysDelete = graphql(`
   mutation KeysDelete($apiKey: String!) {
@@ -31,7 +31,7 @@ async function expectKeyRejected(key: string) {
   const response = await t.gql(KeysWhoAmI, {}, key);
   expect(response.status).toBe(401);
   expect(response.data).toBeNull();
-  expect(expectError(response, 'UNAUTHENTICATED').message).toMatch(/invalid api key/i);
+  expect(expectGraphQLError(response, 'UNAUTHENTICATED').message).toMatch(/invalid api key/i);
 }
 
 describe('deleteApiKey', () => {
@@ -53,7 +53,7 @@ describe('deleteApiKey', () => {
     // A deleted key cannot delete anything either.
     const response = await t.gql(KeysDelete, { apiKey: spare }, user.apiKey);
     expect(response.status).toBe(401);
-    expectError(response, 'UNAUTHENTICATED');
+    expectGraphQLError(response, 'UNAUTHENTICATED');
     await expectKeyWorks(spare, 'pavel');
   });
 
@@ -62,7 +62,7 @@ describe('deleteApiKey', () => {
     const attacker = await t.createUser('rita');
     const response = await t.gql(KeysDelete, { apiKey: owner.apiKey }, attacker.apiKey);
     expect(response.data).toBeNull();
-    expect(expectError(response, 'NOT_FOUND').message).toMatch(/api key not found/i);
+    expect(expectGraphQLError(response, 'NOT_FOUND').message).toMatch(/api key not found/i);
     await expectKeyWorks(owner.apiKey, 'quinn');
     await expectKeyWorks(attacker.apiKey, 'rita');
   });
@@ -71,14 +71,14 @@ describe('deleteApiKey', () => {
     const user = await t.createUser('sven');
     const second = await extraKey(user.id);
     expect(expectData(await t.gql(KeysDelete, { apiKey: second }, user.apiKey)).deleteApiKey).toBe(true);
-    expectError(await t.gql(KeysDelete, { apiKey: second }, user.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(KeysDelete, { apiKey: second }, user.apiKey), 'NOT_FOUND');
   });
 
   it('a right id with a wrong secret is NOT_FOUND, and the real key survives', async () => {
     const user = await t.createUser('tara');
     const second = await extraKey(user.id);
     const forged = second.slice(0, -1) + (second.endsWith('A') ? 'B' : 'A');
-    expectError(await t.gql(KeysDelete, { apiKey: forged }, user.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(KeysDelete, { apiKey: forged }, user.apiKey), 'NOT_FOUND');
     await expectKeyWorks(second, 'tara');
   });
 
@@ -87,7 +87,7 @@ describe('deleteApiKey', () => {
     ['a well-formed key that does not exist', `pk_${'Z'.repeat(16)}_${'y'.repeat(43)}`],
   ])('%s is NOT_FOUND', async (_name, apiKey) => {
     const user = await t.createUser();
-    expectError(await t.gql(KeysDelete, { apiKey }, user.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(KeysDelete, { apiKey }, user.apiKey), 'NOT_FOUND');
     await expectKeyWorks(user.apiKey, user.username);
   });
 
@@ -95,7 +95,7 @@ describe('deleteApiKey', () => {
     const user = await t.createUser();
     const response = await t.gql(KeysDelete, { apiKey: '' }, user.apiKey);
     expect(response.data).toBeNull();
-    expect(expectError(response, 'BAD_USER_INPUT').message).toMatch(/apiKey/);
+    expect(expectGraphQLError(response, 'BAD_USER_INPUT').message).toMatch(/apiKey/);
     await expectKeyWorks(user.apiKey, user.username);
   });
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type GraphQLResponse, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectNoInternals } from './support.ts';
+import { expectData, expectCleanErrors } from './support.ts';
 
 const AuthMe = graphql(`
   query AuthMe {
@@ -149,7 +149,7 @@ describe.each(Object.keys(badKeys))('with %s', (keyName) => {
     expect(response.errors![0]!.extensions?.code).toBe('UNAUTHENTICATED');
     expect(response.errors![0]!.path).toEqual([field]);
     expect(response.errors![0]!.message).toMatch(keyName === 'no key' ? /missing api key.*x-api-key/i : /invalid api key/i);
-    expectNoInternals(response.errors);
+    expectCleanErrors(response.errors);
   });
 });
 

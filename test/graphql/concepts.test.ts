@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectError } from './support.ts';
+import { expectData, expectGraphQLError } from './support.ts';
 
 graphql(`
   fragment ConceptsConceptFields on Concept {
@@ -97,14 +97,14 @@ describe('createConcept and concept(id)', () => {
     const before = await t.db.concept.count();
     const response = await t.gql(ConceptsCreate, { input: { name: 'Valid', images: images(1), ...fields } }, alice.apiKey);
     expect(response.data).toBeNull();
-    expect(expectError(response, 'BAD_USER_INPUT').extensions?.field).toBe(field);
+    expect(expectGraphQLError(response, 'BAD_USER_INPUT').extensions?.field).toBe(field);
     expect(await t.db.concept.count()).toBe(before);
   });
 
   it("another user's agent is BAD_USER_INPUT on agent, and nothing is created", async () => {
     const before = await t.db.concept.count();
     const response = await t.gql(ConceptsCreate, { input: { name: 'Borrowed', agent: aliceAgent.id, images: images(1) } }, bob.apiKey);
-    expect(expectError(response, 'BAD_USER_INPUT').extensions?.field).toBe('agent');
+    expect(expectGraphQLError(response, 'BAD_USER_INPUT').extensions?.field).toBe('agent');
     expect(await t.db.concept.count()).toBe(before);
   });
 
@@ -112,7 +112,7 @@ describe('createConcept and concept(id)', () => {
     const concept = await f.concept(alice, { name: 'Private look' });
     const response = await t.gql(ConceptsGet, { id: concept.id }, bob.apiKey);
     expect(response.data).toBeNull();
-    expectError(response, 'FORBIDDEN');
+    expectGraphQLError(response, 'FORBIDDEN');
     expect(JSON.stringify(response)).not.toContain('Private look');
 
     await t.db.concept.update({ where: { id: concept.id }, data: { public: true } });
@@ -122,7 +122,7 @@ describe('createConcept and concept(id)', () => {
   it('an unknown id is NOT_FOUND', async () => {
     const response = await t.gql(ConceptsGet, { id: 'no-such-concept' }, alice.apiKey);
     expect(response.data).toBeNull();
-    expect(expectError(response, 'NOT_FOUND').path).toEqual(['concept']);
+    expect(expectGraphQLError(response, 'NOT_FOUND').path).toEqual(['concept']);
   });
 });
 
@@ -184,7 +184,7 @@ describe('updateConcept', () => {
     const before = await readConcept(conceptId);
     const response = await t.gql(ConceptsUpdate, { id: conceptId, input: { name: 'Should not stick', ...input } }, alice.apiKey);
     expect(response.data).toBeNull();
-    expect(expectError(response, 'BAD_USER_INPUT').extensions?.field).toBe(field);
+    expect(expectGraphQLError(response, 'BAD_USER_INPUT').extensions?.field).toBe(field);
     expect(await readConcept(conceptId)).toEqual(before);
   });
 
@@ -192,7 +192,7 @@ describe('updateConcept', () => {
     const bobAgent = await f.agent(bob);
     const before = await readConcept(conceptId);
     const response = await t.gql(ConceptsUpdate, { id: conceptId, input: { agent: bobAgent.id, name: 'Should not stick' } }, alice.apiKey);
-    expect(expectError(response, 'BAD_USER_INPUT').extensions?.field).toBe('agent');
+    expect(expectGraphQLError(response, 'BAD_USER_INPUT').extensions?.field).toBe('agent');
     expect(await readConcept(conceptId)).toEqual(before);
   });
 
@@ -201,13 +201,13 @@ describe('updateConcept', () => {
     const before = await readConcept(conceptId);
     const response = await t.gql(ConceptsUpdate, { id: conceptId, input: { name: 'Taken over', images: images(1, 'evil') } }, bob.apiKey);
     expect(response.data).toBeNull();
-    expectError(response, 'FORBIDDEN');
+    expectGraphQLError(response, 'FORBIDDEN');
     expect(await readConcept(conceptId)).toEqual(before);
   });
 
   it('an unknown id is NOT_FOUND', async () => {
     const response = await t.gql(ConceptsUpdate, { id: 'no-such-concept', input: { name: 'x' } }, alice.apiKey);
     expect(response.data).toBeNull();
-    expectError(response, 'NOT_FOUND');
+    expectGraphQLError(response, 'NOT_FOUND');
   });
 });

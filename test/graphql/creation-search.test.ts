@@ -3,7 +3,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { searchableCreation, searchPath } from '../search/support.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectError } from './support.ts';
+import { expectData, expectGraphQLError } from './support.ts';
 
 const SearchPage = graphql(`
   query SearchPage($query: String!, $filter: CreationSearchFilter, $page: Int, $limit: Int, $orderBy: CreationSearchOrder, $direction: SortDirection) {
@@ -109,10 +109,10 @@ describe('searchCreations', () => {
       [{ query: 'kite', limit: 101 }, 'limit'],
       [{ query: 'kite', filter: { tool: '' } }, 'tool'],
     ] as [{ query: string; page?: number; limit?: number; filter?: { tool: string } }, string][]) {
-      const error = expectError(await t.gql(SearchPage, variables, alice.apiKey), 'BAD_USER_INPUT');
+      const error = expectGraphQLError(await t.gql(SearchPage, variables, alice.apiKey), 'BAD_USER_INPUT');
       expect(error.extensions?.field).toBe(field);
     }
-    expectError(await t.gql(SearchPage, { query: 'kite' }, null), 'UNAUTHENTICATED');
+    expectGraphQLError(await t.gql(SearchPage, { query: 'kite' }, null), 'UNAUTHENTICATED');
   });
 
   it('runs the same number of SQL statements for 2 results as for 12, with creator, agent, owner and likedByMe', async () => {
@@ -192,17 +192,22 @@ describe('searchCreationsConnection', () => {
       [Buffer.from('{"o":"likeCount","d":"desc","k":1e300,"id":"x"}').toString('base64url'), 'LIKE_COUNT'],
       [feed.pageInfo.endCursor!, 'CREATED_AT'],
     ] as const) {
-      const error = expectError(await t.gql(SearchFeed, { query: 'kite dunes', first: 2, after, orderBy }, alice.apiKey), 'BAD_USER_INPUT');
+      const error = expectGraphQLError(
+        await t.gql(SearchFeed, { query: 'kite dunes', first: 2, after, orderBy }, alice.apiKey),
+        'BAD_USER_INPUT',
+      );
       expect(error.message).toBe('Invalid cursor');
     }
   });
 
   it('pages forward only: `last` is refused, naming it', async () => {
-    expect(expectError(await t.gql(SearchFeedBackwards, { query: 'kite' }, alice.apiKey), 'BAD_USER_INPUT').extensions?.field).toBe('last');
+    expect(expectGraphQLError(await t.gql(SearchFeedBackwards, { query: 'kite' }, alice.apiKey), 'BAD_USER_INPUT').extensions?.field).toBe(
+      'last',
+    );
   });
 });
 
 it('me.creations answers a garbled cursor with BAD_USER_INPUT "Invalid cursor" too', async () => {
-  const error = expectError(await t.gql(MyCreationsAfter, { after: 'garbage' }, alice.apiKey), 'BAD_USER_INPUT');
+  const error = expectGraphQLError(await t.gql(MyCreationsAfter, { after: 'garbage' }, alice.apiKey), 'BAD_USER_INPUT');
   expect(error.message).toBe('Invalid cursor');
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectError } from './support.ts';
+import { expectData, expectGraphQLError } from './support.ts';
 
 const CreationsGet = graphql(`
   query CreationsGet($id: ID!) {
@@ -74,18 +74,18 @@ describe('creation(id)', () => {
     const creation = await f.creation(alice, { public: false });
     const response = await t.gql(CreationsGet, { id: creation.id }, bob.apiKey);
     expect(response.data).toBeNull();
-    expect(expectError(response, 'NOT_FOUND').path).toEqual(['creation']);
+    expect(expectGraphQLError(response, 'NOT_FOUND').path).toEqual(['creation']);
     expect(JSON.stringify(response)).not.toContain(creation.name);
   });
 
   it('a deleted creation is NOT_FOUND, even for its creator', async () => {
     const creation = await f.creation(alice, { public: true, deleted: true });
-    expectError(await t.gql(CreationsGet, { id: creation.id }, alice.apiKey), 'NOT_FOUND');
-    expectError(await t.gql(CreationsGet, { id: creation.id }, bob.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(CreationsGet, { id: creation.id }, alice.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(CreationsGet, { id: creation.id }, bob.apiKey), 'NOT_FOUND');
   });
 
   it('an unknown id is NOT_FOUND', async () => {
-    expectError(await t.gql(CreationsGet, { id: 'no-such-creation' }, alice.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(CreationsGet, { id: 'no-such-creation' }, alice.apiKey), 'NOT_FOUND');
   });
 });
 
@@ -104,7 +104,7 @@ describe('likeCreation and unlikeCreation', () => {
     expectData(await t.gql(CreationsLike, { id: creation.id }, bob.apiKey));
     const again = await t.gql(CreationsLike, { id: creation.id }, bob.apiKey);
     expect(again.data).toBeNull();
-    expect(expectError(again, 'BAD_USER_INPUT').message).toMatch(/already liked/i);
+    expect(expectGraphQLError(again, 'BAD_USER_INPUT').message).toMatch(/already liked/i);
     expect(await read(creation.id, bob.apiKey)).toMatchObject({ likeCount: 1, likedByMe: true });
   });
 
@@ -134,20 +134,20 @@ describe('likeCreation and unlikeCreation', () => {
     expectData(await t.gql(CreationsLike, { id: creation.id }, alice.apiKey));
     const response = await t.gql(CreationsUnlike, { id: creation.id }, bob.apiKey);
     expect(response.data).toBeNull();
-    expect(expectError(response, 'NOT_FOUND').message).toMatch(/like not found/i);
+    expect(expectGraphQLError(response, 'NOT_FOUND').message).toMatch(/like not found/i);
     expect(await read(creation.id, alice.apiKey)).toMatchObject({ likeCount: 1, likedByMe: true });
   });
 
   it("liking or unliking another user's private creation is NOT_FOUND, and no like is recorded", async () => {
     const creation = await f.creation(alice, { public: false });
-    expectError(await t.gql(CreationsLike, { id: creation.id }, bob.apiKey), 'NOT_FOUND');
-    expectError(await t.gql(CreationsUnlike, { id: creation.id }, bob.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(CreationsLike, { id: creation.id }, bob.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(CreationsUnlike, { id: creation.id }, bob.apiKey), 'NOT_FOUND');
     expect(await read(creation.id, alice.apiKey)).toMatchObject({ likeCount: 0, likedByMe: false });
     expect(await t.db.like.count({ where: { creationId: creation.id } })).toBe(0);
   });
 
   it('liking an unknown creation is NOT_FOUND', async () => {
-    expectError(await t.gql(CreationsLike, { id: 'no-such-creation' }, bob.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(CreationsLike, { id: 'no-such-creation' }, bob.apiKey), 'NOT_FOUND');
   });
 });
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectError, expectNoInternals, postDocument, postRaw } from './support.ts';
+import { expectData, expectGraphQLError, expectCleanErrors, postDocument, postRaw } from './support.ts';
 
 const ErrorsCreateAgent = graphql(`
   mutation ErrorsCreateAgent($input: CreateAgentInput!) {
@@ -40,7 +40,7 @@ function expectRequestError(response: { status: number; json: any; text: string 
   expect(response.json, response.text).toBeDefined();
   expect(response.json.data ?? null).toBeNull();
   expect(response.json.errors[0].message).toMatch(message);
-  expectNoInternals(response.json.errors);
+  expectCleanErrors(response.json.errors);
   expect(response.text).not.toMatch(/"stack"|node_modules|\.ts:\d+/);
 }
 
@@ -168,7 +168,7 @@ describe('errors never leak internals', () => {
         path: ['agent'],
         extensions: { code: 'INTERNAL_SERVER_ERROR' },
       });
-      expectNoInternals(raw.json.errors);
+      expectCleanErrors(raw.json.errors);
       expect(raw.text).not.toMatch(/P1017|service\.ts|SELECT|connection terminated|clientVersion/);
     } finally {
       spy.mockRestore();
@@ -183,7 +183,7 @@ describe('errors never leak internals', () => {
     try {
       const updated = await t.gql(ErrorsUpdateAgent, { id: agent.id, input: { name: 'Changed' } }, alice.apiKey);
       expect(updated.data).toBeNull();
-      const error = expectError(updated, 'INTERNAL_SERVER_ERROR');
+      const error = expectGraphQLError(updated, 'INTERNAL_SERVER_ERROR');
       expect(error.message).toBe('Unexpected error.');
       expect(error.path).toEqual(['updateAgent']);
     } finally {
@@ -202,7 +202,7 @@ describe('errors never leak internals', () => {
     expect(created.data).toBeNull();
     expect(created.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     expect(created.errors?.[0]?.message).toMatch(/NUL character/);
-    expectNoInternals(created.errors);
+    expectCleanErrors(created.errors);
     expect(await t.db.agent.count()).toBe(before);
     expect(await t.db.user.count({ where: { username: 'nul-agent' } })).toBe(0);
   });
@@ -211,6 +211,6 @@ describe('errors never leak internals', () => {
     const response = await t.gql(ErrorsMeAndAgent, { id: 'no-such-agent' }, alice.apiKey);
     // agent is non-null, so the error nulls the whole data object, per the GraphQL spec.
     expect(response.data).toBeNull();
-    expect(expectError(response, 'NOT_FOUND').path).toEqual(['agent']);
+    expect(expectGraphQLError(response, 'NOT_FOUND').path).toEqual(['agent']);
   });
 });

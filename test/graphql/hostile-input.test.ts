@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { unsafeUrls } from '../helpers/unsafe-urls.ts';
-import { expectNoInternals, postRaw } from './support.ts';
+import { expectCleanErrors, postRaw } from './support.ts';
 
 /** The same attacks as over REST, through GraphQL inputs; limits are small to reach them quickly. */
 const MAX_AGENTS = 3;
@@ -26,7 +26,7 @@ async function gql(user: TestUser, query: string, variables: Record<string, unkn
 function expectCode(response: Awaited<ReturnType<typeof gql>>, code: string, message: string, field?: string) {
   expect(response.errors, JSON.stringify(response)).toHaveLength(1);
   expect(response.errors![0]).toMatchObject({ message, extensions: { code, ...(field ? { field } : {}) } });
-  expectNoInternals(response.errors);
+  expectCleanErrors(response.errors);
 }
 
 const createAgent = 'mutation($input: CreateAgentInput!) { createAgent(input: $input) { id key } }';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, toolsDir, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectError } from './support.ts';
+import { expectData, expectGraphQLError } from './support.ts';
 
 const ModelsGet = graphql(`
   query ModelsGet($id: ID!) {
@@ -61,14 +61,14 @@ describe('model(id)', () => {
     const model = await f.model(alice, { public: false, name: 'Hidden LoRA' });
     const response = await t.gql(ModelsGet, { id: model.id }, bob.apiKey);
     expect(response.data).toBeNull();
-    expectError(response, 'FORBIDDEN');
+    expectGraphQLError(response, 'FORBIDDEN');
     expect(JSON.stringify(response)).not.toContain('Hidden LoRA');
   });
 
   it('an unknown id is NOT_FOUND', async () => {
     const response = await t.gql(ModelsGet, { id: 'no-such-model' }, alice.apiKey);
     expect(response.data).toBeNull();
-    expect(expectError(response, 'NOT_FOUND').path).toEqual(['model']);
+    expect(expectGraphQLError(response, 'NOT_FOUND').path).toEqual(['model']);
   });
 });
 

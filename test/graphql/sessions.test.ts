@@ -5,7 +5,7 @@ import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { settledSession } from '../helpers/sessions.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectError } from './support.ts';
+import { expectData, expectGraphQLError } from './support.ts';
 
 const Send = graphql(`
   mutation Send($input: SendMessageInput!) {
@@ -194,16 +194,16 @@ describe('queries and mutations', () => {
 
     for (const args of [{ after: 'bogus' }, { first: -1 }, { first: 1000 }]) {
       const refused = await t.gql(SessionPage, { id, ...(args as { first?: number; after?: string }) }, alice.apiKey);
-      expect(expectError(refused, 'BAD_USER_INPUT').message).toMatch(/Invalid cursor|must be a whole number from 0 to 200/);
+      expect(expectGraphQLError(refused, 'BAD_USER_INPUT').message).toMatch(/Invalid cursor|must be a whole number from 0 to 200/);
     }
   });
 
   it('refuses bad input with BAD_USER_INPUT naming the field, and nothing is created', async () => {
     const before = await t.db.session.count();
     const noAgents = await t.gql(Send, { input: { content: 'hi' } }, alice.apiKey);
-    expect(expectError(noAgents, 'BAD_USER_INPUT').message).toBe('agent_ids must be provided when creating a new session');
+    expect(expectGraphQLError(noAgents, 'BAD_USER_INPUT').message).toBe('agent_ids must be provided when creating a new session');
     const budget = await t.gql(Send, { input: { agentIds: [muse.id], content: 'hi', budget: { turnBudget: 5000 } } }, alice.apiKey);
-    const error = expectError(budget, 'BAD_USER_INPUT');
+    const error = expectGraphQLError(budget, 'BAD_USER_INPUT');
     expect(error.message).toBe('budget.turnBudget: must be at most 1000');
     expect(error.extensions?.field).toBe('budget.turnBudget');
     expect(await t.db.session.count()).toBe(before);
@@ -211,10 +211,10 @@ describe('queries and mutations', () => {
 
   it('a stranger gets FORBIDDEN, an unknown id NOT_FOUND, and no key UNAUTHENTICATED', async () => {
     const { session } = await startSession(alice);
-    expectError(await t.gql(SessionPage, { id: session.id }, carol.apiKey), 'FORBIDDEN');
-    expectError(await t.gql(SessionPage, { id: 'nope' }, alice.apiKey), 'NOT_FOUND');
-    expectError(await t.gql(SessionPage, { id: session.id }), 'UNAUTHENTICATED');
-    expectError(await t.gql(Send, { input: { sessionId: session.id, content: 'intrude' } }, carol.apiKey), 'FORBIDDEN');
+    expectGraphQLError(await t.gql(SessionPage, { id: session.id }, carol.apiKey), 'FORBIDDEN');
+    expectGraphQLError(await t.gql(SessionPage, { id: 'nope' }, alice.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(SessionPage, { id: session.id }), 'UNAUTHENTICATED');
+    expectGraphQLError(await t.gql(Send, { input: { sessionId: session.id, content: 'intrude' } }, carol.apiKey), 'FORBIDDEN');
   });
 
   it('sessions and sharedSessions page through your sessions and those shared with you', async () => {
@@ -228,7 +228,7 @@ describe('queries and mutations', () => {
     const page2 = expectData(await t.gql(MySessions, { first: 2, after: page1.pageInfo.endCursor }, dana.apiKey)).sessions;
     expect(page2.edges.map((e) => e.node.id)).toEqual([ids[0]]);
     expect(page2.pageInfo.hasNextPage).toBe(false);
-    expectError(await t.gql(MySessions, { after: 'R1BDOk46MQ' }, dana.apiKey), 'BAD_USER_INPUT');
+    expectGraphQLError(await t.gql(MySessions, { after: 'R1BDOk46MQ' }, dana.apiKey), 'BAD_USER_INPUT');
 
     expectData(await t.gql(AddUser, { sessionId: ids[0]!, username: 'carol', permission: 'EDITOR' }, dana.apiKey));
     const shared = expectData(await t.gql(Shared, {}, carol.apiKey)).sharedSessions.edges.map((e) => e.node);
@@ -247,14 +247,14 @@ describe('queries and mutations', () => {
     });
     expect((await react('thumbs_down')).reactions).toEqual([{ reaction: 'thumbs_down', count: 1, reactedByMe: true }]);
     expect(await react('thumbs_down')).toMatchObject({ added: false, reactions: [] });
-    expectError(await t.gql(React, { messageId: replyIds[0]!, reaction: 'pin' }, carol.apiKey), 'FORBIDDEN');
-    expectError(await t.gql(React, { messageId: 'missing', reaction: 'pin' }, alice.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(React, { messageId: replyIds[0]!, reaction: 'pin' }, carol.apiKey), 'FORBIDDEN');
+    expectGraphQLError(await t.gql(React, { messageId: 'missing', reaction: 'pin' }, alice.apiKey), 'NOT_FOUND');
   });
 
   it('shareSession freezes the session; share(shareId) reads it without a key and shows nothing private', async () => {
     const { session } = await startSession(alice, { content: 'Share this' });
     await settledSession(t, alice, session.id);
-    expectError(await t.gql(ShareIt, { id: session.id }, carol.apiKey), 'FORBIDDEN');
+    expectGraphQLError(await t.gql(ShareIt, { id: session.id }, carol.apiKey), 'FORBIDDEN');
     const share = expectData(await t.gql(ShareIt, { id: session.id }, alice.apiKey)).shareSession;
     expect(share).toMatchObject({
       sessionId: session.id,
@@ -270,7 +270,7 @@ describe('queries and mutations', () => {
     await settledSession(t, alice, session.id);
     const read = expectData(await t.gql(ReadShare, { shareId: share.shareId })).share;
     expect(read.messages.map((m) => m.content)).not.toContain('later, private');
-    expectError(await t.gql(ReadShare, { shareId: 'nothing' }), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(ReadShare, { shareId: 'nothing' }), 'NOT_FOUND');
   });
 
   it('owners add and remove users; others may only leave', async () => {
@@ -282,18 +282,18 @@ describe('queries and mutations', () => {
       ['alice', 'OWNER'],
       ['bob', 'EDITOR'],
     ]);
-    expectError(await t.gql(AddUser, { sessionId: session.id, username: 'carol', permission: 'EDITOR' }, bob.apiKey), 'FORBIDDEN');
-    expectError(await t.gql(AddUser, { sessionId: session.id, username: 'ghost', permission: 'EDITOR' }, alice.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(AddUser, { sessionId: session.id, username: 'carol', permission: 'EDITOR' }, bob.apiKey), 'FORBIDDEN');
+    expectGraphQLError(await t.gql(AddUser, { sessionId: session.id, username: 'ghost', permission: 'EDITOR' }, alice.apiKey), 'NOT_FOUND');
     expect(expectData(await t.gql(RemoveUser, { sessionId: session.id, userId: bob.id }, bob.apiKey)).removeSessionUser).toBe(true);
-    expectError(await t.gql(SessionPage, { id: session.id }, bob.apiKey), 'FORBIDDEN');
+    expectGraphQLError(await t.gql(SessionPage, { id: session.id }, bob.apiKey), 'FORBIDDEN');
   });
 
   it('deleteSession: owners only; the session is gone', async () => {
     const { session } = await startSession(alice);
     await settledSession(t, alice, session.id);
-    expectError(await t.gql(DeleteSession, { id: session.id }, carol.apiKey), 'FORBIDDEN');
+    expectGraphQLError(await t.gql(DeleteSession, { id: session.id }, carol.apiKey), 'FORBIDDEN');
     expect(expectData(await t.gql(DeleteSession, { id: session.id }, alice.apiKey)).deleteSession).toBe(true);
-    expectError(await t.gql(SessionPage, { id: session.id }, alice.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(SessionPage, { id: session.id }, alice.apiKey), 'NOT_FOUND');
   });
 
   it('a page of sessions with their agents, owners and users costs the same statements for 2 as for 20', async () => {

@@ -6,7 +6,7 @@ import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { settledSession } from '../helpers/sessions.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectError } from './support.ts';
+import { expectData, expectGraphQLError } from './support.ts';
 
 const Stream = graphql(`
   subscription ToolStream($input: SendMessageInput!) {
@@ -138,7 +138,7 @@ describe('tools over graphql-ws', () => {
     const page2 = expectData(await t.gql(Ledger, { first: 5, after: page1.ledger!.pageInfo.endCursor }, alice.apiKey)).me.ledger!;
     expect(page2.edges.map((e) => [e.node.amount, e.node.reason])).toEqual([[20, 'grant']]);
     expect(page2.pageInfo.hasNextPage).toBe(false);
-    expectError(await t.gql(Ledger, { after: 'not-a-cursor' }, alice.apiKey), 'BAD_USER_INPUT');
+    expectGraphQLError(await t.gql(Ledger, { after: 'not-a-cursor' }, alice.apiKey), 'BAD_USER_INPUT');
   });
 });
 
@@ -191,7 +191,7 @@ describe('memory', () => {
     expect(expectData(await t.gql(Memories, { id: muse.id }, bob.apiKey)).agent.memories).toEqual([]);
     const mine = expectData(await t.gql(Memories, { id: muse.id }, alice.apiKey)).agent.memories;
     expect(mine.length).toBeGreaterThan(1);
-    expectError(await t.gql(Forget, { agentId: muse.id, memoryId: mine[0]!.id }, bob.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(Forget, { agentId: muse.id, memoryId: mine[0]!.id }, bob.apiKey), 'NOT_FOUND');
     expect(expectData(await t.gql(Forget, { agentId: muse.id, memoryId: mine[0]!.id }, alice.apiKey)).forgetMemory).toBe(1);
     expect(expectData(await t.gql(Memories, { id: muse.id }, alice.apiKey)).agent.memories).toHaveLength(mine.length - 1);
     expect(await t.rest('DELETE', `/v2/agents/${muse.id}/memories`, { key: alice.apiKey })).toMatchObject({

@@ -3,7 +3,7 @@ import { graphqlWsClients, wsExecute } from '../helpers/graphql-ws.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphql } from './generated/gql.ts';
-import { expectData, expectNoInternals } from './support.ts';
+import { expectData, expectCleanErrors } from './support.ts';
 
 const WsMe = graphql(`
   query WsMe {
@@ -86,7 +86,7 @@ describe('GraphQL over graphql-ws', () => {
     expect(forbidden.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     const missing = await wsExecute(client, WsAgent, { id: 'no-such-agent' });
     expect(missing.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
-    expectNoInternals([...(forbidden.errors ?? []), ...(missing.errors ?? [])] as never);
+    expectCleanErrors([...(forbidden.errors ?? []), ...(missing.errors ?? [])] as never);
   });
 
   it('a mutation over the socket is persisted', async () => {
@@ -143,7 +143,7 @@ describe('GraphQL over graphql-ws', () => {
       expect(result.data ?? null).toBeNull();
       expect(result.errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');
       expect(result.errors?.[0]?.message).toBe('Unexpected error.');
-      expectNoInternals(result.errors as never);
+      expectCleanErrors(result.errors as never);
     } finally {
       spy.mockRestore();
     }

@@ -1,11 +1,12 @@
 import type { TestApp, TestUser } from './app.ts';
+import { viewerOf as viewerOfUser } from './rest-helpers.ts';
 
 let seq = 0;
 const next = () => `${Date.now().toString(36)}${(++seq).toString(36)}`;
 
 /** Rows the tests need, made through the domain services where one exists, else through Prisma. */
 export function fixtures(t: TestApp) {
-  const viewerOf = async (user: TestUser) => t.services.apiKeys.authenticate(user.apiKey);
+  const viewerOf = (user: TestUser) => viewerOfUser(t, user);
   return {
     async agent(owner: TestUser, fields: Record<string, unknown> = {}) {
       return t.services.agents.create(await viewerOf(owner), { name: 'Test agent', key: `agent-${next()}`, public: true, ...fields });

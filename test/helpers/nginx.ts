@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, trackChild } from './process.ts';
+import { trackChild } from './process.ts';
+import { freePort } from './servers.ts';
 
 export const NGINX = '/usr/sbin/nginx';
 

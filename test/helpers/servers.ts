@@ -16,7 +16,8 @@ export interface ThrowawayServer {
   stop(): void;
 }
 
-export function freeLoopbackPort(): Promise<number> {
+/** A port on 127.0.0.1 that nothing listens on right now. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.on('error', reject);
@@ -58,7 +59,7 @@ function collect(child: ChildProcess) {
 
 /** A redis-server with no persistence; `apt-get install redis-server`. */
 export async function startRedisServer(): Promise<ThrowawayServer> {
-  const port = await freeLoopbackPort();
+  const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'parley-redis-'));
   const child = spawnServer('redis-server', [
     '--port',
@@ -100,7 +101,7 @@ export async function startPostgresCluster(): Promise<ThrowawayServer> {
   const command = (cmd: string, args: string[]): [string, string[]] =>
     process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
   execFileSync(...command(`${bin}/initdb`, ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']), { stdio: 'ignore' });
-  const port = await freeLoopbackPort();
+  const port = await freePort();
   const child = spawnServer(
     ...command(`${bin}/postgres`, [
       '-D',

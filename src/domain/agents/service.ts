@@ -71,8 +71,7 @@ export function agentService(db: Db, tools: ToolRegistry, limits: { maxAgentsPer
           });
         });
       } catch (e) {
-        if (isUniqueViolation(e)) throw conflict(AGENT_KEY_TAKEN);
-        throw e;
+        throw keyTakenOr(e);
       }
     },
 
@@ -103,11 +102,13 @@ export function agentService(db: Db, tools: ToolRegistry, limits: { maxAgentsPer
           });
         });
       } catch (e) {
-        if (isUniqueViolation(e)) throw conflict(AGENT_KEY_TAKEN);
-        throw e;
+        throw keyTakenOr(e);
       }
     },
   };
 }
+
+/** Two agents (or an agent and a user) cannot share a key: the unique index says so first. */
+const keyTakenOr = (e: unknown) => (isUniqueViolation(e) ? conflict(AGENT_KEY_TAKEN) : e);
 
 export type AgentService = ReturnType<typeof agentService>;

@@ -1,7 +1,7 @@
 import type { LlmConfig } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Metrics } from '../../observability/metrics.ts';
-import type { EventBus } from '../../realtime/bus.ts';
+import type { EventBus } from '../sessions/bus.ts';
 import { agentLlmSettings, agentSuggestions, agentTools } from '../agents/fields.ts';
 import { isDatabaseUnavailable, isRecordGone } from '../prisma-errors.ts';
 import { addTokens, BUDGET_EXCEEDED, reserveTurns } from '../sessions/budgets.ts';

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
-import type { EventBus } from '../../realtime/bus.ts';
+import type { EventBus } from '../sessions/bus.ts';
 import type { MessageView } from '../sessions/events.ts';
 import { messageSelect, toMessageView } from '../sessions/views.ts';
 import { abandonToolCalls } from '../tools/holds.ts';

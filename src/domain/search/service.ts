@@ -19,9 +19,12 @@ export type Scored<T> = T & { score: number };
 /** The client, or a transaction of it. */
 type Client = Db | Prisma.TransactionClient;
 
-export interface SearchConnection<T> {
-  edges: { cursor: string; node: Scored<T> }[];
-  pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
+/** One page of results read by cursor: each node with the cursor to continue after it. */
+export interface SearchCursorPage<T> {
+  nodes: Scored<T>[];
+  cursor(node: Scored<T>): string;
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
   totalCount: number;
 }
 
@@ -133,25 +136,18 @@ export function searchService(db: Db, config: SearchConfig, provider: EmbeddingP
       rawInput: unknown,
       rawPage: { first?: number | null; after?: string | null; last?: number | null; before?: string | null },
       query: CreationQuery = {},
-    ): Promise<SearchConnection<T>> {
+    ): Promise<SearchCursorPage<T>> {
       const input = parseInput(searchConnectionInput, rawInput);
       const page = parseInput(connectionPage, rawPage);
       const after = page.after === undefined ? undefined : decodeCursor(page.after, input.orderBy, input.direction);
       const { total, hits } = await nearest(viewer, input, after ? { after, limit: page.first + 1 } : { offset: 0, limit: page.first + 1 });
       const shown = hits.slice(0, page.first);
       const keys = new Map(shown.map((h) => [h.id, h.key]));
-      const edges = (await load<T>(viewer, shown, query)).map((node) => ({
-        cursor: encodeCursor(input.orderBy, input.direction, keys.get(node.id)!, node.id),
-        node,
-      }));
       return {
-        edges,
-        pageInfo: {
-          hasNextPage: hits.length > page.first,
-          hasPreviousPage: Boolean(after),
-          startCursor: edges[0]?.cursor ?? null,
-          endCursor: edges.at(-1)?.cursor ?? null,
-        },
+        nodes: await load<T>(viewer, shown, query),
+        cursor: (node) => encodeCursor(input.orderBy, input.direction, keys.get(node.id)!, node.id),
+        hasNextPage: hits.length > page.first,
+        hasPreviousPage: Boolean(after),
         totalCount: total,
       };
     },

@@ -43,31 +43,42 @@ export interface MessageView {
   createdAt: string;
 }
 
-export type SessionEventPayload =
+/**
+ * Every event a session's watchers are told, by type: the one list of them. Each transport maps
+ * it with a record keyed by these types, so an event added here does not compile until GraphQL
+ * and REST both say how to show it.
+ */
+export interface SessionEventPayloads {
   /** A user message arrived; `replyIds` are the assistant messages that will answer it. */
-  | { type: 'start_prompt'; promptId: string; message: MessageView; agentIds: string[]; replyIds: string[] }
-  | { type: 'assistant_token'; promptId: string; messageId: string; agentId: string; text: string }
-  | { type: 'assistant_thinking'; promptId: string; messageId: string; agentId: string; text: string }
-  | { type: 'assistant_message'; promptId: string; agentId: string; message: MessageView }
-  | { type: 'tool_complete'; promptId: string; messageId: string; agentId: string; toolCall: ToolCallView }
-  | { type: 'tool_cancelled'; promptId: string; messageId: string; agentId: string; toolCall: ToolCallView }
+  start_prompt: { promptId: string; message: MessageView; agentIds: string[]; replyIds: string[] };
+  assistant_token: { promptId: string; messageId: string; agentId: string; text: string };
+  assistant_thinking: { promptId: string; messageId: string; agentId: string; text: string };
+  assistant_message: { promptId: string; agentId: string; message: MessageView };
+  tool_complete: { promptId: string; messageId: string; agentId: string; toolCall: ToolCallView };
+  tool_cancelled: { promptId: string; messageId: string; agentId: string; toolCall: ToolCallView };
   /** One reply failed; `message` is the saved (failed) assistant message with its partial text. */
-  | { type: 'error'; promptId: string; agentId: string; error: string; message: MessageView }
-  | { type: 'end_prompt'; promptId: string }
+  error: { promptId: string; agentId: string; error: string; message: MessageView };
+  end_prompt: { promptId: string };
   /**
    * One user's reactions on a message changed: what they have now, and the message's totals. Not
    * every reaction with its user: that grows with every reaction, and each event would carry it.
    */
-  | { type: 'reaction'; messageId: string; userId: string; userReactions: string[]; counts: ReactionTotal[] }
-  | { type: 'session_updated'; title: string | null; scenario: string | null }
-  | { type: 'user_added'; userId: string; permission: SessionPermission }
-  | { type: 'user_removed'; userId: string }
-  | { type: 'session_deleted' };
+  reaction: { messageId: string; userId: string; userReactions: string[]; counts: ReactionTotal[] };
+  session_updated: { title: string | null; scenario: string | null };
+  user_added: { userId: string; permission: SessionPermission };
+  user_removed: { userId: string };
+  session_deleted: Record<never, never>;
+}
 
-export type SessionEventType = SessionEventPayload['type'];
+export type SessionEventType = keyof SessionEventPayloads;
+
+export type SessionEventPayload = { [T in SessionEventType]: { type: T } & SessionEventPayloads[T] }[SessionEventType];
 
 /** An event as published: numbered per session (`seq` only grows), with its session and time. */
 export type SessionEvent = SessionEventPayload & { seq: number; sessionId: string; at: string };
+
+/** One type of event as published. */
+export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;
 
 /** Events that belong to one prompt's stream (what `sendMessage` and a REST `stream: true` reply show). */
 export const promptOf = (event: SessionEvent): string | null => ('promptId' in event ? event.promptId : null);

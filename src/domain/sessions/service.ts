@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { WorkConfig } from '../../config.ts';
 import { Prisma, type Session } from '../../generated/prisma/client.ts';
-import type { EventBus } from '../../realtime/bus.ts';
+import type { EventBus } from './bus.ts';
 import { canReadAgent } from '../agents/service.ts';
 import { badInput, forbidden, notFound, unprocessable } from '../errors.ts';
 import { canNameARow } from '../ids.ts';
@@ -10,7 +10,7 @@ import { chooseResponders } from '../replies/routing.ts';
 import { parseInput } from '../validation.ts';
 import { releaseHolds } from '../tools/holds.ts';
 import type { Viewer } from '../viewer.ts';
-import type { StreamLimits } from '../../limits/streams.ts';
+import type { StreamLimits } from './stream-limits.ts';
 import { canManage, canPost, NO_ACCESS, SESSION_NOT_FOUND, type Permission } from './access.ts';
 import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';

@@ -1,10 +1,12 @@
-import { isStreamEnd, type BusItem, type BusSubscription, type StreamEnd } from '../../realtime/bus.ts';
+import { type BusItem, type BusSubscription, isStreamEnd, streamEndCodes } from './bus.ts';
 import type { SessionEvent } from './events.ts';
 
-/** Why a watch ended early: the bus's reasons, or a change in the session or the caller's key. */
+/** Why a watch ends early: the bus's reasons, or a change in the session or the caller's access. */
+export const watchEndCodes = [...streamEndCodes, 'SESSION_DELETED', 'ACCESS_REVOKED'] as const;
+
 export interface WatchEnd {
   end: true;
-  code: StreamEnd['code'] | 'SESSION_DELETED' | 'ACCESS_REVOKED';
+  code: (typeof watchEndCodes)[number];
   reason: string;
   lastSeq: number | null;
 }

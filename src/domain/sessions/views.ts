@@ -1,29 +1,10 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
 import type { MessageView, ReactionsView, ReactionTotal, ToolCallView } from './events.ts';
 
-/** What every message read selects, so a view can be built from it. */
-export const messageSelect = {
-  id: true,
-  ordinal: true,
-  sessionId: true,
-  role: true,
-  senderId: true,
-  promptId: true,
-  status: true,
-  content: true,
-  attachments: true,
-  thought: true,
-  error: true,
-  promptTokens: true,
-  completionTokens: true,
-  createdAt: true,
-  toolCalls: { orderBy: { position: 'asc' } },
-  reactions: { select: { userId: true, reaction: true }, orderBy: { createdAt: 'asc' } },
-} satisfies Prisma.MessageSelect;
-
-export type MessageRow = Prisma.MessageGetPayload<{ select: typeof messageSelect }>;
-
-/** A message just written has no tool calls or reactions yet: there is nothing to join. */
+/**
+ * A message's own columns: all a message just written has (no tool calls or reactions yet, so
+ * there is nothing to join).
+ */
 export const newMessageSelect = {
   id: true,
   ordinal: true,
@@ -40,6 +21,15 @@ export const newMessageSelect = {
   completionTokens: true,
   createdAt: true,
 } satisfies Prisma.MessageSelect;
+
+/** What every message read selects, so a view can be built from it. */
+export const messageSelect = {
+  ...newMessageSelect,
+  toolCalls: { orderBy: { position: 'asc' } },
+  reactions: { select: { userId: true, reaction: true }, orderBy: { createdAt: 'asc' } },
+} satisfies Prisma.MessageSelect;
+
+export type MessageRow = Prisma.MessageGetPayload<{ select: typeof messageSelect }>;
 
 export const toToolCallView = (c: MessageRow['toolCalls'][number]): ToolCallView => ({
   id: c.id,

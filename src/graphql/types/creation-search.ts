@@ -5,6 +5,7 @@ import type { Page } from '../../domain/search/page.ts';
 import type { Scored } from '../../domain/search/service.ts';
 import type { Creation as CreationRow } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
+import { toConnection } from '../connection.ts';
 import { viewerOf, type GraphQLContext } from '../context.ts';
 import { Creation } from './creation.ts';
 import { CreationSearchOrderEnum, SortDirectionEnum } from './enums.ts';
@@ -86,13 +87,15 @@ builder.queryFields((t) => ({
         orderBy: t.arg({ type: CreationSearchOrderEnum }),
         direction: t.arg({ type: SortDirectionEnum }),
       },
-      resolve: (_root, args, ctx, info) =>
-        ctx.services.search.connection(
+      resolve: async (_root, args, ctx, info) => {
+        const page = await ctx.services.search.connection(
           viewerOf(ctx),
           searchInput(args),
           { first: args.first, after: args.after, last: args.last, before: args.before },
           creationQuery(ctx, info, ['edges', 'node']),
-        ),
+        );
+        return toConnection(page.nodes, page.cursor, page, { totalCount: page.totalCount });
+      },
     },
     {
       name: 'CreationSearchConnection',

@@ -1,5 +1,6 @@
 import { badInput } from '../../domain/errors.ts';
 import { builder } from '../builder.ts';
+import { toConnection } from '../connection.ts';
 import { viewerOf } from '../context.ts';
 import { Creator } from './creator.ts';
 import { BalanceKindEnum } from './enums.ts';
@@ -31,16 +32,7 @@ builder.objectField(Creator, 'ledger', (t) =>
       if (args.last != null || args.before != null)
         throw badInput('The ledger pages forwards only: use first and after', [args.last != null ? 'last' : 'before']);
       const { rows, hasNextPage, cursor } = await ctx.services.manna.ledger(viewer, { first: args.first, after: args.after });
-      const edges = rows.map((node) => ({ cursor: cursor(node), node }));
-      return {
-        edges,
-        pageInfo: {
-          hasNextPage,
-          hasPreviousPage: Boolean(args.after),
-          startCursor: edges[0]?.cursor ?? null,
-          endCursor: edges.at(-1)?.cursor ?? null,
-        },
-      };
+      return toConnection(rows, cursor, { hasNextPage, hasPreviousPage: Boolean(args.after) });
     },
   }),
 );

@@ -1,5 +1,5 @@
 import { GraphQLError } from 'graphql';
-import type { SessionEvent as SessionEventView, SessionEventType } from '../../domain/sessions/events.ts';
+import type { SessionEventOf, SessionEvent as SessionEventView, SessionEventType } from '../../domain/sessions/events.ts';
 import { isWatchEnd, type WatchEnd, type WatchItem } from '../../domain/sessions/stream.ts';
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
@@ -7,7 +7,7 @@ import { SessionPermissionEnum } from './enums.ts';
 import { Message, ReactionTotalRef, ToolCall } from './message.ts';
 import { SendMessageInput } from './session.ts';
 
-type Of<T extends SessionEventType> = Extract<SessionEventView, { type: T }>;
+type Of<T extends SessionEventType> = SessionEventOf<T>;
 
 export const SessionEvent = builder.interfaceRef<SessionEventView>('SessionEvent').implement({
   description: 'Something that happened in a session. `seq` grows with every event of the session: resume with after: seq.',
@@ -19,75 +19,135 @@ export const SessionEvent = builder.interfaceRef<SessionEventView>('SessionEvent
   }),
 });
 
-/** Each event type as a GraphQL type implementing SessionEvent, told apart by its `type`. */
-function eventType<T extends SessionEventType>(type: T, name: string, description: string, fields: ObjectFields<Of<T>>) {
-  return builder.objectRef<Of<T>>(name).implement({
+type ObjectFields<T> = NonNullable<Parameters<ReturnType<typeof builder.objectRef<T>>['implement']>[0]['fields']>;
+interface EventTypeSpec<T extends SessionEventType> {
+  name: string;
+  description: string;
+  fields: ObjectFields<Of<T>>;
+}
+
+/**
+ * Each event type as a GraphQL type implementing SessionEvent, told apart by its `type`. Keyed by
+ * every type the domain defines: an event without its GraphQL type does not compile.
+ */
+const eventTypes: { [T in SessionEventType]: EventTypeSpec<T> } = {
+  start_prompt: {
+    name: 'PromptStarted',
+    description: 'A user message arrived; replyIds are the replies that will answer it.',
+    fields: (t) => ({
+      promptId: t.exposeID('promptId'),
+      message: t.field({ type: Message, resolve: (e) => e.message }),
+      agentIds: t.exposeIDList('agentIds'),
+      replyIds: t.exposeIDList('replyIds'),
+    }),
+  },
+  assistant_token: {
+    name: 'AssistantToken',
+    description: 'A piece of a reply being written.',
+    fields: (t) => ({
+      promptId: t.exposeID('promptId'),
+      messageId: t.exposeID('messageId'),
+      agentId: t.exposeID('agentId'),
+      text: t.exposeString('text'),
+    }),
+  },
+  assistant_thinking: {
+    name: 'AssistantThinking',
+    description: 'A piece of the reasoning behind a reply (when thinking was asked for).',
+    fields: (t) => ({
+      promptId: t.exposeID('promptId'),
+      messageId: t.exposeID('messageId'),
+      agentId: t.exposeID('agentId'),
+      text: t.exposeString('text'),
+    }),
+  },
+  assistant_message: {
+    name: 'AssistantMessage',
+    description: 'A reply finished and saved.',
+    fields: (t) => ({
+      promptId: t.exposeID('promptId'),
+      agentId: t.exposeID('agentId'),
+      message: t.field({ type: Message, resolve: (e) => e.message }),
+    }),
+  },
+  tool_complete: {
+    name: 'ToolCompleted',
+    description: 'A tool call of a reply finished (or failed).',
+    fields: (t) => ({
+      promptId: t.exposeID('promptId'),
+      messageId: t.exposeID('messageId'),
+      agentId: t.exposeID('agentId'),
+      toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
+    }),
+  },
+  tool_cancelled: {
+    name: 'ToolCancelled',
+    description: 'A tool call of a reply was cancelled.',
+    fields: (t) => ({
+      promptId: t.exposeID('promptId'),
+      messageId: t.exposeID('messageId'),
+      agentId: t.exposeID('agentId'),
+      toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
+    }),
+  },
+  error: {
+    name: 'ReplyFailed',
+    description: 'A reply broke off; message is the saved reply (status FAILED) with what was written.',
+    fields: (t) => ({
+      promptId: t.exposeID('promptId'),
+      agentId: t.exposeID('agentId'),
+      error: t.exposeString('error'),
+      message: t.field({ type: Message, resolve: (e) => e.message }),
+    }),
+  },
+  end_prompt: {
+    name: 'PromptEnded',
+    description: 'Every reply to a prompt has finished or failed.',
+    fields: (t) => ({ promptId: t.exposeID('promptId') }),
+  },
+  reaction: {
+    name: 'ReactionsChanged',
+    description: 'Someone reacted to a message.',
+    fields: (t) => ({
+      messageId: t.exposeID('messageId'),
+      userId: t.exposeID('userId', { description: 'The user whose reactions changed.' }),
+      userReactions: t.exposeStringList('userReactions', { description: 'Their reactions on the message now.' }),
+      counts: t.field({ type: [ReactionTotalRef], description: "The message's totals per reaction.", resolve: (e) => e.counts }),
+    }),
+  },
+  session_updated: {
+    name: 'SessionUpdated',
+    description: 'The title or scenario changed.',
+    fields: (t) => ({
+      title: t.exposeString('title', { nullable: true }),
+      scenario: t.exposeString('scenario', { nullable: true }),
+    }),
+  },
+  user_added: {
+    name: 'SessionUserAdded',
+    description: 'A user was added to the session or given another permission.',
+    fields: (t) => ({
+      userId: t.exposeID('userId'),
+      permission: t.expose('permission', { type: SessionPermissionEnum }),
+    }),
+  },
+  user_removed: {
+    name: 'SessionUserRemoved',
+    description: 'A user left or was removed.',
+    fields: (t) => ({ userId: t.exposeID('userId') }),
+  },
+  session_deleted: { name: 'SessionDeleted', description: 'The session was deleted; nothing follows.', fields: () => ({}) },
+};
+
+function eventType<T extends SessionEventType>(type: T, { name, description, fields }: EventTypeSpec<T>) {
+  builder.objectRef<Of<T>>(name).implement({
     description,
     interfaces: [SessionEvent],
     isTypeOf: (e) => (e as SessionEventView).type === type,
     fields,
   });
 }
-type ObjectFields<T> = NonNullable<Parameters<ReturnType<typeof builder.objectRef<T>>['implement']>[0]['fields']>;
-
-eventType('start_prompt', 'PromptStarted', 'A user message arrived; replyIds are the replies that will answer it.', (t) => ({
-  promptId: t.exposeID('promptId'),
-  message: t.field({ type: Message, resolve: (e) => e.message }),
-  agentIds: t.exposeIDList('agentIds'),
-  replyIds: t.exposeIDList('replyIds'),
-}));
-eventType('assistant_token', 'AssistantToken', 'A piece of a reply being written.', (t) => ({
-  promptId: t.exposeID('promptId'),
-  messageId: t.exposeID('messageId'),
-  agentId: t.exposeID('agentId'),
-  text: t.exposeString('text'),
-}));
-eventType('assistant_thinking', 'AssistantThinking', 'A piece of the reasoning behind a reply (when thinking was asked for).', (t) => ({
-  promptId: t.exposeID('promptId'),
-  messageId: t.exposeID('messageId'),
-  agentId: t.exposeID('agentId'),
-  text: t.exposeString('text'),
-}));
-eventType('assistant_message', 'AssistantMessage', 'A reply finished and saved.', (t) => ({
-  promptId: t.exposeID('promptId'),
-  agentId: t.exposeID('agentId'),
-  message: t.field({ type: Message, resolve: (e) => e.message }),
-}));
-eventType('tool_complete', 'ToolCompleted', 'A tool call of a reply finished (or failed).', (t) => ({
-  promptId: t.exposeID('promptId'),
-  messageId: t.exposeID('messageId'),
-  agentId: t.exposeID('agentId'),
-  toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
-}));
-eventType('tool_cancelled', 'ToolCancelled', 'A tool call of a reply was cancelled.', (t) => ({
-  promptId: t.exposeID('promptId'),
-  messageId: t.exposeID('messageId'),
-  agentId: t.exposeID('agentId'),
-  toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
-}));
-eventType('error', 'ReplyFailed', 'A reply broke off; message is the saved reply (status FAILED) with what was written.', (t) => ({
-  promptId: t.exposeID('promptId'),
-  agentId: t.exposeID('agentId'),
-  error: t.exposeString('error'),
-  message: t.field({ type: Message, resolve: (e) => e.message }),
-}));
-eventType('end_prompt', 'PromptEnded', 'Every reply to a prompt has finished or failed.', (t) => ({ promptId: t.exposeID('promptId') }));
-eventType('reaction', 'ReactionsChanged', 'Someone reacted to a message.', (t) => ({
-  messageId: t.exposeID('messageId'),
-  userId: t.exposeID('userId', { description: 'The user whose reactions changed.' }),
-  userReactions: t.exposeStringList('userReactions', { description: 'Their reactions on the message now.' }),
-  counts: t.field({ type: [ReactionTotalRef], description: "The message's totals per reaction.", resolve: (e) => e.counts }),
-}));
-eventType('session_updated', 'SessionUpdated', 'The title or scenario changed.', (t) => ({
-  title: t.exposeString('title', { nullable: true }),
-  scenario: t.exposeString('scenario', { nullable: true }),
-}));
-eventType('user_added', 'SessionUserAdded', 'A user was added to the session or given another permission.', (t) => ({
-  userId: t.exposeID('userId'),
-  permission: t.expose('permission', { type: SessionPermissionEnum }),
-}));
-eventType('user_removed', 'SessionUserRemoved', 'A user left or was removed.', (t) => ({ userId: t.exposeID('userId') }));
-eventType('session_deleted', 'SessionDeleted', 'The session was deleted; nothing follows.', () => ({}));
+for (const type of Object.keys(eventTypes) as SessionEventType[]) eventType(type, eventTypes[type] as EventTypeSpec<typeof type>);
 
 const endCodes: Record<WatchEnd['code'], string> = {
   SESSION_DELETED: 'SESSION_DELETED',

@@ -5,6 +5,7 @@ import { BUDGET_LIMITS } from '../../domain/sessions/inputs.ts';
 import type { MessagePage } from '../../domain/sessions/service.ts';
 import type { Session as SessionRow } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
+import { toConnection } from '../connection.ts';
 import { viewerOf, type GraphQLContext } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';
 import { SessionPermissionEnum, SessionStatusEnum } from './enums.ts';
@@ -73,16 +74,7 @@ export const Session = builder.prismaObject('Session', {
 });
 
 function messageConnection(page: MessagePage) {
-  const edges = page.messages.map((node) => ({ cursor: page.cursor(node), node }));
-  return {
-    edges,
-    pageInfo: {
-      hasNextPage: page.hasNextPage,
-      hasPreviousPage: page.hasPreviousPage,
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges.at(-1)?.cursor ?? null,
-    },
-  };
+  return toConnection(page.messages, page.cursor, page);
 }
 
 /** A page of sessions as a connection, loading what the selection under `edges.node` needs. */
@@ -101,16 +93,7 @@ async function sessionConnection(
     { first: args.first, after: args.after },
     queryFromInfo({ context: ctx, info, path: ['edges', 'node'] }),
   );
-  const edges = sessions.map((node) => ({ cursor: cursor(node), node }));
-  return {
-    edges,
-    pageInfo: {
-      hasNextPage: nextCursor !== null,
-      hasPreviousPage: Boolean(args.after),
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges.at(-1)?.cursor ?? null,
-    },
-  };
+  return toConnection(sessions, cursor, { hasNextPage: nextCursor !== null, hasPreviousPage: Boolean(args.after) });
 }
 
 builder.queryFields((t) => ({

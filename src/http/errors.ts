@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { isDomainError, type DomainError, type ErrorCode } from '../domain/errors.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable, nulCharacterError, RETRY_AFTER_SECONDS } from '../domain/prisma-errors.ts';
 import { describeInputError } from '../domain/validation.ts';
-import { routeMethods } from '../http/allowed-methods.ts';
+import { routeMethods } from './allowed-methods.ts';
 
 /**
  * How one REST resource reports errors. The original service used `{error}` for some

@@ -1,4 +1,7 @@
-import type { SessionEvent, SessionEventPayload } from '../domain/sessions/events.ts';
+import type { SessionEvent, SessionEventPayload } from './events.ts';
+
+/** Why a bus ends a subscription early (watches add their own reasons: `watchEndCodes`). */
+export const streamEndCodes = ['SLOW_CONSUMER', 'EVENTS_EXPIRED', 'SHUTTING_DOWN'] as const;
 
 /**
  * Why a subscription ended before its consumer let go. The consumer may resume from `lastSeq`
@@ -6,7 +9,7 @@ import type { SessionEvent, SessionEventPayload } from '../domain/sessions/event
  */
 export interface StreamEnd {
   end: true;
-  code: 'SLOW_CONSUMER' | 'EVENTS_EXPIRED' | 'SHUTTING_DOWN';
+  code: (typeof streamEndCodes)[number];
   reason: string;
   lastSeq: number | null;
 }

@@ -5,9 +5,9 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { EventsConfig, WebSocketConfig } from '../config.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../domain/prisma-errors.ts';
 import type { Viewer } from '../domain/viewer.ts';
-import type { GraphQLServer } from '../graphql/server.ts';
+import type { GraphQLServer } from './server.ts';
 import { rateLimitedError, type RateLimiter } from '../limits/rate-limit.ts';
-import type { EventBus } from './bus.ts';
+import type { EventBus } from '../domain/sessions/bus.ts';
 
 export interface WebSocketOptions {
   bus: EventBus;

@@ -1,0 +1,201 @@
+import type { BusItem, BusSubscription, StreamEnd } from '../domain/sessions/bus.ts';
+import type { SessionEvent } from '../domain/sessions/events.ts';
+
+/** How every bus ends a subscription early, in the words clients see. */
+export const ends = {
+  shuttingDown: (lastSeq: number | null): StreamEnd => ({
+    end: true,
+    code: 'SHUTTING_DOWN',
+    reason: 'The server is shutting down; reconnect to resume',
+    lastSeq,
+  }),
+  slowConsumer: (lastSeq: number | null): StreamEnd => ({
+    end: true,
+    code: 'SLOW_CONSUMER',
+    reason: 'The client fell so far behind that the events it missed are gone; read the session again',
+    lastSeq,
+  }),
+  expired: (after: number): StreamEnd => ({
+    end: true,
+    code: 'EVENTS_EXPIRED',
+    reason: `Events after ${after} are no longer available; read the session again and subscribe without "after"`,
+    lastSeq: after,
+  }),
+  unreadable: (lastSeq: number | null): StreamEnd => ({
+    end: true,
+    code: 'EVENTS_EXPIRED',
+    reason: 'The event log could not be read; read the session again and subscribe again',
+    lastSeq,
+  }),
+};
+
+/**
+ * The newest events of a session held in this process: consecutive seqs, at most about
+ * `retain` of them. `last` is the highest seq taken in (null while unknown).
+ */
+export class ReplayWindow {
+  private log: SessionEvent[] = [];
+
+  constructor(
+    private readonly retain: number,
+    public last: number | null,
+  ) {}
+
+  /** Takes an event in; one already seen is ignored, and one after a hole starts the window again. */
+  push(event: SessionEvent): boolean {
+    if (this.last !== null && event.seq <= this.last) return false;
+    if (this.last !== null && event.seq !== this.last + 1) this.log = [];
+    this.log.push(event);
+    // Trimmed in steps, so taking events in stays O(1) on average.
+    if (this.log.length > this.retain + (this.retain >> 2)) this.log.splice(0, this.log.length - this.retain);
+    this.last = event.seq;
+    return true;
+  }
+
+  /** The event after `seq`: null if there is none yet, undefined if it is not held here. */
+  after(seq: number): SessionEvent | null | undefined {
+    if (this.last !== null && seq >= this.last) return null;
+    const first = this.log[0]?.seq;
+    if (first === undefined || seq + 1 < first) return undefined;
+    return this.log[seq + 1 - first];
+  }
+}
+
+/** Where a subscription reads: the window in memory, and behind it whatever log the bus keeps. */
+export interface EventSource {
+  readonly window: ReplayWindow;
+  /** Settles when the window's `last` is known (a shared bus asks its server first). */
+  readonly ready: Promise<void>;
+  /** The session's current seq, as the log that holds every event knows it. */
+  current(): number | Promise<number>;
+  /** Up to `count` events from `fromSeq` on, from the log behind the window (none where there is no such log). */
+  range(fromSeq: number, count: number): Promise<SessionEvent[]>;
+}
+
+const DONE: IteratorResult<BusItem> = { value: undefined, done: true };
+
+/**
+ * One subscription, the same on every bus: a position (the last seq handed out) in its session's
+ * events, read from the window in memory or, when it is behind that (a resume, a slow reader),
+ * from the source's log. It holds no events of its own beyond one batch read from the log, so a
+ * consumer that stops reading costs next to nothing; one so far behind that its next event is
+ * gone everywhere is ended with SLOW_CONSUMER. An end (shutdown, say) is delivered before any
+ * event still waiting.
+ */
+export class Subscriber implements BusSubscription {
+  private waiting: (() => void) | null = null;
+  private pending: SessionEvent[] = [];
+  private final: StreamEnd | null = null;
+  private done = false;
+  private position: number | null;
+  private started = false;
+
+  constructor(
+    private readonly source: EventSource,
+    /** Resume after this seq (checked at the first read), or from `start`. */
+    private readonly after: number | undefined,
+    /** Without `after`: the session's seq when the subscription was asked for. */
+    private readonly start: number | Promise<number> | undefined,
+    private readonly onClose: (s: Subscriber) => void,
+  ) {
+    this.position = after ?? null;
+    if (start instanceof Promise) start.catch(() => {});
+  }
+
+  /** Ends the stream with a reason, delivered at the consumer's next read. */
+  end(final: StreamEnd) {
+    if (this.final || this.done) return;
+    this.final = { ...final, lastSeq: final.lastSeq ?? this.position };
+    this.wake();
+  }
+
+  wake() {
+    const w = this.waiting;
+    this.waiting = null;
+    w?.();
+  }
+
+  private finish() {
+    if (this.done) return;
+    this.done = true;
+    this.onClose(this);
+  }
+
+  /** A resume point must be a seq this session issued whose successors are all still held. */
+  private async resumable(after: number) {
+    const current = await this.source.current();
+    if (after > current) return false;
+    if (after === current || this.source.window.after(after)) return true;
+    const [next] = await this.source.range(after + 1, 1);
+    return next?.seq === after + 1;
+  }
+
+  private async begin() {
+    this.started = true;
+    try {
+      await this.source.ready;
+      this.position ??= await this.start!;
+      if (this.after !== undefined && !(await this.resumable(this.after))) this.end(ends.expired(this.after));
+    } catch {
+      this.end(ends.unreadable(this.position));
+    }
+  }
+
+  /** Reads on from the log what the window no longer holds; nothing there means the events are gone. */
+  private async fill(position: number) {
+    try {
+      const events = await this.source.range(position + 1, 256);
+      if (events[0]?.seq === position + 1) this.pending = events;
+      else if (this.source.window.last !== null && position < this.source.window.last) this.end(ends.slowConsumer(position));
+    } catch {
+      this.end(ends.unreadable(position));
+    }
+  }
+
+  async next(): Promise<IteratorResult<BusItem>> {
+    if (!this.started) await this.begin();
+    for (;;) {
+      if (this.done) return DONE;
+      if (this.final) {
+        const final = this.final;
+        this.finish();
+        return { value: final, done: false };
+      }
+      const event = this.pending.shift() ?? this.source.window.after(this.position!);
+      if (event) {
+        this.position = event.seq;
+        return { value: event, done: false };
+      }
+      if (event === undefined) await this.fill(this.position!);
+      else await new Promise<void>((resolve) => (this.waiting = resolve));
+    }
+  }
+
+  close() {
+    this.finish();
+    this.wake();
+  }
+
+  return(): Promise<IteratorResult<BusItem>> {
+    this.close();
+    return Promise.resolve(DONE);
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
+/** Listeners of one kind of signal (a revoked key, a cancel), told in the order they were added. */
+export class Listeners<T> {
+  private readonly set = new Set<(value: T) => void>();
+
+  add(listener: (value: T) => void): () => void {
+    this.set.add(listener);
+    return () => this.set.delete(listener);
+  }
+
+  emit(value: T) {
+    for (const listener of this.set) listener(value);
+  }
+}

@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventsConfig } from '../../src/config.ts';
+import { type BusItem, type BusSubscription, type EventBus, isStreamEnd, type StreamEnd } from '../../src/domain/sessions/bus.ts';
+import type { SessionEvent } from '../../src/domain/sessions/events.ts';
+import { createMemoryBus } from '../../src/realtime/memory-bus.ts';
+import { createRedisBus } from '../../src/realtime/redis-bus.ts';
+import { type RedisServer, startRedis } from '../helpers/redis.ts';
+
+/**
+ * One contract, both buses. `peer` is where a second instance would watch: the same bus in
+ * process, a second bus on the same Redis (what another instance of parley holds).
+ */
+interface BusUnderTest {
+  bus: EventBus;
+  peer: EventBus;
+  /** Makes the next event reach the log but not live delivery (a pub/sub message lost in a reconnect). */
+  loseLiveDelivery?: (sessionId: string) => Promise<void>;
+}
+
+const config = (replayLimit: number, replayBytes = 1 << 24): EventsConfig => ({
+  replayLimit,
+  replayBytes,
+  idleTtlMs: 60_000,
+  streamBufferBytes: 1 << 20,
+  slowClientMs: 30_000,
+  heartbeatMs: 15_000,
+});
+
+let redis: RedisServer | null = null;
+const redisUrl = async () => {
+  if (process.env.TEST_REDIS_URL) return process.env.TEST_REDIS_URL;
+  redis ??= await startRedis();
+  return redis.url;
+};
+const opened: EventBus[] = [];
+const raw: Redis[] = [];
+
+const kinds: Record<'memory' | 'redis', (replayLimit: number) => Promise<BusUnderTest>> = {
+  async memory(replayLimit) {
+    const bus = createMemoryBus(config(replayLimit));
+    opened.push(bus);
+    return { bus, peer: bus };
+  },
+  async redis(replayLimit) {
+    const url = await redisUrl();
+    // A prefix per bus pair: tests sharing one Redis never see each other's sessions.
+    const prefix = `contract-${randomUUID()}:`;
+    const bus = createRedisBus(url, config(replayLimit), prefix);
+    const peer = createRedisBus(url, config(replayLimit), prefix);
+    opened.push(bus, peer);
+    const client = new Redis(url, { keyPrefix: prefix, maxRetriesPerRequest: 1 });
+    raw.push(client);
+    return {
+      bus,
+      peer,
+      // The event goes into the stream and takes its seq exactly as a publish would, but no
+      // pub/sub message announces it.
+      async loseLiveDelivery(sessionId) {
+        const seq = await client.incr(`parley:seq:{${sessionId}}`);
+        const json = JSON.stringify({ type: 'end_prompt', promptId: 'lost', at: new Date().toISOString() });
+        await client.xadd(`parley:events:{${sessionId}}`, `${seq}-0`, 'e', json);
+      },
+    };
+  },
+};
+
+afterAll(async () => {
+  await Promise.all(opened.map((b) => b.close()));
+  for (const c of raw) c.disconnect();
+  await redis?.stop();
+});
+
+const prompt = (n: number) => ({ type: 'end_prompt' as const, promptId: `p${n}` });
+
+async function publishMany(bus: EventBus, sessionId: string, count: number, from = 0): Promise<SessionEvent[]> {
+  const events: SessionEvent[] = [];
+  for (let i = 0; i < count; i++) events.push(await bus.publish(sessionId, prompt(from + i)));
+  return events;
+}
+
+/** Reads `count` items, or fewer if the subscription ends. */
+async function take(sub: BusSubscription, count: number): Promise<BusItem[]> {
+  const items: BusItem[] = [];
+  while (items.length < count) {
+    const r = await sub.next();
+    if (r.done) break;
+    items.push(r.value);
+    if (isStreamEnd(r.value)) break;
+  }
+  return items;
+}
+
+/**
+ * A watch on `on` that starts right after a first event of the session. Across instances
+ * "subscribe now" races with a publish on another connection, so positions are explicit.
+ */
+async function watchFrom(publisher: EventBus, on: EventBus, sessionId: string) {
+  const first = await publisher.publish(sessionId, { type: 'session_updated', title: null, scenario: null });
+  return on.subscribe(sessionId, { after: first.seq });
+}
+
+const seqs = (items: BusItem[]) => items.map((i) => (isStreamEnd(i) ? `end:${i.code}` : i.seq));
+const promptIds = (items: BusItem[]) => items.map((i) => (isStreamEnd(i) ? `end:${i.code}` : 'promptId' in i ? i.promptId : i.type));
+
+for (const [kind, make] of Object.entries(kinds)) {
+  describe(`event bus contract: ${kind}`, () => {
+    let b: BusUnderTest;
+    beforeAll(async () => {
+      b = await make(100);
+    });
+
+    it('delivers every event once, in publish order, with consecutive seqs, to watchers here and on a peer', async () => {
+      const session = randomUUID();
+      const here = await watchFrom(b.bus, b.bus, session);
+      const there = await watchFrom(b.bus, b.peer, session);
+      await take(here, 1);
+      const published = await publishMany(b.bus, session, 30);
+      for (let i = 1; i < published.length; i++) expect(published[i]!.seq).toBe(published[i - 1]!.seq + 1);
+      for (const sub of [here, there]) {
+        const got = await take(sub, 30);
+        expect(seqs(got)).toEqual(published.map((e) => e.seq));
+        expect(promptIds(got)).toEqual(published.map((e) => (e as { promptId: string }).promptId));
+        sub.close();
+      }
+    });
+
+    it('starts a subscription without `after` at the next event, not at earlier ones', async () => {
+      const session = randomUUID();
+      await publishMany(b.bus, session, 3);
+      const sub = b.bus.subscribe(session);
+      const [next] = await publishMany(b.bus, session, 1, 3);
+      expect(seqs(await take(sub, 1))).toEqual([next!.seq]);
+      sub.close();
+    });
+
+    it('resumes after any seq it issued with exactly the events that followed, then goes on live', async () => {
+      const session = randomUUID();
+      const published = await publishMany(b.bus, session, 12);
+      const subs = published.map((from) => b.peer.subscribe(session, { after: from.seq }));
+      for (const [i, sub] of subs.entries()) {
+        const rest = published.slice(i + 1).map((e) => e.seq);
+        expect(seqs(await take(sub, rest.length))).toEqual(rest);
+      }
+      const [live] = await publishMany(b.bus, session, 1, 12);
+      for (const sub of subs) {
+        expect(seqs(await take(sub, 1))).toEqual([live!.seq]);
+        sub.close();
+      }
+    });
+
+    it('ends a resume from a seq it never issued with EVENTS_EXPIRED and that seq', async () => {
+      const session = randomUUID();
+      const [last] = await publishMany(b.bus, session, 1);
+      const sub = b.peer.subscribe(session, { after: last!.seq + 1000 });
+      const [end] = await take(sub, 1);
+      expect(end).toMatchObject({ end: true, code: 'EVENTS_EXPIRED', lastSeq: last!.seq + 1000 });
+      expect((end as StreamEnd).reason).toMatch(/read the session again/);
+      expect((await sub.next()).done).toBe(true);
+    });
+
+    it('cuts off a watcher whose next event is gone with SLOW_CONSUMER and the last seq it got', async () => {
+      const small = await make(10);
+      const session = randomUUID();
+      const sub = await watchFrom(small.bus, small.peer, session);
+      const published = await publishMany(small.bus, session, 2);
+      expect(seqs(await take(sub, 1))).toEqual([published[0]!.seq]);
+      // Far more than either log keeps (Redis trims its streams approximately, by whole nodes).
+      await publishMany(small.bus, session, 1500, 2);
+      // Events still held when it reads again come first (a peer may still be taking events in),
+      // never with a hole; then the end, naming the last seq it got.
+      const got = await take(sub, 2000);
+      const end = got.pop();
+      const delivered = seqs(got) as number[];
+      expect(delivered).toEqual(delivered.map((_, i) => published[0]!.seq + 1 + i));
+      expect(delivered.length).toBeLessThan(1500);
+      expect(end).toMatchObject({ end: true, code: 'SLOW_CONSUMER', lastSeq: delivered.at(-1) ?? published[0]!.seq });
+      // It can resume from what it still holds only by reading the session again.
+      const resumed = small.peer.subscribe(session, { after: published[0]!.seq });
+      expect(await take(resumed, 1)).toMatchObject([{ end: true, code: 'EVENTS_EXPIRED' }]);
+    });
+
+    it('frees a subscription at once when its consumer lets go, even while it waits', async () => {
+      const session = randomUUID();
+      const before = b.peer.subscriberCount();
+      const sub = b.peer.subscribe(session);
+      expect(b.peer.subscriberCount()).toBe(before + 1);
+      const pending = sub.next();
+      await sub.return!();
+      expect(await pending).toEqual({ value: undefined, done: true });
+      expect(b.peer.subscriberCount()).toBe(before);
+    });
+
+    it('tells every instance, this one included, of a revoked key and of cancelled replies', async () => {
+      const keys: string[] = [];
+      const cancels: string[] = [];
+      const stops = [b.bus, b.peer].flatMap((bus, i) => [
+        bus.onKeyRevoked((k) => keys.push(`${i}:${k}`)),
+        bus.onCancelReplies((c) => cancels.push(`${i}:${c.sessionId}:${c.promptId}:${c.reason}`)),
+      ]);
+      await b.bus.revokeKey('key-1');
+      await b.peer.cancelReplies({ sessionId: 's', promptId: 'p', reason: 'cancelled' });
+      const expected = b.bus === b.peer ? { keys: ['0:key-1', '1:key-1'], cancels: ['0:s:p:cancelled', '1:s:p:cancelled'] } : null;
+      await expect.poll(() => [...keys].sort()).toEqual(expected?.keys ?? ['0:key-1', '1:key-1']);
+      await expect.poll(() => [...cancels].sort()).toEqual(expected?.cancels ?? ['0:s:p:cancelled', '1:s:p:cancelled']);
+      for (const stop of stops) stop();
+      await b.bus.revokeKey('key-2');
+      // A listener that was removed hears nothing more; the local signal is synchronous.
+      expect(keys.filter((k) => k.endsWith('key-2'))).toEqual([]);
+    });
+
+    if (kind === 'redis') {
+      it('fills a gap left by a lost live message from the log, in order', async () => {
+        const session = randomUUID();
+        const sub = await watchFrom(b.bus, b.peer, session);
+        const [first] = await publishMany(b.bus, session, 1);
+        await b.loseLiveDelivery!(session);
+        const [third] = await publishMany(b.bus, session, 1, 2);
+        const got = await take(sub, 3);
+        expect(seqs(got)).toEqual([first!.seq, first!.seq + 1, third!.seq]);
+        expect(promptIds(got)).toEqual(['p0', 'lost', 'p2']);
+        sub.close();
+      });
+    }
+
+    it('on close, ends every subscription with SHUTTING_DOWN after the last event it got, and refuses new ones the same way', async () => {
+      const own = await make(100);
+      const session = randomUUID();
+      const sub = await watchFrom(own.bus, own.bus, session);
+      const [event] = await publishMany(own.bus, session, 1);
+      expect(seqs(await take(sub, 1))).toEqual([event!.seq]);
+      await own.bus.close();
+      expect(await take(sub, 1)).toMatchObject([{ end: true, code: 'SHUTTING_DOWN', lastSeq: event!.seq }]);
+      expect((await sub.next()).done).toBe(true);
+      const late = own.bus.subscribe(session);
+      expect(await take(late, 1)).toMatchObject([{ end: true, code: 'SHUTTING_DOWN' }]);
+      expect(own.bus.subscriberCount()).toBe(0);
+    });
+  });
+}
