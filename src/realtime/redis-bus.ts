@@ -9,6 +9,7 @@ import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/sessio
 
 const seqKey = (sessionId: string) => `parley:seq:{${sessionId}}`;
 const streamKey = (sessionId: string) => `parley:events:{${sessionId}}`;
+const bytesKey = (sessionId: string) => `parley:event-bytes:{${sessionId}}`;
 const liveChannel = (sessionId: string) => `parley:live:${sessionId}`;
 const CONTROL = 'parley:control';
 const LIVE_PREFIX = 'parley:live:';
@@ -33,9 +34,19 @@ else
   redis.call('SET', KEYS[1], string.format('%d', seq))
 end
 local id = string.format('%d', seq)
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], id .. '-0', 'e', ARGV[4])
+redis.call('XADD', KEYS[2], id .. '-0', 'e', ARGV[4])
+-- The log keeps at most ARGV[2] events and about ARGV[6] bytes of them (KEYS[3] counts what
+-- it holds): the oldest go first, never the event just added.
+local bytes = redis.call('INCRBY', KEYS[3], #ARGV[4])
+while redis.call('XLEN', KEYS[2]) > tonumber(ARGV[2]) or bytes > tonumber(ARGV[6]) do
+  local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
+  if not oldest or oldest[1] == id .. '-0' then break end
+  redis.call('XDEL', KEYS[2], oldest[1])
+  bytes = redis.call('DECRBY', KEYS[3], #oldest[2][2])
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
 redis.call('PUBLISH', ARGV[5], id .. ' ' .. ARGV[4])
 return seq
 `;
@@ -72,10 +83,11 @@ class Channel implements EventSource {
   constructor(
     readonly sessionId: string,
     retain: number,
+    retainBytes: number,
     private readonly reader: Reader,
     init: (c: Channel) => Promise<void>,
   ) {
-    this.window = new ReplayWindow(retain, null);
+    this.window = new ReplayWindow(retain, null, retainBytes);
     this.ready = init(this);
   }
 
@@ -109,10 +121,20 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   const instance = randomUUID();
   const commands = connectRedis(url, 'events', keyPrefix, log);
   const listener = connectRedis(url, 'events-listener', keyPrefix, log);
-  commands.defineCommand('parleyPublish', { numberOfKeys: 2, lua: PUBLISH });
+  commands.defineCommand('parleyPublish', { numberOfKeys: 3, lua: PUBLISH });
   commands.defineCommand('parleyCurrent', { numberOfKeys: 2, lua: CURRENT });
   const run = commands as Redis & {
-    parleyPublish(seq: string, stream: string, now: string, maxlen: number, ttl: number, json: string, channel: string): Promise<number>;
+    parleyPublish(
+      seq: string,
+      stream: string,
+      bytes: string,
+      now: string,
+      maxlen: number,
+      ttl: number,
+      json: string,
+      channel: string,
+      maxBytes: number,
+    ): Promise<number>;
     parleyCurrent(seq: string, stream: string, now: string, ttl: number): Promise<number>;
   };
   const nowMicros = () => String(Date.now() * 1000);
@@ -152,7 +174,7 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   function channel(sessionId: string) {
     let c = channels.get(sessionId);
     if (!c) {
-      c = new Channel(sessionId, config.replayLimit, reader, async (ch) => {
+      c = new Channel(sessionId, config.replayLimit, config.replayBytes, reader, async (ch) => {
         await listener.subscribe(liveChannel(sessionId));
         // Whatever was published before the subscription took effect is read from the stream.
         ch.window.last = await reader.current(sessionId);
@@ -218,11 +240,13 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
       const seq = await run.parleyPublish(
         seqKey(sessionId),
         streamKey(sessionId),
+        bytesKey(sessionId),
         nowMicros(),
         config.replayLimit,
         config.idleTtlMs,
         json,
         liveChannel(sessionId),
+        config.replayBytes,
       );
       return { ...payload, at, seq, sessionId } as SessionEvent;
     },
