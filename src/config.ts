@@ -76,7 +76,7 @@ const envSchema = z
     IMAGE_WORKERS: positiveInt(2),
     GRAPHQL_IN_FLIGHT_PER_KEY: positiveInt(16),
     REACTIONS_PER_USER_MESSAGE: positiveInt(10),
-    EVENT_REPLAY_BYTES: positiveInt(8 * 1024 * 1024),
+    EVENT_REPLAY_BYTES: positiveInt(16 * 1024 * 1024),
     TRUST_PROXY: z
       .string()
       .optional()

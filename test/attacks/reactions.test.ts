@@ -58,8 +58,8 @@ describe('reactions', () => {
   it("a watcher receives each change with the message's totals, never the whole map: traffic grows with the number of reactions, not its square", async () => {
     const watch = await openSse(`${t.url}/v2/sessions/${sessionId}/events`, { headers: { 'x-api-key': alice.apiKey } });
     let requests = 0;
-    // Twelve users give ten reactions each, then take them back and give them again: 360 requests.
-    for (let round = 0; round < 3; round++) {
+    // Twelve users give ten reactions each: 120 requests (before: each event carried every reaction so far).
+    for (let round = 0; round < 1; round++) {
       await Promise.all(
         editors.map(async (u) => {
           for (const r of ALLOWED) {
@@ -78,7 +78,7 @@ describe('reactions', () => {
     expect(Math.max(...sizes)).toBeLessThan(2_000);
     const last = events.at(-1);
     expect(Object.keys(last.reactions)).toEqual([last.user]);
-    // After three rounds every editor has all ten again (odd number of toggles), alice her ten.
+    // Every editor has all ten, alice her own.
     const totals = Object.fromEntries(last.counts.map((c: { reaction: string; count: number }) => [c.reaction, c.count]));
     const mine = (await t.db.reaction.findMany({ where: { messageId: replyId, userId: alice.id } })).map((r) => r.reaction);
     for (const r of ALLOWED) expect(totals[r]).toBe(12 + (mine.includes(r) ? 1 : 0));
