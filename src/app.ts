@@ -11,6 +11,7 @@ import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
 import { memoryApqStore, redisApqStore } from './graphql/apq.ts';
 import { graphiqlAssets } from './graphql/graphiql.ts';
+import { inFlightCounter } from './graphql/in-flight.ts';
 import { createGraphQLServer, graphqlRoute, socketAuthenticator } from './graphql/server.ts';
 import { attachGraphQLWebSocket } from './graphql/websocket.ts';
 import { installAuth } from './http/auth.ts';
@@ -81,9 +82,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.
   await http.register(fastifyStatic, { serve: false });
   graphiqlAssets(http);
+  const inFlight = inFlightCounter(config.work.graphqlInFlightPerKey);
   const yoga = createGraphQLServer(services, http.log, {
     persistedQueries: apqStore(config, adapters.shared, http.log),
-    inFlightPerKey: config.work.graphqlInFlightPerKey,
+    inFlight,
   });
   graphqlRoute(http, yoga);
   restRoutes(http, services, config.events);
@@ -95,6 +97,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     rateLimiter: adapters.limits.rate,
     log: http.log,
     authenticate: socketAuthenticator(services.apiKeys),
+    inFlight,
   });
   metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
   closeInOrder(http, config, { services, websocket, database, adapters, stopWatchingInstances });

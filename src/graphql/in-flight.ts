@@ -5,39 +5,54 @@ import type { GraphQLContext } from './context.ts';
 export const TOO_MANY_IN_FLIGHT = 'TOO_MANY_IN_FLIGHT';
 
 /**
- * At most `limit` queries and mutations of one API key executing at once in this process, over
- * HTTP and every graphql-ws socket together. A rate limit counts what a key sends; this bounds
- * what it holds: a key flooding heavy operations (without reading the answers) gets the rest
- * refused at once instead of queueing work that keeps everyone else waiting. Operations without
- * a valid key run under the per-address rate limit only (they can read public fields alone).
+ * Queries and mutations of each API key under way in this process, over HTTP and every
+ * graphql-ws socket together, at most `limit` at once. A rate limit counts what a key sends;
+ * this bounds what it holds: a key flooding heavy operations (without reading the answers) gets
+ * the rest refused at once, before they are parsed or run, instead of queueing work that keeps
+ * everyone else waiting.
  */
-export function inFlightPerKey(limit: number): Plugin<GraphQLContext> {
-  const executing = new Map<string, number>();
+export function inFlightCounter(limit: number) {
+  const running = new Map<string, number>();
+  return {
+    limit,
+    /** Takes a place for one operation of the key; false when it has `limit` under way already. */
+    take(keyId: string): boolean {
+      const now = running.get(keyId) ?? 0;
+      if (now >= limit) return false;
+      running.set(keyId, now + 1);
+      return true;
+    },
+    give(keyId: string) {
+      const left = (running.get(keyId) ?? 1) - 1;
+      if (left > 0) running.set(keyId, left);
+      else running.delete(keyId);
+    },
+    /** The refusal; over HTTP it answers 429. */
+    error: (overHttp: boolean) =>
+      new GraphQLError(
+        `Too many operations under way at once for this API key (at most ${limit}); wait for an answer before sending more`,
+        {
+          extensions: { code: TOO_MANY_IN_FLIGHT, ...(overHttp ? { http: { status: 429 } } : {}) },
+        },
+      ),
+  };
+}
+
+export type InFlightCounter = ReturnType<typeof inFlightCounter>;
+
+/**
+ * The count for operations over HTTP, from the start of their execution to its end. graphql-ws
+ * operations are counted by the socket server from the moment they arrive (`countedBySocket`
+ * in their context), since a socket can send thousands before the first one runs.
+ */
+export function inFlightPerKey(counter: InFlightCounter): Plugin<GraphQLContext & { countedBySocket?: boolean }> {
   return {
     onExecute({ args, setResultAndStopExecution }) {
-      const auth = (args.contextValue as GraphQLContext).auth;
-      const keyId = 'viewer' in auth ? auth.viewer.keyId : undefined;
-      if (!keyId) return;
-      const now = executing.get(keyId) ?? 0;
-      if (now >= limit) {
-        setResultAndStopExecution({
-          errors: [
-            new GraphQLError(
-              `Too many operations executing at once for this API key (at most ${limit}); wait for an answer before sending more`,
-              { extensions: { code: TOO_MANY_IN_FLIGHT, http: { status: 429 } } },
-            ),
-          ],
-        });
-        return;
-      }
-      executing.set(keyId, now + 1);
-      return {
-        onExecuteDone() {
-          const left = executing.get(keyId)! - 1;
-          if (left) executing.set(keyId, left);
-          else executing.delete(keyId);
-        },
-      };
+      const context = args.contextValue as GraphQLContext & { countedBySocket?: boolean };
+      const keyId = 'viewer' in context.auth ? context.auth.viewer.keyId : undefined;
+      if (!keyId || context.countedBySocket) return;
+      if (!counter.take(keyId)) return void setResultAndStopExecution({ errors: [counter.error(true)] });
+      return { onExecuteDone: () => counter.give(keyId) };
     },
   };
 }
