@@ -127,7 +127,9 @@ const ws = graphqlWsClients(() => t.url);
 
 beforeAll(async () => {
   llm = await startFakeOpenAI({ tokens: ['Hi', ' from', ' Muse'], usage: { prompt_tokens: 20, completion_tokens: 3 } });
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl }, events: { slowClientMs: 500 } });
+  // The slow-client test replays a reply of 600 tokens of 16 KB (about 20 MB of events with its
+  // final message): more than the replay log keeps by default (EVENT_REPLAY_BYTES).
+  t = await startTestApp({ llm: { baseUrl: llm.baseUrl }, events: { slowClientMs: 500, replayBytes: 64 * 1024 * 1024 } });
   [alice, bob, carol] = [await t.createUser('alice'), await t.createUser('bob'), await t.createUser('carol')];
   muse = await fixtures(t).agent(alice, { name: 'Muse', key: 'muse' });
 });
