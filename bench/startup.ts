@@ -6,7 +6,6 @@
 // --root measures another checkout (say, main before a change) with its own start script;
 // --npm also runs `npm start` itself (adds npm's own start-up, about 0.3 s here).
 import { execFileSync, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';

@@ -32,6 +32,8 @@ import { mediaRoutes } from './rest/media.ts';
 import { restRoutes } from './rest/routes.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
+/** How often pending signals (revocations the bus could not take at once) are tried again. */
+const SIGNAL_FLUSH_MS = 1_000;
 
 export interface App {
   http: FastifyInstance;
@@ -75,6 +77,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   reportRecovered(http.log, recovered);
   const stopWatchingInstances = watchInstances(database, adapters, config, http.log);
+  // Signals the bus could not take when they were made (Redis out of reach) go out once it is back.
+  const stopFlushingSignals = services.signals.start(SIGNAL_FLUSH_MS);
 
   await installHttpPlumbing(http, config, metrics);
   installAuth(http, services, rateLimitRequests(adapters.limits.rate));
@@ -100,7 +104,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     inFlight,
   });
   metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
-  closeInOrder(http, config, { services, websocket, database, adapters, stopWatchingInstances });
+  closeInOrder(http, config, { services, websocket, database, adapters, stop: [stopWatchingInstances, stopFlushingSignals] });
 
   return { http, services, database, websocket, close: () => http.close() };
 }
@@ -204,7 +208,8 @@ function closeInOrder(
     websocket: ReturnType<typeof attachGraphQLWebSocket>;
     database: Database;
     adapters: Adapters;
-    stopWatchingInstances: () => void;
+    /** Timers of this instance's own, stopped before anything closes. */
+    stop: (() => void)[];
   },
 ) {
   const { services, websocket, database, adapters } = parts;
@@ -214,7 +219,8 @@ function closeInOrder(
   });
   http.addHook('preClose', async () => {
     await services.replies.drain(config.shutdownGraceMs);
-    parts.stopWatchingInstances();
+    for (const stop of parts.stop) stop();
+    services.access.stop();
     await adapters.instances?.close();
     await services.bus.close();
     await websocket.close();

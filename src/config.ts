@@ -49,6 +49,7 @@ const envSchema = z
 
     EVENT_REPLAY_LIMIT: positiveInt(5_000),
     EVENT_IDLE_TTL_MS: positiveInt(600_000),
+    ACCESS_RECHECK_MS: positiveInt(2_000),
     STREAM_BUFFER_BYTES: positiveInt(1024 * 1024),
     SLOW_CLIENT_MS: positiveInt(30_000),
     SSE_HEARTBEAT_MS: positiveInt(15_000),
@@ -144,6 +145,11 @@ export interface EventsConfig {
   /** A client that leaves its stream or WebSocket output unread this long is cut off as too slow. */
   slowClientMs: number;
   heartbeatMs: number;
+  /**
+   * An open watch delivers only while its viewer's access (session membership, API key) was
+   * confirmed within this; every open watch is re-checked together, in a few statements.
+   */
+  accessRecheckMs: number;
 }
 
 export interface HttpConfig {
@@ -338,6 +344,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       streamBufferBytes: e.STREAM_BUFFER_BYTES,
       slowClientMs: e.SLOW_CLIENT_MS,
       heartbeatMs: e.SSE_HEARTBEAT_MS,
+      accessRecheckMs: e.ACCESS_RECHECK_MS,
     },
     websocket: { maxMessageBytes: e.WS_MAX_MESSAGE_BYTES, maxOperations: e.WS_MAX_OPERATIONS, maxSocketsPerKey: e.WS_MAX_SOCKETS_PER_KEY },
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,

@@ -7,7 +7,7 @@
 // `--nofile` is the server's soft open-file limit, small so that exhausting it takes few sockets.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';

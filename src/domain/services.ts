@@ -14,6 +14,8 @@ import { chooseProvider } from './replies/provider.ts';
 import type { EventBus } from './sessions/bus.ts';
 import { sessionService } from './sessions/service.ts';
 import type { StreamLimits } from './sessions/stream-limits.ts';
+import { accessGate } from './sessions/access-gate.ts';
+import { signalOutbox } from './sessions/signals.ts';
 import { shareService } from './shares/service.ts';
 import { mannaService } from './manna/service.ts';
 import { mediaStore } from './media/store.ts';
@@ -33,7 +35,7 @@ export interface ServiceDependencies {
   bus: EventBus;
   /** Subscriptions and streams per key, counted where the bus's deployment counts them. */
   streamLimits: StreamLimits;
-  log: { error(obj: unknown, msg?: string): void };
+  log: { error(obj: unknown, msg?: string): void; warn?(obj: unknown, msg?: string): void };
   /** Where services count what they do. */
   metrics: Metrics;
   /** Where clients reach the service (for links to media), once it is known. */
@@ -45,6 +47,7 @@ export interface ServiceDependencies {
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
 export function createServices(db: Db, registry: ToolRegistry, dependencies: ServiceDependencies) {
   const { config, bus, log, metrics } = dependencies;
+  const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(db, config.search);
   const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
@@ -62,7 +65,9 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     log,
     metrics: metrics.replies,
   });
-  const sessions = sessionService(db, bus, replies, config.work, dependencies.streamLimits);
+  const signals = signalOutbox(db, bus, warnings);
+  const access = accessGate(db, config.events.accessRecheckMs, warnings);
+  const sessions = sessionService(db, bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
   return {
     db,
     metrics,
@@ -71,7 +76,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     bus,
     provider,
     replies,
-    apiKeys: apiKeyService(db, (keyId) => bus.revokeKey(keyId)),
+    apiKeys: apiKeyService(db, signals),
     creators: creatorService(db),
     agents: agentService(db, registry, config),
     concepts: conceptService(db),
@@ -81,6 +86,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     deployments: deploymentService(db),
     triggers: triggerService(db),
     sessions,
+    signals,
+    access,
     shares: shareService(db, sessions),
     memories,
     manna: mannaService(db),

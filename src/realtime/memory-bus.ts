@@ -81,6 +81,8 @@ export function createMemoryBus(config: EventsConfig): EventBus {
       return subscriber;
     },
 
+    position: async (sessionId) => channel(sessionId).seq,
+
     async revokeKey(keyId: string) {
       revokedKeys.emit(keyId);
     },

@@ -266,6 +266,8 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
       return subscriber;
     },
 
+    position: (sessionId) => reader.current(sessionId),
+
     async revokeKey(keyId: string) {
       revokedKeys.emit(keyId);
       await control({ type: 'revoke_key', keyId });

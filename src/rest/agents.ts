@@ -5,7 +5,9 @@ import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } 
 import { visiblePersona, type AgentWithKey } from '../domain/agents/service.ts';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/viewer.ts';
+import type { User } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
+import { restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
 import { fieldNames } from './field-names.ts';
 
 const names = fieldNames({
@@ -25,8 +27,12 @@ export { errors as agentErrors, names as agentNames };
 
 export const restAgentSchema = z
   .object({
+    _id: z.string().meta({ description: 'The same as id, as the original named it' }),
     id: z.string(),
     key: z.string(),
+    username: z.string().meta({ description: 'The same as key: an agent is a user whose username is its key' }),
+    userImage: z.string().nullable().meta({ description: 'The same as image' }),
+    type: z.literal('agent'),
     name: z.string(),
     description: z.string(),
     image: z.string().nullable(),
@@ -39,24 +45,37 @@ export const restAgentSchema = z
     voice: z.string().nullable(),
     suggestions: z.array(z.object({ label: z.string(), prompt: z.string() })),
     owner_pays: z.enum(ownerPaysValues),
-    tools: z.record(z.string(), z.boolean()),
+    tools: z.record(z.string(), z.array(z.string())).meta({
+      description: "The enabled tools, as the original's clients read them: tool key to a list (always empty here)",
+    }),
+    tools_enabled: z.record(z.string(), z.boolean()).meta({ description: 'Every tool setting as last written: true on, false off' }),
     llm_settings: z.object({
       model_profile: z.enum(modelProfiles).nullable(),
       thinking_policy: z.enum(thinkingPolicies).nullable(),
       thinking_effort_cap: z.enum(thinkingEffortCaps).nullable(),
       thinking_effort_instructions: z.string().nullable(),
     }),
-    owner: z.string().meta({ description: "The owner's id" }),
+    owner: restCreatorRefSchema,
     createdAt: z.date(),
     updatedAt: z.date(),
   })
   .meta({ id: 'Agent' });
 
-export function toRestAgent(agent: AgentWithKey, viewer: Viewer): z.input<typeof restAgentSchema> {
+/** An agent read with its owner's row, which REST shows populated. */
+export type RestAgentRow = AgentWithKey & { owner: User };
+/** What `services.agents` is asked to load for a REST answer. */
+export const restAgentQuery = { include: { owner: true } } as const;
+
+export function toRestAgent(agent: RestAgentRow, viewer: Viewer): z.input<typeof restAgentSchema> {
   const llm = agentLlmSettings(agent);
+  const tools = agentTools(agent);
   return {
+    _id: agent.id,
     id: agent.id,
     key: agent.user.username,
+    username: agent.user.username,
+    userImage: agent.image,
+    type: 'agent',
     name: agent.name,
     description: agent.description,
     image: agent.image,
@@ -69,14 +88,19 @@ export function toRestAgent(agent: AgentWithKey, viewer: Viewer): z.input<typeof
     voice: agent.voice,
     suggestions: agentSuggestions(agent),
     owner_pays: agent.ownerPays,
-    tools: agentTools(agent),
+    tools: Object.fromEntries(
+      Object.entries(tools)
+        .filter(([, on]) => on)
+        .map(([key]) => [key, []]),
+    ),
+    tools_enabled: tools,
     llm_settings: {
       model_profile: llm.modelProfile ?? null,
       thinking_policy: llm.thinkingPolicy ?? null,
       thinking_effort_cap: llm.thinkingEffortCap ?? null,
       thinking_effort_instructions: llm.thinkingEffortInstructions ?? null,
     },
-    owner: agent.ownerId,
+    owner: toRestCreatorRef(agent.owner),
     createdAt: agent.createdAt,
     updatedAt: agent.updatedAt,
   };
@@ -84,12 +108,29 @@ export function toRestAgent(agent: AgentWithKey, viewer: Viewer): z.input<typeof
 
 export function agentRoutes(app: FastifyInstance, services: Services) {
   app.get<{ Params: { agentId: string } }>('/v2/agents/:agentId', { config: { errors } }, async (request) => ({
-    agent: toRestAgent(await services.agents.get(request.viewer, request.params.agentId), request.viewer),
+    agent: toRestAgent((await services.agents.get(request.viewer, request.params.agentId, restAgentQuery)) as RestAgentRow, request.viewer),
   }));
 
   app.patch<{ Params: { agentId: string } }>('/v2/agents/:agentId', { config: { errors } }, async (request) => {
-    const input = names.toDomain(request.body, ['llm_settings', 'models']);
-    const agent = await services.agents.update(request.viewer, request.params.agentId, input);
-    return { agentId: agent.id };
+    const input = names.toDomain(acceptToolLists(request.body), ['llm_settings', 'models']);
+    const agent = (await services.agents.update(request.viewer, request.params.agentId, input, restAgentQuery)) as RestAgentRow;
+    // The spec's body is `{agentId}`; the original's SDK reads `{agent}`: both, so either client works.
+    return { agentId: agent.id, agent: toRestAgent(agent, request.viewer) };
   });
+}
+
+/**
+ * The original's clients send `tools` as a map from tool key to a list of strings; a listed tool
+ * is enabled. Lists of strings become `true` here; anything else goes on to the domain's schema
+ * unchanged, which refuses it with the field's name.
+ */
+function acceptToolLists(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('tools' in body)) return body;
+  const tools = (body as { tools: unknown }).tools;
+  if (typeof tools !== 'object' || tools === null || Array.isArray(tools)) return body;
+  const isStringList = (v: unknown) => Array.isArray(v) && v.every((s) => typeof s === 'string');
+  return {
+    ...body,
+    tools: Object.fromEntries(Object.entries(tools).map(([key, value]) => [key, isStringList(value) ? true : value])),
+  };
 }

@@ -12,6 +12,7 @@ export { errors as conceptErrors, names as conceptNames };
 
 export const restConceptSchema = z
   .object({
+    _id: z.string().meta({ description: 'The same as id, as the original named it' }),
     id: z.string(),
     name: z.string(),
     agent: z.string().nullable().meta({ description: 'The id of the agent it belongs to' }),
@@ -25,6 +26,7 @@ export const restConceptSchema = z
   .meta({ id: 'Concept' });
 
 export const toRestConcept = (c: ConceptWithImages): z.input<typeof restConceptSchema> => ({
+  _id: c.id,
   id: c.id,
   name: c.name,
   agent: c.agentId,

@@ -24,6 +24,7 @@ type SearchRow = Scored<Prisma.CreationGetPayload<{ include: typeof searchDocInc
  */
 export const restSearchDocSchema = z
   .object({
+    _id: z.string().meta({ description: 'The same as id, as the original named it' }),
     id: z.string(),
     url: z.string(),
     thumbnail: z.string().nullable(),
@@ -31,8 +32,10 @@ export const restSearchDocSchema = z
     tool: z.string(),
     args: z.unknown(),
     mediaAttributes: z.unknown(),
-    user: z.object({ id: z.string(), username: z.string() }),
-    agent: z.object({ id: z.string(), key: z.string(), name: z.string(), image: z.string().nullable() }).nullable(),
+    user: z.object({ _id: z.string(), id: z.string(), username: z.string() }),
+    agent: z
+      .object({ _id: z.string(), id: z.string(), key: z.string(), username: z.string(), name: z.string(), image: z.string().nullable() })
+      .nullable(),
     likeCount: z.number().int(),
     createdAt: z.date(),
     score: z.number().meta({ description: 'Cosine similarity to the query' }),
@@ -56,6 +59,7 @@ export const restSearchPageSchema = z
   .meta({ id: 'CreationSearchPage' });
 
 export const toRestSearchDoc = (viewer: Viewer, c: SearchRow): z.input<typeof restSearchDocSchema> => ({
+  _id: c.id,
   id: c.id,
   url: c.url,
   thumbnail: c.thumbnail,
@@ -63,10 +67,17 @@ export const toRestSearchDoc = (viewer: Viewer, c: SearchRow): z.input<typeof re
   tool: c.tool,
   args: c.args,
   mediaAttributes: c.mediaAttributes,
-  user: { id: c.user.id, username: c.user.username },
+  user: { _id: c.user.id, id: c.user.id, username: c.user.username },
   agent:
     c.agent && canReadAgent(viewer, c.agent)
-      ? { id: c.agent.id, key: c.agent.user.username, name: c.agent.name, image: c.agent.image }
+      ? {
+          _id: c.agent.id,
+          id: c.agent.id,
+          key: c.agent.user.username,
+          username: c.agent.user.username,
+          name: c.agent.name,
+          image: c.agent.image,
+        }
       : null,
   likeCount: c.likeCount,
   createdAt: c.createdAt,

@@ -1,9 +1,51 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { CreatorType } from '../generated/prisma/enums.ts';
 import { balanceOf } from '../domain/creators/service.ts';
 import type { Services } from '../domain/services.ts';
 import type { User } from '../generated/prisma/client.ts';
+import { CreatorType } from '../generated/prisma/enums.ts';
+
+/**
+ * The original's clients read tiers as numbers (its SDK's `SubscriptionTier` enum); parley keeps
+ * the word. The spec fixes neither, so `subscriptionTier` is the number integrations compare and
+ * `subscriptionTierName` the word (docs/compatibility.md).
+ */
+const tierNumbers = new Map([
+  ['free', 0],
+  ['basic', 1],
+  ['pro', 2],
+  ['believer', 3],
+  ['admin', 4],
+]);
+export const subscriptionTierNumber = (tier: string) => tierNumbers.get(tier.toLowerCase()) ?? 0;
+
+/**
+ * A user or agent as the original populated references to them (`owner`, `user`, `sender`):
+ * `_id` and `userId` are both parley's id, since parley has no separate sign-in provider id.
+ */
+export const restCreatorRefSchema = z
+  .object({
+    _id: z.string(),
+    userId: z.string(),
+    username: z.string(),
+    userImage: z.string().nullable(),
+    type: z.enum(CreatorType),
+    createdAt: z.date(),
+    updatedAt: z.date(),
+  })
+  .meta({ id: 'CreatorRef' });
+
+export type CreatorRow = Pick<User, 'id' | 'username' | 'userImage' | 'type' | 'createdAt' | 'updatedAt'>;
+
+export const toRestCreatorRef = (u: CreatorRow): z.input<typeof restCreatorRefSchema> => ({
+  _id: u.id,
+  userId: u.id,
+  username: u.username,
+  userImage: u.userImage,
+  type: u.type,
+  createdAt: u.createdAt,
+  updatedAt: u.updatedAt,
+});
 
 /** Balances are exact decimals in the database; JSON numbers here, as the spec says. */
 export const restProfileSchema = z
@@ -11,14 +53,11 @@ export const restProfileSchema = z
     balance: z.number(),
     subscriptionBalance: z.number(),
     foreverBalance: z.number(),
-    creator: z.object({
+    creator: restCreatorRefSchema.extend({
       id: z.string(),
-      username: z.string(),
-      userImage: z.string().nullable(),
-      type: z.enum(CreatorType),
-      subscriptionTier: z.string(),
+      subscriptionTier: z.number().int().min(0).max(4).meta({ description: '0 free, 1 basic, 2 pro, 3 believer, 4 admin' }),
+      subscriptionTierName: z.string(),
       featureFlags: z.array(z.string()),
-      createdAt: z.date(),
     }),
   })
   .meta({ id: 'CreatorProfile' });
@@ -28,13 +67,11 @@ export const toRestProfile = (u: User): z.input<typeof restProfileSchema> => ({
   subscriptionBalance: u.subscriptionBalance.toNumber(),
   foreverBalance: u.foreverBalance.toNumber(),
   creator: {
+    ...toRestCreatorRef(u),
     id: u.id,
-    username: u.username,
-    userImage: u.userImage,
-    type: u.type,
-    subscriptionTier: u.subscriptionTier,
+    subscriptionTier: subscriptionTierNumber(u.subscriptionTier),
+    subscriptionTierName: u.subscriptionTier,
     featureFlags: u.featureFlags,
-    createdAt: u.createdAt,
   },
 });
 

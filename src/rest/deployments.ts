@@ -7,6 +7,7 @@ import type { Services } from '../domain/services.ts';
 /** Built field by field: `secrets` is never part of a response. */
 export const restDeploymentSchema = z
   .object({
+    _id: z.string().meta({ description: 'The same as id, as the original named it' }),
     id: z.string(),
     agent: z.string(),
     user: z.string(),
@@ -18,6 +19,7 @@ export const restDeploymentSchema = z
   .meta({ id: 'Deployment' });
 
 export const toRestDeployment = (d: Omit<Deployment, 'secrets'>): z.input<typeof restDeploymentSchema> => ({
+  _id: d.id,
   id: d.id,
   agent: d.agentId,
   user: d.userId,

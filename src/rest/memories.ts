@@ -9,6 +9,7 @@ export { errors as memoryErrors };
 
 export const restMemorySchema = z
   .object({
+    _id: z.string().meta({ description: 'The same as id, as the original named it' }),
     id: z.string(),
     fact: z.string(),
     session: z.string().nullable().meta({ description: 'The session it was learnt in' }),
@@ -22,7 +23,7 @@ type Params = { Params: { agentId: string; memoryId?: string } };
 export function memoryRoutes(app: FastifyInstance, services: Services) {
   app.get<Params>('/v2/agents/:agentId/memories', { config: { errors } }, async (request) => ({
     memories: (await services.memories.list(request.viewer, request.params.agentId)).map(
-      (m): z.input<typeof restMemorySchema> => ({ id: m.id, fact: m.fact, session: m.sessionId, createdAt: m.createdAt }),
+      (m): z.input<typeof restMemorySchema> => ({ _id: m.id, id: m.id, fact: m.fact, session: m.sessionId, createdAt: m.createdAt }),
     ),
   }));
 

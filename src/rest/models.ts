@@ -1,44 +1,101 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { Model } from '../generated/prisma/client.ts';
 import type { Services } from '../domain/services.ts';
+import type { Model, User } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
+import { restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
 
 /** A private model of someone else is a 401 in the original. */
 const errors: RestErrorStyle = { bodyKey: 'message', status: { FORBIDDEN: 401 } };
 /** For the OpenAPI description. */
 export { errors as modelErrors };
 
+/**
+ * The training task as the original's clients read it (`model.task`). parley keeps no task rows
+ * for trainings, so this is derived from the model: its id, owner, arguments and dates, and a
+ * finished status (a model that is served was trained).
+ */
+const restTrainingTaskSchema = z
+  .object({
+    _id: z.string().meta({ description: "The model's id: parley keeps no separate training task" }),
+    user: restCreatorRefSchema,
+    tool: z.literal('lora_training'),
+    output_type: z.literal('lora'),
+    args: z.unknown(),
+    status: z.literal('completed'),
+    error: z.null(),
+    result: z.array(z.unknown()),
+    createdAt: z.date(),
+    updatedAt: z.date(),
+  })
+  .meta({ id: 'ModelTrainingTask' });
+
 export const restModelSchema = z
   .object({
+    _id: z.string().meta({ description: 'The same as id, as the original named it' }),
     id: z.string(),
     name: z.string(),
-    user: z.string().meta({ description: "The owner's id" }),
+    slug: z.string().meta({ description: '<owner username>/<name in lowercase, words joined by "-">' }),
+    user: restCreatorRefSchema,
+    userId: z.string().meta({ description: "The owner's id" }),
+    task: restTrainingTaskSchema,
     base_model: z.string(),
     checkpoint: z.string().nullable(),
     thumbnail: z.string().nullable(),
     lora_trigger_text: z.string().nullable(),
     public: z.boolean(),
+    deleted: z.literal(false).meta({ description: 'Always false: parley removes a deleted model' }),
     args: z.unknown(),
     createdAt: z.date(),
+    updatedAt: z.date(),
   })
   .meta({ id: 'Model' });
 
-export const toRestModel = (m: Model): z.input<typeof restModelSchema> => ({
-  id: m.id,
-  name: m.name,
-  user: m.userId,
-  base_model: m.baseModel,
-  checkpoint: m.checkpoint,
-  thumbnail: m.thumbnail,
-  lora_trigger_text: m.loraTriggerText,
-  public: m.public,
-  args: m.args,
-  createdAt: m.createdAt,
-});
+/** A model read with its owner's row, which REST shows populated. */
+export type RestModelRow = Model & { user: User };
+export const restModelQuery = { include: { user: true } } as const;
+
+const slugPart = (name: string) =>
+  name
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, '-')
+    .replace(/^-+|-+$/g, '');
+
+export const toRestModel = (m: RestModelRow): z.input<typeof restModelSchema> => {
+  const user = toRestCreatorRef(m.user);
+  return {
+    _id: m.id,
+    id: m.id,
+    name: m.name,
+    slug: `${m.user.username}/${slugPart(m.name) || m.id}`,
+    user,
+    userId: m.userId,
+    task: {
+      _id: m.id,
+      user,
+      tool: 'lora_training',
+      output_type: 'lora',
+      args: m.args,
+      status: 'completed',
+      error: null,
+      result: [],
+      createdAt: m.createdAt,
+      updatedAt: m.updatedAt,
+    },
+    base_model: m.baseModel,
+    checkpoint: m.checkpoint,
+    thumbnail: m.thumbnail,
+    lora_trigger_text: m.loraTriggerText,
+    public: m.public,
+    deleted: false,
+    args: m.args,
+    createdAt: m.createdAt,
+    updatedAt: m.updatedAt,
+  };
+};
 
 export function modelRoutes(app: FastifyInstance, services: Services) {
   app.get<{ Params: { modelId: string } }>('/v2/models/:modelId', { config: { errors } }, async (request) => ({
-    model: toRestModel(await services.models.get(request.viewer, request.params.modelId)),
+    model: toRestModel((await services.models.get(request.viewer, request.params.modelId, restModelQuery)) as RestModelRow),
   }));
 }

@@ -12,14 +12,25 @@ import { agentErrors, agentNames, restAgentSchema } from './agents.ts';
 import { apiKeyErrors } from './api-keys.ts';
 import { conceptErrors, conceptNames, restConceptSchema } from './concepts.ts';
 import { creationErrors, restSearchPageSchema } from './creations.ts';
+import { numberedPageSchema } from '../domain/sessions/inputs.ts';
 import { restProfileSchema } from './creators.ts';
 import { restDeploymentSchema } from './deployments.ts';
 import { errorBodies, statusOf, type RestErrorStyle } from '../http/errors.ts';
 import { memoryErrors, restMemorySchema } from './memories.ts';
 import { modelErrors, restModelSchema } from './models.ts';
 import { restMessageSchema, restSessionSchema, restShareSchema, restStreamFrameSchema, sessionNames } from './session-shapes.ts';
-import { listNames, sessionDeleteErrors, sessionErrors, shareErrors } from './sessions.ts';
-import { restToolSchema } from './tools.ts';
+import {
+  cancelBodySchema,
+  listNames,
+  renameBodySchema,
+  sessionDeleteErrors,
+  sessionErrors,
+  sessionExtraErrors,
+  sessionRenameErrors,
+  shareBodySchema,
+  shareErrors,
+} from './sessions.ts';
+import { restToolSchema, toolErrors } from './tools.ts';
 import { restTriggerSchema } from './triggers.ts';
 
 export const OPENAPI_PATH = '/v2/openapi.json';
@@ -38,6 +49,8 @@ interface Operation {
   body?: z.ZodType;
   /** The success body: JSON, an event stream, or either (`stream: true`). */
   ok: { json?: z.ZodType; events?: true };
+  /** 201 instead of 200, where the original answered so. */
+  created?: true;
   /** Domain errors it may answer, in its resource's style. */
   errors?: { style: RestErrorStyle; codes: ErrorCode[] };
 }
@@ -106,8 +119,13 @@ const operations: Operation[] = [
     path: '/v2/agents/:agentId',
     tag: 'Agents',
     summary: 'Update an agent you own (only the fields sent change)',
-    body: agentNames.schema(agentPatchSchema),
-    ok: { json: z.object({ agentId: id }) },
+    body: agentNames.schema(agentPatchSchema).extend({
+      tools: z
+        .record(z.string(), z.union([z.boolean(), z.array(z.string())]))
+        .optional()
+        .meta({ description: "Tool key to true (on) or false (off); the original's list of strings also turns a tool on" }),
+    }),
+    ok: { json: z.object({ agentId: id, agent: restAgentSchema }) },
     errors: { style: agentErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'CONFLICT', 'UNPROCESSABLE'] },
   },
   {
@@ -119,7 +137,13 @@ const operations: Operation[] = [
     body: sessionNames.schema(sendMessageSchema).extend({
       stream: z.boolean().optional().meta({ description: 'Answer with the event stream of this prompt instead of its session id' }),
     }),
-    ok: { json: z.object({ session_id: id }), events: true },
+    ok: {
+      json: z.object({
+        session_id: id,
+        message_id: id.nullable().meta({ description: 'The saved message (null when only settings were sent)' }),
+      }),
+      events: true,
+    },
     errors: { style: sessionErrors, codes: ['BAD_USER_INPUT', 'FORBIDDEN', 'NOT_FOUND'] },
   },
   {
@@ -149,6 +173,15 @@ const operations: Operation[] = [
     tag: 'Tools',
     summary: 'The tools agents can use, in display order',
     ok: { json: z.object({ tools: z.array(restToolSchema) }) },
+  },
+  {
+    id: 'getTool',
+    method: 'get',
+    path: '/v2/tools/:toolKey',
+    tag: 'Tools',
+    summary: 'One tool of the list, by key',
+    ok: { json: z.object({ tool: restToolSchema }) },
+    errors: { style: toolErrors, codes: ['NOT_FOUND'] },
   },
   {
     id: 'searchCreations',
@@ -254,10 +287,49 @@ const operations: Operation[] = [
     method: 'get',
     path: '/v2/sessions',
     tag: 'Sessions',
-    summary: 'Sessions you take part in, latest activity first',
-    query: listQuery,
-    ok: { json: z.object({ sessions: z.array(restSessionSchema), nextCursor }) },
+    summary:
+      'A numbered page (`docs`...) of the sessions you own or were added to, and a cursor page (`sessions`) of those you own; latest activity first',
+    query: listQuery.extend({
+      page: numberedPageSchema.shape.page,
+      agent_id: z
+        .string()
+        .optional()
+        .meta({ description: "Only sessions with this agent (its key); unknown: 404 {message:'Agent not found'}" }),
+    }),
+    ok: {
+      json: restSearchPageSchema.extend({ docs: z.array(restSessionSchema), sessions: z.array(restSessionSchema), nextCursor }),
+    },
+    errors: { style: sessionErrors, codes: ['BAD_USER_INPUT', 'NOT_FOUND'] },
+  },
+  {
+    id: 'createSession',
+    method: 'post',
+    path: '/v2/sessions/create',
+    tag: 'Sessions',
+    summary: 'Start a session without a message (agent_ids required)',
+    body: sessionNames.schema(sendMessageSchema).omit({ session_id: true, content: true, attachments: true }),
+    ok: { json: z.object({ success, session: restSessionSchema }) },
+    created: true,
     errors: { style: sessionErrors, codes: ['BAD_USER_INPUT'] },
+  },
+  {
+    id: 'renameSession',
+    method: 'patch',
+    path: '/v2/sessions/:session_id',
+    tag: 'Sessions',
+    summary: 'Rename a session you own',
+    body: renameBodySchema,
+    ok: { json: z.object({ success }) },
+    errors: { style: sessionRenameErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
+  },
+  {
+    id: 'deleteShare',
+    method: 'delete',
+    path: '/v2/sessions/share/:share_id',
+    tag: 'Sessions - Permissions',
+    summary: 'Take down a share you made',
+    ok: { json: z.object({ success }) },
+    errors: { style: shareErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
   },
   {
     id: 'getSession',
@@ -268,7 +340,7 @@ const operations: Operation[] = [
     query: messagesQuery,
     ok: {
       json: z.object({
-        session: restSessionSchema,
+        session: restSessionSchema.extend({ messages: z.array(restMessageSchema).meta({ description: 'The same page as messages' }) }),
         messages: z.array(restMessageSchema),
         page: z.object({ hasOlder: success, hasNewer: success, olderCursor: z.string().nullable(), newerCursor: z.string().nullable() }),
       }),
@@ -291,18 +363,27 @@ const operations: Operation[] = [
     path: '/v2/sessions/:session_id/cancel',
     tag: 'Sessions',
     summary: 'Stop the replies being written (to one prompt, or all); their running tools are refunded',
-    body: z.object({ prompt_id: z.string().optional() }),
-    ok: { json: z.object({ success, cancelled: z.number().int().meta({ description: 'Prompts whose replies were stopped' }) }) },
-    errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
+    body: cancelBodySchema,
+    ok: {
+      json: z.object({
+        status: z.literal('cancel_signal_sent'),
+        session_id: id,
+        success,
+        cancelled: z.number().int().meta({ description: 'Prompts whose replies were stopped' }),
+      }),
+    },
+    errors: { style: sessionExtraErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
   },
   {
     id: 'shareSession',
     method: 'post',
     path: '/v2/sessions/:session_id/share',
     tag: 'Sessions - Permissions',
-    summary: 'Share a session you own publicly, as it is now',
-    ok: { json: z.object({ share: restShareSchema }) },
-    errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
+    summary: 'Share a session you own publicly, up to a message (default: as it is now)',
+    body: shareBodySchema,
+    ok: { json: z.object({ success, share_id: id, share_url: z.string(), share: restShareSchema }) },
+    created: true,
+    errors: { style: sessionExtraErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
   },
   {
     id: 'addSessionUser',
@@ -428,7 +509,7 @@ function buildDocument() {
         ...(op.headers ? { headers: op.headers } : {}),
         ...(op.body ? { body: { required: true, content: { 'application/json': { schema: op.body } } } } : {}),
       },
-      responses: { 200: success, ...errorResponses(op) },
+      responses: { [op.created ? 201 : 200]: success, ...errorResponses(op) },
     });
   }
   const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };

@@ -4,6 +4,7 @@ import { MessageRole, MessageStatus, SessionPermission, SessionStatus, ToolCallS
 import type { MessageView, SessionEventOf, SessionEventType, ToolCallView } from '../domain/sessions/events.ts';
 import { type WatchEnd, watchEndCodes } from '../domain/sessions/stream.ts';
 import type { SharedSession } from '../domain/shares/service.ts';
+import { type CreatorRow, restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
 import { fieldNames } from './field-names.ts';
 
 /** REST request bodies of sessions use the original's snake_case names. */
@@ -17,25 +18,43 @@ export const sessionNames = fieldNames({
   messageId: 'message_id',
 });
 
-export type RestSessionRow = Session & { agents: { agentId: string }[]; users: { userId: string; permission: SessionPermission }[] };
-export const restSessionInclude = {
-  agents: { orderBy: { position: 'asc' as const }, select: { agentId: true } },
-  users: { orderBy: { createdAt: 'asc' as const }, select: { userId: true, permission: true } },
+type PersonRow = CreatorRow;
+export type RestSessionRow = Session & {
+  owner: PersonRow;
+  agents: { agentId: string; agent: { name: string; description: string; user: PersonRow } }[];
+  users: { userId: string; permission: SessionPermission; user: PersonRow }[];
 };
+const personSelect = { id: true, username: true, userImage: true, type: true, createdAt: true, updatedAt: true } as const;
+/** Owner, agents and users are populated, as the original's clients read them. */
+export const restSessionInclude = {
+  owner: { select: personSelect },
+  agents: {
+    orderBy: { position: 'asc' as const },
+    select: { agentId: true, agent: { select: { name: true, description: true, user: { select: personSelect } } } },
+  },
+  users: { orderBy: { createdAt: 'asc' as const }, select: { userId: true, permission: true, user: { select: personSelect } } },
+};
+
+const restSessionAgentSchema = restCreatorRefSchema.extend({ name: z.string(), description: z.string() });
 
 export const restSessionSchema = z
   .object({
+    _id: z.string().meta({ description: 'The same as id, as the original named it' }),
     id: z.string(),
     title: z.string().nullable(),
     scenario: z.string().nullable(),
     status: z.enum(SessionStatus),
-    owner: z.string().meta({ description: "The owner's id" }),
-    agents: z.array(z.string()).meta({ description: 'Agent ids, in the order they answer' }),
-    users: z.array(z.object({ user: z.string(), permission: z.enum(SessionPermission) })),
+    owner: restCreatorRefSchema,
+    agents: z.array(restSessionAgentSchema).meta({ description: 'The agents, in the order they answer' }),
+    agent_ids: z.array(z.string()).meta({ description: 'Agent ids, in the order they answer' }),
+    users: z.array(restCreatorRefSchema.extend({ user: z.string(), permission: z.enum(SessionPermission) })),
     budget: z.object({
       manna_budget: z.number().nullable(),
       token_budget: z.number().int().nullable(),
       turn_budget: z.number().int().nullable(),
+      manna_spent: z.number(),
+      tokens_spent: z.number().int(),
+      turns_spent: z.number().int(),
     }),
     spent: z.object({ manna: z.number(), tokens: z.number().int(), turns: z.number().int() }),
     createdAt: z.date(),
@@ -57,6 +76,7 @@ export const restToolCallSchema = z
 
 export const restMessageSchema = z
   .object({
+    _id: z.string().meta({ description: 'The same as id, as the original named it' }),
     id: z.string(),
     session: z.string(),
     role: z.enum(MessageRole),
@@ -81,9 +101,16 @@ export const restShareSchema = z
   .object({
     share_id: z.string(),
     title: z.string(),
-    session: z.object({ id: z.string(), title: z.string().nullable(), createdAt: z.date(), agents: z.array(sharedAgentSchema) }),
+    session: z.object({
+      _id: z.string(),
+      id: z.string(),
+      title: z.string().nullable(),
+      createdAt: z.date(),
+      agents: z.array(sharedAgentSchema),
+    }),
     messages: z.array(
       z.object({
+        _id: z.string(),
         id: z.string(),
         role: z.string(),
         content: z.string(),
@@ -99,14 +126,23 @@ export const restShareSchema = z
   .meta({ id: 'Share' });
 
 export const toRestSession = (s: RestSessionRow): z.input<typeof restSessionSchema> => ({
+  _id: s.id,
   id: s.id,
   title: s.title,
   scenario: s.scenario,
   status: s.status,
-  owner: s.ownerId,
-  agents: s.agents.map((a) => a.agentId),
-  users: s.users.map((u) => ({ user: u.userId, permission: u.permission })),
-  budget: { manna_budget: s.mannaBudget?.toNumber() ?? null, token_budget: s.tokenBudget, turn_budget: s.turnBudget },
+  owner: toRestCreatorRef(s.owner),
+  agents: s.agents.map((a) => ({ ...toRestCreatorRef(a.agent.user), name: a.agent.name, description: a.agent.description })),
+  agent_ids: s.agents.map((a) => a.agentId),
+  users: s.users.map((u) => ({ ...toRestCreatorRef(u.user), user: u.userId, permission: u.permission })),
+  budget: {
+    manna_budget: s.mannaBudget?.toNumber() ?? null,
+    token_budget: s.tokenBudget,
+    turn_budget: s.turnBudget,
+    manna_spent: s.mannaSpent.toNumber(),
+    tokens_spent: s.tokensSpent,
+    turns_spent: s.turnsSpent,
+  },
   spent: { manna: s.mannaSpent.toNumber(), tokens: s.tokensSpent, turns: s.turnsSpent },
   createdAt: s.createdAt,
   updatedAt: s.updatedAt,
@@ -123,6 +159,7 @@ export const toRestToolCall = (c: ToolCallView): z.input<typeof restToolCallSche
 });
 
 export const toRestMessage = (m: MessageView): z.input<typeof restMessageSchema> => ({
+  _id: m.id,
   id: m.id,
   session: m.sessionId,
   role: m.role,
@@ -142,8 +179,8 @@ export const toRestMessage = (m: MessageView): z.input<typeof restMessageSchema>
 export const toRestShare = (s: SharedSession): z.input<typeof restShareSchema> => ({
   share_id: s.shareId,
   title: s.title,
-  session: s.session,
-  messages: s.messages,
+  session: { _id: s.session.id, ...s.session },
+  messages: s.messages.map((m) => ({ _id: m.id, ...m })),
   owner: s.owner,
   createdAt: s.createdAt,
 });

@@ -1,6 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import type { EventsConfig } from '../config.ts';
-import { badInput } from '../domain/errors.ts';
+import { badInput, forbidden, notFound } from '../domain/errors.ts';
+import { paginate } from '../domain/search/page.ts';
+import { SESSION_NOT_FOUND } from '../domain/sessions/access.ts';
+import { AGENT_IDS_REQUIRED } from '../domain/sessions/service.ts';
 import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { fieldNames } from './field-names.ts';
@@ -17,8 +21,49 @@ const shareErrors: RestErrorStyle = { bodyKey: 'error' };
 const listNames = fieldNames({ first: 'limit', after: 'cursor' });
 /** A session's messages page with `?limit` and `?before` / `?after`. */
 const messageNames = fieldNames({ first: 'limit', last: 'limit' }).toRest;
+/** The original's session routes beyond the spec answer `{error}`; parley's own clients read `{message}`: both. */
+const bothErrors: RestErrorStyle = { bodyKey: 'both', fieldName: sessionNames.toRest };
+/** Renaming is the owner's, and the original refused others with 401 `{error}`. */
+const renameErrors: RestErrorStyle = { bodyKey: 'error', status: { FORBIDDEN: 401 } };
+/** The page of `GET /v2/sessions` as the original took it: `page`, `limit`, `agent_id` (an agent's key). */
+const numberedNames = fieldNames({ agentKey: 'agent_id' });
 /** For the OpenAPI description. */
-export { errors as sessionErrors, deleteErrors as sessionDeleteErrors, shareErrors, listNames };
+export {
+  errors as sessionErrors,
+  deleteErrors as sessionDeleteErrors,
+  shareErrors,
+  bothErrors as sessionExtraErrors,
+  renameErrors as sessionRenameErrors,
+  listNames,
+};
+
+/** `PATCH /v2/sessions/{id}`: the original's rename, 1 to 100 characters. */
+export const renameBodySchema = z.object({
+  title: z.string().trim().min(1, 'Title not provided').max(100, 'must be at most 100 characters'),
+});
+/** `POST /v2/sessions/{id}/share`: up to which message, and what to call it. */
+export const shareBodySchema = z.object({
+  message_id: z.string().min(1).max(200).optional().meta({ description: 'The last message shared (default: the latest finished one)' }),
+  title: z.string().trim().min(1).max(200).optional(),
+});
+/** `POST /v2/sessions/{id}/cancel`: parley's `prompt_id`, or the original's tool call fields (which stop the whole reply). */
+export const cancelBodySchema = z.object({
+  prompt_id: z.string().optional(),
+  tool_call_id: z.string().optional(),
+  tool_call_index: z.number().int().min(0).optional(),
+});
+
+/** Reads a route's own body with its schema: a bad one is a 400 naming the field, and changes nothing. */
+function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const result = schema.safeParse(body ?? {});
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+  // The original's words for a rename without a usable title.
+  if ((schema as z.ZodType) === renameBodySchema && (issue.code === 'invalid_type' || issue.code === 'too_small'))
+    throw badInput('Title not provided');
+  throw badInput(issue.message, path);
+}
 
 type SessionParams = { Params: { session_id: string } };
 
@@ -44,15 +89,43 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
     },
   );
 
-  app.get<{ Querystring: { limit?: string; cursor?: string } }>(
+  /**
+   * The original's numbered page (`docs`, `total`, `page`...) of the sessions the caller owns or
+   * was added to, and beside it parley's cursor list of the sessions the caller owns.
+   */
+  app.get<{ Querystring: { limit?: string; cursor?: string; page?: string; agent_id?: string } }>(
     '/v2/sessions',
-    { config: { errors: { ...errors, fieldName: listNames.toRest } } },
+    { config: { errors: { ...errors, fieldName: (n) => numberedNames.toRest(listNames.toRest(n)) } } },
     async (request) => {
-      const page = { first: request.query.limit, after: request.query.cursor };
-      const { sessions, nextCursor } = await services.sessions.listMine(request.viewer, page, { include: restSessionInclude });
-      return { sessions: sessions.map(toRestSession), nextCursor };
+      const { limit, cursor, page, agent_id } = request.query;
+      const numbered = await services.sessions.pageOf(
+        request.viewer,
+        numberedNames.toDomain(Object.fromEntries(Object.entries({ page, limit, agent_id }).filter(([, v]) => v !== undefined))),
+        { include: restSessionInclude },
+      );
+      const { sessions, nextCursor } = await services.sessions.listMine(
+        request.viewer,
+        { first: limit, after: cursor },
+        { include: restSessionInclude },
+      );
+      return {
+        ...paginate(numbered.sessions.map(toRestSession), numbered.total, numbered.page, numbered.limit),
+        sessions: sessions.map(toRestSession),
+        nextCursor,
+      };
     },
   );
+
+  /** The original's way to start a session without a message: 201 `{success, session}`. */
+  app.post<{ Body: Record<string, unknown> | undefined }>('/v2/sessions/create', { config: { errors } }, async (request, reply) => {
+    const body = request.body ?? {};
+    if (typeof body !== 'object' || Array.isArray(body)) throw badInput('The request body must be a JSON object');
+    const { content: _c, attachments: _a, session_id: _s, stream: _st, ...settings } = body;
+    if (!Array.isArray(settings.agent_ids) || settings.agent_ids.length === 0) throw badInput(AGENT_IDS_REQUIRED);
+    const started = await services.sessions.send(request.viewer, sessionNames.toDomain(settings, ['budget', 'extras']));
+    const session = await services.sessions.get(request.viewer, started.sessionId, { include: restSessionInclude });
+    return reply.code(201).send({ success: true, session: toRestSession(session) });
+  });
 
   app.post<{ Body: Record<string, unknown> | undefined }>('/v2/sessions', { config: { errors } }, async (request, reply) => {
     const body = request.body ?? {};
@@ -61,7 +134,8 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
     const input = sessionNames.toDomain(body, ['budget', 'extras']);
     if (!body.stream) {
       const started = await services.sessions.send(request.viewer, input);
-      return { session_id: started.sessionId };
+      // The spec's `{session_id}`, and the saved prompt's id as the original answered it (null when none was sent).
+      return { session_id: started.sessionId, message_id: started.promptId };
     }
     const { events } = await services.sessions.sendAndWatch(request.viewer, input);
     await streamEvents(reply, events, stream);
@@ -97,9 +171,11 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
       );
       const first = page.messages[0];
       const last = page.messages.at(-1);
+      const messages = page.messages.map(toRestMessage);
       return {
-        session: toRestSession(session),
-        messages: page.messages.map(toRestMessage),
+        // The original's `{session}` carries its messages; parley's page of them and the cursors are beside it.
+        session: { ...toRestSession(session), messages },
+        messages,
         page: {
           hasOlder: page.hasPreviousPage,
           hasNewer: page.hasNextPage,
@@ -109,6 +185,20 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
       };
     },
   );
+
+  app.patch<SessionParams>('/v2/sessions/:session_id', { config: { errors: renameErrors } }, async (request) => {
+    const { title } = parseBody(renameBodySchema, request.body);
+    const existing = await services.sessions.permissionIn(request.viewer, request.params.session_id);
+    if (existing === null) throw notFound(SESSION_NOT_FOUND);
+    if (existing !== 'owner') throw forbidden('You are not allowed to rename this session');
+    await services.sessions.send(request.viewer, { sessionId: request.params.session_id, title });
+    return { success: true };
+  });
+
+  app.delete<{ Params: { share_id: string } }>('/v2/sessions/share/:share_id', { config: { errors: shareErrors } }, async (request) => {
+    await services.shares.delete(request.viewer, request.params.share_id);
+    return { success: true };
+  });
 
   app.get<SessionParams & { Querystring: { after?: string } }>(
     '/v2/sessions/:session_id/events',
@@ -128,18 +218,31 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
 
   app.post<SessionParams & { Body: { prompt_id?: unknown } | undefined }>(
     '/v2/sessions/:session_id/cancel',
-    { config: { errors } },
+    { config: { errors: bothErrors } },
     async (request) => {
       const promptId = request.body?.prompt_id;
       if (promptId !== undefined && typeof promptId !== 'string') throw badInput('must be a message id', ['prompt_id']);
-      const cancelled = await services.sessions.cancel(request.viewer, request.params.session_id, promptId);
-      return { success: true, cancelled };
+      parseBody(cancelBodySchema, request.body);
+      const sessionId = request.params.session_id;
+      const cancelled = await services.sessions.cancel(request.viewer, sessionId, promptId);
+      return { status: 'cancel_signal_sent', session_id: sessionId, success: true, cancelled };
     },
   );
 
-  app.post<SessionParams>('/v2/sessions/:session_id/share', { config: { errors } }, async (request) => ({
-    share: toRestShare(await services.shares.create(request.viewer, request.params.session_id)),
-  }));
+  app.post<SessionParams>('/v2/sessions/:session_id/share', { config: { errors: bothErrors } }, async (request, reply) => {
+    const body = parseBody(shareBodySchema, request.body);
+    const share = await services.shares.create(request.viewer, request.params.session_id, {
+      messageId: body.message_id,
+      title: body.title,
+    });
+    // The original's answer, with the share as parley shows it beside.
+    return reply.code(201).send({
+      success: true,
+      share_id: share.shareId,
+      share_url: `/sessions/share/${share.shareId}`,
+      share: toRestShare(share),
+    });
+  });
 
   app.post<SessionParams>('/v2/sessions/:session_id/users', { config: { errors } }, async (request) => {
     const added = await services.sessions.addUser(request.viewer, request.params.session_id, request.body ?? {});

@@ -1,9 +1,54 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { toolDefinitionSchema, type ToolDefinition } from '../domain/tools/definition.ts';
+import { toolDefinitionSchema, type ToolDefinition, type ToolParameter } from '../domain/tools/definition.ts';
+import { notFound } from '../domain/errors.ts';
 import type { Services } from '../domain/services.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
+
+/** The original's SDK reads `error`, parley's other resources `message`: an unknown tool says both. */
+export const toolErrors: RestErrorStyle = { bodyKey: 'both' };
 
 const definition = toolDefinitionSchema.shape;
+
+/**
+ * The original's clients know base models by a few short names (its SDK's `BaseModelName`);
+ * the registry names the model itself. A model without a short name has no `base_model`, and
+ * every tool that names one has its full name in `base_model_id`.
+ */
+const shortBaseModels = new Map([
+  ['black-forest-labs/FLUX.1-dev', 'flux-dev'],
+  ['black-forest-labs/FLUX.1-schnell', 'flux-schnell'],
+  ['black-forest-labs/FLUX.1-Fill-dev', 'flux-dev'],
+  ['stabilityai/stable-diffusion-xl-base-1.0', 'sdxl'],
+  ['stabilityai/stable-diffusion-3-medium', 'sd3'],
+  ['runwayml/stable-diffusion-v1-5', 'sd15'],
+]);
+export const sdkBaseModels = ['sdxl', 'sd3', 'sd15', 'flux', 'flux-dev', 'flux-schnell', 'flux_dev', 'JuggernautXL_v6'] as const;
+
+const parameterTypes = definition.parameters.element.shape.type;
+
+/**
+ * A parameter as the registry defines it (`type`, `min`, `max`), and as the original's clients
+ * read it: `schema`, `minimum`, `maximum`, `tip`, with null where nothing is set.
+ */
+const restToolParameterSchema = z
+  .object({
+    name: z.string(),
+    label: z.string().meta({ description: 'The name when the registry gives no label' }),
+    description: z.string(),
+    tip: z.null(),
+    type: parameterTypes,
+    schema: z.object({ type: parameterTypes }),
+    required: z.boolean(),
+    default: z.unknown().meta({ description: 'null when the parameter has no default' }),
+    min: z.number().optional(),
+    max: z.number().optional(),
+    minimum: z.number().nullable(),
+    maximum: z.number().nullable(),
+    step: z.number().nullable(),
+    choices: z.array(z.union([z.string(), z.number()])).nullable(),
+  })
+  .meta({ id: 'ToolParameter' });
 
 /** A registry file's public fields, with the rules the registry checks them by. */
 export const restToolSchema = z
@@ -16,28 +61,58 @@ export const restToolSchema = z
     cost_estimate: definition.cost_estimate.meta({
       description: 'Arithmetic over the parameters (+ - * /, min, max, ceil, floor): the manna a call costs',
     }),
-    parameters: definition.parameters,
+    parameters: z.array(restToolParameterSchema),
     resolutions: z.array(z.string()),
-    thumbnail: z.string().nullable(),
+    thumbnail: z.string().optional(),
     order: definition.order,
-    base_model: z.string().nullable(),
+    base_model: z.enum(sdkBaseModels).optional().meta({ description: 'The short name of the base model, where it has one' }),
+    base_model_id: z.string().optional().meta({ description: 'The base model as the registry names it' }),
   })
   .meta({ id: 'Tool' });
 
-export const toRestTool = (t: ToolDefinition): z.input<typeof restToolSchema> => ({
-  key: t.key,
-  name: t.name,
-  output_type: t.output_type,
-  active: t.active,
-  description: t.description,
-  cost_estimate: t.cost_estimate,
-  parameters: t.parameters,
-  resolutions: t.resolutions,
-  thumbnail: t.thumbnail ?? null,
-  order: t.order,
-  base_model: t.base_model ?? null,
+const toRestToolParameter = (p: ToolParameter): z.input<typeof restToolParameterSchema> => ({
+  name: p.name,
+  label: p.label ?? p.name,
+  description: p.description,
+  tip: null,
+  type: p.type,
+  schema: { type: p.type },
+  required: p.required,
+  default: p.default ?? null,
+  ...(p.min === undefined ? {} : { min: p.min }),
+  ...(p.max === undefined ? {} : { max: p.max }),
+  minimum: p.min ?? null,
+  maximum: p.max ?? null,
+  step: p.step ?? null,
+  choices: p.choices ?? null,
 });
+
+export const toRestTool = (t: ToolDefinition): z.input<typeof restToolSchema> => {
+  const short = t.base_model === undefined ? undefined : shortBaseModels.get(t.base_model);
+  return {
+    key: t.key,
+    name: t.name,
+    output_type: t.output_type,
+    active: t.active,
+    description: t.description,
+    cost_estimate: t.cost_estimate,
+    parameters: t.parameters.map(toRestToolParameter),
+    resolutions: t.resolutions,
+    ...(t.thumbnail === undefined ? {} : { thumbnail: t.thumbnail }),
+    order: t.order,
+    ...(short === undefined ? {} : { base_model: short as (typeof sdkBaseModels)[number] }),
+    ...(t.base_model === undefined ? {} : { base_model_id: t.base_model }),
+  };
+};
 
 export function toolRoutes(app: FastifyInstance, services: Services) {
   app.get('/v2/tools', async () => ({ tools: services.tools.listAvailable().map(toRestTool) }));
+
+  /** One tool of the list (the SDK's `tools.get`); a tool the list does not show is not found. */
+  app.get<{ Params: { toolKey: string } }>('/v2/tools/:toolKey', { config: { errors: toolErrors } }, async (request) => {
+    const { toolKey } = request.params;
+    const tool = services.tools.isAvailable(toolKey) ? services.tools.get(toolKey) : undefined;
+    if (!tool) throw notFound('Tool not found');
+    return { tool: toRestTool(tool) };
+  });
 }

@@ -6,6 +6,7 @@ import type { Services } from '../domain/services.ts';
 
 export const restTriggerSchema = z
   .object({
+    _id: z.string().meta({ description: 'The same as id, as the original named it' }),
     id: z.string(),
     name: z.string(),
     agent: z.string(),
@@ -21,6 +22,7 @@ export const restTriggerSchema = z
   .meta({ id: 'Trigger' });
 
 export const toRestTrigger = (t: Trigger): z.input<typeof restTriggerSchema> => ({
+  _id: t.id,
   id: t.id,
   name: t.name,
   agent: t.agentId,

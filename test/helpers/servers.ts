@@ -57,9 +57,9 @@ function collect(child: ChildProcess) {
   return () => output;
 }
 
-/** A redis-server with no persistence; `apt-get install redis-server`. */
-export async function startRedisServer(): Promise<ThrowawayServer> {
-  const port = await freePort();
+/** A redis-server with no persistence (`apt-get install redis-server`); on `port` to start one again where it was. */
+export async function startRedisServer(port?: number): Promise<ThrowawayServer> {
+  port ??= await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'parley-redis-'));
   const child = spawnServer('redis-server', [
     '--port',

@@ -26,6 +26,7 @@ const config = (replayLimit: number, replayBytes = 1 << 24): EventsConfig => ({
   streamBufferBytes: 1 << 20,
   slowClientMs: 30_000,
   heartbeatMs: 15_000,
+  accessRecheckMs: 2_000,
 });
 
 let redis: RedisServer | null = null;
@@ -148,6 +149,18 @@ for (const [kind, make] of Object.entries(kinds)) {
         expect(seqs(await take(sub, 1))).toEqual([live!.seq]);
         sub.close();
       }
+    });
+
+    it('gives the position now, from which a subscription on any instance misses nothing published after', async () => {
+      const session = randomUUID();
+      const before = await publishMany(b.bus, session, 2);
+      const at = await b.peer.position(session);
+      expect(at).toBe(before.at(-1)!.seq);
+      const later = await publishMany(b.bus, session, 3, 2);
+      const sub = b.peer.subscribe(session, { after: at });
+      expect(seqs(await take(sub, 3))).toEqual(later.map((e) => e.seq));
+      expect(await b.bus.position(session)).toBe(later.at(-1)!.seq);
+      sub.close();
     });
 
     it('ends a resume from a seq it never issued with EVENTS_EXPIRED and that seq', async () => {

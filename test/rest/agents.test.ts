@@ -51,6 +51,17 @@ describe('REST agents', () => {
     return { agent, model };
   }
 
+  /** An owner as agents show it: populated, the way the original's clients read references. */
+  const ownerRef = (user: TestUser) => ({
+    _id: user.id,
+    userId: user.id,
+    username: user.username,
+    userImage: null,
+    type: 'user',
+    createdAt: isoDate,
+    updatedAt: isoDate,
+  });
+
   const read = async (id: string, user: TestUser = alice) => {
     const res = await t.rest('GET', `/v2/agents/${encodeURIComponent(id)}`, { key: user.apiKey });
     expect(res.status).toBe(200);
@@ -76,8 +87,12 @@ describe('REST agents', () => {
       expect(res.status).toBe(200);
       expect(Object.keys(res.body)).toEqual(['agent']);
       expect(res.body.agent).toEqual({
+        _id: agent.id,
         id: agent.id,
         key: agent.user.username,
+        username: agent.user.username,
+        userImage: 'https://cdn.example.com/agent.png',
+        type: 'agent',
         name: 'Rich agent',
         description: 'Paints lighthouses',
         image: 'https://cdn.example.com/agent.png',
@@ -90,14 +105,15 @@ describe('REST agents', () => {
         voice: 'alloy',
         suggestions: [{ label: 'Paint', prompt: 'Paint a lighthouse' }],
         owner_pays: 'deployments',
-        tools: { flux_dev: true, wan_t2v: false },
+        tools: { flux_dev: [] },
+        tools_enabled: { flux_dev: true, wan_t2v: false },
         llm_settings: {
           model_profile: 'medium',
           thinking_policy: 'always',
           thinking_effort_cap: 'high',
           thinking_effort_instructions: 'think hard',
         },
-        owner: alice.id,
+        owner: ownerRef(alice),
         createdAt: isoDate,
         updatedAt: isoDate,
       });
@@ -106,8 +122,12 @@ describe('REST agents', () => {
     it('returns defaults for an agent created with only a name and key', async () => {
       const agent = await f.agent(alice, { key: uniqueKey('bare') });
       expect(await read(agent.id)).toEqual({
+        _id: agent.id,
         id: agent.id,
         key: agent.user.username,
+        username: agent.user.username,
+        userImage: null,
+        type: 'agent',
         name: 'Test agent',
         description: '',
         image: null,
@@ -121,8 +141,9 @@ describe('REST agents', () => {
         suggestions: [],
         owner_pays: 'off',
         tools: {},
+        tools_enabled: {},
         llm_settings: { model_profile: null, thinking_policy: null, thinking_effort_cap: null, thinking_effort_instructions: null },
-        owner: alice.id,
+        owner: ownerRef(alice),
         createdAt: isoDate,
         updatedAt: isoDate,
       });
@@ -175,14 +196,36 @@ describe('REST agents', () => {
     const patch = (id: string, body: unknown, user: TestUser = alice) => t.rest('PATCH', `/v2/agents/${id}`, { key: user.apiKey, body });
     const withoutUpdatedAt = ({ updatedAt: _u, ...rest }: Record<string, unknown>) => rest;
 
-    /** PATCHes `body` and checks the agent now equals the old one with exactly `changed` applied. */
+    /** The fields the original's names mirror change with the field they mirror. */
+    const withAliases = (changed: Record<string, unknown>) => ({
+      ...changed,
+      ...('key' in changed ? { username: changed.key } : {}),
+      ...('image' in changed ? { userImage: changed.image } : {}),
+      ...('tools' in changed
+        ? {
+            tools: Object.fromEntries(
+              Object.entries(changed.tools as Record<string, boolean>)
+                .filter(([, on]) => on)
+                .map(([k]) => [k, []]),
+            ),
+            tools_enabled: changed.tools,
+          }
+        : {}),
+    });
+
+    /**
+     * PATCHes `body` and checks the agent now equals the old one with exactly `changed` applied,
+     * and that the answer is the spec's `{agentId}` with the updated agent beside it.
+     */
     async function expectPatched(id: string, body: unknown, changed: Record<string, unknown>) {
       const before = await read(id);
       const res = await patch(id, body);
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ agentId: id });
+      expect(Object.keys(res.body).sort()).toEqual(['agent', 'agentId']);
+      expect(res.body.agentId).toBe(id);
       const after = await read(id);
-      expect(withoutUpdatedAt(after)).toEqual(withoutUpdatedAt({ ...before, ...changed }));
+      expect(res.body.agent).toEqual(after);
+      expect(withoutUpdatedAt(after)).toEqual(withoutUpdatedAt({ ...before, ...withAliases(changed) }));
       return after;
     }
 
@@ -248,6 +291,8 @@ describe('REST agents', () => {
         ],
         [{ owner_pays: 'full' }, { owner_pays: 'full' }],
         [{ tools: { kokoro_tts: true } }, { tools: { kokoro_tts: true } }],
+        // The original's SDK sends lists of strings: a listed tool is on.
+        [{ tools: { flux_dev: [], kokoro_tts: ['default'] } }, { tools: { flux_dev: true, kokoro_tts: true } }],
       ];
       for (const [body, changed] of cases) await expectPatched(agent.id, body, changed);
     });
@@ -341,6 +386,7 @@ describe('REST agents', () => {
       ['owner_pays', { owner_pays: true }],
       ['tools', { tools: ['flux_dev'] }],
       ['tools.flux_dev', { tools: { flux_dev: 'yes' } }],
+      ['tools.flux_dev', { tools: { flux_dev: [5] } }],
       ['llm_settings', { llm_settings: 'low' }],
       ['llm_settings', { llm_settings: null }],
       ['llm_settings.model_profile', { llm_settings: { model_profile: 'ultra' } }],
@@ -468,7 +514,7 @@ describe('REST agents', () => {
         { name: 'Only name', owner: bob.id, id: 'other-id', createdAt: '2000-01-01T00:00:00.000Z' },
         { name: 'Only name' },
       );
-      expect((await read(agent.id)).owner).toBe(before.owner);
+      expect((await read(agent.id)).owner).toEqual(before.owner);
     });
 
     it.each([

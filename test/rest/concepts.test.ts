@@ -104,6 +104,7 @@ describe('REST concepts', () => {
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
         concept: {
+          _id: c.id,
           id: c.id,
           name: 'Lighthouse look',
           agent: agent.id,

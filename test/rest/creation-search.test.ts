@@ -83,6 +83,7 @@ describe('GET /v2/creations/search with the built-in embeddings', () => {
     });
     const res = await search(alice, { query: 'tilted lamppost fog', limit: 1 });
     expect(res.body.docs[0]).toEqual({
+      _id: c.id,
       id: c.id,
       url: c.url,
       thumbnail: null,
@@ -90,8 +91,15 @@ describe('GET /v2/creations/search with the built-in embeddings', () => {
       tool: 'sdxl',
       args: { prompt: 'a tilted lamppost in fog' },
       mediaAttributes: {},
-      user: { id: bob.id, username: 'bob' },
-      agent: { id: agent.id, key: 'lamp-lighter', name: 'Lamp Lighter', image: 'https://cdn.example.com/agent.png' },
+      user: { _id: bob.id, id: bob.id, username: 'bob' },
+      agent: {
+        _id: agent.id,
+        id: agent.id,
+        key: 'lamp-lighter',
+        username: 'lamp-lighter',
+        name: 'Lamp Lighter',
+        image: 'https://cdn.example.com/agent.png',
+      },
       likeCount: 0,
       createdAt: isoDate,
       score: expect.any(Number),

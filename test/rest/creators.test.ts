@@ -31,13 +31,17 @@ describe('GET /v2/creators/me', () => {
       subscriptionBalance: 0,
       foreverBalance: 0,
       creator: {
+        _id: alice.id,
         id: alice.id,
+        userId: alice.id,
         username: 'alice',
         userImage: null,
         type: 'user',
-        subscriptionTier: 'free',
+        subscriptionTier: 0,
+        subscriptionTierName: 'free',
         featureFlags: [],
         createdAt: isoDate,
+        updatedAt: isoDate,
       },
     });
   });

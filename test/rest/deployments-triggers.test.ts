@@ -74,6 +74,7 @@ describe('REST agent deployments and triggers', () => {
       expect(Object.keys(res.body)).toEqual(['deployments']);
       expect(res.body.deployments).toEqual(
         [newest, middle, oldest].map((d) => ({
+          _id: d.id,
           id: d.id,
           agent: d.agentId,
           user: alice.id,
@@ -103,7 +104,7 @@ describe('REST agent deployments and triggers', () => {
       expect(raw.text).not.toMatch(/secrets/i);
       const body = JSON.parse(raw.text);
       for (const item of body.deployments)
-        expect(Object.keys(item).sort()).toEqual(['agent', 'config', 'createdAt', 'id', 'platform', 'user', 'valid']);
+        expect(Object.keys(item).sort()).toEqual(['_id', 'agent', 'config', 'createdAt', 'id', 'platform', 'user', 'valid']);
     });
 
     it('lists deployments by agent ownership: one made by another user on my agent is mine to see, not theirs', async () => {
@@ -147,6 +148,7 @@ describe('REST agent deployments and triggers', () => {
       expect(res.body).toEqual({
         triggers: [
           {
+            _id: newer.id,
             id: newer.id,
             name: newer.name,
             agent: a2.id,
@@ -160,6 +162,7 @@ describe('REST agent deployments and triggers', () => {
             createdAt: at(2).toISOString(),
           },
           {
+            _id: older.id,
             id: older.id,
             name: older.name,
             agent: a1.id,

@@ -31,6 +31,30 @@ describe('GET /v2/models/{id}', () => {
       },
     });
 
+  /** A user as models show their owner: populated, the way the original's clients read references. */
+  const userRef = (user: TestUser) => ({
+    _id: user.id,
+    userId: user.id,
+    username: user.username,
+    userImage: null,
+    type: 'user',
+    createdAt: isoDate,
+    updatedAt: isoDate,
+  });
+  /** The training task the original's clients read, derived from the model. */
+  const task = (id: string, user: TestUser, args: unknown) => ({
+    _id: id,
+    user: userRef(user),
+    tool: 'lora_training',
+    output_type: 'lora',
+    args,
+    status: 'completed',
+    error: null,
+    result: [],
+    createdAt: isoDate,
+    updatedAt: isoDate,
+  });
+
   it('answers 401 {error} for missing, malformed and unknown keys', async () => {
     const model = await f.model(alice, { public: true });
     expect(await expectRejectsBadKeys(t, 'GET', `/v2/models/${model.id}`)).toBe(true);
@@ -42,16 +66,22 @@ describe('GET /v2/models/{id}', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       model: {
+        _id: model.id,
         id: model.id,
         name: 'Lighthouse LoRA',
-        user: alice.id,
+        slug: 'alice/lighthouse-lora',
+        user: userRef(alice),
+        userId: alice.id,
+        task: task(model.id, alice, { steps: 1000, rank: 16, images: ['a.jpg', 'b.jpg'] }),
         base_model: 'flux-dev',
         checkpoint: 'https://cdn.example.com/lighthouse.safetensors',
         thumbnail: 'https://cdn.example.com/lighthouse.jpg',
         lora_trigger_text: 'LHTOK',
         public: true,
+        deleted: false,
         args: { steps: 1000, rank: 16, images: ['a.jpg', 'b.jpg'] },
         createdAt: isoDate,
+        updatedAt: isoDate,
       },
     });
     expect(new Date(res.body.model.createdAt).getTime()).toBe(model.createdAt.getTime());
@@ -62,16 +92,22 @@ describe('GET /v2/models/{id}', () => {
     const res = await t.rest('GET', `/v2/models/${model.id}`, { key: alice.apiKey });
     expect(res.status).toBe(200);
     expect(res.body.model).toEqual({
+      _id: model.id,
       id: model.id,
       name: 'Bare',
-      user: alice.id,
+      slug: 'alice/bare',
+      user: userRef(alice),
+      userId: alice.id,
+      task: task(model.id, alice, {}),
       base_model: 'flux-dev',
       checkpoint: null,
       thumbnail: null,
       lora_trigger_text: 'tok',
       public: true,
+      deleted: false,
       args: {},
       createdAt: isoDate,
+      updatedAt: isoDate,
     });
   });
 
@@ -79,7 +115,7 @@ describe('GET /v2/models/{id}', () => {
     const model = await fullModel(alice, false);
     const res = await t.rest('GET', `/v2/models/${model.id}`, { key: alice.apiKey });
     expect(res.status).toBe(200);
-    expect(res.body.model).toMatchObject({ id: model.id, user: alice.id, public: false, name: 'Lighthouse LoRA' });
+    expect(res.body.model).toMatchObject({ id: model.id, user: { _id: alice.id }, public: false, name: 'Lighthouse LoRA' });
   });
 
   it("refuses another user's private model with 401 {message}", async () => {

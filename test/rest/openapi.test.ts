@@ -199,9 +199,10 @@ describe('GET /v2/openapi.json', () => {
     expect(deref(doc, agent).properties.owner_pays.enum).toEqual(expect.arrayContaining(['off']));
     expect(fields(jsonBody(operation('PATCH', '/v2/concepts/{conceptId}')), 'images').sort()).toEqual(['image', 'usage_instructions']);
 
-    // Nested success fields.
+    // Nested success fields: the spec's, and the registry's full base model name beside the short one.
     expect(fields(okJson(operation('GET', '/v2/tools')), 'tools').sort()).toEqual(
       [
+        'base_model_id',
         'active',
         'base_model',
         'cost_estimate',
@@ -266,7 +267,7 @@ describe('what the server answers matches what the document says', () => {
     const schema = response.content[type]?.schema;
     expect(schema, `${method} ${template} ${res.status} as ${type}`).toBeDefined();
     expect(schemaProblems(doc, schema, res.body, { closed: true }), `${method} ${template} ${res.status}`).toEqual([]);
-    if (res.status === 200) seen.add(`${method} ${template}`);
+    if (res.status === 200 || res.status === 201) seen.add(`${method} ${template}`);
     return res;
   }
   const call = async (method: string, template: string, path: string, key: string | null, body?: unknown) =>
@@ -302,6 +303,8 @@ describe('what the server answers matches what the document says', () => {
     await call('GET', '/v2/models/{modelId}', `/v2/models/${model.id}`, bob.apiKey);
     await call('GET', '/v2/tools', '/v2/tools', a);
     await call('GET', '/v2/tools', '/v2/tools', null);
+    await call('GET', '/v2/tools/{toolKey}', '/v2/tools/flux_dev', a);
+    await call('GET', '/v2/tools/{toolKey}', '/v2/tools/sdxl', a);
     await call('GET', '/v2/creators/me', '/v2/creators/me', a);
     const search = await call('GET', '/v2/creations/search', '/v2/creations/search?query=lighthouse', a);
     expect(search.body.docs.length).toBeGreaterThan(0);
@@ -336,6 +339,13 @@ describe('what the server answers matches what the document says', () => {
     await call('GET', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}?limit=2`, a);
     await call('GET', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}?limit=-1`, a);
     await call('GET', '/v2/sessions', '/v2/sessions?limit=1', a);
+    await call('GET', '/v2/sessions', `/v2/sessions?page=1&limit=5&agent_id=${agent.user.username}`, a);
+    await call('GET', '/v2/sessions', '/v2/sessions?agent_id=no-such-agent', a);
+    await call('PATCH', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}`, a, { title: 'Renamed' });
+    await call('PATCH', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}`, a, {});
+    await call('PATCH', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}`, bob.apiKey, { title: 'Mine' });
+    await call('POST', '/v2/sessions/create', '/v2/sessions/create', a, { agent_ids: [agent.id], title: 'Empty for now' });
+    await call('POST', '/v2/sessions/create', '/v2/sessions/create', a, { agent_ids: [] });
     await call('POST', '/v2/sessions/{session_id}/users', `/v2/sessions/${sessionId}/users`, a, { username: 'bob', permission: 'editor' });
     await call('GET', '/v2/sessions/shared', '/v2/sessions/shared', bob.apiKey);
     await call('GET', '/v2/sessions/shared', '/v2/sessions/shared', 'not-a-key');
@@ -352,8 +362,12 @@ describe('what the server answers matches what the document says', () => {
     await call('POST', '/v2/sessions/{session_id}/cancel', `/v2/sessions/${sessionId}/cancel`, a, {});
     await call('POST', '/v2/sessions/{session_id}/cancel', `/v2/sessions/${sessionId}/cancel`, a, { prompt_id: 7 });
     const shared = await call('POST', '/v2/sessions/{session_id}/share', `/v2/sessions/${sessionId}/share`, a);
+    await call('POST', '/v2/sessions/{session_id}/share', `/v2/sessions/${sessionId}/share`, a, { message_id: 'nope' });
     await call('GET', '/v2/sessions/share/{share_id}', `/v2/sessions/share/${shared.body.share.share_id}`, null);
     await call('GET', '/v2/sessions/share/{share_id}', '/v2/sessions/share/nope', null);
+    await call('DELETE', '/v2/sessions/share/{share_id}', `/v2/sessions/share/${shared.body.share_id}`, bob.apiKey);
+    await call('DELETE', '/v2/sessions/share/{share_id}', `/v2/sessions/share/${shared.body.share_id}`, a);
+    await call('DELETE', '/v2/sessions/share/{share_id}', `/v2/sessions/share/${shared.body.share_id}`, a);
 
     await t.db.memory.create({
       data: { agentId: agent.id, userId: alice.id, sessionId, fact: 'Likes lighthouses', key: 'likes lighthouses' },

@@ -42,7 +42,8 @@ describe('POST /v2/sessions (operation 4)', () => {
   it('creates a session with its first message, answers {session_id} at once, and the agent replies in the background', async () => {
     const res = await post(alice, { agent_ids: [muse.id], content: 'Plan a zine cover', scenario: 'A zine fair in May' });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ session_id: expect.any(String) });
+    // The spec's {session_id}, and the saved prompt's id as the original answered it.
+    expect(res.body).toEqual({ session_id: expect.any(String), message_id: expect.any(String) });
 
     const read = await settledSession(t, alice, res.body.session_id);
     expect(read.messages.map((m: any) => [m.role, m.content, m.status])).toEqual([
@@ -51,6 +52,8 @@ describe('POST /v2/sessions (operation 4)', () => {
       ['assistant', 'Hello from the model.', 'complete'],
     ]);
     const [, prompt, reply] = read.messages;
+    expect(prompt.id).toBe(res.body.message_id);
+    expect(prompt._id).toBe(prompt.id);
     expect(prompt.sender).toBe(alice.id);
     expect(reply).toMatchObject({
       sender: muse.id,
@@ -60,9 +63,11 @@ describe('POST /v2/sessions (operation 4)', () => {
       createdAt: isoDate,
     });
     expect(read.session).toMatchObject({
+      _id: res.body.session_id,
       id: res.body.session_id,
-      owner: alice.id,
-      agents: [muse.id],
+      owner: { _id: alice.id, userId: alice.id, username: 'alice' },
+      agents: [{ _id: muse.id, username: 'muse', name: 'Muse' }],
+      agent_ids: [muse.id],
       scenario: 'A zine fair in May',
       spent: { tokens: 44, turns: 1, manna: 0 },
     });
@@ -101,7 +106,7 @@ describe('POST /v2/sessions (operation 4)', () => {
     await settledSession(t, alice, id);
     llm.reset();
     const res = await post(alice, { session_id: id, content: 'Second question' });
-    expect(res.body).toEqual({ session_id: id });
+    expect(res.body).toEqual({ session_id: id, message_id: expect.any(String) });
     const read = await settledSession(t, alice, id);
     expect(read.messages.map((m: any) => m.content).slice(-4)).toEqual([
       'First question',
@@ -257,16 +262,46 @@ describe('reading and listing sessions', () => {
     expect(first.body.sessions.map((s: any) => s.id)).toEqual([ids[0], ids[2]]);
     expect(first.body.nextCursor).toEqual(expect.any(String));
     const second = await t.rest('GET', `/v2/sessions?limit=2&cursor=${first.body.nextCursor}`, { key: dave.apiKey });
-    expect(second.body).toEqual({ sessions: [expect.objectContaining({ id: ids[1] })], nextCursor: null });
+    expect(second.body).toMatchObject({ sessions: [expect.objectContaining({ id: ids[1] })], nextCursor: null });
+    const person = (u: TestUser) => ({
+      _id: u.id,
+      userId: u.id,
+      username: u.username,
+      userImage: null,
+      type: 'user',
+      createdAt: isoDate,
+      updatedAt: isoDate,
+    });
     expect(second.body.sessions[0]).toEqual({
+      _id: ids[1],
       id: ids[1],
       title: expect.any(String),
       scenario: null,
       status: 'active',
-      owner: dave.id,
-      agents: [muse.id],
-      users: [{ user: dave.id, permission: 'owner' }],
-      budget: { manna_budget: null, token_budget: null, turn_budget: null },
+      owner: person(dave),
+      agents: [
+        {
+          _id: muse.id,
+          userId: muse.id,
+          username: 'muse',
+          userImage: null,
+          type: 'agent',
+          name: 'Muse',
+          description: expect.any(String),
+          createdAt: isoDate,
+          updatedAt: isoDate,
+        },
+      ],
+      agent_ids: [muse.id],
+      users: [{ ...person(dave), user: dave.id, permission: 'owner' }],
+      budget: {
+        manna_budget: null,
+        token_budget: null,
+        turn_budget: null,
+        manna_spent: 0,
+        tokens_spent: expect.any(Number),
+        turns_spent: 1,
+      },
       spent: { manna: 0, tokens: expect.any(Number), turns: 1 },
       createdAt: isoDate,
       updatedAt: isoDate,
@@ -410,7 +445,9 @@ describe('sharing (operations 1 and 18)', () => {
     const res = await t.rest('GET', '/v2/sessions/shared', { key: erin.apiKey });
     expect(res.status).toBe(200);
     expect(res.body.sharedSessions.map((s: any) => s.id)).toEqual([newer, older]);
-    expect(res.body.sharedSessions[1].users).toEqual(expect.arrayContaining([{ user: erin.id, permission: 'editor' }]));
+    expect(res.body.sharedSessions[1].users).toEqual(
+      expect.arrayContaining([expect.objectContaining({ _id: erin.id, username: 'erin', user: erin.id, permission: 'editor' })]),
+    );
     expectAuthError(await t.rest('GET', '/v2/sessions/shared'));
     expectAuthError(await t.rest('GET', '/v2/sessions/shared', { key: 'garbage' }));
   });
@@ -427,7 +464,12 @@ describe('sharing (operations 1 and 18)', () => {
       body: { message: 'Only an owner of this session can share it' },
     });
     const made = await t.rest('POST', `/v2/sessions/${id}/share`, { key: alice.apiKey });
-    expect(made.status).toBe(200);
+    expect(made.status).toBe(201);
+    expect(made.body).toMatchObject({
+      success: true,
+      share_id: made.body.share.share_id,
+      share_url: `/sessions/share/${made.body.share.share_id}`,
+    });
     await post(alice, { session_id: id, content: 'After the share' });
     await settledSession(t, alice, id);
 
@@ -438,7 +480,7 @@ describe('sharing (operations 1 and 18)', () => {
     expect(share).toEqual({
       share_id: expect.any(String),
       title: expect.any(String),
-      session: { id, title: expect.any(String), createdAt: isoDate, agents: [{ key: 'muse', name: 'Muse', image: null }] },
+      session: { _id: id, id, title: expect.any(String), createdAt: isoDate, agents: [{ key: 'muse', name: 'Muse', image: null }] },
       messages: expect.any(Array),
       owner: { username: 'alice', userImage: null },
       createdAt: isoDate,
@@ -491,7 +533,7 @@ describe('session users', () => {
     });
     expect(await t.rest('DELETE', `/v2/sessions/${id}/users/${bob.id}`, { key: alice.apiKey })).toMatchObject({ status: 200 });
     expect((await t.rest('GET', `/v2/sessions/${id}`, { key: alice.apiKey })).body.session.users).toEqual([
-      { user: alice.id, permission: 'owner' },
+      expect.objectContaining({ _id: alice.id, user: alice.id, permission: 'owner' }),
     ]);
   });
 });

@@ -63,12 +63,22 @@ describe('GET /v2/tools', () => {
     }
   });
 
-  it('gives each tool exactly the spec fields, with the values from its file', async () => {
+  /** The original's SDK knows base models by these short names; the registry's full names map to them. */
+  const SHORT_BASE_MODELS: Record<string, string> = {
+    'black-forest-labs/FLUX.1-dev': 'flux-dev',
+    'black-forest-labs/FLUX.1-schnell': 'flux-schnell',
+    'black-forest-labs/FLUX.1-Fill-dev': 'flux-dev',
+    'stabilityai/stable-diffusion-xl-base-1.0': 'sdxl',
+  };
+
+  it('gives each tool the spec fields (base_model only where it has a short name), with the values from its file', async () => {
     const res = await t.rest('GET', '/v2/tools', { key: alice.apiKey });
     expect(res.status).toBe(200);
     for (const tool of res.body.tools) {
-      expect(Object.keys(tool).sort(), tool.key).toEqual(SPEC_FIELDS);
       const y = files.find((file) => file.key === tool.key)!;
+      const short = SHORT_BASE_MODELS[y.base_model];
+      const expectedKeys = SPEC_FIELDS.filter((k) => (k === 'base_model' ? short : k === 'thumbnail' ? y.thumbnail : true));
+      expect(Object.keys(tool).sort(), tool.key).toEqual([...expectedKeys, ...(y.base_model ? ['base_model_id'] : [])].sort());
       expect(tool).toEqual({
         key: y.key,
         name: y.name,
@@ -76,16 +86,31 @@ describe('GET /v2/tools', () => {
         active: true,
         description: y.description,
         cost_estimate: y.cost_estimate,
-        parameters: y.parameters.map((p: any) => ({ ...p, required: p.required ?? false })),
+        parameters: y.parameters.map((p: any) => ({
+          ...p,
+          label: p.label ?? p.name,
+          required: p.required ?? false,
+          default: p.default ?? null,
+          tip: null,
+          schema: { type: p.type },
+          minimum: p.min ?? null,
+          maximum: p.max ?? null,
+          step: p.step ?? null,
+          choices: p.choices ?? null,
+        })),
         resolutions: y.resolutions ?? [],
-        thumbnail: y.thumbnail ?? null,
+        ...(y.thumbnail ? { thumbnail: y.thumbnail } : {}),
         order: y.order,
-        base_model: y.base_model ?? null,
+        ...(short ? { base_model: short } : {}),
+        ...(y.base_model ? { base_model_id: y.base_model } : {}),
       });
       expect(typeof tool.cost_estimate).toBe('string');
       expect(Array.isArray(tool.parameters) && tool.parameters.length > 0).toBe(true);
       expect(tool.resolutions.every((r: unknown) => typeof r === 'string')).toBe(true);
     }
+    // Tools on FLUX and SDXL carry the short names integrations of the original compare against.
+    expect(res.body.tools.find((tool: any) => tool.key === 'flux_dev').base_model).toBe('flux-dev');
+    expect(res.body.tools.find((tool: any) => tool.key === 'flux_schnell').base_model).toBe('flux-schnell');
   });
 });
 

@@ -1,11 +1,16 @@
 import type { Db } from '../../db/database.ts';
 import { badInput, notFound, unauthenticated } from '../errors.ts';
+import type { SignalOutbox } from '../sessions/signals.ts';
 import type { Viewer } from '../viewer.ts';
 import { generateKey, parseKey, secretMatches } from './secret.ts';
 
 export const KEY_NOT_FOUND = 'API key not found';
 
-export function apiKeyService(db: Db, onDeleted: (keyId: string) => Promise<void> = async () => {}) {
+/**
+ * `signals` carries a deleted key's revocation to every instance (closing what was opened with
+ * it), written with the deletion so that it arrives even if the event bus was out of reach.
+ */
+export function apiKeyService(db: Db, signals: Pick<SignalOutbox, 'record' | 'deliver'>) {
   return {
     /** Issues a key for a user; the plaintext is returned here and never again. */
     async create(userId: string): Promise<{ id: string; apiKey: string }> {
@@ -38,9 +43,13 @@ export function apiKeyService(db: Db, onDeleted: (keyId: string) => Promise<void
       const parsed = parseKey(plaintext);
       const row = parsed ? await db.apiKey.findUnique({ where: { id: parsed.id }, omit: { hash: false } }) : null;
       if (!parsed || !row || row.userId !== viewer.id || !secretMatches(parsed.secret, row.hash)) throw notFound(KEY_NOT_FOUND);
-      const { count } = await db.apiKey.deleteMany({ where: { id: row.id, userId: viewer.id } });
-      if (count === 0) throw notFound(KEY_NOT_FOUND);
-      await onDeleted(row.id);
+      const signal = { kind: 'revoke_key', keyId: row.id } as const;
+      const signalId = await db.$transaction(async (tx) => {
+        const { count } = await tx.apiKey.deleteMany({ where: { id: row.id, userId: viewer.id } });
+        return count ? signals.record(tx, signal) : null;
+      });
+      if (signalId === null) throw notFound(KEY_NOT_FOUND);
+      await signals.deliver(signalId, signal);
     },
   };
 }

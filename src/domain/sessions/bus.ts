@@ -47,6 +47,11 @@ export interface EventBus {
   /** Numbers the event (seq grows per session) and delivers it to every subscriber. */
   publish(sessionId: string, event: SessionEventPayload): Promise<SessionEvent>;
   subscribe(sessionId: string, options?: SubscribeOptions): BusSubscription;
+  /**
+   * The session's seq now: a subscription with `after` set to it misses nothing published from
+   * the moment this answers (what a watch takes before it checks access).
+   */
+  position(sessionId: string): Promise<number>;
   /** Tells every connection authenticated with this key to close. */
   revokeKey(keyId: string): Promise<void>;
   onKeyRevoked(listener: (keyId: string) => void): () => void;

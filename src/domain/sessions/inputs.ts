@@ -74,3 +74,18 @@ export const pageSchema = z.object({
     .default(20),
   after: z.string().max(200).optional(),
 });
+
+/**
+ * A numbered page of the caller's sessions, as the original's "paginate" plugin took it:
+ * `page` from 1, `limit` 25 unless told, and optionally only sessions with one agent (by key).
+ */
+export const numberedPageSchema = z.object({
+  page: z.coerce.number({ error: 'must be a number' }).int('must be a whole number').min(1, 'must be at least 1').max(100000).default(1),
+  limit: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(100, 'must be at most 100')
+    .default(25),
+  agentKey: z.string().min(1).max(100).optional(),
+});

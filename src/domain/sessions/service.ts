@@ -11,11 +11,13 @@ import { parseInput } from '../validation.ts';
 import { releaseHolds } from '../tools/holds.ts';
 import type { Viewer } from '../viewer.ts';
 import type { StreamLimits } from './stream-limits.ts';
+import type { AccessGate } from './access-gate.ts';
+import type { SignalOutbox } from './signals.ts';
 import { canManage, canPost, NO_ACCESS, SESSION_NOT_FOUND, type Permission } from './access.ts';
 import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
-import { pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
-import { sessionWatchStep, watchStream, type WatchStream } from './stream.ts';
+import { numberedPageSchema, pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
+import { sessionWatchStep, type WatchEnd, watchStream, type WatchStream } from './stream.ts';
 import { savePrompt } from './prompts.ts';
 import { EXCLUSIVE } from './reactions.ts';
 import { messageSelect, reactionCounts, reactionsView, toMessageView } from './views.ts';
@@ -69,7 +71,17 @@ const sessionPosition = (cursor: string) =>
 /** Newest activity first; the id breaks ties. */
 const byActivity = [{ updatedAt: 'desc' as const }, { id: 'desc' as const }];
 
-export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, work: WorkConfig, limits: StreamLimits) {
+const KEY_DELETED_END: WatchEnd = { end: true, code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted', lastSeq: null };
+
+export function sessionService(
+  db: Db,
+  bus: EventBus,
+  replies: ReplyEngine,
+  work: WorkConfig,
+  limits: StreamLimits,
+  access: { gate: AccessGate; signals: SignalOutbox },
+) {
+  const { gate, signals } = access;
   /** The caller's permission in a session, or NOT_FOUND when there is no such session. */
   async function permissionIn(viewer: Viewer, sessionId: string): Promise<Permission | null> {
     const session = canNameARow(sessionId)
@@ -223,26 +235,38 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, work
    * the subscriptions the caller's key may have open until it ends.
    */
   async function watch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string } = {}): Promise<WatchStream> {
+    if (!canNameARow(sessionId)) throw notFound(SESSION_NOT_FOUND);
+    // Where the watch starts is fixed before access is checked: a removal that commits after the
+    // check is published after this point, so the watch sees it; one before fails the check.
+    const after = options.after ?? (await bus.position(sessionId));
     await requireAccess(viewer, sessionId);
-    return openWatch(viewer, sessionId, options, await limits.hold(viewer, 'subscription'));
+    return openWatch(viewer, sessionId, { ...options, after }, await limits.hold(viewer, 'subscription'));
   }
 
   /** A watch for someone whose access was checked just now; `release` gives its slots back when it ends. */
   function openWatch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string }, release: () => void): WatchStream {
     let stopListening = () => {};
+    const ticket = gate.open(viewer, sessionId, (end) => stream.interrupt(end));
     const stream = watchStream(
       bus.subscribe(sessionId, { after: options.after }),
       sessionWatchStep(viewer.id, options.promptId ?? null),
       () => {
         stopListening();
+        ticket.close();
         release();
       },
+      ticket.admit,
     );
-    // A deleted API key ends what was opened with it, on every transport.
+    // A deleted API key ends what was opened with it, on every transport. The key was checked
+    // when the request began; one deleted since, before this listener, is caught by looking again.
     stopListening = bus.onKeyRevoked((keyId) => {
-      if (keyId === viewer.keyId)
-        stream.interrupt({ end: true, code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted', lastSeq: null });
+      if (keyId === viewer.keyId) stream.interrupt(KEY_DELETED_END);
     });
+    if (viewer.keyId) {
+      ticket.confirmBy(
+        db.apiKey.findUnique({ where: { id: viewer.keyId }, select: { id: true } }).then((key) => (key ? null : KEY_DELETED_END)),
+      );
+    }
     return stream;
   }
 
@@ -303,6 +327,26 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, work
     /** Sessions the caller owns, newest activity first. */
     async listMine<Q extends SessionQuery = object>(viewer: Viewer, page: { first?: unknown; after?: unknown }, query: Q = {} as Q) {
       return list({ ownerId: viewer.id }, page, query);
+    },
+
+    /**
+     * Sessions the caller owns or was added to, newest activity first, a numbered page at a time
+     * with the total (the original's `GET /v2/sessions`); `agentKey` keeps those with that agent.
+     */
+    async pageOf<Q extends SessionQuery = object>(viewer: Viewer, raw: unknown, query: Q = {} as Q) {
+      const { page, limit, agentKey } = parseInput(numberedPageSchema, raw);
+      let agentFilter: Prisma.SessionWhereInput = {};
+      if (agentKey !== undefined) {
+        const agent = await db.user.findUnique({ where: { username: agentKey }, select: { id: true, type: true } });
+        if (!agent || agent.type !== 'agent') throw notFound('Agent not found');
+        agentFilter = { agents: { some: { agentId: agent.id } } };
+      }
+      const where: Prisma.SessionWhereInput = { OR: [{ ownerId: viewer.id }, { users: { some: { userId: viewer.id } } }], ...agentFilter };
+      const [total, rows] = await db.$transaction([
+        db.session.count({ where }),
+        db.session.findMany({ where, orderBy: byActivity, skip: (page - 1) * limit, take: limit, ...query }),
+      ]);
+      return { sessions: rows as unknown as Prisma.SessionGetPayload<Q>[], total, page, limit };
     },
 
     /** Sessions other users added the caller to, newest activity first (operation 1). */
@@ -422,14 +466,16 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, work
       const permission = await permissionIn(viewer, id);
       if (!canManage(permission)) throw forbidden(NOT_ALLOWED_TO_DELETE);
       await bus.cancelReplies({ sessionId: id, reason: 'deleted' });
-      await db.$transaction(async (tx) => {
+      const signal = { kind: 'event', sessionId: id, event: { type: 'session_deleted' } } as const;
+      const signalId = await db.$transaction(async (tx) => {
         // Locked first: a tool call being charged now either commits before (and is refunded
         // here) or finds the session gone (and charges nothing).
         await tx.$queryRaw`SELECT 1 FROM "Session" WHERE "id" = ${id} FOR UPDATE`;
         await releaseHolds(tx, { message: { sessionId: id } }, 'The session was deleted');
         await tx.session.deleteMany({ where: { id } });
+        return signals.record(tx, signal);
       });
-      await bus.publish(id, { type: 'session_deleted' });
+      await signals.deliver(signalId, signal);
     },
 
     /** Adds a user to the session, or changes their permission. */
@@ -455,9 +501,14 @@ export function sessionService(db: Db, bus: EventBus, replies: ReplyEngine, work
       else await requireAccess(viewer, sessionId);
       const session = await db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { ownerId: true } });
       if (userId === session.ownerId) throw badInput("The session's owner cannot be removed");
-      const { count } = canNameARow(userId) ? await db.sessionUser.deleteMany({ where: { sessionId, userId } }) : { count: 0 };
-      if (!count) throw notFound('That user is not in this session');
-      await bus.publish(sessionId, { type: 'user_removed', userId });
+      if (!canNameARow(userId)) throw notFound('That user is not in this session');
+      const signal = { kind: 'event', sessionId, event: { type: 'user_removed', userId } } as const;
+      const signalId = await db.$transaction(async (tx) => {
+        const { count } = await tx.sessionUser.deleteMany({ where: { sessionId, userId } });
+        return count ? signals.record(tx, signal) : null;
+      });
+      if (signalId === null) throw notFound('That user is not in this session');
+      await signals.deliver(signalId, signal);
     },
   };
 }

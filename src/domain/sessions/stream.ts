@@ -24,9 +24,15 @@ export interface WatchStream extends AsyncIterableIterator<WatchItem> {
 /**
  * A filtered view of a bus subscription. Written as an iterator rather than an async generator
  * so that `return()` (a client unsubscribing) frees the subscription at once, even while it
- * waits for the next event; a generator would only notice at its next event.
+ * waits for the next event; a generator would only notice at its next event. `admit`, when
+ * given, holds each event until the watcher's access is known to be current (`access-gate.ts`).
  */
-export function watchStream(source: BusSubscription, step: (item: BusItem) => Step, onFinish: () => void = () => {}): WatchStream {
+export function watchStream(
+  source: BusSubscription,
+  step: (item: BusItem) => Step,
+  onFinish: () => void = () => {},
+  admit: () => Promise<void> | null = () => null,
+): WatchStream {
   let finished = false;
   let interrupted: WatchEnd | null = null;
   const finish = () => {
@@ -42,6 +48,9 @@ export function watchStream(source: BusSubscription, step: (item: BusItem) => St
         const r = await source.next();
         if (interrupted || r.done) break;
         const { emit, stop } = step(r.value);
+        const held = emit && !isWatchEnd(emit) ? admit() : null;
+        if (held) await held;
+        if (interrupted) break;
         if (stop) finish();
         if (emit) return { value: emit, done: false };
       }

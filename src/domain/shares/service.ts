@@ -6,6 +6,7 @@ import { reactionCounts, reactionsView } from '../sessions/views.ts';
 import type { Viewer } from '../viewer.ts';
 
 export const SHARE_NOT_FOUND = 'Shared session not found';
+export const MESSAGE_NOT_IN_SESSION = 'Message not found in this session';
 
 /** Someone as a share shows them: a name and a picture, never an id. */
 export interface SharedPerson {
@@ -99,20 +100,41 @@ export function shareService(db: Db, sessions: SessionService) {
     /** Operation 18: public, no key. */
     read,
 
-    /** Freezes the session at its latest finished message; owners only. */
-    async create(viewer: Viewer, sessionId: string): Promise<SharedSession> {
+    /**
+     * Freezes the session at a finished message: the one named (it must be in this session), or
+     * else the latest. Owners only. `title` defaults to the session's.
+     */
+    async create(viewer: Viewer, sessionId: string, options: { messageId?: string; title?: string } = {}): Promise<SharedSession> {
       const permission = await sessions.permissionIn(viewer, sessionId);
       if (permission !== 'owner')
         throw forbidden(permission ? 'Only an owner of this session can share it' : 'You do not have access to this session');
-      const [session, latest] = await Promise.all([
+      const { messageId } = options;
+      const [session, upTo] = await Promise.all([
         db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { title: true } }),
-        db.message.findFirst({ where: { sessionId, status: { not: 'streaming' } }, orderBy: { ordinal: 'desc' }, select: { id: true } }),
+        messageId !== undefined
+          ? canNameARow(messageId)
+            ? db.message.findFirst({ where: { id: messageId, sessionId, status: { not: 'streaming' } }, select: { id: true } })
+            : null
+          : db.message.findFirst({
+              where: { sessionId, status: { not: 'streaming' } },
+              orderBy: { ordinal: 'desc' },
+              select: { id: true },
+            }),
       ]);
+      if (messageId !== undefined && !upTo) throw notFound(MESSAGE_NOT_IN_SESSION);
       const share = await db.share.create({
-        data: { sessionId, ownerId: viewer.id, messageId: latest?.id ?? null, title: session.title ?? 'Untitled session' },
+        data: { sessionId, ownerId: viewer.id, messageId: upTo?.id ?? null, title: options.title ?? session.title ?? 'Untitled session' },
         select: { id: true },
       });
       return read(share.id);
+    },
+
+    /** Takes a share down for good; only whoever made it may. */
+    async delete(viewer: Viewer, shareId: string): Promise<void> {
+      const share = canNameARow(shareId) ? await db.share.findUnique({ where: { id: shareId }, select: { ownerId: true } }) : null;
+      if (!share) throw notFound('Share not found');
+      if (share.ownerId !== viewer.id) throw forbidden('Only share owner can delete this share');
+      await db.share.delete({ where: { id: shareId } });
     },
   };
 }

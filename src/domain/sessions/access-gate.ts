@@ -1,0 +1,147 @@
+import type { Db } from '../../db/database.ts';
+import type { Viewer } from '../viewer.ts';
+import type { WatchEnd } from './stream.ts';
+
+export interface AccessTicket {
+  /** Null when the watch may deliver now; else a promise that settles once its access was checked again. */
+  admit(): Promise<void> | null;
+  /** Holds delivery until `check` says access stands (null) or ends the watch with its reason. */
+  confirmBy(check: Promise<WatchEnd | null>): void;
+  close(): void;
+}
+
+interface Ticket {
+  viewer: Viewer;
+  sessionId: string;
+  freshUntil: number;
+  waiters: (() => void)[];
+  lost(end: WatchEnd): void;
+}
+
+const CHUNK = 1_000;
+const chunks = <T>(items: T[]) =>
+  Array.from({ length: Math.ceil(items.length / CHUNK) }, (_, i) => items.slice(i * CHUNK, (i + 1) * CHUNK));
+
+/**
+ * Keeps open watches honest about access whatever happened to the signals that announce its
+ * loss (a `user_removed` published before the watch began, a revocation Redis never carried): a
+ * watch delivers only while its viewer's membership and API key were confirmed within `everyMs`.
+ * Every open watch is checked together, in a few statements whatever their number, so a stream
+ * under load costs nothing per event; one found without access ends with the reason.
+ */
+export function accessGate(db: Db, everyMs: number, log: { warn(obj: unknown, msg?: string): void }) {
+  const open = new Set<Ticket>();
+  let checking: Promise<void> | null = null;
+
+  const wake = (t: Ticket) => {
+    for (const w of t.waiters.splice(0)) w();
+  };
+
+  async function checkAll() {
+    const started = Date.now();
+    const tickets = [...open];
+    try {
+      const keyIds = [...new Set(tickets.flatMap((t) => (t.viewer.keyId ? [t.viewer.keyId] : [])))];
+      const liveKeys = new Set<string>();
+      for (const ids of chunks(keyIds))
+        for (const k of await db.apiKey.findMany({ where: { id: { in: ids } }, select: { id: true } })) liveKeys.add(k.id);
+      const sessionIds = [...new Set(tickets.map((t) => t.sessionId))];
+      const userIds = [...new Set(tickets.map((t) => t.viewer.id))];
+      const members = new Map<string, Set<string>>();
+      for (const ids of chunks(sessionIds)) {
+        const rows = await db.session.findMany({
+          where: { id: { in: ids } },
+          select: { id: true, ownerId: true, users: { where: { userId: { in: userIds } }, select: { userId: true } } },
+        });
+        for (const s of rows) members.set(s.id, new Set([s.ownerId, ...s.users.map((u) => u.userId)]));
+      }
+      for (const t of tickets) {
+        if (!open.has(t)) continue;
+        const people = members.get(t.sessionId);
+        if (t.viewer.keyId && !liveKeys.has(t.viewer.keyId))
+          t.lost({ end: true, code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted', lastSeq: null });
+        else if (!people) t.lost({ end: true, code: 'SESSION_DELETED', reason: 'This session was deleted', lastSeq: null });
+        else if (!people.has(t.viewer.id))
+          t.lost({ end: true, code: 'ACCESS_REVOKED', reason: 'You were removed from this session', lastSeq: null });
+        else {
+          t.freshUntil = started + everyMs;
+          wake(t);
+        }
+      }
+    } catch (err) {
+      // Taking access away is a write, which fails as well while the database is out of reach:
+      // watches go on as last confirmed rather than falling silent, and are checked next time.
+      log.warn({ err }, 'access of open watches could not be checked now; checking again shortly');
+      for (const t of tickets) {
+        t.freshUntil = started + everyMs;
+        wake(t);
+      }
+    }
+  }
+
+  const check = () => {
+    checking ??= checkAll().finally(() => {
+      checking = null;
+    });
+    return checking;
+  };
+
+  // Checked at twice the rate freshness lasts, so a watch in steady use never has to wait.
+  const timer = setInterval(
+    () => {
+      if (open.size) void check();
+    },
+    Math.max(50, Math.floor(everyMs / 2)),
+  );
+  timer.unref();
+
+  return {
+    /** A watch whose access was confirmed just now; `lost` ends it when a later check finds none. */
+    open(viewer: Viewer, sessionId: string, lost: (end: WatchEnd) => void): AccessTicket {
+      const ticket: Ticket = {
+        viewer,
+        sessionId,
+        freshUntil: Date.now() + everyMs,
+        waiters: [],
+        lost: (end) => {
+          open.delete(ticket);
+          lost(end);
+          wake(ticket);
+        },
+      };
+      open.add(ticket);
+      return {
+        admit() {
+          if (Date.now() < ticket.freshUntil || !open.has(ticket)) return null;
+          const settled = new Promise<void>((resolve) => ticket.waiters.push(resolve));
+          // A confirmation under way settles it; otherwise the next check of every watch does.
+          if (ticket.freshUntil !== 0) void check();
+          return settled;
+        },
+        confirmBy(check) {
+          const until = ticket.freshUntil;
+          const confirmed = () => {
+            if (!open.has(ticket)) return;
+            ticket.freshUntil = Math.max(ticket.freshUntil, until);
+            wake(ticket);
+          };
+          ticket.freshUntil = 0;
+          // A check that fails (the database out of reach) counts as passed, as in `checkAll`.
+          check.then((end) => (end ? ticket.lost(end) : confirmed()), confirmed);
+        },
+        close() {
+          open.delete(ticket);
+          wake(ticket);
+        },
+      };
+    },
+
+    stop() {
+      clearInterval(timer);
+      for (const t of open) wake(t);
+      open.clear();
+    },
+  };
+}
+
+export type AccessGate = ReturnType<typeof accessGate>;

@@ -1,0 +1,83 @@
+import type { Prisma } from '../../generated/prisma/client.ts';
+import type { Db } from '../../db/database.ts';
+import type { EventBus } from './bus.ts';
+import type { SessionEventPayload } from './events.ts';
+
+/** What must reach every instance even when the bus is out of reach at the moment of the change. */
+export type Signal = { kind: 'event'; sessionId: string; event: SessionEventPayload } | { kind: 'revoke_key'; keyId: string };
+
+type Client = Db | Prisma.TransactionClient;
+
+/**
+ * An outbox for signals that take access away (a user removed, a session deleted, a key
+ * revoked): each is written in the transaction of its change, handed to the bus after the
+ * commit, and deleted once the bus has it. One the bus could not take stays, and `flush` (every
+ * instance runs it on a timer) delivers it when the bus is back, oldest first. Delivery is at
+ * least once; each of these signals means the same the second time.
+ */
+export function signalOutbox(db: Db, bus: EventBus, log: { warn(obj: unknown, msg?: string): void }) {
+  const send = (signal: Signal) =>
+    signal.kind === 'event' ? bus.publish(signal.sessionId, signal.event).then(() => undefined) : bus.revokeKey(signal.keyId);
+
+  const toRow = (signal: Signal) =>
+    signal.kind === 'event'
+      ? { kind: 'event', sessionId: signal.sessionId, payload: signal.event as unknown as Prisma.InputJsonValue }
+      : { kind: 'revoke_key', payload: { keyId: signal.keyId } };
+
+  const fromRow = (row: { kind: string; sessionId: string | null; payload: unknown }): Signal =>
+    row.kind === 'event'
+      ? { kind: 'event', sessionId: row.sessionId!, event: row.payload as SessionEventPayload }
+      : { kind: 'revoke_key', keyId: (row.payload as { keyId: string }).keyId };
+
+  let flushing: Promise<void> | null = null;
+
+  return {
+    /** Writes the signal with the change (pass the change's transaction); deliver it after the commit. */
+    async record(tx: Client, signal: Signal): Promise<bigint> {
+      return (await tx.pendingSignal.create({ data: toRow(signal), select: { id: true } })).id;
+    },
+
+    /**
+     * Hands a recorded signal to the bus now. It never throws: the change it announces is
+     * committed, so the caller's request succeeded; a signal the bus refused is left for `flush`.
+     */
+    async deliver(id: bigint, signal: Signal): Promise<void> {
+      try {
+        await send(signal);
+        await db.pendingSignal.deleteMany({ where: { id } });
+      } catch (err) {
+        log.warn({ err, signal: signal.kind }, 'a signal could not be handed to the event bus now; it is delivered when the bus is back');
+      }
+    },
+
+    /** Delivers whatever is pending, oldest first; stops at the first the bus refuses. */
+    flush(): Promise<void> {
+      flushing ??= (async () => {
+        try {
+          for (;;) {
+            const rows = await db.pendingSignal.findMany({ orderBy: { id: 'asc' }, take: 100 });
+            for (const row of rows) {
+              await send(fromRow(row));
+              await db.pendingSignal.deleteMany({ where: { id: row.id } });
+            }
+            if (rows.length < 100) return;
+          }
+        } catch {
+          // The bus or the database is out of reach: the rows wait for the next flush.
+        } finally {
+          flushing = null;
+        }
+      })();
+      return flushing;
+    },
+
+    /** Flushes every `everyMs` until the returned function is called. */
+    start(everyMs: number): () => void {
+      const timer = setInterval(() => void this.flush(), everyMs);
+      timer.unref();
+      return () => clearInterval(timer);
+    },
+  };
+}
+
+export type SignalOutbox = ReturnType<typeof signalOutbox>;

@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { newSession } from '../helpers/sessions.ts';
+import { openSse, type SseClient, updates } from '../helpers/sse.ts';
+
+/**
+ * What an attacker tried: open event streams on a session at the very moment its owner removes
+ * them (or deletes their key), then keep listening. On the CI lane with Redis, the watch takes
+ * a slot and its position through Redis round trips, which is where the race was.
+ */
+let t: TestApp;
+let llm: FakeOpenAI;
+let alice: TestUser;
+let agentId: string;
+const streams: SseClient[] = [];
+
+beforeAll(async () => {
+  llm = await startFakeOpenAI({ tokens: ['Noted', '.'] });
+  t = await startTestApp({ llm: { baseUrl: llm.baseUrl }, limits: { maxSubscriptionsPerKey: 100 } });
+  alice = await t.createUser('alice');
+  agentId = (await fixtures(t).agent(alice, { name: 'Scribe', key: 'scribe' })).id;
+});
+afterAll(async () => {
+  for (const s of streams.splice(0)) s.close();
+  await t.close();
+  await llm.close();
+});
+
+const events = (userKey: string, sessionId: string) =>
+  openSse(`${t.url}/v2/sessions/${sessionId}/events`, { headers: { 'x-api-key': userKey } }).then((s) => {
+    streams.push(s);
+    return s;
+  });
+
+/** Every stream that opened ends with ACCESS_REVOKED and never shows the message posted after the change. */
+async function expectNothingAfter(opened: SseClient[], secret: string) {
+  for (const s of opened) {
+    if (s.status !== 200) {
+      expect([401, 403]).toContain(s.status);
+      continue;
+    }
+    const frames = await s.done;
+    expect(
+      frames.some((f) => f.event === 'error' && f.data.data.code === 'ACCESS_REVOKED'),
+      JSON.stringify(frames.slice(-2)),
+    ).toBe(true);
+    expect(JSON.stringify(updates(frames))).not.toContain(secret);
+  }
+}
+
+describe('revocation while streams open', () => {
+  it('a user removed while opening streams receives nothing posted after the removal, in every round', async () => {
+    for (let round = 0; round < 4; round++) {
+      const bob = await t.createUser(`bob${round}`);
+      const sessionId = await newSession(t, alice, [agentId]);
+      const added = await t.rest('POST', `/v2/sessions/${sessionId}/users`, {
+        key: alice.apiKey,
+        body: { username: bob.username, permission: 'editor' },
+      });
+      expect(added.status).toBe(200);
+      // Streams start before, during and after the removal.
+      const opening = Array.from({ length: 10 }, (_, i) =>
+        new Promise((r) => setTimeout(r, i * 3)).then(() => events(bob.apiKey, sessionId)),
+      );
+      const removed = await t.rest('DELETE', `/v2/sessions/${sessionId}/users/${bob.id}`, { key: alice.apiKey });
+      expect(removed.status).toBe(200);
+      const opened = await Promise.all(opening);
+      expect((await t.rest('GET', `/v2/sessions/${sessionId}`, { key: bob.apiKey })).status).toBe(403);
+      const secret = `posted after the removal, round ${round}`;
+      expect((await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { session_id: sessionId, content: secret } })).status).toBe(
+        200,
+      );
+      await expectNothingAfter(opened, secret);
+    }
+  });
+
+  it('a deleted key ends the streams opened with it, also those opened while it was being deleted', async () => {
+    const carol = await t.createUser('carol');
+    const sessionId = await newSession(t, carol, [agentId]);
+    const spare = await t.services.apiKeys.create(carol.id);
+    const opening = Array.from({ length: 10 }, (_, i) =>
+      new Promise((r) => setTimeout(r, i * 3)).then(() => events(carol.apiKey, sessionId)),
+    );
+    const deleted = await t.rest('DELETE', '/apikeys', { key: spare.apiKey, body: { apiKey: carol.apiKey } });
+    expect(deleted.status).toBe(200);
+    const opened = await Promise.all(opening);
+    const secret = 'posted after the key was deleted';
+    expect((await t.rest('POST', '/v2/sessions', { key: spare.apiKey, body: { session_id: sessionId, content: secret } })).status).toBe(
+      200,
+    );
+    await expectNothingAfter(opened, secret);
+  });
+
+  it('a watch that missed the removal signal is still ended by the next access check', async () => {
+    const dave = await t.createUser('dave');
+    const sessionId = await newSession(t, alice, [agentId]);
+    await t.rest('POST', `/v2/sessions/${sessionId}/users`, { key: alice.apiKey, body: { username: dave.username, permission: 'editor' } });
+    const stream = await events(dave.apiKey, sessionId);
+    expect(stream.status).toBe(200);
+    // Removed behind the service's back: no event says so, as when the bus lost the signal. The
+    // periodic check ends the watch by itself, with nothing to deliver.
+    await t.db.sessionUser.deleteMany({ where: { sessionId, userId: dave.id } });
+    const frames = await stream.done;
+    expect(frames.at(-2)).toMatchObject({ event: 'error', data: { data: { code: 'ACCESS_REVOKED' } } });
+    expect(frames.at(-1)).toMatchObject({ event: 'done' });
+  });
+});
