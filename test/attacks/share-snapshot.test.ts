@@ -48,7 +48,7 @@ describe('a public share', () => {
       })
       .toBe(2);
     const made = await t.rest('POST', `/v2/sessions/${sessionId}/share`, { key: alice.apiKey });
-    expect(made.status).toBe(200);
+    expect(made.status).toBe(201);
     const shareId = made.body.share.share_id as string;
     const read = async () => (await t.rest('GET', `/v2/sessions/share/${shareId}`)).body.share;
     const atShare = await read();
