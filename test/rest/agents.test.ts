@@ -447,7 +447,7 @@ describe('REST agents', () => {
       await expectRejected(agent.id, { tools: { no_such_tool: true } }, 400, { field: 'tools.no_such_tool' });
       const res = await patch(agent.id, { tools: { prompt_enhance: true } });
       expect(res.status).toBe(200);
-      expect((await read(agent.id)).tools).toMatchObject({ prompt_enhance: true });
+      expect((await t.db.agent.findUniqueOrThrow({ where: { id: agent.id } })).tools).toMatchObject({ prompt_enhance: true });
     });
 
     it('changes the key; GET shows the new key and the old key becomes free', async () => {
