@@ -11,6 +11,7 @@ import WebSocket from 'ws';
 import { newDatabaseOn } from '../test/helpers/database.ts';
 import { startPostgresCluster, startRedisServer } from '../test/helpers/servers.ts';
 import {
+  faults,
   median,
   newResult,
   quantile,
@@ -73,9 +74,9 @@ async function deploy(count: number, env: Record<string, string>): Promise<Deplo
   const created = await fetch(`${started[0]!.url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Bench", key: "bench-agent", public: true }) { id } }' }),
+    body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Bench", key: "bench-agent", public: true }) { rawId } }' }),
   });
-  const agentId = ((await created.json()) as { data: { createAgent: { id: string } } }).data.createAgent.id;
+  const agentId = ((await created.json()) as { data: { createAgent: { rawId: string } } }).data.createAgent.rawId;
   return { urls: started.map((s) => s.url), pids: started.map((s) => s.child.pid!), key, agentId, env };
 }
 
@@ -116,10 +117,13 @@ async function round(d: Deployment, label: string) {
   const received = results.reduce((n, r) => n + r.received, 0);
   return {
     latencies: results.flatMap((r) => r.latencies),
+    firstToken: results.filter((r) => r.received > 0).map((r) => r.firstAt - r.startedAt),
     received,
     lost: streams * tokens - received,
     duplicated: results.reduce((n, r) => n + r.duplicated, 0),
+    reordered: results.reduce((n, r) => n + r.reordered, 0),
     throughput: received / ((last - first) / 1000),
+    ...faults(results),
   };
 }
 
@@ -138,7 +142,7 @@ for (let r = 0; r < rounds; r++) {
     const result = await round(d, label.replace(/\W+/g, ''));
     runs[label].push(result);
     console.log(
-      `  round ${r + 1} ${label.padEnd(22)} ${result.received}/${streams * tokens} tokens, ${result.duplicated} duplicated, ${result.throughput.toFixed(0)} tokens/s`,
+      `  round ${r + 1} ${label.padEnd(22)} ${result.received}/${streams * tokens} tokens, ${result.duplicated} duplicated, ${result.reordered} reordered, ${result.failed} failed, ${result.unended} without end frame, ${result.errors} error frames, first token p50 ${median(result.firstToken).toFixed(0)} ms, ${result.throughput.toFixed(0)} tokens/s`,
     );
   }
 }
@@ -148,12 +152,27 @@ const baseP50 = quantile(
   0.5,
 );
 const baseTput = median(baseline.map((r) => r.throughput));
-console.log('\ndeployment               p50 ms  p99 ms  p50 ratio  tokens/s  ratio  lost  duplicated');
+let failing = false;
+console.log('\ndeployment               p50 ms  p99 ms  p50 ratio  1st token p50 ms  tokens/s  ratio  lost  duplicated');
 for (const [label, rs] of Object.entries(runs)) {
   const lat = rs.flatMap((r) => r.latencies);
   const tput = median(rs.map((r) => r.throughput));
+  const broken = ['failed', 'unended', 'errors', 'lost', 'duplicated', 'reordered'] as const;
+  const counts = broken.map((k) => [k, rs.reduce((n, r) => n + r[k], 0)] as const);
+  // A deployment that lost or broke work is failing, whatever its speed.
+  if (counts.some(([, n]) => n > 0)) {
+    failing = true;
+    console.log(`${label.padEnd(22)} FAILING: ${counts.map(([k, n]) => `${n} ${k}`).join(', ')}`);
+    continue;
+  }
   console.log(
-    `${label.padEnd(22)} ${quantile(lat, 0.5).toFixed(2).padStart(7)} ${quantile(lat, 0.99).toFixed(2).padStart(7)} ${(quantile(lat, 0.5) / baseP50).toFixed(2).padStart(9)}× ${tput.toFixed(0).padStart(9)} ${(tput / baseTput).toFixed(2).padStart(5)}× ${String(rs.reduce((n, r) => n + r.lost, 0)).padStart(5)} ${String(rs.reduce((n, r) => n + r.duplicated, 0)).padStart(11)}`,
+    `${label.padEnd(22)} ${quantile(lat, 0.5).toFixed(2).padStart(7)} ${quantile(lat, 0.99).toFixed(2).padStart(7)} ${(quantile(lat, 0.5) / baseP50).toFixed(2).padStart(9)}× ${median(
+      rs.flatMap((r) => r.firstToken),
+    )
+      .toFixed(0)
+      .padStart(
+        17,
+      )} ${tput.toFixed(0).padStart(9)} ${(tput / baseTput).toFixed(2).padStart(5)}× ${String(rs.reduce((n, r) => n + r.lost, 0)).padStart(5)} ${String(rs.reduce((n, r) => n + r.duplicated, 0)).padStart(11)}`,
   );
 }
 
@@ -250,4 +269,5 @@ console.log(
 await Promise.all(clients.map((c) => Promise.resolve(c.dispose()).catch(() => {})));
 provider.close();
 await stopAll();
-process.exit(0);
+if (failing || watchers * tokens - unique > 0) console.log('\nFAILING: some replies failed, hung, errored, or lost tokens');
+process.exit(failing || watchers * tokens - unique > 0 ? 1 : 0);

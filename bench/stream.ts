@@ -11,6 +11,8 @@ import { parseArgs } from 'node:util';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import {
+  deadline,
+  faults,
   median,
   newResult,
   quantile,
@@ -33,6 +35,8 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     ramp: { type: 'string', default: '2000' },
     idle: { type: 'string', default: '10000' },
+    /** A stream without its end frame this long after it started counts as hung. */
+    deadline: { type: 'string', default: '120000' },
     /** Write a CPU profile of the parley server into this directory. */
     profile: { type: 'string' },
     transports: { type: 'string', default: 'relay,sse,ws' },
@@ -44,22 +48,42 @@ const rate = Number(values.rate);
 const rounds = Number(values.rounds);
 const ramp = Number(values.ramp);
 const idleSubscriptions = Number(values.idle);
+const deadlineMs = Number(values.deadline);
 
 const SEND = `subscription Bench($input: SendMessageInput!) { sendMessage(input: $input) { __typename ... on AssistantToken { text } } }`;
 
 function wsStream(client: Client, agentId: string, id: string, result: StreamResult) {
   const expect = { next: 0 };
-  return new Promise<void>((resolve, reject) => {
-    client.subscribe<{ sendMessage: { __typename: string; text?: string } }>(
+  const abort = new AbortController();
+  const cancel = deadline(deadlineMs, abort);
+  result.startedAt = performance.now();
+  return new Promise<void>((resolve) => {
+    const unsubscribe = client.subscribe<{ sendMessage: { __typename: string; text?: string } }>(
       { query: SEND, variables: { input: { agentIds: [agentId], content: `stream ${id}` } } },
       {
         next: (r) => {
-          if (r.data?.sendMessage.__typename === 'AssistantToken') tally(provider.sentAt, result, id, r.data.sendMessage.text!, expect);
+          if (r.errors?.length || r.data?.sendMessage.__typename === 'ReplyFailed') result.errors++;
+          else if (r.data?.sendMessage.__typename === 'AssistantToken')
+            tally(provider.sentAt, result, id, r.data.sendMessage.text!, expect);
         },
-        error: reject,
-        complete: resolve,
+        error: (e) => {
+          result.failed = true;
+          console.error('graphql-ws stream failed', e);
+          cancel();
+          resolve();
+        },
+        complete: () => {
+          result.ended = !abort.signal.aborted;
+          cancel();
+          resolve();
+        },
       },
     );
+    // A hung stream is given up at the deadline (counted as having no end frame).
+    abort.signal.addEventListener('abort', () => {
+      unsubscribe();
+      resolve();
+    });
   });
 }
 
@@ -88,6 +112,11 @@ interface Run {
   reordered: number;
   throughput: number;
   memoryPerStreamKb: number;
+  /** Time to first token of each stream (request sent → first token received), ms. */
+  firstToken: number[];
+  failed: number;
+  unended: number;
+  errors: number;
   /** The server's busiest threads during the run (CPU seconds): the event loop, the database. */
   busiest: { tid: string; name: string; seconds: number }[];
 }
@@ -111,7 +140,8 @@ async function run(
     const id = `${prefix}-${k}`;
     const result = newResult();
     results.push(result);
-    if (transport === 'relay (SSE)') return sseStream(provider.sentAt, ctx.relayUrl, {}, { content: `stream ${id}` }, id, result);
+    if (transport === 'relay (SSE)')
+      return sseStream(provider.sentAt, ctx.relayUrl, {}, { content: `stream ${id}` }, id, result, deadlineMs);
     if (transport === 'parley REST SSE') {
       return sseStream(
         provider.sentAt,
@@ -120,6 +150,7 @@ async function run(
         { agent_ids: [ctx.agentId], content: `stream ${id}`, stream: true },
         id,
         result,
+        deadlineMs,
       );
     }
     const client = createClient({
@@ -151,6 +182,8 @@ async function run(
     reordered: results.reduce((n, r) => n + r.reordered, 0),
     throughput: received / ((last - first) / 1000),
     memoryPerStreamKb: (peak - before) / level,
+    firstToken: results.filter((r) => r.received > 0).map((r) => r.firstAt - r.startedAt),
+    ...faults(results),
     busiest,
   };
 }
@@ -238,9 +271,9 @@ const relayUrl = `http://127.0.0.1:${relay.match[1]}/`;
 const created = await fetch(`${parleyUrl}/graphql`, {
   method: 'POST',
   headers: { 'content-type': 'application/json', 'x-api-key': key },
-  body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Bench", key: "bench-agent", public: true }) { id } }' }),
+  body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Bench", key: "bench-agent", public: true }) { rawId } }' }),
 });
-const agentId = ((await created.json()) as { data: { createAgent: { id: string } } }).data.createAgent.id;
+const agentId = ((await created.json()) as { data: { createAgent: { rawId: string } } }).data.createAgent.rawId;
 const ctx = { relayUrl, parleyUrl, key, agentId, parleyPid: parley.child.pid!, relayPid: relay.child.pid! };
 
 const named: Record<string, Transport> = { relay: 'relay (SSE)', sse: 'parley REST SSE', ws: 'parley graphql-ws' };
@@ -255,13 +288,16 @@ for (const level of levels) {
       runs.push(result);
       const threads = result.busiest.map((b) => `${b.name}#${b.tid} ${b.seconds.toFixed(1)}s`).join(', ');
       console.log(
-        `  round ${r + 1} ${transport.padEnd(18)} ${String(level).padStart(5)} streams: ${result.received}/${result.expected} tokens, ${result.reordered} reordered; busiest server threads: ${threads}`,
+        `  round ${r + 1} ${transport.padEnd(18)} ${String(level).padStart(5)} streams: ${result.received}/${result.expected} tokens, ${result.reordered} reordered, ${result.failed} failed, ${result.unended} without end frame, ${result.errors} error frames; first token p50 ${median(result.firstToken).toFixed(0)} ms; busiest server threads: ${threads}`,
       );
     }
   }
 }
 
-console.log('\nlevel  transport           p50 ms  p99 ms  p50 vs relay  tokens/s  vs relay  lost  reordered  KB/stream');
+console.log(
+  '\nlevel  transport           p50 ms  p99 ms  p50 vs relay  1st token p50/p99 ms  vs relay  tokens/s  vs relay  lost  reordered  KB/stream',
+);
+let failing = false;
 for (const level of levels) {
   const of = (t: Transport) => runs.filter((r) => r.level === level && r.transport === t);
   const floor = of('relay (SSE)');
@@ -269,16 +305,30 @@ for (const level of levels) {
     floor.flatMap((r) => r.latencies),
     0.5,
   );
+  const floorFirst = median(floor.flatMap((r) => r.firstToken));
   const floorTput = median(floor.map((r) => r.throughput));
   for (const transport of transports) {
     const rs = of(transport);
     const lat = rs.flatMap((r) => r.latencies);
+    const first = rs.flatMap((r) => r.firstToken);
     const p50 = quantile(lat, 0.5);
     const tput = median(rs.map((r) => r.throughput));
     const lost = rs.reduce((n, r) => n + r.expected - r.received, 0);
     const reordered = rs.reduce((n, r) => n + r.reordered, 0);
+    const failed = rs.reduce((n, r) => n + r.failed, 0);
+    const unended = rs.reduce((n, r) => n + r.unended, 0);
+    const errors = rs.reduce((n, r) => n + r.errors, 0);
+    const label = `${String(level).padStart(5)}  ${transport.padEnd(18)}`;
+    // Speed means nothing for a run that lost work: it is reported as failing, not as a ratio.
+    if (failed || unended || errors || lost || reordered) {
+      failing = true;
+      console.log(
+        `${label} FAILING: ${failed} failed, ${unended} without end frame, ${errors} error frames, ${lost} tokens lost, ${reordered} reordered`,
+      );
+      continue;
+    }
     console.log(
-      `${String(level).padStart(5)}  ${transport.padEnd(18)} ${p50.toFixed(2).padStart(7)} ${quantile(lat, 0.99).toFixed(2).padStart(7)} ${(p50 / floorP50).toFixed(2).padStart(12)}× ${tput.toFixed(0).padStart(9)} ${(tput / floorTput).toFixed(2).padStart(8)}× ${String(lost).padStart(5)} ${String(reordered).padStart(10)} ${median(
+      `${label} ${p50.toFixed(2).padStart(7)} ${quantile(lat, 0.99).toFixed(2).padStart(7)} ${(p50 / floorP50).toFixed(2).padStart(12)}× ${`${median(first).toFixed(0)}/${quantile(first, 0.99).toFixed(0)}`.padStart(20)} ${(median(first) / floorFirst).toFixed(2).padStart(8)}× ${tput.toFixed(0).padStart(9)} ${(tput / floorTput).toFixed(2).padStart(8)}× ${String(lost).padStart(5)} ${String(reordered).padStart(10)} ${median(
         rs.map((r) => r.memoryPerStreamKb),
       )
         .toFixed(1)
@@ -296,4 +346,5 @@ if (idleSubscriptions > 0) {
 provider.close();
 await stopAll();
 await rm(dataDir, { recursive: true, force: true });
-process.exit(0);
+if (failing) console.log('\nFAILING: some replies failed, hung, errored, or lost tokens');
+process.exit(failing ? 1 : 0);

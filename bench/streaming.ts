@@ -56,9 +56,43 @@ export interface StreamResult {
   duplicated: number;
   firstAt: number;
   lastAt: number;
+  /** When the client sent its request (performance.now()): time to first token is `firstAt - startedAt`. */
+  startedAt: number;
+  /** The stream's end frame (REST `done`, graphql-ws `complete`) arrived. */
+  ended: boolean;
+  /** Error frames (REST `error` event, `type: "error"` updates, GraphQL errors) the client received. */
+  errors: number;
+  /** The request was refused or the connection broke: the reply never streamed. */
+  failed: boolean;
 }
 
-export const newResult = (): StreamResult => ({ latencies: [], received: 0, reordered: 0, duplicated: 0, firstAt: Infinity, lastAt: 0 });
+export const newResult = (): StreamResult => ({
+  latencies: [],
+  received: 0,
+  reordered: 0,
+  duplicated: 0,
+  firstAt: Infinity,
+  lastAt: 0,
+  startedAt: performance.now(),
+  ended: false,
+  errors: 0,
+  failed: false,
+});
+
+/** What makes a run fail whatever its speed: work that did not finish, or finished wrong. */
+export function faults(results: StreamResult[]) {
+  return {
+    failed: results.filter((r) => r.failed).length,
+    unended: results.filter((r) => !r.failed && !r.ended).length,
+    errors: results.reduce((n, r) => n + r.errors, 0),
+  };
+}
+
+/** Rejects after `ms`: a stream that has not ended by then counts as hung, not as slow. */
+export function deadline(ms: number, signal: AbortController) {
+  const timer = setTimeout(() => signal.abort(new Error(`no end frame within ${ms} ms`)), ms);
+  return () => clearTimeout(timer);
+}
 
 /** Records one token frame's text (`t<i> `) of stream `id`. */
 export function tally(sentAt: Map<string, number[]>, result: StreamResult, id: string, text: string, expect: { next: number }) {
@@ -81,27 +115,48 @@ export async function sseStream(
   body: object,
   id: string,
   result: StreamResult,
+  deadlineMs = 120_000,
 ) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status} ${await response.text()}`);
-  const decoder = new TextDecoder();
-  const expect = { next: 0 };
-  let buffer = '';
-  for await (const chunk of response.body!) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const line = block.split('\n').find((l) => l.startsWith('data: '));
-      if (!line) continue;
-      const frame = JSON.parse(line.slice(6)) as { event: string; data: { type?: string; text?: string } };
-      if (frame.data?.type === 'assistant_token') tally(sentAt, result, id, frame.data.text!, expect);
+  const abort = new AbortController();
+  const cancel = deadline(deadlineMs, abort);
+  result.startedAt = performance.now();
+  try {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+      signal: abort.signal,
+    });
+    if (!response.ok) {
+      result.failed = true;
+      console.error(`${url}: HTTP ${response.status} ${await response.text()}`);
+      return;
     }
+    const decoder = new TextDecoder();
+    const expect = { next: 0 };
+    let buffer = '';
+    for await (const chunk of response.body!) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const line = block.split('\n').find((l) => l.startsWith('data: '));
+        if (!line) continue;
+        const frame = JSON.parse(line.slice(6)) as { event: string; data: { type?: string; text?: string } };
+        if (frame.event === 'done') result.ended = true;
+        else if (frame.event === 'error' || frame.data?.type === 'error') result.errors++;
+        else if (frame.data?.type === 'assistant_token') tally(sentAt, result, id, frame.data.text!, expect);
+      }
+    }
+  } catch (e) {
+    // A deadline that passed leaves `ended` false (hung); any other break is a failed stream.
+    if (!abort.signal.aborted) {
+      result.failed = true;
+      console.error(`${url}: ${(e as Error).message}`);
+    }
+  } finally {
+    cancel();
   }
 }
 

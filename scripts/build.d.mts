@@ -4,6 +4,8 @@ export interface Fingerprints {
   code: string;
   /** The migrated snapshot's inputs. */
   snapshot: string;
+  /** The browser playground's inputs. */
+  playground: string;
 }
 export function fingerprints(): Promise<Fingerprints>;
 export function readBuildInfo(): Promise<(Fingerprints & { builtAt: string }) | null>;

@@ -15,6 +15,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = join(root, 'dist');
 const infoFile = join(dist, 'build.json');
 const snapshotDir = join(dist, 'db', 'pgdata-snapshot');
+const playgroundDir = join(dist, 'playground');
 const lockFile = join(root, '.build.lock');
 
 const files = async (dir) =>
@@ -47,6 +48,8 @@ export async function fingerprints() {
   return {
     code: await digest([...(await files('src')), 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs'], ['typescript']),
     snapshot: await digest(snapshotInputs, ['@electric-sql/pglite', '@prisma/schema-engine-wasm']),
+    // The browser playground (Vite builds it into dist/playground/).
+    playground: await digest(await files('playground'), ['vite', 'preact', 'graphql-ws']),
   };
 }
 
@@ -91,11 +94,14 @@ async function build(wanted) {
   const kept = new Set(sources.map(compiled));
   for (const output of await files('dist')) {
     const path = join(root, output);
-    if (path === infoFile || path.startsWith(snapshotDir + '/') || kept.has(path)) continue;
+    if (path === infoFile || path.startsWith(snapshotDir + '/') || path.startsWith(playgroundDir + '/') || kept.has(path)) continue;
     await rm(path);
   }
   if (previous?.snapshot !== wanted.snapshot || !(await exists(join(snapshotDir, 'PG_VERSION')))) {
     await run([fileURLToPath(import.meta.url), '--snapshot']);
+  }
+  if (previous?.playground !== wanted.playground || !(await exists(join(playgroundDir, 'index.html')))) {
+    await run([join(root, 'node_modules/vite/bin/vite.js'), 'build', '--config', join(root, 'playground/vite.config.ts')]);
   }
   await writeFile(infoFile, `${JSON.stringify({ ...wanted, builtAt: new Date().toISOString() }, null, 2)}\n`);
 }
@@ -165,7 +171,11 @@ export async function ensureBuilt() {
   const fresh = async () => {
     const wanted = await fingerprints();
     const built = await readBuildInfo();
-    return { wanted, built, fresh: built?.code === wanted.code && built?.snapshot === wanted.snapshot };
+    return {
+      wanted,
+      built,
+      fresh: built?.code === wanted.code && built?.snapshot === wanted.snapshot && built?.playground === wanted.playground,
+    };
   };
   if ((await fresh()).fresh) return;
   await withLock(async () => {

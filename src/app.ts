@@ -9,6 +9,7 @@ import { applyMigrations } from './db/migrate.ts';
 import { recoverAbandonedReplies, watchForDeadInstances, type RecoveredReply } from './domain/replies/recovery.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
+import { listenForCommands } from './control/socket.ts';
 import { memoryApqStore, redisApqStore } from './graphql/apq.ts';
 import { graphiqlAssets } from './graphql/graphiql.ts';
 import { inFlightCounter } from './graphql/in-flight.ts';
@@ -19,6 +20,7 @@ import { requestLimits, trackConnections } from './http/connections.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './http/errors.ts';
 import { healthRoute } from './http/health.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
+import { playgroundRoutes } from './http/playground.ts';
 import { rateLimitRequests } from './http/rate-limit.ts';
 import { installCors, installSecurityHeaders } from './http/security-headers.ts';
 import { createLimits } from './limits/index.ts';
@@ -32,8 +34,10 @@ import { mediaRoutes } from './rest/media.ts';
 import { restRoutes } from './rest/routes.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
-/** How often pending signals (revocations the bus could not take at once) are tried again. */
-const SIGNAL_FLUSH_MS = 1_000;
+/** How often signals the bus could not take at once (revocations) are tried again. */
+const SIGNAL_RETRY_MS = 1_000;
+/** How often every instance looks for signals left by one that died before delivering them. */
+const SIGNAL_SWEEP_MS = 30_000;
 
 export interface App {
   http: FastifyInstance;
@@ -77,8 +81,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
   reportRecovered(http.log, recovered);
   const stopWatchingInstances = watchInstances(database, adapters, config, http.log);
-  // Signals the bus could not take when they were made (Redis out of reach) go out once it is back.
-  const stopFlushingSignals = services.signals.start(SIGNAL_FLUSH_MS);
+  // Signals the bus could not take when they were made (Redis out of reach) go out once it is back;
+  // those an earlier process left, now.
+  await services.signals.flush();
+  const stopFlushingSignals = services.signals.start(SIGNAL_RETRY_MS, SIGNAL_SWEEP_MS);
 
   await installHttpPlumbing(http, config, metrics);
   installAuth(http, services, rateLimitRequests(adapters.limits.rate));
@@ -86,6 +92,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // reply.sendFile for the files the service serves (GraphiQL's assets); routes decide the roots.
   await http.register(fastifyStatic, { serve: false });
   graphiqlAssets(http);
+  playgroundRoutes(http);
   const inFlight = inFlightCounter(config.work.graphqlInFlightPerKey);
   const yoga = createGraphQLServer(services, http.log, {
     persistedQueries: apqStore(config, adapters.shared, http.log),
@@ -103,8 +110,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     authenticate: socketAuthenticator(services.apiKeys),
     inFlight,
   });
+  // The embedded database is this process's alone: the CLI's writing commands come through it.
+  const commands =
+    config.database.kind === 'pglite' && config.database.dataDir
+      ? // A command run here did not make the data directory, whatever this start did.
+        await listenForCommands(config.database.dataDir, { services, database: { ...database, fromSnapshot: false } }, http.log)
+      : null;
   metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
-  closeInOrder(http, config, { services, websocket, database, adapters, stop: [stopWatchingInstances, stopFlushingSignals] });
+  closeInOrder(http, config, { services, websocket, commands, database, adapters, stop: [stopWatchingInstances, stopFlushingSignals] });
 
   return { http, services, database, websocket, close: () => http.close() };
 }
@@ -206,6 +219,7 @@ function closeInOrder(
   parts: {
     services: Services;
     websocket: ReturnType<typeof attachGraphQLWebSocket>;
+    commands: { close(): Promise<void> } | null;
     database: Database;
     adapters: Adapters;
     /** Timers of this instance's own, stopped before anything closes. */
@@ -224,6 +238,7 @@ function closeInOrder(
     await adapters.instances?.close();
     await services.bus.close();
     await websocket.close();
+    await parts.commands?.close();
     connections.closeIdle();
   });
   http.addHook('onSend', async (_request, reply) => {

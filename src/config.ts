@@ -44,6 +44,7 @@ const envSchema = z
     LLM_MAX_COMPLETION_TOKENS: positiveInt(1_024),
     LLM_FIRST_TOKEN_TIMEOUT_MS: positiveInt(60_000),
     LLM_IDLE_TIMEOUT_MS: positiveInt(30_000),
+    LLM_MAX_CALL_MS: positiveInt(300_000),
     OFFLINE_TOKEN_DELAY_MS: z.coerce.number().int().min(0).default(25),
     REPLY_CHECKPOINT_MS: z.coerce.number().int().min(0).default(2_000),
 
@@ -127,6 +128,8 @@ export interface LlmConfig {
   firstTokenTimeoutMs: number;
   /** Longest silence between two chunks once a reply is streaming. */
   idleTimeoutMs: number;
+  /** Longest one model call may stream, however steadily (a provider that never stops is cut off). */
+  maxCallMs: number;
   /** Pause between the offline responder's tokens, so it streams like a model would. */
   offlineTokenDelayMs: number;
   /** How often a streaming reply's text so far is saved (what survives a crash); 0: only at its end. */
@@ -334,6 +337,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxCompletionTokens: e.LLM_MAX_COMPLETION_TOKENS,
       firstTokenTimeoutMs: e.LLM_FIRST_TOKEN_TIMEOUT_MS,
       idleTimeoutMs: e.LLM_IDLE_TIMEOUT_MS,
+      maxCallMs: e.LLM_MAX_CALL_MS,
       offlineTokenDelayMs: e.OFFLINE_TOKEN_DELAY_MS,
       checkpointMs: e.REPLY_CHECKPOINT_MS,
     },

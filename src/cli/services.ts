@@ -1,7 +1,10 @@
 import { loadConfig } from '../config.ts';
+import { callService, NoServiceError } from '../control/socket.ts';
+import { type OperationArgs, type OperationName, type OperationResult, operations } from '../control/operations.ts';
+import { liveLockHolder } from '../db/data-dir-lock.ts';
 import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
-import { createServices, type Services } from '../domain/services.ts';
+import { createServices } from '../domain/services.ts';
 import { loadToolRegistry } from '../domain/tools/registry.ts';
 import { createLimits } from '../limits/index.ts';
 import { createMetrics } from '../observability/metrics.ts';
@@ -13,20 +16,42 @@ const log = {
 };
 
 /**
- * The CLI's composition root: opens the configured database (migrated) and runs `run` with the
- * domain services over it, on the event bus the configuration names, so what a command publishes
- * (a revoked key, say) reaches every instance when they share Redis.
+ * Runs one of the CLI's writing commands. On the embedded database held by a running service,
+ * the service runs it (over its command socket, src/control/socket.ts); otherwise this process is
+ * the composition root: it opens the configured database (migrated) and runs the command with
+ * the domain services over it, on the event bus the configuration names, so what a command
+ * publishes (a revoked key, say) reaches every instance when they share Redis.
  */
-export async function withServices<T>(run: (services: Services) => Promise<T>): Promise<T> {
+export async function runCommand<N extends OperationName>(
+  command: N,
+  args: OperationArgs<N>,
+  progress: (done: number, total: number) => void = () => {},
+): Promise<OperationResult<N>> {
   const config = loadConfig();
+  const { database: db } = config;
+  if (db.kind === 'pglite' && db.dataDir) {
+    const holder = await liveLockHolder(db.dataDir);
+    if (holder) {
+      try {
+        return await callService(db.dataDir, command, args, progress);
+      } catch (e) {
+        if (!(e instanceof NoServiceError)) throw e;
+        throw new Error(
+          `The embedded database in ${db.dataDir} is in use by another parley process (pid ${holder}) that takes no commands ` +
+            '(another CLI command, or a service started by an older version). Wait for it to finish, or set DATABASE_URL to a PostgreSQL server that several processes can share.',
+        );
+      }
+    }
+  }
   const tools = await loadToolRegistry(config.toolsDir);
   const database = await openDatabase(config.database);
   const bus = createEventBus(config);
   // A command streams nothing to clients, so its stream slots need not be shared.
   const limits = createLimits(config.limits, undefined, log);
   try {
-    await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
-    return await run(createServices(database.prisma, tools, { config, bus, streamLimits: limits.streams, log, metrics: createMetrics() }));
+    if (command !== 'migrate') await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
+    const services = createServices(database.prisma, tools, { config, bus, streamLimits: limits.streams, log, metrics: createMetrics() });
+    return (await operations[command].run({ services, database, progress }, args as never)) as OperationResult<N>;
   } finally {
     await bus.close();
     await limits.close();

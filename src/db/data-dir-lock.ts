@@ -10,6 +10,12 @@ const isRunning = (pid: number) => {
   }
 };
 
+/** The pid of the live process that holds the data directory, or null when none does. */
+export async function liveLockHolder(dir: string): Promise<number | null> {
+  const holder = Number((await readFile(join(dir, 'parley.pid'), 'utf8').catch(() => '')).trim());
+  return holder && holder !== process.pid && isRunning(holder) ? holder : null;
+}
+
 /**
  * PGlite is an in-process database: two processes on one data directory would not see each
  * other's writes and could corrupt it. The first process to open the directory holds it

@@ -21,9 +21,10 @@ function createClient(adapter: Adapter, onQuery?: (sql: string) => void) {
     adapter,
     log: onQuery ? [{ emit: 'event', level: 'query' }] : [],
     omit: { deployment: { secrets: true }, apiKey: { hash: true } },
-    // Interactive transactions queue for the single embedded connection or the pool; the
-    // defaults (2 s wait) fail under bursts of concurrent writes.
-    transactionOptions: { maxWait: 10_000, timeout: 15_000 },
+    // Interactive transactions queue for the single embedded connection or the pool. Under load
+    // work waits rather than fails, so the wait is bounded far above what a burst of a thousand
+    // prompts produces (seconds); only a database that is stuck reaches it (docs/faults.md).
+    transactionOptions: { maxWait: 60_000, timeout: 15_000 },
   });
   if (onQuery) prisma.$on('query' as never, (e: { query: string }) => onQuery(e.query));
   return prisma;
@@ -99,7 +100,8 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   let fromSnapshot = false;
   const pgdata = config.dataDir ? join(config.dataDir, 'pgdata') : undefined;
   if (config.dataDir) {
-    await mkdir(config.dataDir, { recursive: true });
+    // Owner-only: it holds the database files and the service's command socket.
+    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
     unlock = await lockDataDir(config.dataDir);
   }
   try {

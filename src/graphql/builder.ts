@@ -3,6 +3,7 @@ import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin from '@pothos/plugin-relay';
 import type PrismaTypes from '../generated/pothos-prisma-types.ts';
 import { connectionGuardPlugin } from './connection-guard.ts';
+import { idArgsPlugin } from './id-args.ts';
 import { getDatamodel } from '../generated/pothos-prisma-types.ts';
 import type { GraphQLContext } from './context.ts';
 
@@ -16,7 +17,7 @@ export const builder = new SchemaBuilder<{
   };
   DefaultFieldNullability: false;
 }>({
-  plugins: [PrismaPlugin, RelayPlugin, connectionGuardPlugin],
+  plugins: [PrismaPlugin, RelayPlugin, connectionGuardPlugin, idArgsPlugin],
   defaultFieldNullability: false,
   prisma: {
     client: (ctx) => ctx.services.db,
@@ -26,7 +27,8 @@ export const builder = new SchemaBuilder<{
     maxConnectionSize: 100,
     onUnusedQuery: null,
   },
-  relay: { clientMutationId: 'omit', cursorType: 'String' },
+  // Query.node and Query.nodes are our own (types/node.ts), to load through the services' rules.
+  relay: { clientMutationId: 'omit', cursorType: 'String', nodeQueryOptions: false, nodesQueryOptions: false },
 });
 
 builder.queryType({});

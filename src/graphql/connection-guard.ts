@@ -98,8 +98,17 @@ const guarded = <F extends (...params: never[]) => unknown>(fn: F, at: number, s
     return fn(...params);
   }) as F;
 
-/** The cursor shapes of a related Prisma connection's model, or null for any other field. */
+/**
+ * A root `prismaConnection` carries no mark of its model, so such fields name it in this
+ * extension to be checked like related connections.
+ */
+export const guardedConnection = (model: string) => ({ [GUARDED_MODEL]: model });
+const GUARDED_MODEL = 'connectionGuardModel';
+
+/** The cursor shapes of a Prisma connection's model, or null for any other field. */
 function prismaConnectionShapes(fieldConfig: { args: Record<string, unknown>; extensions?: Record<string, unknown> | null }) {
+  const root = fieldConfig.extensions?.[GUARDED_MODEL];
+  if (typeof root === 'string') return cursorShapes(root);
   const relation = fieldConfig.extensions?.pothosPrismaRelationField as { type: string } | undefined;
   return relation && fieldConfig.args.after && typeof fieldConfig.extensions?.pothosPrismaSelect === 'function'
     ? cursorShapes(relation.type)
@@ -109,7 +118,7 @@ function prismaConnectionShapes(fieldConfig: { args: Record<string, unknown>; ex
 export class ConnectionGuardPlugin<Types extends SchemaTypes> extends BasePlugin<Types> {
   override onOutputFieldConfig(fieldConfig: PothosOutputFieldConfig<Types>): PothosOutputFieldConfig<Types> {
     const shapes = prismaConnectionShapes(fieldConfig);
-    if (!shapes) return fieldConfig;
+    if (!shapes || typeof fieldConfig.extensions?.[GUARDED_MODEL] === 'string') return fieldConfig;
     const extensions = fieldConfig.extensions as Record<string, (...params: never[]) => unknown>;
     const { pothosPrismaSelect: select, pothosPrismaFallback: fallback } = extensions;
     return {

@@ -9,6 +9,26 @@ const bundleDir = dirname(require.resolve('@graphql-yoga/graphiql'));
 const version = (JSON.parse(readFileSync(join(bundleDir, '..', 'package.json'), 'utf8')) as { version: string }).version;
 const startDir = dirname(fileURLToPath(import.meta.url));
 
+/**
+ * What GraphiQL opens on: who you are, the agents you can talk to, and a reply streaming in.
+ * The run button offers both operations by name.
+ */
+export const GRAPHIQL_DOCUMENT = `# Put your API key in Headers below: {"X-Api-Key": "pk_..."}
+query Me {
+  me { username balance }
+  agents(first: 10) { edges { node { id name owner { username } } } }
+}
+
+# An agent id from Me's answer, then run Talk: the reply streams in.
+subscription Talk {
+  sendMessage(input: { agentIds: ["<agent id>"], content: "Hello!" }) {
+    __typename
+    ... on AssistantToken { text }
+    ... on AssistantMessage { message { content } }
+  }
+}
+`;
+
 /** Where GraphiQL's files are served; the version in the path lets browsers cache them for good. */
 export const GRAPHIQL_ASSETS = `/graphiql/${version}`;
 
@@ -18,9 +38,11 @@ const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt
  * The GraphiQL page. Its scripts and styles are the installed `@graphql-yoga/graphiql` bundle
  * served by this service (never a CDN), so it works offline and behind strict proxies.
  */
-export function renderGraphiQL(options: { title?: string } & Record<string, unknown>): string {
-  // `<` is escaped so no option value can close the script element it sits in.
-  const json = JSON.stringify(options).replace(/</g, '\\u003c');
+export function renderGraphiQL(options: { title?: string; defaultQuery?: string } & Record<string, unknown>): string {
+  // The bundle opens on `query` (else its stock welcome text, which would call parley "an
+  // in-browser tool"). `<` is escaped so no option value can close the script element it sits in.
+  const { defaultQuery, ...rest } = options;
+  const json = JSON.stringify({ ...rest, query: defaultQuery }).replace(/</g, '\\u003c');
   const title = escapeHtml(options.title ?? 'GraphiQL');
   return `<!doctype html>
 <html lang="en">

@@ -10,7 +10,7 @@ import { persistedQueries } from './apq.ts';
 import { documentLimits } from './armor.ts';
 import { createContext } from './context.ts';
 import { createErrorMasker } from './errors.ts';
-import { GRAPHIQL_CSP, renderGraphiQL } from './graphiql.ts';
+import { GRAPHIQL_CSP, GRAPHIQL_DOCUMENT, renderGraphiQL } from './graphiql.ts';
 import { graphqlMetrics } from './metrics.ts';
 import { hideSuggestions } from './suggestions.ts';
 import { schema } from './schema.ts';
@@ -64,7 +64,12 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger, o
     landingPage: false,
     // The app's one CORS policy answers for /graphql too (src/http/security-headers.ts).
     cors: false,
-    graphiql: { title: 'parley', headers: JSON.stringify({ 'X-Api-Key': '<your API key>' }), subscriptionsProtocol: 'SSE' },
+    graphiql: {
+      title: 'parley',
+      headers: JSON.stringify({ 'X-Api-Key': '<your API key>' }),
+      subscriptionsProtocol: 'SSE',
+      defaultQuery: GRAPHIQL_DOCUMENT,
+    },
     renderGraphiQL,
     logging: false,
     context: (initial) =>

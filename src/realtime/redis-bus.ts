@@ -15,15 +15,19 @@ const CONTROL = 'parley:control';
 const LIVE_PREFIX = 'parley:live:';
 
 /**
- * Numbers an event and appends it to the session's stream, whose entry id is the seq itself, so
- * "events after n" is a range read. A session's first seq comes from the clock in microseconds
- * (never below what the stream already holds): a session forgotten and started again never
- * reuses a number a client may still hold. `%d` because Lua prints large numbers as floats.
+ * Numbers the events one instance published for a session in one tick (ARGV[5..], in order) and
+ * appends each to the session's stream, whose entry id is the seq itself, so "events after n" is
+ * a range read; then sends them to the watching instances as one pub/sub message: the first seq,
+ * then one event per line (JSON has no raw newline). A session's first seq comes from the clock
+ * in microseconds (never below what the stream already holds): a session forgotten and started
+ * again never reuses a number a client may still hold. `%d` because Lua prints large numbers as
+ * floats. Returns the first event's seq.
  */
 const PUBLISH = `
+local n = #ARGV - 5
 local seq
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  seq = redis.call('INCR', KEYS[1])
+  seq = redis.call('INCRBY', KEYS[1], n) - n + 1
 else
   seq = tonumber(ARGV[1])
   local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
@@ -31,23 +35,28 @@ else
     local held = tonumber(string.match(last[1], '^(%d+)'))
     if held >= seq then seq = held + 1 end
   end
-  redis.call('SET', KEYS[1], string.format('%d', seq))
+  redis.call('SET', KEYS[1], string.format('%d', seq + n - 1))
 end
-local id = string.format('%d', seq)
-redis.call('XADD', KEYS[2], id .. '-0', 'e', ARGV[4])
--- The log keeps at most ARGV[2] events and about ARGV[6] bytes of them (KEYS[3] counts what
--- it holds): the oldest go first, never the event just added.
-local bytes = redis.call('INCRBY', KEYS[3], #ARGV[4])
-while redis.call('XLEN', KEYS[2]) > tonumber(ARGV[2]) or bytes > tonumber(ARGV[6]) do
+local message = { string.format('%d', seq) }
+local bytes = 0
+for i = 1, n do
+  redis.call('XADD', KEYS[2], string.format('%d', seq + i - 1) .. '-0', 'e', ARGV[5 + i])
+  message[i + 1] = ARGV[5 + i]
+  bytes = redis.call('INCRBY', KEYS[3], #ARGV[5 + i])
+end
+-- The log keeps at most ARGV[2] events and about ARGV[5] bytes of them (KEYS[3] counts what it
+-- holds): the oldest go first, never the last event just added.
+local newest = string.format('%d', seq + n - 1) .. '-0'
+while redis.call('XLEN', KEYS[2]) > tonumber(ARGV[2]) or bytes > tonumber(ARGV[5]) do
   local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
-  if not oldest or oldest[1] == id .. '-0' then break end
+  if not oldest or oldest[1] == newest then break end
   redis.call('XDEL', KEYS[2], oldest[1])
   bytes = redis.call('DECRBY', KEYS[3], #oldest[2][2])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 redis.call('PEXPIRE', KEYS[3], ARGV[3])
-redis.call('PUBLISH', ARGV[5], id .. ' ' .. ARGV[4])
+redis.call('PUBLISH', ARGV[4], table.concat(message, '\\n'))
 return seq
 `;
 
@@ -131,9 +140,9 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
       now: string,
       maxlen: number,
       ttl: number,
-      json: string,
       channel: string,
       maxBytes: number,
+      ...json: string[]
     ): Promise<number>;
     parleyCurrent(seq: string, stream: string, now: string, ttl: number): Promise<number>;
   };
@@ -204,16 +213,18 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     if (!name.startsWith(LIVE_PREFIX)) return;
     const c = channels.get(name.slice(LIVE_PREFIX.length));
     if (!c) return;
-    const space = message.indexOf(' ');
-    const event = { ...JSON.parse(message.slice(space + 1)), seq: Number(message.slice(0, space)), sessionId: c.sessionId } as SessionEvent;
+    const [first, ...lines] = message.split('\n');
+    const events = lines.map((json, i) => ({ ...JSON.parse(json), seq: Number(first) + i, sessionId: c.sessionId }) as SessionEvent);
     c.queue = c.queue
       .then(async () => {
         await c.ready;
         const last = c.window.last;
-        if (last !== null && event.seq > last + 1) await catchUp(c, event.seq);
-        c.append(event);
+        if (last !== null && events[0]!.seq > last + 1) await catchUp(c, events[0]!.seq);
+        for (const event of events) c.append(event);
       })
-      .catch(() => c.append(event));
+      .catch(() => {
+        for (const event of events) c.append(event);
+      });
   });
   // After a reconnect (ioredis subscribes again by itself) events may have gone by unseen.
   listener.on('ready', () => {
@@ -231,24 +242,56 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   );
   keepAlive.unref();
 
-  const control = (signal: object) => commands.publish(CONTROL, JSON.stringify({ ...signal, from: instance })).then(() => undefined);
-
-  return {
-    async publish(sessionId: string, payload: SessionEventPayload) {
-      const at = new Date().toISOString();
-      const json = JSON.stringify({ ...payload, at });
-      const seq = await run.parleyPublish(
+  /**
+   * What this instance published in the current tick, by session, sent at the end of the tick:
+   * one script call per session (a thousand replies streaming make a thousand events a tick)
+   * and all of them in one pipeline, one round trip. Calls on one connection run in order, so a
+   * session's events keep the order they were published in, across ticks too.
+   */
+  let due = new Map<string, { events: string[]; settle: { resolve(seq: number): void; reject(e: unknown): void }[] }>();
+  let flushing: NodeJS.Immediate | null = null;
+  function flush() {
+    const batches = due;
+    due = new Map();
+    flushing = null;
+    const pipeline = commands.pipeline() as unknown as typeof run & { exec(): Promise<[Error | null, unknown][] | null> };
+    for (const [sessionId, b] of batches)
+      pipeline.parleyPublish(
         seqKey(sessionId),
         streamKey(sessionId),
         bytesKey(sessionId),
         nowMicros(),
         config.replayLimit,
         config.idleTtlMs,
-        json,
         liveChannel(sessionId),
         config.replayBytes,
+        ...b.events,
       );
-      return { ...payload, at, seq, sessionId } as SessionEvent;
+    const all = [...batches.values()];
+    pipeline.exec().then(
+      (results) =>
+        all.forEach((b, i) => {
+          const [error, first] = results?.[i] ?? [new Error('Redis did not answer the publish'), null];
+          if (error) b.settle.forEach((s) => s.reject(error));
+          else b.settle.forEach((s, k) => s.resolve(Number(first) + k));
+        }),
+      (error: unknown) => all.forEach((b) => b.settle.forEach((s) => s.reject(error))),
+    );
+  }
+
+  const control = (signal: object) => commands.publish(CONTROL, JSON.stringify({ ...signal, from: instance })).then(() => undefined);
+
+  return {
+    publish(sessionId: string, payload: SessionEventPayload) {
+      const at = new Date().toISOString();
+      const json = JSON.stringify({ ...payload, at });
+      return new Promise<SessionEvent>((resolve, reject) => {
+        let batch = due.get(sessionId);
+        if (!batch) due.set(sessionId, (batch = { events: [], settle: [] }));
+        batch.events.push(json);
+        batch.settle.push({ resolve: (seq) => resolve({ ...payload, at, seq, sessionId } as SessionEvent), reject });
+        if (!flushing) flushing = setImmediate(flush);
+      });
     },
 
     subscribe(sessionId: string, options: SubscribeOptions = {}) {

@@ -35,6 +35,7 @@ const outward: Record<string, string[]> = {
   rest: ['graphql', 'cli'],
   graphql: ['rest', 'cli'],
   http: ['rest', 'graphql', 'cli'],
+  control: ['rest', 'graphql', 'http', 'realtime'],
 };
 
 describe('layers', () => {

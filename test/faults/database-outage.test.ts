@@ -48,10 +48,10 @@ describe('when the database goes away', () => {
     server = await startServerProcess(env);
     await server.waitFor(/listening on/);
     const created = await alice.graphql(
-      'mutation { createAgent(input: {name: "Steady", key: "steady", tools: {paid_tool: true}}) { id } }',
+      'mutation { createAgent(input: {name: "Steady", key: "steady", tools: {paid_tool: true}}) { rawId } }',
     );
     expect(created.body.errors).toBeUndefined();
-    agentId = created.body.data.createAgent.id;
+    agentId = created.body.data.createAgent.rawId;
   });
   afterAll(async () => {
     await ws.disposeAll();

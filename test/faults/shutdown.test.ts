@@ -43,8 +43,8 @@ describe('SIGTERM', () => {
     alice = apiClient(() => server.url, apiKey);
     server = await startServerProcess(env);
     await server.waitFor(/listening on/);
-    const created = await alice.graphql('mutation { createAgent(input: {name: "Calm", key: "calm"}) { id } }');
-    agentId = created.body.data.createAgent.id;
+    const created = await alice.graphql('mutation { createAgent(input: {name: "Calm", key: "calm"}) { rawId } }');
+    agentId = created.body.data.createAgent.rawId;
     const first = await alice.rest('POST', '/v2/sessions', { agent_ids: [agentId], content: 'hello' });
     sessionId = first.body.session_id;
     // Its reply done, so that the watchers opened next see only what the test does.

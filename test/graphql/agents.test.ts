@@ -7,6 +7,7 @@ import { expectData, expectGraphQLError, postRaw } from './support.ts';
 graphql(`
   fragment AgentsAgentFields on Agent {
     id
+    rawId
     key
     name
     description
@@ -22,8 +23,8 @@ graphql(`
     llmSettings { modelProfile thinkingPolicy thinkingEffortCap thinkingEffortInstructions }
     models { lora useWhen }
     suggestions { label prompt }
-    owner { id username type }
-    creator { id username type }
+    owner { id rawId username type }
+    creator { id rawId username type }
     createdAt
     updatedAt
   }
@@ -48,7 +49,7 @@ const AgentsThroughCreation = graphql(`
   query AgentsThroughCreation($id: ID!) {
     creation(id: $id) {
       id
-      agent { id name knowledge persona }
+      agent { id rawId name knowledge persona }
       creator { username agentProfile { id name knowledge } }
     }
   }
@@ -101,7 +102,7 @@ describe('agent(id)', () => {
 
     const read = await readAgent(agent.id);
     expect(read).toMatchObject({
-      id: agent.id,
+      rawId: agent.id,
       key: 'ada-bot',
       name: 'Ada',
       description: 'Answers questions about engines',
@@ -117,8 +118,8 @@ describe('agent(id)', () => {
       llmSettings: { modelProfile: 'high', thinkingPolicy: 'always', thinkingEffortCap: null, thinkingEffortInstructions: null },
       models: [{ lora: model.id, useWhen: 'for portraits' }],
       suggestions: [{ label: 'Hello', prompt: 'Say hello' }],
-      owner: { id: alice.id, username: 'alice', type: 'USER' },
-      creator: { id: agent.id, username: 'ada-bot', type: 'AGENT' },
+      owner: { rawId: alice.id, username: 'alice', type: 'USER' },
+      creator: { rawId: agent.id, username: 'ada-bot', type: 'AGENT' },
     });
     expect(new Date(read.createdAt).toISOString()).toBe(read.createdAt);
 
@@ -158,7 +159,7 @@ describe('private agents through relations', () => {
     const creation = await f.creation(alice, { agentId: agent.id, public: true });
 
     const own = expectData(await t.gql(AgentsThroughCreation, { id: creation.id }, alice.apiKey));
-    expect(own.creation.agent).toMatchObject({ id: agent.id, knowledge: 'TOP-SECRET-KNOWLEDGE' });
+    expect(own.creation.agent).toMatchObject({ rawId: agent.id, knowledge: 'TOP-SECRET-KNOWLEDGE' });
 
     const response = await t.gql(AgentsThroughCreation, { id: creation.id }, bob.apiKey);
     expect(JSON.stringify(response)).not.toContain('TOP-SECRET-KNOWLEDGE');

@@ -84,7 +84,7 @@ const AuthOwnerView = graphql(`
     agent(id: $agent) { name }
     concept(id: $concept) { name }
     creation(id: $creation) { likeCount likedByMe }
-    me { agents(first: 50) { edges { node { id } } } }
+    me { agents(first: 50) { edges { node { rawId } } } }
   }
 `);
 
@@ -163,7 +163,7 @@ describe('rejected calls', () => {
     expect(data.agent.name).toBe('Original name');
     expect(data.concept.name).toBe('Original concept');
     expect(data.creation).toEqual({ likeCount: 0, likedByMe: false });
-    expect(data.me.agents.edges.map((e) => e.node.id)).toEqual([ids.agent]);
+    expect(data.me.agents.edges.map((e) => e.node.rawId)).toEqual([ids.agent]);
     const liked = expectData(await t.gql(AuthCreation, { id: ids.likedCreation }, alice.apiKey));
     expect(liked.creation.likeCount).toBe(1);
     expect(await t.db.concept.count()).toBe(1);

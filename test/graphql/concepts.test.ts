@@ -7,12 +7,13 @@ import { expectData, expectGraphQLError } from './support.ts';
 graphql(`
   fragment ConceptsConceptFields on Concept {
     id
+    rawId
     name
     usageInstructions
     public
     images { image usageInstructions }
-    agent { id key name }
-    owner { id username }
+    agent { rawId key name }
+    owner { rawId username }
     createdAt
     updatedAt
   }
@@ -64,8 +65,8 @@ describe('createConcept and concept(id)', () => {
       usageInstructions: 'Use for every portrait',
       public: false,
       images: images(3),
-      agent: { id: aliceAgent.id, key: 'alice-painter', name: 'Painter' },
-      owner: { id: alice.id, username: 'alice' },
+      agent: { rawId: aliceAgent.id, key: 'alice-painter', name: 'Painter' },
+      owner: { rawId: alice.id, username: 'alice' },
     });
     expect(await readConcept(created.id)).toEqual(created);
   });
@@ -137,7 +138,7 @@ describe('updateConcept', () => {
         alice.apiKey,
       ),
     ).createConcept;
-    conceptId = created.id;
+    conceptId = created.rawId;
   });
 
   const withoutUpdatedAt = <T extends { updatedAt: string }>({ updatedAt: _u, ...rest }: T) => rest;
@@ -158,7 +159,7 @@ describe('updateConcept', () => {
     expect(updated.images).toEqual(replacement);
     expect(updated.name).toBe('Original');
     expect(updated.usageInstructions).toBe('Original instructions');
-    expect(updated.agent?.id).toBe(aliceAgent.id);
+    expect(updated.agent?.rawId).toBe(aliceAgent.id);
     expect((await readConcept(conceptId)).images).toEqual(replacement);
   });
 
@@ -171,7 +172,7 @@ describe('updateConcept', () => {
     const attached = expectData(
       await t.gql(ConceptsUpdate, { id: conceptId, input: { agent: aliceAgent.id } }, alice.apiKey),
     ).updateConcept;
-    expect(attached.agent).toEqual({ id: aliceAgent.id, key: 'alice-painter', name: 'Painter' });
+    expect(attached.agent).toEqual({ rawId: aliceAgent.id, key: 'alice-painter', name: 'Painter' });
   });
 
   it.each([

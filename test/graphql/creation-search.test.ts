@@ -9,7 +9,7 @@ const SearchPage = graphql(`
   query SearchPage($query: String!, $filter: CreationSearchFilter, $page: Int, $limit: Int, $orderBy: CreationSearchOrder, $direction: SortDirection) {
     searchCreations(query: $query, filter: $filter, page: $page, limit: $limit, orderBy: $orderBy, direction: $direction) {
       total limit page pages pagingCounter hasPrevPage hasNextPage prevPage nextPage
-      docs { id name score likeCount likedByMe public creator { username } agent { key owner { username } } }
+      docs { rawId name score likeCount likedByMe public creator { username } agent { key owner { username } } }
     }
   }
 `);
@@ -18,7 +18,7 @@ const SearchFeed = graphql(`
   query SearchFeed($query: String!, $first: Int, $after: String, $orderBy: CreationSearchOrder, $direction: SortDirection) {
     searchCreationsConnection(query: $query, first: $first, after: $after, orderBy: $orderBy, direction: $direction) {
       totalCount
-      edges { cursor node { id name score } }
+      edges { cursor node { rawId name score } }
       pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
     }
   }
@@ -75,9 +75,9 @@ describe('searchCreations', () => {
     const { docs: restDocs, ...restNumbers } = rest;
     expect(numbers).toEqual(restNumbers);
     expect(numbers).toMatchObject({ total: 13, pages: 3, page: 2, pagingCounter: 6, prevPage: 1, nextPage: 3 });
-    expect(docs.map((d) => d.id)).toEqual(restDocs.map((d: { id: string }) => d.id));
+    expect(docs.map((d) => d.rawId)).toEqual(restDocs.map((d: { id: string }) => d.id));
     expect(docs.map((d) => d.score)).toEqual(restDocs.map((d: { score: number }) => d.score));
-    expect(docs.every((d) => d.likedByMe === hot.has(d.id))).toBe(true);
+    expect(docs.every((d) => d.likedByMe === hot.has(d.rawId))).toBe(true);
     expect(docs.filter((d) => d.creator.username === 'bob').every((d) => d.agent === null || d.agent.owner.username === 'bob')).toBe(true);
   });
 
@@ -147,7 +147,7 @@ describe('searchCreationsConnection', () => {
           await t.gql(SearchFeed, { query: 'kite dunes', first: 4, after, orderBy, direction }, alice.apiKey),
         ).searchCreationsConnection;
         expect(feed.totalCount).toBe(13);
-        seen.push(...feed.edges.map((e: any) => e.node.id));
+        seen.push(...feed.edges.map((e: any) => e.node.rawId));
         expect(feed.pageInfo.hasPreviousPage).toBe(after !== null);
         if (!feed.pageInfo.hasNextPage) break;
         after = feed.pageInfo.endCursor;
@@ -174,11 +174,11 @@ describe('searchCreationsConnection', () => {
     ).searchCreationsConnection;
     const next = (after: string) =>
       t.gql(SearchFeed, { query: 'kite dunes', first: 3, after, orderBy: 'CREATED_AT', direction: 'ASC' }, alice.apiKey);
-    const expected = expectData(await next(first.pageInfo.endCursor!)).searchCreationsConnection.edges.map((e) => e.node.id);
-    const gone = first.edges[0]!.node.id;
+    const expected = expectData(await next(first.pageInfo.endCursor!)).searchCreationsConnection.edges.map((e) => e.node.rawId);
+    const gone = first.edges[0]!.node.rawId;
     await t.db.creation.update({ where: { id: gone }, data: { deleted: true } });
     try {
-      expect(expectData(await next(first.pageInfo.endCursor!)).searchCreationsConnection.edges.map((e) => e.node.id)).toEqual(expected);
+      expect(expectData(await next(first.pageInfo.endCursor!)).searchCreationsConnection.edges.map((e) => e.node.rawId)).toEqual(expected);
     } finally {
       await t.db.creation.update({ where: { id: gone }, data: { deleted: false } });
     }

@@ -6,28 +6,28 @@ import { expectData, expectGraphQLError } from './support.ts';
 
 const CreationsGet = graphql(`
   query CreationsGet($id: ID!) {
-    creation(id: $id) { id name url args public toolKey likeCount likedByMe creator { id username } agent { id key } createdAt }
+    creation(id: $id) { rawId name url args public toolKey likeCount likedByMe creator { rawId username } agent { rawId key } createdAt }
   }
 `);
 const CreationsLike = graphql(`
   mutation CreationsLike($id: ID!) {
-    likeCreation(id: $id) { id likeCount likedByMe }
+    likeCreation(id: $id) { rawId likeCount likedByMe }
   }
 `);
 const CreationsUnlike = graphql(`
   mutation CreationsUnlike($id: ID!) {
-    unlikeCreation(id: $id) { id likeCount likedByMe }
+    unlikeCreation(id: $id) { rawId likeCount likedByMe }
   }
 `);
 const CreationsMine = graphql(`
   query CreationsMine {
-    me { creations(first: 50) { edges { node { id public creator { username } } } } }
+    me { creations(first: 50) { edges { node { rawId public creator { username } } } } }
   }
 `);
 const CreationsOfCreator = graphql(`
   query CreationsOfCreator($id: ID!) {
     creation(id: $id) {
-      creator { username creations(first: 50) { edges { node { id public } } } }
+      creator { username creations(first: 50) { edges { node { rawId public } } } }
     }
   }
 `);
@@ -52,7 +52,7 @@ describe('creation(id)', () => {
     const agent = await f.agent(alice, { key: 'alice-artist' });
     const creation = await f.creation(alice, { public: true, agentId: agent.id });
     expect(await read(creation.id, bob.apiKey)).toMatchObject({
-      id: creation.id,
+      rawId: creation.id,
       name: creation.name,
       url: 'https://cdn.example.com/c.png',
       args: { prompt: 'a lighthouse' },
@@ -60,14 +60,14 @@ describe('creation(id)', () => {
       toolKey: 'flux_dev',
       likeCount: 0,
       likedByMe: false,
-      creator: { id: alice.id, username: 'alice' },
-      agent: { id: agent.id, key: 'alice-artist' },
+      creator: { rawId: alice.id, username: 'alice' },
+      agent: { rawId: agent.id, key: 'alice-artist' },
     });
   });
 
   it('your own private creation is visible to you', async () => {
     const creation = await f.creation(alice, { public: false });
-    expect(await read(creation.id, alice.apiKey)).toMatchObject({ id: creation.id, public: false });
+    expect(await read(creation.id, alice.apiKey)).toMatchObject({ rawId: creation.id, public: false });
   });
 
   it("another user's private creation is NOT_FOUND (its existence is not revealed)", async () => {
@@ -93,7 +93,7 @@ describe('likeCreation and unlikeCreation', () => {
   it('like returns the creation with likeCount 1 and likedByMe true; others see the count', async () => {
     const creation = await f.creation(alice, { public: true });
     const liked = expectData(await t.gql(CreationsLike, { id: creation.id }, bob.apiKey)).likeCreation;
-    expect(liked).toEqual({ id: creation.id, likeCount: 1, likedByMe: true });
+    expect(liked).toEqual({ rawId: creation.id, likeCount: 1, likedByMe: true });
 
     expect(await read(creation.id, bob.apiKey)).toMatchObject({ likeCount: 1, likedByMe: true });
     expect(await read(creation.id, alice.apiKey)).toMatchObject({ likeCount: 1, likedByMe: false });
@@ -117,7 +117,7 @@ describe('likeCreation and unlikeCreation', () => {
     });
 
     const unliked = expectData(await t.gql(CreationsUnlike, { id: creation.id }, bob.apiKey)).unlikeCreation;
-    expect(unliked).toEqual({ id: creation.id, likeCount: 1, likedByMe: false });
+    expect(unliked).toEqual({ rawId: creation.id, likeCount: 1, likedByMe: false });
     expect(await read(creation.id, alice.apiKey)).toMatchObject({ likeCount: 1, likedByMe: true });
   });
 
@@ -125,7 +125,7 @@ describe('likeCreation and unlikeCreation', () => {
     const creation = await f.creation(alice, { public: true });
     expectData(await t.gql(CreationsLike, { id: creation.id }, bob.apiKey));
     const unliked = expectData(await t.gql(CreationsUnlike, { id: creation.id }, bob.apiKey)).unlikeCreation;
-    expect(unliked).toEqual({ id: creation.id, likeCount: 0, likedByMe: false });
+    expect(unliked).toEqual({ rawId: creation.id, likeCount: 0, likedByMe: false });
     expect(await read(creation.id, bob.apiKey)).toMatchObject({ likeCount: 0, likedByMe: false });
   });
 
@@ -160,7 +160,7 @@ describe('creations connections', () => {
     await f.creation(alice, { public: true });
 
     const edges = expectData(await t.gql(CreationsMine, {}, carol.apiKey)).me.creations.edges;
-    expect(edges.map((e) => e.node.id).sort()).toEqual([pub.id, priv.id].sort());
+    expect(edges.map((e) => e.node.rawId).sort()).toEqual([pub.id, priv.id].sort());
     expect(edges.every((e) => e.node.creator.username === 'carol')).toBe(true);
   });
 
@@ -173,7 +173,7 @@ describe('creations connections', () => {
 
     const seenByBob = expectData(await t.gql(CreationsOfCreator, { id: pub1.id }, bob.apiKey)).creation.creator;
     expect(seenByBob.username).toBe('dave');
-    expect(seenByBob.creations.edges.map((e) => e.node.id).sort()).toEqual([pub1.id, pub2.id].sort());
+    expect(seenByBob.creations.edges.map((e) => e.node.rawId).sort()).toEqual([pub1.id, pub2.id].sort());
     expect(seenByBob.creations.edges.every((e) => e.node.public)).toBe(true);
 
     // Dave, through the same path, sees all four.

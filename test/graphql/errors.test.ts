@@ -16,7 +16,7 @@ const ErrorsUpdateAgent = graphql(`
 `);
 const ErrorsAgent = graphql(`
   query ErrorsAgent($id: ID!) {
-    agent(id: $id) { id name description }
+    agent(id: $id) { id rawId name description }
   }
 `);
 const ErrorsMeAndAgent = graphql(`
@@ -174,7 +174,7 @@ describe('errors never leak internals', () => {
       spy.mockRestore();
     }
     // The next request is served normally.
-    expect(expectData(await t.gql(ErrorsAgent, { id: agent.id }, alice.apiKey)).agent.id).toBe(agent.id);
+    expect(expectData(await t.gql(ErrorsAgent, { id: agent.id }, alice.apiKey)).agent.rawId).toBe(agent.id);
   });
 
   it('an unexpected failure in a mutation is masked and changes nothing', async () => {

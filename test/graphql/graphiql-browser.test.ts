@@ -46,7 +46,8 @@ afterAll(async () => {
 
 /** Replaces the text of a GraphiQL editor by typing into it, as a person would. */
 async function typeInto(page: Page, selector: string, text: string) {
-  await page.click(`${selector} .view-lines`);
+  // Near the start of the text: the middle of its lines lies off to the right when one is long.
+  await page.click(`${selector} .view-lines`, { offset: { x: 30, y: 8 } });
   await page.keyboard.down('Control');
   await page.keyboard.press('KeyA');
   await page.keyboard.up('Control');
@@ -75,6 +76,18 @@ describe('GraphiQL in a real browser', () => {
     const page0 = await page.goto(`${t.url}/graphql`, { waitUntil: 'load' });
     expect(page0!.headers()['content-security-policy']).toMatch(/script-src 'self'/);
     await page.waitForSelector('.graphiql-query-editor .view-lines', { timeout: 20_000 });
+    // It opens on parley's own document (who you are, the agents, a reply streaming), with the
+    // key's place named, not on the stock welcome text.
+    await page.waitForFunction(() => document.querySelector('.graphiql-query-editor .view-lines')?.textContent?.includes('query'), {
+      timeout: 20_000,
+    });
+    const opening = await page.$eval('.graphiql-query-editor .view-lines', (el) => (el.textContent ?? '').replace(/\u00a0/g, ' '));
+    expect(opening).toContain('Put your API key in Headers');
+    expect(opening).toContain('query Me');
+    expect(opening).toMatch(/agents\(first: 10\)/);
+    expect(opening).toContain('subscription Talk');
+    expect(opening).toMatch(/sendMessage\(input:/);
+    expect(opening).not.toMatch(/in-browser tool|Welcome to/);
 
     // The headers tab (open already when the page suggests headers), then the key.
     const [headersTab] = await page.$$("xpath/.//button[normalize-space()='Headers']");
@@ -85,6 +98,7 @@ describe('GraphiQL in a real browser', () => {
     await typeInto(page, headersEditor, `{"X-Api-Key": "${alice.apiKey}"}`);
 
     await typeInto(page, '.graphiql-query-editor', '{ me { username } }');
+    await page.waitForFunction(() => !document.querySelector('.graphiql-tab-active')?.textContent?.includes('Me'), { timeout: 15_000 });
     await page.click('.graphiql-execute-button');
     await page.waitForFunction(() => document.querySelector('.graphiql-response')?.textContent?.includes('alice'), { timeout: 15_000 });
     expect(await responseText(page)).toMatch(/"username":\s*"alice"/);
@@ -96,8 +110,11 @@ describe('GraphiQL in a real browser', () => {
     await typeInto(
       page,
       '.graphiql-query-editor',
-      `subscription { sessionEvents(sessionId: "${sessionId}") { __typename ... on AssistantToken { text } } }`,
+      `subscription Watch { sessionEvents(sessionId: "${sessionId}") { __typename ... on AssistantToken { text } } }`,
     );
+    // GraphiQL takes in an edit after a pause (the tab's title then names the operation), as a
+    // person's click would come after it.
+    await page.waitForFunction(() => document.querySelector('.graphiql-tab-active')?.textContent?.includes('Watch'), { timeout: 15_000 });
     await page.click('.graphiql-execute-button');
     await expect.poll(() => t.services.bus.subscriberCount(), { timeout: 15_000 }).toBe(1);
 

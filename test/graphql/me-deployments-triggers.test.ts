@@ -7,7 +7,7 @@ import { expectData, postDocument, postRaw } from './support.ts';
 
 const MeProfile = graphql(`
   query MeProfile {
-    me { id username type balance subscriptionBalance foreverBalance subscriptionTier featureFlags agentProfile { id } }
+    me { rawId username type balance subscriptionBalance foreverBalance subscriptionTier featureFlags agentProfile { rawId } }
   }
 `);
 const MeOwnerOfAgent = graphql(`
@@ -22,7 +22,7 @@ const MeAgentsPage = graphql(`
   query MeAgentsPage($first: Int!, $after: String) {
     me {
       agents(first: $first, after: $after) {
-        edges { cursor node { id key public createdAt } }
+        edges { cursor node { rawId key public createdAt } }
         pageInfo { hasNextPage endCursor }
       }
     }
@@ -30,12 +30,12 @@ const MeAgentsPage = graphql(`
 `);
 const MeAgentsOfOwner = graphql(`
   query MeAgentsOfOwner($id: ID!) {
-    agent(id: $id) { owner { username agents(first: 50) { edges { node { id public } } } } }
+    agent(id: $id) { owner { username agents(first: 50) { edges { node { rawId public } } } } }
   }
 `);
 const MeDeployments = graphql(`
   query MeDeployments {
-    deployments { id platform config valid createdAt agent { id key } owner { username } }
+    deployments { rawId platform config valid createdAt agent { rawId key } owner { username } }
   }
 `);
 const MeDeploymentType = graphql(`
@@ -45,7 +45,7 @@ const MeDeploymentType = graphql(`
 `);
 const MeTriggers = graphql(`
   query MeTriggers {
-    triggers { id name cron timezone triggerPrompt status lastRun nextRun createdAt session { id } agent { id } owner { username } }
+    triggers { rawId name cron timezone triggerPrompt status lastRun nextRun createdAt session { rawId } agent { rawId } owner { username } }
   }
 `);
 
@@ -62,7 +62,7 @@ describe('me', () => {
   it('is the key owner: username, type USER, zero balances, own account details', async () => {
     const erin = await t.createUser('erin');
     expect(expectData(await t.gql(MeProfile, {}, erin.apiKey)).me).toEqual({
-      id: erin.id,
+      rawId: erin.id,
       username: 'erin',
       type: 'USER',
       balance: 0,
@@ -116,12 +116,12 @@ describe('me', () => {
     for (let i = 0; i < 5; i++) created.push(await f.agent(ivy, { public: i % 2 === 0 }));
     await f.agent(other, { public: true });
 
-    const seen: { id: string; public: boolean; createdAt: string }[] = [];
+    const seen: { rawId: string; public: boolean; createdAt: string }[] = [];
     let after: string | null = null;
     const pages: number[] = [];
     for (let guard = 0; guard < 5; guard++) {
       const page: {
-        edges: { cursor: string; node: { id: string; public: boolean; createdAt: string } }[];
+        edges: { cursor: string; node: { rawId: string; public: boolean; createdAt: string } }[];
         pageInfo: { hasNextPage: boolean; endCursor?: string | null };
       } = expectData(await t.gql(MeAgentsPage, { first: 2, after }, ivy.apiKey)).me.agents;
       pages.push(page.edges.length);
@@ -131,7 +131,7 @@ describe('me', () => {
       after = page.pageInfo.endCursor!;
     }
     expect(pages).toEqual([2, 2, 1]);
-    expect(seen.map((a) => a.id).sort()).toEqual(created.map((a) => a.id).sort());
+    expect(seen.map((a) => a.rawId).sort()).toEqual(created.map((a) => a.id).sort());
     expect(seen.filter((a) => !a.public)).toHaveLength(2);
     const times = seen.map((a) => Date.parse(a.createdAt));
     expect(times).toEqual([...times].sort((a, b) => b - a));
@@ -146,7 +146,7 @@ describe('me', () => {
 
     const owner = expectData(await t.gql(MeAgentsOfOwner, { id: pub.id }, kim.apiKey)).agent.owner;
     expect(owner.username).toBe('jo');
-    expect(owner.agents.edges.map((e) => e.node.id)).toEqual([pub.id]);
+    expect(owner.agents.edges.map((e) => e.node.rawId)).toEqual([pub.id]);
 
     const own = expectData(await t.gql(MeAgentsOfOwner, { id: pub.id }, jo.apiKey)).agent.owner;
     expect(own.agents.edges).toHaveLength(3);
@@ -182,7 +182,7 @@ describe('deployments and triggers', () => {
   it("deployments lists only the caller's agents' deployments, newest first", async () => {
     const deployments = expectData(await t.gql(MeDeployments, {}, lea.apiKey)).deployments;
     expect(deployments).toHaveLength(2);
-    expect(deployments.map((d) => d.agent.id).sort()).toEqual([...leaAgents].sort());
+    expect(deployments.map((d) => d.agent.rawId).sort()).toEqual([...leaAgents].sort());
     expect(deployments.map((d) => d.platform).sort()).toEqual(['DISCORD', 'TELEGRAM']);
     expect(deployments.every((d) => d.owner.username === 'lea' && d.valid === true)).toBe(true);
     expect(deployments[0]!.config).toEqual({ channel: 'general' });
@@ -226,7 +226,7 @@ describe('deployments and triggers', () => {
   it("triggers lists only the caller's agents' triggers, with their fields", async () => {
     const triggers = expectData(await t.gql(MeTriggers, {}, lea.apiKey)).triggers;
     expect(triggers).toHaveLength(2);
-    expect(triggers.map((tr) => tr.agent.id).sort()).toEqual([...leaAgents].sort());
+    expect(triggers.map((tr) => tr.agent.rawId).sort()).toEqual([...leaAgents].sort());
     for (const trigger of triggers) {
       expect(trigger).toMatchObject({
         cron: '0 9 * * *',

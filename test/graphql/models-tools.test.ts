@@ -9,7 +9,7 @@ import { expectData, expectGraphQLError } from './support.ts';
 
 const ModelsGet = graphql(`
   query ModelsGet($id: ID!) {
-    model(id: $id) { id name baseModel loraTriggerText checkpoint thumbnail public args owner { id username } createdAt }
+    model(id: $id) { rawId name baseModel loraTriggerText checkpoint thumbnail public args owner { rawId username } createdAt }
   }
 `);
 const ToolsList = graphql(`
@@ -19,7 +19,7 @@ const ToolsList = graphql(`
 `);
 const ToolsOfCreation = graphql(`
   query ToolsOfCreation($id: ID!) {
-    creation(id: $id) { id toolKey tool { key name outputType order } }
+    creation(id: $id) { rawId toolKey tool { key name outputType order } }
   }
 `);
 
@@ -41,14 +41,14 @@ describe('model(id)', () => {
     const model = await f.model(alice, { public: true, name: 'Public LoRA' });
     const read = expectData(await t.gql(ModelsGet, { id: model.id }, bob.apiKey)).model;
     expect(read).toMatchObject({
-      id: model.id,
+      rawId: model.id,
       name: 'Public LoRA',
       baseModel: 'flux-dev',
       loraTriggerText: 'tok',
       checkpoint: null,
       public: true,
       args: {},
-      owner: { id: alice.id, username: 'alice' },
+      owner: { rawId: alice.id, username: 'alice' },
     });
   });
 
@@ -135,7 +135,7 @@ describe('Creation.tool', () => {
     const creation = await f.creation(alice, { tool: 'wan_t2v' });
     const read = expectData(await t.gql(ToolsOfCreation, { id: creation.id }, alice.apiKey)).creation;
     expect(read).toEqual({
-      id: creation.id,
+      rawId: creation.id,
       toolKey: 'wan_t2v',
       tool: { key: 'wan_t2v', name: expect.any(String), outputType: 'video', order: 40 },
     });

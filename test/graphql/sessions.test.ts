@@ -9,7 +9,7 @@ import { expectData, expectGraphQLError } from './support.ts';
 
 const Send = graphql(`
   mutation Send($input: SendMessageInput!) {
-    sendMessage(input: $input) { promptId replyIds seq session { id title agents { key } myPermission } }
+    sendMessage(input: $input) { promptId replyIds seq session { id rawId title agents { key } myPermission } }
   }
 `);
 const SessionPage = graphql(`
@@ -156,7 +156,8 @@ describe('queries and mutations', () => {
       session: { agents: [{ key: 'muse' }], myPermission: 'OWNER' },
     });
     const id = sent.session.id;
-    await settledSession(t, alice, id);
+    // REST, which the helper reads through, knows the session by its raw id.
+    await settledSession(t, alice, sent.session.rawId);
     const data = expectData(await t.gql(SessionPage, { id }, alice.apiKey)).session;
     expect(data).toMatchObject({
       owner: { username: 'alice' },
@@ -221,9 +222,10 @@ describe('queries and mutations', () => {
 
   it('sessions and sharedSessions page through your sessions and those shared with you', async () => {
     const dana = await t.createUser('dana');
-    const ids = [];
-    for (let i = 0; i < 3; i++) ids.push((await startSession(dana)).session.id);
-    for (const id of ids) await settledSession(t, dana, id);
+    const started = [];
+    for (let i = 0; i < 3; i++) started.push((await startSession(dana)).session);
+    for (const session of started) await settledSession(t, dana, session.rawId);
+    const ids = started.map((session) => session.id);
     const page1 = expectData(await t.gql(MySessions, { first: 2 }, dana.apiKey)).sessions;
     expect(page1.edges.map((e) => e.node.id)).toEqual([ids[2], ids[1]]);
     expect(page1.pageInfo.hasNextPage).toBe(true);
@@ -239,7 +241,7 @@ describe('queries and mutations', () => {
 
   it('reactToMessage toggles, with thumbs up and down excluding each other', async () => {
     const { session, replyIds } = await startSession(alice);
-    await settledSession(t, alice, session.id);
+    await settledSession(t, alice, session.rawId);
     const react = async (reaction: string, user = alice) =>
       expectData(await t.gql(React, { messageId: replyIds[0]!, reaction }, user.apiKey)).reactToMessage;
     expect(await react('thumbs_up')).toEqual({
@@ -255,7 +257,7 @@ describe('queries and mutations', () => {
 
   it('shareSession freezes the session; share(shareId) reads it without a key and shows nothing private', async () => {
     const { session } = await startSession(alice, { content: 'Share this' });
-    await settledSession(t, alice, session.id);
+    await settledSession(t, alice, session.rawId);
     expectGraphQLError(await t.gql(ShareIt, { id: session.id }, carol.apiKey), 'FORBIDDEN');
     const share = expectData(await t.gql(ShareIt, { id: session.id }, alice.apiKey)).shareSession;
     expect(share).toMatchObject({
@@ -269,7 +271,7 @@ describe('queries and mutations', () => {
       ['ASSISTANT', 'Hi from Muse', 'muse'],
     ]);
     await t.gql(Send, { input: { sessionId: session.id, content: 'later, private' } }, alice.apiKey);
-    await settledSession(t, alice, session.id);
+    await settledSession(t, alice, session.rawId);
     const read = expectData(await t.gql(ReadShare, { shareId: share.shareId })).share;
     expect(read.messages.map((m) => m.content)).not.toContain('later, private');
     expectGraphQLError(await t.gql(ReadShare, { shareId: 'nothing' }), 'NOT_FOUND');
@@ -292,7 +294,7 @@ describe('queries and mutations', () => {
 
   it('deleteSession: owners only; the session is gone', async () => {
     const { session } = await startSession(alice);
-    await settledSession(t, alice, session.id);
+    await settledSession(t, alice, session.rawId);
     expectGraphQLError(await t.gql(DeleteSession, { id: session.id }, carol.apiKey), 'FORBIDDEN');
     expect(expectData(await t.gql(DeleteSession, { id: session.id }, alice.apiKey)).deleteSession).toBe(true);
     expectGraphQLError(await t.gql(SessionPage, { id: session.id }, alice.apiKey), 'NOT_FOUND');
@@ -341,7 +343,7 @@ describe('subscriptions over graphql-ws', () => {
 
   it('sessionEvents lets another device watch; with after it resumes mid-reply without loss or duplicates', async () => {
     const { session } = await startSession(alice);
-    await settledSession(t, alice, session.id);
+    await settledSession(t, alice, session.rawId);
     const release = deferred();
     llm.enqueue({ tokens: ['o', 'n', 'e', ' ', 't', 'w', 'o'], gate: (i) => (i === 3 ? release.promise : undefined) });
 
@@ -382,7 +384,7 @@ describe('subscriptions over graphql-ws', () => {
 
   it('deleting the session ends its subscriptions with SESSION_DELETED; removing a user ends theirs with FORBIDDEN', async () => {
     const { session } = await startSession(alice);
-    await settledSession(t, alice, session.id);
+    await settledSession(t, alice, session.rawId);
     expectData(await t.gql(AddUser, { sessionId: session.id, username: 'bob', permission: 'EDITOR' }, alice.apiKey));
     const bobs = wsSubscribe(ws.connect(bob.apiKey), Events, { sessionId: session.id });
     const alices = wsSubscribe(ws.connect(alice.apiKey), Events, { sessionId: session.id });
@@ -418,7 +420,7 @@ describe('subscriptions over graphql-ws', () => {
 
   it('a client that stops reading is dropped with a reason, and resumes with after', async () => {
     const { session } = await startSession(alice);
-    await settledSession(t, alice, session.id);
+    await settledSession(t, alice, session.rawId);
     const big = 'y'.repeat(16 * 1024);
     llm.enqueue({ tokens: Array.from({ length: 600 }, (_, i) => `${String(i).padStart(3, '0')}${big}`) });
 
@@ -428,7 +430,7 @@ describe('subscriptions over graphql-ws', () => {
     await expect.poll(() => socket !== undefined && t.services.bus.subscriberCount() >= 1).toBe(true);
     socket!._socket.pause();
     expectData(await t.gql(Send, { input: { sessionId: session.id, content: 'a long one' } }, alice.apiKey));
-    await settledSession(t, alice, session.id);
+    await settledSession(t, alice, session.rawId);
     // The server gives up on the socket; the client then reads what was already on its way.
     await expect.poll(() => t.app.websocket.stats().droppedAsSlow, { timeout: 20_000 }).toBe(1);
     socket!._socket.resume();
@@ -452,7 +454,7 @@ describe('subscriptions over graphql-ws', () => {
 describe('subscriptions over GraphQL SSE', () => {
   it('sessionEvents streams a reply as server-sent events to a client with the key header', async () => {
     const { session } = await startSession(alice);
-    await settledSession(t, alice, session.id);
+    await settledSession(t, alice, session.rawId);
     const controller = new AbortController();
     const response = await fetch(`${t.url}/graphql`, {
       method: 'POST',

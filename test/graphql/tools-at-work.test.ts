@@ -40,7 +40,7 @@ const Forget = graphql(`
 `);
 const Send = graphql(`
   mutation SendForMemory($input: SendMessageInput!) {
-    sendMessage(input: $input) { session { id } }
+    sendMessage(input: $input) { session { rawId } }
   }
 `);
 
@@ -147,7 +147,7 @@ describe('memory', () => {
     llm.setMemories(['Their name is Zoe', 'Prefers warm colours']);
     const first = expectData(
       await t.gql(Send, { input: { agentIds: [muse.id], content: 'Hi! My name is Zoe and I prefer warm colours.' } }, alice.apiKey),
-    ).sendMessage.session.id;
+    ).sendMessage.session.rawId;
     await settledSession(t, alice, first);
     await expect
       .poll(async () =>
@@ -162,7 +162,7 @@ describe('memory', () => {
     llm.reset();
     llm.setMemories(['Their name is Zoe']);
     const second = expectData(await t.gql(Send, { input: { agentIds: [muse.id], content: 'What should I paint today?' } }, alice.apiKey))
-      .sendMessage.session.id;
+      .sendMessage.session.rawId;
     await settledSession(t, alice, second);
     const system = llm.replyRequests()[0]!.body.messages[0]!.content!;
     expect(system).toContain('What you remember about the person you are answering:');

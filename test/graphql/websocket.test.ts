@@ -7,7 +7,7 @@ import { expectData, expectCleanErrors } from './support.ts';
 
 const WsMe = graphql(`
   query WsMe {
-    me { id username type }
+    me { rawId username type }
   }
 `);
 const WsAgent = graphql(`
@@ -17,7 +17,7 @@ const WsAgent = graphql(`
 `);
 const WsLike = graphql(`
   mutation WsLike($id: ID!) {
-    likeCreation(id: $id) { id likeCount likedByMe }
+    likeCreation(id: $id) { rawId likeCount likedByMe }
   }
 `);
 const WsCreation = graphql(`
@@ -51,7 +51,7 @@ describe('GraphQL over graphql-ws', () => {
   it('a query over the socket runs as the key in connectionParams', async () => {
     const result = await wsExecute(ws.connect(alice.apiKey), WsMe);
     expect(result.errors).toBeUndefined();
-    expect(result.data).toEqual({ me: { id: alice.id, username: 'alice', type: 'USER' } });
+    expect(result.data).toEqual({ me: { rawId: alice.id, username: 'alice', type: 'USER' } });
   });
 
   it('the key is also accepted as x-api-key or apiKey', async () => {
@@ -92,7 +92,7 @@ describe('GraphQL over graphql-ws', () => {
   it('a mutation over the socket is persisted', async () => {
     const creation = await fixtures(t).creation(alice, { public: true });
     const result = await wsExecute(ws.connect(bob.apiKey), WsLike, { id: creation.id });
-    expect(result.data?.likeCreation).toEqual({ id: creation.id, likeCount: 1, likedByMe: true });
+    expect(result.data?.likeCreation).toEqual({ rawId: creation.id, likeCount: 1, likedByMe: true });
     expect(expectData(await t.gql(WsCreation, { id: creation.id }, bob.apiKey)).creation).toEqual({ likeCount: 1, likedByMe: true });
   });
 

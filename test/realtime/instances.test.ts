@@ -125,10 +125,10 @@ async function newSession(server: ServerProcess) {
  * takes effect some time after the client asks for it, and only then hears what is published.
  */
 async function listening(server: ServerProcess, sessionId: string, ...hear: ((isReaction: (e: Event) => boolean) => Promise<unknown>)[]) {
-  const first = await gql(server, `query($id: ID!) { session(id: $id) { messages(first: 1) { edges { node { id } } } } }`, {
+  const first = await gql(server, `query($id: ID!) { session(id: $id) { messages(first: 1) { edges { node { rawId } } } } }`, {
     id: sessionId,
   });
-  const messageId = first.data.session.messages.edges[0].node.id;
+  const messageId = first.data.session.messages.edges[0].node.rawId;
   let heardAll = false;
   const heard = Promise.all(hear.map((h) => h((e) => e.__typename === 'ReactionsChanged'))).then(() => (heardAll = true));
   while (!heardAll) {
@@ -177,9 +177,9 @@ beforeAll(async () => {
   [a, b, c, d] = await Promise.all([startInstance(), startInstance(), startInstance(), startInstance()]);
   const agent = await gql(
     a,
-    `mutation { createAgent(input: { name: "Echo", key: "echo", description: "Says things back", public: false }) { id } }`,
+    `mutation { createAgent(input: { name: "Echo", key: "echo", description: "Says things back", public: false }) { rawId } }`,
   );
-  agentId = agent.data.createAgent.id;
+  agentId = agent.data.createAgent.rawId;
 });
 
 afterAll(async () => {

@@ -69,10 +69,13 @@ afterAll(async () => {
 describe('revocations while Redis is down', () => {
   it('answer 200, and nothing posted once Redis is back reaches the removed user or the deleted key; the socket closes', async () => {
     const agent = await rest(a, 'POST', '/graphql', keys.alice!, {
-      query: 'mutation { createAgent(input: { name: "Scribe", key: "scribe", public: true }) { id } }',
+      query: 'mutation { createAgent(input: { name: "Scribe", key: "scribe", public: true }) { rawId } }',
     });
-    expect(agent.body.data.createAgent.id).toBeTruthy();
-    const started = await rest(a, 'POST', '/v2/sessions', keys.alice!, { agent_ids: [agent.body.data.createAgent.id], content: 'hello' });
+    expect(agent.body.data.createAgent.rawId).toBeTruthy();
+    const started = await rest(a, 'POST', '/v2/sessions', keys.alice!, {
+      agent_ids: [agent.body.data.createAgent.rawId],
+      content: 'hello',
+    });
     const sessionId = started.body.session_id as string;
     for (const name of ['bob', 'carol'])
       expect((await rest(a, 'POST', `/v2/sessions/${sessionId}/users`, keys.alice!, { username: name, permission: 'editor' })).status).toBe(

@@ -458,3 +458,62 @@ describe('when the model provider fails', () => {
     expect(events.some((e) => e.type === 'error')).toBe(false);
   });
 });
+
+describe('when the model provider does not stop', () => {
+  let lt: TestApp;
+  let endless: FakeOpenAI;
+  let user: TestUser;
+  let agent: { id: string };
+
+  beforeAll(async () => {
+    endless = await startFakeOpenAI({ tokens: ['fine'] });
+    lt = await startTestApp({ llm: { baseUrl: endless.baseUrl, maxCompletionTokens: 1024, maxCallMs: 2000 } });
+    user = await lt.createUser('nora');
+    agent = await fixtures(lt).agent(user, { name: 'Endless', key: 'endless' });
+  });
+  beforeEach(() => endless.reset());
+  afterAll(async () => {
+    await lt.close();
+    await endless.close();
+  });
+
+  async function run(body: Record<string, unknown>) {
+    const s = await openSse(`${lt.url}/v2/sessions`, {
+      method: 'POST',
+      headers: { 'x-api-key': user.apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ stream: true, agent_ids: [agent.id], ...body }),
+    });
+    streams.push(s);
+    return updates(await s.done);
+  }
+
+  it('cuts a reply off at the completion limit it asked for (3,000 tokens streamed against 1,024), saved with what it had and why', async () => {
+    const tokens = Array.from({ length: 3000 }, (_, i) => `w${i} `);
+    endless.enqueue({ tokens });
+    const events = await run({ content: 'go on forever' });
+    expect(endless.replyRequests()[0]!.body.max_tokens).toBe(1024);
+    const failed = events.find((e) => e.type === 'error');
+    expect(failed.error).toBe('The reply was cut off at its limit of 1024 tokens');
+    expect(failed.message).toMatchObject({ status: 'failed', content: tokens.slice(0, 1024).join('') });
+    // What it streamed until the cut is charged: an estimate, as no usage came.
+    expect(failed.message.usage.completion_tokens).toBeGreaterThan(0);
+    expect(events.filter((e) => e.type === 'assistant_token')).toHaveLength(1024);
+    expect(events.at(-1).type).toBe('end_prompt');
+    const saved = await settledSession(lt, user, events[0].session_id);
+    expect(saved.messages.at(-1)).toEqual(failed.message);
+  });
+
+  it('cuts a reply off when one model call streams past its time limit, however steadily', async () => {
+    const tokens = Array.from({ length: 200 }, (_, i) => `w${i} `);
+    endless.enqueue({ tokens, delayMs: 50 });
+    const events = await run({ content: 'take your time' });
+    const failed = events.find((e) => e.type === 'error');
+    expect(failed.error).toBe('The model call ran past its limit of 2 s');
+    expect(failed.message.status).toBe('failed');
+    expect(tokens.join('').startsWith(failed.message.content)).toBe(true);
+    expect(failed.message.content.length).toBeLessThan(tokens.join('').length);
+    expect(events.at(-1).type).toBe('end_prompt');
+    const again = await run({ session_id: events[0].session_id, content: 'short please' });
+    expect(again.find((e) => e.type === 'assistant_message').message.content).toBe('fine');
+  });
+});

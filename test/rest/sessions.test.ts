@@ -114,7 +114,7 @@ describe('POST /v2/sessions (operation 4)', () => {
       'Second question',
       'Hello from the model.',
     ]);
-    const sent = llm.requests[0]!.body.messages.map((m) => [m.role, m.content]);
+    const sent = llm.replyRequests()[0]!.body.messages.map((m) => [m.role, m.content]);
     expect(sent.slice(-3)).toEqual([
       ['user', 'First question'],
       ['assistant', 'Hello from the model.'],

@@ -1,8 +1,8 @@
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { importCreations, type ImportCounts, type ImportSummary } from '../../domain/creations/importer.ts';
+import { resolve } from 'node:path';
+import type { ImportSummary } from '../../domain/creations/importer.ts';
 import { progress } from '../progress.ts';
-import { withServices } from '../services.ts';
+import { runCommand } from '../services.ts';
 
 const SHOWN_REJECTIONS = 20;
 
@@ -36,42 +36,26 @@ function describeSummary(s: ImportSummary, provider: string): string {
 
 export async function importFile(path: string, json: boolean): Promise<number> {
   const total = await countLines(path);
-  return withServices(async (services) => {
-    const bar = progress('import', 'lines', total);
-    let counts: ImportCounts = { lines: 0, imported: 0, skipped: 0, rejected: 0 };
-    let summary: ImportSummary;
-    try {
-      const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
-      summary = await importCreations(services.db, services.search, lines, {
-        onProgress: (c) => {
-          counts = c;
-          bar.update(c.lines);
-        },
-      });
-    } catch (e) {
-      bar.stop();
-      throw new Error(
-        `${(e as Error).message}\nStopped after line ${counts.lines}: ${counts.imported} creations imported so far. Run the same command again to resume; lines already imported are skipped.`,
-      );
-    }
+  const bar = progress('import', 'lines', total);
+  let imported: { summary: ImportSummary; provider: string };
+  try {
+    // Absolute: a running service may be the one reading the file, from its own directory.
+    imported = await runCommand('creations.import', { path: resolve(path), total }, (done) => bar.update(done));
+  } finally {
     bar.stop();
-    console.log(json ? JSON.stringify(summary) : describeSummary(summary, services.search.provider.name));
-    return 0;
-  });
+  }
+  const { summary, provider } = imported;
+  console.log(json ? JSON.stringify(summary) : describeSummary(summary, provider));
+  return 0;
 }
 
 export async function reembed(all: boolean): Promise<number> {
-  return withServices(async (services) => {
-    let bar: ReturnType<typeof progress> | undefined;
-    const result = await services.search.reembed({
-      all,
-      onProgress: (done, total) => {
-        bar ??= progress('reembed', 'creations', total);
-        bar.update(done);
-      },
-    });
-    bar?.stop();
-    console.log(`Re-embedded ${result.reembedded} creations with ${result.provider}.`);
-    return 0;
+  let bar: ReturnType<typeof progress> | undefined;
+  const result = await runCommand('creations.reembed', { all }, (done, total) => {
+    bar ??= progress('reembed', 'creations', total);
+    bar.update(done);
   });
+  bar?.stop();
+  console.log(`Re-embedded ${result.reembedded} creations with ${result.provider}.`);
+  return 0;
 }

@@ -1,8 +1,7 @@
-import { loadDemo } from '../../demo/load.ts';
-import { withServices } from '../services.ts';
+import { runCommand } from '../services.ts';
 
 export async function demo(json: boolean): Promise<number> {
-  const manifest = await withServices((s) => loadDemo(s));
+  const manifest = await runCommand('demo', {});
   if (json) console.log(JSON.stringify(manifest));
   else {
     console.log('Demo data loaded. API keys (shown once):');

@@ -1,14 +1,7 @@
-import { withServices } from '../services.ts';
+import { runCommand } from '../services.ts';
 
 export async function grant(username: string, amount: string, kind: 'subscription' | 'forever', json: boolean): Promise<number> {
-  const granted = await withServices((s) => s.manna.grant(username, amount, kind));
-  const out = {
-    ledgerId: granted.ledgerId,
-    amount: granted.amount.toNumber(),
-    kind,
-    subscriptionBalance: granted.subscriptionBalance.toNumber(),
-    foreverBalance: granted.foreverBalance.toNumber(),
-  };
+  const out = await runCommand('manna.grant', { username, amount, kind });
   console.log(
     json
       ? JSON.stringify(out)

@@ -1,17 +1,9 @@
-import { loadConfig } from '../../config.ts';
-import { openDatabase } from '../../db/database.ts';
-import { applyMigrations } from '../../db/migrate.ts';
-import { upgradeToPgvector } from '../../db/vector-column.ts';
+import { runCommand } from '../services.ts';
 
 export async function migrate(): Promise<number> {
-  const database = await openDatabase(loadConfig().database);
-  try {
-    if (database.fromSnapshot) console.log("new database: copied from the build's snapshot, which has the migrations up to it");
-    const applied = await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
-    console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
-    if ((await upgradeToPgvector(database.prisma)) === 'upgraded') console.log('embeddings: now pgvector vector(768) with an HNSW index');
-  } finally {
-    await database.close();
-  }
+  const { newDatabase, applied, pgvector } = await runCommand('migrate', {});
+  if (newDatabase) console.log("new database: copied from the build's snapshot, which has the migrations up to it");
+  console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+  if (pgvector === 'upgraded') console.log('embeddings: now pgvector vector(768) with an HNSW index');
   return 0;
 }

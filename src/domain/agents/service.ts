@@ -6,6 +6,8 @@ import { isUniqueViolation } from '../prisma-errors.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { nonEmptyPatch, parseInput } from '../validation.ts';
 import type { Viewer } from '../viewer.ts';
+import { agentListWhere } from '../discovery/filters.ts';
+import { newestFirst } from '../ordering.ts';
 import { isVisibleTo, visibleToFilter } from '../visibility.ts';
 import { agentCreateSchema, agentPatchSchema, type AgentPatch } from './inputs.ts';
 
@@ -42,6 +44,11 @@ export function agentService(db: Db, tools: ToolRegistry, limits: { maxAgentsPer
   const columns = ({ key: _key, llmSettings: _llm, ...rest }: AgentPatch) => rest;
 
   return {
+    /** Agents the viewer may read (their own and public ones), narrowed by `filter`, newest first; `page` is the connection's window. */
+    list(viewer: Viewer, filter: Parameters<typeof agentListWhere>[1], page: Omit<Prisma.AgentFindManyArgs, 'where' | 'orderBy'>) {
+      return db.agent.findMany({ ...page, where: agentListWhere(viewer, filter), orderBy: newestFirst });
+    },
+
     async get(viewer: Viewer, id: string, query?: AgentQuery): Promise<AgentWithKey> {
       const agent = canNameARow(id) ? await db.agent.findUnique({ where: { id }, ...withKey(query) }) : null;
       if (!agent) throw notFound(AGENT_NOT_FOUND);

@@ -1,7 +1,9 @@
 import type { Db } from '../../db/database.ts';
 import type { Creation, Prisma } from '../../generated/prisma/client.ts';
 import { badInput, notFound } from '../errors.ts';
+import { creationListWhere } from '../discovery/filters.ts';
 import { canNameARow } from '../ids.ts';
+import { newestFirst } from '../ordering.ts';
 import type { Viewer } from '../viewer.ts';
 import { visibleCreations } from './visibility.ts';
 
@@ -19,6 +21,11 @@ export function creationService(db: Db) {
   }
 
   return {
+    /** The feed: public creations and the viewer's own, narrowed by `filter`, newest first. */
+    list(viewer: Viewer, filter: Parameters<typeof creationListWhere>[1], page: Omit<Prisma.CreationFindManyArgs, 'where' | 'orderBy'>) {
+      return db.creation.findMany({ ...page, where: creationListWhere(viewer, filter), orderBy: newestFirst });
+    },
+
     async get(viewer: Viewer, id: string, query: CreationQuery = {}): Promise<Creation> {
       const creation = canNameARow(id) ? await db.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, ...query }) : null;
       if (!creation) throw notFound(CREATION_NOT_FOUND);

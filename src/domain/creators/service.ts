@@ -2,9 +2,11 @@ import { z } from 'zod';
 import type { Db } from '../../db/database.ts';
 import { Prisma, type User } from '../../generated/prisma/client.ts';
 import { conflict, notFound } from '../errors.ts';
+import { canNameARow } from '../ids.ts';
 import { isUniqueViolation } from '../prisma-errors.ts';
 import { parseInput } from '../validation.ts';
 import type { Viewer } from '../viewer.ts';
+import { visibleToFilter } from '../visibility.ts';
 
 export const usernameSchema = z
   .string()
@@ -18,6 +20,18 @@ export const balanceOf = (user: Pick<User, 'subscriptionBalance' | 'foreverBalan
 
 export function creatorService(db: Db) {
   return {
+    /**
+     * Any creator's profile by id. An agent's creator row is its public face: it is found only
+     * when the agent may be read, so a private agent's key does not leak through it.
+     */
+    async get(viewer: Viewer, id: string, query: { include?: object } = {}): Promise<User> {
+      const user = canNameARow(id)
+        ? await db.user.findFirst({ where: { id, OR: [{ type: 'user' }, { agentProfile: visibleToFilter(viewer, 'ownerId') }] }, ...query })
+        : null;
+      if (!user) throw notFound('Creator not found');
+      return user;
+    },
+
     async me(viewer: Viewer, query: { include?: object } = {}): Promise<User> {
       const user = await db.user.findUnique({ where: { id: viewer.id }, ...query });
       if (!user) throw notFound('Creator not found');

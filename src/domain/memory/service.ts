@@ -62,19 +62,18 @@ export function memoryService(
         return;
       }
       if (facts.length === 0) return;
-      await db.$transaction(async (tx) => {
-        await tx.memory.createMany({
-          data: facts.map((fact) => ({ agentId, userId, sessionId, fact, key: factKey(fact) })),
-          skipDuplicates: true,
-        });
-        const beyond = await tx.memory.findMany({
-          where: { agentId, userId },
-          orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-          skip: MEMORY_CAP,
-          select: { id: true },
-        });
-        if (beyond.length) await tx.memory.deleteMany({ where: { id: { in: beyond.map((b) => b.id) } } });
+      // Two statements and no transaction: replies finishing by the thousand each remember, and
+      // an interactive transaction would hold the embedded database's one connection across
+      // round trips. Concurrent trims of the same memory agree on what is past the cap.
+      await db.memory.createMany({
+        data: facts.map((fact) => ({ agentId, userId, sessionId, fact, key: factKey(fact) })),
+        skipDuplicates: true,
       });
+      await db.$executeRaw`
+        DELETE FROM "Memory" WHERE "id" IN (
+          SELECT "id" FROM "Memory" WHERE "agentId" = ${agentId} AND "userId" = ${userId}
+          ORDER BY "createdAt" DESC, "id" DESC OFFSET ${MEMORY_CAP}
+        )`;
     },
   };
 

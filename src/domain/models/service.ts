@@ -3,12 +3,19 @@ import type { Model, Prisma } from '../../generated/prisma/client.ts';
 import { forbidden, notFound } from '../errors.ts';
 import { canNameARow } from '../ids.ts';
 import type { Viewer } from '../viewer.ts';
+import { modelListWhere } from '../discovery/filters.ts';
+import { newestFirst } from '../ordering.ts';
 import { isVisibleTo } from '../visibility.ts';
 
 export type ModelQuery = { include?: Prisma.ModelInclude };
 
 export function modelService(db: Db) {
   return {
+    /** Models the viewer may use (their own and public ones), narrowed by `filter`, newest first. */
+    list(viewer: Viewer, filter: Parameters<typeof modelListWhere>[1], page: Omit<Prisma.ModelFindManyArgs, 'where' | 'orderBy'>) {
+      return db.model.findMany({ ...page, where: modelListWhere(viewer, filter), orderBy: newestFirst });
+    },
+
     /** Public models are readable by everyone; a private one only by its owner. */
     async get(viewer: Viewer, id: string, query: ModelQuery = {}): Promise<Model> {
       const model = canNameARow(id) ? await db.model.findUnique({ where: { id }, ...query }) : null;

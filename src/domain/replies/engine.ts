@@ -1,18 +1,20 @@
 import type { LlmConfig } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { EventBus } from '../sessions/bus.ts';
 import { agentLlmSettings, agentSuggestions, agentTools } from '../agents/fields.ts';
 import { isDatabaseUnavailable, isRecordGone } from '../prisma-errors.ts';
 import { addTokens, BUDGET_EXCEEDED, reserveTurns } from '../sessions/budgets.ts';
 import type { MessageView, SessionEventPayload } from '../sessions/events.ts';
-import { messageSelect, toMessageView } from '../sessions/views.ts';
+import { type MessageRow, messageSelect, toMessageView } from '../sessions/views.ts';
 import { abandonToolCalls } from '../tools/holds.ts';
 import { buildPrompt, type PromptAgent } from './prompt.ts';
 import { ProviderError, type ChatMessage, type ChatProvider, type ChatRequest } from './providers/types.ts';
 import { cleanModelTitle, fallbackTitle, TITLE_INSTRUCTION, titleFromText } from './title.ts';
-import { estimateTokens } from './tokens.ts';
-import { noMemory, noTools, type MemoryHost, type RequestedToolCall, type ToolHost } from './tools.ts';
+import { CallLimitReached, type CallSink, type StreamedCall, streamCall } from './stream-call.ts';
+import { noMemory, noTools, type MemoryHost, type ToolHost } from './tools.ts';
+import { createReplyWriter, type ReplyWriter } from './writer.ts';
 
 /** One prompt's replies, as the sessions service hands them over once the prompt is saved. */
 export interface ReplyJob {
@@ -26,6 +28,8 @@ export interface ReplyJob {
   excludeMemory: boolean;
   /** The first exchange of a session without a title: name it afterwards. */
   generateTitle: boolean;
+  /** The session and its messages so far, when the caller has them (a session it just created). */
+  known?: { scenario: string | null; agents: LoadedAgent[]; history: HistoryRow[] };
 }
 
 export interface ReplyEngineDeps {
@@ -41,6 +45,8 @@ export interface ReplyEngineDeps {
   instanceId: string;
   log: { error(obj: unknown, msg?: string): void };
   metrics: Metrics['replies'];
+  /** Where streaming replies are saved; by default a write-behind queue on `db`. */
+  writer?: ReplyWriter;
 }
 
 /** Model calls one reply may make (each is a turn of the budget) before it must answer. */
@@ -48,7 +54,29 @@ const MAX_CALLS_PER_REPLY = 8;
 /** Stored messages read for a prompt; the context window usually keeps fewer. */
 const HISTORY_LIMIT = 200;
 
+/** A reply stopped by a rule of the service (a budget, the number of model calls), worded for the user. */
 class ReplyStopped extends Error {}
+
+/** Why a reply was stopped from outside, as the abort reason of its signal. */
+const SESSION_GONE = Symbol('session deleted');
+const CANCELLED = Symbol('cancelled');
+const SHUTTING_DOWN = Symbol('shutting down');
+
+type Target = ReplyJob['replies'][number];
+type ReplyRequest = Omit<ChatRequest, 'agent' | 'model' | 'reasoningEffort' | 'tools'>;
+
+/**
+ * How a reply that did not complete is saved and told, by what stopped it. `expected` failures
+ * are the provider's, the service's rules, or the database going away; anything else is logged.
+ */
+function failureOf(reason: unknown): { status: 'failed' | 'cancelled'; error: string; expected: boolean } {
+  if (reason === CANCELLED) return { status: 'cancelled', error: 'The reply was cancelled', expected: true };
+  if (reason === SHUTTING_DOWN) return { status: 'failed', error: 'The server shut down before the reply was finished', expected: true };
+  if (reason instanceof ProviderError || reason instanceof ReplyStopped || reason instanceof CallLimitReached)
+    return { status: 'failed', error: reason.message, expected: true };
+  if (isDatabaseUnavailable(reason)) return { status: 'failed', error: DATABASE_LOST, expected: true };
+  return { status: 'failed', error: 'The reply failed unexpectedly', expected: false };
+}
 
 /** How a reply ended, as it is saved. */
 interface Outcome {
@@ -61,13 +89,14 @@ interface Outcome {
 }
 
 const DATABASE_LOST = 'The database became unavailable while the reply was being written';
+
 const UNSETTLED_TOOL = 'The reply ended before the tool call was settled';
 /** Retries of a reply that could not be saved because the database was away: from 1 s, doubling, up to 30 s apart. */
 const SAVE_RETRY_FIRST_MS = 1_000;
 const SAVE_RETRY_MAX_MS = 30_000;
 
 /** The message as `fail` would have saved it, for watchers while the database is away. */
-const unsavedView = (job: ReplyJob, target: ReplyJob['replies'][number], outcome: Outcome): MessageView => ({
+const unsavedView = (job: ReplyJob, target: Target, outcome: Outcome): MessageView => ({
   id: target.messageId,
   sessionId: job.sessionId,
   ordinal: target.ordinal,
@@ -86,7 +115,9 @@ const unsavedView = (job: ReplyJob, target: ReplyJob['replies'][number], outcome
   createdAt: target.createdAt.toISOString(),
 });
 
-type LoadedAgent = NonNullable<Awaited<ReturnType<typeof loadSession>>>['agents'][number]['agent'];
+type LoadedAgent = Prisma.AgentGetPayload<{ include: { user: { select: { username: true } } } }>;
+type HistoryRow = Omit<MessageRow, 'toolCalls' | 'reactions'> &
+  Partial<Pick<MessageRow, 'toolCalls' | 'reactions'>> & { sender: { username: string } | null };
 
 function loadSession(db: Db, sessionId: string) {
   return db.session.findUnique({
@@ -118,6 +149,8 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
   const { db, bus, provider, llm, log, metrics } = deps;
   const tools = deps.tools ?? noTools;
   const memory = deps.memory ?? noMemory;
+  const writer = deps.writer ?? createReplyWriter(db, log);
+  const limits = { maxCompletionTokens: llm.maxCompletionTokens, maxCallMs: llm.maxCallMs };
   /** Replies being written, by session: how to stop each prompt's replies. */
   const running = new Map<string, Set<{ promptId: string; controller: AbortController }>>();
   const active = new Set<Promise<void>>();
@@ -132,15 +165,12 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
    * reply that did not complete leaves no tool call unsettled: one whose settling failed (the
    * database went away meanwhile) is cancelled and its hold given back.
    */
-  /**
-   * Saves the reply's outcome, only over a reply still `streaming`: null when it was settled
-   * meanwhile (another instance took it for dead and saved it as failed) or deleted, and then
-   * nothing is changed or counted.
-   */
   async function save(sessionId: string, messageId: string, fields: Outcome) {
     const saved = await db.$transaction(async (tx) => {
-      const { count } = await tx.message.updateMany({
-        where: { id: messageId, status: 'streaming' },
+      await addTokens(tx, sessionId, fields.promptTokens + fields.completionTokens);
+      if (fields.status !== 'complete') await abandonToolCalls(tx, { messageId }, UNSETTLED_TOOL);
+      const row = await tx.message.update({
+        where: { id: messageId },
         data: {
           content: fields.content,
           thought: fields.thought || null,
@@ -149,32 +179,23 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
           promptTokens: fields.promptTokens,
           completionTokens: fields.completionTokens,
         },
+        select: messageSelect,
       });
-      if (!count) return null;
-      await addTokens(tx, sessionId, fields.promptTokens + fields.completionTokens);
-      if (fields.status !== 'complete') await abandonToolCalls(tx, { messageId }, UNSETTLED_TOOL);
-      return toMessageView(await tx.message.findUniqueOrThrow({ where: { id: messageId }, select: messageSelect }));
+      return toMessageView(row);
     });
-    if (saved) metrics.usage(fields.promptTokens, fields.completionTokens);
+    metrics.usage(fields.promptTokens, fields.completionTokens);
     return saved;
   }
 
-  async function reply(
-    job: ReplyJob,
-    target: ReplyJob['replies'][number],
-    agent: LoadedAgent,
-    request: Omit<ChatRequest, 'agent' | 'model' | 'reasoningEffort' | 'tools'>,
-    signal: AbortSignal,
-  ): Promise<MessageView | null> {
-    const { sessionId, promptId } = job;
-    const { messageId, agentId } = target;
+  /** The request every model call of this agent's reply starts from, and whether it shows its reasoning. */
+  function chatRequest(agent: LoadedAgent, thinking: boolean, request: ReplyRequest) {
     const settings = agentLlmSettings(agent);
-    const thinks = settings.thinkingPolicy === 'always' || (settings.thinkingPolicy !== 'off' && job.thinking);
+    const thinks = settings.thinkingPolicy === 'always' || (settings.thinkingPolicy !== 'off' && thinking);
     const base: ChatRequest = {
       ...request,
       model: (settings.modelProfile && llm.models[settings.modelProfile as keyof typeof llm.models]) || llm.models.default,
       reasoningEffort: thinks ? ((settings.thinkingEffortCap as ChatRequest['reasoningEffort']) ?? 'medium') : null,
-      tools: tools.offer(agentId, agentTools(agent)),
+      tools: tools.offer(agent.id, agentTools(agent)),
       agent: {
         name: agent.name,
         key: agent.user.username,
@@ -184,100 +205,97 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
         suggestions: agentSuggestions(agent),
       },
     };
+    return { base, thinks };
+  }
+
+  /**
+   * Runs the tools one model call asked for. The reply is saved as it stands and its watchers
+   * see it, with the calls it waits for, before they run; the results go back to the model.
+   */
+  async function runTools(job: ReplyJob, target: Target, content: string, called: StreamedCall, signal: AbortSignal) {
+    const { sessionId, promptId } = job;
+    const { messageId, agentId } = target;
+    const recorded = await tools.record(called.calls, { sessionId, promptId, messageId, agentId, userId: job.userId, signal });
+    const row = await db.message.update({ where: { id: messageId }, data: { content }, select: messageSelect });
+    await emit(sessionId, { type: 'assistant_message', promptId, agentId, message: toMessageView(row) });
+    const results = await recorded.run();
+    return [
+      {
+        role: 'assistant' as const,
+        content: called.written || null,
+        tool_calls: called.calls.map((r) => ({ id: r.id, type: 'function' as const, function: { name: r.name, arguments: r.arguments } })),
+      },
+      ...results.map((r) => ({ role: 'tool' as const, tool_call_id: r.id, content: r.content })),
+    ];
+  }
+
+  /**
+   * One agent's reply: model calls streamed to the session (each may ask for tools, whose results
+   * feed the next), then saved with its token usage and shown whole (`assistant_message`).
+   */
+  async function reply(job: ReplyJob, target: Target, agent: LoadedAgent, request: ReplyRequest, signal: AbortSignal) {
+    const { sessionId, promptId } = job;
+    const { messageId, agentId } = target;
+    const { base, thinks } = chatRequest(agent, job.thinking, request);
     const messages: ChatMessage[] = [...request.messages];
-    let content = '';
-    let thought = '';
-    const usage = { prompt: 0, completion: 0 };
+    const draft = { content: '', thought: '', promptTokens: 0, completionTokens: 0 };
     // The text so far is saved now and then while it streams, so that a process that dies
     // leaves the reply with most of what its watchers saw (start-up recovery marks it failed).
-    // At most one save per interval, armed by the first delta after the last one.
+    // At most one per interval, armed by the first delta after the last one (so a provider that
+    // pauses still has its text saved), handed to the writer, which groups it with the others.
     let checkpointTimer: NodeJS.Timeout | undefined;
     const checkpoint = () => {
       if (checkpointTimer || llm.checkpointMs === 0) return;
       checkpointTimer = setTimeout(() => {
-        db.message
-          .updateMany({ where: { id: messageId, status: 'streaming' }, data: { content, thought: thought || null } })
-          // The final save says what went wrong; a checkpoint that fails is only skipped.
-          .catch(() => {})
-          .finally(() => (checkpointTimer = undefined));
+        checkpointTimer = undefined;
+        writer.checkpoint({ messageId, content: draft.content, thought: draft.thought });
       }, llm.checkpointMs);
     };
+    const sink: CallSink = {
+      content(text) {
+        draft.content += text;
+        checkpoint();
+        metrics.streamed('content');
+        void emit(sessionId, { type: 'assistant_token', promptId, messageId, agentId, text });
+      },
+      reasoning: thinks
+        ? (text) => {
+            draft.thought += text;
+            checkpoint();
+            metrics.streamed('reasoning');
+            void emit(sessionId, { type: 'assistant_thinking', promptId, messageId, agentId, text });
+          }
+        : undefined,
+    };
     const ended = metrics.started();
-
     try {
       for (let call = 0; ; call++) {
         signal.throwIfAborted();
         // The first call's turn was reserved with the prompt; every further call needs its own.
         if (call > 0) {
-          const stopped = await db.$transaction((tx) => reserveTurns(tx, sessionId, 1, usage.prompt + usage.completion));
+          const stopped = await reserveTurns(db, sessionId, 1, draft.promptTokens + draft.completionTokens);
           if (stopped) throw new ReplyStopped(BUDGET_EXCEEDED[stopped]);
         }
-        const calls: (Partial<RequestedToolCall> & { arguments: string })[] = [];
-        let reported = false;
-        let written = '';
-        for await (const delta of provider.stream({ ...base, messages }, signal)) {
-          if (delta.type === 'content') {
-            content += delta.text;
-            written += delta.text;
-            checkpoint();
-            metrics.streamed('content');
-            void emit(sessionId, { type: 'assistant_token', promptId, messageId, agentId, text: delta.text });
-          } else if (delta.type === 'reasoning') {
-            if (!thinks) continue;
-            thought += delta.text;
-            checkpoint();
-            metrics.streamed('reasoning');
-            void emit(sessionId, { type: 'assistant_thinking', promptId, messageId, agentId, text: delta.text });
-          } else if (delta.type === 'tool_call') {
-            const c = (calls[delta.index] ??= { arguments: '' });
-            if (delta.id) c.id = delta.id;
-            if (delta.name) c.name = delta.name;
-            if (delta.arguments) c.arguments += delta.arguments;
-          } else {
-            reported = true;
-            usage.prompt += delta.promptTokens;
-            usage.completion += delta.completionTokens;
-          }
-        }
-        if (!reported) {
-          // Providers that do not report usage are charged an estimate, never nothing.
-          usage.prompt += messages.reduce((n, m) => n + estimateTokens(m.content ?? ''), 0);
-          usage.completion += estimateTokens(written);
-        }
-        const requested = calls
-          .filter((c) => c)
-          .map((c, i) => ({ id: c.id ?? `call_${call}_${i}`, name: c.name ?? '', arguments: c.arguments }));
-        if (requested.length === 0) break;
+        const called = await streamCall(provider, { ...base, messages }, signal, sink, limits, call);
+        draft.promptTokens += called.usage.prompt;
+        draft.completionTokens += called.usage.completion;
+        if (called.calls.length === 0) break;
         if (call + 1 >= MAX_CALLS_PER_REPLY)
           throw new ReplyStopped(`The reply used its ${MAX_CALLS_PER_REPLY} model calls without finishing`);
-        const results = await tools.run(requested, { sessionId, promptId, messageId, agentId, userId: job.userId, content, signal });
-        messages.push(
-          {
-            role: 'assistant',
-            content: written || null,
-            tool_calls: requested.map((r) => ({ id: r.id, type: 'function', function: { name: r.name, arguments: r.arguments } })),
-          },
-          ...results.map((r) => ({ role: 'tool' as const, tool_call_id: r.id, content: r.content })),
-        );
+        messages.push(...(await runTools(job, target, draft.content, called, signal)));
       }
-      const message = await save(sessionId, messageId, {
-        content,
-        thought,
-        status: 'complete',
-        error: null,
-        promptTokens: usage.prompt,
-        completionTokens: usage.completion,
-      });
-      // Null: it was settled elsewhere and announced there; this outcome is not the one kept.
-      if (message) await emit(sessionId, { type: 'assistant_message', promptId, agentId, message });
+      const message = await writer.complete({ sessionId, messageId, ...draft });
+      // No longer streaming: its session was deleted, or recovery closed it and told its watchers.
+      if (!message) return null;
+      metrics.usage(draft.promptTokens, draft.completionTokens);
+      await emit(sessionId, { type: 'assistant_message', promptId, agentId, message });
       return message;
     } catch (e) {
-      await fail(job, target, signal.aborted ? signal.reason : e, {
-        content,
-        thought,
-        promptTokens: usage.prompt,
-        completionTokens: usage.completion,
-      });
+      if (e instanceof CallLimitReached) {
+        draft.promptTokens += e.usage.prompt;
+        draft.completionTokens += e.usage.completion;
+      }
+      await fail(job, target, signal.aborted ? signal.reason : e, draft);
       return null;
     } finally {
       clearTimeout(checkpointTimer);
@@ -292,34 +310,19 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
    */
   async function fail(
     job: ReplyJob,
-    target: ReplyJob['replies'][number],
+    target: Target,
     reason: unknown,
     written: Pick<Outcome, 'content' | 'thought' | 'promptTokens' | 'completionTokens'>,
   ) {
     if (reason === SESSION_GONE) return;
     const { sessionId, promptId } = job;
     const { messageId, agentId } = target;
-    const expected =
-      reason === CANCELLED ||
-      reason === SHUTTING_DOWN ||
-      reason instanceof ProviderError ||
-      reason instanceof ReplyStopped ||
-      isDatabaseUnavailable(reason);
-    const error =
-      reason === CANCELLED
-        ? 'The reply was cancelled'
-        : reason === SHUTTING_DOWN
-          ? 'The server shut down before the reply was finished'
-          : reason instanceof ProviderError || reason instanceof ReplyStopped
-            ? reason.message
-            : isDatabaseUnavailable(reason)
-              ? DATABASE_LOST
-              : 'The reply failed unexpectedly';
+    const { status, error, expected } = failureOf(reason);
     if (!expected) log.error({ err: reason }, 'a reply failed');
-    const outcome: Outcome = { ...written, status: reason === CANCELLED ? 'cancelled' : 'failed', error };
+    const outcome: Outcome = { ...written, status, error };
     try {
       const message = await save(sessionId, messageId, outcome);
-      if (message) await emit(sessionId, { type: 'error', promptId, agentId, error, message });
+      await emit(sessionId, { type: 'error', promptId, agentId, error, message });
     } catch (saveError) {
       if (isRecordGone(saveError)) return;
       if (!isDatabaseUnavailable(saveError)) throw saveError;
@@ -370,15 +373,19 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     const nothingWritten = { content: '', thought: '', promptTokens: 0, completionTokens: 0 };
     let loaded;
     try {
-      loaded = await Promise.all([
-        loadSession(db, job.sessionId),
-        db.message.findMany({
-          where: { sessionId: job.sessionId, status: { not: 'streaming' } },
-          orderBy: { ordinal: 'desc' },
-          take: HISTORY_LIMIT,
-          select: { ...messageSelect, sender: { select: { username: true } } },
-        }),
-      ]);
+      loaded = job.known
+        ? ([{ scenario: job.known.scenario, agents: job.known.agents.map((agent) => ({ agent })) }, job.known.history] as const)
+        : await Promise.all([
+            loadSession(db, job.sessionId),
+            db.message
+              .findMany({
+                where: { sessionId: job.sessionId, status: { not: 'streaming' } },
+                orderBy: { ordinal: 'desc' },
+                take: HISTORY_LIMIT,
+                select: { ...messageSelect, sender: { select: { username: true } } },
+              })
+              .then((latest): HistoryRow[] => latest.reverse()),
+          ]);
     } catch (e) {
       // Nothing could start (the database went away, say): every reply still ends, and the prompt.
       await Promise.all(job.replies.map((target) => fail(job, target, e, nothingWritten)));
@@ -387,14 +394,13 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     }
     const [session, history] = loaded;
     if (!session) return;
-    history.reverse();
     const agents = new Map(session.agents.map((s) => [s.agent.id, s.agent]));
     // Agents go by their name in the conversation, people by their username.
     const names = new Map<string, string>(
       history.flatMap((m) => (m.senderId && m.sender ? [[m.senderId, m.sender.username] as const] : [])),
     );
     for (const a of agents.values()) names.set(a.id, a.name);
-    const views = history.map(toMessageView);
+    const views = history.map((m) => toMessageView({ ...m, toolCalls: m.toolCalls ?? [], reactions: m.reactions ?? [] }));
     const prompt = views.find((m) => m.id === job.promptId);
 
     const results = await Promise.all(
@@ -486,9 +492,5 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     instanceId: deps.instanceId,
   };
 }
-
-const SESSION_GONE = Symbol('session deleted');
-const CANCELLED = Symbol('cancelled');
-const SHUTTING_DOWN = Symbol('shutting down');
 
 export type ReplyEngine = ReturnType<typeof createReplyEngine>;

@@ -14,24 +14,30 @@ export interface ToolRunContext {
   agentId: string;
   /** The user whose prompt is being answered. */
   userId: string;
-  /** What the reply has written so far, kept with the tool calls it asked for. */
-  content: string;
   signal: AbortSignal;
 }
 
+/** Tool calls saved (pending) and ready to run. */
+export interface RecordedCalls {
+  /** Runs them (in parallel); each result goes back to the model as a `tool` message. */
+  run(): Promise<{ id: string; content: string }[]>;
+}
+
 /**
- * Where tools plug into the reply engine: what the model is offered, and how the calls of one
- * model call are run. Each result goes back to the model as a `tool` message.
+ * Where tools plug into the reply engine: what the model is offered, and the calls of one model
+ * call, saved first (the engine then shows the reply with them) and run after.
  */
 export interface ToolHost {
   offer(agentId: string, enabled: Record<string, boolean>): ChatTool[];
-  run(calls: RequestedToolCall[], context: ToolRunContext): Promise<{ id: string; content: string }[]>;
+  record(calls: RequestedToolCall[], context: ToolRunContext): Promise<RecordedCalls>;
 }
 
 /** No tools: a model that asks for one anyway is told it does not exist. */
 export const noTools: ToolHost = {
   offer: () => [],
-  run: async (calls) => calls.map((c) => ({ id: c.id, content: JSON.stringify({ error: `There is no tool named "${c.name}"` }) })),
+  record: async (calls) => ({
+    run: async () => calls.map((c) => ({ id: c.id, content: JSON.stringify({ error: `There is no tool named "${c.name}"` }) })),
+  }),
 };
 
 /** What an agent remembers about a user between sessions. */

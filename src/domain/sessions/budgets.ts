@@ -16,7 +16,12 @@ export type Budget = keyof typeof BUDGET_EXCEEDED;
  * the budget has room for. `pendingTokens` are tokens already used by the reply asking, not yet
  * saved. Returns the budget that stopped it, or null when the turns are reserved.
  */
-export async function reserveTurns(tx: Tx, sessionId: string, turns: number, pendingTokens = 0): Promise<Budget | null> {
+export async function reserveTurns(
+  tx: Pick<Tx, '$executeRaw' | '$queryRaw'>,
+  sessionId: string,
+  turns: number,
+  pendingTokens = 0,
+): Promise<Budget | null> {
   const updated = await tx.$executeRaw`
     UPDATE "Session" SET "turnsSpent" = "turnsSpent" + ${turns}, "updatedAt" = now()
     WHERE "id" = ${sessionId}

@@ -18,7 +18,7 @@ import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
 import { numberedPageSchema, pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
 import { sessionWatchStep, type WatchEnd, watchStream, type WatchStream } from './stream.ts';
-import { savePrompt } from './prompts.ts';
+import { saveInNewSession, savePrompt } from './prompts.ts';
 import { EXCLUSIVE } from './reactions.ts';
 import { messageSelect, reactionCounts, reactionsView, toMessageView } from './views.ts';
 
@@ -106,7 +106,12 @@ export function sessionService(
   }
 
   /** The session's agents in order, as the prompt needs them; for a new session, checked first. */
-  async function agentsFor(viewer: Viewer, input: SendMessageInput) {
+  async function agentsFor(
+    viewer: Viewer,
+    input: SendMessageInput,
+  ): Promise<
+    { id: string; name: string; key: string; row?: Prisma.AgentGetPayload<{ include: { user: { select: { username: true } } } }> }[]
+  > {
     if (input.sessionId) {
       const rows = await db.sessionAgent.findMany({
         where: { sessionId: input.sessionId },
@@ -133,7 +138,7 @@ export function sessionService(
     return ids.map((id, i) => {
       const agent = found.find((a) => a.id === id);
       if (!agent || !canReadAgent(viewer, agent)) throw badInput('agent not found or not usable by you', ['agentIds', i]);
-      return { id: agent.id, name: agent.name, key: agent.user.username };
+      return { id: agent.id, name: agent.name, key: agent.user.username, row: agent };
     });
   }
 
@@ -191,16 +196,19 @@ export function sessionService(
     if (hasPrompt && !agents.length) throw forbidden(NO_USABLE_AGENT);
     const responders = hasPrompt ? chooseResponders(agents, input.agentIds, content) : [];
 
-    const saved = await db.$transaction((tx) =>
-      savePrompt(tx, {
-        userId: viewer.id,
-        session: input.sessionId
-          ? { id: input.sessionId, update: changesSettings ? settings : undefined }
-          : { create: { ...settings, agents } },
-        prompt: hasPrompt ? { content, attachments, responders } : null,
-        instance: replies.instanceId,
-      }),
-    );
+    const toSave = { userId: viewer.id, prompt: hasPrompt ? { content, attachments, responders } : null, instance: replies.instanceId };
+    // A new session is one statement; a prompt to an existing one reserves its turns first.
+    let saved: Awaited<ReturnType<typeof savePrompt>>;
+    let known: ReplyJob['known'];
+    if (input.sessionId) {
+      const update = changesSettings ? settings : undefined;
+      saved = await db.$transaction((tx) => savePrompt(tx, { ...toSave, session: { id: input.sessionId!, update } }));
+    } else {
+      const created = await saveInNewSession(db, { ...toSave, session: { create: { ...settings, agents } } });
+      saved = created;
+      // A new session's replies need nothing more from the database than what was just written.
+      known = { scenario: input.scenario ?? null, agents: agents.flatMap((a) => (a.row ? [a.row] : [])), history: created.history };
+    }
 
     const { sessionId, prompt } = saved;
     if (input.sessionId && changesSettings) {
@@ -224,6 +232,7 @@ export function sessionService(
       thinking: input.thinking ?? false,
       excludeMemory: input.extras?.excludeMemory ?? false,
       generateTitle: saved.firstExchange,
+      known,
     });
     return { sessionId, created: !input.sessionId, promptId: prompt.id, message, replies: saved.replies, startSeq: started.seq };
   }
@@ -352,6 +361,13 @@ export function sessionService(
     /** Sessions other users added the caller to, newest activity first (operation 1). */
     async listShared<Q extends SessionQuery = object>(viewer: Viewer, page: { first?: unknown; after?: unknown }, query: Q = {} as Q) {
       return list({ ownerId: { not: viewer.id }, users: { some: { userId: viewer.id } } }, page, query);
+    },
+
+    /** One message, for whoever may read its session; an unknown id and a session out of reach answer alike. */
+    async message(viewer: Viewer, id: string): Promise<MessageView> {
+      const row = canNameARow(id) ? await db.message.findUnique({ where: { id }, select: messageSelect }) : null;
+      if (!row || !(await permissionIn(viewer, row.sessionId))) throw notFound('Message not found or you do not have access to it');
+      return toMessageView(row);
     },
 
     async messages(viewer: Viewer, sessionId: string, args: MessagePageArgs): Promise<MessagePage> {

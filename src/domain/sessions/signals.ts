@@ -30,6 +30,8 @@ export function signalOutbox(db: Db, bus: EventBus, log: { warn(obj: unknown, ms
       : { kind: 'revoke_key', keyId: (row.payload as { keyId: string }).keyId };
 
   let flushing: Promise<void> | null = null;
+  /** Whether a signal of this process is known to wait: it then tries every tick, not only now and then. */
+  let waiting = false;
 
   return {
     /** Writes the signal with the change (pass the change's transaction); deliver it after the commit. */
@@ -46,6 +48,7 @@ export function signalOutbox(db: Db, bus: EventBus, log: { warn(obj: unknown, ms
         await send(signal);
         await db.pendingSignal.deleteMany({ where: { id } });
       } catch (err) {
+        waiting = true;
         log.warn({ err, signal: signal.kind }, 'a signal could not be handed to the event bus now; it is delivered when the bus is back');
       }
     },
@@ -60,7 +63,10 @@ export function signalOutbox(db: Db, bus: EventBus, log: { warn(obj: unknown, ms
               await send(fromRow(row));
               await db.pendingSignal.deleteMany({ where: { id: row.id } });
             }
-            if (rows.length < 100) return;
+            if (rows.length < 100) {
+              waiting = false;
+              return;
+            }
           }
         } catch {
           // The bus or the database is out of reach: the rows wait for the next flush.
@@ -71,9 +77,18 @@ export function signalOutbox(db: Db, bus: EventBus, log: { warn(obj: unknown, ms
       return flushing;
     },
 
-    /** Flushes every `everyMs` until the returned function is called. */
-    start(everyMs: number): () => void {
-      const timer = setInterval(() => void this.flush(), everyMs);
+    /**
+     * Flushes every `everyMs` while a signal of this process waits, and every
+     * `sweepMs` in any case (for one left by an instance that died before it could deliver it),
+     * until the returned function is called.
+     */
+    start(everyMs: number, sweepMs: number): () => void {
+      let last = Date.now();
+      const timer = setInterval(() => {
+        if (!waiting && Date.now() - last < sweepMs) return;
+        last = Date.now();
+        void this.flush();
+      }, everyMs);
       timer.unref();
       return () => clearInterval(timer);
     },

@@ -10,7 +10,7 @@ import type { ChatTool } from '../replies/providers/types.ts';
 import type { RequestedToolCall, ToolHost, ToolRunContext } from '../replies/tools.ts';
 import { BUDGET_EXCEEDED } from '../sessions/budgets.ts';
 import type { SessionEventPayload } from '../sessions/events.ts';
-import { messageSelect, toMessageView, toToolCallView } from '../sessions/views.ts';
+import { toToolCallView } from '../sessions/views.ts';
 import type { SearchService } from '../search/service.ts';
 import { checkArguments, parametersJsonSchema } from './arguments.ts';
 import { costOf } from './cost-of.ts';
@@ -251,7 +251,7 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
         .map((t) => ({ type: 'function', function: { name: t.key, description: t.description, parameters: parametersJsonSchema(t) } }));
     },
 
-    async run(calls, ctx) {
+    async record(calls, ctx) {
       const [agent, session] = await Promise.all([
         db.agent.findUniqueOrThrow({ where: { id: ctx.agentId }, select: { tools: true, ownerPays: true, ownerId: true } }),
         db.session.findUniqueOrThrow({ where: { id: ctx.sessionId }, select: { ownerId: true } }),
@@ -261,7 +261,6 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       const enabled = agent.tools as Record<string, boolean>;
       const rows = await db.$transaction(async (tx) => {
         const start = await tx.toolCall.count({ where: { messageId: ctx.messageId } });
-        await tx.message.update({ where: { id: ctx.messageId }, data: { content: ctx.content }, select: { id: true } });
         return tx.toolCall.createManyAndReturn({
           data: calls.map((c, i) => ({
             messageId: ctx.messageId,
@@ -273,27 +272,24 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
         });
       });
       rows.sort((a, b) => a.position - b.position);
-      const message = await db.message.findUniqueOrThrow({ where: { id: ctx.messageId }, select: messageSelect });
-      await emit(ctx.sessionId, {
-        type: 'assistant_message',
-        promptId: ctx.promptId,
-        agentId: ctx.agentId,
-        message: toMessageView(message),
-      });
-      // Past the caps, a call is saved as failed (nothing charged) and the model told why.
-      const results = await Promise.all(
-        rows.map((row, i) => {
-          const over =
-            i >= work.toolCallsPerModelCall
-              ? `Too many tool calls at once: at most ${work.toolCallsPerModelCall} run per model call`
-              : row.position >= work.toolCallsPerReply
-                ? `Too many tool calls: at most ${work.toolCallsPerReply} run per reply`
-                : null;
-          if (over) return finish(row, ctx, { status: 'failed', error: over }, false).then(() => ({ error: over }));
-          return runOne(row, calls[i]!, ctx, enabled, payer);
-        }),
-      );
-      return calls.map((c, i) => ({ id: c.id, content: JSON.stringify(results[i] ?? null) }));
+      return {
+        async run() {
+          // Past the caps, a call is saved as failed (nothing charged) and the model told why.
+          const results = await Promise.all(
+            rows.map((row, i) => {
+              const over =
+                i >= work.toolCallsPerModelCall
+                  ? `Too many tool calls at once: at most ${work.toolCallsPerModelCall} run per model call`
+                  : row.position >= work.toolCallsPerReply
+                    ? `Too many tool calls: at most ${work.toolCallsPerReply} run per reply`
+                    : null;
+              if (over) return finish(row, ctx, { status: 'failed', error: over }, false).then(() => ({ error: over }));
+              return runOne(row, calls[i]!, ctx, enabled, payer);
+            }),
+          );
+          return calls.map((c, i) => ({ id: c.id, content: JSON.stringify(results[i] ?? null) }));
+        },
+      };
     },
   };
 }

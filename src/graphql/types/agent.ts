@@ -12,6 +12,7 @@ import type { Agent as AgentRow } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
 import { maybeViewer, viewerOf, type GraphQLContext } from '../context.ts';
 import { ModelProfileEnum, OwnerPaysEnum, ThinkingEffortCapEnum, ThinkingPolicyEnum } from './enums.ts';
+import { nodeInterfaces, RAW_ID } from './node.ts';
 
 const AgentModelRef = builder.objectRef<AgentModel>('AgentModel').implement({
   description: 'A LoRA the agent may use, and when.',
@@ -32,8 +33,10 @@ const LlmSettingsRef = builder.objectRef<AgentLlmSettings>('LlmSettings').implem
 });
 
 export const Agent = builder.prismaObject('Agent', {
+  interfaces: nodeInterfaces,
   fields: (t) => ({
-    id: t.exposeID('id'),
+    id: t.globalID({ resolve: (x) => ({ type: 'Agent', id: x.id }) }),
+    rawId: t.exposeID('id', { description: RAW_ID }),
     key: t.string({
       description: 'Unique handle of the agent (its creator username).',
       select: { user: { select: { username: true } } },

@@ -1,15 +1,18 @@
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';
+import { nodeInterfaces, RAW_ID } from './node.ts';
 
 builder.prismaObject('ConceptImage', {
   fields: (t) => ({ image: t.exposeString('image'), usageInstructions: t.exposeString('usageInstructions') }),
 });
 
 export const Concept = builder.prismaObject('Concept', {
+  interfaces: nodeInterfaces,
   description: 'A named set of reference images an agent uses for a consistent look.',
   fields: (t) => ({
-    id: t.exposeID('id'),
+    id: t.globalID({ resolve: (x) => ({ type: 'Concept', id: x.id }) }),
+    rawId: t.exposeID('id', { description: RAW_ID }),
     name: t.exposeString('name'),
     usageInstructions: t.exposeString('usageInstructions'),
     public: t.exposeBoolean('public'),

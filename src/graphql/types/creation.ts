@@ -2,11 +2,14 @@ import { builder } from '../builder.ts';
 import { loadersOf, viewerOf } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';
 import { Tool } from './tool.ts';
+import { nodeInterfaces, RAW_ID } from './node.ts';
 
 export const Creation = builder.prismaObject('Creation', {
+  interfaces: nodeInterfaces,
   description: 'An output of a tool: an image, a video, a sound or a text.',
   fields: (t) => ({
-    id: t.exposeID('id'),
+    id: t.globalID({ resolve: (x) => ({ type: 'Creation', id: x.id }) }),
+    rawId: t.exposeID('id', { description: RAW_ID }),
     name: t.exposeString('name'),
     toolKey: t.exposeString('tool'),
     tool: t.field({ type: Tool, nullable: true, resolve: (c, _, ctx) => ctx.services.tools.get(c.tool) ?? null }),

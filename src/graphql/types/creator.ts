@@ -7,6 +7,7 @@ import { builder } from '../builder.ts';
 import { maybeViewer, viewerOf, type GraphQLContext } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';
 import { CreatorTypeEnum } from './enums.ts';
+import { nodeInterfaces, RAW_ID } from './node.ts';
 
 const isSelf = (ctx: GraphQLContext, user: Pick<User, 'id'>) => maybeViewer(ctx)?.id === user.id;
 /** Balances and account details are private to the creator. */
@@ -14,9 +15,11 @@ const ownOnly = <T>(ctx: GraphQLContext, user: User, value: (u: User) => T) => (
 
 export const Creator = builder.prismaObject('User', {
   name: 'Creator',
+  interfaces: nodeInterfaces,
   description: 'A user or an agent: anyone who can own things and take part in sessions.',
   fields: (t) => ({
-    id: t.exposeID('id'),
+    id: t.globalID({ resolve: (x) => ({ type: 'Creator', id: x.id }) }),
+    rawId: t.exposeID('id', { description: RAW_ID }),
     username: t.exposeString('username'),
     userImage: t.exposeString('userImage', { nullable: true }),
     type: t.expose('type', { type: CreatorTypeEnum }),

@@ -2,11 +2,14 @@ import type { Deployment as DeploymentRow } from '../../generated/prisma/client.
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
 import { DeploymentPlatformEnum } from './enums.ts';
+import { nodeInterfaces, RAW_ID } from './node.ts';
 
 export const Deployment = builder.prismaObject('Deployment', {
+  interfaces: nodeInterfaces,
   description: 'An agent deployed to a platform. Its secrets are write-only and never shown.',
   fields: (t) => ({
-    id: t.exposeID('id'),
+    id: t.globalID({ resolve: (x) => ({ type: 'Deployment', id: x.id }) }),
+    rawId: t.exposeID('id', { description: RAW_ID }),
     platform: t.expose('platform', { type: DeploymentPlatformEnum }),
     config: t.expose('config', { type: 'JSON' }),
     valid: t.exposeBoolean('valid'),

@@ -7,7 +7,11 @@ export const Memory = builder.prismaObject('Memory', {
   fields: (t) => ({
     id: t.exposeID('id'),
     fact: t.exposeString('fact'),
-    sessionId: t.exposeID('sessionId', { nullable: true, description: 'The session it was learnt in (if it still exists).' }),
+    sessionId: t.globalID({
+      nullable: true,
+      description: 'The session it was learnt in (if it still exists).',
+      resolve: (m) => (m.sessionId ? { type: 'Session', id: m.sessionId } : null),
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });

@@ -5,6 +5,7 @@ import { loadersOf, maybeViewer, viewerOf } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';
 import { Creator } from './creator.ts';
 import { MessageRoleEnum, MessageStatusEnum, ToolCallStatusEnum } from './enums.ts';
+import { nodeInterfaces, RAW_ID } from './node.ts';
 
 export const ToolCall = builder.objectRef<ToolCallView>('ToolCall').implement({
   description: 'A tool an agent ran while writing a message.',
@@ -43,9 +44,11 @@ const Usage = builder.objectRef<Pick<MessageView, 'promptTokens' | 'completionTo
 });
 
 export const Message = builder.objectRef<MessageView>('Message').implement({
+  interfaces: nodeInterfaces,
   description: 'One message of a session: from a user, an agent, or the session itself (role EDEN).',
   fields: (t) => ({
-    id: t.exposeID('id'),
+    id: t.globalID({ resolve: (x) => ({ type: 'Message', id: x.id }) }),
+    rawId: t.exposeID('id', { description: RAW_ID }),
     role: t.expose('role', { type: MessageRoleEnum }),
     status: t.expose('status', {
       type: MessageStatusEnum,
@@ -55,7 +58,11 @@ export const Message = builder.objectRef<MessageView>('Message').implement({
     attachments: t.exposeStringList('attachments'),
     thought: t.exposeString('thought', { nullable: true, description: 'Reasoning the model showed, when thinking was asked for.' }),
     error: t.exposeString('error', { nullable: true, description: 'Why the reply failed.' }),
-    promptId: t.exposeID('promptId', { nullable: true, description: 'For a reply: the user message it answers.' }),
+    promptId: t.globalID({
+      nullable: true,
+      description: 'For a reply: the user message it answers.',
+      resolve: (m) => (m.promptId ? { type: 'Message', id: m.promptId } : null),
+    }),
     sender: t.field({
       type: Creator,
       nullable: true,
@@ -78,7 +85,7 @@ export const Message = builder.objectRef<MessageView>('Message').implement({
 const ReactionResult = builder.objectRef<{ added: boolean; messageId: string; reactions: ReactionsView }>('ReactionResult').implement({
   fields: (t) => ({
     added: t.exposeBoolean('added', { description: 'False when the reaction was there already and this removed it.' }),
-    messageId: t.exposeID('messageId'),
+    messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
     reactions: t.field({ type: [ReactionCountRef], resolve: (r, _, ctx) => reactionsFor(r.reactions, viewerOf(ctx).id) }),
   }),
 });

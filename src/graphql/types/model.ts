@@ -1,10 +1,13 @@
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
+import { nodeInterfaces, RAW_ID } from './node.ts';
 
 export const Model = builder.prismaObject('Model', {
+  interfaces: nodeInterfaces,
   description: 'A trained LoRA.',
   fields: (t) => ({
-    id: t.exposeID('id'),
+    id: t.globalID({ resolve: (x) => ({ type: 'Model', id: x.id }) }),
+    rawId: t.exposeID('id', { description: RAW_ID }),
     name: t.exposeString('name'),
     baseModel: t.exposeString('baseModel'),
     checkpoint: t.exposeString('checkpoint', { nullable: true }),

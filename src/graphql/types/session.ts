@@ -10,6 +10,7 @@ import { viewerOf, type GraphQLContext } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';
 import { SessionPermissionEnum, SessionStatusEnum } from './enums.ts';
 import { Message } from './message.ts';
+import { nodeInterfaces, RAW_ID } from './node.ts';
 
 const SessionBudget = builder.objectRef<{ manna: number | null; tokens: number | null; turns: number | null }>('SessionBudget').implement({
   description: 'Limits on what the session may spend (null: no limit), or what it has spent.',
@@ -34,9 +35,11 @@ builder.prismaObject('SessionUser', {
 });
 
 export const Session = builder.prismaObject('Session', {
+  interfaces: nodeInterfaces,
   description: 'A conversation between users and agents.',
   fields: (t) => ({
-    id: t.exposeID('id'),
+    id: t.globalID({ resolve: (x) => ({ type: 'Session', id: x.id }) }),
+    rawId: t.exposeID('id', { description: RAW_ID }),
     title: t.exposeString('title', { nullable: true }),
     scenario: t.exposeString('scenario', { nullable: true }),
     status: t.expose('status', { type: SessionStatusEnum }),
@@ -148,8 +151,15 @@ const SendMessageResult = builder
         type: 'Session',
         resolve: (query, r, _args, ctx) => ctx.services.sessions.get(viewerOf(ctx), r.sessionId, query),
       }),
-      promptId: t.exposeID('promptId', { nullable: true, description: 'Your saved message (null when none was sent).' }),
-      replyIds: t.exposeIDList('replyIds', { description: 'The replies being written, one per answering agent.' }),
+      promptId: t.globalID({
+        nullable: true,
+        description: 'Your saved message (null when none was sent).',
+        resolve: (r) => (r.promptId ? { type: 'Message', id: r.promptId } : null),
+      }),
+      replyIds: t.globalIDList({
+        description: 'The replies being written, one per answering agent.',
+        resolve: (r) => r.replyIds.map((id) => ({ type: 'Message', id })),
+      }),
       seq: t.expose('seq', { type: 'Seq', nullable: true, description: 'Watch sessionEvents with after: seq - 1 to see the whole reply.' }),
     }),
   });

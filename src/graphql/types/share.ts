@@ -1,6 +1,7 @@
 import type { SharedPerson, SharedSession as SharedSessionView } from '../../domain/shares/service.ts';
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
+import { nodeInterfaces } from './node.ts';
 import { CreatorTypeEnum, MessageRoleEnum } from './enums.ts';
 
 type SharedMessageView = SharedSessionView['messages'][number];
@@ -37,11 +38,13 @@ const SharedMessage = builder.objectRef<SharedMessageView>('SharedMessage').impl
 
 export const Share = builder.objectRef<SharedSessionView>('Share').implement({
   description: 'A session frozen up to a message, readable by anyone with its id: no budgets, memory or user ids.',
+  interfaces: nodeInterfaces,
   fields: (t) => ({
+    id: t.globalID({ resolve: (s) => ({ type: 'Share', id: s.shareId }) }),
     shareId: t.exposeID('shareId'),
     title: t.exposeString('title'),
     owner: t.field({ type: SharedPersonRef, resolve: (s) => ({ ...s.owner, type: 'user' as const }) }),
-    sessionId: t.id({ resolve: (s) => s.session.id }),
+    sessionId: t.globalID({ resolve: (s) => ({ type: 'Session', id: s.session.id }) }),
     agents: t.field({ type: [SharedAgent], resolve: (s) => s.session.agents }),
     messages: t.field({
       type: [SharedMessage],

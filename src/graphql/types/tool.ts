@@ -1,10 +1,13 @@
 import type { ToolDefinition } from '../../domain/tools/definition.ts';
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
+import { nodeInterfaces } from './node.ts';
 
 export const Tool = builder.objectRef<ToolDefinition>('Tool').implement({
   description: 'A generator agents can run, from the tool registry.',
+  interfaces: nodeInterfaces,
   fields: (t) => ({
+    id: t.globalID({ description: 'Global id; the raw form is `key`.', resolve: (tool) => ({ type: 'Tool', id: tool.key }) }),
     key: t.exposeString('key'),
     name: t.exposeString('name'),
     description: t.exposeString('description'),

@@ -1,11 +1,14 @@
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
 import { TriggerStatusEnum } from './enums.ts';
+import { nodeInterfaces, RAW_ID } from './node.ts';
 
 export const Trigger = builder.prismaObject('Trigger', {
+  interfaces: nodeInterfaces,
   description: 'A scheduled prompt an agent runs on a cron schedule.',
   fields: (t) => ({
-    id: t.exposeID('id'),
+    id: t.globalID({ resolve: (x) => ({ type: 'Trigger', id: x.id }) }),
+    rawId: t.exposeID('id', { description: RAW_ID }),
     name: t.exposeString('name'),
     cron: t.exposeString('cron'),
     timezone: t.exposeString('timezone'),

@@ -1,0 +1,233 @@
+import type { Client } from 'graphql-ws';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { describeProblem, type Problem, problemOf, request } from './api.ts';
+import { type Agent, CANCEL, EVENTS, type Message, REACT, SEND, SESSION, type SessionEvent, SHARE, type ToolCall } from './operations.ts';
+import { applyEvent, forget, fromMessages, type SessionState, save, saved } from './session-state.ts';
+
+// Text, not emoji: the page must read the same where no emoji font is installed.
+const REACTIONS: [string, string][] = [
+  ['thumbs_up', '+1'],
+  ['thumbs_down', '−1'],
+  ['heart', '♥'],
+];
+
+/** Pictures a tool made: its result's `media` (served by parley under /media/). */
+function pictures(result: unknown): string[] {
+  const media = (result as { media?: { url?: string; thumbnail?: string }[] } | null)?.media;
+  return Array.isArray(media) ? media.flatMap((m) => ((m.thumbnail ?? m.url) ? [(m.thumbnail ?? m.url)!] : [])) : [];
+}
+
+function ToolCallView({ call }: { call: ToolCall }) {
+  return (
+    <details class="tool-call" data-tool={call.tool} data-status={call.status} open>
+      <summary>
+        🛠 {call.tool} <span class="muted">{call.status.toLowerCase()}</span>
+      </summary>
+      <pre>{JSON.stringify(call.args, null, 2)}</pre>
+      {call.error && <p class="error">{call.error}</p>}
+      {pictures(call.result).map((src) => (
+        <img key={src} src={src} alt={`made by ${call.tool}`} loading="lazy" />
+      ))}
+      {call.result !== null && call.result !== undefined && !pictures(call.result).length && (
+        <pre>{JSON.stringify(call.result, null, 2)}</pre>
+      )}
+    </details>
+  );
+}
+
+function MessageView({ message, onReact }: { message: Message; onReact: (reaction: string) => void }) {
+  const mine = message.role === 'USER';
+  const who = mine ? (message.sender?.username ?? 'you') : (message.agent?.name ?? message.role.toLowerCase());
+  return (
+    <article
+      class={`message ${mine ? 'from-user' : 'from-agent'}`}
+      data-message-id={message.id}
+      data-status={message.status}
+      data-role={message.role}
+    >
+      <header>
+        <strong>{who}</strong> {message.status === 'STREAMING' && <span class="typing">writing…</span>}
+        {message.status !== 'STREAMING' && message.status !== 'COMPLETE' && <span class="muted">{message.status.toLowerCase()}</span>}
+      </header>
+      {message.thought && (
+        <details class="thought">
+          <summary>thinking</summary>
+          <p>{message.thought}</p>
+        </details>
+      )}
+      {message.toolCalls.map((c) => (
+        <ToolCallView key={c.id} call={c} />
+      ))}
+      <div class="content">{message.content}</div>
+      {message.error && <p class="error">{message.error}</p>}
+      <footer class="reactions">
+        {REACTIONS.map(([name, emoji]) => {
+          const r = message.reactions.find((x) => x.reaction === name);
+          return (
+            <button
+              key={name}
+              type="button"
+              class={r?.reactedByMe ? 'reaction mine' : 'reaction'}
+              data-reaction={name}
+              aria-pressed={r?.reactedByMe ?? false}
+              onClick={() => onReact(name)}
+            >
+              {emoji} {r?.count || ''}
+            </button>
+          );
+        })}
+      </footer>
+    </article>
+  );
+}
+
+export function SessionView({
+  apiKey,
+  client,
+  sessionId,
+  agents,
+  onProblem,
+}: {
+  apiKey: string;
+  client: Client;
+  sessionId: string;
+  agents: Agent[];
+  onProblem: (p: Problem | null) => void;
+}) {
+  const [state, setState] = useState<SessionState | null>(null);
+  const [title, setTitle] = useState('');
+  const [sessionAgents, setSessionAgents] = useState<{ id: string; name: string }[]>([]);
+  const [text, setText] = useState('');
+  const [shareId, setShareId] = useState<string | null>(null);
+  const [generation, setGeneration] = useState(0);
+  const names = useRef(new Map<string, string>());
+  for (const a of [...agents, ...sessionAgents]) names.current.set(a.id, a.name);
+
+  useEffect(() => {
+    let stopped = false;
+    let unsubscribe = () => {};
+    (async () => {
+      try {
+        const data = await request<{
+          session: { title: string | null; agents: { id: string; name: string }[]; messages: { edges: { node: Message }[] } };
+        }>(apiKey, SESSION, { id: sessionId });
+        if (stopped) return;
+        setTitle(data.session.title ?? '');
+        setSessionAgents(data.session.agents);
+        // This tab's own copy (kept across a reload) is exact up to its seq; otherwise the
+        // messages as saved, and live events from now on.
+        let current = saved(sessionId) ?? fromMessages(data.session.messages.edges.map((e) => e.node));
+        if (current.seq !== null && current.order.length === 0)
+          current = { ...fromMessages(data.session.messages.edges.map((e) => e.node)), seq: current.seq };
+        setState(current);
+        // graphql-ws sends these variables again on every reconnection: keeping `after` at the
+        // last event shown makes a reconnection resume where the page was.
+        const variables: { sessionId: string; after?: number } = { sessionId };
+        if (current.seq !== null) variables.after = current.seq;
+        unsubscribe = client.subscribe<{ sessionEvents: SessionEvent }>(
+          { query: EVENTS, variables },
+          {
+            next: (result) => {
+              const event = result.data?.sessionEvents;
+              if (!event) return;
+              current = applyEvent(current, event, (id) => names.current.get(id) ?? 'agent');
+              variables.after = event.seq;
+              save(sessionId, current);
+              setState(current);
+            },
+            error: (errors) => {
+              const list = Array.isArray(errors) ? errors : [];
+              const code = (list[0] as { extensions?: { code?: string } } | undefined)?.extensions?.code;
+              if (code === 'EVENTS_EXPIRED') {
+                forget(sessionId);
+                setGeneration((g) => g + 1);
+              } else if (list.length) onProblem(describeProblem(list as never));
+              else onProblem({ kind: 'connection', message: 'The live connection failed; reload the page to try again.' });
+            },
+            complete: () => {},
+          },
+        );
+      } catch (e) {
+        onProblem(problemOf(e));
+      }
+    })();
+    return () => {
+      stopped = true;
+      unsubscribe();
+    };
+  }, [apiKey, client, sessionId, generation]);
+
+  if (!state) return <p class="muted">Loading the session…</p>;
+  const messages = state.order.map((id) => state.messages[id]!).filter(Boolean);
+  const streaming = messages.some((m) => m.status === 'STREAMING');
+  const act = async (query: string, variables: Record<string, unknown>) => {
+    try {
+      onProblem(null);
+      return await request<Record<string, unknown>>(apiKey, query, variables);
+    } catch (e) {
+      onProblem(problemOf(e));
+      return null;
+    }
+  };
+
+  return (
+    <section class="session" data-session-id={sessionId}>
+      <header class="session-header">
+        <h2>{title || sessionAgents.map((a) => a.name).join(', ') || 'Session'}</h2>
+        <div class="actions">
+          {streaming && (
+            <button type="button" name="cancel" onClick={() => act(CANCEL, { sessionId })}>
+              Stop replying
+            </button>
+          )}
+          <button
+            type="button"
+            name="share"
+            onClick={async () => {
+              const data = (await act(SHARE, { id: sessionId })) as { shareSession: { shareId: string } } | null;
+              if (data) setShareId(data.shareSession.shareId);
+            }}
+          >
+            Share
+          </button>
+          {shareId && (
+            <a class="share-link" href={`#/share/${encodeURIComponent(shareId)}`} target="_blank" rel="noopener">
+              public page
+            </a>
+          )}
+        </div>
+      </header>
+      <div class="messages">
+        {messages.map((m) => (
+          <MessageView key={m.id} message={m} onReact={(reaction) => act(REACT, { messageId: m.id, reaction })} />
+        ))}
+      </div>
+      <form
+        class="composer"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const content = text;
+          setText('');
+          if (!(await act(SEND, { input: { sessionId, content } }))) setText(content);
+        }}
+      >
+        <textarea
+          name="message"
+          rows={2}
+          placeholder="Say something…"
+          value={text}
+          onInput={(e) => setText(e.currentTarget.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && !e.shiftKey) {
+              e.preventDefault();
+              e.currentTarget.form?.requestSubmit();
+            }
+          }}
+        />
+        <button type="submit" disabled={!text.trim()}>
+          Send
+        </button>
+      </form>
+    </section>
+  );
+}

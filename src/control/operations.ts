@@ -1,0 +1,78 @@
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { z } from 'zod';
+import type { Database } from '../db/database.ts';
+import { applyMigrations } from '../db/migrate.ts';
+import { upgradeToPgvector } from '../db/vector-column.ts';
+import { loadDemo } from '../demo/load.ts';
+import { importCreations } from '../domain/creations/importer.ts';
+import type { Services } from '../domain/services.ts';
+
+/**
+ * The CLI's writing commands as plain functions of the services and JSON arguments, so they run
+ * the same way in the CLI's own process (database opened directly) and inside a running service
+ * that the CLI asks over its command socket (src/control/socket.ts).
+ */
+export interface OperationContext {
+  services: Services;
+  database: Database;
+  /** Progress of long commands (lines or creations done, of total). */
+  progress(done: number, total: number): void;
+}
+
+const operation = <S extends z.ZodType, R>(args: S, run: (ctx: OperationContext, args: z.infer<S>) => Promise<R>) => ({ args, run });
+
+export const operations = {
+  'keys.create': operation(z.object({ username: z.string() }), async ({ services }, { username }) => {
+    const user = await services.creators.ensureUser(username);
+    return { userId: user.id, username: user.username, apiKey: (await services.apiKeys.create(user.id)).apiKey };
+  }),
+  'manna.grant': operation(
+    z.object({ username: z.string(), amount: z.string(), kind: z.enum(['subscription', 'forever']) }),
+    async ({ services }, { username, amount, kind }) => {
+      const granted = await services.manna.grant(username, amount, kind);
+      return {
+        ledgerId: granted.ledgerId,
+        amount: granted.amount.toNumber(),
+        kind,
+        subscriptionBalance: granted.subscriptionBalance.toNumber(),
+        foreverBalance: granted.foreverBalance.toNumber(),
+      };
+    },
+  ),
+  demo: operation(z.object({}), ({ services }) => loadDemo(services)),
+  'creations.import': operation(
+    z.object({ path: z.string(), total: z.number().int() }),
+    async ({ services, progress }, { path, total }) => {
+      const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
+      let counts = { lines: 0, imported: 0 };
+      try {
+        const summary = await importCreations(services.db, services.search, lines, {
+          onProgress: (c) => {
+            counts = c;
+            progress(c.lines, total);
+          },
+        });
+        return { summary, provider: services.search.provider.name };
+      } catch (e) {
+        throw new Error(
+          `${(e as Error).message}\nStopped after line ${counts.lines}: ${counts.imported} creations imported so far. Run the same command again to resume; lines already imported are skipped.`,
+        );
+      }
+    },
+  ),
+  'creations.reembed': operation(z.object({ all: z.boolean() }), async ({ services, progress }, { all }) => {
+    const result = await services.search.reembed({ all, onProgress: progress });
+    return { reembedded: result.reembedded, provider: result.provider };
+  }),
+  migrate: operation(z.object({}), async ({ database }) => {
+    const applied = await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
+    return { newDatabase: Boolean(database.fromSnapshot), applied, pgvector: await upgradeToPgvector(database.prisma) };
+  }),
+};
+
+export type OperationName = keyof typeof operations;
+export type OperationArgs<N extends OperationName> = z.infer<(typeof operations)[N]['args']>;
+export type OperationResult<N extends OperationName> = Awaited<ReturnType<(typeof operations)[N]['run']>>;
+
+export const isOperation = (name: unknown): name is OperationName => typeof name === 'string' && Object.hasOwn(operations, name);

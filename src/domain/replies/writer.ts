@@ -1,0 +1,140 @@
+import type { Db } from '../../db/database.ts';
+import type { MessageView } from '../sessions/events.ts';
+import { messageSelect, toMessageView } from '../sessions/views.ts';
+
+/** A reply's text so far, saved now and then while it streams. */
+export interface Checkpoint {
+  messageId: string;
+  content: string;
+  thought: string;
+}
+
+/** A reply that completed, with its token usage (added to its session's counter). */
+export interface Completion extends Checkpoint {
+  sessionId: string;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/**
+ * Where streaming replies are saved. Writes are grouped: whatever many replies hand in while a
+ * write is under way goes to the database together in the next one.
+ */
+export interface ReplyWriter {
+  /** Saves the text so far, later; a newer checkpoint of the same reply replaces one not yet written. */
+  checkpoint(entry: Checkpoint): void;
+  /**
+   * Saves a completed reply and counts its tokens on the session. Resolves with the saved message,
+   * or null when it was no longer streaming (deleted, or closed by recovery).
+   */
+  complete(entry: Completion): Promise<MessageView | null>;
+}
+
+/** Replies per statement: bounds a statement's size (and the time the database spends on one). */
+const GROUP = 500;
+
+interface Pending {
+  entry: Completion;
+  resolve(view: MessageView | null): void;
+  reject(e: unknown): void;
+}
+
+/**
+ * A write-behind queue flushed by one loop: one statement saves the checkpoints due, one saves
+ * the completed replies with their sessions' token counters, one reads the saved messages back
+ * for their watchers. At most one flush is in flight, so a thousand streaming replies cost the
+ * database a few statements at a time instead of a thousand transactions queued behind each
+ * other. None of it is an interactive transaction: a busy database makes a write wait, never fail.
+ */
+export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: string): void }): ReplyWriter {
+  const checkpoints = new Map<string, Checkpoint>();
+  let completions: Pending[] = [];
+  let flushing: Promise<void> | null = null;
+
+  async function saveCheckpoints(group: Checkpoint[]) {
+    await db.$executeRaw`
+      UPDATE "Message" AS m SET "content" = v.content, "thought" = NULLIF(v.thought, ''), "updatedAt" = now()
+      FROM unnest(${group.map((c) => c.messageId)}::text[], ${group.map((c) => c.content)}::text[], ${group.map((c) => c.thought)}::text[])
+        AS v(id, content, thought)
+      WHERE m."id" = v.id AND m."status" = 'streaming'`;
+  }
+
+  async function saveCompletions(group: Pending[]) {
+    const e = group.map((p) => p.entry);
+    // The session's counter before the message, in the order a session delete takes them (the
+    // message update reads the counter update's rows, so it runs after it).
+    const saved = await db.$queryRaw<{ id: string }[]>`
+      WITH v AS (
+        SELECT * FROM unnest(
+          ${e.map((c) => c.messageId)}::text[], ${e.map((c) => c.sessionId)}::text[], ${e.map((c) => c.content)}::text[],
+          ${e.map((c) => c.thought)}::text[], ${e.map((c) => c.promptTokens)}::int[], ${e.map((c) => c.completionTokens)}::int[]
+        ) AS v(id, session_id, content, thought, prompt_tokens, completion_tokens)
+      ), counted AS (
+        UPDATE "Session" AS s SET "tokensSpent" = s."tokensSpent" + t.n, "updatedAt" = now()
+        FROM (SELECT session_id, sum(prompt_tokens + completion_tokens)::int AS n FROM v GROUP BY session_id) AS t
+        WHERE s."id" = t.session_id
+        RETURNING s."id"
+      )
+      UPDATE "Message" AS m SET "content" = v.content, "thought" = NULLIF(v.thought, ''), "status" = 'complete', "error" = NULL,
+        "promptTokens" = v.prompt_tokens, "completionTokens" = v.completion_tokens, "updatedAt" = now()
+      FROM v
+      WHERE m."id" = v.id AND m."status" = 'streaming' AND m."sessionId" IN (SELECT "id" FROM counted)
+      RETURNING m."id"`;
+    const rows = saved.length ? await db.message.findMany({ where: { id: { in: saved.map((r) => r.id) } }, select: messageSelect }) : [];
+    const views = new Map(rows.map((r) => [r.id, toMessageView(r)]));
+    for (const p of group) p.resolve(views.get(p.entry.messageId) ?? null);
+  }
+
+  async function flushOnce() {
+    const due = [...checkpoints.values()].slice(0, GROUP);
+    for (const c of due) checkpoints.delete(c.messageId);
+    const done = completions.slice(0, GROUP);
+    completions = completions.slice(GROUP);
+    if (due.length)
+      // A checkpoint only keeps a crash from losing text: one that fails is skipped, the next one or the final save says it all.
+      await saveCheckpoints(due).catch((err) => log.error({ err }, 'could not save reply checkpoints'));
+    if (done.length)
+      await saveCompletions(done).catch((err) => {
+        for (const p of done) p.reject(err);
+      });
+  }
+
+  let scheduled = false;
+  const pending = () => checkpoints.size > 0 || completions.length > 0;
+
+  function flush() {
+    if (flushing) return;
+    flushing = (async () => {
+      // Work handed in while a flush runs waits for the next one: that is what groups it.
+      while (pending()) await flushOnce();
+    })().finally(() => {
+      flushing = null;
+      // Handed in between the loop's last look and now.
+      if (pending()) wake();
+    });
+  }
+
+  function wake() {
+    if (flushing || scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      flush();
+    });
+  }
+
+  return {
+    checkpoint(entry) {
+      checkpoints.set(entry.messageId, entry);
+      wake();
+    },
+    complete(entry) {
+      // The final save carries the whole text: a checkpoint still waiting would only repeat part of it.
+      checkpoints.delete(entry.messageId);
+      return new Promise((resolve, reject) => {
+        completions.push({ entry, resolve, reject });
+        wake();
+      });
+    },
+  };
+}

@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { openAiProvider } from '../../src/domain/replies/providers/openai.ts';
+import { type ChatRequest, ProviderError } from '../../src/domain/replies/providers/types.ts';
+import { CallLimitReached, type CallLimits, streamCall } from '../../src/domain/replies/stream-call.ts';
+import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.ts';
+
+// One model call of a reply, streamed through the real provider client from the fake
+// OpenAI-compatible server: what reaches the sink, the tool calls, the usage, and the limits.
+
+let llm: FakeOpenAI;
+let provider: ReturnType<typeof openAiProvider>;
+
+const request: ChatRequest = {
+  model: 'fake-model',
+  messages: [
+    { role: 'system', content: 'You are terse.' },
+    { role: 'user', content: 'Say hello' },
+  ],
+  tools: [],
+  maxTokens: 50,
+  reasoningEffort: null,
+  agent: { name: 'Muse', key: 'muse', description: '', greeting: '', knowledge: '', suggestions: [] },
+};
+const roomy: CallLimits = { maxCompletionTokens: 50, maxCallMs: 60_000 };
+
+function collector() {
+  const seen = { content: [] as string[], reasoning: [] as string[] };
+  return {
+    seen,
+    sink: { content: (t: string) => seen.content.push(t), reasoning: (t: string) => seen.reasoning.push(t) },
+  };
+}
+
+beforeAll(async () => {
+  llm = await startFakeOpenAI();
+  provider = openAiProvider({
+    baseUrl: llm.baseUrl,
+    apiKey: undefined,
+    models: { default: 'fake-model', low: 'fake-model', medium: 'fake-model', high: 'fake-model' },
+    contextTokens: 4_000,
+    maxCompletionTokens: 50,
+    firstTokenTimeoutMs: 10_000,
+    idleTimeoutMs: 10_000,
+    maxCallMs: 60_000,
+    offlineTokenDelayMs: 0,
+    checkpointMs: 0,
+  });
+});
+afterAll(() => llm.close());
+beforeEach(() => llm.reset());
+
+describe('streamCall', () => {
+  it('hands each piece to the sink in order and returns the text, no tool calls, and the reported usage', async () => {
+    llm.enqueue({ tokens: ['Hel', 'lo', ' there'], reasoning: ['hmm'], usage: { prompt_tokens: 12, completion_tokens: 4 } });
+    const { seen, sink } = collector();
+    const called = await streamCall(provider, request, new AbortController().signal, sink, roomy);
+    expect(seen).toEqual({ content: ['Hel', 'lo', ' there'], reasoning: ['hmm'] });
+    expect(called).toEqual({ written: 'Hello there', calls: [], usage: { prompt: 12, completion: 4 } });
+  });
+
+  it('assembles the tool calls the model asked for, and estimates usage a provider did not report', async () => {
+    llm.enqueue({
+      tokens: ['Let me look.'],
+      toolCalls: [
+        { id: 'call_a', name: 'search', arguments: '{"q":"riso"}' },
+        { id: 'call_b', name: 'image', arguments: '{"prompt":"a zine"}' },
+      ],
+      usage: null,
+    });
+    const { sink } = collector();
+    const called = await streamCall(provider, request, new AbortController().signal, sink, roomy, 2);
+    expect(called.written).toBe('Let me look.');
+    expect(called.calls).toEqual([
+      { id: 'call_a', name: 'search', arguments: '{"q":"riso"}' },
+      { id: 'call_b', name: 'image', arguments: '{"prompt":"a zine"}' },
+    ]);
+    // About four characters a token: "You are terse." + "Say hello", and "Let me look.".
+    expect(called.usage).toEqual({ prompt: 4 + 3, completion: 3 });
+  });
+
+  it('cuts off a provider that streams more than the completion limit, charging what it streamed', async () => {
+    llm.enqueue({ tokens: Array.from({ length: 300 }, (_, i) => `w${i} `) });
+    const { seen, sink } = collector();
+    const error = await streamCall(provider, request, new AbortController().signal, sink, { ...roomy, maxCompletionTokens: 20 }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(CallLimitReached);
+    expect((error as CallLimitReached).message).toBe('The reply was cut off at its limit of 20 tokens');
+    expect(seen.content).toHaveLength(20);
+    expect((error as CallLimitReached).usage.completion).toBeGreaterThan(0);
+  });
+
+  it('cuts off a call that streams steadily past its time limit', async () => {
+    llm.enqueue({ tokens: Array.from({ length: 40 }, (_, i) => `w${i} `), delayMs: 50 });
+    const { seen, sink } = collector();
+    const error = await streamCall(provider, request, new AbortController().signal, sink, { ...roomy, maxCallMs: 300 }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(CallLimitReached);
+    expect((error as CallLimitReached).message).toBe('The model call ran past its limit of 0.3 s');
+    expect(seen.content.length).toBeLessThan(40);
+  });
+
+  it("passes the provider's failure on as it is", async () => {
+    llm.enqueue({ tokens: ['a', 'b', 'c'], malformedAfter: 1 });
+    const { sink } = collector();
+    const error = await streamCall(provider, request, new AbortController().signal, sink, roomy).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderError);
+    expect((error as ProviderError).message).toBe('The model provider sent a malformed chunk');
+  });
+
+  it('stops as soon as the reply is stopped, which is not taken for a limit', async () => {
+    llm.enqueue({ tokens: Array.from({ length: 40 }, (_, i) => `w${i} `), delayMs: 30 });
+    const stop = new AbortController();
+    const pieces: string[] = [];
+    const sink = {
+      content: (t: string) => {
+        pieces.push(t);
+        stop.abort(new Error('cancelled by the user'));
+      },
+    };
+    const error = await streamCall(provider, request, stop.signal, sink, { ...roomy, maxCallMs: 100 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(error).not.toBeInstanceOf(CallLimitReached);
+    expect(pieces).toEqual(['w0 ']);
+  });
+});

@@ -1,0 +1,216 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+
+/**
+ * The playground as a person uses it, in Debian's Chromium against a real server: a key, an
+ * agent, a session, a reply streaming in token by token, a second tab watching, a reload in the
+ * middle of a reply. Replies come from the offline responder, paced so that "mid-reply" lasts
+ * seconds; the test waits on what the page shows, never on time.
+ */
+let t: TestApp;
+let alice: TestUser;
+let browser: Browser;
+let profile: string;
+const screenshot = fileURLToPath(new URL('../../docs/playground.png', import.meta.url));
+
+beforeAll(async () => {
+  t = await startTestApp({ llm: { offlineTokenDelayMs: 60 } });
+  alice = await t.createUser('alice');
+  profile = await mkdtemp(join(tmpdir(), 'parley-chromium-'));
+  browser = await puppeteer.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    userDataDir: profile,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+  if (profile) await rm(profile, { recursive: true, force: true });
+});
+
+/** A page that records every request it makes and everything its policy blocks or its scripts throw. */
+async function openPage(): Promise<{ page: Page; requested: string[]; problems: string[] }> {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 860 });
+  const requested: string[] = [];
+  const problems: string[] = [];
+  page.on('request', (r) => requested.push(r.url()));
+  page.on('pageerror', (e) => problems.push(String(e)));
+  page.on('console', (m) => process.env.DEBUG_PAGES && console.log('page:', m.text()));
+  await page.evaluateOnNewDocument(() => {
+    document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP: ${e.violatedDirective} ${e.blockedURI}`));
+  });
+  page.on('console', (m) => m.type() === 'error' && /CSP/.test(m.text()) && problems.push(m.text()));
+  return { page, requested, problems };
+}
+
+/** The reply messages on a page: id, status and text, in order. */
+const replies = (page: Page) =>
+  page.$$eval('article.message[data-role="ASSISTANT"]', (els) =>
+    els.map((el) => ({
+      id: el.getAttribute('data-message-id')!,
+      status: el.getAttribute('data-status')!,
+      text: (el.querySelector('.content') as HTMLElement).innerText,
+    })),
+  );
+
+/** Waits until the page shows reply number `index` streaming with at least `chars` characters. */
+const streamingReply = (page: Page, index: number, chars: number) =>
+  page.waitForFunction(
+    (i, n) => {
+      const el = document.querySelectorAll('article.message[data-role="ASSISTANT"]')[i];
+      return el?.getAttribute('data-status') === 'STREAMING' && (el.querySelector('.content') as HTMLElement).innerText.length >= n;
+    },
+    // Polling, not animation frames: a tab in the background paints nothing but still runs.
+    { timeout: 30_000, polling: 50 },
+    index,
+    chars,
+  );
+
+const completeReply = (page: Page, index: number) =>
+  page.waitForFunction(
+    (i) => document.querySelectorAll('article.message[data-role="ASSISTANT"]')[i]?.getAttribute('data-status') === 'COMPLETE',
+    // Polling, not animation frames: a tab in the background paints nothing but still runs.
+    { timeout: 30_000, polling: 50 },
+    index,
+  );
+
+/** What the server saved for the session's replies. */
+async function savedReplies(sessionId: string): Promise<{ id: string; content: string }[]> {
+  const response = await fetch(`${t.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': alice.apiKey },
+    body: JSON.stringify({
+      query: 'query($id: ID!) { session(id: $id) { messages(last: 50) { edges { node { id role content } } } } }',
+      variables: { id: sessionId },
+    }),
+  });
+  const body = await response.json();
+  return body.data.session.messages.edges.map((e: any) => e.node).filter((m: any) => m.role === 'ASSISTANT');
+}
+
+async function send(page: Page, text: string) {
+  // Clicks and keys go to the tab in front, as they would for a person.
+  await page.bringToFront();
+  await page.type('.session textarea[name="message"]', text);
+  await page.click('.session button[type="submit"]');
+}
+
+describe('the playground in a real browser', () => {
+  // One visit, step by step: each test goes on from where the one before left the pages.
+  let page: Page;
+  let requested: string[];
+  let problems: string[];
+  let second: Awaited<ReturnType<typeof openPage>>;
+  let sessionId: string;
+
+  it('refuses a wrong key in words, takes a right one, and shows who you are', async () => {
+    ({ page, requested, problems } = await openPage());
+    const first = await page.goto(`${t.url}/`, { waitUntil: 'load' });
+    expect(new URL(page.url()).pathname).toBe('/playground/');
+    const csp = first!.headers()['content-security-policy'];
+    expect(csp).toMatch(/script-src 'self'/);
+    expect(csp).toMatch(/connect-src 'self'/);
+
+    // A wrong key is refused in words, and the key form stays.
+    await page.waitForSelector('input[name="key"]');
+    await page.type('input[name="key"]', 'pk_not_a_real_key');
+    await page.click('.key-form button[type="submit"]');
+    await page.waitForSelector('[data-problem="key"]');
+    expect(await page.$eval('[data-problem="key"]', (el) => (el as HTMLElement).innerText)).toMatch(/not accepted/);
+
+    await page.$eval('input[name="key"]', (el) => ((el as HTMLInputElement).value = ''));
+    await page.type('input[name="key"]', alice.apiKey);
+    await page.click('.key-form button[type="submit"]');
+    await page.waitForSelector('.whoami[data-username="alice"]');
+    expect(await page.$eval('.whoami', (el) => (el as HTMLElement).innerText)).toMatch(/alice · balance \d/);
+  });
+
+  it('creates an agent, starts a session with it, and shows the reply streaming token by token', async () => {
+    await page.type('input[name="agent-name"]', 'Harbour Pilot');
+    await page.type('textarea[name="agent-persona"]', 'A calm pilot who guides ships into the harbour at night.');
+    await page.click('.create-agent button[type="submit"]');
+    await page.waitForSelector('li[data-agent="Harbour Pilot"] input[type="checkbox"]');
+    await page.click('li[data-agent="Harbour Pilot"] input[type="checkbox"]');
+    await page.type('.new-session textarea[name="message"]', 'Which way to the lighthouse?');
+    await page.click('.new-session button[type="submit"]');
+    await page.waitForSelector('.session[data-session-id]');
+    sessionId = await page.$eval('.session', (el) => el.getAttribute('data-session-id')!);
+
+    // Tokens arrive: the reply grows while it is still being written.
+    await streamingReply(page, 0, 20);
+    const early = (await replies(page))[0]!.text.length;
+    await streamingReply(page, 0, early + 10);
+    await page.screenshot({ path: screenshot });
+    await completeReply(page, 0);
+    const [saved1] = await savedReplies(sessionId);
+    expect((await replies(page))[0]!.text).toBe(saved1!.content);
+  });
+
+  it('shows the next reply streaming in a second tab on the same session too', async () => {
+    second = await openPage();
+    await second.page.goto(`${t.url}/playground/#/session/${sessionId}`, { waitUntil: 'load' });
+    await second.page.waitForFunction(() => document.querySelectorAll('article.message[data-role="ASSISTANT"]').length === 1, {
+      polling: 50,
+    });
+    await send(page, 'And after that?');
+    await streamingReply(second.page, 1, 10);
+    await completeReply(second.page, 1);
+    await completeReply(page, 1);
+    const saved2 = (await savedReplies(sessionId))[1]!;
+    expect((await replies(second.page))[1]!.text).toBe(saved2.content);
+    expect((await replies(page))[1]!.text).toBe(saved2.content);
+
+    // A reaction in one tab shows in the other.
+    await page.bringToFront();
+    await page.click(`article[data-message-id="${saved2.id}"] button[data-reaction="thumbs_up"]`);
+    await second.page.waitForFunction(
+      (id) => document.querySelector(`article[data-message-id="${id}"] button[data-reaction="thumbs_up"]`)?.textContent?.includes('1'),
+      { polling: 50 },
+      saved2.id,
+    );
+  });
+
+  it('goes on with a reply after a reload in its middle, and ends it whole, once', async () => {
+    await send(page, 'One more question.');
+    await streamingReply(page, 2, 15);
+    await page.reload({ waitUntil: 'load' });
+    await completeReply(page, 2);
+    const saved3 = (await savedReplies(sessionId))[2]!;
+    const after = await replies(page);
+    expect(after.map((r) => r.id)).toEqual((await savedReplies(sessionId)).map((r) => r.id));
+    expect(after[2]!.text).toBe(saved3.content);
+  });
+
+  it('shares the session on a public page that someone without a key can read', async () => {
+    await page.click('button[name="share"]');
+    await page.waitForSelector('a.share-link');
+    const shareHref = await page.$eval('a.share-link', (el) => (el as HTMLAnchorElement).href);
+    const stranger = await browser.createBrowserContext();
+    const publicPage = await stranger.newPage();
+    await publicPage.goto(shareHref, { waitUntil: 'load' });
+    await publicPage.waitForSelector('.share-page article.message');
+    expect(await publicPage.$eval('.share-page', (el) => (el as HTMLElement).innerText)).toContain('Which way to the lighthouse?');
+    await stranger.close();
+  });
+
+  it('loaded everything from the service itself, with nothing blocked or thrown', () => {
+    const origin = new URL(t.url).origin;
+    for (const url of [...requested, ...second.requested]) expect(new URL(url).origin).toBe(origin);
+    expect([...problems, ...second.problems]).toEqual([]);
+  });
+});
