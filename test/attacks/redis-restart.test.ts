@@ -40,9 +40,9 @@ beforeAll(async () => {
   const made = await fetch(`${a.url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Echo", key: "echo-restart", public: false }) { id } }' }),
+    body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Echo", key: "echo-restart", public: false }) { rawId } }' }),
   });
-  agentId = (await made.json()).data?.createAgent?.id ?? '';
+  agentId = (await made.json()).data?.createAgent?.rawId ?? '';
   if (!agentId) throw new Error('no agent made');
 });
 
