@@ -112,7 +112,7 @@ describe('SIGTERM', () => {
 
     const answer = await slow.closed;
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
-    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ session_id: expect.any(String) });
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ session_id: expect.any(String), message_id: null });
 
     // The reply released in time completes; the other is cut off when the grace period ends.
     const done = updates(await finished.done);

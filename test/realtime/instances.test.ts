@@ -309,7 +309,7 @@ describe('two instances sharing PostgreSQL and Redis', () => {
       headers: { 'x-api-key': key, 'content-type': 'application/json' },
       body: '{}',
     });
-    expect(await cancelled.json()).toEqual({ success: true, cancelled: 1 });
+    expect(await cancelled.json()).toMatchObject({ success: true, cancelled: 1 });
     const failed = await watcher.until((e) => e.__typename === 'ReplyFailed');
     expect(failed.message).toMatchObject({ status: 'CANCELLED', content: 'never finished' });
     hold.resolve();
