@@ -12,6 +12,7 @@ import { loadToolRegistry } from './domain/tools/registry.ts';
 import { listenForCommands } from './control/socket.ts';
 import { memoryApqStore, redisApqStore } from './graphql/apq.ts';
 import { graphiqlAssets } from './graphql/graphiql.ts';
+import { inFlightCounter } from './graphql/in-flight.ts';
 import { createGraphQLServer, graphqlRoute, socketAuthenticator } from './graphql/server.ts';
 import { attachGraphQLWebSocket } from './graphql/websocket.ts';
 import { installAuth } from './http/auth.ts';
@@ -92,7 +93,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await http.register(fastifyStatic, { serve: false });
   graphiqlAssets(http);
   playgroundRoutes(http);
-  const yoga = createGraphQLServer(services, http.log, { persistedQueries: apqStore(config, adapters.shared, http.log) });
+  const inFlight = inFlightCounter(config.work.graphqlInFlightPerKey);
+  const yoga = createGraphQLServer(services, http.log, {
+    persistedQueries: apqStore(config, adapters.shared, http.log),
+    inFlight,
+  });
   graphqlRoute(http, yoga);
   restRoutes(http, services, config.events);
   mediaRoutes(http, config.mediaDir);
@@ -103,6 +108,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     rateLimiter: adapters.limits.rate,
     log: http.log,
     authenticate: socketAuthenticator(services.apiKeys),
+    inFlight,
   });
   // The embedded database is this process's alone: the CLI's writing commands come through it.
   const commands =
@@ -155,14 +161,16 @@ type Adapters = ReturnType<typeof connectAdapters>;
 /** The adapters the deployment asks for: in process for one instance, through Redis for several. */
 function connectAdapters(config: Config, log: FastifyBaseLogger) {
   // Counts and persisted queries every instance shares, when there are several.
-  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits', config.redisKeyPrefix) : undefined;
+  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits', config.redisKeyPrefix, log) : undefined;
   const instanceId = randomUUID();
   return {
     shared,
     instanceId,
     limits: createLimits(config.limits, shared, log),
-    bus: createEventBus(config),
-    instances: config.redisUrl ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs, config.redisKeyPrefix) : null,
+    bus: createEventBus(config, log),
+    instances: config.redisUrl
+      ? instanceRegistry(config.redisUrl, instanceId, config.instanceHeartbeatMs, config.redisKeyPrefix, log)
+      : null,
   };
 }
 

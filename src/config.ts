@@ -70,6 +70,15 @@ const envSchema = z
         'must be * or a comma-separated list of origins such as https://app.example.com',
       ),
     MAX_AGENTS_PER_USER: positiveInt(100),
+    MESSAGE_PAGE_MAX_BYTES: positiveInt(1024 * 1024),
+    TOOL_CALLS_PER_MODEL_CALL: positiveInt(8),
+    TOOL_CALLS_PER_REPLY: positiveInt(24),
+    TOOL_RUNS_PER_USER: positiveInt(4),
+    TOOL_RUNS_PER_PROCESS: positiveInt(8),
+    IMAGE_WORKERS: positiveInt(2),
+    GRAPHQL_IN_FLIGHT_PER_KEY: positiveInt(16),
+    REACTIONS_PER_USER_MESSAGE: positiveInt(10),
+    EVENT_REPLAY_BYTES: positiveInt(16 * 1024 * 1024),
     TRUST_PROXY: z
       .string()
       .optional()
@@ -130,6 +139,8 @@ export interface LlmConfig {
 export interface EventsConfig {
   /** Events kept per session for clients that resume with `after` / Last-Event-ID. */
   replayLimit: number;
+  /** And at most about this many bytes of them: the oldest go first past either bound. */
+  replayBytes: number;
   /** A session with no watcher and no event for this long forgets its replay log. */
   idleTtlMs: number;
   /** Output an SSE stream may have waiting for a client; past it, writing waits for the client. */
@@ -174,6 +185,25 @@ export interface LimitsConfig {
   maxStreamsPerKey: number;
   /** With Redis, how long a slot outlives the instance holding it if that instance dies. */
   slotTtlMs: number;
+}
+
+/** How much work one request, prompt or user may cause (see docs/security.md). */
+export interface WorkConfig {
+  /** A page of messages stops before this many bytes of text (it always holds at least one message). */
+  messagePageMaxBytes: number;
+  /** Tool calls run per model call; the model is told the rest were not run. */
+  toolCallsPerModelCall: number;
+  /** Tool calls run per reply, over all its model calls. */
+  toolCallsPerReply: number;
+  /** Tool calls running at once for one paying user, and in this process; more wait their turn. */
+  toolRunsPerUser: number;
+  toolRunsPerProcess: number;
+  /** Worker threads painting images, off the event loop. */
+  imageWorkers: number;
+  /** GraphQL operations one API key may have executing at once, over HTTP and WebSockets. */
+  graphqlInFlightPerKey: number;
+  /** Reactions one user may have on one message. */
+  reactionsPerUserMessage: number;
 }
 
 /** Automatic persisted queries: the hash-to-query store, bounded. */
@@ -230,6 +260,7 @@ export interface Config {
   http: HttpConfig;
   /** Agents one user may own. */
   maxAgentsPerUser: number;
+  work: WorkConfig;
   limits: LimitsConfig;
   apq: ApqConfig;
   /** Bearer token `GET /metrics` requires; unset: open (the default address is loopback). */
@@ -312,6 +343,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     events: {
       replayLimit: e.EVENT_REPLAY_LIMIT,
+      replayBytes: e.EVENT_REPLAY_BYTES,
       idleTtlMs: e.EVENT_IDLE_TTL_MS,
       streamBufferBytes: e.STREAM_BUFFER_BYTES,
       slowClientMs: e.SLOW_CLIENT_MS,
@@ -328,6 +360,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       trustProxy: trustProxy(e.TRUST_PROXY),
     },
     maxAgentsPerUser: e.MAX_AGENTS_PER_USER,
+    work: {
+      messagePageMaxBytes: e.MESSAGE_PAGE_MAX_BYTES,
+      toolCallsPerModelCall: e.TOOL_CALLS_PER_MODEL_CALL,
+      toolCallsPerReply: e.TOOL_CALLS_PER_REPLY,
+      toolRunsPerUser: e.TOOL_RUNS_PER_USER,
+      toolRunsPerProcess: e.TOOL_RUNS_PER_PROCESS,
+      imageWorkers: e.IMAGE_WORKERS,
+      graphqlInFlightPerKey: e.GRAPHQL_IN_FLIGHT_PER_KEY,
+      reactionsPerUserMessage: e.REACTIONS_PER_USER_MESSAGE,
+    },
     limits: {
       rate: { windowMs: e.RATE_LIMIT_WINDOW_MS, perTier: tiers.rates, default: e.RATE_LIMIT_DEFAULT, anonymous: e.RATE_LIMIT_ANONYMOUS },
       maxSubscriptionsPerKey: e.MAX_SUBSCRIPTIONS_PER_KEY,

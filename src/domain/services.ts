@@ -30,7 +30,7 @@ import { triggerService } from './triggers/service.ts';
  * adapters it runs on are chosen there, never here.
  */
 export interface ServiceDependencies {
-  config: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits'>;
+  config: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work'>;
   /** Live events: in process, or shared by every instance through Redis. */
   bus: EventBus;
   /** Subscriptions and streams per key, counted where the bus's deployment counts them. */
@@ -51,7 +51,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(db, config.search);
   const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
-  const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna });
+  const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna, work: config.work });
   const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
     db,
@@ -67,7 +67,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   });
   const signals = signalOutbox(db, bus, warnings);
   const access = accessGate(db, config.events.accessRecheckMs, warnings);
-  const sessions = sessionService(db, bus, replies, dependencies.streamLimits, { gate: access, signals });
+  const sessions = sessionService(db, bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
   return {
     db,
     metrics,

@@ -1,5 +1,6 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { APQStore } from '@graphql-yoga/plugin-apq';
+import { type InFlightCounter, inFlightPerKey } from './in-flight.ts';
 import type { FastifyInstance } from 'fastify';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import { isDomainError } from '../domain/errors.ts';
@@ -24,6 +25,8 @@ interface ServerContext {
   request?: Request;
   req?: IncomingMessage;
   viewer?: Viewer;
+  /** Set by the graphql-ws server, which counts its operations in flight itself. */
+  countedBySocket?: boolean;
 }
 
 /** graphql-ws clients send the key in `connectionParams`, under any of these names. */
@@ -50,6 +53,8 @@ const unbufferedEventStreams = (): Plugin => ({
 export interface GraphQLServerOptions {
   /** Where automatic persisted queries are kept (in this process, or Redis for every instance). */
   persistedQueries: APQStore;
+  /** Queries and mutations each API key has under way (shared with the graphql-ws server). */
+  inFlight: InFlightCounter;
 }
 
 export function createGraphQLServer(services: Services, logger: GraphQLLogger, options: GraphQLServerOptions) {
@@ -67,7 +72,10 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger, o
     },
     renderGraphiQL,
     logging: false,
-    context: (initial) => (initial.viewer ? { services, auth: { viewer: initial.viewer } } : createContext(services, apiKeyFrom(initial))),
+    context: (initial) =>
+      initial.viewer
+        ? { services, auth: { viewer: initial.viewer }, countedBySocket: initial.countedBySocket }
+        : createContext(services, apiKeyFrom(initial)),
     maskedErrors: {
       maskError: createErrorMasker(
         (err) => logger.error({ err }, 'unexpected error in a GraphQL operation'),
@@ -79,6 +87,7 @@ export function createGraphQLServer(services: Services, logger: GraphQLLogger, o
       ...documentLimits(),
       hideSuggestions(),
       graphqlMetrics(services.metrics.graphql),
+      inFlightPerKey(options.inFlight),
       unbufferedEventStreams(),
     ],
   });

@@ -5,6 +5,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { EventsConfig, WebSocketConfig } from '../config.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../domain/prisma-errors.ts';
 import type { Viewer } from '../domain/viewer.ts';
+import type { InFlightCounter } from './in-flight.ts';
 import type { GraphQLServer } from './server.ts';
 import { rateLimitedError, type RateLimiter } from '../limits/rate-limit.ts';
 import type { EventBus } from '../domain/sessions/bus.ts';
@@ -15,6 +16,8 @@ export interface WebSocketOptions {
   limits: WebSocketConfig;
   /** Every operation counts against its caller's rate limit, as a request over HTTP does. */
   rateLimiter: RateLimiter;
+  /** Queries and mutations each key has under way, counted here from the moment they arrive. */
+  inFlight: InFlightCounter;
   /** The caller behind the key in `connectionParams`, or why there is none. */
   authenticate(connectionParams: Record<string, unknown> | undefined): Promise<{ viewer: Viewer } | { missing: boolean; reason: string }>;
   log: { debug(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void; error(obj: unknown, msg?: string): void };
@@ -91,7 +94,17 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
   });
 
   const closeRevoked = (ws: WebSocket) => ws.close(KEY_DELETED, 'The API key of this connection was deleted');
+  /** Operations of each socket holding a place in their key's count of operations under way. */
+  const counted = new WeakMap<WebSocket, Set<string>>();
+  const uncount = (ws: WebSocket, id?: string) => {
+    const ids = counted.get(ws);
+    const keyId = keyOf.get(ws);
+    if (!ids || !keyId) return;
+    for (const one of id === undefined ? [...ids] : [id]) if (ids.delete(one)) options.inFlight.give(keyId);
+  };
+
   const answered = (ws: WebSocket, id: string) => {
+    uncount(ws, id);
     const ids = answering.get(ws);
     if (!ids?.delete(id)) return;
     if (ws.isPaused && ids.size < limits.maxOperations) ws.resume();
@@ -153,16 +166,25 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
           }),
         ];
       }
+      // Counted from now, before anything is awaited: a flood of operations on one key is refused
+      // here, cheaply, instead of piling up behind the first ones.
+      if (!options.inFlight.take(keyOf.get(socket)!)) return [options.inFlight.error(false)];
+      (counted.get(socket) ?? counted.set(socket, new Set()).get(socket)!).add(id);
+      const refuse = (errors: readonly GraphQLError[]) => {
+        uncount(socket, id);
+        return errors;
+      };
       const rate = await options.rateLimiter.check(ctx.extra.viewer!, ctx.extra.request.socket.remoteAddress ?? '');
       if (rate && !rate.allowed) {
         const { message, extensions } = rateLimitedError(rate, true);
-        return [new GraphQLError(message, { extensions })];
+        return refuse([new GraphQLError(message, { extensions })]);
       }
       const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
         req: ctx.extra.request,
         socket,
         params,
         viewer: ctx.extra.viewer,
+        countedBySocket: true,
       });
       // A syntax error, or a limit the envelope enforces by throwing (tokens, depth): an error
       // for this operation, and the socket goes on.
@@ -172,11 +194,14 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
         document = parse(params.query);
         errors = validate(schema, document);
       } catch (e) {
+        uncount(socket, id);
         if (e instanceof GraphQLError) return [e];
         throw e;
       }
-      if (errors.length) return errors;
+      if (errors.length) return refuse(errors);
       if (getOperationAST(document, params.operationName)?.operation === 'subscription') {
+        // Subscriptions last: MAX_SUBSCRIPTIONS_PER_KEY bounds them, not this count.
+        uncount(socket, id);
         subscriptions.set(socket, (subscriptions.get(socket) ?? new Set()).add(id));
       } else {
         const ids = answering.get(socket) ?? new Set();
@@ -235,6 +260,7 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
     socket.once('close', (code, reason) => {
       clearInterval(keepAlive);
       subscriptionsEnded(socket);
+      uncount(socket);
       const keyId = keyOf.get(socket);
       if (keyId) socketsOfKey.get(keyId)?.delete(socket);
       if (keyId && socketsOfKey.get(keyId)?.size === 0) socketsOfKey.delete(keyId);

@@ -13,8 +13,8 @@ class Channel implements EventSource {
   readonly subscribers = new Set<Subscriber>();
   lastEventAt = Date.now();
 
-  constructor(retain: number) {
-    this.window = new ReplayWindow(retain, Date.now() * 1000);
+  constructor(retain: number, retainBytes: number) {
+    this.window = new ReplayWindow(retain, Date.now() * 1000, retainBytes);
   }
 
   get seq() {
@@ -47,7 +47,7 @@ export function createMemoryBus(config: EventsConfig): EventBus {
 
   const channel = (sessionId: string) => {
     let c = channels.get(sessionId);
-    if (!c) channels.set(sessionId, (c = new Channel(config.replayLimit)));
+    if (!c) channels.set(sessionId, (c = new Channel(config.replayLimit, config.replayBytes)));
     return c;
   };
 

@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { EventsConfig } from '../config.ts';
 import type { SessionEvent, SessionEventPayload } from '../domain/sessions/events.ts';
+import type { WarnLog } from '../limits/throttled-log.ts';
 import { connectRedis } from '../redis/client.ts';
 import { type EventSource, ends, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
 import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/sessions/bus.ts';
 
 const seqKey = (sessionId: string) => `parley:seq:{${sessionId}}`;
 const streamKey = (sessionId: string) => `parley:events:{${sessionId}}`;
+const bytesKey = (sessionId: string) => `parley:event-bytes:{${sessionId}}`;
 const liveChannel = (sessionId: string) => `parley:live:${sessionId}`;
 const CONTROL = 'parley:control';
 const LIVE_PREFIX = 'parley:live:';
@@ -22,7 +24,7 @@ const LIVE_PREFIX = 'parley:live:';
  * floats. Returns the first event's seq.
  */
 const PUBLISH = `
-local n = #ARGV - 4
+local n = #ARGV - 5
 local seq
 if redis.call('EXISTS', KEYS[1]) == 1 then
   seq = redis.call('INCRBY', KEYS[1], n) - n + 1
@@ -36,12 +38,24 @@ else
   redis.call('SET', KEYS[1], string.format('%d', seq + n - 1))
 end
 local message = { string.format('%d', seq) }
+local bytes = 0
 for i = 1, n do
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], string.format('%d', seq + i - 1) .. '-0', 'e', ARGV[4 + i])
-  message[i + 1] = ARGV[4 + i]
+  redis.call('XADD', KEYS[2], string.format('%d', seq + i - 1) .. '-0', 'e', ARGV[5 + i])
+  message[i + 1] = ARGV[5 + i]
+  bytes = redis.call('INCRBY', KEYS[3], #ARGV[5 + i])
+end
+-- The log keeps at most ARGV[2] events and about ARGV[5] bytes of them (KEYS[3] counts what it
+-- holds): the oldest go first, never the last event just added.
+local newest = string.format('%d', seq + n - 1) .. '-0'
+while redis.call('XLEN', KEYS[2]) > tonumber(ARGV[2]) or bytes > tonumber(ARGV[5]) do
+  local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
+  if not oldest or oldest[1] == newest then break end
+  redis.call('XDEL', KEYS[2], oldest[1])
+  bytes = redis.call('DECRBY', KEYS[3], #oldest[2][2])
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
 redis.call('PUBLISH', ARGV[4], table.concat(message, '\\n'))
 return seq
 `;
@@ -78,10 +92,11 @@ class Channel implements EventSource {
   constructor(
     readonly sessionId: string,
     retain: number,
+    retainBytes: number,
     private readonly reader: Reader,
     init: (c: Channel) => Promise<void>,
   ) {
-    this.window = new ReplayWindow(retain, null);
+    this.window = new ReplayWindow(retain, null, retainBytes);
     this.ready = init(this);
   }
 
@@ -111,20 +126,22 @@ interface Reader {
  * restarts of parley. Pub/sub can drop messages while a connection is re-established: seqs are
  * consecutive, so a gap is seen and filled from the stream.
  */
-export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''): EventBus {
+export function createRedisBus(url: string, config: EventsConfig, keyPrefix = '', log?: WarnLog): EventBus {
   const instance = randomUUID();
-  const commands = connectRedis(url, 'events', keyPrefix);
-  const listener = connectRedis(url, 'events-listener', keyPrefix);
-  commands.defineCommand('parleyPublish', { numberOfKeys: 2, lua: PUBLISH });
+  const commands = connectRedis(url, 'events', keyPrefix, log);
+  const listener = connectRedis(url, 'events-listener', keyPrefix, log);
+  commands.defineCommand('parleyPublish', { numberOfKeys: 3, lua: PUBLISH });
   commands.defineCommand('parleyCurrent', { numberOfKeys: 2, lua: CURRENT });
   const run = commands as Redis & {
     parleyPublish(
       seq: string,
       stream: string,
+      bytes: string,
       now: string,
       maxlen: number,
       ttl: number,
       channel: string,
+      maxBytes: number,
       ...json: string[]
     ): Promise<number>;
     parleyCurrent(seq: string, stream: string, now: string, ttl: number): Promise<number>;
@@ -166,7 +183,7 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   function channel(sessionId: string) {
     let c = channels.get(sessionId);
     if (!c) {
-      c = new Channel(sessionId, config.replayLimit, reader, async (ch) => {
+      c = new Channel(sessionId, config.replayLimit, config.replayBytes, reader, async (ch) => {
         await listener.subscribe(liveChannel(sessionId));
         // Whatever was published before the subscription took effect is read from the stream.
         ch.window.last = await reader.current(sessionId);
@@ -242,10 +259,12 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
       pipeline.parleyPublish(
         seqKey(sessionId),
         streamKey(sessionId),
+        bytesKey(sessionId),
         nowMicros(),
         config.replayLimit,
         config.idleTtlMs,
         liveChannel(sessionId),
+        config.replayBytes,
         ...b.events,
       );
     const all = [...batches.values()];

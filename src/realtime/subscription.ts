@@ -35,21 +35,39 @@ export const ends = {
  */
 export class ReplayWindow {
   private log: SessionEvent[] = [];
+  /** The size of each event in `log` (its JSON), and their sum. */
+  private sizes: number[] = [];
+  private bytes = 0;
 
   constructor(
     private readonly retain: number,
     public last: number | null,
+    /** Events are also dropped, oldest first, to keep about this many bytes at most. */
+    private readonly retainBytes = Number.POSITIVE_INFINITY,
   ) {}
 
   /** Takes an event in; one already seen is ignored, and one after a hole starts the window again. */
   push(event: SessionEvent): boolean {
     if (this.last !== null && event.seq <= this.last) return false;
-    if (this.last !== null && event.seq !== this.last + 1) this.log = [];
+    if (this.last !== null && event.seq !== this.last + 1) this.drop(this.log.length);
+    const size = JSON.stringify(event).length;
     this.log.push(event);
-    // Trimmed in steps, so taking events in stays O(1) on average.
-    if (this.log.length > this.retain + (this.retain >> 2)) this.log.splice(0, this.log.length - this.retain);
+    this.sizes.push(size);
+    this.bytes += size;
+    // Trimmed in steps (to the count, or to three quarters of the bytes), so taking events in stays O(1) on average.
+    if (this.log.length > this.retain + (this.retain >> 2)) this.drop(this.log.length - this.retain);
+    if (this.bytes > this.retainBytes) {
+      let n = 0;
+      for (let left = this.bytes; n < this.log.length - 1 && left > (this.retainBytes * 3) / 4; n++) left -= this.sizes[n]!;
+      this.drop(n);
+    }
     this.last = event.seq;
     return true;
+  }
+
+  private drop(n: number) {
+    for (const size of this.sizes.splice(0, n)) this.bytes -= size;
+    this.log.splice(0, n);
   }
 
   /** The event after `seq`: null if there is none yet, undefined if it is not held here. */

@@ -1,12 +1,13 @@
 import { Redis } from 'ioredis';
+import { throttledWarnings, type WarnLog } from '../limits/throttled-log.ts';
 
 /**
  * A connection to the Redis named by REDIS_URL. Commands wait (bounded) while it reconnects, so a
  * Redis restart delays events and counts instead of failing them at once; a blocking reader needs
  * a connection of its own, hence the name, which also shows in `CLIENT LIST`.
  */
-export function connectRedis(url: string, role: string, keyPrefix = ''): Redis {
-  return new Redis(url, {
+export function connectRedis(url: string, role: string, keyPrefix = '', log?: WarnLog): Redis {
+  const redis = new Redis(url, {
     connectionName: `parley:${role}`,
     // Keys only (pub/sub channels carry session and key ids, unique anyway): lets deployments
     // that must stay apart, or test apps, share one Redis.
@@ -14,4 +15,14 @@ export function connectRedis(url: string, role: string, keyPrefix = ''): Redis {
     maxRetriesPerRequest: 3,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
   });
+  // Without a listener, ioredis prints every failed reconnect as an unhandled error event; during
+  // an outage that is a line or more a second per connection. One warning per interval is enough.
+  const warnings = throttledWarnings(log ?? { warn: () => {} });
+  let failures = 0;
+  redis.on('error', (err: Error) => {
+    failures++;
+    warnings.warn({ err: { message: err.message }, connection: role, failures }, 'Redis is unreachable; retrying');
+  });
+  redis.on('ready', () => (failures = 0));
+  return redis;
 }

@@ -268,11 +268,25 @@ const restEvents: { [T in SessionEventType]: RestEvent<T> } = {
     message: toRestMessage(e.message),
   })),
   end_prompt: restEvent('end_prompt', ofPrompt, (e) => ({ session_id: e.sessionId, prompt_id: e.promptId })),
-  reaction: restEvent('reaction', { ...inSession, message_id: z.string(), reactions: z.record(z.string(), z.array(z.string())) }, (e) => ({
-    session_id: e.sessionId,
-    message_id: e.messageId,
-    reactions: e.reactions,
-  })),
+  reaction: restEvent(
+    'reaction',
+    {
+      ...inSession,
+      message_id: z.string(),
+      user: z.string().meta({ description: 'The user whose reactions changed' }),
+      reactions: z
+        .record(z.string(), z.array(z.string()))
+        .meta({ description: "That user's reactions now, keyed by their id (merge it into the message's map)" }),
+      counts: z.array(z.object({ reaction: z.string(), count: z.number().int() })),
+    },
+    (e) => ({
+      session_id: e.sessionId,
+      message_id: e.messageId,
+      user: e.userId,
+      reactions: { [e.userId]: e.userReactions },
+      counts: e.counts,
+    }),
+  ),
   session_updated: restEvent('session_updated', { ...inSession, title: z.string().nullable(), scenario: z.string().nullable() }, (e) => ({
     session_id: e.sessionId,
     title: e.title,

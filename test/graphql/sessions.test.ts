@@ -91,7 +91,7 @@ const Events = graphql(`
       ... on AssistantMessage { message { id content status agent { key } } }
       ... on ReplyFailed { error message { status content } }
       ... on PromptEnded { promptId }
-      ... on ReactionsChanged { messageId reactions { reaction count reactedByMe } }
+      ... on ReactionsChanged { messageId userId userReactions counts { reaction count } }
       ... on SessionUpdated { title }
       ... on SessionUserRemoved { userId }
     }
@@ -127,7 +127,9 @@ const ws = graphqlWsClients(() => t.url);
 
 beforeAll(async () => {
   llm = await startFakeOpenAI({ tokens: ['Hi', ' from', ' Muse'], usage: { prompt_tokens: 20, completion_tokens: 3 } });
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl }, events: { slowClientMs: 500 } });
+  // The slow-client test replays a reply of 600 tokens of 16 KB (about 20 MB of events with its
+  // final message): more than the replay log keeps by default (EVENT_REPLAY_BYTES).
+  t = await startTestApp({ llm: { baseUrl: llm.baseUrl }, events: { slowClientMs: 500, replayBytes: 64 * 1024 * 1024 } });
   [alice, bob, carol] = [await t.createUser('alice'), await t.createUser('bob'), await t.createUser('carol')];
   muse = await fixtures(t).agent(alice, { name: 'Muse', key: 'muse' });
 });
@@ -249,8 +251,8 @@ describe('queries and mutations', () => {
     });
     expect((await react('thumbs_down')).reactions).toEqual([{ reaction: 'thumbs_down', count: 1, reactedByMe: true }]);
     expect(await react('thumbs_down')).toMatchObject({ added: false, reactions: [] });
-    expectGraphQLError(await t.gql(React, { messageId: replyIds[0]!, reaction: 'x' }, carol.apiKey), 'FORBIDDEN');
-    expectGraphQLError(await t.gql(React, { messageId: 'missing', reaction: 'x' }, alice.apiKey), 'NOT_FOUND');
+    expectGraphQLError(await t.gql(React, { messageId: replyIds[0]!, reaction: 'pin' }, carol.apiKey), 'FORBIDDEN');
+    expectGraphQLError(await t.gql(React, { messageId: 'missing', reaction: 'pin' }, alice.apiKey), 'NOT_FOUND');
   });
 
   it('shareSession freezes the session; share(shareId) reads it without a key and shows nothing private', async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,7 @@ import {
   type LlmConfig,
   type SearchConfig,
   type WebSocketConfig,
+  type WorkConfig,
 } from '../../src/config.ts';
 import { freshDatabase } from './database.ts';
 
@@ -49,6 +50,7 @@ export interface ConfigOverrides {
   toolsDir?: string;
   http?: Partial<HttpConfig>;
   maxAgentsPerUser?: number;
+  work?: Partial<WorkConfig>;
   limits?: Partial<Omit<LimitsConfig, 'rate'>> & { rate?: Partial<LimitsConfig['rate']> };
   apq?: ApqConfig;
   redisUrl?: string;
@@ -82,6 +84,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     shutdownGraceMs: overrides.shutdownGraceMs ?? base.shutdownGraceMs,
     http: { ...base.http, ...overrides.http },
     maxAgentsPerUser: overrides.maxAgentsPerUser ?? base.maxAgentsPerUser,
+    work: { ...base.work, ...overrides.work },
     limits: { ...base.limits, ...overrides.limits, rate: { ...base.limits.rate, ...overrides.limits?.rate } },
     apq: overrides.apq ?? base.apq,
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
@@ -101,7 +104,8 @@ export async function startTestApp(overrides: ConfigOverrides = {}, shared?: Dat
   const db = shared ? { config: shared, drop: async () => {} } : await freshDatabase();
   const queries: string[] = [];
   const routes: { method: string | string[]; url: string }[] = [];
-  const app: App = await buildApp(testConfig(db.config, overrides), {
+  const config = testConfig(db.config, overrides);
+  const app: App = await buildApp(config, {
     onQuery: (sql) => queries.push(sql),
     onRoute: ({ method, url }) => void routes.push({ method, url }),
   });
@@ -175,8 +179,12 @@ export async function startTestApp(overrides: ConfigOverrides = {}, shared?: Dat
     gql,
     countQueries,
     async close() {
-      await app.close();
-      await db.drop();
+      try {
+        await app.close();
+        await db.drop();
+      } finally {
+        rmSync(config.mediaDir, { recursive: true, force: true });
+      }
     },
   };
 }

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import pg from 'pg';
 /**
  * Throwaway database servers from Debian's packages, on free loopback ports, for tests and
  * benchmarks that need what embedded PGlite cannot give (several processes on one database,
- * Redis). Nothing here registers cleanup: callers stop what they start.
+ * Redis). Callers stop what they start; the test suite's teardown stops what they could not.
  */
 export interface ThrowawayServer {
   url: string;
@@ -28,6 +28,28 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A server runs in a process group of its own (PostgreSQL under `runuser` would outlive a killed
+ * `runuser`), noted in the test run's folder so that the suite's teardown stops it even when the
+ * worker that started it was killed (a timeout) before it could.
+ */
+function spawnServer(command: string, args: string[]): ChildProcess {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const runDir = process.env.PARLEY_TEST_RUN_DIR;
+  if (runDir && child.pid) appendFileSync(join(runDir, 'server-groups'), `${child.pid}\n`);
+  return child;
+}
+
+/** Stops a server started by `spawnServer`, with everything it started. */
+export function killGroup(pid: number | undefined) {
+  if (!pid) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // Gone already.
+  }
+}
+
 function collect(child: ChildProcess) {
   let output = '';
   child.stdout?.on('data', (d) => (output += d));
@@ -39,12 +61,21 @@ function collect(child: ChildProcess) {
 export async function startRedisServer(port?: number): Promise<ThrowawayServer> {
   port ??= await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'parley-redis-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnServer('redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+  ]);
   const output = collect(child);
   const stop = () => {
-    child.kill('SIGKILL');
+    killGroup(child.pid);
     rmSync(dir, { recursive: true, force: true });
   };
   await new Promise<void>((resolve, reject) => {
@@ -71,7 +102,7 @@ export async function startPostgresCluster(): Promise<ThrowawayServer> {
     process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
   execFileSync(...command(`${bin}/initdb`, ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']), { stdio: 'ignore' });
   const port = await freePort();
-  const child = spawn(
+  const child = spawnServer(
     ...command(`${bin}/postgres`, [
       '-D',
       join(dir, 'data'),
@@ -86,13 +117,10 @@ export async function startPostgresCluster(): Promise<ThrowawayServer> {
       '-c',
       'max_connections=300',
     ]),
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
   );
   const output = collect(child);
   const stop = () => {
-    child.kill('SIGKILL');
+    killGroup(child.pid);
     rmSync(dir, { recursive: true, force: true });
   };
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;

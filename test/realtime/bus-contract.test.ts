@@ -19,8 +19,9 @@ interface BusUnderTest {
   loseLiveDelivery?: (sessionId: string) => Promise<void>;
 }
 
-const config = (replayLimit: number): EventsConfig => ({
+const config = (replayLimit: number, replayBytes = 1 << 24): EventsConfig => ({
   replayLimit,
+  replayBytes,
   idleTtlMs: 60_000,
   streamBufferBytes: 1 << 20,
   slowClientMs: 30_000,
@@ -37,18 +38,18 @@ const redisUrl = async () => {
 const opened: EventBus[] = [];
 const raw: Redis[] = [];
 
-const kinds: Record<'memory' | 'redis', (replayLimit: number) => Promise<BusUnderTest>> = {
-  async memory(replayLimit) {
-    const bus = createMemoryBus(config(replayLimit));
+const kinds: Record<'memory' | 'redis', (replayLimit: number, replayBytes?: number) => Promise<BusUnderTest>> = {
+  async memory(replayLimit, replayBytes) {
+    const bus = createMemoryBus(config(replayLimit, replayBytes));
     opened.push(bus);
     return { bus, peer: bus };
   },
-  async redis(replayLimit) {
+  async redis(replayLimit, replayBytes) {
     const url = await redisUrl();
     // A prefix per bus pair: tests sharing one Redis never see each other's sessions.
     const prefix = `contract-${randomUUID()}:`;
-    const bus = createRedisBus(url, config(replayLimit), prefix);
-    const peer = createRedisBus(url, config(replayLimit), prefix);
+    const bus = createRedisBus(url, config(replayLimit, replayBytes), prefix);
+    const peer = createRedisBus(url, config(replayLimit, replayBytes), prefix);
     opened.push(bus, peer);
     const client = new Redis(url, { keyPrefix: prefix, maxRetriesPerRequest: 1 });
     raw.push(client);
@@ -191,6 +192,20 @@ for (const [kind, make] of Object.entries(kinds)) {
       // It can resume from what it still holds only by reading the session again.
       const resumed = small.peer.subscribe(session, { after: published[0]!.seq });
       expect(await take(resumed, 1)).toMatchObject([{ end: true, code: 'EVENTS_EXPIRED' }]);
+    });
+
+    it('keeps at most about its byte budget of events, whatever their count: large old events go first', async () => {
+      const small = await make(1000, 20_000);
+      const session = randomUUID();
+      const big = (n: number) => ({ type: 'session_updated' as const, title: `${n}`.padEnd(2_000, '.'), scenario: null });
+      const published: SessionEvent[] = [];
+      for (let i = 0; i < 50; i++) published.push(await small.bus.publish(session, big(i)));
+      // 50 events of 2 KB: 100 KB published, of which at most 20 KB are kept.
+      const early = small.peer.subscribe(session, { after: published[0]!.seq });
+      expect(await take(early, 1)).toMatchObject([{ end: true, code: 'EVENTS_EXPIRED' }]);
+      const recent = small.peer.subscribe(session, { after: published[44]!.seq });
+      expect(seqs(await take(recent, 5))).toEqual(published.slice(45).map((e) => e.seq));
+      await recent.return?.();
     });
 
     it('frees a subscription at once when its consumer lets go, even while it waits', async () => {

@@ -441,10 +441,13 @@ describe('REST agents', () => {
       expect((await read(agent.id)).llm_settings).toEqual(settings);
     });
 
-    it('refuses tools that GET /v2/tools does not list (deprecated sdxl, hidden prompt_enhance)', async () => {
+    it('refuses inactive tools (deprecated sdxl); accepts the hidden helper prompt_enhance, which an owner turns on like any tool', async () => {
       const { agent } = await richAgent(alice);
       await expectRejected(agent.id, { tools: { sdxl: true } }, 400, { field: 'tools.sdxl' });
-      await expectRejected(agent.id, { tools: { prompt_enhance: true } }, 400, { field: 'tools.prompt_enhance' });
+      await expectRejected(agent.id, { tools: { no_such_tool: true } }, 400, { field: 'tools.no_such_tool' });
+      const res = await patch(agent.id, { tools: { prompt_enhance: true } });
+      expect(res.status).toBe(200);
+      expect((await t.db.agent.findUniqueOrThrow({ where: { id: agent.id } })).tools).toMatchObject({ prompt_enhance: true });
     });
 
     it('changes the key; GET shows the new key and the old key becomes free', async () => {

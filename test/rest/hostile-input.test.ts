@@ -110,17 +110,16 @@ describe('names are looked up as own keys only, never through the prototype chai
     expect(res.status).toBe(200);
   });
 
-  it('a reaction named like a prototype member is an ordinary reaction', async () => {
+  it('a reaction named like a prototype member is refused like any name outside the set, and changes nothing', async () => {
     const agent = await fixtures(t).agent(bob);
     const sessionId = (await t.rest('POST', '/v2/sessions', { key: bob.apiKey, body: { agent_ids: [agent.id], content: 'hi' } })).body
       .session_id;
     const reply = (await settledSession(t, bob, sessionId)).messages.at(-1);
-    for (const reaction of ['constructor', 'toString', '__proto__']) {
+    for (const reaction of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
       const res = await t.rest('POST', '/v2/sessions/react', { key: bob.apiKey, body: { message_id: reply.id, reaction } });
-      expect(res, reaction).toMatchObject({ status: 200, body: { success: true, message: 'Reaction added' } });
+      expect(res.status, reaction).toBe(400);
+      expect(res.body.message, reaction).toMatch(/^reaction: must be one of /);
     }
-    expect((await settledSession(t, bob, sessionId)).messages.at(-1).reactions).toEqual({
-      [bob.id]: ['constructor', 'toString', '__proto__'],
-    });
+    expect((await settledSession(t, bob, sessionId)).messages.at(-1).reactions).toEqual({});
   });
 });

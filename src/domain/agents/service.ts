@@ -30,7 +30,7 @@ export function agentService(db: Db, tools: ToolRegistry, limits: { maxAgentsPer
   /** References inside agent input must point at things that exist and the caller may use. */
   async function checkReferences(viewer: Viewer, input: AgentPatch) {
     for (const key of Object.keys(input.tools ?? {})) {
-      if (!tools.isAvailable(key)) throw badInput(`unknown tool "${key}" (see the tools list)`, ['tools', key]);
+      if (!tools.canEnable(key)) throw badInput(`unknown tool "${key}" (see the tools list)`, ['tools', key]);
     }
     const loras = input.models?.map((m) => m.lora) ?? [];
     if (loras.length) {

@@ -27,6 +27,9 @@ const line = z.object({
     .array(z.number().finite(), { error: `must be an array of ${EMBEDDING_DIMENSIONS} numbers` })
     .length(EMBEDDING_DIMENSIONS, `must have ${EMBEDDING_DIMENSIONS} numbers`)
     .refine((v) => v.some((x) => x !== 0), 'must not be all zeros')
+    // Each number finite is not enough: their squares can add up past the largest double, and a
+    // vector without a finite length has no direction to search by.
+    .refine((v) => Number.isFinite(v.reduce((sum, x) => sum + x * x, 0)), 'must have a finite length (its numbers are too large)')
     .optional(),
   /** The provider whose space `embedding` is in; when it is not the active one, the line is embedded anew. */
   embeddingProvider: z.string().min(1).optional(),

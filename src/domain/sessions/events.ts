@@ -18,6 +18,12 @@ export interface ToolCallView {
 /** Who reacted how: user id → reactions, as the original service stored them. */
 export type ReactionsView = Record<string, string[]>;
 
+/** How many users gave one reaction. */
+export interface ReactionTotal {
+  reaction: string;
+  count: number;
+}
+
 export interface MessageView {
   id: string;
   sessionId: string;
@@ -53,7 +59,11 @@ export interface SessionEventPayloads {
   /** One reply failed; `message` is the saved (failed) assistant message with its partial text. */
   error: { promptId: string; agentId: string; error: string; message: MessageView };
   end_prompt: { promptId: string };
-  reaction: { messageId: string; reactions: ReactionsView };
+  /**
+   * One user's reactions on a message changed: what they have now, and the message's totals. Not
+   * every reaction with its user: that grows with every reaction, and each event would carry it.
+   */
+  reaction: { messageId: string; userId: string; userReactions: string[]; counts: ReactionTotal[] };
   session_updated: { title: string | null; scenario: string | null };
   user_added: { userId: string; permission: SessionPermission };
   user_removed: { userId: string };

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SessionPermission } from '../../generated/prisma/enums.ts';
 import { text, urlField } from '../validation.ts';
+import { REACTIONS } from './reactions.ts';
 
 /** Limits of the original service (research notes), kept so integrations see the same 400s. */
 export const BUDGET_LIMITS = {
@@ -48,7 +49,14 @@ export type SendMessageInput = z.output<typeof sendMessageSchema>;
 
 export const reactionSchema = z.object({
   messageId: id,
-  reaction: z.string().trim().min(1, 'must not be empty').max(32, 'must be at most 32 characters'),
+  reaction: z
+    .string()
+    .trim()
+    .min(1, 'must not be empty')
+    .max(32, 'must be at most 32 characters')
+    // `❤` without its variation selector is the same heart.
+    .transform((r) => (r === '❤' ? '❤️' : r))
+    .refine((r) => REACTIONS.includes(r), `must be one of ${REACTIONS.join(' ')}`),
 });
 
 export const sessionUserSchema = z.object({

@@ -1,8 +1,9 @@
 import type { Db } from '../../db/database.ts';
-import type { Prisma, Session } from '../../generated/prisma/client.ts';
+import type { WorkConfig } from '../../config.ts';
+import { Prisma, type Session } from '../../generated/prisma/client.ts';
 import type { EventBus } from './bus.ts';
 import { canReadAgent } from '../agents/service.ts';
-import { badInput, forbidden, notFound } from '../errors.ts';
+import { badInput, forbidden, notFound, unprocessable } from '../errors.ts';
 import { canNameARow } from '../ids.ts';
 import type { ReplyEngine, ReplyJob } from '../replies/engine.ts';
 import { chooseResponders } from '../replies/routing.ts';
@@ -18,19 +19,16 @@ import type { MessageView, ReactionsView } from './events.ts';
 import { numberedPageSchema, pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
 import { sessionWatchStep, type WatchEnd, watchStream, type WatchStream } from './stream.ts';
 import { saveInNewSession, savePrompt } from './prompts.ts';
-import { messageSelect, reactionsView, toMessageView } from './views.ts';
+import { EXCLUSIVE } from './reactions.ts';
+import { messageSelect, reactionCounts, reactionsView, toMessageView } from './views.ts';
 
 export const MESSAGE_NOT_FOUND = 'Message not found';
 export const NOT_ALLOWED_TO_DELETE = 'You are not allowed to delete this session';
 export const AGENT_IDS_REQUIRED = 'agent_ids must be provided when creating a new session';
+export const AGENT_NO_LONGER_USABLE = 'This agent is no longer usable by you (its owner made it private)';
+export const NO_USABLE_AGENT = "This session's agents are no longer usable by you (their owners made them private)";
 
 export type SessionQuery = { include?: Prisma.SessionInclude; select?: Prisma.SessionSelect };
-
-/** `thumbs_up` and `thumbs_down` exclude each other; other reactions combine freely. */
-const EXCLUSIVE = new Map([
-  ['thumbs_up', 'thumbs_down'],
-  ['thumbs_down', 'thumbs_up'],
-]);
 
 /** The result of operation 4: the session, and the prompt whose replies are now being written. */
 export interface PromptStarted {
@@ -79,6 +77,7 @@ export function sessionService(
   db: Db,
   bus: EventBus,
   replies: ReplyEngine,
+  work: WorkConfig,
   limits: StreamLimits,
   access: { gate: AccessGate; signals: SignalOutbox },
 ) {
@@ -117,13 +116,18 @@ export function sessionService(
       const rows = await db.sessionAgent.findMany({
         where: { sessionId: input.sessionId },
         orderBy: { position: 'asc' },
-        select: { agent: { select: { id: true, name: true, user: { select: { username: true } } } } },
+        select: { agent: { select: { id: true, name: true, public: true, ownerId: true, user: { select: { username: true } } } } },
       });
-      const agents = rows.map((r) => ({ id: r.agent.id, name: r.agent.name, key: r.agent.user.username }));
       input.agentIds?.forEach((id, i) => {
-        if (!agents.some((a) => a.id === id)) throw badInput('agent is not in this session', ['agentIds', i]);
+        const row = rows.find((r) => r.agent.id === id);
+        if (!row) throw badInput('agent is not in this session', ['agentIds', i]);
+        if (!canReadAgent(viewer, row.agent)) throw forbidden(AGENT_NO_LONGER_USABLE);
       });
-      return agents;
+      // Checked on every prompt, not only when the session was made: an agent its owner made
+      // private since must not answer (or charge its owner for) someone who may no longer use it.
+      return rows
+        .filter((r) => canReadAgent(viewer, r.agent))
+        .map((r) => ({ id: r.agent.id, name: r.agent.name, key: r.agent.user.username }));
     }
     if (!input.agentIds?.length) throw badInput(AGENT_IDS_REQUIRED);
     const ids = input.agentIds;
@@ -189,6 +193,7 @@ export function sessionService(
     const content = input.content ?? '';
     const attachments = input.attachments ?? [];
     const hasPrompt = content.trim() !== '' || attachments.length > 0;
+    if (hasPrompt && !agents.length) throw forbidden(NO_USABLE_AGENT);
     const responders = hasPrompt ? chooseResponders(agents, input.agentIds, content) : [];
 
     const toSave = { userId: viewer.id, prompt: hasPrompt ? { content, attachments, responders } : null, instance: replies.instanceId };
@@ -278,7 +283,7 @@ export function sessionService(
    * A page of the session's messages, oldest first within the page. `first`/`after` page
    * forwards, `last`/`before` backwards; with neither, the latest messages.
    */
-  async function messagePage(client: Pick<Db, 'message'>, sessionId: string, args: MessagePageArgs): Promise<MessagePage> {
+  async function messagePage(client: Pick<Db, 'message' | '$queryRaw'>, sessionId: string, args: MessagePageArgs): Promise<MessagePage> {
     const size = (n: number | null | undefined) => {
       if (n == null) return DEFAULT_MESSAGE_PAGE;
       if (!Number.isInteger(n) || n < 0 || n > MAX_MESSAGE_PAGE)
@@ -289,15 +294,29 @@ export function sessionService(
     const before = args.before ? ordinalOf(args.before) : null;
     const forwards = args.first != null || (after !== null && args.last == null);
     const take = size(forwards ? args.first : args.last);
-    const rows = await client.message.findMany({
-      where: { sessionId, ordinal: { ...(after !== null ? { gt: after } : {}), ...(before !== null ? { lt: before } : {}) } },
-      orderBy: { ordinal: forwards ? 'asc' : 'desc' },
-      take: take + 1,
-      select: messageSelect,
-    });
-    const more = rows.length > take;
-    const page = rows.slice(0, take).map(toMessageView);
-    if (!forwards) page.reverse();
+    // Sizes first, so a page of huge messages is cut short before their text is read at all.
+    const sizes = await client.$queryRaw<{ ordinal: number; bytes: number }[]>`
+      SELECT "ordinal", octet_length("content") + coalesce(octet_length("thought"), 0) AS "bytes" FROM "Message"
+      WHERE "sessionId" = ${sessionId}
+        ${after !== null ? Prisma.sql`AND "ordinal" > ${after}` : Prisma.empty}
+        ${before !== null ? Prisma.sql`AND "ordinal" < ${before}` : Prisma.empty}
+      ORDER BY "ordinal" ${forwards ? Prisma.sql`ASC` : Prisma.sql`DESC`} LIMIT ${take + 1}`;
+    let fits = 0;
+    for (let bytes = 0; fits < Math.min(take, sizes.length); fits++) {
+      bytes += Number(sizes[fits]!.bytes);
+      if (fits > 0 && bytes > work.messagePageMaxBytes) break;
+    }
+    const more = sizes.length > fits;
+    const ordinals = sizes.slice(0, fits).map((s) => Number(s.ordinal));
+    const rows = ordinals.length
+      ? await client.message.findMany({
+          where: { sessionId, ordinal: { in: ordinals } },
+          orderBy: { ordinal: 'asc' },
+          select: messageSelect,
+        })
+      : [];
+    // Oldest first within the page, whichever way it was read.
+    const page = rows.map(toMessageView);
     return {
       messages: page,
       hasNextPage: forwards ? more : before !== null,
@@ -415,11 +434,15 @@ export function sessionService(
       if (!message) throw notFound(MESSAGE_NOT_FOUND);
       await requireAccess(viewer, message.sessionId);
       const { added, rows } = await db.$transaction(async (tx) => {
+        // One user's reactions to one message queue here, so concurrent ones cannot pass the cap.
+        await tx.$queryRaw`SELECT 1 FROM "Message" WHERE "id" = ${messageId} FOR UPDATE`;
         const mine = { messageId, userId: viewer.id };
         const { count: removed } = await tx.reaction.deleteMany({ where: { ...mine, reaction } });
         if (!removed) {
           const opposite = EXCLUSIVE.get(reaction);
           if (opposite) await tx.reaction.deleteMany({ where: { ...mine, reaction: opposite } });
+          if ((await tx.reaction.count({ where: mine })) >= work.reactionsPerUserMessage)
+            throw unprocessable(`Reaction limit reached: at most ${work.reactionsPerUserMessage} reactions per user on one message`);
           await tx.reaction.createMany({ data: [{ ...mine, reaction }], skipDuplicates: true });
         }
         const rows = await tx.reaction.findMany({
@@ -430,7 +453,13 @@ export function sessionService(
         return { added: !removed, rows };
       });
       const reactions = reactionsView(rows);
-      await bus.publish(message.sessionId, { type: 'reaction', messageId, reactions });
+      await bus.publish(message.sessionId, {
+        type: 'reaction',
+        messageId,
+        userId: viewer.id,
+        userReactions: reactions[viewer.id] ?? [],
+        counts: reactionCounts(reactions),
+      });
       return { added, messageId, reactions };
     },
 

@@ -1,5 +1,5 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
-import type { MessageView, ReactionsView, ToolCallView } from './events.ts';
+import type { MessageView, ReactionsView, ReactionTotal, ToolCallView } from './events.ts';
 
 /**
  * A message's own columns: all a message just written has (no tool calls or reactions yet, so
@@ -67,7 +67,7 @@ export const toMessageView = (m: MessageRow): MessageView => ({
 });
 
 /** Reaction totals, for views that must not reveal who reacted (shares). */
-export function reactionCounts(reactions: ReactionsView): { reaction: string; count: number }[] {
+export function reactionCounts(reactions: ReactionsView): ReactionTotal[] {
   const counts = new Map<string, number>();
   for (const list of Object.values(reactions)) for (const r of list) counts.set(r, (counts.get(r) ?? 0) + 1);
   return [...counts].map(([reaction, count]) => ({ reaction, count }));

@@ -61,7 +61,14 @@ export function shareService(db: Db, sessions: SessionService) {
     if (!share || !share.public) throw notFound(SHARE_NOT_FOUND);
     const messages = share.message
       ? await db.message.findMany({
-          where: { sessionId: share.sessionId, ordinal: { lte: share.message.ordinal }, status: { not: 'streaming' } },
+          // As they were when it was shared: a reply still being written then is left out even
+          // once it has finished (it was last changed after), and so are later reactions.
+          where: {
+            sessionId: share.sessionId,
+            ordinal: { lte: share.message.ordinal },
+            status: { not: 'streaming' },
+            updatedAt: { lte: share.createdAt },
+          },
           orderBy: { ordinal: 'asc' },
           select: {
             id: true,
@@ -70,7 +77,7 @@ export function shareService(db: Db, sessions: SessionService) {
             attachments: true,
             createdAt: true,
             sender: { select: { username: true, userImage: true, type: true } },
-            reactions: { select: { userId: true, reaction: true } },
+            reactions: { where: { createdAt: { lte: share.createdAt } }, select: { userId: true, reaction: true } },
           },
         })
       : [];

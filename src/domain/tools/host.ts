@@ -1,3 +1,4 @@
+import type { WorkConfig } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { EventBus } from '../sessions/bus.ts';
@@ -21,6 +22,7 @@ import { searchExecutor } from './executors/search.ts';
 import { textExecutor } from './executors/text.ts';
 import { ToolError, type Executor, type ToolOutput } from './executors/types.ts';
 import type { ToolRegistry } from './registry.ts';
+import { toolRunQueue } from './run-queue.ts';
 
 export interface ToolHostDeps {
   db: Db;
@@ -30,6 +32,7 @@ export interface ToolHostDeps {
   media: MediaStore;
   log: { error(obj: unknown, msg?: string): void };
   metrics: Metrics['manna'];
+  work: Pick<WorkConfig, 'toolCallsPerModelCall' | 'toolCallsPerReply' | 'toolRunsPerUser' | 'toolRunsPerProcess' | 'imageWorkers'>;
 }
 
 /** A call that must not run (budget, balance), with the reason the model is told. */
@@ -39,20 +42,25 @@ type Row = Prisma.ToolCallGetPayload<object>;
 
 /**
  * Tools at work in replies. The model is offered the agent's enabled tools that can run here
- * (plus active hidden helpers, which every agent may use). Each call it asks for is saved
+ * (hidden helpers included, only when enabled like any other). Each call it asks for is saved
  * (pending), checked, charged before it runs (running: a hold on the paying user's manna and the
  * session's manna budget, in one transaction with its ledger rows), run, and settled: completed
  * with its result and the creations it made, or failed or cancelled with its hold refunded.
  * Calls of one model call run in parallel; a bad call is an error result, never a crash.
  */
 export function createToolHost(deps: ToolHostDeps): ToolHost {
-  const { db, registry, bus, log } = deps;
+  const { db, registry, bus, log, work } = deps;
+  const queue = toolRunQueue({ perUser: work.toolRunsPerUser, total: work.toolRunsPerProcess });
   const executors = new Map<string, Executor>();
   for (const tool of registry.all()) {
     const handler = tool.handler;
     if (!handler) continue;
     if (typeof handler === 'object') executors.set(tool.key, httpExecutor(handler.http, handler.timeout_ms, handler.retries));
-    else executors.set(tool.key, { image: imageExecutor(deps.media), text: textExecutor, search: searchExecutor(deps.search) }[handler]);
+    else
+      executors.set(
+        tool.key,
+        { image: imageExecutor(deps.media, work.imageWorkers), text: textExecutor, search: searchExecutor(deps.search) }[handler],
+      );
   }
 
   const usable = (tool: ToolDefinition | undefined, enabled: Record<string, boolean>): tool is ToolDefinition =>
@@ -60,7 +68,9 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       tool &&
         tool.active &&
         executors.has(tool.key) &&
-        (tool.visible ? Object.hasOwn(enabled, tool.key) && enabled[tool.key] === true : true),
+        // Hidden helpers too: they can charge the agent's owner, so only its owner turns them on.
+        Object.hasOwn(enabled, tool.key) &&
+        enabled[tool.key] === true,
     );
 
   const emit = (sessionId: string, event: SessionEventPayload) =>
@@ -168,6 +178,29 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       return { error: checked.error };
     }
     const cost = costOf(tool, checked.args);
+    // The turn is taken before the charge: a call waiting for one costs nothing until it runs.
+    let release: () => void;
+    try {
+      release = await queue.turn(ctx.userId, ctx.signal);
+    } catch {
+      await finish(row, ctx, { status: 'cancelled', error: 'The reply was stopped before the tool ran' }, false);
+      return { error: 'cancelled' };
+    }
+    try {
+      return await runHeld(row, tool, checked.args, cost, ctx, payer);
+    } finally {
+      release();
+    }
+  }
+
+  async function runHeld(
+    row: Row,
+    tool: ToolDefinition,
+    args: Record<string, unknown>,
+    cost: Prisma.Decimal,
+    ctx: ToolRunContext,
+    payer: string,
+  ) {
     try {
       await hold(row, cost, payer, ctx);
     } catch (e) {
@@ -178,7 +211,7 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
     try {
       const output = await executors.get(tool.key)!({
         tool,
-        args: checked.args,
+        args: args,
         userId: ctx.userId,
         agentId: ctx.agentId,
         sessionId: ctx.sessionId,
@@ -189,10 +222,13 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
         ctx,
         { status: 'completed', result: output.result },
         true,
-        output.media?.length ? creationsOf(output, tool, checked.args, ctx) : undefined,
+        output.media?.length ? creationsOf(output, tool, args, ctx) : undefined,
       );
+      // Settled elsewhere meanwhile (its session deleted, or its reply taken for dead and its hold
+      // refunded): the result was not charged for, so the model does not get it either.
+      if (!settled) return { error: 'The tool call was stopped before its result was saved' };
       // Searchable like any other creation; embedding is outside the transaction (a remote call).
-      if (settled && output.media?.length) await deps.search.indexCreations(output.media.map((m) => m.id));
+      if (output.media?.length) await deps.search.indexCreations(output.media.map((m) => m.id));
       return output.result;
     } catch (e) {
       if (ctx.signal.aborted) {
@@ -238,7 +274,19 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       rows.sort((a, b) => a.position - b.position);
       return {
         async run() {
-          const results = await Promise.all(rows.map((row, i) => runOne(row, calls[i]!, ctx, enabled, payer)));
+          // Past the caps, a call is saved as failed (nothing charged) and the model told why.
+          const results = await Promise.all(
+            rows.map((row, i) => {
+              const over =
+                i >= work.toolCallsPerModelCall
+                  ? `Too many tool calls at once: at most ${work.toolCallsPerModelCall} run per model call`
+                  : row.position >= work.toolCallsPerReply
+                    ? `Too many tool calls: at most ${work.toolCallsPerReply} run per reply`
+                    : null;
+              if (over) return finish(row, ctx, { status: 'failed', error: over }, false).then(() => ({ error: over }));
+              return runOne(row, calls[i]!, ctx, enabled, payer);
+            }),
+          );
           return calls.map((c, i) => ({ id: c.id, content: JSON.stringify(results[i] ?? null) }));
         },
       };

@@ -13,6 +13,8 @@ export interface ToolRegistry {
   listAvailable(): ToolDefinition[];
   /** Whether `key` is one of the tools in `listAvailable()`. */
   isAvailable(key: string): boolean;
+  /** Whether an agent may enable `key`: an available tool, or an active hidden helper. */
+  canEnable(key: string): boolean;
   get(key: string): ToolDefinition | undefined;
   /** Every tool of the registry, hidden and inactive ones included. */
   all(): ToolDefinition[];
@@ -57,6 +59,7 @@ export async function loadToolRegistry(dir: string): Promise<ToolRegistry> {
   return {
     listAvailable: () => available,
     isAvailable: (key) => availableKeys.has(key),
+    canEnable: (key) => byKey.get(key)?.active === true,
     get: (key) => byKey.get(key),
     all: () => [...byKey.values()],
   };

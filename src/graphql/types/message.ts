@@ -1,4 +1,4 @@
-import type { MessageView, ReactionsView, ToolCallView } from '../../domain/sessions/events.ts';
+import type { MessageView, ReactionsView, ReactionTotal, ToolCallView } from '../../domain/sessions/events.ts';
 import { reactionCounts } from '../../domain/sessions/views.ts';
 import { builder } from '../builder.ts';
 import { loadersOf, maybeViewer, viewerOf } from '../context.ts';
@@ -27,6 +27,11 @@ interface ReactionCount {
 }
 export const ReactionCountRef = builder.objectRef<ReactionCount>('ReactionCount').implement({
   fields: (t) => ({ reaction: t.exposeString('reaction'), count: t.exposeInt('count'), reactedByMe: t.exposeBoolean('reactedByMe') }),
+});
+
+export const ReactionTotalRef = builder.objectRef<ReactionTotal>('ReactionTotal').implement({
+  description: 'How many users gave one reaction.',
+  fields: (t) => ({ reaction: t.exposeString('reaction'), count: t.exposeInt('count') }),
 });
 
 /** Totals per reaction, and whether the caller is among them; who else reacted is not shown. */

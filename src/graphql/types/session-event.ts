@@ -4,7 +4,7 @@ import { isWatchEnd, type WatchEnd, type WatchItem } from '../../domain/sessions
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
 import { SessionPermissionEnum } from './enums.ts';
-import { Message, ReactionCountRef, reactionsFor, ToolCall } from './message.ts';
+import { Message, ReactionTotalRef, ToolCall } from './message.ts';
 import { SendMessageInput } from './session.ts';
 
 type Of<T extends SessionEventType> = SessionEventOf<T>;
@@ -110,7 +110,9 @@ const eventTypes: { [T in SessionEventType]: EventTypeSpec<T> } = {
     description: 'Someone reacted to a message.',
     fields: (t) => ({
       messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
-      reactions: t.field({ type: [ReactionCountRef], resolve: (e, _args, ctx) => reactionsFor(e.reactions, viewerOf(ctx).id) }),
+      userId: t.globalID({ description: 'The user whose reactions changed.', resolve: (e) => ({ type: 'Creator', id: e.userId }) }),
+      userReactions: t.exposeStringList('userReactions', { description: 'Their reactions on the message now.' }),
+      counts: t.field({ type: [ReactionTotalRef], description: "The message's totals per reaction.", resolve: (e) => e.counts }),
     }),
   },
   session_updated: {
