@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { getIntrospectionQuery } from 'graphql';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { freePort } from '../test/helpers/servers.ts';
+import { startRedisServer } from '../test/helpers/servers.ts';
 
 const { values } = parseArgs({
   options: {
@@ -26,25 +26,8 @@ const rounds = Number(values.rounds);
 const requests = Number(values.requests);
 const concurrency = Number(values.concurrency);
 
-const redisPort = await freePort();
-const redis = spawn(
-  'redis-server',
-  [
-    '--port',
-    String(redisPort),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--dir',
-    mkdtempSync(join(tmpdir(), 'parley-bench-redis-')),
-  ],
-  { stdio: 'ignore' },
-);
-process.on('exit', () => redis.kill('SIGKILL'));
-await new Promise((r) => setTimeout(r, 300));
+const redis = await startRedisServer();
+process.on('exit', () => redis.stop());
 
 // Limits high enough never to refuse, so every request is counted and none is turned away.
 const counted = { RATE_LIMIT_FREE: '1000000000' };
@@ -58,7 +41,7 @@ async function instance(env: Record<string, string>) {
 const instances = {
   'no rate limits (baseline)': await instance({ RATE_LIMIT_FREE: '0' }),
   'counted in the process': await instance(counted),
-  'counted in Redis': await instance({ ...counted, REDIS_URL: `redis://127.0.0.1:${redisPort}` }),
+  'counted in Redis': await instance({ ...counted, REDIS_URL: redis.url }),
 };
 
 async function throughput(target: { url: string; apiKey: string }, path: string, body?: string): Promise<number> {
@@ -130,4 +113,4 @@ console.log('\nGraphQL documents over HTTP, median of 25, as a multiple of the v
 for (const [name, query] of Object.entries(documents)) console.log(`  ${name.padEnd(40)} ${((await latency(query)) / valid).toFixed(2)}×`);
 
 for (const { app } of Object.values(instances)) await app.close();
-redis.kill('SIGKILL');
+redis.stop();

@@ -1,9 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { launchChromium, type TestBrowser } from '../helpers/browser.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { settledSession } from '../helpers/sessions.ts';
 
@@ -16,32 +17,18 @@ import { settledSession } from '../helpers/sessions.ts';
 let t: TestApp;
 let alice: TestUser;
 let browser: Browser;
-let profile: string;
+let chromium: TestBrowser | undefined;
 
 beforeAll(async () => {
   // The offline responder pauses between tokens, so the reply visibly streams.
   t = await startTestApp({ llm: { offlineTokenDelayMs: 30 } });
   alice = await t.createUser('alice');
-  profile = await mkdtemp(join(tmpdir(), 'parley-chromium-'));
-  browser = await puppeteer.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    userDataDir: profile,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  chromium = await launchChromium();
+  browser = chromium.browser;
 });
 afterAll(async () => {
-  await browser?.close();
+  await chromium?.close();
   await t?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
 });
 
 /** Replaces the text of a GraphiQL editor by typing into it, as a person would. */

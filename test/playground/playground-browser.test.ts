@@ -2,9 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { launchChromium, type TestBrowser } from '../helpers/browser.ts';
 
 /**
  * The playground as a person uses it, in Debian's Chromium against a real server: a key, an
@@ -15,31 +16,18 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 let t: TestApp;
 let alice: TestUser;
 let browser: Browser;
-let profile: string;
+let chromium: TestBrowser | undefined;
 const screenshot = fileURLToPath(new URL('../../docs/playground.png', import.meta.url));
 
 beforeAll(async () => {
   t = await startTestApp({ llm: { offlineTokenDelayMs: 60 } });
   alice = await t.createUser('alice');
-  profile = await mkdtemp(join(tmpdir(), 'parley-chromium-'));
-  browser = await puppeteer.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    userDataDir: profile,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  chromium = await launchChromium();
+  browser = chromium.browser;
 });
 afterAll(async () => {
-  await browser?.close();
+  await chromium?.close();
   await t?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
 });
 
 /** A page that records every request it makes and everything its policy blocks or its scripts throw. */

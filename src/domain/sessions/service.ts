@@ -463,6 +463,23 @@ export function sessionService(
       return { added, messageId, reactions };
     },
 
+    /**
+     * The caller's own reactions on a message (what a reaction event about someone else does not
+     * say); empty for a message they cannot see.
+     */
+    async myReactions(viewer: Viewer, messageId: string): Promise<string[]> {
+      if (!canNameARow(messageId)) return [];
+      const rows = await db.reaction.findMany({
+        where: {
+          messageId,
+          userId: viewer.id,
+          message: { session: { OR: [{ ownerId: viewer.id }, { users: { some: { userId: viewer.id } } }] } },
+        },
+        select: { reaction: true },
+      });
+      return rows.map((r) => r.reaction);
+    },
+
     /** Stops the replies being written in a session (to one prompt, or all); anyone who may post may. */
     async cancel(viewer: Viewer, sessionId: string, promptId?: string) {
       if (!canPost(await requireAccess(viewer, sessionId))) throw forbidden(NO_ACCESS);

@@ -4,7 +4,7 @@ import { isWatchEnd, type WatchEnd, type WatchItem } from '../../domain/sessions
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
 import { SessionPermissionEnum } from './enums.ts';
-import { Message, ReactionTotalRef, ToolCall } from './message.ts';
+import { Message, ReactionCountRef, ReactionTotalRef, ToolCall } from './message.ts';
 import { SendMessageInput } from './session.ts';
 
 type Of<T extends SessionEventType> = SessionEventOf<T>;
@@ -113,6 +113,16 @@ const eventTypes: { [T in SessionEventType]: EventTypeSpec<T> } = {
       userId: t.globalID({ description: 'The user whose reactions changed.', resolve: (e) => ({ type: 'Creator', id: e.userId }) }),
       userReactions: t.exposeStringList('userReactions', { description: 'Their reactions on the message now.' }),
       counts: t.field({ type: [ReactionTotalRef], description: "The message's totals per reaction.", resolve: (e) => e.counts }),
+      reactions: t.field({
+        type: [ReactionCountRef],
+        description: 'The totals with whether you gave each, as Message.reactions shows them.',
+        deprecationReason: 'Use counts and userReactions (this one reads your reactions for each event).',
+        resolve: async (e, _args, ctx) => {
+          const viewer = viewerOf(ctx);
+          const mine = viewer.id === e.userId ? e.userReactions : await ctx.services.sessions.myReactions(viewer, e.messageId);
+          return e.counts.map((c) => ({ ...c, reactedByMe: mine.includes(c.reaction) }));
+        },
+      }),
     }),
   },
   session_updated: {

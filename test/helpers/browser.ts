@@ -1,0 +1,44 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer, { type Browser } from 'puppeteer-core';
+
+export interface TestBrowser {
+  browser: Browser;
+  /** Closes the browser and removes its profile. */
+  close(): Promise<void>;
+}
+
+/**
+ * Debian's Chromium (`apt-get install chromium`), headless, with a profile of its own and the
+ * flags that keep it from reaching for the network this machine does not have.
+ */
+export async function launchChromium(): Promise<TestBrowser> {
+  const profile = await mkdtemp(join(tmpdir(), 'parley-chromium-'));
+  try {
+    const browser = await puppeteer.launch({
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      userDataDir: profile,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    return {
+      browser,
+      async close() {
+        await browser.close();
+        await rm(profile, { recursive: true, force: true });
+      },
+    };
+  } catch (e) {
+    await rm(profile, { recursive: true, force: true });
+    throw e;
+  }
+}
