@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import type { Session } from '../generated/prisma/client.ts';
 import { MessageRole, MessageStatus, SessionPermission, SessionStatus, ToolCallStatus } from '../generated/prisma/enums.ts';
-import type { MessageView, SessionEventOf, SessionEventType, ToolCallView } from '../domain/sessions/events.ts';
+import type { MessageView, SessionEvent, SessionEventOf, SessionEventType, ToolCallView } from '../domain/sessions/events.ts';
 import { type WatchEnd, watchEndCodes } from '../domain/sessions/stream.ts';
 import type { SharedSession } from '../domain/shares/service.ts';
 import { type CreatorRow, restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
 import { fieldNames } from './field-names.ts';
+import type { SenderLookup } from './senders.ts';
 
 /** REST request bodies of sessions use the original's snake_case names. */
 export const sessionNames = fieldNames({
@@ -80,7 +81,8 @@ export const restMessageSchema = z
     id: z.string(),
     session: z.string(),
     role: z.enum(MessageRole),
-    sender: z.string().nullable().meta({ description: 'The user or agent id' }),
+    sender: restCreatorRefSchema.nullable().meta({ description: 'The user or agent who wrote it, populated as the original did' }),
+    sender_id: z.string().nullable().meta({ description: 'The user or agent id' }),
     prompt_id: z.string().nullable().meta({ description: 'For a reply: the message it answers' }),
     status: z.enum(MessageStatus),
     content: z.string(),
@@ -158,12 +160,14 @@ export const toRestToolCall = (c: ToolCallView): z.input<typeof restToolCallSche
   error: c.error,
 });
 
-export const toRestMessage = (m: MessageView): z.input<typeof restMessageSchema> => ({
+/** A message as REST shows it; `senders` holds its sender's row (see `senders.ts`). */
+export const toRestMessage = (m: MessageView, senders: SenderLookup): z.input<typeof restMessageSchema> => ({
   _id: m.id,
   id: m.id,
   session: m.sessionId,
   role: m.role,
-  sender: m.senderId,
+  sender: m.senderId && senders.has(m.senderId) ? toRestCreatorRef(senders.get(m.senderId)!) : null,
+  sender_id: m.senderId,
   prompt_id: m.promptId,
   status: m.status,
   content: m.content,
@@ -190,16 +194,16 @@ const ofPrompt = { ...inSession, prompt_id: z.string() };
 
 type RestEvent<T extends SessionEventType> = {
   schema: z.ZodObject<{ type: z.ZodLiteral<T> } & z.ZodRawShape>;
-  toData(e: SessionEventOf<T>): object;
+  toData(e: SessionEventOf<T>, senders: SenderLookup): object;
 };
 
 /** One event type on REST streams: its frame's schema, and how an event becomes that frame's data. */
 function restEvent<T extends SessionEventType, S extends z.ZodRawShape>(
   type: T,
   shape: S,
-  toData: (e: SessionEventOf<T>) => z.input<z.ZodObject<S>>,
+  toData: (e: NoInfer<SessionEventOf<T>>, senders: SenderLookup) => z.input<z.ZodObject<S>>,
 ): RestEvent<T> {
-  return { schema: z.object({ type: z.literal(type), ...shape }), toData: (e) => ({ type, ...toData(e) }) };
+  return { schema: z.object({ type: z.literal(type), ...shape }), toData: (e, senders) => ({ type, ...toData(e, senders) }) };
 }
 
 const streamedText = <T extends 'assistant_token' | 'assistant_thinking'>(type: T) =>
@@ -236,10 +240,10 @@ const restEvents: { [T in SessionEventType]: RestEvent<T> } = {
   start_prompt: restEvent(
     'start_prompt',
     { ...ofPrompt, message: restMessageSchema, agent_ids: z.array(z.string()), reply_ids: z.array(z.string()) },
-    (e) => ({
+    (e, senders) => ({
       session_id: e.sessionId,
       prompt_id: e.promptId,
-      message: toRestMessage(e.message),
+      message: toRestMessage(e.message, senders),
       agent_ids: e.agentIds,
       reply_ids: e.replyIds,
     }),
@@ -249,23 +253,23 @@ const restEvents: { [T in SessionEventType]: RestEvent<T> } = {
   assistant_message: restEvent(
     'assistant_message',
     { ...ofPrompt, agent: z.string(), content: z.string(), message: restMessageSchema, tool_calls: z.array(restToolCallSchema) },
-    (e) => ({
+    (e, senders) => ({
       session_id: e.sessionId,
       prompt_id: e.promptId,
       agent: e.agentId,
       content: e.message.content,
-      message: toRestMessage(e.message),
+      message: toRestMessage(e.message, senders),
       tool_calls: e.message.toolCalls.map(toRestToolCall),
     }),
   ),
   tool_complete: settledToolCall('tool_complete'),
   tool_cancelled: settledToolCall('tool_cancelled'),
-  error: restEvent('error', { ...ofPrompt, agent: z.string(), error: z.string(), message: restMessageSchema }, (e) => ({
+  error: restEvent('error', { ...ofPrompt, agent: z.string(), error: z.string(), message: restMessageSchema }, (e, senders) => ({
     session_id: e.sessionId,
     prompt_id: e.promptId,
     agent: e.agentId,
     error: e.error,
-    message: toRestMessage(e.message),
+    message: toRestMessage(e.message, senders),
   })),
   end_prompt: restEvent('end_prompt', ofPrompt, (e) => ({ session_id: e.sessionId, prompt_id: e.promptId })),
   reaction: restEvent(
@@ -322,9 +326,15 @@ export const restStreamFrameSchema = z
   .meta({ id: 'SessionStreamFrame' });
 
 /** One event as the original's stream frame: `{"event":"update","data":{"type":...}}`. */
-export function toRestFrame<T extends SessionEventType>(e: SessionEventOf<T>): z.input<typeof restUpdateFrameSchema> {
-  return { event: 'update', data: (restEvents[e.type] as RestEvent<T>).toData(e) as z.input<typeof restEventSchema> };
+export function toRestFrame<T extends SessionEventType>(
+  e: SessionEventOf<T>,
+  senders: SenderLookup,
+): z.input<typeof restUpdateFrameSchema> {
+  return { event: 'update', data: (restEvents[e.type] as RestEvent<T>).toData(e, senders) as z.input<typeof restEventSchema> };
 }
+
+/** The sender a frame of this event shows (its message's), to look up before it is written. */
+export const senderOfFrame = (e: SessionEvent): string | null => ('message' in e ? e.message.senderId : null);
 
 /** A stream that ends early says why, and from which event a client can resume. */
 export const toRestEndFrame = (end: Pick<WatchEnd, 'code' | 'reason' | 'lastSeq'>): z.input<typeof restEndFrameSchema> => ({

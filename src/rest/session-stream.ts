@@ -3,12 +3,17 @@ import type { EventsConfig } from '../config.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { SseStream } from '../http/sse.ts';
 import { isWatchEnd, type WatchEnd, type WatchStream } from '../domain/sessions/stream.ts';
-import { DONE_FRAME, toRestEndFrame, toRestFrame } from './session-shapes.ts';
+import type { SenderDirectory, SenderLookup } from './senders.ts';
+import { DONE_FRAME, senderOfFrame, toRestEndFrame, toRestFrame } from './session-shapes.ts';
 
 export interface StreamContext {
   events: Pick<EventsConfig, 'heartbeatMs' | 'streamBufferBytes' | 'slowClientMs'>;
   streams: Metrics['streams'];
+  /** Who wrote the messages frames carry (REST shows senders populated). */
+  senders: SenderDirectory;
 }
+
+const NO_SENDERS: SenderLookup = new Map();
 
 /**
  * Writes a session's events as SSE frames (with `id:` lines for Last-Event-ID) until the events
@@ -29,7 +34,8 @@ export async function streamEvents(reply: FastifyReply, events: WatchStream | nu
           ended = item;
           break;
         }
-        sse.send({ id: item.seq, data: toRestFrame(item) });
+        const sender = senderOfFrame(item);
+        sse.send({ id: item.seq, data: toRestFrame(item, sender ? await context.senders.lookup([sender]) : NO_SENDERS) });
         lastSeq = item.seq;
         if (!(await sse.roomToWrite())) {
           if (!sse.closed)

@@ -8,6 +8,7 @@ import { AGENT_IDS_REQUIRED } from '../domain/sessions/service.ts';
 import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { fieldNames } from './field-names.ts';
+import { senderDirectory } from './senders.ts';
 import { restSessionInclude, sessionNames, toRestMessage, toRestSession, toRestShare } from './session-shapes.ts';
 import { streamEvents } from './session-stream.ts';
 
@@ -77,7 +78,8 @@ function resumePoint(header: unknown, query: unknown): number | undefined {
 }
 
 export function sessionRoutes(app: FastifyInstance, services: Services, events: EventsConfig) {
-  const stream = { events, streams: services.metrics.streams };
+  const senders = senderDirectory(services.creators);
+  const stream = { events, streams: services.metrics.streams, senders };
 
   app.get<{ Querystring: { limit?: string; cursor?: string } }>(
     '/v2/sessions/shared',
@@ -171,7 +173,8 @@ export function sessionRoutes(app: FastifyInstance, services: Services, events: 
       );
       const first = page.messages[0];
       const last = page.messages.at(-1);
-      const messages = page.messages.map(toRestMessage);
+      const known = await senders.lookup(page.messages.map((m) => m.senderId));
+      const messages = page.messages.map((m) => toRestMessage(m, known));
       return {
         // The original's `{session}` carries its messages; parley's page of them and the cursors are beside it.
         session: { ...toRestSession(session), messages },

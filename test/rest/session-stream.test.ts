@@ -96,7 +96,14 @@ describe('POST /v2/sessions with stream: true', () => {
       agent_ids: [muse.id],
       reply_ids: [expect.any(String)],
     });
-    expect(start.message).toMatchObject({ role: 'user', content: 'Say hello', sender: alice.id, session: sessionId });
+    expect(start.message).toMatchObject({
+      role: 'user',
+      content: 'Say hello',
+      sender_id: alice.id,
+      // Populated, as the original's clients read it.
+      sender: { _id: alice.id, username: 'alice', type: 'user' },
+      session: sessionId,
+    });
     for (const e of events) expect(e.session_id).toBe(sessionId);
     const done = events.find((e) => e.type === 'assistant_message');
     expect(done.message).toMatchObject({
@@ -104,7 +111,8 @@ describe('POST /v2/sessions with stream: true', () => {
       role: 'assistant',
       status: 'complete',
       content: 'Hello world',
-      sender: muse.id,
+      sender_id: muse.id,
+      sender: { _id: muse.id, username: 'muse', type: 'agent' },
     });
     expect(done).toMatchObject({ agent: muse.id, content: 'Hello world', tool_calls: [] });
     expect(tokenText(events, done.message.id)).toBe('Hello world');
@@ -133,7 +141,7 @@ describe('POST /v2/sessions with stream: true', () => {
     const start = events[0];
     expect(start.agent_ids).toEqual([muse.id, remy.id]);
     const messages = events.filter((e) => e.type === 'assistant_message').map((e) => e.message);
-    expect(messages.map((m) => [m.sender, m.content]).sort()).toEqual(
+    expect(messages.map((m) => [m.sender_id, m.content]).sort()).toEqual(
       [
         [muse.id, 'Hi there'],
         [remy.id, 'Bonjour'],

@@ -54,9 +54,11 @@ describe('POST /v2/sessions (operation 4)', () => {
     const [, prompt, reply] = read.messages;
     expect(prompt.id).toBe(res.body.message_id);
     expect(prompt._id).toBe(prompt.id);
-    expect(prompt.sender).toBe(alice.id);
+    expect(prompt.sender_id).toBe(alice.id);
+    expect(prompt.sender).toMatchObject({ _id: alice.id, userId: alice.id, username: 'alice', type: 'user' });
     expect(reply).toMatchObject({
-      sender: muse.id,
+      sender_id: muse.id,
+      sender: { _id: muse.id, username: 'muse', type: 'agent' },
       prompt_id: prompt.id,
       usage: { prompt_tokens: 40, completion_tokens: 4 },
       error: null,
@@ -213,7 +215,7 @@ describe('POST /v2/sessions (operation 4)', () => {
     llm.choose((r) => ({ tokens: [r.body.messages[0]!.content!.includes('You are Muse') ? 'muse says hi' : 'remy says hi'] }));
     const id = await newSession(t, alice, [muse.id, remy.id], { content: 'hello both' });
     let read = await settledSession(t, alice, id);
-    expect(read.messages.filter((m: any) => m.role === 'assistant').map((m: any) => [m.sender, m.content])).toEqual([
+    expect(read.messages.filter((m: any) => m.role === 'assistant').map((m: any) => [m.sender_id, m.content])).toEqual([
       [muse.id, 'muse says hi'],
       [remy.id, 'remy says hi'],
     ]);
@@ -224,7 +226,7 @@ describe('POST /v2/sessions (operation 4)', () => {
       return read.messages
         .slice(before)
         .filter((m: any) => m.role === 'assistant')
-        .map((m: any) => m.sender);
+        .map((m: any) => m.sender_id);
     };
     expect(await replies({ content: 'Remy, what is for dinner?' })).toEqual([remy.id]);
     expect(await replies({ content: 'a question for @remy' })).toEqual([remy.id]);

@@ -32,6 +32,19 @@ export function creatorService(db: Db) {
       return user;
     },
 
+    /**
+     * The public face (name, picture, kind) of the senders of messages the caller was shown
+     * (REST populates `sender` with it). Reading a message already took its session's access.
+     */
+    async senders(ids: readonly string[]): Promise<Pick<User, 'id' | 'username' | 'userImage' | 'type' | 'createdAt' | 'updatedAt'>[]> {
+      const named = ids.filter(canNameARow);
+      if (!named.length) return [];
+      return db.user.findMany({
+        where: { id: { in: [...new Set(named)] } },
+        select: { id: true, username: true, userImage: true, type: true, createdAt: true, updatedAt: true },
+      });
+    },
+
     async me(viewer: Viewer, query: { include?: object } = {}): Promise<User> {
       const user = await db.user.findUnique({ where: { id: viewer.id }, ...query });
       if (!user) throw notFound('Creator not found');
