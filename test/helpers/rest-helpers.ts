@@ -80,4 +80,15 @@ export function expectError(res: RestResponse, status: number, key: 'error' | 'm
 
 export const viewerOf = (t: TestApp, user: TestUser) => t.services.apiKeys.authenticate(user.apiKey);
 
+/** A user as REST shows references to them (an owner, a model's user): populated, the way the original's clients read them. */
+export const creatorRef = (user: TestUser) => ({
+  _id: user.id,
+  userId: user.id,
+  username: user.username,
+  userImage: null,
+  type: 'user',
+  createdAt: isoDate,
+  updatedAt: isoDate,
+});
+
 export const isoDate = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
-import { expectError, expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
+import { expectError, expectRejectsBadKeys, isoDate, creatorRef } from '../helpers/rest-helpers.ts';
 
 const NOT_FOUND = 'Agent not found';
 const KEY_TAKEN = 'An agent with this key already exists';
@@ -50,17 +50,6 @@ describe('REST agents', () => {
     });
     return { agent, model };
   }
-
-  /** An owner as agents show it: populated, the way the original's clients read references. */
-  const ownerRef = (user: TestUser) => ({
-    _id: user.id,
-    userId: user.id,
-    username: user.username,
-    userImage: null,
-    type: 'user',
-    createdAt: isoDate,
-    updatedAt: isoDate,
-  });
 
   const read = async (id: string, user: TestUser = alice) => {
     const res = await t.rest('GET', `/v2/agents/${encodeURIComponent(id)}`, { key: user.apiKey });
@@ -113,7 +102,7 @@ describe('REST agents', () => {
           thinking_effort_cap: 'high',
           thinking_effort_instructions: 'think hard',
         },
-        owner: ownerRef(alice),
+        owner: creatorRef(alice),
         createdAt: isoDate,
         updatedAt: isoDate,
       });
@@ -143,7 +132,7 @@ describe('REST agents', () => {
         tools: {},
         tools_enabled: {},
         llm_settings: { model_profile: null, thinking_policy: null, thinking_effort_cap: null, thinking_effort_instructions: null },
-        owner: ownerRef(alice),
+        owner: creatorRef(alice),
         createdAt: isoDate,
         updatedAt: isoDate,
       });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
-import { expectError, expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
+import { expectError, expectRejectsBadKeys, isoDate, creatorRef } from '../helpers/rest-helpers.ts';
 
 describe('GET /v2/models/{id}', () => {
   let t: TestApp;
@@ -31,20 +31,10 @@ describe('GET /v2/models/{id}', () => {
       },
     });
 
-  /** A user as models show their owner: populated, the way the original's clients read references. */
-  const userRef = (user: TestUser) => ({
-    _id: user.id,
-    userId: user.id,
-    username: user.username,
-    userImage: null,
-    type: 'user',
-    createdAt: isoDate,
-    updatedAt: isoDate,
-  });
   /** The training task the original's clients read, derived from the model. */
   const task = (id: string, user: TestUser, args: unknown) => ({
     _id: id,
-    user: userRef(user),
+    user: creatorRef(user),
     tool: 'lora_training',
     output_type: 'lora',
     args,
@@ -70,7 +60,7 @@ describe('GET /v2/models/{id}', () => {
         id: model.id,
         name: 'Lighthouse LoRA',
         slug: 'alice/lighthouse-lora',
-        user: userRef(alice),
+        user: creatorRef(alice),
         userId: alice.id,
         task: task(model.id, alice, { steps: 1000, rank: 16, images: ['a.jpg', 'b.jpg'] }),
         base_model: 'flux-dev',
@@ -96,7 +86,7 @@ describe('GET /v2/models/{id}', () => {
       id: model.id,
       name: 'Bare',
       slug: 'alice/bare',
-      user: userRef(alice),
+      user: creatorRef(alice),
       userId: alice.id,
       task: task(model.id, alice, {}),
       base_model: 'flux-dev',

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { LlmConfig } from '../../src/config.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
@@ -347,40 +348,44 @@ describe('GET /v2/sessions/:id/events', () => {
   });
 });
 
-describe('when the model provider fails', () => {
-  let ft: TestApp;
-  let flaky: FakeOpenAI;
-  let user: TestUser;
-  let agent: { id: string };
-
+/**
+ * An app of its own on a fake provider (replying "fine" unless told otherwise), with one user
+ * and their agent; `run` posts a streamed prompt and returns its events.
+ */
+function providerScenario(username: string, agent: { name: string; key: string }, llm: Omit<Partial<LlmConfig>, 'baseUrl'>) {
+  const p = {} as { app: TestApp; llm: FakeOpenAI; user: TestUser; agent: { id: string } };
   beforeAll(async () => {
-    flaky = await startFakeOpenAI({ tokens: ['fine'] });
-    // Short provider timeouts here only: a stall must end the reply within the test.
-    ft = await startTestApp({ llm: { baseUrl: flaky.baseUrl, firstTokenTimeoutMs: 1500, idleTimeoutMs: 300 } });
-    user = await ft.createUser('frank');
-    agent = await fixtures(ft).agent(user, { name: 'Flaky', key: 'flaky' });
+    p.llm = await startFakeOpenAI({ tokens: ['fine'] });
+    p.app = await startTestApp({ llm: { baseUrl: p.llm.baseUrl, ...llm } });
+    p.user = await p.app.createUser(username);
+    p.agent = await fixtures(p.app).agent(p.user, agent);
   });
-  beforeEach(() => flaky.reset());
+  beforeEach(() => p.llm.reset());
   afterAll(async () => {
-    await ft.close();
-    await flaky.close();
+    await p.app?.close();
+    await p.llm?.close();
   });
-
   async function run(body: Record<string, unknown>) {
-    const s = await openSse(`${ft.url}/v2/sessions`, {
+    const s = await openSse(`${p.app.url}/v2/sessions`, {
       method: 'POST',
-      headers: { 'x-api-key': user.apiKey, 'content-type': 'application/json' },
-      body: JSON.stringify({ stream: true, agent_ids: [agent.id], ...body }),
+      headers: { 'x-api-key': p.user.apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ stream: true, agent_ids: [p.agent.id], ...body }),
     });
     streams.push(s);
     return updates(await s.done);
   }
+  return { p, run };
+}
+
+describe('when the model provider fails', () => {
+  // Short provider timeouts here only: a stall must end the reply within the test.
+  const { p, run } = providerScenario('frank', { name: 'Flaky', key: 'flaky' }, { firstTokenTimeoutMs: 1500, idleTimeoutMs: 300 });
 
   it('retries once when the call fails before its first token', async () => {
-    flaky.enqueue({ status: 503 }, { tokens: ['second', ' try'] });
+    p.llm.enqueue({ status: 503 }, { tokens: ['second', ' try'] });
     const events = await run({ content: 'hello' });
     expect(events.find((e) => e.type === 'assistant_message').message).toMatchObject({ status: 'complete', content: 'second try' });
-    expect(flaky.replyRequests()).toHaveLength(2);
+    expect(p.llm.replyRequests()).toHaveLength(2);
   });
 
   it.each([
@@ -442,17 +447,17 @@ describe('when the model provider fails', () => {
   ] as const)(
     'ends the reply with an error event and keeps the partial text after %s; the session stays usable',
     async (_name, scripts, partial, error, calls) => {
-      flaky.enqueue(...scripts);
+      p.llm.enqueue(...scripts);
       const events = await run({ content: 'go' });
       const failed = events.find((e) => e.type === 'error');
-      expect(failed).toMatchObject({ error: expect.stringMatching(error), agent: agent.id });
+      expect(failed).toMatchObject({ error: expect.stringMatching(error), agent: p.agent.id });
       expect(failed.message).toMatchObject({ status: 'failed', content: partial, error: failed.error });
       expect(events.at(-1).type).toBe('end_prompt');
       expect(events.some((e) => e.type === 'assistant_message')).toBe(false);
-      expect(flaky.replyRequests()).toHaveLength(calls);
+      expect(p.llm.replyRequests()).toHaveLength(calls);
 
       const sessionId = events[0].session_id;
-      const saved = await settledSession(ft, user, sessionId);
+      const saved = await settledSession(p.app, p.user, sessionId);
       expect(saved.messages.at(-1)).toEqual(failed.message);
       const again = await run({ session_id: sessionId, content: 'try again' });
       expect(again.find((e) => e.type === 'assistant_message').message.content).toBe('fine');
@@ -460,7 +465,7 @@ describe('when the model provider fails', () => {
   );
 
   it('takes a stream that finished but ended without [DONE] as complete', async () => {
-    flaky.enqueue({ tokens: ['all', ' there'], omitDone: true });
+    p.llm.enqueue({ tokens: ['all', ' there'], omitDone: true });
     const events = await run({ content: 'go' });
     expect(events.find((e) => e.type === 'assistant_message').message).toMatchObject({ status: 'complete', content: 'all there' });
     expect(events.some((e) => e.type === 'error')).toBe(false);
@@ -468,38 +473,13 @@ describe('when the model provider fails', () => {
 });
 
 describe('when the model provider does not stop', () => {
-  let lt: TestApp;
-  let endless: FakeOpenAI;
-  let user: TestUser;
-  let agent: { id: string };
-
-  beforeAll(async () => {
-    endless = await startFakeOpenAI({ tokens: ['fine'] });
-    lt = await startTestApp({ llm: { baseUrl: endless.baseUrl, maxCompletionTokens: 1024, maxCallMs: 2000 } });
-    user = await lt.createUser('nora');
-    agent = await fixtures(lt).agent(user, { name: 'Endless', key: 'endless' });
-  });
-  beforeEach(() => endless.reset());
-  afterAll(async () => {
-    await lt.close();
-    await endless.close();
-  });
-
-  async function run(body: Record<string, unknown>) {
-    const s = await openSse(`${lt.url}/v2/sessions`, {
-      method: 'POST',
-      headers: { 'x-api-key': user.apiKey, 'content-type': 'application/json' },
-      body: JSON.stringify({ stream: true, agent_ids: [agent.id], ...body }),
-    });
-    streams.push(s);
-    return updates(await s.done);
-  }
+  const { p, run } = providerScenario('nora', { name: 'Endless', key: 'endless' }, { maxCompletionTokens: 1024, maxCallMs: 2000 });
 
   it('cuts a reply off at the completion limit it asked for (3,000 tokens streamed against 1,024), saved with what it had and why', async () => {
     const tokens = Array.from({ length: 3000 }, (_, i) => `w${i} `);
-    endless.enqueue({ tokens });
+    p.llm.enqueue({ tokens });
     const events = await run({ content: 'go on forever' });
-    expect(endless.replyRequests()[0]!.body.max_tokens).toBe(1024);
+    expect(p.llm.replyRequests()[0]!.body.max_tokens).toBe(1024);
     const failed = events.find((e) => e.type === 'error');
     expect(failed.error).toBe('The reply was cut off at its limit of 1024 tokens');
     expect(failed.message).toMatchObject({ status: 'failed', content: tokens.slice(0, 1024).join('') });
@@ -507,13 +487,13 @@ describe('when the model provider does not stop', () => {
     expect(failed.message.usage.completion_tokens).toBeGreaterThan(0);
     expect(events.filter((e) => e.type === 'assistant_token')).toHaveLength(1024);
     expect(events.at(-1).type).toBe('end_prompt');
-    const saved = await settledSession(lt, user, events[0].session_id);
+    const saved = await settledSession(p.app, p.user, events[0].session_id);
     expect(saved.messages.at(-1)).toEqual(failed.message);
   });
 
   it('cuts a reply off when one model call streams past its time limit, however steadily', async () => {
     const tokens = Array.from({ length: 200 }, (_, i) => `w${i} `);
-    endless.enqueue({ tokens, delayMs: 50 });
+    p.llm.enqueue({ tokens, delayMs: 50 });
     const events = await run({ content: 'take your time' });
     const failed = events.find((e) => e.type === 'error');
     expect(failed.error).toBe('The model call ran past its limit of 2 s');
