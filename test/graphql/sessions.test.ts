@@ -454,7 +454,8 @@ describe('subscriptions over graphql-ws', () => {
 describe('subscriptions over GraphQL SSE', () => {
   it('sessionEvents streams a reply as server-sent events to a client with the key header', async () => {
     const { session } = await startSession(alice);
-    await settledSession(t, alice, session.rawId);
+    // The first reply is followed by its title (SessionUpdated); wait for both so only this prompt's events are seen.
+    await expect.poll(async () => (await settledSession(t, alice, session.rawId)).title).not.toBeNull();
     const controller = new AbortController();
     const response = await fetch(`${t.url}/graphql`, {
       method: 'POST',
