@@ -106,4 +106,26 @@ describe('revocation while streams open', () => {
     expect(frames.at(-2)).toMatchObject({ event: 'error', data: { data: { code: 'ACCESS_REVOKED' } } });
     expect(frames.at(-1)).toMatchObject({ event: 'done' });
   });
+
+  it('a streamed prompt whose key is deleted after it was checked saves nothing, to a new session or an existing one', async () => {
+    const erin = await t.createUser('erin');
+    const existing = await newSession(t, erin, [agentId]);
+    const doomed = await t.services.apiKeys.create(erin.id);
+    // The request got past authentication; the key goes before its prompt is written.
+    const viewer = await t.services.apiKeys.authenticate(doomed.apiKey);
+    await t.db.apiKey.delete({ where: { id: viewer.keyId } });
+    const sessionsBefore = await t.db.session.count({ where: { ownerId: erin.id } });
+    const messagesBefore = await t.db.message.count({ where: { sessionId: existing } });
+    for (const input of [
+      { agentIds: [agentId], content: 'new' },
+      { sessionId: existing, content: 'more' },
+    ]) {
+      await expect(t.services.sessions.sendAndWatch(viewer, input)).rejects.toMatchObject({
+        code: 'UNAUTHENTICATED',
+        message: 'The API key of this stream was deleted',
+      });
+    }
+    expect(await t.db.session.count({ where: { ownerId: erin.id } })).toBe(sessionsBefore);
+    expect(await t.db.message.count({ where: { sessionId: existing } })).toBe(messagesBefore);
+  });
 });

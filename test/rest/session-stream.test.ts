@@ -122,6 +122,24 @@ describe('POST /v2/sessions with stream: true', () => {
     expect(saved.messages.at(-1)).toEqual(done.message);
   });
 
+  it('takes a streamed prompt to a new session in with three statements before its first token, and no transaction', async () => {
+    const held = deferred();
+    llm.enqueue({ tokens: ['first', ' rest'], gate: (i) => (i === 1 ? held.promise : undefined) });
+    const before = t.queries.length;
+    const s = await prompt(alice, { agent_ids: [muse.id], content: 'Count my statements' });
+    await s.waitFor((f) => f.data?.data?.type === 'assistant_token');
+    const taken = t.queries.slice(before);
+    held.resolve();
+    await s.done;
+    // The key; the agents with what they remember of the user; the session with its messages
+    // (written only if the key still exists).
+    expect(taken, taken.join('\n\n')).toEqual([
+      expect.stringMatching(/FROM "public"."ApiKey"/),
+      expect.stringMatching(/FROM "public"."Agent" .*"public"."Memory"/s),
+      expect.stringMatching(/INSERT INTO "Session".*FROM "ApiKey"/s),
+    ]);
+  });
+
   it('sends heartbeat comments while the model is slow', async () => {
     llm.enqueue({ tokens: ['slow', ' answer'], delayMs: 150 });
     const s = await prompt(alice, { agent_ids: [muse.id], content: 'take your time' });

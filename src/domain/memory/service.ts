@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
 import type { ChatProvider } from '../replies/providers/types.ts';
 import type { MemoryHost } from '../replies/tools.ts';
 import type { Viewer } from '../viewer.ts';
@@ -10,6 +11,21 @@ import { EXTRACTION_INSTRUCTION, factKey, factsByRule, factsFromAnswer } from '.
 export const MEMORY_CAP = 50;
 /** Facts put into a prompt: the most recent. */
 const RECALLED = 20;
+
+/**
+ * What `recall` reads, as a relation of an agent read for one user: a prompt to a new session
+ * reads its agents anyway, and their memories come with them in the same statement.
+ */
+export const recalledMemories = (userId: string) =>
+  ({
+    where: { userId },
+    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    take: RECALLED,
+    select: { fact: true },
+  }) satisfies Prisma.Agent$memoriesArgs;
+
+/** The facts of `recalledMemories` rows, oldest first, as prompts take them. */
+export const recalledFacts = (rows: { fact: string }[]) => rows.toReversed().map((r) => r.fact);
 
 /**
  * What agents remember about the people they talk to. After an exchange (unless the user kept
@@ -44,13 +60,8 @@ export function memoryService(
 
   const host: MemoryHost = {
     async recall(agentId, userId) {
-      const rows = await db.memory.findMany({
-        where: { agentId, userId },
-        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-        take: RECALLED,
-        select: { fact: true },
-      });
-      return rows.reverse().map((r) => r.fact);
+      const { where, ...rest } = recalledMemories(userId);
+      return recalledFacts(await db.memory.findMany({ where: { ...where, agentId }, ...rest }));
     },
 
     async remember({ agentId, userId, sessionId, prompt, reply }) {

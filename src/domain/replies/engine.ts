@@ -29,7 +29,13 @@ export interface ReplyJob {
   /** The first exchange of a session without a title: name it afterwards. */
   generateTitle: boolean;
   /** The session and its messages so far, when the caller has them (a session it just created). */
-  known?: { scenario: string | null; agents: LoadedAgent[]; history: HistoryRow[] };
+  known?: {
+    scenario: string | null;
+    agents: LoadedAgent[];
+    history: HistoryRow[];
+    /** What each agent remembers of the user, read with the agents (absent with `excludeMemory`). */
+    memories?: Map<string, string[]>;
+  };
 }
 
 export interface ReplyEngineDeps {
@@ -409,7 +415,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
         if (!agent) return null;
         let memories: string[];
         try {
-          memories = job.excludeMemory ? [] : await memory.recall(agent.id, job.userId);
+          memories = job.excludeMemory ? [] : (job.known?.memories?.get(agent.id) ?? (await memory.recall(agent.id, job.userId)));
         } catch (e) {
           await fail(job, target, e, nothingWritten);
           return null;

@@ -22,6 +22,13 @@ export interface PromptToSave {
   prompt: { content: string; attachments: string[]; responders: string[] } | null;
   /** The process that will write the replies (kept on them for recovery if it dies). */
   instance: string;
+  /** When given, nothing is saved unless this API key still exists as the prompt is written. */
+  keyId?: string | null;
+}
+
+/** The API key a prompt was sent with was deleted while it was being taken in. */
+export class KeyGone extends Error {
+  override name = 'KeyGone';
 }
 
 type NewMessage = Prisma.MessageGetPayload<{ select: typeof newMessageSelect }>;
@@ -67,7 +74,8 @@ async function insertSession(
   const rows = await db.$queryRaw<(Omit<NewMessage, 'createdAt'> & { createdAt: Date | string; senderUsername: string | null })[]>`
     WITH session AS (
       INSERT INTO "Session" ("id", "ownerId", "title", "scenario", "mannaBudget", "tokenBudget", "turnBudget", "turnsSpent", "updatedAt")
-      VALUES (${id}, ${p.userId}, ${s.title ?? null}, ${s.scenario ?? null}, ${s.mannaBudget ?? null}::decimal, ${s.tokenBudget ?? null}::int, ${s.turnBudget ?? null}::int, ${turnsSpent}, now())
+      SELECT ${id}, ${p.userId}, ${s.title ?? null}, ${s.scenario ?? null}, ${s.mannaBudget ?? null}::decimal, ${s.tokenBudget ?? null}::int, ${s.turnBudget ?? null}::int, ${turnsSpent}, now()
+      WHERE ${p.keyId ?? null}::text IS NULL OR EXISTS (SELECT 1 FROM "ApiKey" WHERE "id" = ${p.keyId ?? null}::text)
       RETURNING "id"
     ), agents AS (
       INSERT INTO "SessionAgent" ("sessionId", "agentId", "position", "userId")
@@ -113,6 +121,7 @@ async function isUntitledAndUnprompted(tx: Tx, sessionId: string) {
 export async function savePrompt(tx: Tx, p: PromptToSave & { session: { id: string; update?: SessionSettings } }) {
   const turns = p.prompt?.responders.length ?? 0;
   const sessionId = p.session.id;
+  if (p.keyId && !(await tx.apiKey.findUnique({ where: { id: p.keyId }, select: { id: true } }))) throw new KeyGone();
   if (p.session.update) await tx.session.update({ where: { id: sessionId }, data: p.session.update, select: { id: true } });
   if (!p.prompt) return { sessionId, prompt: null, replies: [], firstExchange: false };
   const stopped = await reserveTurns(tx, sessionId, turns);
@@ -158,6 +167,8 @@ export async function saveInNewSession(db: Pick<Tx, '$queryRaw'>, p: NewSessionP
   const sessionId = newId();
   const promptId = newId();
   const rows = await insertSession(db, sessionId, p, turns, promptId);
+  // Every new session has at least its first note: no rows means the key's check stopped the insert.
+  if (rows.length === 0) throw new KeyGone();
   if (!p.prompt) return { sessionId, prompt: null, replies: [], firstExchange: false, history: [] };
   // What the replies start from: the whole conversation so far, already at hand.
   const history = rows.filter((m) => m.status !== 'streaming');

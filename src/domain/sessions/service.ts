@@ -3,7 +3,8 @@ import type { WorkConfig } from '../../config.ts';
 import { Prisma, type Session } from '../../generated/prisma/client.ts';
 import type { EventBus } from './bus.ts';
 import { canReadAgent } from '../agents/service.ts';
-import { badInput, forbidden, notFound, unprocessable } from '../errors.ts';
+import { recalledFacts, recalledMemories } from '../memory/service.ts';
+import { badInput, forbidden, notFound, unauthenticated, unprocessable } from '../errors.ts';
 import { canNameARow } from '../ids.ts';
 import type { ReplyEngine, ReplyJob } from '../replies/engine.ts';
 import { chooseResponders } from '../replies/routing.ts';
@@ -18,7 +19,7 @@ import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
 import { numberedPageSchema, pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
 import { sessionWatchStep, type WatchEnd, watchStream, type WatchStream } from './stream.ts';
-import { saveInNewSession, savePrompt } from './prompts.ts';
+import { KeyGone, saveInNewSession, savePrompt } from './prompts.ts';
 import { EXCLUSIVE } from './reactions.ts';
 import { messageSelect, reactionCounts, reactionsView, toMessageView } from './views.ts';
 
@@ -110,7 +111,14 @@ export function sessionService(
     viewer: Viewer,
     input: SendMessageInput,
   ): Promise<
-    { id: string; name: string; key: string; row?: Prisma.AgentGetPayload<{ include: { user: { select: { username: true } } } }> }[]
+    {
+      id: string;
+      name: string;
+      key: string;
+      row?: Prisma.AgentGetPayload<{ include: { user: { select: { username: true } } } }>;
+      /** What the agent remembers of the viewer, read with it for a new session's prompt. */
+      memories?: string[];
+    }[]
   > {
     if (input.sessionId) {
       const rows = await db.sessionAgent.findMany({
@@ -131,14 +139,16 @@ export function sessionService(
     }
     if (!input.agentIds?.length) throw badInput(AGENT_IDS_REQUIRED);
     const ids = input.agentIds;
+    const recall = !input.extras?.excludeMemory && Boolean(input.content?.trim() || input.attachments?.length);
     const found = await db.agent.findMany({
       where: { id: { in: ids.filter(canNameARow) } },
-      include: { user: { select: { username: true } } },
+      include: { user: { select: { username: true } }, ...(recall ? { memories: recalledMemories(viewer.id) } : {}) },
     });
     return ids.map((id, i) => {
-      const agent = found.find((a) => a.id === id);
-      if (!agent || !canReadAgent(viewer, agent)) throw badInput('agent not found or not usable by you', ['agentIds', i]);
-      return { id: agent.id, name: agent.name, key: agent.user.username, row: agent };
+      const match = found.find((a) => a.id === id);
+      if (!match || !canReadAgent(viewer, match)) throw badInput('agent not found or not usable by you', ['agentIds', i]);
+      const { memories, ...agent } = match as typeof match & { memories?: { fact: string }[] };
+      return { id: agent.id, name: agent.name, key: agent.user.username, row: agent, memories: memories && recalledFacts(memories) };
     });
   }
 
@@ -179,7 +189,7 @@ export function sessionService(
    * prompt, so concurrent prompts can never run more model calls than the budget allows; a
    * prompt past a budget saves nothing.
    */
-  async function send(viewer: Viewer, raw: unknown): Promise<PromptStarted> {
+  async function send(viewer: Viewer, raw: unknown, options: { confirmKey?: boolean } = {}): Promise<PromptStarted> {
     const input = parseInput(sendMessageSchema, raw);
     const settings = sessionSettings(input);
     const changesSettings = Object.values(settings).some((v) => v !== undefined);
@@ -196,18 +206,33 @@ export function sessionService(
     if (hasPrompt && !agents.length) throw forbidden(NO_USABLE_AGENT);
     const responders = hasPrompt ? chooseResponders(agents, input.agentIds, content) : [];
 
-    const toSave = { userId: viewer.id, prompt: hasPrompt ? { content, attachments, responders } : null, instance: replies.instanceId };
+    const toSave = {
+      userId: viewer.id,
+      prompt: hasPrompt ? { content, attachments, responders } : null,
+      instance: replies.instanceId,
+      keyId: options.confirmKey ? viewer.keyId : null,
+    };
     // A new session is one statement; a prompt to an existing one reserves its turns first.
     let saved: Awaited<ReturnType<typeof savePrompt>>;
     let known: ReplyJob['known'];
-    if (input.sessionId) {
-      const update = changesSettings ? settings : undefined;
-      saved = await db.$transaction((tx) => savePrompt(tx, { ...toSave, session: { id: input.sessionId!, update } }));
-    } else {
-      const created = await saveInNewSession(db, { ...toSave, session: { create: { ...settings, agents } } });
-      saved = created;
-      // A new session's replies need nothing more from the database than what was just written.
-      known = { scenario: input.scenario ?? null, agents: agents.flatMap((a) => (a.row ? [a.row] : [])), history: created.history };
+    try {
+      if (input.sessionId) {
+        const update = changesSettings ? settings : undefined;
+        saved = await db.$transaction((tx) => savePrompt(tx, { ...toSave, session: { id: input.sessionId!, update } }));
+      } else {
+        const created = await saveInNewSession(db, { ...toSave, session: { create: { ...settings, agents } } });
+        saved = created;
+        // A new session's replies need nothing more from the database than what was just written.
+        known = {
+          scenario: input.scenario ?? null,
+          agents: agents.flatMap((a) => (a.row ? [a.row] : [])),
+          history: created.history,
+          memories: new Map(agents.flatMap((a) => (a.memories ? [[a.id, a.memories] as const] : []))),
+        };
+      }
+    } catch (e) {
+      if (e instanceof KeyGone) throw unauthenticated(KEY_DELETED_END.reason);
+      throw e;
     }
 
     const { sessionId, prompt } = saved;
@@ -252,8 +277,17 @@ export function sessionService(
     return openWatch(viewer, sessionId, { ...options, after }, await limits.hold(viewer, 'subscription'));
   }
 
-  /** A watch for someone whose access was checked just now; `release` gives its slots back when it ends. */
-  function openWatch(viewer: Viewer, sessionId: string, options: { after?: number; promptId?: string }, release: () => void): WatchStream {
+  /**
+   * A watch for someone whose access was checked just now; `release` gives its slots back when it
+   * ends. `keyConfirmed`: the caller's key was seen to exist after a listener for its deletion was
+   * already in place (see `sendAndWatch`), so it need not be looked up again.
+   */
+  function openWatch(
+    viewer: Viewer,
+    sessionId: string,
+    options: { after?: number; promptId?: string; keyConfirmed?: boolean },
+    release: () => void,
+  ): WatchStream {
     let stopListening = () => {};
     const ticket = gate.open(viewer, sessionId, (end) => stream.interrupt(end));
     const stream = watchStream(
@@ -271,7 +305,7 @@ export function sessionService(
     stopListening = bus.onKeyRevoked((keyId) => {
       if (keyId === viewer.keyId) stream.interrupt(KEY_DELETED_END);
     });
-    if (viewer.keyId) {
+    if (viewer.keyId && !options.keyConfirmed) {
       ticket.confirmBy(
         db.apiKey.findUnique({ where: { id: viewer.keyId }, select: { id: true } }).then((key) => (key ? null : KEY_DELETED_END)),
       );
@@ -404,22 +438,34 @@ export function sessionService(
      */
     async sendAndWatch(viewer: Viewer, raw: unknown) {
       const release = await limits.hold(viewer, 'stream');
+      // The key's deletion is listened for before the prompt is saved, and the save checks that
+      // the key still exists: a deletion either stops the save or is heard here, with no lookup
+      // of the key after the save.
+      let keyDeleted = false;
+      const stopListening = viewer.keyId
+        ? bus.onKeyRevoked((keyId) => {
+            if (keyId === viewer.keyId) keyDeleted = true;
+          })
+        : () => {};
       let started;
       try {
-        started = await send(viewer, raw);
+        started = await send(viewer, raw, { confirmKey: true });
       } catch (e) {
+        stopListening();
         release();
         throw e;
       }
       if (!started.promptId) {
+        stopListening();
         release();
         return { started, events: null };
       }
       // The prompt was just accepted from this caller, so their access was checked.
-      return {
-        started,
-        events: openWatch(viewer, started.sessionId, { after: started.startSeq! - 1, promptId: started.promptId }, release),
-      };
+      const { sessionId, startSeq, promptId } = started;
+      const events = openWatch(viewer, sessionId, { after: startSeq! - 1, promptId, keyConfirmed: true }, release);
+      stopListening();
+      if (keyDeleted) events.interrupt(KEY_DELETED_END);
+      return { started, events };
     },
 
     /**
