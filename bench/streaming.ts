@@ -18,7 +18,7 @@ export async function startPacedProvider(tokens: number, rate: number) {
   async function handle(req: IncomingMessage, res: ServerResponse) {
     let raw = '';
     for await (const chunk of req) raw += chunk;
-    const body = JSON.parse(raw) as { messages: { role: string; content: string }[] };
+    const body = JSON.parse(raw) as { stream?: boolean; messages: { role: string; content: string }[] };
     const chunk = (delta: object, extra: object = {}) =>
       res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`);
     const finish = () => {
@@ -26,8 +26,19 @@ export async function startPacedProvider(tokens: number, rate: number) {
       res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 50, completion_tokens: tokens } })}\n\n`);
       res.end('data: [DONE]\n\n');
     };
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
     const id = /stream (\S+)/.exec(body.messages.at(-1)?.content ?? '')?.[1];
+    if (body.stream === false) {
+      // parley's own short calls (a title, memories) take the whole answer at once, after the time a model would take.
+      await sleep(Math.min(tokens, 20) * (1000 / rate));
+      // A title, or one fact to remember (so memories are written, as with a real exchange).
+      const content = body.messages[0]?.content?.startsWith('Give this conversation a title')
+        ? 'Benchmark stream'
+        : `Is running benchmark ${id}`;
+      return void res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content } }] }));
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
     if (!id || body.messages[0]?.content?.startsWith('Give this conversation a title')) {
       chunk({ content: 'Benchmark stream' });
       return finish();

@@ -125,3 +125,31 @@ describe('streamCall', () => {
     expect(pieces).toEqual(['w0 ']);
   });
 });
+
+describe('a whole answer (the service’s own calls: titles, memories)', () => {
+  it('asks without streaming and returns the content', async () => {
+    llm.enqueue({ tokens: ['A ', 'short ', 'title'] });
+    expect(await provider.complete(request, new AbortController().signal)).toBe('A short title');
+    expect(llm.requests.at(-1)!.body.stream).toBe(false);
+  });
+
+  it('says what went wrong: an HTTP error, a body that is not JSON, a reported error, a provider that never answers', async () => {
+    const failure = (script: Parameters<FakeOpenAI['enqueue']>[0], signal = new AbortController().signal) => {
+      llm.enqueue(script);
+      return provider.complete(request, signal).then(
+        () => null,
+        (e: ProviderError) => ({ kind: e.kind, message: e.message }),
+      );
+    };
+    expect(await failure({ status: 503 })).toMatchObject({ kind: 'server_error', message: expect.stringContaining('HTTP 503') });
+    expect(await failure({ tokens: ['x'], malformedAfter: 0 })).toEqual({ kind: 'malformed', message: 'The model provider sent a malformed answer' });
+    expect(await failure({ tokens: ['x'], raw: { after: 0, data: '{"error":{"message":"quota exceeded"}}' } })).toEqual({
+      kind: 'reported',
+      message: 'The model provider reported an error: quota exceeded',
+    });
+    expect(await failure({ tokens: ['x'], raw: { after: 0, data: '{"choices":"all of them"}' } })).toMatchObject({ kind: 'malformed' });
+    // The caller's signal bounds a provider that holds the connection and never answers.
+    const stalled = failure({ tokens: ['x'], stallAfter: 0 }, AbortSignal.timeout(200));
+    expect(await stalled).toMatchObject({ message: expect.stringMatching(/abort|timeout/i) });
+  });
+});

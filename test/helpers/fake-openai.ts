@@ -71,6 +71,35 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
       `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: 'fake-model', choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`,
     );
 
+  /**
+   * A request with `stream: false` gets the whole answer in one JSON body, after the time its
+   * chunks would have taken; the faults of a script happen where they would in a stream.
+   */
+  async function answerWhole(res: ServerResponse, script: Script, wait: () => Promise<unknown>, requestLength: number) {
+    const tokens = script.tokens ?? [];
+    for (const i of tokens.keys()) {
+      if (i === script.stallAfter) return;
+      if (i === script.dropAfter) return void res.socket?.end();
+      if (i === script.malformedAfter)
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"choices": [ this is not');
+      if (i === script.raw?.after) return void res.writeHead(200, { 'content-type': 'application/json' }).end(script.raw.data);
+      await script.gate?.(i);
+      await wait();
+      if (res.destroyed) return;
+    }
+    const usage = script.usage === undefined ? { prompt_tokens: requestLength >> 2, completion_tokens: tokens.length } : script.usage;
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        id: 'chatcmpl-fake',
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: 'fake-model',
+        choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, finish_reason: 'stop' }],
+        ...(usage ? { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } } : {}),
+      }),
+    );
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse) {
     let raw = '';
     for await (const part of req) raw += part;
@@ -91,8 +120,9 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
         .end(JSON.stringify({ error: { message: `fake failure ${script.status}`, type: 'server_error' } }));
       return;
     }
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     const wait = () => (script.delayMs ? sleep(script.delayMs) : Promise.resolve());
+    if (recorded.body.stream === false) return answerWhole(res, script, wait, raw.length);
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     for (const text of script.reasoning ?? []) {
       await wait();
       chunk(res, { reasoning_content: text });

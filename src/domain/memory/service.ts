@@ -42,7 +42,6 @@ export function memoryService(
 ) {
   async function extract(prompt: string, reply: string): Promise<string[]> {
     if (options.offline) return factsByRule(prompt);
-    let answer = '';
     const request = {
       model: options.model,
       messages: [
@@ -54,8 +53,7 @@ export function memoryService(
       reasoningEffort: null,
       agent: { name: '', key: '', description: '', greeting: '', knowledge: '', suggestions: [] },
     };
-    for await (const delta of provider.stream(request, AbortSignal.timeout(30_000))) if (delta.type === 'content') answer += delta.text;
-    return factsFromAnswer(answer);
+    return factsFromAnswer(await provider.complete(request, AbortSignal.timeout(30_000)));
   }
 
   const host: MemoryHost = {

@@ -352,7 +352,6 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     let text = titleFromText(prompt);
     if (!deps.offline && answer) {
       try {
-        let said = '';
         const request: ChatRequest = {
           model: llm.models.default,
           messages: [
@@ -364,8 +363,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
           reasoningEffort: null,
           agent: { name: '', key: '', description: '', greeting: '', knowledge: '', suggestions: [] },
         };
-        for await (const delta of provider.stream(request, signal)) if (delta.type === 'content') said += delta.text;
-        text = cleanModelTitle(said) ?? fallbackTitle(prompt);
+        text = cleanModelTitle(await provider.complete(request, signal)) ?? fallbackTitle(prompt);
       } catch {
         text = fallbackTitle(prompt);
       }

@@ -10,6 +10,10 @@ import { ProviderError, type ChatProvider, type ProviderErrorKind } from './prov
 export function chooseProvider(llm: LlmConfig, onError: (kind: ProviderErrorKind) => void): { provider: ChatProvider; offline: boolean } {
   if (!llm.baseUrl) return { provider: offlineProvider(llm.offlineTokenDelayMs), offline: true };
   const provider = openAiProvider({ ...llm, baseUrl: llm.baseUrl });
+  const heard = (e: unknown) => {
+    if (e instanceof ProviderError) onError(e.kind);
+    throw e;
+  };
   return {
     provider: {
       description: provider.description,
@@ -17,10 +21,10 @@ export function chooseProvider(llm: LlmConfig, onError: (kind: ProviderErrorKind
         try {
           yield* provider.stream(request, signal);
         } catch (e) {
-          if (e instanceof ProviderError) onError(e.kind);
-          throw e;
+          heard(e);
         }
       },
+      complete: (request, signal) => provider.complete(request, signal).catch(heard),
     },
     offline: false,
   };

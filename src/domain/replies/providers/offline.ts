@@ -67,8 +67,13 @@ function toolReport(agent: AgentProfile, content: string): string {
  * with the user's own words as the prompt, and then links what the tool made.
  */
 export function offlineProvider(tokenDelayMs: number): ChatProvider {
-  return {
+  const provider: ChatProvider = {
     description: 'built-in offline responder (no LLM_BASE_URL: agents answer from their profile and say so)',
+    async complete(request, signal) {
+      let text = '';
+      for await (const delta of provider.stream(request, signal)) if (delta.type === 'content') text += delta.text;
+      return text;
+    },
     async *stream(request: ChatRequest, signal: AbortSignal): AsyncGenerator<ChatDelta> {
       const last = request.messages.at(-1);
       const prompt = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? null;
@@ -107,4 +112,5 @@ export function offlineProvider(tokenDelayMs: number): ChatProvider {
       yield { type: 'usage', promptTokens, completionTokens: estimateTokens(reply) };
     },
   };
+  return provider;
 }

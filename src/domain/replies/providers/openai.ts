@@ -38,8 +38,22 @@ const chunkSchema = z.object({
   error: z.union([z.string(), z.object({ message: text })]).nullish(),
 });
 
+/** What a whole (not streamed) completion may hold, read as leniently as a chunk. */
+const completionSchema = z.object({
+  choices: z.array(z.object({ message: z.object({ content: text }).nullish() })).nullish(),
+  error: chunkSchema.shape.error,
+});
+
 /** One chunk (one SSE event) may be this long: far above any real one, low enough to bound memory. */
 export const MAX_CHUNK_CHARS = 1024 * 1024;
+
+function parseJson(text: string, what: 'chunk' | 'answer'): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ProviderError(`The model provider sent a malformed ${what}`, false, 'malformed');
+  }
+}
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 const brief = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 200);
@@ -51,6 +65,37 @@ const brief = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 200);
  */
 export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatProvider {
   const url = `${config.baseUrl}/chat/completions`;
+
+  /** Posts a request; an answer other than 2xx is a ProviderError saying what came back. */
+  async function post(body: object, signal: AbortSignal) {
+    const response = await fetch(url, {
+      method: 'POST',
+      signal,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'stream' in body && body.stream ? 'text/event-stream' : 'application/json',
+        ...(config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {}),
+      },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok || !response.body) {
+      const detail = brief(await response.text().catch(() => ''));
+      const kind = response.status === 429 ? 'rate_limited' : response.status >= 500 ? 'server_error' : 'refused';
+      throw new ProviderError(
+        `The model provider answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`,
+        kind !== 'refused',
+        kind,
+      );
+    }
+    return response.body;
+  }
+
+  const reportedError = (error: NonNullable<z.infer<typeof chunkSchema>['error']>) =>
+    new ProviderError(
+      `The model provider reported an error: ${brief((typeof error === 'string' ? error : error.message) ?? 'unknown')}`,
+      false,
+      'reported',
+    );
 
   async function* attempt(request: ChatRequest, outer: AbortSignal, onFirstChunk: () => void): AsyncGenerator<ChatDelta> {
     const controller = new AbortController();
@@ -67,15 +112,8 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
     };
     arm(config.firstTokenTimeoutMs, `The model provider did not answer within ${seconds(config.firstTokenTimeoutMs)}`);
     try {
-      const response = await fetch(url, {
-        method: 'POST',
-        signal: controller.signal,
-        headers: {
-          'content-type': 'application/json',
-          accept: 'text/event-stream',
-          ...(config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {}),
-        },
-        body: JSON.stringify({
+      const body = await post(
+        {
           model: request.model,
           messages: request.messages,
           stream: true,
@@ -83,33 +121,19 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
           max_tokens: request.maxTokens,
           ...(request.tools.length ? { tools: request.tools } : {}),
           ...(request.reasoningEffort ? { reasoning_effort: request.reasoningEffort } : {}),
-        }),
-      });
-      if (!response.ok || !response.body) {
-        const detail = brief(await response.text().catch(() => ''));
-        const kind = response.status === 429 ? 'rate_limited' : response.status >= 500 ? 'server_error' : 'refused';
-        throw new ProviderError(
-          `The model provider answered HTTP ${response.status}${detail ? `: ${detail}` : ''}`,
-          kind !== 'refused',
-          kind,
-        );
-      }
+        },
+        controller.signal,
+      );
       let first = true;
       let finished = false;
-      for await (const data of sseData(response.body, MAX_CHUNK_CHARS)) {
+      for await (const data of sseData(body, MAX_CHUNK_CHARS)) {
         if (first) {
           first = false;
           onFirstChunk();
         }
         arm(config.idleTimeoutMs, `The model provider stopped sending for ${seconds(config.idleTimeoutMs)} in the middle of a reply`);
         if (data.trim() === '[DONE]') return;
-        let json: unknown;
-        try {
-          json = JSON.parse(data);
-        } catch {
-          throw new ProviderError('The model provider sent a malformed chunk', false, 'malformed');
-        }
-        const parsed = chunkSchema.safeParse(json);
+        const parsed = chunkSchema.safeParse(parseJson(data, 'chunk'));
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
           throw new ProviderError(
@@ -119,12 +143,7 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
           );
         }
         const chunk = parsed.data;
-        if (chunk.error)
-          throw new ProviderError(
-            `The model provider reported an error: ${brief((typeof chunk.error === 'string' ? chunk.error : chunk.error.message) ?? 'unknown')}`,
-            false,
-            'reported',
-          );
+        if (chunk.error) throw reportedError(chunk.error);
         for (const choice of chunk.choices ?? []) {
           const delta = choice.delta ?? {};
           const reasoning = delta.reasoning_content ?? delta.reasoning;
@@ -157,8 +176,40 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
     }
   }
 
+  /**
+   * A whole answer in one response (`stream: false`), for the service's own short calls (titles,
+   * memories): one body to read instead of a chunk per token. Bounded by `maxCallMs`; the body
+   * may hold at most MAX_CHUNK_CHARS.
+   */
+  async function complete(request: ChatRequest, signal: AbortSignal): Promise<string> {
+    const overtime = AbortSignal.timeout(config.maxCallMs);
+    try {
+      const body = await post(
+        { model: request.model, messages: request.messages, stream: false, max_tokens: request.maxTokens },
+        AbortSignal.any([signal, overtime]),
+      );
+      const decoder = new TextDecoder();
+      let raw = '';
+      for await (const piece of body) {
+        raw += decoder.decode(piece, { stream: true });
+        if (raw.length > MAX_CHUNK_CHARS)
+          throw new ProviderError(`The model provider sent an answer longer than ${MAX_CHUNK_CHARS} characters`, false, 'malformed');
+      }
+      const parsed = completionSchema.safeParse(parseJson(raw, 'answer'));
+      if (!parsed.success) throw new ProviderError('The model provider sent an answer of an unexpected shape', false, 'malformed');
+      if (parsed.data.error) throw reportedError(parsed.data.error);
+      return parsed.data.choices?.[0]?.message?.content ?? '';
+    } catch (e) {
+      if (e instanceof ProviderError || signal.aborted) throw e;
+      if (overtime.aborted)
+        throw new ProviderError(`The model provider did not answer within ${seconds(config.maxCallMs)}`, true, 'timeout');
+      throw new ProviderError(`Could not reach the model provider (${brief((e as Error).message)})`, true, 'unreachable');
+    }
+  }
+
   return {
     description: `OpenAI-compatible endpoint at ${new URL(config.baseUrl).origin}`,
+    complete,
     async *stream(request, signal) {
       for (let tries = 0; ; tries++) {
         let started = false;

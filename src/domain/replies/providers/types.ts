@@ -48,6 +48,8 @@ export interface ChatProvider {
   /** For the start-up line and /healthz: what answers, never a secret. */
   readonly description: string;
   stream(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatDelta>;
+  /** The whole content of a short answer, not streamed (the service's own calls: titles, memories). */
+  complete(request: ChatRequest, signal: AbortSignal): Promise<string>;
 }
 
 /** What went wrong with a provider call, for metrics. */
