@@ -142,7 +142,10 @@ describe('a whole answer (the service’s own calls: titles, memories)', () => {
       );
     };
     expect(await failure({ status: 503 })).toMatchObject({ kind: 'server_error', message: expect.stringContaining('HTTP 503') });
-    expect(await failure({ tokens: ['x'], malformedAfter: 0 })).toEqual({ kind: 'malformed', message: 'The model provider sent a malformed answer' });
+    expect(await failure({ tokens: ['x'], malformedAfter: 0 })).toEqual({
+      kind: 'malformed',
+      message: 'The model provider sent a malformed answer',
+    });
     expect(await failure({ tokens: ['x'], raw: { after: 0, data: '{"error":{"message":"quota exceeded"}}' } })).toEqual({
       kind: 'reported',
       message: 'The model provider reported an error: quota exceeded',
