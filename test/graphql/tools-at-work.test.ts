@@ -1,10 +1,11 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PNG } from 'pngjs';
+import { MEMORY_CAP } from '../../src/domain/memory/service.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
-import { settledSession } from '../helpers/sessions.ts';
+import { newSession, settledSession } from '../helpers/sessions.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 
@@ -184,6 +185,22 @@ describe('memory', () => {
       (m: { fact: string }) => m.fact,
     );
     expect(facts).not.toContain('Has a secret project');
+  });
+
+  it(`keeps the newest ${MEMORY_CAP} facts an agent learnt about a user, each once`, async () => {
+    const cara = await t.createUser('cara');
+    const sessionId = await newSession(t, cara, [muse.id]);
+    for (let round = 1; round <= 26; round++) {
+      // Each exchange teaches two new facts, one of them said twice.
+      llm.setMemories([`Fact ${round}.a`, `Fact ${round}.b`, `fact ${round}.A!`]);
+      await t.services.memories.host.remember({ agentId: muse.id, userId: cara.id, sessionId, prompt: 'tell', reply: 'noted' });
+    }
+    const kept = await t.services.memories.list({ id: cara.id }, muse.id);
+    expect(kept).toHaveLength(MEMORY_CAP);
+    expect(new Set(kept.map((m) => m.fact)).size).toBe(MEMORY_CAP);
+    // The first exchange's facts were the oldest: they went.
+    expect(kept.filter((m) => m.fact.startsWith('Fact 1.'))).toEqual([]);
+    expect(kept[0]!.fact).toMatch(/^Fact 26\./);
   });
 
   it('memories are per user: another user sees none of them and cannot forget them; forgetting one or all works', async () => {

@@ -134,7 +134,7 @@ describe('POST /v2/sessions with stream: true', () => {
     // The key; the agents with what they remember of the user; the session with its messages
     // (written only if the key still exists).
     expect(taken, taken.join('\n\n')).toEqual([
-      expect.stringMatching(/FROM "public"."ApiKey"/),
+      expect.stringMatching(/FROM "ApiKey" AS k JOIN "User"/),
       expect.stringMatching(/FROM "public"."Agent" .*"public"."Memory"/s),
       expect.stringMatching(/INSERT INTO "Session".*FROM "ApiKey"/s),
     ]);

@@ -26,15 +26,15 @@ export function apiKeyService(db: Db, signals: Pick<SignalOutbox, 'record' | 'de
     async authenticate(plaintext: string | undefined | null): Promise<Viewer> {
       if (!plaintext) throw unauthenticated('Missing API key: send it in the X-Api-Key header');
       const parsed = parseKey(plaintext);
-      // Every request comes through here: one statement, a primary-key lookup joined to its user.
-      const row = parsed
-        ? await db.apiKey.findUnique({
-            where: { id: parsed.id },
-            select: { userId: true, hash: true, user: { select: { subscriptionTier: true } } },
-          })
-        : null;
+      // Every request comes through here: one statement, a primary-key lookup joined to its user
+      // (a plain join: the relation read Prisma writes builds a JSON object per row).
+      const [row] = parsed
+        ? await db.$queryRaw<{ userId: string; hash: string; tier: string }[]>`
+            SELECT k."userId", k."hash", u."subscriptionTier" AS "tier"
+            FROM "ApiKey" AS k JOIN "User" AS u ON u."id" = k."userId" WHERE k."id" = ${parsed.id}`
+        : [];
       if (!parsed || !row || !secretMatches(parsed.secret, row.hash)) throw unauthenticated('Invalid API key');
-      return { id: row.userId, keyId: parsed.id, tier: row.user.subscriptionTier };
+      return { id: row.userId, keyId: parsed.id, tier: row.tier };
     },
 
     /** Deletes one of the caller's keys (possibly the one in use); another user's key is "not found". */

@@ -4,7 +4,7 @@ import type { ChatProvider } from '../replies/providers/types.ts';
 import type { MemoryHost } from '../replies/tools.ts';
 import type { Viewer } from '../viewer.ts';
 import { notFound } from '../errors.ts';
-import { canNameARow } from '../ids.ts';
+import { canNameARow, newId } from '../ids.ts';
 import { EXTRACTION_INSTRUCTION, factKey, factsByRule, factsFromAnswer } from './extract.ts';
 
 /** Facts kept per agent and user; past it the oldest go. */
@@ -71,17 +71,21 @@ export function memoryService(
         return;
       }
       if (facts.length === 0) return;
-      // Two statements and no transaction: replies finishing by the thousand each remember, and
-      // an interactive transaction would hold the embedded database's one connection across
-      // round trips. Concurrent trims of the same memory agree on what is past the cap.
-      await db.memory.createMany({
-        data: facts.map((fact) => ({ agentId, userId, sessionId, fact, key: factKey(fact) })),
-        skipDuplicates: true,
-      });
+      // One statement: replies finishing by the thousand each remember. The trim cannot see the
+      // rows inserted beside it, so it keeps that many fewer of the older ones; concurrent trims
+      // of the same memory agree on what is past the cap.
+      const kept = facts.slice(0, MEMORY_CAP);
       await db.$executeRaw`
+        WITH added AS (
+          INSERT INTO "Memory" ("id", "agentId", "userId", "sessionId", "fact", "key")
+          SELECT f.id, ${agentId}, ${userId}, ${sessionId}, f.fact, f.key
+          FROM unnest(${kept.map(() => newId())}::text[], ${kept}::text[], ${kept.map(factKey)}::text[]) AS f(id, fact, key)
+          ON CONFLICT ("agentId", "userId", "key") DO NOTHING
+          RETURNING 1
+        )
         DELETE FROM "Memory" WHERE "id" IN (
           SELECT "id" FROM "Memory" WHERE "agentId" = ${agentId} AND "userId" = ${userId}
-          ORDER BY "createdAt" DESC, "id" DESC OFFSET ${MEMORY_CAP}
+          ORDER BY "createdAt" DESC, "id" DESC OFFSET GREATEST(0, ${MEMORY_CAP} - (SELECT count(*) FROM added))
         )`;
     },
   };

@@ -368,8 +368,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
         text = fallbackTitle(prompt);
       }
     }
-    const { count } = await db.session.updateMany({ where: { id: job.sessionId, title: null }, data: { title: text } });
-    if (count) await emit(job.sessionId, { type: 'session_updated', title: text, scenario });
+    if (await writer.title(job.sessionId, text)) await emit(job.sessionId, { type: 'session_updated', title: text, scenario });
   }
 
   async function run(job: ReplyJob, controller: AbortController) {

@@ -28,27 +28,35 @@ export interface ReplyWriter {
    * or null when it was no longer streaming (deleted, or closed by recovery).
    */
   complete(entry: Completion): Promise<MessageView | null>;
+  /** Names a session that has no title yet. Resolves true if this title was saved. */
+  title(sessionId: string, title: string): Promise<boolean>;
 }
 
 /** Replies per statement: bounds a statement's size (and the time the database spends on one). */
 const GROUP = 500;
 
-interface Pending {
-  entry: Completion;
-  resolve(view: MessageView | null): void;
+interface Pending<E, R> {
+  entry: E;
+  resolve(result: R): void;
   reject(e: unknown): void;
+}
+
+interface Title {
+  sessionId: string;
+  title: string;
 }
 
 /**
  * A write-behind queue flushed by one loop: one statement saves the checkpoints due, one saves
  * the completed replies with their sessions' token counters, one reads the saved messages back
- * for their watchers. At most one flush is in flight, so a thousand streaming replies cost the
+ * for their watchers, one names the sessions whose first exchange ended. At most one flush is in flight, so a thousand streaming replies cost the
  * database a few statements at a time instead of a thousand transactions queued behind each
  * other. None of it is an interactive transaction: a busy database makes a write wait, never fail.
  */
 export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: string): void }): ReplyWriter {
   const checkpoints = new Map<string, Checkpoint>();
-  let completions: Pending[] = [];
+  let completions: Pending<Completion, MessageView | null>[] = [];
+  let titles: Pending<Title, boolean>[] = [];
   let flushing: Promise<void> | null = null;
 
   async function saveCheckpoints(group: Checkpoint[]) {
@@ -59,7 +67,7 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
       WHERE m."id" = v.id AND m."status" = 'streaming'`;
   }
 
-  async function saveCompletions(group: Pending[]) {
+  async function saveCompletions(group: Pending<Completion, MessageView | null>[]) {
     const e = group.map((p) => p.entry);
     // The session's counter before the message, in the order a session delete takes them (the
     // message update reads the counter update's rows, so it runs after it).
@@ -85,6 +93,21 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
     for (const p of group) p.resolve(views.get(p.entry.messageId) ?? null);
   }
 
+  async function saveTitles(group: Pending<Title, boolean>[]) {
+    const named = await db.$queryRaw<{ id: string }[]>`
+      UPDATE "Session" AS s SET "title" = v.title, "updatedAt" = now()
+      FROM (
+        SELECT DISTINCT ON (id) id, title
+        FROM unnest(${group.map((t) => t.entry.sessionId)}::text[], ${group.map((t) => t.entry.title)}::text[]) WITH ORDINALITY AS v(id, title, n)
+        ORDER BY id, n
+      ) AS v
+      WHERE s."id" = v.id AND s."title" IS NULL
+      RETURNING s."id"`;
+    // Of several titles handed in for one session, the first was saved.
+    const saved = new Set(named.map((r) => r.id));
+    for (const t of group) t.resolve(saved.delete(t.entry.sessionId));
+  }
+
   async function flushOnce() {
     const due = [...checkpoints.values()].slice(0, GROUP);
     for (const c of due) checkpoints.delete(c.messageId);
@@ -97,10 +120,16 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
       await saveCompletions(done).catch((err) => {
         for (const p of done) p.reject(err);
       });
+    const named = titles.slice(0, GROUP);
+    titles = titles.slice(GROUP);
+    if (named.length)
+      await saveTitles(named).catch((err) => {
+        for (const t of named) t.reject(err);
+      });
   }
 
   let scheduled = false;
-  const pending = () => checkpoints.size > 0 || completions.length > 0;
+  const pending = () => checkpoints.size > 0 || completions.length > 0 || titles.length > 0;
 
   function flush() {
     if (flushing) return;
@@ -133,6 +162,12 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
       checkpoints.delete(entry.messageId);
       return new Promise((resolve, reject) => {
         completions.push({ entry, resolve, reject });
+        wake();
+      });
+    },
+    title(sessionId, title) {
+      return new Promise((resolve, reject) => {
+        titles.push({ entry: { sessionId, title }, resolve, reject });
         wake();
       });
     },
