@@ -60,6 +60,11 @@ export class SseStream {
     return !this.open;
   }
 
+  /** Whether the client has read enough that more may be written now (true nearly always: no waiting then). */
+  get hasRoom() {
+    return this.open && this.res.writableLength <= this.options.bufferBytes;
+  }
+
   /** Resolves true when there is room to write again, false if the client is too slow (or gone). */
   async roomToWrite(): Promise<boolean> {
     if (this.res.writableLength <= this.options.bufferBytes) return this.open;

@@ -77,6 +77,8 @@ export function createMetrics(options: { process?: boolean } = {}) {
     labelNames: ['kind'] as const,
     registers,
   });
+  // Bound once: counted per token, where a lookup by label object would cost more than the count.
+  const streamedBy = { content: tokensStreamed.labels({ kind: 'content' }), reasoning: tokensStreamed.labels({ kind: 'reasoning' }) };
   const usageTokens = new Counter({
     name: 'parley_llm_tokens_total',
     help: 'Tokens counted on replies (as the provider reported them, or estimated)',
@@ -153,7 +155,7 @@ export function createMetrics(options: { process?: boolean } = {}) {
         return once(() => repliesStreaming.dec());
       },
       streamed(kind: 'content' | 'reasoning') {
-        tokensStreamed.inc({ kind });
+        streamedBy[kind].inc();
       },
       usage(promptTokens: number, completionTokens: number) {
         usageTokens.inc({ type: 'prompt' }, promptTokens);

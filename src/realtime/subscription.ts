@@ -29,6 +29,18 @@ export const ends = {
   }),
 };
 
+/** Above what the fields of a streamed piece of text other than the text take in JSON (ids, seq, time). */
+const STREAMED_TEXT_OVERHEAD = 320;
+
+/**
+ * About the bytes an event holds: its JSON, estimated for the pieces of text a reply streams
+ * (nearly every event, and nearly all of each is its text) instead of written out for each.
+ */
+const sizeOf = (event: SessionEvent) =>
+  event.type === 'assistant_token' || event.type === 'assistant_thinking'
+    ? STREAMED_TEXT_OVERHEAD + event.text.length
+    : JSON.stringify(event).length;
+
 /**
  * The newest events of a session held in this process: consecutive seqs, at most about
  * `retain` of them. `last` is the highest seq taken in (null while unknown).
@@ -50,7 +62,7 @@ export class ReplayWindow {
   push(event: SessionEvent): boolean {
     if (this.last !== null && event.seq <= this.last) return false;
     if (this.last !== null && event.seq !== this.last + 1) this.drop(this.log.length);
-    const size = JSON.stringify(event).length;
+    const size = sizeOf(event);
     this.log.push(event);
     this.sizes.push(size);
     this.bytes += size;

@@ -37,7 +37,7 @@ export async function streamEvents(reply: FastifyReply, events: WatchStream | nu
         const sender = senderOfFrame(item);
         sse.send({ id: item.seq, data: toRestFrame(item, sender ? await context.senders.lookup([sender]) : NO_SENDERS) });
         lastSeq = item.seq;
-        if (!(await sse.roomToWrite())) {
+        if (!sse.hasRoom && !(await sse.roomToWrite())) {
           if (!sse.closed)
             ended = { code: 'SLOW_CONSUMER', reason: 'The client stopped reading; reconnect with Last-Event-ID to resume', lastSeq };
           break;

@@ -3,7 +3,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { z } from 'zod';
 import type { LlmConfig } from '../../../config.ts';
 import { sseData, SseEventTooLarge } from './sse-lines.ts';
-import { ProviderError, type ChatDelta, type ChatProvider, type ChatRequest } from './types.ts';
+import { ProviderError, type ChatDelta, type ChatProvider, type ChatRequest, type ProviderErrorKind } from './types.ts';
 
 const text = z.string().nullish();
 /**
@@ -76,7 +76,11 @@ const brief = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 200);
  * chunk (network, timeout, 5xx, 429) is retried once; after that a failure ends the reply, since
  * the user has already seen part of it.
  */
-export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatProvider {
+export function openAiProvider(
+  config: LlmConfig & { baseUrl: string },
+  /** Hears of every call that failed for good, whoever made it (replies, titles, memories). */
+  onError: (kind: ProviderErrorKind) => void = () => {},
+): ChatProvider {
   const url = `${config.baseUrl}/chat/completions`;
 
   const target = new URL(url);
@@ -231,9 +235,15 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
     }
   }
 
+  /** Tells `onError` of a failed call before it is thrown on. */
+  const heard = (e: unknown): never => {
+    if (e instanceof ProviderError) onError(e.kind);
+    throw e;
+  };
+
   return {
     description: `OpenAI-compatible endpoint at ${new URL(config.baseUrl).origin}`,
-    complete,
+    complete: (request, signal) => complete(request, signal).catch(heard),
     async *stream(request, signal) {
       for (let tries = 0; ; tries++) {
         let started = false;
@@ -241,7 +251,7 @@ export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatPro
           yield* attempt(request, signal, () => (started = true));
           return;
         } catch (e) {
-          if (signal.aborted || started || tries > 0 || !(e instanceof ProviderError) || !e.transient) throw e;
+          if (signal.aborted || started || tries > 0 || !(e instanceof ProviderError) || !e.transient) heard(e);
           await new Promise((resolve) => setTimeout(resolve, 250));
         }
       }
