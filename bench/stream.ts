@@ -2,7 +2,7 @@
 // (REST SSE and graphql-ws) and, in the same run, through a bare pass-through relay (the floor of
 // this machine). Reports added latency per token (provider write → client receive), throughput,
 // lost or reordered tokens, and server memory per open stream and per idle subscription.
-//   npm run bench:stream [-- --levels 100,1000 --tokens 60 --rate 20 --rounds 3 --ramp 2000 --idle 10000]
+//   npm run bench:stream [-- --levels 100,1000 --tokens 60 --rate 20 --rounds 3 --ramp 2000 --idle 10000 --database postgres]
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -26,6 +26,8 @@ import {
   tally,
   type StreamResult,
 } from './streaming.ts';
+import { newDatabaseOn } from '../test/helpers/database.ts';
+import { startPostgresCluster } from '../test/helpers/servers.ts';
 
 const { values } = parseArgs({
   options: {
@@ -40,6 +42,8 @@ const { values } = parseArgs({
     /** Write a CPU profile of the parley server into this directory. */
     profile: { type: 'string' },
     transports: { type: 'string', default: 'relay,sse,ws' },
+    /** `pglite` (the embedded default) or `postgres` (a throwaway PostgreSQL cluster started for the run). */
+    database: { type: 'string', default: 'pglite' },
   },
 });
 const levels = values.levels!.split(',').map(Number);
@@ -240,6 +244,9 @@ const provider = await startPacedProvider(tokens, rate);
 const providerUrl = provider.url;
 
 const dataDir = await mkdtemp(join(tmpdir(), 'parley-bench-'));
+const postgres = values.database === 'postgres' ? await startPostgresCluster() : null;
+process.on('exit', () => postgres?.stop());
+const databaseUrl: Record<string, string> = postgres ? { DATABASE_URL: (await newDatabaseOn(postgres.url)).url } : {};
 // One key stands for every client here: no rate limit, and room for every stream.
 const unlimited = {
   RATE_LIMIT_FREE: '0',
@@ -250,6 +257,7 @@ const unlimited = {
 const env = {
   NODE_ENV: 'production',
   DATA_DIR: dataDir,
+  ...databaseUrl,
   LOG_LEVEL: 'warn',
   LLM_BASE_URL: providerUrl,
   PORT: '0',
@@ -279,7 +287,9 @@ const ctx = { relayUrl, parleyUrl, key, agentId, parleyPid: parley.child.pid!, r
 const named: Record<string, Transport> = { relay: 'relay (SSE)', sse: 'parley REST SSE', ws: 'parley graphql-ws' };
 const transports = values.transports!.split(',').map((t) => named[t]!);
 const runs: Run[] = [];
-console.log(`${tokens} tokens per stream at ${rate}/s, starts spread over ${ramp} ms, ${rounds} alternating rounds per level\n`);
+console.log(
+  `${tokens} tokens per stream at ${rate}/s, starts spread over ${ramp} ms, ${rounds} alternating rounds per level, on ${postgres ? 'PostgreSQL' : 'the embedded database'}\n`,
+);
 for (const level of levels) {
   await run('parley REST SSE', Math.min(level, 50), ctx); // warm-up: JIT, connection pools, caches
   for (let r = 0; r < rounds; r++) {
