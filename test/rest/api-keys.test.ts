@@ -109,4 +109,22 @@ describe('DELETE /apikeys', () => {
     const all = JSON.stringify(await t.db.apiKey.findMany({ omit: { hash: false } }));
     expect(all).not.toContain(secret);
   });
+
+  it('reads the keys of requests that arrive together in one statement, each checked as if alone', async () => {
+    const users = await Promise.all([t.createUser(), t.createUser(), t.createUser()]);
+    const deleted = await issueKey(users[0]!.id);
+    await t.services.apiKeys.delete(await t.services.apiKeys.authenticate(deleted), deleted);
+    const asked = [...users.flatMap((u) => Array.from({ length: 10 }, () => u.apiKey)), deleted, withWrongSecret(users[1]!.apiKey)];
+    const before = t.queries.length;
+    const outcomes = await Promise.all(
+      asked.map((key) =>
+        t.services.apiKeys.authenticate(key).then(
+          (viewer) => viewer.id,
+          (e: { code: string }) => e.code,
+        ),
+      ),
+    );
+    expect(t.queries.slice(before).filter((q) => q.includes('FROM "ApiKey" AS k'))).toHaveLength(1);
+    expect(outcomes).toEqual([...users.flatMap((u) => Array.from({ length: 10 }, () => u.id)), 'UNAUTHENTICATED', 'UNAUTHENTICATED']);
+  });
 });

@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.ts';
 import { badInput, notFound, unauthenticated } from '../errors.ts';
 import type { SignalOutbox } from '../sessions/signals.ts';
 import type { Viewer } from '../viewer.ts';
+import { coalescedReads } from '../coalesce.ts';
 import { generateKey, parseKey, secretMatches } from './secret.ts';
 
 export const KEY_NOT_FOUND = 'API key not found';
@@ -11,6 +12,16 @@ export const KEY_NOT_FOUND = 'API key not found';
  * it), written with the deletion so that it arrives even if the event bus was out of reach.
  */
 export function apiKeyService(db: Db, signals: Pick<SignalOutbox, 'record' | 'deliver'>) {
+  // Every request comes through here: a primary-key read joined to the user, with the reads of
+  // requests that arrive together in one statement (a plain join: the relation read Prisma writes
+  // builds a JSON object per row).
+  const keyRows = coalescedReads(async (ids: readonly string[]) => {
+    const rows = await db.$queryRaw<{ id: string; userId: string; hash: string; tier: string }[]>`
+      SELECT k."id", k."userId", k."hash", u."subscriptionTier" AS "tier"
+      FROM "ApiKey" AS k JOIN "User" AS u ON u."id" = k."userId" WHERE k."id" = ANY(${ids}::text[])`;
+    return new Map(rows.map((r) => [r.id, r]));
+  });
+
   return {
     /** Issues a key for a user; the plaintext is returned here and never again. */
     async create(userId: string): Promise<{ id: string; apiKey: string }> {
@@ -26,13 +37,7 @@ export function apiKeyService(db: Db, signals: Pick<SignalOutbox, 'record' | 'de
     async authenticate(plaintext: string | undefined | null): Promise<Viewer> {
       if (!plaintext) throw unauthenticated('Missing API key: send it in the X-Api-Key header');
       const parsed = parseKey(plaintext);
-      // Every request comes through here: one statement, a primary-key lookup joined to its user
-      // (a plain join: the relation read Prisma writes builds a JSON object per row).
-      const [row] = parsed
-        ? await db.$queryRaw<{ userId: string; hash: string; tier: string }[]>`
-            SELECT k."userId", k."hash", u."subscriptionTier" AS "tier"
-            FROM "ApiKey" AS k JOIN "User" AS u ON u."id" = k."userId" WHERE k."id" = ${parsed.id}`
-        : [];
+      const row = parsed ? await keyRows.load(parsed.id) : null;
       if (!parsed || !row || !secretMatches(parsed.secret, row.hash)) throw unauthenticated('Invalid API key');
       return { id: row.userId, keyId: parsed.id, tier: row.tier };
     },
