@@ -58,11 +58,7 @@ interface Deployment {
 }
 
 async function instance(env: Record<string, string>) {
-  const { child, match } = await start(
-    ['--import', 'tsx', 'src/server.ts'],
-    { ...env, PORT: '0' },
-    /parley listening on (http:\/\/[\d.:]+)/,
-  );
+  const { child, match } = await start(['bin/parley.js', 'serve'], { ...env, PORT: '0' }, /parley listening on (http:\/\/[\d.:]+)/);
   return { url: match[1]!, child };
 }
 
@@ -86,6 +82,7 @@ const unlimited = {
   MAX_STREAMS_PER_KEY: '1000000',
   MAX_SUBSCRIPTIONS_PER_KEY: '1000000',
   WS_MAX_SOCKETS_PER_KEY: '1000000',
+  GRAPHQL_IN_FLIGHT_PER_KEY: '1000000',
 };
 const base = { NODE_ENV: 'production', LOG_LEVEL: 'warn', LLM_BASE_URL: provider.url, HOST: '127.0.0.1', ...unlimited };
 const single = await deploy(1, { ...base, DATABASE_URL: (await newDatabaseOn(postgres.url)).url });
@@ -236,7 +233,9 @@ const watched: Watcher[] = await Promise.all(
       headers: { 'content-type': 'application/json', 'x-api-key': shared.key },
       body: JSON.stringify({ query: SEND, variables: { input: { agentIds: [shared.agentId], content: `stream ${id}` } } }),
     });
-    const { seq, session } = ((await sent.json()) as { data: { sendMessage: { seq: number; session: { id: string } } } }).data.sendMessage;
+    const answer = (await sent.json()) as { data?: { sendMessage: { seq: number; session: { id: string } } }; errors?: unknown };
+    if (!answer.data) throw new Error(`sendMessage was refused: ${JSON.stringify(answer.errors)}`);
+    const { seq, session } = answer.data.sendMessage;
     // From just before the prompt: the whole reply, however late the subscription takes effect.
     const w: Watcher = {
       id,

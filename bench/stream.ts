@@ -253,6 +253,7 @@ const unlimited = {
   MAX_STREAMS_PER_KEY: '1000000',
   MAX_SUBSCRIPTIONS_PER_KEY: '1000000',
   WS_MAX_SOCKETS_PER_KEY: '1000000',
+  GRAPHQL_IN_FLIGHT_PER_KEY: '1000000',
 };
 const env = {
   NODE_ENV: 'production',
@@ -272,7 +273,7 @@ const keys = await new Promise<string>((resolve, reject) => {
 });
 const key = (JSON.parse(keys) as { apiKey: string }).apiKey;
 const profiling = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [];
-const parley = await start([...profiling, '--import', 'tsx', 'src/server.ts'], env, /parley listening on (http:\/\/[\d.:]+)/);
+const parley = await start([...profiling, 'bin/parley.js', 'serve'], env, /parley listening on (http:\/\/[\d.:]+)/);
 const relay = await start([...profiling, '--import', 'tsx', 'bench/relay.ts', providerUrl], {}, /relay listening on (\d+)/);
 const parleyUrl = parley.match[1]!;
 const relayUrl = `http://127.0.0.1:${relay.match[1]}/`;
