@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader';
 
-/** Lookups per statement at most: bounds a statement's size. */
+/** Reads per statement at most, unless told otherwise: bounds a statement's size. */
 const MAX_BATCH = 500;
 
 /**
@@ -10,7 +10,7 @@ const MAX_BATCH = 500;
  * read happens at or after the moment it was asked for, so a row deleted before a read began is
  * never returned to it.
  */
-export function coalescedReads<K, V>(read: (keys: readonly K[]) => Promise<Map<K, V>>) {
+export function coalescedReads<K, V>(read: (keys: readonly K[]) => Promise<Map<K, V>>, maxBatch = MAX_BATCH) {
   let running: Promise<unknown> | null = null;
   return new DataLoader<K, V | null>(
     (keys) => {
@@ -20,7 +20,7 @@ export function coalescedReads<K, V>(read: (keys: readonly K[]) => Promise<Map<K
     },
     {
       cache: false,
-      maxBatchSize: MAX_BATCH,
+      maxBatchSize: maxBatch,
       batchScheduleFn: (run) => {
         if (running) void running.then(() => setImmediate(run));
         else setImmediate(run);

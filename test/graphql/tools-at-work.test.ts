@@ -203,6 +203,28 @@ describe('memory', () => {
     expect(kept[0]!.fact).toMatch(/^Fact 26\./);
   });
 
+  it('prompts to new sessions that arrive together read their agent in one statement, each with its own user’s memories', async () => {
+    const [dora, eli] = [await t.createUser('dora'), await t.createUser('eli')];
+    await t.db.memory.createMany({
+      data: [
+        { agentId: muse.id, userId: dora.id, fact: 'Dora keeps bees', key: 'dora keeps bees' },
+        { agentId: muse.id, userId: eli.id, fact: 'Eli sails', key: 'eli sails' },
+      ],
+    });
+    const viewers = await Promise.all([dora, eli, dora, eli].map((u) => t.services.apiKeys.authenticate(u.apiKey)));
+    llm.reset();
+    const before = t.queries.length;
+    const sent = await Promise.all(viewers.map((v, i) => t.services.sessions.send(v, { agentIds: [muse.id], content: `hello ${i}` })));
+    expect(t.queries.slice(before).filter((q) => q.includes('FROM "public"."Agent"'))).toHaveLength(1);
+    for (const [i, s] of sent.entries()) await settledSession(t, i % 2 ? eli : dora, s.sessionId);
+    for (const i of sent.keys()) {
+      const system = llm.replyRequests().find((r) => r.body.messages.at(-1)?.content === `hello ${i}`)!.body.messages[0]!.content!;
+      const [own, other] = i % 2 ? ['Eli sails', 'Dora keeps bees'] : ['Dora keeps bees', 'Eli sails'];
+      expect(system).toContain(own);
+      expect(system).not.toContain(other);
+    }
+  });
+
   it('memories are per user: another user sees none of them and cannot forget them; forgetting one or all works', async () => {
     const bob = await t.createUser('bob');
     expect(expectData(await t.gql(Memories, { id: muse.id }, bob.apiKey)).agent.memories).toEqual([]);

@@ -13,19 +13,24 @@ export const MEMORY_CAP = 50;
 const RECALLED = 20;
 
 /**
- * What `recall` reads, as a relation of an agent read for one user: a prompt to a new session
- * reads its agents anyway, and their memories come with them in the same statement.
+ * What `recall` reads, as a relation of an agent read for several users at once (the agents of
+ * prompts that arrive together are read in one statement): all each user's facts, at most
+ * MEMORY_CAP per agent and user, newest first; `recalledFacts` picks one user's.
  */
-export const recalledMemories = (userId: string) =>
+export const memoriesOf = (userIds: string[]) =>
   ({
-    where: { userId },
+    where: { userId: { in: userIds } },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-    take: RECALLED,
-    select: { fact: true },
+    select: { fact: true, userId: true },
   }) satisfies Prisma.Agent$memoriesArgs;
 
-/** The facts of `recalledMemories` rows, oldest first, as prompts take them. */
-export const recalledFacts = (rows: { fact: string }[]) => rows.toReversed().map((r) => r.fact);
+/** The facts a prompt takes of one user's, from rows newest first: the latest, oldest first. */
+export const recalledFacts = (rows: { fact: string; userId: string }[], userId: string) =>
+  rows
+    .filter((r) => r.userId === userId)
+    .slice(0, RECALLED)
+    .toReversed()
+    .map((r) => r.fact);
 
 /**
  * What agents remember about the people they talk to. After an exchange (unless the user kept
@@ -58,8 +63,8 @@ export function memoryService(
 
   const host: MemoryHost = {
     async recall(agentId, userId) {
-      const { where, ...rest } = recalledMemories(userId);
-      return recalledFacts(await db.memory.findMany({ where: { ...where, agentId }, ...rest }));
+      const { where, ...rest } = memoriesOf([userId]);
+      return recalledFacts(await db.memory.findMany({ where: { ...where, agentId }, ...rest, take: RECALLED }), userId);
     },
 
     async remember({ agentId, userId, sessionId, prompt, reply }) {

@@ -3,7 +3,8 @@ import type { WorkConfig } from '../../config.ts';
 import { Prisma, type Session } from '../../generated/prisma/client.ts';
 import type { EventBus } from './bus.ts';
 import { canReadAgent } from '../agents/service.ts';
-import { recalledFacts, recalledMemories } from '../memory/service.ts';
+import { memoriesOf, recalledFacts } from '../memory/service.ts';
+import { coalescedReads } from '../coalesce.ts';
 import { badInput, forbidden, notFound, unauthenticated, unprocessable } from '../errors.ts';
 import { canNameARow } from '../ids.ts';
 import type { ReplyEngine, ReplyJob } from '../replies/engine.ts';
@@ -72,6 +73,16 @@ const sessionPosition = (cursor: string) =>
 /** Newest activity first; the id breaks ties. */
 const byActivity = [{ updatedAt: 'desc' as const }, { id: 'desc' as const }];
 
+type LoadedAgentRow = Prisma.AgentGetPayload<{ include: { user: { select: { username: true } } } }>;
+/** An agent named by a new session's prompt, with the user's memories when `recall`. */
+interface AgentRead {
+  agentId: string;
+  userId: string;
+  recall: boolean;
+}
+/** Each of a statement's users may bring MEMORY_CAP facts per agent: fewer reads per statement than for keys. */
+const AGENT_READS_PER_STATEMENT = 100;
+
 const KEY_DELETED_END: WatchEnd = { end: true, code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted', lastSeq: null };
 
 export function sessionService(
@@ -106,6 +117,27 @@ export function sessionService(
     if (!canManage(permission)) throw forbidden(`Only an owner of this session can ${action}`);
   }
 
+  /**
+   * The agents a new session's prompt names, with what each remembers of the user when the
+   * prompt will be answered: the reads of prompts that arrive together go in one statement.
+   */
+  const agentReads = coalescedReads(async (keys: readonly AgentRead[]) => {
+    const users = [...new Set(keys.filter((k) => k.recall).map((k) => k.userId))];
+    const rows = await db.agent.findMany({
+      where: { id: { in: [...new Set(keys.map((k) => k.agentId))].filter(canNameARow) } },
+      include: { user: { select: { username: true } }, ...(users.length ? { memories: memoriesOf(users) } : {}) },
+    });
+    const byId = new Map(rows.map((r) => [r.id, r as typeof r & { memories?: { fact: string; userId: string }[] }]));
+    const reads = new Map<AgentRead, { agent: LoadedAgentRow; memories?: string[] }>();
+    for (const key of keys) {
+      const row = byId.get(key.agentId);
+      if (!row) continue;
+      const { memories, ...agent } = row;
+      reads.set(key, { agent, memories: key.recall && memories ? recalledFacts(memories, key.userId) : undefined });
+    }
+    return reads;
+  }, AGENT_READS_PER_STATEMENT);
+
   /** The session's agents in order, as the prompt needs them; for a new session, checked first. */
   async function agentsFor(
     viewer: Viewer,
@@ -115,7 +147,7 @@ export function sessionService(
       id: string;
       name: string;
       key: string;
-      row?: Prisma.AgentGetPayload<{ include: { user: { select: { username: true } } } }>;
+      row?: LoadedAgentRow;
       /** What the agent remembers of the viewer, read with it for a new session's prompt. */
       memories?: string[];
     }[]
@@ -138,17 +170,13 @@ export function sessionService(
         .map((r) => ({ id: r.agent.id, name: r.agent.name, key: r.agent.user.username }));
     }
     if (!input.agentIds?.length) throw badInput(AGENT_IDS_REQUIRED);
-    const ids = input.agentIds;
     const recall = !input.extras?.excludeMemory && Boolean(input.content?.trim() || input.attachments?.length);
-    const found = await db.agent.findMany({
-      where: { id: { in: ids.filter(canNameARow) } },
-      include: { user: { select: { username: true } }, ...(recall ? { memories: recalledMemories(viewer.id) } : {}) },
-    });
-    return ids.map((id, i) => {
-      const match = found.find((a) => a.id === id);
-      if (!match || !canReadAgent(viewer, match)) throw badInput('agent not found or not usable by you', ['agentIds', i]);
-      const { memories, ...agent } = match as typeof match & { memories?: { fact: string }[] };
-      return { id: agent.id, name: agent.name, key: agent.user.username, row: agent, memories: memories && recalledFacts(memories) };
+    const found = await agentReads.loadMany(input.agentIds.map((agentId) => ({ agentId, userId: viewer.id, recall })));
+    return found.map((read, i) => {
+      if (read instanceof Error) throw read;
+      if (!read || !canReadAgent(viewer, read.agent)) throw badInput('agent not found or not usable by you', ['agentIds', i]);
+      const { agent, memories } = read;
+      return { id: agent.id, name: agent.name, key: agent.user.username, row: agent, memories };
     });
   }
 
