@@ -287,6 +287,9 @@ const ctx = { relayUrl, parleyUrl, key, agentId, parleyPid: parley.child.pid!, r
 
 const named: Record<string, Transport> = { relay: 'relay (SSE)', sse: 'parley REST SSE', ws: 'parley graphql-ws' };
 const transports = values.transports!.split(',').map((t) => named[t]!);
+// Measured first, on a server whose heap has not yet grown and freed room for thousands of
+// streams (afterwards new subscriptions fit in that room and RSS does not move).
+const perSubscription = idleSubscriptions > 0 ? await idleCost(idleSubscriptions, ctx) : null;
 const runs: Run[] = [];
 console.log(
   `${tokens} tokens per stream at ${rate}/s, starts spread over ${ramp} ms, ${rounds} alternating rounds per level, on ${postgres ? 'PostgreSQL' : 'the embedded database'}\n`,
@@ -347,8 +350,7 @@ for (const level of levels) {
     );
   }
 }
-if (idleSubscriptions > 0) {
-  const perSubscription = await idleCost(idleSubscriptions, ctx);
+if (perSubscription !== null) {
   console.log(
     `\n${idleSubscriptions} idle graphql-ws subscriptions over 100 sockets: ${perSubscription.toFixed(1)} KB of server memory each (RSS)`,
   );
