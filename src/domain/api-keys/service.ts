@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.ts';
 import { badInput, notFound, unauthenticated } from '../errors.ts';
 import type { SignalOutbox } from '../sessions/signals.ts';
 import type { Viewer } from '../viewer.ts';
-import { coalescedReads } from '../coalesce.ts';
+import { coalesced } from '../coalesce.ts';
 import { generateKey, parseKey, secretMatches } from './secret.ts';
 
 export const KEY_NOT_FOUND = 'API key not found';
@@ -15,7 +15,7 @@ export function apiKeyService(db: Db, signals: Pick<SignalOutbox, 'record' | 'de
   // Every request comes through here: a primary-key read joined to the user, with the reads of
   // requests that arrive together in one statement (a plain join: the relation read Prisma writes
   // builds a JSON object per row).
-  const keyRows = coalescedReads(async (ids: readonly string[]) => {
+  const keyRows = coalesced(async (ids: readonly string[]) => {
     const rows = await db.$queryRaw<{ id: string; userId: string; hash: string; tier: string }[]>`
       SELECT k."id", k."userId", k."hash", u."subscriptionTier" AS "tier"
       FROM "ApiKey" AS k JOIN "User" AS u ON u."id" = k."userId" WHERE k."id" = ANY(${ids}::text[])`;

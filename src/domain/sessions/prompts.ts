@@ -1,5 +1,6 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { badInput } from '../errors.ts';
+import { coalesced } from '../coalesce.ts';
 import { newId } from '../ids.ts';
 import { BUDGET_EXCEEDED, reserveTurns } from './budgets.ts';
 import { newMessageSelect } from './views.ts';
@@ -33,75 +34,110 @@ export class KeyGone extends Error {
 
 type NewMessage = Prisma.MessageGetPayload<{ select: typeof newMessageSelect }>;
 
+interface NewSessionRows {
+  sessionId: string;
+  promptId: string;
+  prompt: NewSessionPrompt;
+  turnsSpent: number;
+}
+type InsertedRow = NewMessage & { sender: { username: string } | null };
+
 /**
- * Creates a session with its agents, its owner as an `owner` user, its first note and, with a
- * prompt, the prompt and a placeholder reply per agent, in one statement: a new session is the
- * start of most conversations, and taking one in should cost one round trip and no transaction
- * held open across several (a burst of new sessions then queues for the database a statement at
- * a time). Returns the messages in order.
+ * Creates sessions with their agents, their owners as `owner` users, their first notes and, with
+ * a prompt, the prompt and a placeholder reply per agent, in one statement for all of them: a
+ * new session is the start of most conversations, and taking one in should cost one round trip
+ * and no transaction held open across several (a burst of new sessions would then queue for the
+ * database a statement at a time). A session whose caller's key no longer exists is not written.
+ * Returns each written session's messages in order.
  */
-async function insertSession(
-  db: Pick<Tx, '$queryRaw'>,
-  id: string,
-  p: PromptToSave & { session: { create: SessionSettings & { agents: { id: string; name: string }[] } } },
-  turnsSpent: number,
-  promptId: string,
-): Promise<(NewMessage & { sender: { username: string } | null })[]> {
-  const s = p.session.create;
-  const messages = [
+async function insertSessions(db: Pick<Tx, '$queryRaw'>, batch: readonly NewSessionRows[]): Promise<Map<string, InsertedRow[]>> {
+  const sessions = batch.map(({ sessionId, prompt: p, turnsSpent }) => ({ id: sessionId, p, s: p.session.create, turnsSpent }));
+  const agents = sessions.flatMap(({ id, s }) => s.agents.map((a, position) => ({ session: id, agent: a.id, position })));
+  const messages = batch.flatMap(({ sessionId, promptId, prompt: p }) => [
     {
+      session: sessionId,
       id: newId(),
       role: 'eden',
       sender: null,
       prompt: null,
       status: 'complete',
-      content: `${s.agents.map((a) => a.name).join(', ')} joined the session`,
+      content: `${p.session.create.agents.map((a) => a.name).join(', ')} joined the session`,
+      attachments: '[]',
+      instance: null,
     },
     ...(p.prompt
       ? [
-          { id: promptId, role: 'user', sender: p.userId, prompt: null, status: 'complete', content: p.prompt.content },
+          {
+            session: sessionId,
+            id: promptId,
+            role: 'user',
+            sender: p.userId,
+            prompt: null,
+            status: 'complete',
+            content: p.prompt.content,
+            attachments: JSON.stringify(p.prompt.attachments),
+            instance: null,
+          },
           ...p.prompt.responders.map((agentId) => ({
+            session: sessionId,
             id: newId(),
             role: 'assistant',
             sender: agentId,
             prompt: promptId,
             status: 'streaming',
             content: '',
+            attachments: '[]',
+            instance: p.instance,
           })),
         ]
       : []),
-  ];
+  ]);
+  const text = (v: number | undefined) => (v === undefined ? null : String(v));
   const rows = await db.$queryRaw<(Omit<NewMessage, 'createdAt'> & { createdAt: Date | string; senderUsername: string | null })[]>`
-    WITH session AS (
+    WITH s AS (
+      SELECT * FROM unnest(
+        ${sessions.map((x) => x.id)}::text[], ${sessions.map((x) => x.p.userId)}::text[], ${sessions.map((x) => x.s.title ?? null)}::text[],
+        ${sessions.map((x) => x.s.scenario ?? null)}::text[], ${sessions.map((x) => text(x.s.mannaBudget))}::text[],
+        ${sessions.map((x) => text(x.s.tokenBudget))}::text[], ${sessions.map((x) => text(x.s.turnBudget))}::text[],
+        ${sessions.map((x) => x.turnsSpent)}::int[], ${sessions.map((x) => x.p.keyId ?? null)}::text[]
+      ) AS s(id, owner, title, scenario, manna_budget, token_budget, turn_budget, turns_spent, key_id)
+    ), session AS (
       INSERT INTO "Session" ("id", "ownerId", "title", "scenario", "mannaBudget", "tokenBudget", "turnBudget", "turnsSpent", "updatedAt")
-      SELECT ${id}, ${p.userId}, ${s.title ?? null}, ${s.scenario ?? null}, ${s.mannaBudget ?? null}::decimal, ${s.tokenBudget ?? null}::int, ${s.turnBudget ?? null}::int, ${turnsSpent}, now()
-      WHERE ${p.keyId ?? null}::text IS NULL OR EXISTS (SELECT 1 FROM "ApiKey" WHERE "id" = ${p.keyId ?? null}::text)
-      RETURNING "id"
+      SELECT s.id, s.owner, s.title, s.scenario, s.manna_budget::decimal, s.token_budget::int, s.turn_budget::int, s.turns_spent, now()
+      FROM s WHERE s.key_id IS NULL OR EXISTS (SELECT 1 FROM "ApiKey" WHERE "id" = s.key_id)
+      RETURNING "id", "ownerId"
     ), agents AS (
       INSERT INTO "SessionAgent" ("sessionId", "agentId", "position", "userId")
-      SELECT session."id", agent.id, agent.position - 1, ${p.userId} FROM session, unnest(${s.agents.map((a) => a.id)}::text[]) WITH ORDINALITY AS agent(id, position)
+      SELECT a.session_id, a.agent_id, a.position, session."ownerId"
+      FROM unnest(${agents.map((a) => a.session)}::text[], ${agents.map((a) => a.agent)}::text[], ${agents.map((a) => a.position)}::int[])
+        AS a(session_id, agent_id, position)
+      JOIN session ON session."id" = a.session_id
     ), owner AS (
-      INSERT INTO "SessionUser" ("sessionId", "userId", "permission") SELECT "id", ${p.userId}, 'owner' FROM session
+      INSERT INTO "SessionUser" ("sessionId", "userId", "permission") SELECT "id", "ownerId", 'owner' FROM session
     ), inserted AS (
       INSERT INTO "Message" ("id", "sessionId", "role", "senderId", "promptId", "status", "content", "attachments", "instance", "updatedAt")
-      SELECT m.id, session."id", m.role::"MessageRole", m.sender, m.prompt, m.status::"MessageStatus", m.content,
-        CASE WHEN m.id = ${promptId} THEN ${p.prompt?.attachments ?? []}::text[] ELSE ARRAY[]::text[] END,
-        CASE WHEN m.role = 'assistant' THEN ${p.instance} END, now()
-      FROM session, unnest(
-        ${messages.map((m) => m.id)}::text[], ${messages.map((m) => m.role)}::text[], ${messages.map((m) => m.sender)}::text[],
-        ${messages.map((m) => m.prompt)}::text[], ${messages.map((m) => m.status)}::text[], ${messages.map((m) => m.content)}::text[]
-      ) WITH ORDINALITY AS m(id, role, sender, prompt, status, content, position)
+      SELECT m.id, m.session_id, m.role::"MessageRole", m.sender, m.prompt, m.status::"MessageStatus", m.content,
+        ARRAY(SELECT jsonb_array_elements_text(m.attachments::jsonb)), m.instance, now()
+      FROM unnest(
+        ${messages.map((m) => m.session)}::text[], ${messages.map((m) => m.id)}::text[], ${messages.map((m) => m.role)}::text[],
+        ${messages.map((m) => m.sender)}::text[], ${messages.map((m) => m.prompt)}::text[], ${messages.map((m) => m.status)}::text[],
+        ${messages.map((m) => m.content)}::text[], ${messages.map((m) => m.attachments)}::text[], ${messages.map((m) => m.instance)}::text[]
+      ) WITH ORDINALITY AS m(session_id, id, role, sender, prompt, status, content, attachments, instance, position)
+      JOIN session ON session."id" = m.session_id
       ORDER BY m.position
       RETURNING "id", "ordinal", "sessionId", "role"::text AS "role", "senderId", "promptId", "status"::text AS "status", "content",
         "attachments", "thought", "error", "promptTokens", "completionTokens", "createdAt"
     )
     SELECT inserted.*, u."username" AS "senderUsername" FROM inserted LEFT JOIN "User" AS u ON u."id" = inserted."senderId"
     ORDER BY inserted."ordinal"`;
-  return rows.map(({ senderUsername, ...r }) => ({
-    ...r,
-    createdAt: new Date(r.createdAt),
-    sender: senderUsername === null ? null : { username: senderUsername },
-  }));
+  const written = new Map<string, InsertedRow[]>();
+  for (const { senderUsername, ...r } of rows) {
+    const row = { ...r, createdAt: new Date(r.createdAt), sender: senderUsername === null ? null : { username: senderUsername } };
+    const list = written.get(row.sessionId);
+    if (list) list.push(row);
+    else written.set(row.sessionId, [row]);
+  }
+  return written;
 }
 
 /** True while a session has no title and no user message yet: its next prompt is its first exchange. */
@@ -155,22 +191,50 @@ function saved(sessionId: string, rows: NewMessage[], promptId: string, firstExc
   return { sessionId, prompt, replies, firstExchange };
 }
 
+/** New sessions per statement at most: bounds a statement's size. */
+const NEW_SESSIONS_PER_STATEMENT = 100;
+
 /**
- * `savePrompt` for a new session: one statement, so it needs no transaction of its own (the
- * caller may pass the client itself).
+ * `savePrompt` for new sessions, which need no transaction: each is written by one statement,
+ * and those that arrive while one is under way are written together by the next. When a
+ * statement for several fails (an agent deleted meanwhile, say), each is written again alone, so
+ * a request fails only for what is wrong with it.
  */
-export async function saveInNewSession(db: Pick<Tx, '$queryRaw'>, p: NewSessionPrompt) {
-  const turns = p.prompt?.responders.length ?? 0;
-  const { create } = p.session;
-  // A new session has spent nothing: only its turn budget can be too small for the agents.
-  if (create.turnBudget !== undefined && turns > create.turnBudget) throw badInput(BUDGET_EXCEEDED.turns);
-  const sessionId = newId();
-  const promptId = newId();
-  const rows = await insertSession(db, sessionId, p, turns, promptId);
-  // Every new session has at least its first note: no rows means the key's check stopped the insert.
-  if (rows.length === 0) throw new KeyGone();
-  if (!p.prompt) return { sessionId, prompt: null, replies: [], firstExchange: false, history: [] };
-  // What the replies start from: the whole conversation so far, already at hand.
-  const history = rows.filter((m) => m.status !== 'streaming');
-  return { ...saved(sessionId, rows, promptId, create.title === undefined), history };
+export function newSessionWriter(db: Pick<Tx, '$queryRaw'>) {
+  const write = async (batch: readonly NewSessionRows[]) => {
+    const written = await insertSessions(db, batch);
+    return new Map<NewSessionRows, InsertedRow[] | Error>(batch.map((b) => [b, written.get(b.sessionId) ?? new KeyGone()]));
+  };
+  const writes = coalesced<NewSessionRows, InsertedRow[]>(async (batch) => {
+    if (batch.length === 1) return write(batch);
+    try {
+      return await write(batch);
+    } catch {
+      const alone = await Promise.all(
+        batch.map((b) =>
+          write([b]).then(
+            (m) => m.get(b)!,
+            (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+          ),
+        ),
+      );
+      return new Map(batch.map((b, i) => [b, alone[i]!] as const));
+    }
+  }, NEW_SESSIONS_PER_STATEMENT);
+
+  return async function saveInNewSession(p: NewSessionPrompt) {
+    const turns = p.prompt?.responders.length ?? 0;
+    const { create } = p.session;
+    // A new session has spent nothing: only its turn budget can be too small for the agents.
+    if (create.turnBudget !== undefined && turns > create.turnBudget) throw badInput(BUDGET_EXCEEDED.turns);
+    const sessionId = newId();
+    const promptId = newId();
+    // Every written session has at least its first note: none means the key's check stopped it.
+    const rows = await writes.load({ sessionId, promptId, prompt: p, turnsSpent: turns });
+    if (!rows) throw new KeyGone();
+    if (!p.prompt) return { sessionId, prompt: null, replies: [], firstExchange: false, history: [] };
+    // What the replies start from: the whole conversation so far, already at hand.
+    const history = rows.filter((m) => m.status !== 'streaming');
+    return { ...saved(sessionId, rows, promptId, create.title === undefined), history };
+  };
 }

@@ -4,7 +4,7 @@ import { Prisma, type Session } from '../../generated/prisma/client.ts';
 import type { EventBus } from './bus.ts';
 import { canReadAgent } from '../agents/service.ts';
 import { memoriesOf, recalledFacts } from '../memory/service.ts';
-import { coalescedReads } from '../coalesce.ts';
+import { coalesced } from '../coalesce.ts';
 import { badInput, forbidden, notFound, unauthenticated, unprocessable } from '../errors.ts';
 import { canNameARow } from '../ids.ts';
 import type { ReplyEngine, ReplyJob } from '../replies/engine.ts';
@@ -20,7 +20,7 @@ import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
 import { numberedPageSchema, pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
 import { sessionWatchStep, type WatchEnd, watchStream, type WatchStream } from './stream.ts';
-import { KeyGone, saveInNewSession, savePrompt } from './prompts.ts';
+import { KeyGone, newSessionWriter, savePrompt } from './prompts.ts';
 import { EXCLUSIVE } from './reactions.ts';
 import { messageSelect, reactionCounts, reactionsView, toMessageView } from './views.ts';
 
@@ -121,7 +121,7 @@ export function sessionService(
    * The agents a new session's prompt names, with what each remembers of the user when the
    * prompt will be answered: the reads of prompts that arrive together go in one statement.
    */
-  const agentReads = coalescedReads(async (keys: readonly AgentRead[]) => {
+  const agentReads = coalesced(async (keys: readonly AgentRead[]) => {
     const users = [...new Set(keys.filter((k) => k.recall).map((k) => k.userId))];
     const rows = await db.agent.findMany({
       where: { id: { in: [...new Set(keys.map((k) => k.agentId))].filter(canNameARow) } },
@@ -137,6 +137,8 @@ export function sessionService(
     }
     return reads;
   }, AGENT_READS_PER_STATEMENT);
+
+  const saveInNewSession = newSessionWriter(db);
 
   /** The session's agents in order, as the prompt needs them; for a new session, checked first. */
   async function agentsFor(
@@ -248,7 +250,7 @@ export function sessionService(
         const update = changesSettings ? settings : undefined;
         saved = await db.$transaction((tx) => savePrompt(tx, { ...toSave, session: { id: input.sessionId!, update } }));
       } else {
-        const created = await saveInNewSession(db, { ...toSave, session: { create: { ...settings, agents } } });
+        const created = await saveInNewSession({ ...toSave, session: { create: { ...settings, agents } } });
         saved = created;
         // A new session's replies need nothing more from the database than what was just written.
         known = {
