@@ -383,7 +383,8 @@ describe('subscriptions over graphql-ws', () => {
   });
 
   it('deleting the session ends its subscriptions with SESSION_DELETED; removing a user ends theirs with FORBIDDEN', async () => {
-    const { session } = await startSession(alice);
+    // Titled from the start: no title is generated after the first reply, to arrive on these subscriptions.
+    const { session } = await startSession(alice, { title: 'Short-lived' });
     await settledSession(t, alice, session.rawId);
     expectData(await t.gql(AddUser, { sessionId: session.id, username: 'bob', permission: 'EDITOR' }, alice.apiKey));
     const bobs = wsSubscribe(ws.connect(bob.apiKey), Events, { sessionId: session.id });
@@ -453,9 +454,9 @@ describe('subscriptions over graphql-ws', () => {
 
 describe('subscriptions over GraphQL SSE', () => {
   it('sessionEvents streams a reply as server-sent events to a client with the key header', async () => {
-    const { session } = await startSession(alice);
-    // The first reply is followed by its title (SessionUpdated); wait for both so only this prompt's events are seen.
-    await expect.poll(async () => (await settledSession(t, alice, session.rawId)).title).not.toBeNull();
+    // Titled from the start: no title is generated after the first reply, to arrive on this subscription.
+    const { session } = await startSession(alice, { title: 'Over SSE' });
+    await settledSession(t, alice, session.rawId);
     const controller = new AbortController();
     const response = await fetch(`${t.url}/graphql`, {
       method: 'POST',
