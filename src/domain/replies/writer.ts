@@ -55,9 +55,32 @@ interface Title {
  */
 export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: string): void }): ReplyWriter {
   const checkpoints = new Map<string, Checkpoint>();
-  let completions: Pending<Completion, MessageView | null>[] = [];
-  let titles: Pending<Title, boolean>[] = [];
+  const completions = waiting<Completion, MessageView | null>();
+  const titles = waiting<Title, boolean>();
   let flushing: Promise<void> | null = null;
+
+  /** Entries whose callers wait for what their write gave; a failed write fails its whole group. */
+  function waiting<E, R>() {
+    const queue: Pending<E, R>[] = [];
+    return {
+      get size() {
+        return queue.length;
+      },
+      add(entry: E) {
+        return new Promise<R>((resolve, reject) => {
+          queue.push({ entry, resolve, reject });
+          wake();
+        });
+      },
+      async write(save: (group: Pending<E, R>[]) => Promise<void>) {
+        const group = queue.splice(0, GROUP);
+        if (!group.length) return;
+        await save(group).catch((err) => {
+          for (const p of group) p.reject(err);
+        });
+      },
+    };
+  }
 
   async function saveCheckpoints(group: Checkpoint[]) {
     await db.$executeRaw`
@@ -111,25 +134,15 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
   async function flushOnce() {
     const due = [...checkpoints.values()].slice(0, GROUP);
     for (const c of due) checkpoints.delete(c.messageId);
-    const done = completions.slice(0, GROUP);
-    completions = completions.slice(GROUP);
     if (due.length)
       // A checkpoint only keeps a crash from losing text: one that fails is skipped, the next one or the final save says it all.
       await saveCheckpoints(due).catch((err) => log.error({ err }, 'could not save reply checkpoints'));
-    if (done.length)
-      await saveCompletions(done).catch((err) => {
-        for (const p of done) p.reject(err);
-      });
-    const named = titles.slice(0, GROUP);
-    titles = titles.slice(GROUP);
-    if (named.length)
-      await saveTitles(named).catch((err) => {
-        for (const t of named) t.reject(err);
-      });
+    await completions.write(saveCompletions);
+    await titles.write(saveTitles);
   }
 
   let scheduled = false;
-  const pending = () => checkpoints.size > 0 || completions.length > 0 || titles.length > 0;
+  const pending = () => checkpoints.size > 0 || completions.size > 0 || titles.size > 0;
 
   function flush() {
     if (flushing) return;
@@ -160,16 +173,8 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
     complete(entry) {
       // The final save carries the whole text: a checkpoint still waiting would only repeat part of it.
       checkpoints.delete(entry.messageId);
-      return new Promise((resolve, reject) => {
-        completions.push({ entry, resolve, reject });
-        wake();
-      });
+      return completions.add(entry);
     },
-    title(sessionId, title) {
-      return new Promise((resolve, reject) => {
-        titles.push({ entry: { sessionId, title }, resolve, reject });
-        wake();
-      });
-    },
+    title: (sessionId, title) => titles.add({ sessionId, title }),
   };
 }

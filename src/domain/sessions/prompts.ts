@@ -203,6 +203,7 @@ const NEW_SESSIONS_PER_STATEMENT = 100;
 export function newSessionWriter(db: Pick<Tx, '$queryRaw'>) {
   const write = async (batch: readonly NewSessionRows[]) => {
     const written = await insertSessions(db, batch);
+    // Every written session has at least its first note: none means the key's check stopped it.
     return new Map<NewSessionRows, InsertedRow[] | Error>(batch.map((b) => [b, written.get(b.sessionId) ?? new KeyGone()]));
   };
   const writes = coalesced<NewSessionRows, InsertedRow[]>(async (batch) => {
@@ -229,7 +230,6 @@ export function newSessionWriter(db: Pick<Tx, '$queryRaw'>) {
     if (create.turnBudget !== undefined && turns > create.turnBudget) throw badInput(BUDGET_EXCEEDED.turns);
     const sessionId = newId();
     const promptId = newId();
-    // Every written session has at least its first note: none means the key's check stopped it.
     const rows = await writes.load({ sessionId, promptId, prompt: p, turnsSpent: turns });
     if (!rows) throw new KeyGone();
     if (!p.prompt) return { sessionId, prompt: null, replies: [], firstExchange: false, history: [] };

@@ -1,14 +1,11 @@
-import { type BusItem, type BusSubscription, isStreamEnd, streamEndCodes } from './bus.ts';
+import { type BusItem, type BusSubscription, isStreamEnd, type StreamEnd, streamEndCodes } from './bus.ts';
 import type { SessionEvent } from './events.ts';
 
 /** Why a watch ends early: the bus's reasons, or a change in the session or the caller's access. */
 export const watchEndCodes = [...streamEndCodes, 'SESSION_DELETED', 'ACCESS_REVOKED'] as const;
 
-export interface WatchEnd {
-  end: true;
+export interface WatchEnd extends Omit<StreamEnd, 'code'> {
   code: (typeof watchEndCodes)[number];
-  reason: string;
-  lastSeq: number | null;
 }
 export type WatchItem = SessionEvent | WatchEnd;
 export const isWatchEnd = (item: WatchItem): item is WatchEnd => 'end' in item;
