@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { launchChromium, type TestBrowser } from '../helpers/browser.ts';
+import { launchChromium, recordingPage, type TestBrowser } from '../helpers/browser.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { settledSession } from '../helpers/sessions.ts';
 
@@ -46,12 +46,7 @@ const responseText = (page: Page) => page.$eval('.graphiql-response', (el) => (e
 
 describe('GraphiQL in a real browser', () => {
   it('loads from the service alone, runs `me` with the key from the headers tab, and streams a subscription', async () => {
-    const page = await browser.newPage();
-    await page.setViewport({ width: 1400, height: 900 });
-    const requested: string[] = [];
-    page.on('request', (r) => requested.push(r.url()));
-    const problems: string[] = [];
-    page.on('pageerror', (e) => problems.push(String(e)));
+    const { page, requested, problems } = await recordingPage(browser, { width: 1400, height: 900 });
     page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
     // Anything the Content-Security-Policy blocks (a script, style, font, worker or request).
     await page.evaluateOnNewDocument(() => {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 
 export interface TestBrowser {
   browser: Browser;
@@ -41,4 +41,18 @@ export async function launchChromium(): Promise<TestBrowser> {
     await rm(profile, { recursive: true, force: true });
     throw e;
   }
+}
+
+/** A new page of this size that records every request it makes and every error its scripts throw. */
+export async function recordingPage(
+  browser: Browser,
+  viewport: { width: number; height: number },
+): Promise<{ page: Page; requested: string[]; problems: string[] }> {
+  const page = await browser.newPage();
+  await page.setViewport(viewport);
+  const requested: string[] = [];
+  const problems: string[] = [];
+  page.on('request', (r) => requested.push(r.url()));
+  page.on('pageerror', (e) => problems.push(String(e)));
+  return { page, requested, problems };
 }

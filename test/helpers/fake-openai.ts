@@ -72,30 +72,68 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
     );
 
   /**
+   * Plays a script's content tokens at its pace, with its faults where they fall: `send` writes
+   * each token, `broken` answers with a malformed or raw body (and ends the response). Resolves
+   * false when a fault cut the answer short (a stall leaves the response open).
+   */
+  async function play(
+    res: ServerResponse,
+    script: Script,
+    wait: () => Promise<unknown>,
+    send: (text: string, i: number) => void,
+    broken: { malformed(): void; raw(data: string): void },
+  ): Promise<boolean> {
+    for (const [i, text] of (script.tokens ?? []).entries()) {
+      if (i === script.stallAfter) return false; // keep the socket open, send nothing more
+      if (i === script.dropAfter) {
+        // Ends the TCP connection after what was written reaches the client: a reply cut mid-stream.
+        res.socket?.end();
+        return false;
+      }
+      if (i === script.malformedAfter) {
+        broken.malformed();
+        return false;
+      }
+      if (i === script.raw?.after) {
+        broken.raw(script.raw.data);
+        return false;
+      }
+      if (i === script.endAfter) {
+        res.end();
+        return false;
+      }
+      await script.gate?.(i);
+      await wait();
+      if (res.destroyed) return false;
+      send(text, i);
+    }
+    return true;
+  }
+
+  /** The usage a script reports: its own, or counts of the request and the tokens. */
+  const usageOf = (script: Script, requestLength: number) => {
+    const usage =
+      script.usage === undefined ? { prompt_tokens: requestLength >> 2, completion_tokens: script.tokens?.length ?? 0 } : script.usage;
+    return usage && { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+  };
+
+  /**
    * A request with `stream: false` gets the whole answer in one JSON body, after the time its
    * chunks would have taken; the faults of a script happen where they would in a stream.
    */
   async function answerWhole(res: ServerResponse, script: Script, wait: () => Promise<unknown>, requestLength: number) {
-    const tokens = script.tokens ?? [];
-    for (const i of tokens.keys()) {
-      if (i === script.stallAfter) return;
-      if (i === script.dropAfter) return void res.socket?.end();
-      if (i === script.malformedAfter)
-        return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"choices": [ this is not');
-      if (i === script.raw?.after) return void res.writeHead(200, { 'content-type': 'application/json' }).end(script.raw.data);
-      await script.gate?.(i);
-      await wait();
-      if (res.destroyed) return;
-    }
-    const usage = script.usage === undefined ? { prompt_tokens: requestLength >> 2, completion_tokens: tokens.length } : script.usage;
-    res.writeHead(200, { 'content-type': 'application/json' }).end(
+    const json = (body: string) => res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    const played = await play(res, script, wait, () => {}, { malformed: () => json('{"choices": [ this is not'), raw: json });
+    if (!played) return;
+    const usage = usageOf(script, requestLength);
+    json(
       JSON.stringify({
         id: 'chatcmpl-fake',
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: 'fake-model',
-        choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, finish_reason: 'stop' }],
-        ...(usage ? { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } } : {}),
+        choices: [{ index: 0, message: { role: 'assistant', content: (script.tokens ?? []).join('') }, finish_reason: 'stop' }],
+        ...(usage ? { usage } : {}),
       }),
     );
   }
@@ -127,22 +165,11 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
       await wait();
       chunk(res, { reasoning_content: text });
     }
-    const tokens = script.tokens ?? [];
-    for (const [i, text] of tokens.entries()) {
-      if (i === script.stallAfter) return; // keep the socket open, send nothing more
-      // Ends the TCP connection after what was written reaches the client: a reply cut mid-stream.
-      if (i === script.dropAfter) return void res.socket?.end();
-      if (i === script.malformedAfter) {
-        res.write('data: {"choices": [ this is not json\n\n');
-        return void res.end();
-      }
-      if (i === script.raw?.after) return void res.end(`data: ${script.raw.data}\n\n`);
-      if (i === script.endAfter) return void res.end();
-      await script.gate?.(i);
-      await wait();
-      if (res.destroyed) return;
-      chunk(res, { ...(i === 0 ? { role: 'assistant' } : {}), content: text });
-    }
+    const played = await play(res, script, wait, (text, i) => chunk(res, { ...(i === 0 ? { role: 'assistant' } : {}), content: text }), {
+      malformed: () => res.end('data: {"choices": [ this is not json\n\n'),
+      raw: (data) => res.end(`data: ${data}\n\n`),
+    });
+    if (!played) return;
     for (const [index, call] of (script.toolCalls ?? []).entries()) {
       chunk(res, { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] });
       chunk(res, { tool_calls: [{ index, function: { arguments: call.arguments } }] });
@@ -150,11 +177,8 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
     res.write(
       `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: script.toolCalls?.length ? 'tool_calls' : 'stop' }] })}\n\n`,
     );
-    const usage = script.usage === undefined ? { prompt_tokens: raw.length >> 2, completion_tokens: tokens.length } : script.usage;
-    if (usage)
-      res.write(
-        `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`,
-      );
+    const usage = usageOf(script, raw.length);
+    if (usage) res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
     res.end(script.omitDone ? undefined : 'data: [DONE]\n\n');
   }
 

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { launchChromium, type TestBrowser } from '../helpers/browser.ts';
+import { launchChromium, recordingPage, type TestBrowser } from '../helpers/browser.ts';
 
 /**
  * The playground as a person uses it, in Debian's Chromium against a real server: a key, an
@@ -32,12 +32,7 @@ afterAll(async () => {
 
 /** A page that records every request it makes and everything its policy blocks or its scripts throw. */
 async function openPage(): Promise<{ page: Page; requested: string[]; problems: string[] }> {
-  const page = await browser.newPage();
-  await page.setViewport({ width: 1280, height: 860 });
-  const requested: string[] = [];
-  const problems: string[] = [];
-  page.on('request', (r) => requested.push(r.url()));
-  page.on('pageerror', (e) => problems.push(String(e)));
+  const { page, requested, problems } = await recordingPage(browser, { width: 1280, height: 860 });
   page.on('console', (m) => process.env.DEBUG_PAGES && console.log('page:', m.text()));
   await page.evaluateOnNewDocument(() => {
     document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP: ${e.violatedDirective} ${e.blockedURI}`));

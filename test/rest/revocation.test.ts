@@ -34,8 +34,17 @@ const events = (userKey: string, sessionId: string) =>
     return s;
   });
 
-/** Every stream that opened ends with ACCESS_REVOKED and never shows the message posted after the change. */
-async function expectNothingAfter(opened: SseClient[], secret: string) {
+/** Streams of the session opened one every 3 ms: they start before, during and after what the test does next. */
+const eventsOpening = (key: string, sessionId: string) =>
+  Array.from({ length: 10 }, (_, i) => new Promise((r) => setTimeout(r, i * 3)).then(() => events(key, sessionId)));
+
+/**
+ * Posts `secret` to the session with `key` (still allowed to), then: every stream that opened
+ * ends with ACCESS_REVOKED and never shows it.
+ */
+async function expectNothingAfter(opened: SseClient[], post: { sessionId: string; key: string; secret: string }) {
+  const { sessionId, key, secret } = post;
+  expect((await t.rest('POST', '/v2/sessions', { key, body: { session_id: sessionId, content: secret } })).status).toBe(200);
   for (const s of opened) {
     if (s.status !== 200) {
       expect([401, 403]).toContain(s.status);
@@ -60,19 +69,12 @@ describe('revocation while streams open', () => {
         body: { username: bob.username, permission: 'editor' },
       });
       expect(added.status).toBe(200);
-      // Streams start before, during and after the removal.
-      const opening = Array.from({ length: 10 }, (_, i) =>
-        new Promise((r) => setTimeout(r, i * 3)).then(() => events(bob.apiKey, sessionId)),
-      );
+      const opening = eventsOpening(bob.apiKey, sessionId);
       const removed = await t.rest('DELETE', `/v2/sessions/${sessionId}/users/${bob.id}`, { key: alice.apiKey });
       expect(removed.status).toBe(200);
       const opened = await Promise.all(opening);
       expect((await t.rest('GET', `/v2/sessions/${sessionId}`, { key: bob.apiKey })).status).toBe(403);
-      const secret = `posted after the removal, round ${round}`;
-      expect((await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { session_id: sessionId, content: secret } })).status).toBe(
-        200,
-      );
-      await expectNothingAfter(opened, secret);
+      await expectNothingAfter(opened, { sessionId, key: alice.apiKey, secret: `posted after the removal, round ${round}` });
     }
   });
 
@@ -80,17 +82,11 @@ describe('revocation while streams open', () => {
     const carol = await t.createUser('carol');
     const sessionId = await newSession(t, carol, [agentId]);
     const spare = await t.services.apiKeys.create(carol.id);
-    const opening = Array.from({ length: 10 }, (_, i) =>
-      new Promise((r) => setTimeout(r, i * 3)).then(() => events(carol.apiKey, sessionId)),
-    );
+    const opening = eventsOpening(carol.apiKey, sessionId);
     const deleted = await t.rest('DELETE', '/apikeys', { key: spare.apiKey, body: { apiKey: carol.apiKey } });
     expect(deleted.status).toBe(200);
     const opened = await Promise.all(opening);
-    const secret = 'posted after the key was deleted';
-    expect((await t.rest('POST', '/v2/sessions', { key: spare.apiKey, body: { session_id: sessionId, content: secret } })).status).toBe(
-      200,
-    );
-    await expectNothingAfter(opened, secret);
+    await expectNothingAfter(opened, { sessionId, key: spare.apiKey, secret: 'posted after the key was deleted' });
   });
 
   it('a watch that missed the removal signal is still ended by the next access check', async () => {
