@@ -125,6 +125,8 @@ describe('POST /v2/sessions with stream: true', () => {
   it('takes a streamed prompt to a new session in with three statements before its first token, and no transaction', async () => {
     const held = deferred();
     llm.enqueue({ tokens: ['first', ' rest'], gate: (i) => (i === 1 ? held.promise : undefined) });
+    // Earlier sessions are named after their reply has ended: those writes must not fall in the count.
+    await expect.poll(() => t.db.session.count({ where: { title: null, messages: { some: { role: 'user' } } } })).toBe(0);
     const before = t.queries.length;
     const s = await prompt(alice, { agent_ids: [muse.id], content: 'Count my statements' });
     await s.waitFor((f) => f.data?.data?.type === 'assistant_token');
