@@ -29,3 +29,31 @@ export function coalesced<K, V>(run: (keys: readonly K[]) => Promise<Map<K, V | 
     },
   );
 }
+
+/**
+ * `coalesced` for writes: when the statement written for a group fails, each key of the group is
+ * written again alone, so one row the database refuses fails only its own caller.
+ */
+export function coalescedWrites<K, V>(write: (keys: readonly K[]) => Promise<Map<K, V | Error>>, maxBatch = MAX_BATCH) {
+  return coalesced<K, V>(async (group) => {
+    if (group.length === 1) return write(group);
+    try {
+      return await write(group);
+    } catch {
+      const alone = await Promise.all(
+        group.map((k) =>
+          write([k]).then(
+            (m) => m.get(k),
+            (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+          ),
+        ),
+      );
+      const answers = new Map<K, V | Error>();
+      group.forEach((k, i) => {
+        const answer = alone[i];
+        if (answer !== undefined) answers.set(k, answer);
+      });
+      return answers;
+    }
+  }, maxBatch);
+}

@@ -3,14 +3,25 @@ import type { Prisma } from '../../generated/prisma/client.ts';
 import type { ChatProvider } from '../replies/providers/types.ts';
 import type { MemoryHost } from '../replies/tools.ts';
 import type { Viewer } from '../viewer.ts';
+import { coalescedWrites } from '../coalesce.ts';
 import { notFound } from '../errors.ts';
 import { canNameARow, newId } from '../ids.ts';
 import { EXTRACTION_INSTRUCTION, factKey, factsByRule, factsFromAnswer } from './extract.ts';
 
 /** Facts kept per agent and user; past it the oldest go. */
 export const MEMORY_CAP = 50;
+/** Exchanges whose facts one statement writes at most. */
+const LEARNT_PER_STATEMENT = 100;
 /** Facts put into a prompt: the most recent. */
 const RECALLED = 20;
+
+/** What one exchange taught an agent about a user. */
+interface Learnt {
+  agentId: string;
+  userId: string;
+  sessionId: string;
+  facts: string[];
+}
 
 /**
  * What `recall` reads, as a relation of an agent read for several users at once (the agents of
@@ -61,6 +72,40 @@ export function memoryService(
     return factsFromAnswer(await provider.complete(request, AbortSignal.timeout(30_000)));
   }
 
+  /**
+   * Facts learnt in exchanges that end together are written by one statement: replies finishing
+   * by the thousand each remember. The trim cannot see the rows inserted beside it, so for each
+   * agent and user it keeps as many fewer of the older ones as were added; concurrent trims of the
+   * same memory agree on what is past the cap.
+   */
+  const keep = coalescedWrites<Learnt, true>(async (group) => {
+    const rows = group.flatMap((l) => l.facts.map((fact) => ({ ...l, fact })));
+    await db.$executeRaw`
+      WITH f AS (
+        SELECT * FROM unnest(
+          ${rows.map(() => newId())}::text[], ${rows.map((r) => r.agentId)}::text[], ${rows.map((r) => r.userId)}::text[],
+          ${rows.map((r) => r.sessionId)}::text[], ${rows.map((r) => r.fact)}::text[], ${rows.map((r) => factKey(r.fact))}::text[]
+        ) AS f("id", "agentId", "userId", "sessionId", "fact", "key")
+      ),
+      added AS (
+        INSERT INTO "Memory" ("id", "agentId", "userId", "sessionId", "fact", "key") SELECT * FROM f
+        ON CONFLICT ("agentId", "userId", "key") DO NOTHING
+        RETURNING "agentId", "userId"
+      ),
+      room AS (
+        SELECT p."agentId", p."userId",
+          GREATEST(0, ${MEMORY_CAP} - (SELECT count(*) FROM added a WHERE a."agentId" = p."agentId" AND a."userId" = p."userId")) AS "older"
+        FROM (SELECT DISTINCT "agentId", "userId" FROM f) AS p
+      )
+      DELETE FROM "Memory" WHERE "id" IN (
+        SELECT past."id" FROM room CROSS JOIN LATERAL (
+          SELECT "id" FROM "Memory" AS m WHERE m."agentId" = room."agentId" AND m."userId" = room."userId"
+          ORDER BY m."createdAt" DESC, m."id" DESC OFFSET room."older"
+        ) AS past
+      )`;
+    return new Map(group.map((l) => [l, true as const]));
+  }, LEARNT_PER_STATEMENT);
+
   const host: MemoryHost = {
     async recall(agentId, userId) {
       const { where, ...rest } = memoriesOf([userId]);
@@ -76,22 +121,7 @@ export function memoryService(
         return;
       }
       if (facts.length === 0) return;
-      // One statement: replies finishing by the thousand each remember. The trim cannot see the
-      // rows inserted beside it, so it keeps that many fewer of the older ones; concurrent trims
-      // of the same memory agree on what is past the cap.
-      const kept = facts.slice(0, MEMORY_CAP);
-      await db.$executeRaw`
-        WITH added AS (
-          INSERT INTO "Memory" ("id", "agentId", "userId", "sessionId", "fact", "key")
-          SELECT f.id, ${agentId}, ${userId}, ${sessionId}, f.fact, f.key
-          FROM unnest(${kept.map(() => newId())}::text[], ${kept}::text[], ${kept.map(factKey)}::text[]) AS f(id, fact, key)
-          ON CONFLICT ("agentId", "userId", "key") DO NOTHING
-          RETURNING 1
-        )
-        DELETE FROM "Memory" WHERE "id" IN (
-          SELECT "id" FROM "Memory" WHERE "agentId" = ${agentId} AND "userId" = ${userId}
-          ORDER BY "createdAt" DESC, "id" DESC OFFSET GREATEST(0, ${MEMORY_CAP} - (SELECT count(*) FROM added))
-        )`;
+      await keep.load({ agentId, userId, sessionId, facts: facts.slice(0, MEMORY_CAP) });
     },
   };
 

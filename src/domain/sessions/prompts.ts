@@ -1,6 +1,6 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { badInput } from '../errors.ts';
-import { coalesced } from '../coalesce.ts';
+import { coalescedWrites } from '../coalesce.ts';
 import { newId } from '../ids.ts';
 import { BUDGET_EXCEEDED, reserveTurns } from './budgets.ts';
 import { newMessageSelect } from './views.ts';
@@ -206,22 +206,7 @@ export function newSessionWriter(db: Pick<Tx, '$queryRaw'>) {
     // Every written session has at least its first note: none means the key's check stopped it.
     return new Map<NewSessionRows, InsertedRow[] | Error>(batch.map((b) => [b, written.get(b.sessionId) ?? new KeyGone()]));
   };
-  const writes = coalesced<NewSessionRows, InsertedRow[]>(async (batch) => {
-    if (batch.length === 1) return write(batch);
-    try {
-      return await write(batch);
-    } catch {
-      const alone = await Promise.all(
-        batch.map((b) =>
-          write([b]).then(
-            (m) => m.get(b)!,
-            (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
-          ),
-        ),
-      );
-      return new Map(batch.map((b, i) => [b, alone[i]!] as const));
-    }
-  }, NEW_SESSIONS_PER_STATEMENT);
+  const writes = coalescedWrites<NewSessionRows, InsertedRow[]>(write, NEW_SESSIONS_PER_STATEMENT);
 
   return async function saveInNewSession(p: NewSessionPrompt) {
     const turns = p.prompt?.responders.length ?? 0;

@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MEMORY_CAP } from '../../src/domain/memory/service.ts';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+
+// Replies that end together each remember what they learnt; their facts are written by one
+// statement. Against the real database, with the offline extractor (facts by rule from what the
+// user said), so that every exchange is ready in the same moment.
+
+let t: TestApp;
+let dana: TestUser;
+let fin: TestUser;
+let ada: { id: string };
+let bo: { id: string };
+
+beforeAll(async () => {
+  t = await startTestApp();
+  [dana, fin] = [await t.createUser('dana'), await t.createUser('fin')];
+  ada = await fixtures(t).agent(dana, { name: 'Ada', key: 'ada' });
+  bo = await fixtures(t).agent(dana, { name: 'Bo', key: 'bo' });
+});
+afterAll(() => t.close());
+
+const remember = (agent: { id: string }, user: TestUser, prompt: string) =>
+  t.services.memories.host.remember({ agentId: agent.id, userId: user.id, sessionId: 'a-session', prompt, reply: 'Noted.' });
+const facts = async (agent: { id: string }, user: TestUser) =>
+  (await t.services.memories.list({ id: user.id }, agent.id)).map((m) => m.fact);
+const memoryWrites = (from: number) => t.queries.slice(from).filter((q) => q.includes('INSERT INTO "Memory"'));
+
+describe('memories learnt together', () => {
+  it('are written by one statement, each fact once per agent and user, keeping the newest up to the cap', async () => {
+    await t.db.memory.createMany({
+      data: Array.from({ length: MEMORY_CAP - 1 }, (_, i) => ({
+        agentId: ada.id,
+        userId: dana.id,
+        fact: `Old ${i}`,
+        key: `old ${i}`,
+        createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+      })),
+    });
+    const before = t.queries.length;
+    await Promise.all([
+      remember(ada, dana, 'My name is Dana. I live in Lisbon.'),
+      remember(ada, dana, 'I live in Lisbon. I prefer tea.'),
+      remember(ada, fin, 'My name is Fin.'),
+      remember(bo, dana, 'I prefer tea.'),
+    ]);
+    expect(memoryWrites(before)).toHaveLength(1);
+
+    // Three new facts on top of MEMORY_CAP - 1: the two oldest go, "Lives in Lisbon" is kept once.
+    const adaOfDana = await facts(ada, dana);
+    expect(adaOfDana).toHaveLength(MEMORY_CAP);
+    expect(adaOfDana.slice(0, 3).sort()).toEqual(['Lives in Lisbon', 'Prefers tea', 'Their name is Dana']);
+    expect(adaOfDana).not.toContain('Old 0');
+    expect(adaOfDana).not.toContain('Old 1');
+    expect(adaOfDana).toContain('Old 2');
+    expect(await facts(ada, fin)).toEqual(['Their name is Fin']);
+    expect(await facts(bo, dana)).toEqual(['Prefers tea']);
+  });
+
+  it('that the database refuses as a group are written again one exchange at a time: only the one for a deleted agent is lost', async () => {
+    const gone = await fixtures(t).agent(dana, { name: 'Gone', key: 'gone' });
+    await t.db.agent.delete({ where: { id: gone.id } });
+    const results = await Promise.allSettled([
+      remember(ada, fin, 'I prefer jazz.'),
+      remember(gone, fin, 'I prefer rock.'),
+      remember(bo, fin, 'I live in Oslo.'),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(await facts(ada, fin)).toEqual(['Prefers jazz', 'Their name is Fin']);
+    expect(await facts(bo, fin)).toEqual(['Lives in Oslo']);
+    expect(await t.db.memory.count({ where: { agentId: gone.id } })).toBe(0);
+  });
+});
