@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/domain/ids.ts';
+import type { WatchStream } from '../../src/domain/sessions/stream.ts';
+import type { Viewer } from '../../src/domain/viewer.ts';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { newSession } from '../helpers/sessions.ts';
+
+// Thousands of clients opening their watches at once: whether each may watch, and whether its
+// key still exists, are read for the watches that arrive together in a few statements, and each
+// is answered as if it had come alone.
+
+let t: TestApp;
+let alice: TestUser;
+let bob: TestUser;
+let carol: TestUser;
+let dave: TestUser;
+let sessionId: string;
+const opened: WatchStream[] = [];
+
+beforeAll(async () => {
+  t = await startTestApp({ limits: { maxSubscriptionsPerKey: 100 } });
+  [alice, bob, carol, dave] = [
+    await t.createUser('alice'),
+    await t.createUser('bob'),
+    await t.createUser('carol'),
+    await t.createUser('dave'),
+  ];
+  const agent = await fixtures(t).agent(alice, { name: 'Scribe', key: 'scribe' });
+  sessionId = await newSession(t, alice, [agent.id]);
+  for (const u of [bob, dave])
+    await t.rest('POST', `/v2/sessions/${sessionId}/users`, { key: alice.apiKey, body: { username: u.username, permission: 'editor' } });
+});
+afterAll(async () => {
+  for (const w of opened) w.close();
+  await t.close();
+});
+
+describe('watches opened together', () => {
+  it('read who may watch, and whether their keys still exist, for all of them at once, each answered as if alone', async () => {
+    const [owner, editor, stranger, revoked] = await Promise.all(
+      [alice, bob, carol, dave].map((u) => t.services.apiKeys.authenticate(u.apiKey)),
+    );
+    await t.services.apiKeys.delete(revoked!, dave.apiKey);
+    const asked: [Viewer, string][] = [
+      ...Array.from({ length: 10 }, () => [owner!, sessionId] as [Viewer, string]),
+      ...Array.from({ length: 5 }, () => [editor!, sessionId] as [Viewer, string]),
+      [stranger!, sessionId],
+      [owner!, newId()],
+      [revoked!, sessionId],
+    ];
+    const before = t.queries.length;
+    const outcomes = await Promise.all(
+      asked.map(([viewer, id]) =>
+        t.services.sessions.watch(viewer, id).then(
+          (w) => {
+            opened.push(w);
+            return w;
+          },
+          (e: { code: string }) => e.code,
+        ),
+      ),
+    );
+    expect(outcomes.slice(15, 17)).toEqual(['FORBIDDEN', 'NOT_FOUND']);
+    // The deleted key's watch ends before it delivers anything; the others stay open.
+    const lastOne = outcomes[17] as WatchStream;
+    expect((await lastOne.next()).value).toMatchObject({
+      end: true,
+      code: 'ACCESS_REVOKED',
+      reason: 'The API key of this stream was deleted',
+    });
+    expect(outcomes.slice(0, 15).every((o) => typeof o !== 'string')).toBe(true);
+
+    // A few statements for 18 watches, not one each (on Redis, the watches' positions come back
+    // over a few reads, and the reads after them group accordingly).
+    const statements = t.queries.slice(before);
+    expect(statements.filter((q) => q.includes('"SessionUser"')).length).toBeLessThanOrEqual(3);
+    expect(statements.filter((q) => q.includes('FROM "public"."ApiKey"')).length).toBeLessThanOrEqual(3);
+  });
+});
