@@ -3,7 +3,8 @@
 // the ratio shows what going through Redis costs. Then a kill: clients watch on a third instance
 // while replies are written on another; that instance is SIGKILLed mid-reply and each client
 // resumes on a survivor with `after`. Lost and duplicated tokens are counted.
-//   npm run bench:scale [-- --streams 200 --tokens 40 --rate 20 --rounds 3 --watchers 100]
+//   npm run bench:scale [-- --streams 200 --tokens 40 --rate 20 --rounds 3 --watchers 100 --profile <dir>]
+// (`--profile` writes V8 CPU profiles of every instance's threads.)
 // PostgreSQL and Redis are started for the run (Debian's postgresql and redis-server packages).
 import { parseArgs } from 'node:util';
 import { createClient, type Client } from 'graphql-ws';
@@ -32,6 +33,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     ramp: { type: 'string', default: '1000' },
     watchers: { type: 'string', default: '100' },
+    profile: { type: 'string' },
   },
 });
 const streams = Number(values.streams);
@@ -58,7 +60,12 @@ interface Deployment {
 }
 
 async function instance(env: Record<string, string>) {
-  const { child, match } = await start(['bin/parley.js', 'serve'], { ...env, PORT: '0' }, /parley listening on (http:\/\/[\d.:]+)/);
+  const profiling = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [];
+  const { child, match } = await start(
+    [...profiling, 'bin/parley.js', 'serve'],
+    { ...env, PORT: '0' },
+    /parley listening on (http:\/\/[\d.:]+)/,
+  );
   return { url: match[1]!, child };
 }
 
