@@ -11,6 +11,9 @@ type Of<T extends SessionEventType> = SessionEventOf<T>;
 
 export const SessionEvent = builder.interfaceRef<SessionEventView>('SessionEvent').implement({
   description: 'Something that happened in a session. `seq` grows with every event of the session: resume with after: seq.',
+  // Named from the event's own type: every streamed token would otherwise be tried against each
+  // event type in turn.
+  resolveType: (e) => eventTypes[e.type].name,
   fields: (t) => ({
     seq: t.expose('seq', { type: 'Seq' }),
     sessionId: t.globalID({ resolve: (e) => ({ type: 'Session', id: e.sessionId }) }),
