@@ -71,10 +71,11 @@ describe('watches opened together', () => {
     });
     expect(outcomes.slice(0, 15).every((o) => typeof o !== 'string')).toBe(true);
 
-    // A few statements for 18 watches, not one each (on Redis, the watches' positions come back
-    // over a few reads, and the reads after them group accordingly).
+    // A few statements for 18 watches, not one each. On Redis the watches' positions come back
+    // over a few reads, and the reads after them group accordingly; the periodic check of every
+    // open watch (one read of each kind a second) may also fall in the window.
     const statements = t.queries.slice(before);
-    expect(statements.filter((q) => q.includes('"SessionUser"')).length).toBeLessThanOrEqual(3);
-    expect(statements.filter((q) => q.includes('FROM "public"."ApiKey"')).length).toBeLessThanOrEqual(3);
+    expect(statements.filter((q) => q.includes('"SessionUser"')).length).toBeLessThanOrEqual(6);
+    expect(statements.filter((q) => q.includes('FROM "public"."ApiKey"')).length).toBeLessThanOrEqual(6);
   });
 });
