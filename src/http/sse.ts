@@ -3,14 +3,15 @@ import type { FastifyReply } from 'fastify';
 
 /**
  * Headers that keep proxies and browsers from buffering or caching an event stream. Its
- * connection is not kept for another request: when a stream ends (a shutdown, say) the socket
- * closes with it instead of idling until the keep-alive timeout.
+ * connection is kept for the client's next request, as any other answer's is: under load a
+ * Node server takes in one new connection per turn of its event loop (libuv accepts one at a
+ * time), so a client that had to connect again for every stream would wait in the listen queue.
+ * On shutdown a connection closes as soon as its stream has ended (`src/http/connections.ts`).
  */
 export const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache, no-transform',
   'x-accel-buffering': 'no',
-  connection: 'close',
 } as const;
 
 export interface SseFrame {
@@ -92,7 +93,8 @@ export class SseStream {
     if (!this.open) return;
     this.stop();
     this.res.end();
-    if (this.res.writableLength > 0) setTimeout(() => this.res.destroy(), LINGER_MS).unref();
+    // Unless the client read it all meanwhile: then the connection may already carry its next request.
+    if (this.res.writableLength > 0) setTimeout(() => this.res.writableFinished || this.res.destroy(), LINGER_MS).unref();
   }
 
   private stop() {

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { LlmConfig } from '../../src/config.ts';
@@ -140,6 +141,33 @@ describe('POST /v2/sessions with stream: true', () => {
       expect.stringMatching(/FROM "public"."Agent" .*"public"."Memory"/s),
       expect.stringMatching(/INSERT INTO "Session".*FROM "ApiKey"/s),
     ]);
+  });
+
+  it('keeps the connection for the next request once the stream has ended, as a browser or SDK expects', async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const stream = (content: string) =>
+      new Promise<{ body: string; reused: boolean }>((resolve, reject) => {
+        const req = request(`${t.url}/v2/sessions`, {
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'x-api-key': alice.apiKey },
+        });
+        req.on('response', (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (d) => (body += d));
+          res.on('end', () => resolve({ body, reused: req.reusedSocket }));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ agent_ids: [muse.id], content, stream: true }));
+      });
+    try {
+      const first = await stream('first over this connection');
+      const second = await stream('second over this connection');
+      for (const s of [first, second]) expect(s.body).toMatch(/"event":"done"/);
+      expect([first.reused, second.reused]).toEqual([false, true]);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('sends heartbeat comments while the model is slow', async () => {
