@@ -93,8 +93,11 @@ export class SseStream {
     if (!this.open) return;
     this.stop();
     this.res.end();
-    // Unless the client read it all meanwhile: then the connection may already carry its next request.
-    if (this.res.writableLength > 0) setTimeout(() => this.res.writableFinished || this.res.destroy(), LINGER_MS).unref();
+    if (this.res.writableLength === 0) return;
+    setTimeout(() => {
+      // A client that read it all meanwhile may already be sending its next request on this connection.
+      if (!this.res.writableFinished) this.res.destroy();
+    }, LINGER_MS).unref();
   }
 
   private stop() {
