@@ -222,14 +222,14 @@ describe('POST /v2/sessions with stream: true', () => {
         .join(''),
     ).toBe('Let me think.');
     expect(thinking.find((e) => e.type === 'assistant_message').message).toMatchObject({ thought: 'Let me think.', content: 'Answer' });
-    expect(llm.requests[0]!.body.reasoning_effort).toBe('medium');
+    expect(llm.replyRequests()[0]!.body.reasoning_effort).toBe('medium');
 
     llm.reset();
     llm.enqueue({ reasoning: ['hidden'], tokens: ['Answer'] });
     const plain = updates(await (await prompt(alice, { agent_ids: [muse.id], content: 'no thinking' })).done);
     expect(plain.some((e) => e.type === 'assistant_thinking')).toBe(false);
     expect(plain.find((e) => e.type === 'assistant_message').message.thought).toBeNull();
-    expect(llm.requests[0]!.body).not.toHaveProperty('reasoning_effort');
+    expect(llm.replyRequests()[0]!.body).not.toHaveProperty('reasoning_effort');
   });
 
   it('answers errors before the stream starts as JSON, not as a stream', async () => {
