@@ -1,12 +1,21 @@
 import type { Db } from '../../db/database.ts';
+import { coalesced } from '../coalesce.ts';
 import type { Viewer } from '../viewer.ts';
 import type { WatchEnd } from './stream.ts';
+
+/** How a watch ends once the API key it was opened with is gone. */
+export const KEY_DELETED_END: WatchEnd = {
+  end: true,
+  code: 'ACCESS_REVOKED',
+  reason: 'The API key of this stream was deleted',
+  lastSeq: null,
+};
 
 export interface AccessTicket {
   /** Null when the watch may deliver now; else a promise that settles once its access was checked again. */
   admit(): Promise<void> | null;
-  /** Holds delivery until `check` says access stands (null) or ends the watch with its reason. */
-  confirmBy(check: Promise<WatchEnd | null>): void;
+  /** Holds delivery until the watcher's API key is seen to exist, or ends the watch if it is gone. */
+  confirmKey(): void;
   close(): void;
 }
 
@@ -32,6 +41,11 @@ const chunks = <T>(items: T[]) =>
 export function accessGate(db: Db, everyMs: number, log: { warn(obj: unknown, msg?: string): void }) {
   const open = new Set<Ticket>();
   let checking: Promise<void> | null = null;
+  /** Which API keys still exist: the periodic check and newly opened watches ask together. */
+  const liveKeys = coalesced(async (ids: readonly string[]) => {
+    const rows = await db.apiKey.findMany({ where: { id: { in: [...ids] } }, select: { id: true } });
+    return new Map(rows.map((r) => [r.id, true as const]));
+  });
 
   const wake = (t: Ticket) => {
     for (const w of t.waiters.splice(0)) w();
@@ -42,9 +56,11 @@ export function accessGate(db: Db, everyMs: number, log: { warn(obj: unknown, ms
     const tickets = [...open];
     try {
       const keyIds = [...new Set(tickets.flatMap((t) => (t.viewer.keyId ? [t.viewer.keyId] : [])))];
-      const liveKeys = new Set<string>();
-      for (const ids of chunks(keyIds))
-        for (const k of await db.apiKey.findMany({ where: { id: { in: ids } }, select: { id: true } })) liveKeys.add(k.id);
+      const alive = new Set<string>();
+      for (const [i, live] of (await liveKeys.loadMany(keyIds)).entries()) {
+        if (live instanceof Error) throw live;
+        if (live) alive.add(keyIds[i]!);
+      }
       const sessionIds = [...new Set(tickets.map((t) => t.sessionId))];
       const userIds = [...new Set(tickets.map((t) => t.viewer.id))];
       const members = new Map<string, Set<string>>();
@@ -58,8 +74,7 @@ export function accessGate(db: Db, everyMs: number, log: { warn(obj: unknown, ms
       for (const t of tickets) {
         if (!open.has(t)) continue;
         const people = members.get(t.sessionId);
-        if (t.viewer.keyId && !liveKeys.has(t.viewer.keyId))
-          t.lost({ end: true, code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted', lastSeq: null });
+        if (t.viewer.keyId && !alive.has(t.viewer.keyId)) t.lost(KEY_DELETED_END);
         else if (!people) t.lost({ end: true, code: 'SESSION_DELETED', reason: 'This session was deleted', lastSeq: null });
         else if (!people.has(t.viewer.id))
           t.lost({ end: true, code: 'ACCESS_REVOKED', reason: 'You were removed from this session', lastSeq: null });
@@ -118,7 +133,9 @@ export function accessGate(db: Db, everyMs: number, log: { warn(obj: unknown, ms
           if (ticket.freshUntil !== 0) void check();
           return settled;
         },
-        confirmBy(check) {
+        confirmKey() {
+          const keyId = viewer.keyId;
+          if (!keyId) return;
           const until = ticket.freshUntil;
           const confirmed = () => {
             if (!open.has(ticket)) return;
@@ -127,7 +144,7 @@ export function accessGate(db: Db, everyMs: number, log: { warn(obj: unknown, ms
           };
           ticket.freshUntil = 0;
           // A check that fails (the database out of reach) counts as passed, as in `checkAll`.
-          check.then((end) => (end ? ticket.lost(end) : confirmed()), confirmed);
+          liveKeys.load(keyId).then((live) => (live ? confirmed() : ticket.lost(KEY_DELETED_END)), confirmed);
         },
         close() {
           open.delete(ticket);

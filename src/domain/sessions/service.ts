@@ -13,7 +13,7 @@ import { parseInput } from '../validation.ts';
 import { releaseHolds } from '../tools/holds.ts';
 import type { Viewer } from '../viewer.ts';
 import type { StreamLimits } from './stream-limits.ts';
-import type { AccessGate } from './access-gate.ts';
+import { type AccessGate, KEY_DELETED_END } from './access-gate.ts';
 import type { SignalOutbox } from './signals.ts';
 import { canManage, canPost, NO_ACCESS, SESSION_NOT_FOUND, type Permission } from './access.ts';
 import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
@@ -83,8 +83,6 @@ interface AgentRead {
 /** Each of a statement's users may bring MEMORY_CAP facts per agent: fewer reads per statement than for keys. */
 const AGENT_READS_PER_STATEMENT = 100;
 
-const KEY_DELETED_END: WatchEnd = { end: true, code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted', lastSeq: null };
-
 export function sessionService(
   db: Db,
   bus: EventBus,
@@ -119,12 +117,6 @@ export function sessionService(
     if (!place) throw notFound(SESSION_NOT_FOUND);
     return place.permission;
   }
-
-  /** Whether API keys still exist, for the watches opened together in one statement. */
-  const liveKeys = coalesced(async (ids: readonly string[]) => {
-    const rows = await db.apiKey.findMany({ where: { id: { in: [...ids] } }, select: { id: true } });
-    return new Map(rows.map((r) => [r.id, true as const]));
-  });
 
   async function requireAccess(viewer: Viewer, sessionId: string): Promise<Permission> {
     const permission = await permissionIn(viewer, sessionId);
@@ -355,9 +347,7 @@ export function sessionService(
     stopListening = bus.onKeyRevoked((keyId) => {
       if (keyId === viewer.keyId) stream.interrupt(KEY_DELETED_END);
     });
-    if (viewer.keyId && !options.keyConfirmed) {
-      ticket.confirmBy(liveKeys.load(viewer.keyId).then((live) => (live ? null : KEY_DELETED_END)));
-    }
+    if (!options.keyConfirmed) ticket.confirmKey();
     return stream;
   }
 
