@@ -1,64 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { EventsConfig } from '../config.ts';
-import type { SessionEvent, SessionEventPayload } from '../domain/sessions/events.ts';
+import type { SessionEvent } from '../domain/sessions/events.ts';
 import type { WarnLog } from '../limits/throttled-log.ts';
 import { connectRedis } from '../redis/client.ts';
+import { createPublisher, liveChannel, type PublisherOptions, seqKey, streamKey } from './redis-publisher.ts';
 import { type EventSource, ends, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
 import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/sessions/bus.ts';
 
-const seqKey = (sessionId: string) => `parley:seq:{${sessionId}}`;
-const streamKey = (sessionId: string) => `parley:events:{${sessionId}}`;
-const bytesKey = (sessionId: string) => `parley:event-bytes:{${sessionId}}`;
-const liveChannel = (sessionId: string) => `parley:live:${sessionId}`;
 const CONTROL = 'parley:control';
 const LIVE_PREFIX = 'parley:live:';
-
-/**
- * Numbers the events one instance published for a session in one tick (ARGV[5..], in order) and
- * appends each to the session's stream, whose entry id is the seq itself, so "events after n" is
- * a range read; then sends them to the watching instances as one pub/sub message: the first seq,
- * then one event per line (JSON has no raw newline). A session's first seq comes from the clock
- * in microseconds (never below what the stream already holds): a session forgotten and started
- * again never reuses a number a client may still hold. `%d` because Lua prints large numbers as
- * floats. Returns the first event's seq.
- */
-const PUBLISH = `
-local n = #ARGV - 5
-local seq
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  seq = redis.call('INCRBY', KEYS[1], n) - n + 1
-else
-  seq = tonumber(ARGV[1])
-  local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
-  if last then
-    local held = tonumber(string.match(last[1], '^(%d+)'))
-    if held >= seq then seq = held + 1 end
-  end
-  redis.call('SET', KEYS[1], string.format('%d', seq + n - 1))
-end
-local message = { string.format('%d', seq) }
-local bytes = 0
-for i = 1, n do
-  redis.call('XADD', KEYS[2], string.format('%d', seq + i - 1) .. '-0', 'e', ARGV[5 + i])
-  message[i + 1] = ARGV[5 + i]
-  bytes = redis.call('INCRBY', KEYS[3], #ARGV[5 + i])
-end
--- The log keeps at most ARGV[2] events and about ARGV[5] bytes of them (KEYS[3] counts what it
--- holds): the oldest go first, never the last event just added.
-local newest = string.format('%d', seq + n - 1) .. '-0'
-while redis.call('XLEN', KEYS[2]) > tonumber(ARGV[2]) or bytes > tonumber(ARGV[5]) do
-  local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
-  if not oldest or oldest[1] == newest then break end
-  redis.call('XDEL', KEYS[2], oldest[1])
-  bytes = redis.call('DECRBY', KEYS[3], #oldest[2][2])
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-redis.call('PEXPIRE', KEYS[3], ARGV[3])
-redis.call('PUBLISH', ARGV[4], table.concat(message, '\\n'))
-return seq
-`;
 
 /** The session's current seq, made now (as PUBLISH would) if the session has none yet. */
 const CURRENT = `
@@ -115,7 +66,7 @@ class Channel implements EventSource {
 
 interface Reader {
   range(sessionId: string, fromSeq: number, count: number): Promise<SessionEvent[]>;
-  current(sessionId: string): Promise<number>;
+  current(sessionId: string): number | Promise<number>;
 }
 
 /**
@@ -126,27 +77,31 @@ interface Reader {
  * restarts of parley. Pub/sub can drop messages while a connection is re-established: seqs are
  * consecutive, so a gap is seen and filled from the stream.
  */
-export function createRedisBus(url: string, config: EventsConfig, keyPrefix = '', log?: WarnLog): EventBus {
+export function createRedisBus(url: string, config: EventsConfig, keyPrefix = '', log?: WarnLog, leases: PublisherOptions = {}): EventBus {
   const instance = randomUUID();
   const commands = connectRedis(url, 'events', keyPrefix, log);
   const listener = connectRedis(url, 'events-listener', keyPrefix, log);
-  commands.defineCommand('parleyPublish', { numberOfKeys: 3, lua: PUBLISH });
   commands.defineCommand('parleyCurrent', { numberOfKeys: 2, lua: CURRENT });
   const run = commands as Redis & {
-    parleyPublish(
-      seq: string,
-      stream: string,
-      bytes: string,
-      now: string,
-      maxlen: number,
-      ttl: number,
-      channel: string,
-      maxBytes: number,
-      ...json: string[]
-    ): Promise<number>;
     parleyCurrent(seq: string, stream: string, now: string, ttl: number): Promise<number>;
   };
   const nowMicros = () => String(Date.now() * 1000);
+  const publisher = createPublisher(
+    commands,
+    config,
+    instance,
+    {
+      show: (event) => channels.get(event.sessionId)?.append(event),
+      lost(sessionId) {
+        const c = channels.get(sessionId);
+        if (!c) return;
+        // What they were shown is not in the log: they read the session again.
+        c.window.clear();
+        for (const s of c.subscribers) s.end(ends.unreadable(null));
+      },
+    },
+    leases,
+  );
 
   const channels = new Map<string, Channel>();
   const revokedKeys = new Listeners<string>();
@@ -154,18 +109,20 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   let subscriberCount = 0;
   let closed = false;
 
-  const decode = (sessionId: string, [id, fields]: Entry): SessionEvent => ({
-    ...JSON.parse(fields[1]!),
-    seq: Number(id.slice(0, id.indexOf('-'))),
-    sessionId,
-  });
+  const decode = (sessionId: string, [id, fields]: Entry): SessionEvent => {
+    const event: SessionEvent = { ...JSON.parse(fields[1]!), seq: Number(id.slice(0, id.indexOf('-'))), sessionId };
+    if (fields[2] === 'p') event.prev = Number(fields[3]);
+    return event;
+  };
 
   const reader: Reader = {
     async range(sessionId, fromSeq, count) {
       const entries = (await commands.xrange(streamKey(sessionId), `${fromSeq}`, '+', 'COUNT', count)) as Entry[];
       return entries.map((e) => decode(sessionId, e));
     },
-    current: (sessionId) => run.parleyCurrent(seqKey(sessionId), streamKey(sessionId), nowMicros(), config.idleTtlMs),
+    // Where this instance numbers the session itself, Redis may not have heard of the newest yet.
+    current: (sessionId) =>
+      publisher.position(sessionId) ?? run.parleyCurrent(seqKey(sessionId), streamKey(sessionId), nowMicros(), config.idleTtlMs),
   };
 
   /** Events from `fromSeq` up to (not including) `untilSeq`, in order, to close a gap. */
@@ -185,16 +142,21 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     if (!c) {
       c = new Channel(sessionId, config.replayLimit, config.replayBytes, reader, async (ch) => {
         await listener.subscribe(liveChannel(sessionId));
-        // Whatever was published before the subscription took effect is read from the stream.
-        ch.window.last = await reader.current(sessionId);
+        // Whatever was published before the subscription took effect is read from the stream
+        // (once what this instance numbered itself is stored there); what this instance numbers
+        // from now on is in the window already.
+        await publisher.stored(sessionId);
+        const at = await reader.current(sessionId);
+        if (ch.window.last === null || at > ch.window.last) ch.window.last = at;
       });
       channels.set(sessionId, c);
     }
     return c;
   }
 
+  /** A session this instance numbers keeps its window: a watcher resuming here finds what Redis may not hold yet. */
   function forget(c: Channel) {
-    if (c.subscribers.size > 0 || channels.get(c.sessionId) !== c) return;
+    if (c.subscribers.size > 0 || channels.get(c.sessionId) !== c || publisher.holds(c.sessionId)) return;
     channels.delete(c.sessionId);
     void listener.unsubscribe(liveChannel(c.sessionId)).catch(() => {});
   }
@@ -213,13 +175,17 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     if (!name.startsWith(LIVE_PREFIX)) return;
     const c = channels.get(name.slice(LIVE_PREFIX.length));
     if (!c) return;
-    const [first, ...lines] = message.split('\n');
+    const [head, ...lines] = message.split('\n');
+    const [first, prev, numberedBy] = head!.split(' ');
+    // Events this instance numbered itself were shown here as they were published.
+    if (numberedBy === instance) return;
     const events = lines.map((json, i) => ({ ...JSON.parse(json), seq: Number(first) + i, sessionId: c.sessionId }) as SessionEvent);
+    if (prev !== '-') events[0]!.prev = Number(prev);
     c.queue = c.queue
       .then(async () => {
         await c.ready;
         const last = c.window.last;
-        if (last !== null && events[0]!.seq > last + 1) await catchUp(c, events[0]!.seq);
+        if (last !== null && events[0]!.seq > last + 1 && events[0]!.prev !== last) await catchUp(c, events[0]!.seq);
         for (const event of events) c.append(event);
       })
       .catch(() => {
@@ -237,62 +203,16 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     () => {
       for (const c of channels.values())
         if (c.subscribers.size > 0) void commands.pexpire(seqKey(c.sessionId), config.idleTtlMs).catch(() => {});
+        else forget(c);
     },
     Math.max(1_000, Math.floor(config.idleTtlMs / 3)),
   );
   keepAlive.unref();
 
-  /**
-   * What this instance published in the current tick, by session, sent at the end of the tick:
-   * one script call per session (a thousand replies streaming make a thousand events a tick)
-   * and all of them in one pipeline, one round trip. Calls on one connection run in order, so a
-   * session's events keep the order they were published in, across ticks too.
-   */
-  let due = new Map<string, { events: string[]; settle: { resolve(seq: number): void; reject(e: unknown): void }[] }>();
-  let flushing: NodeJS.Immediate | null = null;
-  function flush() {
-    const batches = due;
-    due = new Map();
-    flushing = null;
-    const pipeline = commands.pipeline() as unknown as typeof run & { exec(): Promise<[Error | null, unknown][] | null> };
-    for (const [sessionId, b] of batches)
-      pipeline.parleyPublish(
-        seqKey(sessionId),
-        streamKey(sessionId),
-        bytesKey(sessionId),
-        nowMicros(),
-        config.replayLimit,
-        config.idleTtlMs,
-        liveChannel(sessionId),
-        config.replayBytes,
-        ...b.events,
-      );
-    const all = [...batches.values()];
-    pipeline.exec().then(
-      (results) =>
-        all.forEach((b, i) => {
-          const [error, first] = results?.[i] ?? [new Error('Redis did not answer the publish'), null];
-          if (error) b.settle.forEach((s) => s.reject(error));
-          else b.settle.forEach((s, k) => s.resolve(Number(first) + k));
-        }),
-      (error: unknown) => all.forEach((b) => b.settle.forEach((s) => s.reject(error))),
-    );
-  }
-
   const control = (signal: object) => commands.publish(CONTROL, JSON.stringify({ ...signal, from: instance })).then(() => undefined);
 
   return {
-    publish(sessionId: string, payload: SessionEventPayload) {
-      const at = new Date().toISOString();
-      const json = JSON.stringify({ ...payload, at });
-      return new Promise<SessionEvent>((resolve, reject) => {
-        let batch = due.get(sessionId);
-        if (!batch) due.set(sessionId, (batch = { events: [], settle: [] }));
-        batch.events.push(json);
-        batch.settle.push({ resolve: (seq) => resolve({ ...payload, at, seq, sessionId } as SessionEvent), reject });
-        if (!flushing) flushing = setImmediate(flush);
-      });
-    },
+    publish: (sessionId, payload) => publisher.publish(sessionId, payload),
 
     subscribe(sessionId: string, options: SubscribeOptions = {}) {
       const c = channel(sessionId);
@@ -309,7 +229,7 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
       return subscriber;
     },
 
-    position: (sessionId) => reader.current(sessionId),
+    position: async (sessionId) => reader.current(sessionId),
 
     async revokeKey(keyId: string) {
       revokedKeys.emit(keyId);
@@ -329,6 +249,7 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
       if (closed) return;
       closed = true;
       clearInterval(keepAlive);
+      publisher.close();
       for (const c of channels.values()) for (const s of c.subscribers) s.end(ends.shuttingDown(null));
       // Subscribers read their final item from memory; the connections can go now.
       listener.disconnect();

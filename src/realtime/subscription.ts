@@ -58,7 +58,7 @@ export class ReplayWindow {
     private readonly retainBytes = Number.POSITIVE_INFINITY,
   ) {}
 
-  /** Takes an event in; one already seen is ignored, and one after a hole starts the window again. */
+  /** Takes an event in; one already seen is ignored, and one after a hole starts the window again (`after` knows a hole its first event names). */
   push(event: SessionEvent): boolean {
     if (this.last !== null && event.seq <= this.last) return false;
     if (this.last !== null && event.seq !== this.last + 1) this.drop(this.log.length);
@@ -77,6 +77,12 @@ export class ReplayWindow {
     return true;
   }
 
+  /** Forgets every event held, and where it was: the next one taken in starts the window. */
+  clear() {
+    this.drop(this.log.length);
+    this.last = null;
+  }
+
   private drop(n: number) {
     for (const size of this.sizes.splice(0, n)) this.bytes -= size;
     this.log.splice(0, n);
@@ -86,7 +92,7 @@ export class ReplayWindow {
   after(seq: number): SessionEvent | null | undefined {
     if (this.last !== null && seq >= this.last) return null;
     const first = this.log[0]?.seq;
-    if (first === undefined || seq + 1 < first) return undefined;
+    if (first === undefined || seq + 1 < first) return this.log[0]?.prev === seq ? this.log[0] : undefined;
     return this.log[seq + 1 - first];
   }
 }
@@ -103,6 +109,9 @@ export interface EventSource {
 }
 
 const DONE: IteratorResult<BusItem> = { value: undefined, done: true };
+
+/** Whether `event` is the one after `seq`: the next number, or the first after numbers skipped there. */
+const follows = (event: SessionEvent, seq: number) => event.seq === seq + 1 || event.prev === seq;
 
 /**
  * One subscription, the same on every bus: a position (the last seq handed out) in its session's
@@ -157,7 +166,7 @@ export class Subscriber implements BusSubscription {
     if (after > current) return false;
     if (after === current || this.source.window.after(after)) return true;
     const [next] = await this.source.range(after + 1, 1);
-    return next?.seq === after + 1;
+    return next !== undefined && follows(next, after);
   }
 
   private async begin() {
@@ -175,7 +184,7 @@ export class Subscriber implements BusSubscription {
   private async fill(position: number) {
     try {
       const events = await this.source.range(position + 1, 256);
-      if (events[0]?.seq === position + 1) this.pending = events;
+      if (events[0] && follows(events[0], position)) this.pending = events;
       else if (this.source.window.last !== null && position < this.source.window.last) this.end(ends.slowConsumer(position));
     } catch {
       this.end(ends.unreadable(position));

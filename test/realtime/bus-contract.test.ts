@@ -6,6 +6,7 @@ import { type BusItem, type BusSubscription, type EventBus, isStreamEnd, type St
 import type { SessionEvent } from '../../src/domain/sessions/events.ts';
 import { createMemoryBus } from '../../src/realtime/memory-bus.ts';
 import { createRedisBus } from '../../src/realtime/redis-bus.ts';
+import type { PublisherOptions } from '../../src/realtime/redis-publisher.ts';
 import { type RedisServer, startRedis } from '../helpers/redis.ts';
 
 /**
@@ -38,18 +39,18 @@ const redisUrl = async () => {
 const opened: EventBus[] = [];
 const raw: Redis[] = [];
 
-const kinds: Record<'memory' | 'redis', (replayLimit: number, replayBytes?: number) => Promise<BusUnderTest>> = {
+const kinds: Record<'memory' | 'redis', (replayLimit: number, replayBytes?: number, leases?: PublisherOptions) => Promise<BusUnderTest>> = {
   async memory(replayLimit, replayBytes) {
     const bus = createMemoryBus(config(replayLimit, replayBytes));
     opened.push(bus);
     return { bus, peer: bus };
   },
-  async redis(replayLimit, replayBytes) {
+  async redis(replayLimit, replayBytes, leases) {
     const url = await redisUrl();
     // A prefix per bus pair: tests sharing one Redis never see each other's sessions.
     const prefix = `contract-${randomUUID()}:`;
-    const bus = createRedisBus(url, config(replayLimit, replayBytes), prefix);
-    const peer = createRedisBus(url, config(replayLimit, replayBytes), prefix);
+    const bus = createRedisBus(url, config(replayLimit, replayBytes), prefix, undefined, leases);
+    const peer = createRedisBus(url, config(replayLimit, replayBytes), prefix, undefined, leases);
     opened.push(bus, peer);
     const client = new Redis(url, { keyPrefix: prefix, maxRetriesPerRequest: 1 });
     raw.push(client);
@@ -74,6 +75,9 @@ afterAll(async () => {
 });
 
 const prompt = (n: number) => ({ type: 'end_prompt' as const, promptId: `p${n}` });
+/** A piece of a reply, what a streaming reply publishes many of a second. */
+const token = (n: number) => ({ type: 'assistant_token' as const, promptId: 'p', messageId: 'm', agentId: 'a', text: `t${n}` });
+const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
 
 async function publishMany(bus: EventBus, sessionId: string, count: number, from = 0): Promise<SessionEvent[]> {
   const events: SessionEvent[] = [];
@@ -98,12 +102,19 @@ async function take(sub: BusSubscription, count: number): Promise<BusItem[]> {
  * "subscribe now" races with a publish on another connection, so positions are explicit.
  */
 async function watchFrom(publisher: EventBus, on: EventBus, sessionId: string) {
+  const [watch] = await watchesFrom(publisher, [on], sessionId);
+  return watch;
+}
+
+/** Watches on each of `on`, all from right after the same first event. */
+async function watchesFrom<const T extends EventBus[]>(publisher: EventBus, on: T, sessionId: string) {
   const first = await publisher.publish(sessionId, { type: 'session_updated', title: null, scenario: null });
-  return on.subscribe(sessionId, { after: first.seq });
+  return on.map((bus) => bus.subscribe(sessionId, { after: first.seq })) as { [K in keyof T]: BusSubscription };
 }
 
 const seqs = (items: BusItem[]) => items.map((i) => (isStreamEnd(i) ? `end:${i.code}` : i.seq));
 const promptIds = (items: BusItem[]) => items.map((i) => (isStreamEnd(i) ? `end:${i.code}` : 'promptId' in i ? i.promptId : i.type));
+const texts = (items: BusItem[]) => items.map((i) => (isStreamEnd(i) ? `end:${i.code}` : 'text' in i ? i.text : i.type));
 
 for (const [kind, make] of Object.entries(kinds)) {
   describe(`event bus contract: ${kind}`, () => {
@@ -123,6 +134,30 @@ for (const [kind, make] of Object.entries(kinds)) {
         const got = await take(sub, 30);
         expect(seqs(got)).toEqual(published.map((e) => e.seq));
         expect(promptIds(got)).toEqual(published.map((e) => (e as { promptId: string }).promptId));
+        sub.close();
+      }
+    });
+
+    it("streams a reply's tokens in order to watchers here and on a peer, and a peer's event among them gets through while they flow", async () => {
+      const session = randomUUID();
+      const [here, there] = await watchesFrom(b.bus, [b.bus, b.peer], session);
+      const tokens: Promise<SessionEvent>[] = [];
+      let renamed: SessionEvent | null = null;
+      for (let i = 0; renamed === null || i < 60; i++) {
+        // The peer publishes while this instance streams, and is not kept waiting for the reply's end.
+        if (i === 2_000) throw new Error("the peer's event did not get through while the tokens flowed");
+        tokens.push(b.bus.publish(session, token(i)));
+        if (i === 20)
+          void b.peer.publish(session, { type: 'session_updated', title: 'renamed', scenario: null }).then((e) => (renamed = e));
+        await tick();
+      }
+      const published = [...(await Promise.all(tokens)), renamed!].sort((x, y) => x.seq - y.seq);
+      expect(published.map((e) => e.seq)).toEqual(published.map((_, i) => published[0]!.seq + i));
+      expect(texts(published).filter((t) => t !== 'session_updated')).toEqual(tokens.map((_, i) => `t${i}`));
+      for (const sub of [here, there]) {
+        const got = await take(sub, published.length);
+        expect(seqs(got)).toEqual(seqs(published));
+        expect(texts(got)).toEqual(texts(published));
         sub.close();
       }
     });
@@ -238,6 +273,54 @@ for (const [kind, make] of Object.entries(kinds)) {
     });
 
     if (kind === 'redis') {
+      it('shows the instance streaming a reply each token at once, before Redis has stored it; a peer gets it from Redis', async () => {
+        const session = randomUUID();
+        const [here, there] = await watchesFrom(b.bus, [b.bus, b.peer], session);
+        // The first token asks Redis to let this instance number the session's next events.
+        const [first] = await Promise.all([b.bus.publish(session, token(0)), take(here, 1), take(there, 1)]);
+        let stored = false;
+        const second = b.bus.publish(session, token(1)).then((e) => ((stored = true), e));
+        const [shown] = await take(here, 1);
+        expect(stored).toBe(false);
+        expect(shown).toMatchObject({ seq: first!.seq + 1, text: 't1' });
+        expect(await b.bus.position(session)).toBe(first!.seq + 1);
+        expect((await second).seq).toBe(first!.seq + 1);
+        expect(await take(there, 1)).toMatchObject([{ seq: first!.seq + 1, text: 't1' }]);
+        expect(await b.peer.position(session)).toBe(first!.seq + 1);
+        here.close();
+        there.close();
+      });
+
+      it('an instance that stops confirming a session it numbers: after its lease runs out the next event skips past its numbers, watchers carry on, its own watchers are told', async () => {
+        // "gone": this instance never hands its lease back while idle, and its lease runs out fast.
+        const pair = await make(100, undefined, { leaseMs: 300, leaseIdleMs: 60_000 });
+        const session = randomUUID();
+        const [mine, elsewhere] = await watchesFrom(pair.bus, [pair.bus, pair.peer], session);
+        const streamed = [];
+        for (let i = 0; i < 5; i++) streamed.push(await pair.bus.publish(session, token(i)));
+        await take(mine, 5);
+        const last = streamed.at(-1)!.seq;
+        // The peer waits out the lease, then numbers past anything the holder may have shown unstored.
+        const renamed = await pair.peer.publish(session, { type: 'session_updated', title: 'after', scenario: null });
+        expect(renamed.seq).toBeGreaterThan(last + 1);
+        expect(texts(await take(elsewhere, 6))).toEqual(['t0', 't1', 't2', 't3', 't4', 'session_updated']);
+        // Resuming works from the last number stored, not from one that never was.
+        expect(seqs(await take(pair.peer.subscribe(session, { after: last }), 1))).toEqual([renamed.seq]);
+        expect(await take(pair.peer.subscribe(session, { after: last + 1 }), 1)).toMatchObject([{ end: true, code: 'EVENTS_EXPIRED' }]);
+        // The old holder numbers one more itself: Redis refuses it, and its watchers are told to
+        // read the session again (before what they were shown and not yet read).
+        await expect(pair.bus.publish(session, token(5))).rejects.toThrow(/numbered elsewhere/);
+        expect(await take(mine, 10)).toMatchObject([{ end: true, code: 'EVENTS_EXPIRED' }]);
+        // What it publishes next skips past the number it showed; the watcher elsewhere carries on.
+        const next = await pair.bus.publish(session, token(6));
+        expect(next.seq).toBeGreaterThan(renamed.seq + 1);
+        expect(texts(await take(elsewhere, 1))).toEqual(['t6']);
+        const anew = pair.bus.subscribe(session, { after: renamed.seq });
+        expect(texts(await take(anew, 1))).toEqual(['t6']);
+        anew.close();
+        elsewhere.close();
+      });
+
       it('fills a gap left by a lost live message from the log, in order', async () => {
         const session = randomUUID();
         const sub = await watchFrom(b.bus, b.peer, session);

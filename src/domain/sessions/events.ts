@@ -74,8 +74,12 @@ export type SessionEventType = keyof SessionEventPayloads;
 
 export type SessionEventPayload = { [T in SessionEventType]: { type: T } & SessionEventPayloads[T] }[SessionEventType];
 
-/** An event as published: numbered per session (`seq` only grows), with its session and time. */
-export type SessionEvent = SessionEventPayload & { seq: number; sessionId: string; at: string };
+/**
+ * An event as published: numbered per session (`seq` only grows), with its session and time.
+ * Seqs follow on one by one; where numbers were skipped (an instance that numbered the session
+ * went away), `prev` is the seq this event follows. Watchers carry on across; clients never see it.
+ */
+export type SessionEvent = SessionEventPayload & { seq: number; sessionId: string; at: string; prev?: number };
 
 /** One type of event as published. */
 export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;
