@@ -4,28 +4,12 @@ import type { EventsConfig } from '../config.ts';
 import type { SessionEvent } from '../domain/sessions/events.ts';
 import type { WarnLog } from '../limits/throttled-log.ts';
 import { connectRedis } from '../redis/client.ts';
-import { createPublisher, liveChannel, type PublisherOptions, seqKey, streamKey } from './redis-publisher.ts';
+import { CURRENT, createPublisher, liveChannel, type PublisherOptions, seqKey, streamKey } from './redis-publisher.ts';
 import { type EventSource, ends, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
 import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/sessions/bus.ts';
 
 const CONTROL = 'parley:control';
 const LIVE_PREFIX = 'parley:live:';
-
-/** The session's current seq, made now (as PUBLISH would) if the session has none yet. */
-const CURRENT = `
-local seq = redis.call('GET', KEYS[1])
-if not seq then
-  seq = tonumber(ARGV[1])
-  local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
-  if last then
-    local held = tonumber(string.match(last[1], '^(%d+)'))
-    if held >= seq then seq = held end
-  end
-  redis.call('SET', KEYS[1], string.format('%d', seq))
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return tonumber(seq)
-`;
 
 type Entry = [id: string, fields: string[]];
 
@@ -38,7 +22,7 @@ class Channel implements EventSource {
   readonly subscribers = new Set<Subscriber>();
   /** Incoming events are handled one after another: a gap is filled before what follows it. */
   queue: Promise<void> = Promise.resolve();
-  readonly ready: Promise<void>;
+  ready: Promise<void>;
 
   constructor(
     readonly sessionId: string,
@@ -62,6 +46,19 @@ class Channel implements EventSource {
   append(event: SessionEvent) {
     if (this.window.push(event)) for (const s of this.subscribers) s.wake();
   }
+
+  /**
+   * Events this instance showed here were refused by Redis: their watchers are told to read the
+   * session again, and the window starts again from where Redis has the session.
+   */
+  renumbered() {
+    this.window.clear();
+    for (const s of this.subscribers) s.end(ends.unstored(null));
+    this.ready = Promise.resolve(this.reader.current(this.sessionId)).then(
+      (at) => this.window.advance(at),
+      () => {},
+    );
+  }
 }
 
 interface Reader {
@@ -83,22 +80,15 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   const listener = connectRedis(url, 'events-listener', keyPrefix, log);
   commands.defineCommand('parleyCurrent', { numberOfKeys: 2, lua: CURRENT });
   const run = commands as Redis & {
-    parleyCurrent(seq: string, stream: string, now: string, ttl: number): Promise<number>;
+    parleyCurrent(seq: string, stream: string, ttl: number): Promise<number>;
   };
-  const nowMicros = () => String(Date.now() * 1000);
   const publisher = createPublisher(
     commands,
     config,
     instance,
     {
       show: (event) => channels.get(event.sessionId)?.append(event),
-      lost(sessionId) {
-        const c = channels.get(sessionId);
-        if (!c) return;
-        // What they were shown is not in the log: they read the session again.
-        c.window.clear();
-        for (const s of c.subscribers) s.end(ends.unreadable(null));
-      },
+      lost: (sessionId) => channels.get(sessionId)?.renumbered(),
     },
     leases,
   );
@@ -121,8 +111,7 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
       return entries.map((e) => decode(sessionId, e));
     },
     // Where this instance numbers the session itself, Redis may not have heard of the newest yet.
-    current: (sessionId) =>
-      publisher.position(sessionId) ?? run.parleyCurrent(seqKey(sessionId), streamKey(sessionId), nowMicros(), config.idleTtlMs),
+    current: (sessionId) => publisher.position(sessionId) ?? run.parleyCurrent(seqKey(sessionId), streamKey(sessionId), config.idleTtlMs),
   };
 
   /** Events from `fromSeq` up to (not including) `untilSeq`, in order, to close a gap. */
@@ -146,8 +135,7 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
         // (once what this instance numbered itself is stored there); what this instance numbers
         // from now on is in the window already.
         await publisher.stored(sessionId);
-        const at = await reader.current(sessionId);
-        if (ch.window.last === null || at > ch.window.last) ch.window.last = at;
+        ch.window.advance(await reader.current(sessionId));
       });
       channels.set(sessionId, c);
     }
@@ -249,10 +237,11 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
       if (closed) return;
       closed = true;
       clearInterval(keepAlive);
-      publisher.close();
       for (const c of channels.values()) for (const s of c.subscribers) s.end(ends.shuttingDown(null));
-      // Subscribers read their final item from memory; the connections can go now.
+      // Subscribers read their final item from memory; the connections can go once what was
+      // published is stored.
       listener.disconnect();
+      await publisher.close();
       await commands.quit().catch(() => commands.disconnect());
     },
 

@@ -21,6 +21,12 @@ export const ends = {
     reason: `Events after ${after} are no longer available; read the session again and subscribe without "after"`,
     lastSeq: after,
   }),
+  unstored: (lastSeq: number | null): StreamEnd => ({
+    end: true,
+    code: 'EVENTS_EXPIRED',
+    reason: 'Events this stream showed could not be stored; read the session again and subscribe again',
+    lastSeq,
+  }),
   unreadable: (lastSeq: number | null): StreamEnd => ({
     end: true,
     code: 'EVENTS_EXPIRED',
@@ -75,6 +81,16 @@ export class ReplayWindow {
     }
     this.last = event.seq;
     return true;
+  }
+
+  /**
+   * The session is known to have reached `seq`: a window behind it is dropped (its reader fetches
+   * what lies between from the log), one at or past it is kept.
+   */
+  advance(seq: number) {
+    if (this.last !== null && seq <= this.last) return;
+    this.drop(this.log.length);
+    this.last = seq;
   }
 
   /** Forgets every event held, and where it was: the next one taken in starts the window. */

@@ -77,7 +77,6 @@ afterAll(async () => {
 const prompt = (n: number) => ({ type: 'end_prompt' as const, promptId: `p${n}` });
 /** A piece of a reply, what a streaming reply publishes many of a second. */
 const token = (n: number) => ({ type: 'assistant_token' as const, promptId: 'p', messageId: 'm', agentId: 'a', text: `t${n}` });
-const tick = () => new Promise((resolve) => setTimeout(resolve, 1));
 
 async function publishMany(bus: EventBus, sessionId: string, count: number, from = 0): Promise<SessionEvent[]> {
   const events: SessionEvent[] = [];
@@ -139,17 +138,20 @@ for (const [kind, make] of Object.entries(kinds)) {
     });
 
     it("streams a reply's tokens in order to watchers here and on a peer, and a peer's event among them gets through while they flow", async () => {
+      // Room in the logs for every token: the watchers read only once the loop is done.
+      const roomy = await make(100_000);
       const session = randomUUID();
-      const [here, there] = await watchesFrom(b.bus, [b.bus, b.peer], session);
+      const [here, there] = await watchesFrom(roomy.bus, [roomy.bus, roomy.peer], session);
       const tokens: Promise<SessionEvent>[] = [];
       let renamed: SessionEvent | null = null;
       for (let i = 0; renamed === null || i < 60; i++) {
-        // The peer publishes while this instance streams, and is not kept waiting for the reply's end.
-        if (i === 2_000) throw new Error("the peer's event did not get through while the tokens flowed");
-        tokens.push(b.bus.publish(session, token(i)));
+        // The peer publishes while this instance streams, faster than Redis answers, and is not
+        // kept waiting for the reply's end.
+        if (i === 20_000) throw new Error("the peer's event did not get through while the tokens flowed");
+        tokens.push(roomy.bus.publish(session, token(i)));
         if (i === 20)
-          void b.peer.publish(session, { type: 'session_updated', title: 'renamed', scenario: null }).then((e) => (renamed = e));
-        await tick();
+          void roomy.peer.publish(session, { type: 'session_updated', title: 'renamed', scenario: null }).then((e) => (renamed = e));
+        await new Promise(setImmediate);
       }
       const published = [...(await Promise.all(tokens)), renamed!].sort((x, y) => x.seq - y.seq);
       expect(published.map((e) => e.seq)).toEqual(published.map((_, i) => published[0]!.seq + i));
@@ -318,6 +320,26 @@ for (const [kind, make] of Object.entries(kinds)) {
         const anew = pair.bus.subscribe(session, { after: renamed.seq });
         expect(texts(await take(anew, 1))).toEqual(['t6']);
         anew.close();
+        elsewhere.close();
+      });
+
+      it('stores everything an instance numbered before it closes, and hands its lease back: the next instance carries on from there', async () => {
+        const pair = await make(100_000);
+        const session = randomUUID();
+        const [elsewhere] = await watchesFrom(pair.bus, [pair.peer], session);
+        await pair.bus.publish(session, token(0));
+        // Published and shown, some on their way to Redis and some not yet sent, when the
+        // instance is told to stop.
+        const tokens = Array.from({ length: 100 }, (_, i) => pair.bus.publish(session, token(i + 1)));
+        await new Promise(setImmediate);
+        tokens.push(...Array.from({ length: 100 }, (_, i) => pair.bus.publish(session, token(i + 101))));
+        await pair.bus.close();
+        const stored = await Promise.all(tokens);
+        const next = await pair.peer.publish(session, { type: 'session_updated', title: 'after', scenario: null });
+        expect(next.seq).toBe(stored.at(-1)!.seq + 1);
+        const got = await take(elsewhere, 202);
+        expect(texts(got)).toEqual([...Array.from({ length: 201 }, (_, i) => `t${i}`), 'session_updated']);
+        expect(seqs(got)).toEqual(got.map((_, i) => (got[0] as SessionEvent).seq + i));
         elsewhere.close();
       });
 
