@@ -126,6 +126,9 @@ export interface EventSource {
 
 const DONE: IteratorResult<BusItem> = { value: undefined, done: true };
 
+/** How long a resume from a seq beyond the session's waits for it to be stored, in steps. */
+const STORE_WAITS_MS = [20, 200];
+
 /** Whether `event` is the one after `seq`: the next number, or the first after numbers skipped there. */
 const follows = (event: SessionEvent, seq: number) => event.seq === seq + 1 || event.prev === seq;
 
@@ -178,7 +181,14 @@ export class Subscriber implements BusSubscription {
 
   /** A resume point must be a seq this session issued whose successors are all still held. */
   private async resumable(after: number) {
-    const current = await this.source.current();
+    let current = await this.source.current();
+    // A seq the instance writing the reply showed a moment ago may not be stored yet (a client
+    // that moved to another instance at once): asked again before it counts as never issued.
+    for (const wait of STORE_WAITS_MS) {
+      if (after <= current) break;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      current = await this.source.current();
+    }
     if (after > current) return false;
     if (after === current || this.source.window.after(after)) return true;
     const [next] = await this.source.range(after + 1, 1);

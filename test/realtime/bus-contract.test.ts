@@ -286,9 +286,17 @@ for (const [kind, make] of Object.entries(kinds)) {
         expect(stored).toBe(false);
         expect(shown).toMatchObject({ seq: first!.seq + 1, text: 't1' });
         expect(await b.bus.position(session)).toBe(first!.seq + 1);
+        // A client moving to the peer at once resumes from what it was shown, stored or not yet.
+        const moved = b.peer.subscribe(session, { after: first!.seq + 1 });
+        const third = b.bus.publish(session, token(2));
+        expect(texts(await take(moved, 1))).toEqual(['t2']);
+        moved.close();
         expect((await second).seq).toBe(first!.seq + 1);
-        expect(await take(there, 1)).toMatchObject([{ seq: first!.seq + 1, text: 't1' }]);
-        expect(await b.peer.position(session)).toBe(first!.seq + 1);
+        expect(await take(there, 2)).toMatchObject([
+          { seq: first!.seq + 1, text: 't1' },
+          { seq: first!.seq + 2, text: 't2' },
+        ]);
+        expect(await b.peer.position(session)).toBe((await third).seq);
         here.close();
         there.close();
       });
