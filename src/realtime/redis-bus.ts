@@ -89,6 +89,10 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     {
       show: (event) => channels.get(event.sessionId)?.append(event),
       lost: (sessionId) => channels.get(sessionId)?.renumbered(),
+      released(sessionId) {
+        const c = channels.get(sessionId);
+        if (c) forget(c);
+      },
     },
     leases,
   );

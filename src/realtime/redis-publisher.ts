@@ -227,8 +227,11 @@ export function createPublisher(
   commands: Redis,
   config: EventsConfig,
   instance: string,
-  /** Events this instance numbered, for its own watchers; `lost` when Redis refused what they were shown. */
-  here: { show(event: SessionEvent): void; lost(sessionId: string): void },
+  /**
+   * Events this instance numbered, for its own watchers; `lost` when Redis refused what they were
+   * shown; `released` once the session's lease is no longer held here.
+   */
+  here: { show(event: SessionEvent): void; lost(sessionId: string): void; released(sessionId: string): void },
   options: PublisherOptions = {},
 ) {
   const leaseMs = options.leaseMs ?? 2_000;
@@ -299,7 +302,10 @@ export function createPublisher(
     scripts
       .parleyRelease(ownerKey(sessionId), instance)
       .catch(() => {})
-      .finally(() => settled(sessionId, w));
+      .finally(() => {
+        settled(sessionId, w);
+        here.released(sessionId);
+      });
   }
 
   function refused(sessionId: string, w: Writes, batch: Batch) {
@@ -334,6 +340,7 @@ export function createPublisher(
         w.due ??= w.later;
         w.later = null;
         here.lost(sessionId);
+        here.released(sessionId);
       }
       return settled(sessionId, w);
     }

@@ -18,6 +18,8 @@ interface BusUnderTest {
   peer: EventBus;
   /** Makes the next event reach the log but not live delivery (a pub/sub message lost in a reconnect). */
   loseLiveDelivery?: (sessionId: string) => Promise<void>;
+  /** How many instances listen for the session's live events. */
+  listening?: (sessionId: string) => Promise<number>;
 }
 
 const config = (replayLimit: number, replayBytes = 1 << 24): EventsConfig => ({
@@ -63,6 +65,10 @@ const kinds: Record<'memory' | 'redis', (replayLimit: number, replayBytes?: numb
         const seq = await client.incr(`parley:seq:{${sessionId}}`);
         const json = JSON.stringify({ type: 'end_prompt', promptId: 'lost', at: new Date().toISOString() });
         await client.xadd(`parley:events:{${sessionId}}`, `${seq}-0`, 'e', json);
+      },
+      async listening(sessionId) {
+        const [, count] = (await client.pubsub('NUMSUB', `parley:live:${sessionId}`)) as [string, number];
+        return count;
       },
     };
   },
@@ -349,6 +355,17 @@ for (const [kind, make] of Object.entries(kinds)) {
         expect(texts(got)).toEqual([...Array.from({ length: 201 }, (_, i) => `t${i}`), 'session_updated']);
         expect(seqs(got)).toEqual(got.map((_, i) => (got[0] as SessionEvent).seq + i));
         elsewhere.close();
+      });
+
+      it('stops listening for a session once its last watcher has left and the lease is handed back', async () => {
+        const pair = await make(100, undefined, { leaseIdleMs: 100 });
+        const session = randomUUID();
+        const watcher = await watchFrom(pair.bus, pair.bus, session);
+        for (let i = 0; i < 3; i++) await pair.bus.publish(session, token(i));
+        expect(await pair.listening!(session)).toBe(1);
+        watcher.close();
+        // Kept while the lease is held (a watcher resuming here finds what Redis may not have yet), then let go.
+        await expect.poll(() => pair.listening!(session), { timeout: 3_000 }).toBe(0);
       });
 
       it('fills a gap left by a lost live message from the log, in order', async () => {
