@@ -184,7 +184,7 @@ interface Writes {
   /** Events published and not yet sent, in order. */
   due: Batch | null;
   /** The call for this session on its way: the next waits for its answer, so order holds. */
-  sending: Batch | 'release' | null;
+  sending: Batch | null;
   /** While held, the next seq this instance gives and the last one Redis confirmed. */
   lease: { next: number; confirmed: number } | null;
   /** The lease goes back once what was numbered under it is confirmed; events meanwhile wait here. */
@@ -292,20 +292,18 @@ export function createPublisher(
     else if (!w.lease && !w.later && !w.waiting && w.skipSince === null) sessions.delete(sessionId);
   }
 
-  /** Hands the lease back; what was published meanwhile goes after, numbered by Redis. */
+  /**
+   * Hands the lease back; what was published meanwhile goes after, numbered by Redis. Nothing waits
+   * for the answer: one connection keeps order, so whatever is sent next runs after the release.
+   */
   function release(sessionId: string, w: Writes) {
     w.lease = null;
     w.yielding = false;
     w.due = w.later;
     w.later = null;
-    w.sending = 'release';
-    scripts
-      .parleyRelease(ownerKey(sessionId), instance)
-      .catch(() => {})
-      .finally(() => {
-        settled(sessionId, w);
-        here.released(sessionId);
-      });
+    void scripts.parleyRelease(ownerKey(sessionId), instance).catch(() => {});
+    here.released(sessionId);
+    settled(sessionId, w);
   }
 
   function refused(sessionId: string, w: Writes, batch: Batch) {
@@ -341,6 +339,12 @@ export function createPublisher(
         w.later = null;
         here.lost(sessionId);
         here.released(sessionId);
+      }
+      if (error && commands.status !== 'ready') {
+        // Redis is out of reach: what waited behind this call fails with it now, instead of each
+        // call after it waiting out a retry budget of its own (they add up to many seconds).
+        w.due?.reject(error);
+        w.due = null;
       }
       return settled(sessionId, w);
     }
@@ -461,7 +465,7 @@ export function createPublisher(
     /** Settles once the events this instance has shown for the session so far are stored (or refused). */
     async stored(sessionId: string) {
       const w = sessions.get(sessionId);
-      const shown = [w?.sending, w?.due].filter((b): b is Batch => b instanceof Batch && b.numbered);
+      const shown = [w?.sending, w?.due].filter((b): b is Batch => b?.numbered === true);
       await Promise.all(shown.map((b) => b.answered));
     },
 
