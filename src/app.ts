@@ -160,8 +160,10 @@ type Adapters = ReturnType<typeof connectAdapters>;
 
 /** The adapters the deployment asks for: in process for one instance, through Redis for several. */
 function connectAdapters(config: Config, log: FastifyBaseLogger) {
-  // Counts and persisted queries every instance shares, when there are several.
-  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits', config.redisKeyPrefix, log) : undefined;
+  // Counts and persisted queries every instance shares, when there are several. Requests wait on
+  // them, so while Redis is out of reach they give up after a second (limits then let requests
+  // through) instead of waiting out reconnect after reconnect.
+  const shared = config.redisUrl ? connectRedis(config.redisUrl, 'limits', config.redisKeyPrefix, log, 1_000) : undefined;
   const instanceId = randomUUID();
   return {
     shared,

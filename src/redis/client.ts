@@ -6,8 +6,10 @@ import { throttledWarnings, type WarnLog } from '../limits/throttled-log.ts';
  * Redis restart delays events and counts instead of failing them at once; a blocking reader needs
  * a connection of its own, hence the name, which also shows in `CLIENT LIST`.
  */
-export function connectRedis(url: string, role: string, keyPrefix = '', log?: WarnLog): Redis {
+export function connectRedis(url: string, role: string, keyPrefix = '', log?: WarnLog, commandTimeoutMs?: number): Redis {
   const redis = new Redis(url, {
+    // For work a request waits on: past this it gives up on Redis rather than wait out reconnects.
+    commandTimeout: commandTimeoutMs,
     connectionName: `parley:${role}`,
     // Keys only (pub/sub channels carry session and key ids, unique anyway): lets deployments
     // that must stay apart, or test apps, share one Redis.

@@ -8,6 +8,9 @@ export type Signal = { kind: 'event'; sessionId: string; event: SessionEventPayl
 
 type Client = Db | Prisma.TransactionClient;
 
+/** How long a change's request waits for the bus to take its signal. */
+const DELIVER_WAIT_MS = 1_000;
+
 /**
  * An outbox for signals that take access away (a user removed, a session deleted, a key
  * revoked): each is written in the transaction of its change, handed to the bus after the
@@ -45,7 +48,17 @@ export function signalOutbox(db: Db, bus: EventBus, log: { warn(obj: unknown, ms
      */
     async deliver(id: bigint, signal: Signal): Promise<void> {
       try {
-        await send(signal);
+        // The request waits for this: a bus out of reach has a second, then `flush` takes over
+        // (a late delivery of this very call is harmless, signals mean the same twice).
+        const sent = send(signal);
+        sent.catch(() => {});
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          sent,
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error('the event bus did not take the signal within a second')), DELIVER_WAIT_MS);
+          }),
+        ]).finally(() => clearTimeout(timer));
         await db.pendingSignal.deleteMany({ where: { id } });
       } catch (err) {
         waiting = true;
