@@ -287,7 +287,10 @@ for (const [kind, make] of Object.entries(kinds)) {
         // The first token asks Redis to let this instance number the session's next events.
         const [first] = await Promise.all([b.bus.publish(session, token(0)), take(here, 1), take(there, 1)]);
         let stored = false;
-        const second = b.bus.publish(session, token(1)).then((e) => ((stored = true), e));
+        const second = b.bus.publish(session, token(1)).then((e) => {
+          stored = true;
+          return e;
+        });
         const [shown] = await take(here, 1);
         expect(stored).toBe(false);
         expect(shown).toMatchObject({ seq: first!.seq + 1, text: 't1' });
