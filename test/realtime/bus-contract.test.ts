@@ -20,6 +20,8 @@ interface BusUnderTest {
   loseLiveDelivery?: (sessionId: string) => Promise<void>;
   /** How many instances listen for the session's live events. */
   listening?: (sessionId: string) => Promise<number>;
+  /** How many range reads of the log Redis has served so far. */
+  rangeReads?: () => Promise<number>;
 }
 
 const config = (replayLimit: number, replayBytes = 1 << 24): EventsConfig => ({
@@ -65,6 +67,10 @@ const kinds: Record<'memory' | 'redis', (replayLimit: number, replayBytes?: numb
         const seq = await client.incr(`parley:seq:{${sessionId}}`);
         const json = JSON.stringify({ type: 'end_prompt', promptId: 'lost', at: new Date().toISOString() });
         await client.xadd(`parley:events:{${sessionId}}`, `${seq}-0`, 'e', json);
+      },
+      async rangeReads() {
+        const stats = await client.info('commandstats');
+        return Number(/cmdstat_xrange:calls=(\d+)/.exec(stats)?.[1] ?? 0);
       },
       async listening(sessionId) {
         const [, count] = (await client.pubsub('NUMSUB', `parley:live:${sessionId}`)) as [string, number];
@@ -329,9 +335,20 @@ for (const [kind, make] of Object.entries(kinds)) {
         // The old holder numbers one more itself: Redis refuses it, and its watchers are told to
         // read the session again (before what they were shown and not yet read).
         await expect(pair.bus.publish(session, token(5))).rejects.toThrow(/numbered elsewhere/);
+        // A new watcher there (while the old one has its end still unread) waits for the next
+        // event without reading the log over and over.
+        const waiting = pair.bus.subscribe(session);
+        const nextItem = waiting.next();
         expect(await take(mine, 10)).toMatchObject([{ end: true, code: 'EVENTS_EXPIRED' }]);
+        const readsBefore = await pair.rangeReads!();
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        // Redis may serve other tests meanwhile (CI shares one): a few reads of theirs may fall in
+        // the window, where a watcher reading in a loop makes thousands.
+        expect((await pair.rangeReads!()) - readsBefore).toBeLessThan(100);
         // What it publishes next skips past the number it showed; the watcher elsewhere carries on.
         const next = await pair.bus.publish(session, token(6));
+        expect(await nextItem).toMatchObject({ value: { text: 't6' } });
+        waiting.close();
         expect(next.seq).toBeGreaterThan(renamed.seq + 1);
         expect(texts(await take(elsewhere, 1))).toEqual(['t6']);
         const anew = pair.bus.subscribe(session, { after: renamed.seq });
