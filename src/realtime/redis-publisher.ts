@@ -348,8 +348,10 @@ export function createPublisher(
       }
       return settled(sessionId, w);
     }
-    batch.events.forEach((e, i) => (e.seq = first + i));
-    if (prev >= 0) batch.events[0]!.prev = prev;
+    if (!batch.numbered) {
+      batch.events.forEach((e, i) => (e.seq = first + i));
+      if (prev >= 0) batch.events[0]!.prev = prev;
+    }
     if (mode === 'j') w.skipSince = null;
     if (mode === 'c') {
       w.lease!.confirmed = first + batch.events.length - 1;

@@ -64,7 +64,10 @@ export class ReplayWindow {
     private readonly retainBytes = Number.POSITIVE_INFINITY,
   ) {}
 
-  /** Takes an event in; one already seen is ignored, and one after a hole starts the window again (`after` knows a hole its first event names). */
+  /**
+   * Takes an event in; one already seen is ignored, and one after a hole starts the window again
+   * (`after` still finds it when the event names the seq it follows, `prev`).
+   */
   push(event: SessionEvent): boolean {
     if (this.last !== null && event.seq <= this.last) return false;
     if (this.last !== null && event.seq !== this.last + 1) this.drop(this.log.length);

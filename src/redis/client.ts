@@ -2,9 +2,10 @@ import { Redis } from 'ioredis';
 import { throttledWarnings, type WarnLog } from '../limits/throttled-log.ts';
 
 /**
- * A connection to the Redis named by REDIS_URL. Commands wait (bounded) while it reconnects, so a
- * Redis restart delays events and counts instead of failing them at once; a blocking reader needs
- * a connection of its own, hence the name, which also shows in `CLIENT LIST`.
+ * A connection to the Redis named by REDIS_URL. Commands wait (bounded by a few reconnects, or by
+ * `commandTimeoutMs` where given) while it reconnects, so a Redis restart delays events and
+ * counts instead of failing them at once; a blocking reader needs a connection of its own, hence
+ * the name, which also shows in `CLIENT LIST`.
  */
 export function connectRedis(url: string, role: string, keyPrefix = '', log?: WarnLog, commandTimeoutMs?: number): Redis {
   const redis = new Redis(url, {
