@@ -11,6 +11,7 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { newDatabaseOn } from '../test/helpers/database.ts';
 import { startPostgresCluster, startRedisServer } from '../test/helpers/servers.ts';
+import { parleyArgs } from '../test/helpers/service-command.ts';
 import {
   faults,
   median,
@@ -62,7 +63,7 @@ interface Deployment {
 async function instance(env: Record<string, string>) {
   const profiling = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [];
   const { child, match } = await start(
-    [...profiling, 'bin/parley.js', 'serve'],
+    [...profiling, ...parleyArgs('serve')],
     { ...env, PORT: '0' },
     /parley listening on (http:\/\/[\d.:]+)/,
   );
@@ -70,7 +71,7 @@ async function instance(env: Record<string, string>) {
 }
 
 async function deploy(count: number, env: Record<string, string>): Promise<Deployment> {
-  const cli = await start(['bin/parley.js', 'keys', 'create', 'bench', '--json'], env, /"apiKey":\s*"([^"]+)"/);
+  const cli = await start(parleyArgs('keys', 'create', 'bench', '--json'), env, /"apiKey":\s*"([^"]+)"/);
   const key = cli.match[1]!;
   const started = [];
   for (let i = 0; i < count; i++) started.push(await instance(env));

@@ -1,4 +1,12 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=32
+// Node's flags on the line above (npm start and npx parley run this file through it):
+// --max-semi-space-size=32 gives V8's young generation twice its default room. A streaming reply
+// keeps a few promises and buffers alive from one token to the next, about 50 ms apart; with the
+// default 16 MB, young collections came every 40 ms under 1,000 streams, so those objects
+// outlived one and were copied. Twice the room halves the collections; more would hold more
+// memory per idle subscription (docs/decisions.md). It has to be a flag: V8 sizes its heap once,
+// before any of this file runs.
+
 // The service runs as the JavaScript that scripts/build.mjs compiles into dist/; a build made
 // from other sources than the current ones is redone first, so this never runs stale code.
 import { setFlagsFromString } from 'node:v8';

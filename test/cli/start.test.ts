@@ -1,9 +1,27 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fingerprints } from '../../scripts/build.mjs';
 import { runCli, startWithNpm } from '../helpers/process.ts';
+import { parleyArgs } from '../helpers/service-command.ts';
+
+/** The command lines of the processes in a process group, read from /proc. */
+function commandsInGroup(group: number) {
+  const commands: string[][] = [];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      // The group is the fifth field of stat, counted after the command name's closing parenthesis.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== group) continue;
+      commands.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean));
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  return commands;
+}
 
 /**
  * `npm start` on a data directory that does not exist yet, as on a first run: it runs the build
@@ -28,6 +46,12 @@ describe('npm start on a new embedded data directory', () => {
       expect(server.output()).toContain(`database: embedded PGlite in ${dataDir} (new: copied from the migrated snapshot)\n`);
       const { code } = await fingerprints();
       expect(server.output()).toMatch(new RegExp(`\\ncode: dist/ built \\S+ from sources ${code.slice(0, 12)}\\n`));
+      // The service runs with the Node flags bin/parley.js names on its first line (a young
+      // generation sized for streaming), as the benchmarks start it.
+      const flags = parleyArgs('serve').slice(0, -2);
+      expect(flags).toContain('--max-semi-space-size=32');
+      const node = commandsInGroup(server.child.pid!).find((argv) => argv.some((a) => a.endsWith('bin/parley.js')));
+      expect(node).toEqual([expect.stringMatching(/(^|\/)node$/), ...flags, './bin/parley.js', 'serve']);
     } finally {
       server.stop();
     }
