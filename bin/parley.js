@@ -1,11 +1,8 @@
-#!/usr/bin/env -S node --max-semi-space-size=32
-// Node's flags on the line above (npm start and npx parley run this file through it):
-// --max-semi-space-size=32 gives V8's young generation twice its default room. A streaming reply
-// keeps a few promises and buffers alive from one token to the next, about 50 ms apart; with the
-// default 16 MB, young collections came every 40 ms under 1,000 streams, so those objects
-// outlived one and were copied. Twice the room halves the collections; more would hold more
-// memory per idle subscription (docs/decisions.md). It has to be a flag: V8 sizes its heap once,
-// before any of this file runs.
+#!/usr/bin/env node
+// `npm start` runs this file as `node --max-semi-space-size=32 bin/parley.js serve`: twice V8's
+// default room for short-lived objects, which halves the young collections under many streams
+// (docs/decisions.md). It has to be given to node: V8 sizes its heap before any of this runs.
+// The flag stays out of the line above, whose `env -S` not every system's env understands.
 
 // The service runs as the JavaScript that scripts/build.mjs compiles into dist/; a build made
 // from other sources than the current ones is redone first, so this never runs stale code.

@@ -70,9 +70,9 @@ export interface ServerProcess {
 }
 
 /**
- * Starts the service the way `npm start` does: `bin/parley.js serve` with the Node flags of its
- * first line, which runs the build in dist/ (test/global-setup.ts brings it up to date before any
- * test; test/cli/start.test.ts checks that `npm start` runs this command).
+ * Starts the service the way `npm start` does: `node <flags> bin/parley.js serve`, with the flags
+ * of the start script. It runs the build in dist/ (test/global-setup.ts brings it up to date
+ * before any test; test/cli/start.test.ts checks what `npm start` runs).
  */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();

@@ -1,18 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const bin = fileURLToPath(new URL('../../bin/parley.js', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const bin = `${root}bin/parley.js`;
 
 /**
- * The Node flags `bin/parley.js` asks for on its first line (`#!/usr/bin/env -S node …`), which
- * `npm start` and `npx parley` run through. Harnesses that start the service with their own
- * `node` (tests, benchmarks) pass the same flags, so they run it as a user does.
+ * The Node flags `npm start` gives (`node <flags> bin/parley.js serve` in package.json).
+ * Harnesses that start the service with their own `node` (tests, benchmarks) pass the same
+ * flags, so they run it as a user does.
  */
-const nodeFlags = (() => {
-  const shebang = readFileSync(bin, 'utf8').split('\n', 1)[0]!;
-  const words = shebang.split(/\s+/);
-  return words.includes('node') ? words.slice(words.indexOf('node') + 1) : [];
+export const startFlags: readonly string[] = (() => {
+  const { scripts } = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { scripts: { start: string } };
+  const words = scripts.start.split(/\s+/);
+  if (words[0] !== 'node' || !words.includes('bin/parley.js')) throw new Error(`npm start is not node … bin/parley.js: ${scripts.start}`);
+  return words.slice(1, words.indexOf('bin/parley.js'));
 })();
 
-/** Arguments for `process.execPath` that run `parley <args>` as `npx parley <args>` does. */
-export const parleyArgs = (...args: string[]) => [...nodeFlags, bin, ...args];
+/** Arguments for `process.execPath` that run `parley <args>` with the flags of `npm start`. */
+export const parleyArgs = (...args: string[]) => [...startFlags, bin, ...args];
