@@ -11,7 +11,7 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { newDatabaseOn } from '../test/helpers/database.ts';
 import { startPostgresCluster, startRedisServer } from '../test/helpers/servers.ts';
-import { parleyArgs } from '../test/helpers/service-command.ts';
+import { serveArgs } from '../test/helpers/service-command.ts';
 import {
   faults,
   median,
@@ -62,16 +62,12 @@ interface Deployment {
 
 async function instance(env: Record<string, string>) {
   const profiling = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [];
-  const { child, match } = await start(
-    [...profiling, ...parleyArgs('serve')],
-    { ...env, PORT: '0' },
-    /parley listening on (http:\/\/[\d.:]+)/,
-  );
+  const { child, match } = await start([...profiling, ...serveArgs()], { ...env, PORT: '0' }, /parley listening on (http:\/\/[\d.:]+)/);
   return { url: match[1]!, child };
 }
 
 async function deploy(count: number, env: Record<string, string>): Promise<Deployment> {
-  const cli = await start(parleyArgs('keys', 'create', 'bench', '--json'), env, /"apiKey":\s*"([^"]+)"/);
+  const cli = await start(['bin/parley.js', 'keys', 'create', 'bench', '--json'], env, /"apiKey":\s*"([^"]+)"/);
   const key = cli.match[1]!;
   const started = [];
   for (let i = 0; i < count; i++) started.push(await instance(env));

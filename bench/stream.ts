@@ -28,7 +28,7 @@ import {
 } from './streaming.ts';
 import { newDatabaseOn } from '../test/helpers/database.ts';
 import { startPostgresCluster } from '../test/helpers/servers.ts';
-import { parleyArgs } from '../test/helpers/service-command.ts';
+import { serveArgs } from '../test/helpers/service-command.ts';
 
 const { values } = parseArgs({
   options: {
@@ -267,14 +267,14 @@ const env = {
   ...unlimited,
 };
 const keys = await new Promise<string>((resolve, reject) => {
-  const c = spawn(process.execPath, parleyArgs('keys', 'create', 'bench', '--json'), { cwd: root, env: { ...process.env, ...env } });
+  const c = spawn(process.execPath, ['bin/parley.js', 'keys', 'create', 'bench', '--json'], { cwd: root, env: { ...process.env, ...env } });
   let out = '';
   c.stdout.on('data', (d) => (out += d));
   c.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`keys create failed: ${out}`))));
 });
 const key = (JSON.parse(keys) as { apiKey: string }).apiKey;
 const profiling = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [];
-const parley = await start([...profiling, ...parleyArgs('serve')], env, /parley listening on (http:\/\/[\d.:]+)/);
+const parley = await start([...profiling, ...serveArgs()], env, /parley listening on (http:\/\/[\d.:]+)/);
 const relay = await start([...profiling, '--import', 'tsx', 'bench/relay.ts', providerUrl], {}, /relay listening on (\d+)/);
 const parleyUrl = parley.match[1]!;
 const relayUrl = `http://127.0.0.1:${relay.match[1]}/`;

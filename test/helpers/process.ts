@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 import { freshDatabase } from './database.ts';
 import { freePort } from './servers.ts';
-import { parleyArgs } from './service-command.ts';
+import { parleyBin, serveArgs } from './service-command.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -51,7 +51,7 @@ const childEnv = (env: Record<string, string>) => {
 
 export async function runCli(args: string[], env: Record<string, string>) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = trackChild(spawn(process.execPath, parleyArgs(...args), { cwd: root, env: childEnv(env) }));
+    const child = trackChild(spawn(process.execPath, [parleyBin, ...args], { cwd: root, env: childEnv(env) }));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -77,7 +77,7 @@ export interface ServerProcess {
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const port = await freePort();
   const child = trackChild(
-    spawn(process.execPath, parleyArgs('serve'), {
+    spawn(process.execPath, serveArgs(), {
       cwd: root,
       env: childEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }),
     }),
@@ -101,7 +101,7 @@ export async function startWithNpm(env: Record<string, string>): Promise<ServerP
 
 /** Starts a CLI command and lets the test watch its output (and kill it) while it runs. */
 export function startCliProcess(args: string[], env: Record<string, string>): Omit<ServerProcess, 'url'> {
-  return watch(trackChild(spawn(process.execPath, parleyArgs(...args), { cwd: root, env: childEnv(env) })));
+  return watch(trackChild(spawn(process.execPath, [parleyBin, ...args], { cwd: root, env: childEnv(env) })));
 }
 
 function watch(child: ChildProcess): Omit<ServerProcess, 'url'> {

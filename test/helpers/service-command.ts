@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const bin = `${root}bin/parley.js`;
+/** The CLI, as `npx parley` runs it. */
+export const parleyBin = `${root}bin/parley.js`;
 
 /**
  * The Node flags `npm start` gives (`node <flags> bin/parley.js serve` in package.json).
@@ -16,5 +17,5 @@ export const startFlags: readonly string[] = (() => {
   return words.slice(1, words.indexOf('bin/parley.js'));
 })();
 
-/** Arguments for `process.execPath` that run `parley <args>` with the flags of `npm start`. */
-export const parleyArgs = (...args: string[]) => [...startFlags, bin, ...args];
+/** Arguments for `process.execPath` that start the service as `npm start` does. */
+export const serveArgs = () => [...startFlags, parleyBin, 'serve'];
