@@ -463,17 +463,21 @@ describe('subscriptions over GraphQL SSE', () => {
       signal: controller.signal,
       headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-api-key': alice.apiKey },
       body: JSON.stringify({
-        query: `subscription { sessionEvents(sessionId: "${session.id}") { __typename ... on AssistantToken { text } ... on PromptEnded { promptId } } }`,
+        query: `subscription { sessionEvents(sessionId: "${session.id}") { __typename ... on PromptStarted { promptId } ... on AssistantToken { text } ... on PromptEnded { promptId } } }`,
       }),
     });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     await expect.poll(() => t.services.bus.subscriberCount()).toBe(1);
-    expectData(await t.gql(Send, { input: { sessionId: session.id, content: 'over sse' } }, alice.apiKey));
+    const { promptId } = expectData(await t.gql(Send, { input: { sessionId: session.id, content: 'over sse' } }, alice.apiKey)).sendMessage;
+    // The first prompt's end may still be on its way when its reply reads as settled (it is
+    // published after the reply is saved), and may come before or among this prompt's events:
+    // those of this prompt start at its PromptStarted and end at its PromptEnded.
     const types: string[] = [];
     let text = '';
     const decoder = new TextDecoder();
     let buffer = '';
+    let ended = false;
     for await (const chunk of response.body!) {
       buffer += decoder.decode(chunk, { stream: true });
       const parts = buffer.split('\n\n');
@@ -482,11 +486,13 @@ describe('subscriptions over GraphQL SSE', () => {
         const data = part.split('\n').find((l) => l.startsWith('data: '));
         if (!data) continue;
         const event = JSON.parse(data.slice(6)).data?.sessionEvents;
-        if (!event) continue;
+        if (!event || (event.__typename === 'PromptEnded' && event.promptId !== promptId)) continue;
+        if (types.length === 0 && !(event.__typename === 'PromptStarted' && event.promptId === promptId)) continue;
         types.push(event.__typename);
         if (event.text) text += event.text;
+        if (event.__typename === 'PromptEnded' && event.promptId === promptId) ended = true;
       }
-      if (types.includes('PromptEnded')) break;
+      if (ended) break;
     }
     controller.abort();
     expect(types).toEqual(['PromptStarted', 'AssistantToken', 'AssistantToken', 'AssistantToken', 'AssistantMessage', 'PromptEnded']);
