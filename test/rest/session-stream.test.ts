@@ -436,6 +436,14 @@ describe('when the model provider fails', () => {
     expect(p.llm.replyRequests()).toHaveLength(2);
   });
 
+  it('lets a reply that keeps streaming run past the idle timeout, which each chunk restarts', async () => {
+    // 8 chunks 100 ms apart: 0.7 s in all, more than twice the 300 ms idle timeout.
+    const tokens = ['one', ' two', ' three', ' four', ' five', ' six', ' seven', ' eight'];
+    p.llm.enqueue({ tokens, delayMs: 100 });
+    const events = await run({ content: 'hello' });
+    expect(events.find((e) => e.type === 'assistant_message').message).toMatchObject({ status: 'complete', content: tokens.join('') });
+  });
+
   it.each([
     ['an HTTP error twice', [{ status: 500 }, { status: 500 }], '', /HTTP 500/, 2],
     [

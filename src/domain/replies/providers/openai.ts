@@ -159,11 +159,13 @@ export function openAiProvider(
       let first = true;
       let finished = false;
       for await (const data of sseData(body, MAX_CHUNK_CHARS)) {
+        // The idle timer is set at the first chunk, and each later one restarts it: a new timer
+        // and message for every token would be work for nothing.
         if (first) {
           first = false;
           onFirstChunk();
-        }
-        arm(config.idleTimeoutMs, `The model provider stopped sending for ${seconds(config.idleTimeoutMs)} in the middle of a reply`);
+          arm(config.idleTimeoutMs, `The model provider stopped sending for ${seconds(config.idleTimeoutMs)} in the middle of a reply`);
+        } else timer?.refresh();
         if (data.trim() === '[DONE]') return;
         const parsed = chunkSchema.safeParse(parseJson(data, 'chunk'));
         if (!parsed.success) {
