@@ -19,6 +19,7 @@ import { installAuth } from './http/auth.ts';
 import { requestLimits, trackConnections } from './http/connections.ts';
 import { frameworkErrorHandler, installErrorHandlers, installJsonParser } from './http/errors.ts';
 import { healthRoute } from './http/health.ts';
+import { listen } from './http/listen.ts';
 import { connectionCap, openFileLimit } from './http/open-file-limit.ts';
 import { playgroundRoutes } from './http/playground.ts';
 import { rateLimitRequests } from './http/rate-limit.ts';
@@ -44,6 +45,8 @@ export interface App {
   services: Services;
   database: Database;
   websocket: ReturnType<typeof attachGraphQLWebSocket>;
+  /** Starts listening (with several sockets where the runtime can: `http/listen.ts`); the address. */
+  listen(options: { port: number; host: string }): Promise<string>;
   /** Stops accepting, lets in-flight requests finish, then closes sockets and the database. */
   close(): Promise<void>;
 }
@@ -119,7 +122,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
   closeInOrder(http, config, { services, websocket, commands, database, adapters, stop: [stopWatchingInstances, stopFlushingSignals] });
 
-  return { http, services, database, websocket, close: () => http.close() };
+  return { http, services, database, websocket, listen: (options) => listen(http, options), close: () => http.close() };
 }
 
 /** Opens the database and migrates it; without a shared Redis, closes replies a dead process left. */

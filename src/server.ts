@@ -32,7 +32,7 @@ export async function serve() {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-  const address = await app.http.listen({ port: config.port, host: config.host });
+  const address = await app.listen({ port: config.port, host: config.host });
   const search = await app.services.search.describe();
   const events = await app.services.bus.describe();
   console.log(

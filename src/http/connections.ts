@@ -37,16 +37,19 @@ const DROP_REPORT_MS = 10_000;
  */
 export function trackConnections(server: Server, options: ConnectionOptions) {
   const busy = new Map<Socket, number>();
-  server.maxConnections = options.maxConnections;
   let dropped = 0;
-  server.on('drop', () => {
-    if (dropped++ > 0) return;
-    setTimeout(() => {
-      options.log.warn({ dropped, maxConnections: options.maxConnections }, 'connection limit reached: new connections were refused');
-      dropped = 0;
-    }, DROP_REPORT_MS).unref();
-  });
+  // Counted here rather than with Node's `maxConnections`, which sees only the connections of the
+  // listening socket it is set on, and the service may listen with several (`listen.ts`).
   server.on('connection', (socket) => {
+    if (busy.size >= options.maxConnections) {
+      socket.destroy();
+      if (dropped++ > 0) return;
+      setTimeout(() => {
+        options.log.warn({ dropped, maxConnections: options.maxConnections }, 'connection limit reached: new connections were refused');
+        dropped = 0;
+      }, DROP_REPORT_MS).unref();
+      return;
+    }
     busy.set(socket, 0);
     socket.once('close', () => busy.delete(socket));
   });

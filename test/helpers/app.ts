@@ -109,7 +109,7 @@ export async function startTestApp(overrides: ConfigOverrides = {}, shared?: Dat
     onQuery: (sql) => queries.push(sql),
     onRoute: ({ method, url }) => void routes.push({ method, url }),
   });
-  const url = await app.http.listen({ port: 0, host: '127.0.0.1' });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
   const services = app.services;
   let userCount = 0;
 

@@ -146,7 +146,16 @@ describe('the connection cap', () => {
   afterAll(() => capped.close());
 
   it('refuses connections past the cap instead of running out, and serves again once they go', async () => {
-    const held = await Promise.all(Array.from({ length: 4 }, () => openRawSocket(capped.url)));
+    // Each held connection is answered once first, so the server has taken it in before the
+    // next arrives (a connection's place in the count is its turn to be accepted).
+    const held = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const s = await openRawSocket(capped.url);
+        s.socket.write(head('GET', '/healthz', {}));
+        await expect.poll(s.received, { timeout: 10_000 }).toMatch(/^HTTP\/1\.1 200 /);
+        return s;
+      }),
+    );
     try {
       const refused = await openRawSocket(capped.url).catch(() => null);
       if (refused) expect(await refused.closed).toBe('');

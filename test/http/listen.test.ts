@@ -1,0 +1,127 @@
+import { execFileSync } from 'node:child_process';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { canSharePort, listen, LISTENING_SOCKETS } from '../../src/http/listen.ts';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { openRawSocket, type RawSocket } from '../helpers/raw-socket.ts';
+
+const opened: FastifyInstance[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((app) => app.close()));
+});
+
+async function bareService() {
+  const app = Fastify();
+  app.get('/', async () => 'ok');
+  opened.push(app);
+  return app;
+}
+
+describe('which runtimes listen with several sockets', () => {
+  it('Node 22.12 and later on Linux; earlier versions and other systems with one', () => {
+    expect(canSharePort('22.12.0', 'linux')).toBe(true);
+    expect(canSharePort('24.1.0', 'linux')).toBe(true);
+    expect(canSharePort('22.11.0', 'linux')).toBe(false);
+    expect(canSharePort('20.20.2', 'linux')).toBe(false);
+    expect(canSharePort('24.1.0', 'darwin')).toBe(false);
+  });
+});
+
+describe('listening', () => {
+  // Runs where the runtime can share a port (the CI's Node 24 lane); elsewhere there is one socket.
+  it.runIf(canSharePort())('takes in a burst of connections several per turn of the event loop', async () => {
+    const app = await bareService();
+    const url = await listen(app, { port: 0, host: '127.0.0.1' });
+    const { port } = new URL(url);
+    let turn = 0;
+    const perTurn = new Map<number, number>();
+    app.server.on('connection', () => perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1));
+    const count = 64;
+    // A client process opens the connections while this event loop is blocked on it, so all of
+    // them wait in the kernel's queues, as a burst does behind a busy event loop.
+    execFileSync(process.execPath, [
+      '-e',
+      `const net = require('node:net'); let n = 0;
+       for (let i = 0; i < ${count}; i++) net.connect(${port}, '127.0.0.1', function () { this.destroy(); if (++n === ${count}) process.exit(0); }).on('error', () => process.exit(1));`,
+    ]);
+    // One tick per turn: connections are accepted in a turn's poll phase, the tick comes after it.
+    let ticking = true;
+    const tick = () => {
+      turn++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    try {
+      await expect.poll(() => [...perTurn.values()].reduce((a, b) => a + b, 0), { timeout: 10_000 }).toBe(count);
+    } finally {
+      ticking = false;
+    }
+    expect(Math.max(...perTurn.values())).toBeGreaterThan(1);
+    expect(perTurn.size).toBeLessThan(count);
+  });
+
+  it('a second service on a port that is taken fails to start instead of sharing it', async () => {
+    const first = await bareService();
+    const { port } = new URL(await listen(first, { port: 0, host: '127.0.0.1' }));
+    const second = await bareService();
+    await expect(listen(second, { port: Number(port), host: '127.0.0.1' })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe('ok');
+  });
+});
+
+describe('closing', () => {
+  let t: TestApp;
+  let alice: TestUser;
+  let agentId: string;
+  let closing: Promise<void> | null = null;
+  beforeAll(async () => {
+    t = await startTestApp();
+    alice = await t.createUser('alice');
+    agentId = (await fixtures(t).agent(alice, { name: 'Muse' })).id;
+  });
+  // The test closes the service itself; this is for when it failed before it could.
+  afterAll(() => closing ?? t.close());
+
+  it('waits for the requests in flight on every listening socket before it closes', async () => {
+    const body = JSON.stringify({ agent_ids: [agentId] });
+    const head = `POST /v2/sessions/create HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: ${alice.apiKey}\r\ncontent-length: ${body.length}\r\n\r\n`;
+    let arrived = 0;
+    let answered = 0;
+    t.app.http.server.on('request', (_request, response) => {
+      arrived++;
+      response.once('finish', () => answered++);
+    });
+    // More connections than listening sockets, so that (with several) every socket likely has one.
+    const sockets: RawSocket[] = await Promise.all(
+      Array.from({ length: 4 * LISTENING_SOCKETS }, async () => {
+        const s = await openRawSocket(t.url);
+        s.socket.write(head + body.slice(0, 5));
+        return s;
+      }),
+    );
+    // What had been answered when the database began to close (the real close runs after).
+    let answeredBeforeDatabaseClosed = -1;
+    const { database } = t.app;
+    const closeDatabase = database.close.bind(database);
+    database.close = () => {
+      answeredBeforeDatabaseClosed = answered;
+      return closeDatabase();
+    };
+    // Requests whose headers have arrived are in flight; a connection that sent nothing yet is idle.
+    await expect.poll(() => arrived, { timeout: 10_000 }).toBe(sockets.length);
+    closing = t.close();
+    // The server stops accepting once the application's own closing steps are done.
+    await expect.poll(() => t.app.http.server.listening, { timeout: 10_000 }).toBe(false);
+    // One at a time, so that those of one listening socket are answered while others still wait.
+    for (const s of sockets) {
+      s.socket.write(body.slice(5));
+      await expect.poll(s.received, { timeout: 10_000 }).toMatch(/^HTTP\/1\.1 /);
+    }
+    await closing;
+    // The database closed only once every request in flight was answered, whichever socket took it in.
+    expect(answeredBeforeDatabaseClosed).toBe(sockets.length);
+    const answers = await Promise.all(sockets.map((s) => s.closed));
+    for (const answer of answers) expect(answer).toMatch(/^HTTP\/1\.1 201 /);
+  });
+});
