@@ -1,65 +1,83 @@
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { fork } from 'node:child_process';
+import type { Server, Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 
-/** Listening sockets per port where the runtime can open several (see `listen`). */
-export const LISTENING_SOCKETS = 16;
+/** Handles on the listening socket; each takes in one new connection per turn of the event loop. */
+export const LISTENING_HANDLES = 16;
+
+/** Whatever happened to the helper, it is given this long to hand the copies back. */
+const HELPER_WAIT_MS = 10_000;
 
 /**
- * Whether Node can open several listening sockets on one port (`reusePort`: Node 22.12 and 23.1
- * on, on Linux).
+ * `count` more handles on a listening socket, each with a file descriptor of its own. Node
+ * passes a socket to another process as a new descriptor, so a short-lived helper is sent the
+ * server and sends it back, `count` times. A connection a copy takes in while the helper holds
+ * it comes back to `take`.
  */
-export function canSharePort(version = process.versions.node, platform = process.platform): boolean {
-  const [major = 0, minor = 0] = version.split('.').map(Number);
-  return platform === 'linux' && (major > 22 || (major === 22 && minor >= 12));
-}
-
-function listening(server: Server, options: { port: number; host: string; reusePort?: boolean }) {
-  return new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options, () => {
-      server.off('error', reject);
-      resolve();
-    });
+async function copiesOf(server: Server, count: number, take: (socket: Socket) => void): Promise<Server[]> {
+  if (count === 0) return [];
+  const helper = fork(new URL('./listener-copies.js', import.meta.url), [], {
+    execArgv: [],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
+  const copies: Server[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${HELPER_WAIT_MS} ms`)), HELPER_WAIT_MS);
+      helper.on('message', (message, handle) => {
+        if (message === 'connection') return take(handle as Socket);
+        // A copy arrives listening: it hands on what it takes in from the start.
+        const copy = (handle as Server).on('connection', take);
+        copies.push(copy);
+        // The helper closes its own copies and leaves once it has handed back all it took in.
+        if (copies.length === count) helper.send('done');
+      });
+      helper.once('error', reject);
+      helper.once('exit', (code) => (copies.length === count ? resolve() : reject(new Error(`the helper exited with ${code}`))));
+      for (let i = 0; i < count; i++) helper.send('copy', server);
+    });
+    return copies;
+  } catch (e) {
+    helper.kill();
+    for (const copy of copies) copy.close();
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
  * Starts the service listening and returns its address. libuv accepts one connection per
- * listening socket per turn of the event loop, and under load a turn takes milliseconds: a
- * burst of new clients then waits in the kernel's queue before the service even sees it
- * (bench/README.md, issue 23's sixth pass). Where the runtime can, the service listens with
- * LISTENING_SOCKETS sockets on the port (`SO_REUSEPORT`), so a turn takes in that many. All of
- * them hand their connections to the one HTTP server; each stops accepting when it does, and the
- * service closes only once their connections have ended, as the server's own.
+ * listening handle per turn of the event loop, and under load a turn takes milliseconds: a
+ * burst of new clients waited in the kernel's queue before the service even saw them (issue 23's
+ * sixth pass in bench/README.md). So the service holds LISTENING_HANDLES handles on its one
+ * listening socket, and a turn takes in that many. They hand their connections to the one HTTP
+ * server, stop accepting when it does, and the service closes only once their connections have
+ * ended, as the server's own. Should the copies fail, the service listens with one handle.
  */
-export async function listen(http: FastifyInstance, options: { port: number; host: string }): Promise<string> {
-  if (!canSharePort()) return http.listen(options);
-  // With `SO_REUSEPORT` on, a second service started on a taken port would share it silently
-  // instead of failing: the port is tried alone first, so that it fails as it would without.
-  if (options.port !== 0) {
-    const probe = createServer();
-    await listening(probe, { ...options });
-    await new Promise((resolve) => probe.close(resolve));
-  }
-  const more = Array.from({ length: LISTENING_SOCKETS - 1 }, () => createServer((socket) => http.server.emit('connection', socket)));
+export async function listen(
+  http: FastifyInstance,
+  options: { port: number; host: string },
+  log: { warn(obj: unknown, msg?: string): void } = http.log,
+): Promise<string> {
+  let copies: Server[] = [];
   let closed: Promise<unknown> = Promise.resolve();
-  // Registered after the application's own hooks, so they run last: the sockets stop accepting
+  // Registered after the application's own hooks, so they run last: the copies stop accepting
   // when the server does (right after the last `preClose`), and the database closes (an
   // `onClose` registered before these, so run after them) once their connections have ended.
   http.addHook('preClose', async () => {
-    closed = Promise.all(more.map((s) => new Promise((resolve) => (s.listening ? s.close(resolve) : resolve(undefined)))));
+    closed = Promise.all(copies.map((s) => new Promise((resolve) => (s.listening ? s.close(resolve) : resolve(undefined)))));
   });
   http.addHook('onClose', async () => {
     await closed;
   });
-  // Fastify hands its listen options to Node's `server.listen` as they are.
-  const url = await http.listen({ ...options, reusePort: true } as typeof options);
-  const { address, port } = http.server.address() as AddressInfo;
+  const url = await http.listen(options);
+  const take = (socket: Socket) => http.server.emit('connection', socket);
   try {
-    for (const server of more) await listening(server, { port, host: address, reusePort: true });
-  } catch (e) {
-    await http.close();
-    throw e;
+    copies = await copiesOf(http.server, LISTENING_HANDLES - 1, take);
+  } catch (err) {
+    log.warn({ err }, 'listening with one handle: more could not be made');
   }
   return url;
 }
