@@ -75,7 +75,10 @@ export async function listen(
   const url = await http.listen(options);
   const take = (socket: Socket) => http.server.emit('connection', socket);
   try {
-    copies = await copiesOf(http.server, LISTENING_HANDLES - 1, take);
+    const made = await copiesOf(http.server, LISTENING_HANDLES - 1, take);
+    // Closed while the copies were being made: they must not go on accepting.
+    if (!http.server.listening) for (const copy of made) copy.close();
+    else copies = made;
   } catch (err) {
     log.warn({ err }, 'listening with one handle: more could not be made');
   }
