@@ -1,13 +1,16 @@
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listen, LISTENING_HANDLES } from '../../src/http/listen.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { openRawSocket, type RawSocket } from '../helpers/raw-socket.ts';
+import { freePort } from '../helpers/servers.ts';
 
 const opened: FastifyInstance[] = [];
+const processes: ChildProcess[] = [];
 afterEach(async () => {
+  for (const p of processes.splice(0)) p.kill();
   await Promise.all(opened.splice(0).map((app) => app.close()));
 });
 
@@ -29,11 +32,15 @@ describe('listening', () => {
     const count = 64;
     // A client process opens the connections while this event loop is blocked on it, so all of
     // them wait in the kernel's queue, as a burst does behind a busy event loop.
-    execFileSync(process.execPath, [
-      '-e',
-      `const net = require('node:net'); let n = 0;
+    execFileSync(
+      process.execPath,
+      [
+        '-e',
+        `const net = require('node:net'); let n = 0;
        for (let i = 0; i < ${count}; i++) net.connect(${port}, '127.0.0.1', function () { this.destroy(); if (++n === ${count}) process.exit(0); }).on('error', () => process.exit(1));`,
-    ]);
+      ],
+      { timeout: 10_000 },
+    );
     // One tick per turn: connections are accepted in a turn's poll phase, the tick comes after it.
     let ticking = true;
     const tick = () => {
@@ -48,6 +55,55 @@ describe('listening', () => {
     }
     expect(Math.max(...perTurn.values())).toBeGreaterThan(1);
     expect(perTurn.size).toBeLessThan(count);
+  });
+
+  it('makes its handles while clients already connect, and every request is answered', async () => {
+    const port = await freePort();
+    // Clients that start before the service listens, 20 at a time until 400 have connected: every
+    // other one sends a request and reads the answer, the others connect and close at once.
+    const clients = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const net = require('node:net');
+         let connected = 0, requests = 0, answered = 0, running = 0;
+         const next = () => {
+           if (connected + running >= 400) return running === 0 && (console.log(JSON.stringify({ requests, answered })), process.exit(0));
+           running++;
+           const socket = net.connect(${port}, '127.0.0.1');
+           let data = '', asked = false;
+           socket.on('connect', () => {
+             connected++;
+             if (connected % 2) return socket.destroy();
+             asked = true; requests++;
+             socket.write('GET / HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n');
+           });
+           socket.on('data', (d) => (data += d));
+           socket.on('error', () => {});
+           socket.on('close', () => {
+             if (asked && /^HTTP\\/1\\.1 200 /.test(data)) answered++;
+             running--;
+             setTimeout(next, asked || connected ? 0 : 5);
+           });
+         };
+         for (let i = 0; i < 20; i++) next();
+         setTimeout(() => process.exit(3), 20000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    processes.push(clients);
+    let out = '';
+    clients.stdout.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => clients.once('exit', resolve));
+    const app = await bareService();
+    const warnings: unknown[] = [];
+    await listen(app, { port, host: '127.0.0.1' }, { warn: (obj) => warnings.push(obj) });
+    expect(await exited).toBe(0);
+    const { requests, answered } = JSON.parse(out) as { requests: number; answered: number };
+    expect(requests).toBeGreaterThan(0);
+    expect(answered).toBe(requests);
+    // Every copy was made: the service says so when it has fewer handles.
+    expect(warnings).toEqual([]);
   });
 
   it('a second service on a port that is taken fails to start instead of sharing it', async () => {
