@@ -45,7 +45,7 @@ export interface App {
   services: Services;
   database: Database;
   websocket: ReturnType<typeof attachGraphQLWebSocket>;
-  /** Starts listening (with several sockets where the runtime can: `http/listen.ts`); the address. */
+  /** Starts listening (with several handles on its socket: `http/listen.ts`); the address. */
   listen(options: { port: number; host: string }): Promise<string>;
   /** Stops accepting, lets in-flight requests finish, then closes sockets and the database. */
   close(): Promise<void>;
