@@ -2,13 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 import { freshDatabase } from './database.ts';
 import { freePort } from './servers.ts';
-import { parleyBin, serveArgs } from './service-command.ts';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
+import { parleyBin, root, serveArgs } from './service-command.ts';
 
 /**
  * Every child a test starts is killed when its file ends, and when the worker exits, also after

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+/** The repository's root (with a trailing slash): where `npm start` runs. */
+export const root = fileURLToPath(new URL('../..', import.meta.url));
 /** The CLI, as `npx parley` runs it. */
 export const parleyBin = `${root}bin/parley.js`;
 
