@@ -5,7 +5,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MAX_CHUNK_CHARS } from '../src/domain/replies/providers/openai.ts';
-import { sseData } from '../src/domain/replies/providers/sse-lines.ts';
+import { SseEventReader } from '../src/domain/replies/providers/sse-lines.ts';
 
 const provider = process.argv[2]!;
 
@@ -19,11 +19,13 @@ const server = createServer(async (req, res) => {
     body: JSON.stringify({ model: 'relay', stream: true, messages: [{ role: 'user', content }] }),
   });
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  for await (const data of sseData(upstream.body!, MAX_CHUNK_CHARS)) {
-    if (data === '[DONE]') break;
+  const events = new SseEventReader(MAX_CHUNK_CHARS, (data) => {
+    if (data === '[DONE]') return;
     const text = (JSON.parse(data) as { choices?: { delta?: { content?: string } }[] }).choices?.[0]?.delta?.content;
     if (text) res.write(`data: ${JSON.stringify({ event: 'update', data: { type: 'assistant_token', text } })}\n\n`);
-  }
+  });
+  for await (const chunk of upstream.body!) events.push(chunk);
+  events.end();
   res.end(`data: ${JSON.stringify({ event: 'done', data: '' })}\n\n`);
 });
 server.listen(0, '127.0.0.1', () => console.log(`relay listening on ${(server.address() as AddressInfo).port}`));

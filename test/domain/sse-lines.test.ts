@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SseEventTooLarge, sseData } from '../../src/domain/replies/providers/sse-lines.ts';
+import { SseEventReader, SseEventTooLarge } from '../../src/domain/replies/providers/sse-lines.ts';
 
 // The provider's event reader against the plain reading of the SSE format (whole body at once),
 // for bodies cut into chunks anywhere: inside a line, a CRLF, or a UTF-8 character.
@@ -28,9 +28,22 @@ async function* chunks(bytes: Uint8Array, cuts: number[]) {
   yield bytes.slice(at);
 }
 
-async function read(body: AsyncIterable<Uint8Array>, max = 1_000_000) {
+/** Pushes a body's chunks through the reader: the events seen, and what it threw (if it did). */
+async function readAll(body: AsyncIterable<Uint8Array>, max = 1_000_000) {
   const seen: string[] = [];
-  for await (const data of sseData(body, max)) seen.push(data);
+  const reader = new SseEventReader(max, (data) => seen.push(data));
+  try {
+    for await (const chunk of body) reader.push(chunk);
+    reader.end();
+  } catch (error) {
+    return { seen, error };
+  }
+  return { seen, error: null };
+}
+
+async function read(body: AsyncIterable<Uint8Array>, max = 1_000_000) {
+  const { seen, error } = await readAll(body, max);
+  if (error) throw error;
   return seen;
 }
 
@@ -43,7 +56,7 @@ const line = fc.oneof(
 );
 const eol = fc.constantFrom('\n', '\r\n', '\r');
 
-describe('sseData', () => {
+describe('SseEventReader', () => {
   it('reads the same events however the body is cut into chunks, with any line endings', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.tuple(line, eol), { maxLength: 30 }), fc.array(fc.nat(), { maxLength: 12 }), async (lines, cuts) => {
@@ -70,13 +83,9 @@ describe('sseData', () => {
   });
 
   it('refuses an event past the limit, after the events before it, even one that never ends its line', async () => {
-    const seen: string[] = [];
-    const long = `data: ok\n\ndata: ${'x'.repeat(200)}\n\n`;
-    await expect(
-      (async () => {
-        for await (const d of sseData(chunks(new TextEncoder().encode(long), []), 100)) seen.push(d);
-      })(),
-    ).rejects.toBeInstanceOf(SseEventTooLarge);
+    const long = `data: ok\n\ndata: ${'x'.repeat(200)}\n\ndata: after\n\n`;
+    const { seen, error } = await readAll(chunks(new TextEncoder().encode(long), []), 100);
+    expect(error).toBeInstanceOf(SseEventTooLarge);
     expect(seen).toEqual(['ok']);
     await expect(read(chunks(new TextEncoder().encode(`data: ${'y'.repeat(500)}`), [50, 150, 300]), 100)).rejects.toBeInstanceOf(
       SseEventTooLarge,

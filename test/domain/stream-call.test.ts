@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openAiProvider } from '../../src/domain/replies/providers/openai.ts';
 import { type ChatRequest, ProviderError } from '../../src/domain/replies/providers/types.ts';
 import { CallLimitReached, type CallLimits, streamCall } from '../../src/domain/replies/stream-call.ts';
@@ -123,6 +123,24 @@ describe('streamCall', () => {
     expect(error).toBeInstanceOf(Error);
     expect(error).not.toBeInstanceOf(CallLimitReached);
     expect(pieces).toEqual(['w0 ']);
+  });
+
+  it('keeps the connection for the next call, and gives up one whose body goes on after [DONE]', async () => {
+    llm.enqueue({ tokens: ['one'] }, { tokens: ['two'] }, { tokens: ['held'], holdAfterDone: true }, { tokens: ['after'] });
+    const call = async () => {
+      const { seen, sink } = collector();
+      await streamCall(provider, request, new AbortController().signal, sink, roomy);
+      return seen.content.join('');
+    };
+    expect(await call()).toBe('one');
+    const afterFirst = llm.connections().made;
+    expect(await call()).toBe('two');
+    expect(llm.connections().made).toBe(afterFirst);
+    // The call is over at [DONE], though the body is not.
+    expect(await call()).toBe('held');
+    expect(await call()).toBe('after');
+    expect(llm.connections().made).toBe(afterFirst + 1);
+    await vi.waitFor(() => expect(llm.connections().open).toBe(1), { timeout: 3_000 });
   });
 });
 

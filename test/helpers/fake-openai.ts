@@ -34,6 +34,8 @@ export interface Script {
   endAfter?: number;
   /** Send the finish_reason chunk (and usage) but end the response without [DONE]. */
   omitDone?: boolean;
+  /** Send [DONE] but leave the response open (a provider that never ends its body). */
+  holdAfterDone?: boolean;
   /** Wait for this promise before each content chunk (a test holds the reply mid-stream). */
   gate?: (index: number) => Promise<void> | void;
 }
@@ -59,6 +61,7 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
   const queue: Script[] = [];
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
+  let connections = 0;
   let fallback = defaultScript;
   const titleScript: Script = { tokens: ['A', ' Test', ' Title'] };
   let memoryScript: Script = { tokens: ['NONE'] };
@@ -179,13 +182,15 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
     );
     const usage = usageOf(script, raw.length);
     if (usage) res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
-    res.end(script.omitDone ? undefined : 'data: [DONE]\n\n');
+    if (script.holdAfterDone) res.write('data: [DONE]\n\n');
+    else res.end(script.omitDone ? undefined : 'data: [DONE]\n\n');
   }
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch(() => res.destroy());
   });
   server.on('connection', (s) => {
+    connections++;
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
@@ -195,6 +200,8 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
+    /** Connections made to it so far, and those open now. */
+    connections: () => ({ made: connections, open: sockets.size }),
     /** Queues scripts for the next requests, in order. */
     enqueue(...scripts: Script[]) {
       queue.push(...scripts);

@@ -60,19 +60,19 @@ export async function streamCall(
   let chunks = 0;
   const reported = { seen: false, prompt: 0, completion: 0 };
   try {
-    for await (const delta of provider.stream(request, AbortSignal.any([signal, overtime.signal]))) {
+    await provider.stream(request, AbortSignal.any([signal, overtime.signal]), (delta) => {
       if (delta.type === 'usage') {
         reported.seen = true;
         reported.prompt += delta.promptTokens;
         reported.completion += delta.completionTokens;
-        continue;
+        return;
       }
       if (delta.type === 'tool_call') {
         const part = (parts[delta.index] ??= { arguments: '' });
         if (delta.id) part.id = delta.id;
         if (delta.name) part.name = delta.name;
         if (delta.arguments) part.arguments += delta.arguments;
-        continue;
+        return;
       }
       // A streamed chunk holds at least one token, so counting chunks never cuts a model that keeps to the limit short.
       if (++chunks > limits.maxCompletionTokens)
@@ -81,7 +81,7 @@ export async function streamCall(
         written += delta.text;
         sink.content(delta.text);
       } else sink.reasoning?.(delta.text);
-    }
+    });
   } catch (e) {
     const cut = overtime.signal.aborted && !signal.aborted ? overtime.signal.reason : e;
     if (cut instanceof CallLimitReached) cut.usage = estimate(request, written);

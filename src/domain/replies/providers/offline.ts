@@ -71,30 +71,32 @@ export function offlineProvider(tokenDelayMs: number): ChatProvider {
     description: 'built-in offline responder (no LLM_BASE_URL: agents answer from their profile and say so)',
     async complete(request, signal) {
       let text = '';
-      for await (const delta of provider.stream(request, signal)) if (delta.type === 'content') text += delta.text;
+      await provider.stream(request, signal, (delta) => {
+        if (delta.type === 'content') text += delta.text;
+      });
       return text;
     },
-    async *stream(request: ChatRequest, signal: AbortSignal): AsyncGenerator<ChatDelta> {
+    async stream(request: ChatRequest, signal: AbortSignal, onDelta: (delta: ChatDelta) => void) {
       const last = request.messages.at(-1);
       const prompt = [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? null;
       const tool = pictureTool(request);
       if (last?.role === 'user' && tool && typeof prompt === 'string' && wantsPicture.test(prompt)) {
         // One picture, as asked, where the tool could make several.
         const one = 'n_samples' in (tool.function.parameters.properties as Record<string, unknown>) ? { n_samples: 1 } : {};
-        yield {
+        onDelta({
           type: 'tool_call',
           index: 0,
           id: 'offline_call_0',
           name: tool.function.name,
           arguments: JSON.stringify({ prompt: prompt.slice(0, 1000), ...one }),
-        };
-        yield { type: 'usage', promptTokens: estimateTokens(prompt), completionTokens: 10 };
+        });
+        onDelta({ type: 'usage', promptTokens: estimateTokens(prompt), completionTokens: 10 });
         return;
       }
       if (request.reasoningEffort) {
         for (const text of pieces('No language model is configured, so this answer is composed from the agent profile. ')) {
           await sleep(tokenDelayMs, signal);
-          yield { type: 'reasoning', text };
+          onDelta({ type: 'reasoning', text });
         }
       }
       const reply =
@@ -103,13 +105,13 @@ export function offlineProvider(tokenDelayMs: number): ChatProvider {
           : offlineReply(request.agent, typeof prompt === 'string' ? prompt : null);
       for (const text of pieces(reply)) {
         await sleep(tokenDelayMs, signal);
-        yield { type: 'content', text };
+        onDelta({ type: 'content', text });
       }
       const promptTokens = request.messages.reduce(
         (n, m) => n + MESSAGE_OVERHEAD_TOKENS + estimateTokens(typeof m.content === 'string' ? m.content : ''),
         0,
       );
-      yield { type: 'usage', promptTokens, completionTokens: estimateTokens(reply) };
+      onDelta({ type: 'usage', promptTokens, completionTokens: estimateTokens(reply) });
     },
   };
   return provider;

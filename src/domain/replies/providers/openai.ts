@@ -1,8 +1,9 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { finished as finishedReading } from 'node:stream';
 import { z } from 'zod';
 import type { LlmConfig } from '../../../config.ts';
-import { sseData, SseEventTooLarge } from './sse-lines.ts';
+import { SseEventReader, SseEventTooLarge } from './sse-lines.ts';
 import { ProviderError, type ChatDelta, type ChatProvider, type ChatRequest, type ProviderErrorKind } from './types.ts';
 
 const text = z.string().nullish();
@@ -48,6 +49,9 @@ const completionSchema = z.object({
 
 /** One chunk (one SSE event) may be this long: far above any real one, low enough to bound memory. */
 export const MAX_CHUNK_CHARS = 1024 * 1024;
+
+/** How long the end of a body may take to come after its [DONE] before the connection is given up. */
+const DRAIN_AFTER_DONE_MS = 1_000;
 
 /** A body as text, read until it ends or passes `limit` characters (then what was read, cut there). */
 async function readText(body: AsyncIterable<Buffer>, limit: number) {
@@ -129,7 +133,13 @@ export function openAiProvider(
       'reported',
     );
 
-  async function* attempt(request: ChatRequest, outer: AbortSignal, onFirstChunk: () => void): AsyncGenerator<ChatDelta> {
+  /** One try at a streamed answer: each piece goes to `onDelta` as its chunk is read. */
+  async function attempt(
+    request: ChatRequest,
+    outer: AbortSignal,
+    onFirstChunk: () => void,
+    onDelta: (delta: ChatDelta) => void,
+  ): Promise<void> {
     const controller = new AbortController();
     const abort = () => controller.abort();
     outer.addEventListener('abort', abort, { once: true });
@@ -141,6 +151,16 @@ export function openAiProvider(
         timeout = new ProviderError(message, true, 'timeout');
         controller.abort();
       }, ms);
+    };
+    // What `onDelta` throws (the caller cutting the reply off) is the caller's, passed on as it is.
+    let callerThrew = false;
+    const hand = (delta: ChatDelta) => {
+      try {
+        onDelta(delta);
+      } catch (e) {
+        callerThrew = true;
+        throw e;
+      }
     };
     arm(config.firstTokenTimeoutMs, `The model provider did not answer within ${seconds(config.firstTokenTimeoutMs)}`);
     try {
@@ -158,7 +178,9 @@ export function openAiProvider(
       );
       let first = true;
       let finished = false;
-      for await (const data of sseData(body, MAX_CHUNK_CHARS)) {
+      let done = false;
+      const read = (data: string) => {
+        if (done) return;
         // The idle timer is set at the first chunk, and each later one restarts it: a new timer
         // and message for every token would be work for nothing.
         if (first) {
@@ -166,7 +188,10 @@ export function openAiProvider(
           onFirstChunk();
           arm(config.idleTimeoutMs, `The model provider stopped sending for ${seconds(config.idleTimeoutMs)} in the middle of a reply`);
         } else timer?.refresh();
-        if (data.trim() === '[DONE]') return;
+        if (data.trim() === '[DONE]') {
+          done = true;
+          return;
+        }
         const parsed = chunkSchema.safeParse(parseJson(data, 'chunk'));
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
@@ -181,24 +206,64 @@ export function openAiProvider(
         for (const choice of chunk.choices ?? []) {
           const delta = choice.delta ?? {};
           const reasoning = delta.reasoning_content ?? delta.reasoning;
-          if (reasoning) yield { type: 'reasoning', text: reasoning };
-          if (delta.content) yield { type: 'content', text: delta.content };
+          if (reasoning) hand({ type: 'reasoning', text: reasoning });
+          if (delta.content) hand({ type: 'content', text: delta.content });
           for (const call of delta.tool_calls ?? []) {
-            yield {
+            hand({
               type: 'tool_call',
               index: call.index,
               id: call.id ?? undefined,
               name: call.function?.name ?? undefined,
               arguments: call.function?.arguments ?? undefined,
-            };
+            });
           }
           if (choice.finish_reason) finished = true;
         }
         if (chunk.usage)
-          yield { type: 'usage', promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
-      }
-      if (!finished) throw new ProviderError('The connection to the model provider closed in the middle of a reply', true, 'interrupted');
+          hand({ type: 'usage', promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 });
+      };
+      await new Promise<void>((resolve, reject) => {
+        const events = new SseEventReader(MAX_CHUNK_CHARS, read);
+        let settled = false;
+        const fail = (e: unknown) => {
+          if (settled) return;
+          settled = true;
+          body.destroy();
+          reject(e);
+        };
+        const succeed = () => {
+          if (settled) return;
+          settled = true;
+          resolve();
+          // What follows [DONE] is only the end of the body; once read, the connection serves the
+          // next call. A provider that never ends it loses the connection instead.
+          if (body.readableEnded) return;
+          const giveUp = setTimeout(() => body.destroy(), DRAIN_AFTER_DONE_MS).unref();
+          body.once('end', () => clearTimeout(giveUp));
+        };
+        body.on('data', (chunk: Buffer) => {
+          if (settled) return;
+          try {
+            events.push(chunk);
+          } catch (e) {
+            return fail(e);
+          }
+          if (done) succeed();
+        });
+        finishedReading(body, (error) => {
+          if (settled) return;
+          if (error) return fail(error);
+          try {
+            events.end();
+          } catch (e) {
+            return fail(e);
+          }
+          if (done || finished) succeed();
+          else fail(new ProviderError('The connection to the model provider closed in the middle of a reply', true, 'interrupted'));
+        });
+      });
     } catch (e) {
+      if (callerThrew) throw e;
       if (timeout) throw timeout;
       if (outer.aborted || e instanceof ProviderError) throw e;
       if (e instanceof SseEventTooLarge)
@@ -246,12 +311,11 @@ export function openAiProvider(
   return {
     description: `OpenAI-compatible endpoint at ${new URL(config.baseUrl).origin}`,
     complete: (request, signal) => complete(request, signal).catch(heard),
-    async *stream(request, signal) {
+    async stream(request, signal, onDelta) {
       for (let tries = 0; ; tries++) {
         let started = false;
         try {
-          yield* attempt(request, signal, () => (started = true));
-          return;
+          return await attempt(request, signal, () => (started = true), onDelta);
         } catch (e) {
           if (signal.aborted || started || tries > 0 || !(e instanceof ProviderError) || !e.transient) heard(e);
           await new Promise((resolve) => setTimeout(resolve, 250));

@@ -47,7 +47,13 @@ export type ChatDelta =
 export interface ChatProvider {
   /** For the start-up line and /healthz: what answers, never a secret. */
   readonly description: string;
-  stream(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatDelta>;
+  /**
+   * Streams an answer: each piece goes to `onDelta` as it arrives, and the promise settles when
+   * the answer is complete (or failed). A throw from `onDelta` ends the call with that error, as
+   * it is. Pushed rather than iterated: a chain of async iterators would cost promises and turns
+   * of the event loop for every token of every reply.
+   */
+  stream(request: ChatRequest, signal: AbortSignal, onDelta: (delta: ChatDelta) => void): Promise<void>;
   /** The whole content of a short answer, not streamed (the service's own calls: titles, memories). */
   complete(request: ChatRequest, signal: AbortSignal): Promise<string>;
 }
