@@ -109,6 +109,14 @@ describe('streamCall', () => {
     expect((error as ProviderError).message).toBe('The model provider sent a malformed chunk');
   });
 
+  it('refuses a usage report no model could have used, instead of counting it', async () => {
+    llm.enqueue({ tokens: ['a', 'b'], usage: { prompt_tokens: 3_000_000_000, completion_tokens: 2 } });
+    const { seen, sink } = collector();
+    const error = await streamCall(provider, request, new AbortController().signal, sink, roomy).catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: 'malformed', message: expect.stringContaining('usage.prompt_tokens') });
+    expect(seen.content).toEqual(['a', 'b']);
+  });
+
   it('stops as soon as the reply is stopped, which is not taken for a limit', async () => {
     llm.enqueue({ tokens: Array.from({ length: 40 }, (_, i) => `w${i} `), delayMs: 30 });
     const stop = new AbortController();

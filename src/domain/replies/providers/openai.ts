@@ -8,6 +8,11 @@ import { ProviderError, type ChatDelta, type ChatProvider, type ChatRequest, typ
 
 const text = z.string().nullish();
 /**
+ * A count of tokens one call used. Far above any model's context window; a larger count is
+ * nonsense that would go into the session's counter (a 32-bit integer) and break its saves.
+ */
+const tokenCount = z.number().int().min(0).max(10_000_000).nullish();
+/**
  * What a streamed chunk may hold. Fields we do not read are ignored; a field we read with
  * another type (a number for text, choices that are not a list) ends the reply rather than
  * writing nonsense into it.
@@ -37,7 +42,7 @@ const chunkSchema = z.object({
       }),
     )
     .nullish(),
-  usage: z.object({ prompt_tokens: z.number().nullish(), completion_tokens: z.number().nullish() }).nullish(),
+  usage: z.object({ prompt_tokens: tokenCount, completion_tokens: tokenCount }).nullish(),
   error: z.union([z.string(), z.object({ message: text })]).nullish(),
 });
 
@@ -71,6 +76,12 @@ function parseJson(text: string, what: 'chunk' | 'answer'): unknown {
     throw new ProviderError(`The model provider sent a malformed ${what}`, false, 'malformed');
   }
 }
+
+/**
+ * Model text without NUL characters: PostgreSQL text cannot hold them, and a reply is saved as
+ * streamed, so a model that writes one would otherwise show a text that cannot be kept.
+ */
+const storable = (text: string | null | undefined) => (text?.includes('\u0000') ? text.replaceAll('\u0000', '') : text);
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 const brief = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 200);
@@ -205,16 +216,17 @@ export function openAiProvider(
         if (chunk.error) throw reportedError(chunk.error);
         for (const choice of chunk.choices ?? []) {
           const delta = choice.delta ?? {};
-          const reasoning = delta.reasoning_content ?? delta.reasoning;
+          const reasoning = storable(delta.reasoning_content ?? delta.reasoning);
           if (reasoning) hand({ type: 'reasoning', text: reasoning });
-          if (delta.content) hand({ type: 'content', text: delta.content });
+          const content = storable(delta.content);
+          if (content) hand({ type: 'content', text: content });
           for (const call of delta.tool_calls ?? []) {
             hand({
               type: 'tool_call',
               index: call.index,
-              id: call.id ?? undefined,
-              name: call.function?.name ?? undefined,
-              arguments: call.function?.arguments ?? undefined,
+              id: storable(call.id) ?? undefined,
+              name: storable(call.function?.name) ?? undefined,
+              arguments: storable(call.function?.arguments) ?? undefined,
             });
           }
           if (choice.finish_reason) finished = true;
