@@ -170,6 +170,31 @@ describe('POST /v2/sessions with stream: true', () => {
     }
   });
 
+  it('streams and saves a reply whose model wrote NUL characters, which PostgreSQL text cannot hold, without them', async () => {
+    llm.enqueue({ tokens: ['nul\u0000', '\u0000', 'l'], reasoning: ['th\u0000ink'] });
+    const s = await prompt(alice, { agent_ids: [muse.id], content: 'Say nul', thinking: true });
+    const events = updates(await s.done);
+    const done = events.find((e) => e.type === 'assistant_message');
+    expect(done.message).toMatchObject({ status: 'complete', content: 'null', thought: 'think' });
+    expect(tokenText(events, done.message.id)).toBe('null');
+    const saved = await settledSession(t, alice, events[0].session_id);
+    expect(saved.messages.at(-1)).toEqual(done.message);
+  });
+
+  it('ends the stream with an error frame when the database refuses to save the reply, never in silence', async () => {
+    const sessionId = await newSession(t, alice, [muse.id]);
+    await settledSession(t, alice, sessionId);
+    // The session's token counter is an int: this reply's tokens would take it past the largest one.
+    await t.db.session.update({ where: { id: sessionId }, data: { tokensSpent: 2 ** 31 - 10 } });
+    llm.enqueue({ tokens: ['too', ' many'], usage: { prompt_tokens: 50, completion_tokens: 2 } });
+    const s = await prompt(alice, { session_id: sessionId, content: 'Count on' });
+    const frames = await s.done;
+    expect(frames.at(-1)!.event).toBe('done');
+    const events = updates(frames);
+    expect(events.map((e) => e.type)).toEqual(['start_prompt', 'assistant_token', 'assistant_token', 'error', 'end_prompt']);
+    expect(events[3].message).toMatchObject({ status: 'failed', content: 'too many' });
+  });
+
   it('sends heartbeat comments while the model is slow', async () => {
     llm.enqueue({ tokens: ['slow', ' answer'], delayMs: 150 });
     const s = await prompt(alice, { agent_ids: [muse.id], content: 'take your time' });

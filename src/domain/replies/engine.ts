@@ -331,8 +331,10 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       await emit(sessionId, { type: 'error', promptId, agentId, error, message });
     } catch (saveError) {
       if (isRecordGone(saveError)) return;
-      if (!isDatabaseUnavailable(saveError)) throw saveError;
+      // Its watchers hear of the end either way: a stream never ends in silence.
       await emit(sessionId, { type: 'error', promptId, agentId, error, message: unsavedView(job, target, outcome) });
+      // The database refused the save itself: start-up recovery closes the reply.
+      if (!isDatabaseUnavailable(saveError)) return void log.error({ err: saveError }, 'a failed reply could not be saved');
       saveLater(sessionId, messageId, outcome, SAVE_RETRY_FIRST_MS);
     }
   }

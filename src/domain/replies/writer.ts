@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.ts';
+import { isDatabaseUnavailable } from '../prisma-errors.ts';
 import type { MessageView } from '../sessions/events.ts';
 import { messageSelect, toMessageView } from '../sessions/views.ts';
 
@@ -59,7 +60,11 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
   const titles = waiting<Title, boolean>();
   let flushing: Promise<void> | null = null;
 
-  /** Entries whose callers wait for what their write gave; a failed write fails its whole group. */
+  /**
+   * Entries whose callers wait for what their write gave. When the database refuses a group for
+   * what it holds (not for being away), each entry is tried alone: one reply's bad row must not
+   * fail the hundreds grouped with it.
+   */
   function waiting<E, R>() {
     const queue: Pending<E, R>[] = [];
     return {
@@ -75,8 +80,9 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
       async write(save: (group: Pending<E, R>[]) => Promise<void>) {
         const group = queue.splice(0, GROUP);
         if (!group.length) return;
-        await save(group).catch((err) => {
-          for (const p of group) p.reject(err);
+        await save(group).catch(async (err) => {
+          if (group.length === 1 || isDatabaseUnavailable(err)) return group.forEach((p) => p.reject(err));
+          for (const p of group) await save([p]).catch((alone) => p.reject(alone));
         });
       },
     };

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createReplyWriter } from '../../src/domain/replies/writer.ts';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { newSession, settledSession } from '../helpers/sessions.ts';
+
+// The writer saves the replies that complete together in one statement. A row the database
+// refuses must fail only its own reply, not every reply grouped with it.
+
+let t: TestApp;
+let alice: TestUser;
+let sessionId: string;
+let agentId: string;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  alice = await t.createUser('alice');
+  agentId = (await fixtures(t).agent(alice, { name: 'Scribe', key: 'scribe' })).id;
+  sessionId = await newSession(t, alice, [agentId]);
+  await settledSession(t, alice, sessionId);
+});
+afterAll(() => t.close());
+
+const streamingReply = () => t.db.message.create({ data: { sessionId, role: 'assistant', senderId: agentId, status: 'streaming' } });
+
+describe('the reply writer', () => {
+  it('saves the replies completed together, each alone when the database refuses one of them', async () => {
+    const replies = await Promise.all(Array.from({ length: 5 }, streamingReply));
+    const writer = createReplyWriter(t.db, { error: () => {} });
+    const before = await t.db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { tokensSpent: true } });
+    // PostgreSQL text cannot hold NUL: the third reply's row is refused.
+    const saves = replies.map((r, i) =>
+      writer.complete({
+        sessionId,
+        messageId: r.id,
+        content: i === 2 ? 'bad\u0000row' : `reply ${i}`,
+        thought: '',
+        promptTokens: 1,
+        completionTokens: 2,
+      }),
+    );
+    const results = await Promise.allSettled(saves);
+
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    for (const [i, r] of results.entries())
+      if (r.status === 'fulfilled') expect(r.value).toMatchObject({ id: replies[i]!.id, status: 'complete', content: `reply ${i}` });
+    const rows = await t.db.message.findMany({ where: { id: { in: replies.map((r) => r.id) } }, select: { id: true, status: true } });
+    expect(rows.filter((r) => r.status === 'complete')).toHaveLength(4);
+    expect(rows.find((r) => r.id === replies[2]!.id)!.status).toBe('streaming');
+    // The session counts the tokens of the four saved, once each.
+    const after = await t.db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { tokensSpent: true } });
+    expect(after.tokensSpent - before.tokensSpent).toBe(4 * 3);
+  });
+});
