@@ -1,4 +1,5 @@
 import { fork } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 
@@ -45,13 +46,21 @@ async function copiesOf(server: Server, count: number, adopt: (handle: SocketHan
       });
       helper.once('error', reject);
       helper.once('exit', (code) => reject(new Error(`the helper exited with ${code}`)));
-      // Node's types name servers and sockets; their handles are sent the same way.
-      for (let i = 0; i < count; i++) helper.send('copy', handle as unknown as Server);
+      // Node's types name servers and sockets; their handles are sent the same way. A send fails
+      // (EINVAL) when the server closed meanwhile: that ends the copying, as an error would.
+      for (let i = 0; i < count; i++) helper.send('copy', handle as unknown as Server, (err) => err && reject(err));
     });
   } finally {
     settled = true;
     clearTimeout(timer);
-    helper.kill();
+    // Its copies keep the port open until it is gone: a service closed during start-up must not
+    // leave it held.
+    // (One that never started has no pid, and no exit to wait for.)
+    if (helper.pid !== undefined && helper.exitCode === null && helper.signalCode === null) {
+      const gone = once(helper, 'exit').catch(() => {});
+      helper.kill();
+      await gone;
+    }
   }
 }
 
@@ -96,7 +105,8 @@ export async function listen(
   try {
     await copiesOf(http.server, LISTENING_HANDLES - 1, adopt);
   } catch (err) {
-    log.warn({ err, handles: copies.size + 1 }, 'listening with fewer handles: no more could be made');
+    // Closed during start-up: no handle is wanted any more.
+    if (!closing) log.warn({ err, handles: copies.size + 1 }, 'listening with fewer handles: no more could be made');
   }
   return url;
 }

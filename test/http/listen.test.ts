@@ -1,4 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createServer as createNetServer } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listen, LISTENING_HANDLES } from '../../src/http/listen.ts';
@@ -112,6 +113,23 @@ describe('listening', () => {
     const second = await bareService();
     await expect(listen(second, { port: Number(port), host: '127.0.0.1' })).rejects.toMatchObject({ code: 'EADDRINUSE' });
     expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe('ok');
+  });
+
+  it('closed while its handles are being made, it leaves nothing listening on the port', async () => {
+    const app = await bareService();
+    const warnings: unknown[] = [];
+    // Closing starts as soon as the server listens, before the helper can have sent any copy back.
+    let closed: Promise<void> | null = null;
+    app.addHook('onListen', async () => {
+      closed = app.close();
+    });
+    const { port } = new URL(await listen(app, { port: 0, host: '127.0.0.1' }, { warn: (obj) => warnings.push(obj) }));
+    await closed;
+    // A copy kept after closing would hold the port: it could not be listened on again.
+    const again = createNetServer();
+    await new Promise<void>((resolve, reject) => again.once('error', reject).listen(Number(port), '127.0.0.1', resolve));
+    await new Promise((resolve) => again.close(resolve));
+    expect(warnings).toEqual([]);
   });
 });
 
