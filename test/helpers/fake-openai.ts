@@ -50,6 +50,8 @@ export interface RecordedRequest {
     max_tokens?: number;
   };
   headers: IncomingMessage['headers'];
+  /** The client closed the connection before the answer was complete (it gave the call up). */
+  cutOff?: boolean;
 }
 
 /**
@@ -150,6 +152,9 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
     }
     const recorded: RecordedRequest = { body: JSON.parse(raw), headers: req.headers };
     requests.push(recorded);
+    res.once('close', () => {
+      if (!res.writableFinished) recorded.cutOff = true;
+    });
     // parley names a session after its first exchange and extracts memories after each one, in
     // separate calls; those get their own answers so that they never take a script queued for a
     // reply.

@@ -56,7 +56,7 @@ export function memoryService(
   options: { offline: boolean; model: string },
   log: { error(obj: unknown, msg?: string): void },
 ) {
-  async function extract(prompt: string, reply: string): Promise<string[]> {
+  async function extract(prompt: string, reply: string, signal: AbortSignal | undefined): Promise<string[]> {
     if (options.offline) return factsByRule(prompt);
     const request = {
       model: options.model,
@@ -69,7 +69,8 @@ export function memoryService(
       reasoningEffort: null,
       agent: { name: '', key: '', description: '', greeting: '', knowledge: '', suggestions: [] },
     };
-    return factsFromAnswer(await provider.complete(request, AbortSignal.timeout(30_000)));
+    const timeout = AbortSignal.timeout(30_000);
+    return factsFromAnswer(await provider.complete(request, signal ? AbortSignal.any([signal, timeout]) : timeout));
   }
 
   /**
@@ -112,12 +113,13 @@ export function memoryService(
       return recalledFacts(await db.memory.findMany({ where: { ...where, agentId }, ...rest, take: RECALLED }), userId);
     },
 
-    async remember({ agentId, userId, sessionId, prompt, reply }) {
+    async remember({ agentId, userId, sessionId, prompt, reply }, signal) {
       let facts: string[];
       try {
-        facts = await extract(prompt, reply);
+        facts = await extract(prompt, reply, signal);
       } catch (err) {
-        log.error({ err }, 'could not extract memories');
+        // Given up on shutdown: nothing went wrong.
+        if (!signal?.aborted) log.error({ err }, 'could not extract memories');
         return;
       }
       if (facts.length === 0) return;

@@ -160,6 +160,13 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
   /** Replies being written, by session: how to stop each prompt's replies. */
   const running = new Map<string, Set<{ promptId: string; controller: AbortController }>>();
   const active = new Set<Promise<void>>();
+  /** Work of this engine that shutdown waits for (within its grace period), besides the replies. */
+  const track = (task: Promise<void>) => {
+    active.add(task);
+    void task.finally(() => active.delete(task));
+  };
+  /** Aborted when the grace period ends: what a reply set off afterwards (memories) is given up. */
+  const housekeeping = new AbortController();
   /** Saves waiting for the database to come back; dropped on shutdown (start-up recovery closes those replies). */
   const retries = new Set<NodeJS.Timeout>();
 
@@ -431,9 +438,14 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
         });
         const saved = await reply(job, target, agent, { messages, maxTokens: llm.maxCompletionTokens }, signal);
         if (saved && prompt && !job.excludeMemory) {
-          memory
-            .remember({ agentId: agent.id, userId: job.userId, sessionId: job.sessionId, prompt: prompt.content, reply: saved.content })
-            .catch((err) => log.error({ err }, 'could not update memory'));
+          const exchange = {
+            agentId: agent.id,
+            userId: job.userId,
+            sessionId: job.sessionId,
+            prompt: prompt.content,
+            reply: saved.content,
+          };
+          track(memory.remember(exchange, housekeeping.signal).catch((err) => log.error({ err }, 'could not update memory')));
         }
         return saved;
       }),
@@ -466,30 +478,37 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       const entry = { promptId: job.promptId, controller: new AbortController() };
       const set = running.get(job.sessionId) ?? new Set();
       running.set(job.sessionId, set.add(entry));
-      const task = run(job, entry.controller)
-        .catch((err) => {
-          if (!isRecordGone(err)) log.error({ err }, 'a prompt could not be answered');
-        })
-        .finally(() => {
-          set.delete(entry);
-          if (set.size === 0) running.delete(job.sessionId);
-          active.delete(task);
-        });
-      active.add(task);
+      track(
+        run(job, entry.controller)
+          .catch((err) => {
+            if (!isRecordGone(err)) log.error({ err }, 'a prompt could not be answered');
+          })
+          .finally(() => {
+            set.delete(entry);
+            if (set.size === 0) running.delete(job.sessionId);
+          }),
+      );
     },
 
     /**
-     * Lets running replies finish for up to `graceMs`, then cuts the rest off (saved as failed).
-     * Saves still waiting for the database are given up: start-up recovery closes those replies.
+     * Lets running replies, and the memories of those that complete, finish for up to `graceMs`;
+     * then cuts the rest off (replies saved as failed, memories not kept). Saves still waiting
+     * for the database are given up: start-up recovery closes those replies.
      */
     async drain(graceMs: number) {
       for (const timer of retries) clearTimeout(timer);
       retries.clear();
       if (active.size === 0) return;
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all(active), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+      let over = false;
+      const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs))).then(() => {
+        over = true;
+      });
+      // A reply that completes meanwhile sets off its memories: they are waited for too.
+      while (active.size > 0 && !over) await Promise.race([Promise.all(active), deadline]);
       clearTimeout(timer);
       for (const set of running.values()) for (const entry of set) entry.controller.abort(SHUTTING_DOWN);
+      housekeeping.abort(SHUTTING_DOWN);
       await Promise.all(active);
     },
 

@@ -43,8 +43,11 @@ export const noTools: ToolHost = {
 /** What an agent remembers about a user between sessions. */
 export interface MemoryHost {
   recall(agentId: string, userId: string): Promise<string[]>;
-  /** Called after a finished exchange that was not excluded from memory. */
-  remember(exchange: { agentId: string; userId: string; sessionId: string; prompt: string; reply: string }): Promise<void>;
+  /** Called after a finished exchange that was not excluded from memory; given up when `signal` aborts. */
+  remember(
+    exchange: { agentId: string; userId: string; sessionId: string; prompt: string; reply: string },
+    signal?: AbortSignal,
+  ): Promise<void>;
 }
 
 export const noMemory: MemoryHost = { recall: async () => [], remember: async () => {} };
