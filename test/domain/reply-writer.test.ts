@@ -5,7 +5,8 @@ import { fixtures } from '../helpers/fixtures.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
 
 // The writer saves the replies that complete together in one statement. A row the database
-// refuses must fail only its own reply, not every reply grouped with it.
+// refuses must fail only its own reply, not every reply grouped with it, and a reply saved again
+// must not be counted again.
 
 let t: TestApp;
 let alice: TestUser;
@@ -50,5 +51,18 @@ describe('the reply writer', () => {
     // The session counts the tokens of the four saved, once each.
     const after = await t.db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { tokensSpent: true } });
     expect(after.tokensSpent - before.tokensSpent).toBe(4 * 3);
+  });
+
+  it('counts a reply saved twice once, and the second save changes nothing', async () => {
+    const reply = await streamingReply();
+    const writer = createReplyWriter(t.db, { error: () => {} });
+    const before = await t.db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { tokensSpent: true } });
+    const save = (content: string) =>
+      writer.complete({ sessionId, messageId: reply.id, content, thought: '', promptTokens: 5, completionTokens: 7 });
+    expect(await save('the reply')).toMatchObject({ status: 'complete', content: 'the reply' });
+    expect(await save('again')).toBeNull();
+    const after = await t.db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { tokensSpent: true } });
+    expect(after.tokensSpent - before.tokensSpent).toBe(12);
+    expect(await t.db.message.findUniqueOrThrow({ where: { id: reply.id }, select: { content: true } })).toEqual({ content: 'the reply' });
   });
 });

@@ -99,7 +99,8 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
   async function saveCompletions(group: Pending<Completion, MessageView | null>[]) {
     const e = group.map((p) => p.entry);
     // The session's counter before the message, in the order a session delete takes them (the
-    // message update reads the counter update's rows, so it runs after it).
+    // message update reads the counter update's rows, so it runs after it). Only replies still
+    // streaming are counted: a save made again (a group retried reply by reply) counts nothing twice.
     const saved = await db.$queryRaw<{ id: string }[]>`
       WITH v AS (
         SELECT * FROM unnest(
@@ -108,7 +109,11 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
         ) AS v(id, session_id, content, thought, prompt_tokens, completion_tokens)
       ), counted AS (
         UPDATE "Session" AS s SET "tokensSpent" = s."tokensSpent" + t.n, "updatedAt" = now()
-        FROM (SELECT session_id, sum(prompt_tokens + completion_tokens)::int AS n FROM v GROUP BY session_id) AS t
+        FROM (
+          SELECT v.session_id, sum(v.prompt_tokens + v.completion_tokens)::int AS n
+          FROM v JOIN "Message" AS m ON m."id" = v.id AND m."status" = 'streaming'
+          GROUP BY v.session_id
+        ) AS t
         WHERE s."id" = t.session_id
         RETURNING s."id"
       )
