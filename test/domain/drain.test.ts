@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../helpers/fake-openai.ts';
+import { isMemoryRequest, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { newSession } from '../helpers/sessions.ts';
 
@@ -33,8 +33,6 @@ async function service() {
   };
   return { t, memories, exchange };
 }
-
-const isMemoryRequest = (r: RecordedRequest) => r.body.messages[0]?.content?.startsWith('From this exchange') ?? false;
 
 /** Holds the memory extraction of the next exchanges until the test lets it go. */
 function holdMemories(facts: string) {

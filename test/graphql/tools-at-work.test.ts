@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { PNG } from 'pngjs';
 import { MEMORY_CAP } from '../../src/domain/memory/service.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { isMemoryRequest, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
@@ -157,7 +157,7 @@ describe('memory', () => {
           .sort(),
       )
       .toEqual(['Prefers warm colours', 'Their name is Zoe']);
-    const extraction = llm.requests.find((r) => r.body.messages[0]?.content?.startsWith('From this exchange'))!;
+    const extraction = llm.requests.find(isMemoryRequest)!;
     expect(extraction.body.messages[1]!.content).toContain('My name is Zoe');
 
     llm.reset();
@@ -180,7 +180,7 @@ describe('memory', () => {
     });
     await settledSession(t, alice, private_.body.session_id);
     // (The previous exchange's own extraction may still arrive after the reset: only this one's counts.)
-    const extractions = llm.requests.filter((r) => r.body.messages[0]?.content?.startsWith('From this exchange'));
+    const extractions = llm.requests.filter(isMemoryRequest);
     expect(extractions.some((r) => r.body.messages[1]?.content?.includes('secret project'))).toBe(false);
     expect(llm.replyRequests()[0]!.body.messages[0]!.content).not.toContain('Their name is Zoe');
     const facts = (await t.rest('GET', `/v2/agents/${muse.id}/memories`, { key: alice.apiKey })).body.memories.map(

@@ -1,8 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
-const isTitleRequest = (r: RecordedRequest) => Boolean(r.body.messages[0]?.content?.startsWith('Give this conversation a title'));
-const isMemoryRequest = (r: RecordedRequest) =>
+/** parley's own call naming a session after its first exchange, told apart by its instruction. */
+export const isTitleRequest = (r: RecordedRequest) => Boolean(r.body.messages[0]?.content?.startsWith('Give this conversation a title'));
+/** parley's own call extracting what an exchange taught the agent about the user. */
+export const isMemoryRequest = (r: RecordedRequest) =>
   Boolean(r.body.messages[0]?.content?.startsWith('From this exchange, list what is worth remembering'));
 
 /** What the fake model does for one request. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { isTitleRequest, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectAuthError, expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
@@ -84,15 +84,13 @@ describe('POST /v2/sessions (operation 4)', () => {
   });
 
   it('names the session after the first exchange with the model, or from the first 30 characters if the model says no title', async () => {
-    llm.choose((r) =>
-      r.body.messages[0]?.content?.startsWith('Give this conversation a title') ? { tokens: ['Riso', ' Zine', ' Cover'] } : undefined,
-    );
+    llm.choose((r) => (isTitleRequest(r) ? { tokens: ['Riso', ' Zine', ' Cover'] } : undefined));
     const named = await newSession(t, alice, [muse.id], { content: 'Help me with a riso zine cover' });
     await expect
       .poll(async () => (await t.rest('GET', `/v2/sessions/${named}`, { key: alice.apiKey })).body.session.title)
       .toBe('Riso Zine Cover');
 
-    llm.choose((r) => (r.body.messages[0]?.content?.startsWith('Give this conversation a title') ? { tokens: ['Hmm'] } : undefined));
+    llm.choose((r) => (isTitleRequest(r) ? { tokens: ['Hmm'] } : undefined));
     const fallback = await newSession(t, alice, [muse.id], { content: 'What colours would suit a night market poster?' });
     await expect
       .poll(async () => (await t.rest('GET', `/v2/sessions/${fallback}`, { key: alice.apiKey })).body.session.title)
