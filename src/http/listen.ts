@@ -54,8 +54,7 @@ async function copiesOf(server: Server, count: number, adopt: (handle: SocketHan
     settled = true;
     clearTimeout(timer);
     // Its copies keep the port open until it is gone: a service closed during start-up must not
-    // leave it held.
-    // (One that never started has no pid, and no exit to wait for.)
+    // leave it held. (One that never started has no pid, and no exit to wait for.)
     if (helper.pid !== undefined && helper.exitCode === null && helper.signalCode === null) {
       const gone = once(helper, 'exit').catch(() => {});
       helper.kill();

@@ -47,7 +47,7 @@ export class SseEventReader {
       const event = this.data;
       this.data = [];
       this.pending = 0;
-      if (event.length) this.onEvent(event.length === 1 ? event[0]! : event.join('\n'));
+      if (event.length) this.onEvent(event.join('\n'));
     } else if (line.startsWith('data:')) {
       this.data.push(line.slice(line[5] === ' ' ? 6 : 5));
       this.pending += line.length;
