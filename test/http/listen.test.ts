@@ -1,5 +1,8 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { listen, LISTENING_HANDLES } from '../../src/http/listen.ts';
@@ -130,6 +133,57 @@ describe('listening', () => {
     await new Promise<void>((resolve, reject) => again.once('error', reject).listen(Number(port), '127.0.0.1', resolve));
     await new Promise((resolve) => again.close(resolve));
     expect(warnings).toEqual([]);
+  });
+
+  describe('when its helper fails', () => {
+    const made: string[] = [];
+    afterAll(() => {
+      for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+    });
+
+    /**
+     * Listens with `program` run as the helper (Node forks the helper with `process.execPath`),
+     * then checks what a user sees: requests answered, one warning naming the handles kept, and
+     * the port free again once the service has closed.
+     */
+    async function listenWithHelper(program: string) {
+      const app = await bareService();
+      const warnings: { handles?: number }[] = [];
+      const node = process.execPath;
+      process.execPath = program;
+      let url: string;
+      try {
+        url = await listen(app, { port: 0, host: '127.0.0.1' }, { warn: (obj) => warnings.push(obj as { handles?: number }) });
+      } finally {
+        process.execPath = node;
+      }
+      const answers = await Promise.all(Array.from({ length: 20 }, () => fetch(url).then((r) => r.text())));
+      expect(answers).toEqual(Array(20).fill('ok'));
+      await app.close();
+      const again = createNetServer();
+      await new Promise<void>((resolve, reject) => again.once('error', reject).listen(Number(new URL(url).port), '127.0.0.1', resolve));
+      await new Promise((resolve) => again.close(resolve));
+      return warnings;
+    }
+
+    it('that cannot start, it listens on its one handle and says so', async () => {
+      const warnings = await listenWithHelper('/nonexistent/node');
+      expect(warnings).toMatchObject([{ handles: 1 }]);
+    });
+
+    it('that dies after sending back some copies, it keeps those and says so', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'parley-listen-'));
+      made.push(dir);
+      // A helper that hands back three copies, as the real one does, and then exits.
+      const program = join(dir, 'helper');
+      writeFileSync(
+        program,
+        `#!/bin/sh\nexec '${process.execPath}' -e "let asked = 0, sent = 0; process.on('message', (m, h) => { if (++asked > 3) return; process.send('copy', h, () => { h.close(); if (++sent === 3) process.exit(3); }); });"\n`,
+        { mode: 0o755 },
+      );
+      const warnings = await listenWithHelper(program);
+      expect(warnings).toMatchObject([{ handles: 4 }]);
+    });
   });
 });
 
