@@ -9,6 +9,7 @@ import type { InFlightCounter } from './in-flight.ts';
 import type { GraphQLServer } from './server.ts';
 import { rateLimitedError, type RateLimiter } from '../limits/rate-limit.ts';
 import type { EventBus } from '../domain/sessions/bus.ts';
+import { within } from '../domain/within.ts';
 
 export interface WebSocketOptions {
   bus: EventBus;
@@ -303,14 +304,7 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
     async close() {
       clearInterval(monitor);
       stopRevocations();
-      let timer: NodeJS.Timeout | undefined;
-      if (subscriptions.size > 0) {
-        await Promise.race([
-          new Promise<void>((resolve) => (allEnded = resolve)),
-          new Promise<void>((resolve) => (timer = setTimeout(resolve, LAST_RESULTS_MS))),
-        ]);
-        clearTimeout(timer);
-      }
+      if (subscriptions.size > 0) await within(new Promise<void>((resolve) => (allEnded = resolve)), LAST_RESULTS_MS, undefined);
       for (const ws of wss.clients) ws.close(1001, 'The server is going away; reconnect');
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },

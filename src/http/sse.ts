@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import { within } from '../domain/within.ts';
 
 /**
  * Headers that keep proxies and browsers from buffering or caching an event stream. Its
@@ -69,13 +70,11 @@ export class SseStream {
   /** Resolves true when there is room to write again, false if the client is too slow (or gone). */
   async roomToWrite(): Promise<boolean> {
     if (this.res.writableLength <= this.options.bufferBytes) return this.open;
-    let timer: NodeJS.Timeout | undefined;
-    const drained = await Promise.race([
-      new Promise<boolean>((resolve) => this.res.once('drain', () => resolve(true))),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), this.options.slowClientMs))),
-      this.gone.then(() => false),
-    ]);
-    clearTimeout(timer);
+    const drained = await within(
+      Promise.race([new Promise<boolean>((resolve) => this.res.once('drain', () => resolve(true))), this.gone.then(() => false)]),
+      this.options.slowClientMs,
+      false,
+    );
     return drained && this.open;
   }
 

@@ -7,6 +7,7 @@ import { connectRedis } from '../redis/client.ts';
 import { CURRENT, createPublisher, liveChannel, type PublisherOptions, seqKey, streamKey } from './redis-publisher.ts';
 import { type EventSource, ends, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
 import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/sessions/bus.ts';
+import { within } from '../domain/within.ts';
 
 const CONTROL = 'parley:control';
 const LIVE_PREFIX = 'parley:live:';
@@ -252,10 +253,8 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     async describe() {
       const where = new URL(url);
       const events = `Redis at ${where.hostname}:${where.port || 6379} (shared by every instance)`;
-      const reachable = await Promise.race([
-        commands.ping().then(() => true),
-        new Promise<boolean>((r) => setTimeout(r, 1_000, false)),
-      ]).catch(() => false);
+      const answered = commands.ping().then(() => true);
+      const reachable = await within(answered, 1_000, false).catch(() => false);
       return { events, reachable };
     },
 

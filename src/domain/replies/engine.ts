@@ -15,6 +15,7 @@ import { cleanModelTitle, fallbackTitle, TITLE_INSTRUCTION, titleFromText } from
 import { CallLimitReached, type CallSink, type StreamedCall, streamCall } from './stream-call.ts';
 import { noMemory, noTools, type MemoryHost, type ToolHost } from './tools.ts';
 import { createReplyWriter, type ReplyWriter } from './writer.ts';
+import { within } from '../within.ts';
 
 /** One prompt's replies, as the sessions service hands them over once the prompt is saved. */
 export interface ReplyJob {
@@ -499,14 +500,9 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       for (const timer of retries) clearTimeout(timer);
       retries.clear();
       if (active.size === 0) return;
-      let timer: NodeJS.Timeout | undefined;
-      let over = false;
-      const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs))).then(() => {
-        over = true;
-      });
+      const deadline = Date.now() + graceMs;
       // A reply that completes meanwhile sets off its memories: they are waited for too.
-      while (active.size > 0 && !over) await Promise.race([Promise.all(active), deadline]);
-      clearTimeout(timer);
+      while (active.size > 0 && Date.now() < deadline) await within(Promise.all(active), deadline - Date.now(), undefined);
       for (const set of running.values()) for (const entry of set) entry.controller.abort(SHUTTING_DOWN);
       housekeeping.abort(SHUTTING_DOWN);
       await Promise.all(active);

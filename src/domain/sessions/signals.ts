@@ -2,6 +2,7 @@ import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/database.ts';
 import type { EventBus } from './bus.ts';
 import type { SessionEventPayload } from './events.ts';
+import { within } from '../within.ts';
 
 /** What must reach every instance even when the bus is out of reach at the moment of the change. */
 export type Signal = { kind: 'event'; sessionId: string; event: SessionEventPayload } | { kind: 'revoke_key'; keyId: string };
@@ -52,13 +53,10 @@ export function signalOutbox(db: Db, bus: EventBus, log: { warn(obj: unknown, ms
         // (a late delivery of this very call is harmless, signals mean the same twice).
         const sent = send(signal);
         sent.catch(() => {});
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          sent,
-          new Promise((_, reject) => {
-            timer = setTimeout(() => reject(new Error('the event bus did not take the signal within a second')), DELIVER_WAIT_MS);
-          }),
-        ]).finally(() => clearTimeout(timer));
+        const taken = sent.then(() => true);
+        if (!(await within(taken, DELIVER_WAIT_MS, false))) {
+          throw new Error('the event bus did not take the signal within a second');
+        }
         await db.pendingSignal.deleteMany({ where: { id } });
       } catch (err) {
         waiting = true;
