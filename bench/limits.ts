@@ -5,10 +5,6 @@
 // throughput is reported as a ratio to the first, measured in interleaved rounds. Then each
 // hostile GraphQL document of test/graphql/hostile-documents.test.ts is timed against a small
 // valid query on the same instance.
-import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { getIntrospectionQuery } from 'graphql';
 import { buildApp } from '../src/app.ts';

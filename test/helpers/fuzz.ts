@@ -1,6 +1,5 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import fc from 'fast-check';
-import { expect } from 'vitest';
 import type { TestApp, TestUser } from './app.ts';
 import { fixtures } from './fixtures.ts';
 

@@ -19,7 +19,7 @@ import { canManage, canPost, NO_ACCESS, SESSION_NOT_FOUND, type Permission } fro
 import { decodeCursor, encodeCursor, parseOrdinal } from './cursors.ts';
 import type { MessageView, ReactionsView } from './events.ts';
 import { numberedPageSchema, pageSchema, reactionSchema, sendMessageSchema, sessionUserSchema, type SendMessageInput } from './inputs.ts';
-import { sessionWatchStep, type WatchEnd, watchStream, type WatchStream } from './stream.ts';
+import { sessionWatchStep, watchStream, type WatchStream } from './stream.ts';
 import { KeyGone, newSessionWriter, savePrompt } from './prompts.ts';
 import { EXCLUSIVE } from './reactions.ts';
 import { messageSelect, reactionCounts, reactionsView, toMessageView } from './views.ts';
