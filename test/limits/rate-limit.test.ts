@@ -1,6 +1,6 @@
 import { parse } from 'graphql';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, } from '../helpers/app.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsExecute } from '../helpers/graphql-ws.ts';
 import { unknownWellFormedKey } from '../helpers/rest-helpers.ts';

@@ -2,7 +2,7 @@ import type { WorkConfig } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { EventBus } from '../sessions/bus.ts';
-import { debit, } from '../manna/ledger.ts';
+import { debit } from '../manna/ledger.ts';
 import { isDatabaseUnavailable } from '../prisma-errors.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { MediaStore } from '../media/store.ts';
