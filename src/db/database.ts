@@ -9,7 +9,6 @@ import { lockDataDir } from './data-dir-lock.ts';
 import { startPGliteThread } from './pglite-thread.ts';
 import { PostgresMigrationAdapterFactory } from './postgres-migrations.ts';
 import { buildSnapshot, preparePgdata } from './snapshot.ts';
-import { within } from '../domain/within.ts';
 
 type Adapter = NonNullable<ConstructorParameters<typeof PrismaClient>[0]['adapter']>;
 
@@ -54,8 +53,15 @@ export interface Database {
 
 /** A database that does not answer in time counts as down: a health check must not hang on it. */
 async function ping(prisma: Db, timeoutMs: number) {
-  const answered = prisma.$queryRaw`SELECT 1`.then(() => true);
-  return within(answered, timeoutMs, false).catch(() => false);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+  try {
+    return await Promise.race([prisma.$queryRaw`SELECT 1`.then(() => true), late]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface OpenOptions {
