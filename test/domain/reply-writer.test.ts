@@ -53,6 +53,30 @@ describe('the reply writer', () => {
     expect(after.tokensSpent - before.tokensSpent).toBe(4 * 3);
   });
 
+  it('hands a large group of saved replies back a few at a time, with other work let through in between', async () => {
+    const replies = await Promise.all(Array.from({ length: 60 }, streamingReply));
+    const writer = createReplyWriter(t.db, { error: () => {} });
+    // What each caller does with its saved reply (its last events, its memory and title calls)
+    // runs as it is handed back. Other work due meanwhile, such as the next token of a reply still
+    // streaming (here, a callback queued when the first save comes back), must not wait for all of them.
+    const order: string[] = [];
+    let queued = false;
+    const saves = replies.map((r, i) =>
+      writer
+        .complete({ sessionId, messageId: r.id, content: `reply ${i}`, thought: '', promptTokens: 0, completionTokens: 1 })
+        .then((view) => {
+          if (!queued) setImmediate(() => order.push('other work'));
+          queued = true;
+          order.push(view!.status);
+        }),
+    );
+    await Promise.all(saves);
+    expect(order.filter((o) => o === 'complete')).toHaveLength(60);
+    const otherAt = order.indexOf('other work');
+    expect(otherAt).toBeGreaterThan(0);
+    expect(otherAt).toBeLessThan(60);
+  });
+
   it('counts a reply saved twice once, and the second save changes nothing', async () => {
     const reply = await streamingReply();
     const writer = createReplyWriter(t.db, { error: () => {} });

@@ -36,6 +36,9 @@ export interface ReplyWriter {
 /** Replies per statement: bounds a statement's size (and the time the database spends on one). */
 const GROUP = 500;
 
+/** Saved replies handed back to their callers per turn of the event loop. */
+const HAND_OUT = 8;
+
 interface Pending<E, R> {
   entry: E;
   resolve(result: R): void;
@@ -124,7 +127,13 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
       RETURNING m."id"`;
     const rows = saved.length ? await db.message.findMany({ where: { id: { in: saved.map((r) => r.id) } }, select: messageSelect }) : [];
     const views = new Map(rows.map((r) => [r.id, toMessageView(r)]));
-    for (const p of group) p.resolve(views.get(p.entry.messageId) ?? null);
+    // Each save handed back sets off its reply's last events and its memory and title calls at
+    // once. A few per turn of the event loop, so that the tokens of the replies still streaming
+    // go out in between instead of waiting behind the whole group.
+    for (let i = 0; i < group.length; i += HAND_OUT) {
+      if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+      for (const p of group.slice(i, i + HAND_OUT)) p.resolve(views.get(p.entry.messageId) ?? null);
+    }
   }
 
   async function saveTitles(group: Pending<Title, boolean>[]) {
