@@ -45,7 +45,9 @@ async function copiesOf(server: Server, count: number, adopt: (handle: SocketHan
         if (++received === count) resolve();
       });
       helper.once('error', reject);
-      helper.once('exit', (code) => reject(new Error(`the helper exited with ${code}`)));
+      // 'close' rather than 'exit': it comes once every message the helper sent has been read,
+      // so copies it sent just before it ended are kept.
+      helper.once('close', (code) => reject(new Error(`the helper exited with ${code}`)));
       // Node's types name servers and sockets; their handles are sent the same way. A send fails
       // (EINVAL) when the server closed meanwhile: that ends the copying, as an error would.
       for (let i = 0; i < count; i++) helper.send('copy', handle as unknown as Server, (err) => err && reject(err));
