@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -124,6 +125,8 @@ interface Run {
   errors: number;
   /** The server's busiest threads during the run (CPU seconds): the event loop, the database. */
   busiest: { tid: string; name: string; seconds: number }[];
+  /** This process (the paced provider and every client): CPU seconds, and its event loop's delay p50/p99 in ms. */
+  bench: { seconds: number; delayP50: number; delayP99: number };
 }
 
 async function run(
@@ -136,6 +139,9 @@ async function run(
   const pid = transport === 'relay (SSE)' ? ctx.relayPid : ctx.parleyPid;
   const before = await rssKb(pid);
   const cpuBefore = await threadCpu(pid);
+  const benchCpu = process.cpuUsage();
+  const benchDelay = monitorEventLoopDelay({ resolution: 1 });
+  benchDelay.enable();
   let peak = before;
   const sampler = setInterval(() => void rssKb(pid).then((kb) => (peak = Math.max(peak, kb))), 200);
   const prefix = `${transport.length}-${level}-${Math.random().toString(36).slice(2, 7)}`;
@@ -170,6 +176,8 @@ async function run(
   await Promise.all(streams);
   clearInterval(sampler);
   const cpuAfter = await threadCpu(pid);
+  benchDelay.disable();
+  const benchUsed = process.cpuUsage(benchCpu);
   const busiest = [...cpuAfter]
     .map(([tid, t]) => ({ tid, name: t.name, seconds: t.seconds - (cpuBefore.get(tid)?.seconds ?? 0) }))
     .sort((a, b) => b.seconds - a.seconds)
@@ -190,6 +198,11 @@ async function run(
     firstToken: results.filter((r) => r.received > 0).map((r) => r.firstAt - r.startedAt),
     ...faults(results),
     busiest,
+    bench: {
+      seconds: (benchUsed.user + benchUsed.system) / 1e6,
+      delayP50: benchDelay.percentile(50) / 1e6,
+      delayP99: benchDelay.percentile(99) / 1e6,
+    },
   };
 }
 
@@ -303,7 +316,7 @@ for (const level of levels) {
       runs.push(result);
       const threads = result.busiest.map((b) => `${b.name}#${b.tid} ${b.seconds.toFixed(1)}s`).join(', ');
       console.log(
-        `  round ${r + 1} ${transport.padEnd(18)} ${String(level).padStart(5)} streams: ${result.received}/${result.expected} tokens, ${result.reordered} reordered, ${result.failed} failed, ${result.unended} without end frame, ${result.errors} error frames; first token p50 ${median(result.firstToken).toFixed(0)} ms; busiest server threads: ${threads}`,
+        `  round ${r + 1} ${transport.padEnd(18)} ${String(level).padStart(5)} streams: ${result.received}/${result.expected} tokens, ${result.reordered} reordered, ${result.failed} failed, ${result.unended} without end frame, ${result.errors} error frames; first token p50 ${median(result.firstToken).toFixed(0)} ms; busiest server threads: ${threads}; this process ${result.bench.seconds.toFixed(1)}s, loop delay p50/p99 ${result.bench.delayP50.toFixed(1)}/${result.bench.delayP99.toFixed(1)} ms`,
       );
     }
   }
