@@ -51,9 +51,7 @@ export function signalOutbox(db: Db, bus: EventBus, log: { warn(obj: unknown, ms
       try {
         // The request waits for this: a bus out of reach has a second, then `flush` takes over
         // (a late delivery of this very call is harmless, signals mean the same twice).
-        const sent = send(signal);
-        sent.catch(() => {});
-        const taken = sent.then(() => true);
+        const taken = send(signal).then(() => true);
         if (!(await within(taken, DELIVER_WAIT_MS, false))) {
           throw new Error('the event bus did not take the signal within a second');
         }
