@@ -3,7 +3,7 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
-import { settledSession } from '../helpers/sessions.ts';
+import { settledSession, titledSession } from '../helpers/sessions.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 
@@ -222,9 +222,14 @@ describe('queries and mutations', () => {
 
   it('sessions and sharedSessions page through your sessions and those shared with you', async () => {
     const dana = await t.createUser('dana');
+    // Each session's activity (its reply, then its title) is over before the next one starts, so
+    // newest activity first is the reverse of the order they were started in.
     const started = [];
-    for (let i = 0; i < 3; i++) started.push((await startSession(dana)).session);
-    for (const session of started) await settledSession(t, dana, session.rawId);
+    for (let i = 0; i < 3; i++) {
+      const { session } = await startSession(dana);
+      await titledSession(t, dana, session.rawId);
+      started.push(session);
+    }
     const ids = started.map((session) => session.id);
     const page1 = expectData(await t.gql(MySessions, { first: 2 }, dana.apiKey)).sessions;
     expect(page1.edges.map((e) => e.node.id)).toEqual([ids[2], ids[1]]);

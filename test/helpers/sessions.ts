@@ -16,6 +16,18 @@ export async function settledSession(t: TestApp, user: TestUser, sessionId: stri
   }
 }
 
+/**
+ * `settledSession`, and also named: a new session's title is its last write after its first
+ * exchange (and moves its activity), made once its replies are done.
+ */
+export async function titledSession(t: TestApp, user: TestUser, sessionId: string) {
+  for (;;) {
+    const body = await settledSession(t, user, sessionId);
+    if (body.session.title) return body;
+    await pause(20);
+  }
+}
+
 /** Creates a session over REST with the given agents and first message; returns its id. */
 export async function newSession(t: TestApp, user: TestUser, agentIds: string[], body: Record<string, unknown> = {}) {
   const res = await t.rest('POST', '/v2/sessions', { key: user.apiKey, body: { agent_ids: agentIds, content: 'Hello there', ...body } });
