@@ -2,7 +2,10 @@
 // (REST SSE and graphql-ws) and, in the same run, through a bare pass-through relay (the floor of
 // this machine). Reports added latency per token (provider write → client receive), throughput,
 // lost or reordered tokens, and server memory per open stream and per idle subscription.
-//   npm run bench:stream [-- --levels 100,1000 --tokens 60 --rate 20 --rounds 3 --ramp 2000 --idle 10000 --database postgres]
+// Two more floors on request: the bare relay over graphql-ws (`relayws`) and a relay that also
+// stores each conversation in an embedded database (`store`); ratios stay against the bare SSE relay.
+//   npm run bench:stream [-- --levels 100,1000 --tokens 60 --rate 20 --rounds 3 --ramp 2000 --idle 10000 --database postgres
+//                           --transports relay,relayws,store,sse,ws]
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -107,7 +110,7 @@ async function threadCpu(pid: number): Promise<Map<string, { name: string; secon
 }
 
 // ---- one run -----------------------------------------------------------------------------------
-type Transport = 'relay (SSE)' | 'parley REST SSE' | 'parley graphql-ws';
+type Transport = 'relay (SSE)' | 'relay (graphql-ws)' | 'relay+store (SSE)' | 'parley REST SSE' | 'parley graphql-ws';
 
 interface Run {
   transport: Transport;
@@ -129,14 +132,21 @@ interface Run {
   bench: { seconds: number; delayP50: number; delayP99: number };
 }
 
-async function run(
-  transport: Transport,
-  level: number,
-  ctx: { relayUrl: string; parleyUrl: string; key: string; agentId: string; parleyPid: number; relayPid: number },
-): Promise<Run> {
+interface Context {
+  relayUrl: string;
+  parleyUrl: string;
+  key: string;
+  agentId: string;
+  parleyPid: number;
+  relayPid: number;
+  /** The relay that also stores conversations (`--transports store`), when it runs. */
+  storing: { url: string; pid: number } | null;
+}
+
+async function run(transport: Transport, level: number, ctx: Context): Promise<Run> {
   provider.sentAt.clear();
   const results: StreamResult[] = [];
-  const pid = transport === 'relay (SSE)' ? ctx.relayPid : ctx.parleyPid;
+  const pid = transport.startsWith('relay (') ? ctx.relayPid : transport === 'relay+store (SSE)' ? ctx.storing!.pid : ctx.parleyPid;
   const before = await rssKb(pid);
   const cpuBefore = await threadCpu(pid);
   const benchCpu = process.cpuUsage();
@@ -153,6 +163,8 @@ async function run(
     results.push(result);
     if (transport === 'relay (SSE)')
       return sseStream(provider.sentAt, ctx.relayUrl, {}, { content: `stream ${id}` }, id, result, deadlineMs);
+    if (transport === 'relay+store (SSE)')
+      return sseStream(provider.sentAt, ctx.storing!.url, {}, { content: `stream ${id}` }, id, result, deadlineMs);
     if (transport === 'parley REST SSE') {
       return sseStream(
         provider.sentAt,
@@ -165,7 +177,7 @@ async function run(
       );
     }
     const client = createClient({
-      url: `${ctx.parleyUrl.replace('http', 'ws')}/graphql`,
+      url: `${(transport === 'relay (graphql-ws)' ? ctx.relayUrl.slice(0, -1) : ctx.parleyUrl).replace('http', 'ws')}/graphql`,
       webSocketImpl: WebSocket,
       connectionParams: { 'X-Api-Key': ctx.key },
       retryAttempts: 0,
@@ -297,10 +309,28 @@ const created = await fetch(`${parleyUrl}/graphql`, {
   body: JSON.stringify({ query: 'mutation { createAgent(input: { name: "Bench", key: "bench-agent", public: true }) { rawId } }' }),
 });
 const agentId = ((await created.json()) as { data: { createAgent: { rawId: string } } }).data.createAgent.rawId;
-const ctx = { relayUrl, parleyUrl, key, agentId, parleyPid: parley.child.pid!, relayPid: relay.child.pid! };
-
-const named: Record<string, Transport> = { relay: 'relay (SSE)', sse: 'parley REST SSE', ws: 'parley graphql-ws' };
+const named: Record<string, Transport> = {
+  relay: 'relay (SSE)',
+  relayws: 'relay (graphql-ws)',
+  store: 'relay+store (SSE)',
+  sse: 'parley REST SSE',
+  ws: 'parley graphql-ws',
+};
 const transports = values.transports!.split(',').map((t) => named[t]!);
+// The relay that also stores each conversation runs only when asked for, with a database of its own.
+const storeDir = transports.includes('relay+store (SSE)') ? await mkdtemp(join(tmpdir(), 'parley-bench-relay-')) : null;
+const storing = storeDir
+  ? await start([...profiling, '--import', 'tsx', 'bench/relay.ts', providerUrl, '--store', storeDir], {}, /relay listening on (\d+)/)
+  : null;
+const ctx: Context = {
+  relayUrl,
+  parleyUrl,
+  key,
+  agentId,
+  parleyPid: parley.child.pid!,
+  relayPid: relay.child.pid!,
+  storing: storing && { url: `http://127.0.0.1:${storing.match[1]}/`, pid: storing.child.pid! },
+};
 // Measured first, on a server whose heap has not yet grown and freed room for thousands of
 // streams (afterwards new subscriptions fit in that room and RSS does not move).
 const perSubscription = idleSubscriptions > 0 ? await idleCost(idleSubscriptions, ctx) : null;
@@ -373,5 +403,6 @@ if (perSubscription !== null) {
 provider.close();
 await stopAll();
 await rm(dataDir, { recursive: true, force: true });
+if (storeDir) await rm(storeDir, { recursive: true, force: true });
 if (failing) console.log('\nFAILING: some replies failed, hung, errored, or lost tokens');
 process.exit(failing ? 1 : 0);
