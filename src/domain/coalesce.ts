@@ -1,4 +1,5 @@
 import DataLoader from 'dataloader';
+import { isDatabaseUnavailable } from './prisma-errors.ts';
 
 /** Keys per statement at most, unless told otherwise: bounds a statement's size. */
 const MAX_BATCH = 500;
@@ -32,14 +33,17 @@ export function coalesced<K, V>(run: (keys: readonly K[]) => Promise<Map<K, V | 
 
 /**
  * `coalesced` for writes: when the statement written for a group fails, each key of the group is
- * written again alone, so one row the database refuses fails only its own caller.
+ * written again alone, so one row the database refuses fails only its own caller. A database out
+ * of reach refuses every row alike: then each caller gets that failure, and the database, on its
+ * way back, is not sent one statement per caller.
  */
 export function coalescedWrites<K, V>(write: (keys: readonly K[]) => Promise<Map<K, V | Error>>, maxBatch = MAX_BATCH) {
   return coalesced<K, V>(async (group) => {
     if (group.length === 1) return write(group);
     try {
       return await write(group);
-    } catch {
+    } catch (err) {
+      if (isDatabaseUnavailable(err)) throw err;
       const alone = await Promise.all(
         group.map((k) =>
           write([k]).then(

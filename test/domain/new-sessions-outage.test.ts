@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyMigrations } from '../../src/db/migrate.ts';
+import { openDatabase, type Database } from '../../src/db/database.ts';
+import { isDatabaseUnavailable } from '../../src/domain/prisma-errors.ts';
+import { newSessionWriter } from '../../src/domain/sessions/prompts.ts';
+import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+
+/**
+ * New sessions that arrive together while PostgreSQL is out of reach (a proxy the test cuts): one
+ * statement fails, every caller is told the database is unavailable, and the writer does not try
+ * each session again on its own against a database that is not there.
+ */
+describe('new sessions written together while the database is away', () => {
+  let database: Awaited<ReturnType<typeof freshPostgresDatabase>>;
+  let proxy: TcpProxy;
+  let db: Database;
+  let ownerId: string;
+  let agent: { id: string; name: string };
+  /** Statements the writer sent, through the real client. */
+  let statements = 0;
+  const counted = {
+    $queryRaw: ((...args: Parameters<Database['prisma']['$queryRaw']>) => {
+      statements++;
+      return db.prisma.$queryRaw(...args);
+    }) as Database['prisma']['$queryRaw'],
+  };
+
+  beforeAll(async () => {
+    database = await freshPostgresDatabase();
+    const target = new URL(database.url);
+    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+    db = await openDatabase({ kind: 'postgres', url: proxy.through(database.url), connectTimeoutMs: 2000 });
+    await applyMigrations(db.migrationAdapterFactory);
+    ownerId = (await db.prisma.user.create({ data: { username: 'alice' } })).id;
+    const profile = await db.prisma.user.create({ data: { username: 'ada' } });
+    agent = await db.prisma.agent.create({
+      data: { id: profile.id, ownerId, name: 'Ada', public: true },
+      select: { id: true, name: true },
+    });
+  });
+  afterAll(async () => {
+    await db?.close();
+    await proxy?.close();
+    await database?.drop();
+  });
+
+  const prompt = (content: string) => ({
+    userId: ownerId,
+    instance: 'test-instance',
+    prompt: { content, attachments: [], responders: [agent.id] },
+    session: { create: { agents: [agent] } },
+  });
+  const contents = ['one', 'two', 'three', 'four'];
+
+  it('fails every caller with "unavailable" after one statement, and writes them all once it is back', async () => {
+    const save = newSessionWriter(counted);
+    await proxy.cut();
+    let outcomes: PromiseSettledResult<unknown>[];
+    try {
+      statements = 0;
+      outcomes = await Promise.allSettled(contents.map((c) => save(prompt(c))));
+    } finally {
+      await proxy.restore();
+    }
+    expect(outcomes.map((o) => o.status)).toEqual(contents.map(() => 'rejected'));
+    for (const o of outcomes) expect(isDatabaseUnavailable((o as PromiseRejectedResult).reason), String(o)).toBe(true);
+    expect(statements).toBe(1);
+
+    // The same sessions, asked again with the database back, are written in one statement.
+    statements = 0;
+    const saved = await Promise.all(contents.map((c) => save(prompt(c))));
+    expect(statements).toBe(1);
+    const prompts = await db.prisma.message.findMany({
+      where: { sessionId: { in: saved.map((s) => s.sessionId) }, role: 'user' },
+      select: { content: true },
+    });
+    expect(prompts.map((m) => m.content).sort()).toEqual([...contents].sort());
+  });
+});
