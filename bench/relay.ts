@@ -8,9 +8,9 @@
 // protocol and a GraphQL execution per event cost by themselves on this machine.
 //
 // With --store it also keeps each conversation the least a service that stores conversations
-// can: an embedded PGlite on a worker thread (as parley's default), one statement per event-loop
-// turn for every request that arrived in it (a conversation, its prompt and a placeholder reply,
-// written before the provider is called) and one for every reply that ended in it (its text). It
+// can: an embedded PGlite on a worker thread (as parley's default), one statement for the
+// requests that arrived together (a conversation, its prompt and a placeholder reply each, written
+// before the provider is called) and one for the replies that ended together (their text). It
 // shows what storing alone costs on this machine, next to parley, which stores much more.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -26,21 +26,32 @@ const provider = process.argv[2]!;
 const storeAt = process.argv.indexOf('--store');
 const store = storeAt > 0 ? await openStore(process.argv[storeAt + 1]!) : null;
 
-/** Statements for the store, each run for all the rows queued in one turn of the event loop. */
+/**
+ * Statements for the store, as parley groups its own: the rows that arrive while one statement
+ * of a kind is under way are written together by the next.
+ */
 function grouped<T>(run: (rows: T[]) => Promise<void>) {
   let queue: { row: T; done: (error?: Error) => void }[] = [];
+  let busy = false;
+  const flush = () => {
+    if (busy || queue.length === 0) return;
+    const batch = queue;
+    queue = [];
+    busy = true;
+    run(batch.map((b) => b.row))
+      .then(
+        () => batch.forEach((b) => b.done()),
+        (e: Error) => batch.forEach((b) => b.done(e)),
+      )
+      .finally(() => {
+        busy = false;
+        flush();
+      });
+  };
   return (row: T) =>
     new Promise<void>((resolve, reject) => {
-      if (queue.length === 0)
-        setImmediate(() => {
-          const batch = queue;
-          queue = [];
-          run(batch.map((b) => b.row)).then(
-            () => batch.forEach((b) => b.done()),
-            (e: Error) => batch.forEach((b) => b.done(e)),
-          );
-        });
       queue.push({ row, done: (error) => (error ? reject(error) : resolve()) });
+      if (queue.length === 1) setImmediate(flush);
     });
 }
 
