@@ -1,17 +1,17 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/db/database.ts';
-import { applyMigrations } from '../../src/db/migrate.ts';
+import type { Database } from '../../src/db/database.ts';
 import { isDatabaseUnavailable } from '../../src/domain/prisma-errors.ts';
-import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { databaseBehindProxy } from '../helpers/postgres-server.ts';
+import type { TcpProxy } from '../helpers/tcp-proxy.ts';
 
 /**
  * The failures a real PostgreSQL and the pg adapter produce when the connection is the problem,
  * each recognised as "the database is unavailable", and statement errors not.
  */
 describe('isDatabaseUnavailable, on the errors a real server gives', () => {
-  let database: Awaited<ReturnType<typeof freshPostgresDatabase>>;
+  let behind: Awaited<ReturnType<typeof databaseBehindProxy>>;
+  let database: { url: string };
   let proxy: TcpProxy;
   let db: Database;
   let admin: pg.Client;
@@ -36,11 +36,8 @@ describe('isDatabaseUnavailable, on the errors a real server gives', () => {
   }
 
   beforeAll(async () => {
-    database = await freshPostgresDatabase();
-    const target = new URL(database.url);
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
-    db = await openDatabase({ kind: 'postgres', url: proxy.through(database.url), connectTimeoutMs: 2000 });
-    await applyMigrations(db.migrationAdapterFactory);
+    behind = await databaseBehindProxy();
+    ({ database, proxy, db } = behind);
     const adminUrl = new URL(database.url);
     adminUrl.pathname = '/postgres';
     admin = new pg.Client({ connectionString: adminUrl.toString() });
@@ -48,9 +45,7 @@ describe('isDatabaseUnavailable, on the errors a real server gives', () => {
   });
   afterAll(async () => {
     await admin?.end();
-    await db?.close();
-    await proxy?.close();
-    await database?.drop();
+    await behind?.close();
   });
 
   it('a refused connection (P1001) and a reset one, in and out of transactions', async () => {

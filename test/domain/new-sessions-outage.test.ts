@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyMigrations } from '../../src/db/migrate.ts';
-import { openDatabase, type Database } from '../../src/db/database.ts';
+import type { Database } from '../../src/db/database.ts';
 import { isDatabaseUnavailable } from '../../src/domain/prisma-errors.ts';
 import { newSessionWriter } from '../../src/domain/sessions/prompts.ts';
-import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { databaseBehindProxy } from '../helpers/postgres-server.ts';
+import type { TcpProxy } from '../helpers/tcp-proxy.ts';
 
 /**
  * New sessions that arrive together while PostgreSQL is out of reach (a proxy the test cuts): one
@@ -12,7 +11,7 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
  * each session again on its own against a database that is not there.
  */
 describe('new sessions written together while the database is away', () => {
-  let database: Awaited<ReturnType<typeof freshPostgresDatabase>>;
+  let behind: Awaited<ReturnType<typeof databaseBehindProxy>>;
   let proxy: TcpProxy;
   let db: Database;
   let ownerId: string;
@@ -27,11 +26,8 @@ describe('new sessions written together while the database is away', () => {
   };
 
   beforeAll(async () => {
-    database = await freshPostgresDatabase();
-    const target = new URL(database.url);
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
-    db = await openDatabase({ kind: 'postgres', url: proxy.through(database.url), connectTimeoutMs: 2000 });
-    await applyMigrations(db.migrationAdapterFactory);
+    behind = await databaseBehindProxy();
+    ({ proxy, db } = behind);
     ownerId = (await db.prisma.user.create({ data: { username: 'alice' } })).id;
     const profile = await db.prisma.user.create({ data: { username: 'ada' } });
     agent = await db.prisma.agent.create({
@@ -39,11 +35,7 @@ describe('new sessions written together while the database is away', () => {
       select: { id: true, name: true },
     });
   });
-  afterAll(async () => {
-    await db?.close();
-    await proxy?.close();
-    await database?.drop();
-  });
+  afterAll(() => behind?.close());
 
   const prompt = (content: string) => ({
     userId: ownerId,
