@@ -19,41 +19,13 @@ import { Worker } from 'node:worker_threads';
 import { buildSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
+import { coalesced } from '../src/domain/coalesce.ts';
 import { MAX_CHUNK_CHARS } from '../src/domain/replies/providers/openai.ts';
 import { SseEventReader } from '../src/domain/replies/providers/sse-lines.ts';
 
 const provider = process.argv[2]!;
 const storeAt = process.argv.indexOf('--store');
 const store = storeAt > 0 ? await openStore(process.argv[storeAt + 1]!) : null;
-
-/**
- * Statements for the store, as parley groups its own: the rows that arrive while one statement
- * of a kind is under way are written together by the next.
- */
-function grouped<T>(run: (rows: T[]) => Promise<void>) {
-  let queue: { row: T; done: (error?: Error) => void }[] = [];
-  let busy = false;
-  const flush = () => {
-    if (busy || queue.length === 0) return;
-    const batch = queue;
-    queue = [];
-    busy = true;
-    run(batch.map((b) => b.row))
-      .then(
-        () => batch.forEach((b) => b.done()),
-        (e: Error) => batch.forEach((b) => b.done(e)),
-      )
-      .finally(() => {
-        busy = false;
-        flush();
-      });
-  };
-  return (row: T) =>
-    new Promise<void>((resolve, reject) => {
-      queue.push({ row, done: (error) => (error ? reject(error) : resolve()) });
-      if (queue.length === 1) setImmediate(flush);
-    });
-}
 
 async function openStore(dataDir: string) {
   const worker = new Worker(new URL('./relay-store-worker.js', import.meta.url), { workerData: { dataDir } });
@@ -73,6 +45,12 @@ async function openStore(dataDir: string) {
         else resolve();
       });
       worker.postMessage({ id, sql, params });
+    });
+  // Grouped by parley's own helper: what arrives while a statement of its kind is under way goes in the next.
+  const grouped = <T>(write: (rows: readonly T[]) => Promise<void>) =>
+    coalesced<T, true>(async (rows) => {
+      await write(rows);
+      return new Map(rows.map((r) => [r, true as const]));
     });
   const begin = grouped<{ conversation: string; prompt: string; reply: string; content: string }>((rows) =>
     query(
@@ -116,7 +94,7 @@ const server = createServer(async (req, res) => {
   for await (const chunk of req) body += chunk;
   const { content } = JSON.parse(body) as { content: string };
   const reply = randomUUID();
-  await store?.begin({ conversation: randomUUID(), prompt: randomUUID(), reply, content });
+  await store?.begin.load({ conversation: randomUUID(), prompt: randomUUID(), reply, content });
   const upstream = await ask(content);
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   let said = '';
@@ -128,7 +106,7 @@ const server = createServer(async (req, res) => {
   });
   for await (const chunk of upstream.body!) events.push(chunk);
   events.end();
-  await store?.finish({ reply, content: said });
+  await store?.finish.load({ reply, content: said });
   res.end(`data: ${JSON.stringify({ event: 'done', data: '' })}\n\n`);
 });
 

@@ -161,10 +161,10 @@ async function run(transport: Transport, level: number, ctx: Context): Promise<R
     const id = `${prefix}-${k}`;
     const result = newResult();
     results.push(result);
-    if (transport === 'relay (SSE)')
-      return sseStream(provider.sentAt, ctx.relayUrl, {}, { content: `stream ${id}` }, id, result, deadlineMs);
-    if (transport === 'relay+store (SSE)')
-      return sseStream(provider.sentAt, ctx.storing!.url, {}, { content: `stream ${id}` }, id, result, deadlineMs);
+    if (transport === 'relay (SSE)' || transport === 'relay+store (SSE)') {
+      const url = transport === 'relay (SSE)' ? ctx.relayUrl : ctx.storing!.url;
+      return sseStream(provider.sentAt, url, {}, { content: `stream ${id}` }, id, result, deadlineMs);
+    }
     if (transport === 'parley REST SSE') {
       return sseStream(
         provider.sentAt,
