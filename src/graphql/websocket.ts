@@ -278,8 +278,10 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
   });
 
   // A subscription whose sends stall (the client stopped reading) holds only what is in flight,
-  // but its socket is dropped once nothing has drained for `slowClientMs`.
+  // but its socket is dropped once its output has not drained for `slowClientMs` per
+  // `streamBufferBytes` waiting (as an SSE stream's is: one long message is no stopped reader).
   const stuckSince = new WeakMap<WebSocket, number>();
+  const { slowClientMs, streamBufferBytes } = options.events;
   const monitor = setInterval(
     () => {
       const now = Date.now();
@@ -290,10 +292,10 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
         }
         const since = stuckSince.get(ws) ?? now;
         stuckSince.set(ws, since);
-        if (now - since >= options.events.slowClientMs) dropSlow(ws);
+        if (now - since >= slowClientMs * Math.max(1, ws.bufferedAmount / streamBufferBytes)) dropSlow(ws);
       }
     },
-    Math.max(50, Math.min(1000, options.events.slowClientMs / 4)),
+    Math.max(50, Math.min(1000, slowClientMs / 4)),
   );
   monitor.unref();
 

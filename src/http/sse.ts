@@ -34,7 +34,8 @@ const LINGER_MS = 10_000;
 /**
  * Server-Sent Events over a Fastify reply (hijacked: the stream is ours to write). Frames are
  * written as events come until `bufferBytes` of output wait for the client; then `roomToWrite`
- * waits for it to read. A client that leaves it waiting for `slowClientMs` is too slow: the
+ * waits for it to read. A client that leaves it waiting for `slowClientMs` (per `bufferBytes`
+ * waiting) is too slow: the
  * caller writes a last frame saying so and ends the stream, and the socket is destroyed if even
  * that is not read. So a stream never holds much more than `bufferBytes` in this process.
  */
@@ -67,12 +68,18 @@ export class SseStream {
     return this.open && this.res.writableLength <= this.options.bufferBytes;
   }
 
-  /** Resolves true when there is room to write again, false if the client is too slow (or gone). */
+  /**
+   * Resolves true when there is room to write again, false if the client is too slow (or gone).
+   * A client gets `slowClientMs` for each `bufferBytes` waiting for it: one frame can be far
+   * larger than the buffer (a long reply's final message repeats its whole text), and a reader
+   * taking it steadily over a slow link has not stopped reading.
+   */
   async roomToWrite(): Promise<boolean> {
-    if (this.res.writableLength <= this.options.bufferBytes) return this.open;
+    const waiting = this.res.writableLength;
+    if (waiting <= this.options.bufferBytes) return this.open;
     const drained = await within(
       Promise.race([new Promise<boolean>((resolve) => this.res.once('drain', () => resolve(true))), this.gone.then(() => false)]),
-      this.options.slowClientMs,
+      this.options.slowClientMs * (waiting / this.options.bufferBytes),
       false,
     );
     return drained && this.open;

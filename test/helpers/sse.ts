@@ -60,37 +60,50 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseC
       return frames;
     }
     const decoder = new TextDecoder();
-    let buffer = '';
-    // Where to look for the end of the frame being read: a large frame arrives in many chunks,
-    // and searching it from its start every time would make reading it quadratic.
-    let searchFrom = 0;
+    // The text of the frame being read, in the pieces it arrived in: a large frame comes in many
+    // chunks, and appending each to one string that is then searched would copy the whole frame
+    // at every chunk (quadratic; seconds for a few megabytes on a busy machine). `last` is the
+    // final character held, so that a blank line split across two chunks is still found.
+    let pieces: string[] = [];
+    let last = '';
+    const read = (block: string) => {
+      let id: number | undefined;
+      const data: string[] = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) client.comments++;
+        else if (line.startsWith('id: ')) id = Number(line.slice(4));
+        else if (line.startsWith('data: ')) data.push(line.slice(6));
+      }
+      if (!data.length) return;
+      const parsed = JSON.parse(data.join('\n'));
+      const frame: SseFrame = { id, event: parsed.event, data: parsed };
+      frames.push(frame);
+      for (const w of [...waiters]) {
+        if (w.predicate(frame)) {
+          waiters.delete(w);
+          w.resolve(frame);
+        }
+      }
+    };
     try {
       for await (const chunk of response.body) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let end: number;
-        while ((end = buffer.indexOf('\n\n', searchFrom)) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          searchFrom = 0;
-          let id: number | undefined;
-          const data: string[] = [];
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':')) client.comments++;
-            else if (line.startsWith('id: ')) id = Number(line.slice(4));
-            else if (line.startsWith('data: ')) data.push(line.slice(6));
-          }
-          if (!data.length) continue;
-          const parsed = JSON.parse(data.join('\n'));
-          const frame: SseFrame = { id, event: parsed.event, data: parsed };
-          frames.push(frame);
-          for (const w of [...waiters]) {
-            if (w.predicate(frame)) {
-              waiters.delete(w);
-              w.resolve(frame);
-            }
-          }
+        const text = decoder.decode(chunk, { stream: true });
+        if (!text) continue;
+        pieces.push(text);
+        if (!(last + text).includes('\n\n')) {
+          last = text.at(-1)!;
+          continue;
         }
-        searchFrom = Math.max(0, buffer.length - 1);
+        const buffer = pieces.join('');
+        let start = 0;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n', start)) >= 0) {
+          read(buffer.slice(start, end));
+          start = end + 2;
+        }
+        const rest = buffer.slice(start);
+        pieces = rest ? [rest] : [];
+        last = rest.at(-1) ?? '';
       }
     } catch (e) {
       if ((e as Error).name !== 'AbortError') throw e;
