@@ -19,7 +19,7 @@ import { Worker } from 'node:worker_threads';
 import { buildSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import { coalesced } from '../src/domain/coalesce.ts';
+import { coalesced } from '../src/domain/core/coalesce.ts';
 import { MAX_CHUNK_CHARS } from '../src/domain/replies/providers/openai.ts';
 import { SseEventReader } from '../src/domain/replies/providers/sse-lines.ts';
 

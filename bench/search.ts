@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildApp } from '../src/app.ts';
 import { defaultSearchConfig, loadConfig } from '../src/config.ts';
-import { importCreations } from '../src/domain/creations/importer.ts';
+import { importCreations } from '../src/domain/search/importer.ts';
 import { EMBEDDING_DIMENSIONS as D } from '../src/domain/search/embeddings/provider.ts';
 import { vectorStore } from '../src/domain/search/store.ts';
 

@@ -1,5 +1,5 @@
-import { isDomainError } from '../domain/errors.ts';
-import { describeInputError } from '../domain/validation.ts';
+import { isDomainError } from '../domain/core/errors.ts';
+import { describeInputError } from '../domain/core/validation.ts';
 
 /** What the CLI prints for a failed command: the message only, never a stack trace. */
 export const describeError = (e: unknown) =>

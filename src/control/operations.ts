@@ -5,7 +5,7 @@ import type { Database } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { upgradeToPgvector } from '../db/vector-column.ts';
 import { loadDemo } from '../demo/load.ts';
-import { importCreations } from '../domain/creations/importer.ts';
+import { importCreations } from '../domain/search/importer.ts';
 import type { Services } from '../domain/services.ts';
 
 /**

@@ -1,6 +1,6 @@
 import SchemaBuilder, { BasePlugin, decodeBase64, decodeCursorChunk, type PothosOutputFieldConfig, type SchemaTypes } from '@pothos/core';
 import type { GraphQLFieldResolver } from 'graphql';
-import { badInput } from '../domain/errors.ts';
+import { badInput } from '../domain/core/errors.ts';
 import { getDatamodel } from '../generated/pothos-prisma-types.ts';
 
 /**

@@ -1,8 +1,8 @@
 import DataLoader from 'dataloader';
 import { likedByViewerLoader } from '../domain/creations/loaders.ts';
-import { isDomainError, unauthenticated } from '../domain/errors.ts';
+import { isDomainError, unauthenticated } from '../domain/core/errors.ts';
 import type { Services } from '../domain/services.ts';
-import type { Viewer } from '../domain/viewer.ts';
+import type { Viewer } from '../domain/core/viewer.ts';
 import type { Agent, User } from '../generated/prisma/client.ts';
 
 interface Loaders {

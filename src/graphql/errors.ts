@@ -1,7 +1,7 @@
 import { GraphQLError } from 'graphql';
-import { isDomainError, type ErrorCode } from '../domain/errors.ts';
-import { DATABASE_UNAVAILABLE, isDatabaseUnavailable, nulCharacterError, RETRY_AFTER_SECONDS } from '../domain/prisma-errors.ts';
-import { describeInputError } from '../domain/validation.ts';
+import { isDomainError, type ErrorCode } from '../domain/core/errors.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable, nulCharacterError, RETRY_AFTER_SECONDS } from '../domain/core/prisma-errors.ts';
+import { describeInputError } from '../domain/core/validation.ts';
 import { withoutSuggestions } from './suggestions.ts';
 
 const graphqlCode: Record<ErrorCode, string> = {

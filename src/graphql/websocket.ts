@@ -3,13 +3,13 @@ import { GraphQLError, getOperationAST, type ExecutionResult, type FormattedExec
 import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { EventsConfig, WebSocketConfig } from '../config.ts';
-import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../domain/prisma-errors.ts';
-import type { Viewer } from '../domain/viewer.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../domain/core/prisma-errors.ts';
+import type { Viewer } from '../domain/core/viewer.ts';
 import type { InFlightCounter } from './in-flight.ts';
 import type { GraphQLServer } from './server.ts';
 import { rateLimitedError, type RateLimiter } from '../limits/rate-limit.ts';
-import type { EventBus } from '../domain/sessions/bus.ts';
-import { within } from '../domain/within.ts';
+import type { EventBus } from '../domain/core/bus.ts';
+import { within } from '../domain/core/within.ts';
 
 export interface WebSocketOptions {
   bus: EventBus;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isDomainError, type DomainError } from '../domain/errors.ts';
+import { isDomainError, type DomainError } from '../domain/core/errors.ts';
 import type { Services } from '../domain/services.ts';
-import type { Viewer } from '../domain/viewer.ts';
+import type { Viewer } from '../domain/core/viewer.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

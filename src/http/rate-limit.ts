@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { tooMany } from '../domain/errors.ts';
+import { tooMany } from '../domain/core/errors.ts';
 import { rateLimitedError, type RateLimiter } from '../limits/rate-limit.ts';
 import { closeIfBodyUnread } from './auth.ts';
 import { sendDomainError } from './errors.ts';

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import { within } from '../domain/within.ts';
+import { within } from '../domain/core/within.ts';
 
 /**
  * Headers that keep proxies and browsers from buffering or caching an event stream. Its

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { LimitsConfig } from '../config.ts';
 import { createRateLimiter, type RateLimiter } from './rate-limit.ts';
 import { memorySlotStore, redisSlotStore } from './slots.ts';
-import type { StreamLimits } from '../domain/sessions/stream-limits.ts';
+import type { StreamLimits } from '../domain/core/stream-limits.ts';
 import { streamLimits } from './streams.ts';
 import { throttledWarnings, type WarnLog } from './throttled-log.ts';
 import { memoryWindowCounter, redisWindowCounter } from './window-counter.ts';

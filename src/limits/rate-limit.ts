@@ -1,6 +1,6 @@
 import { isIPv6 } from 'node:net';
 import { tierName, type LimitsConfig } from '../config.ts';
-import type { Viewer } from '../domain/viewer.ts';
+import type { Viewer } from '../domain/core/viewer.ts';
 import type { WarnLog } from './throttled-log.ts';
 import type { WindowCounter } from './window-counter.ts';
 

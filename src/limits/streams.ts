@@ -1,6 +1,6 @@
 import type { LimitsConfig } from '../config.ts';
-import { tooMany } from '../domain/errors.ts';
-import type { StreamLimits } from '../domain/sessions/stream-limits.ts';
+import { tooMany } from '../domain/core/errors.ts';
+import type { StreamLimits } from '../domain/core/stream-limits.ts';
 import type { SlotStore } from './slots.ts';
 import type { WarnLog } from './throttled-log.ts';
 

@@ -1,5 +1,5 @@
 import type { Config } from '../config.ts';
-import type { EventBus } from '../domain/sessions/bus.ts';
+import type { EventBus } from '../domain/core/bus.ts';
 import type { WarnLog } from '../limits/throttled-log.ts';
 import { createMemoryBus } from './memory-bus.ts';
 import { createRedisBus } from './redis-bus.ts';

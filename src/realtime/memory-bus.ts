@@ -1,6 +1,6 @@
 import type { EventsConfig } from '../config.ts';
-import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/sessions/bus.ts';
-import type { SessionEvent, SessionEventPayload } from '../domain/sessions/events.ts';
+import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/core/bus.ts';
+import type { SessionEvent, SessionEventPayload } from '../domain/core/events.ts';
 import { type EventSource, ends, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
 
 /**

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { EventsConfig } from '../config.ts';
-import type { SessionEvent } from '../domain/sessions/events.ts';
+import type { SessionEvent } from '../domain/core/events.ts';
 import type { WarnLog } from '../limits/throttled-log.ts';
 import { connectRedis } from '../redis/client.ts';
 import { CURRENT, createPublisher, liveChannel, type PublisherOptions, seqKey, streamKey } from './redis-publisher.ts';
 import { type EventSource, ends, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
-import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/sessions/bus.ts';
-import { within } from '../domain/within.ts';
+import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/core/bus.ts';
+import { within } from '../domain/core/within.ts';
 
 const CONTROL = 'parley:control';
 const LIVE_PREFIX = 'parley:live:';

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { EventsConfig } from '../config.ts';
-import type { SessionEvent, SessionEventPayload } from '../domain/sessions/events.ts';
+import type { SessionEvent, SessionEventPayload } from '../domain/core/events.ts';
 
 export const seqKey = (sessionId: string) => `parley:seq:{${sessionId}}`;
 export const streamKey = (sessionId: string) => `parley:events:{${sessionId}}`;

@@ -1,5 +1,5 @@
-import type { BusItem, BusSubscription, StreamEnd } from '../domain/sessions/bus.ts';
-import type { SessionEvent } from '../domain/sessions/events.ts';
+import type { BusItem, BusSubscription, StreamEnd } from '../domain/core/bus.ts';
+import type { SessionEvent } from '../domain/core/events.ts';
 
 /** How every bus ends a subscription early, in the words clients see. */
 export const ends = {

@@ -4,7 +4,7 @@ import { agentLlmSettings, agentModels, agentSuggestions, agentTools } from '../
 import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../domain/agents/inputs.ts';
 import { visiblePersona, type AgentWithKey } from '../domain/agents/service.ts';
 import type { Services } from '../domain/services.ts';
-import type { Viewer } from '../domain/viewer.ts';
+import type { Viewer } from '../domain/core/viewer.ts';
 import type { User } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restCreatorRefSchema, toRestCreatorRef } from './creators.ts';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { canReadAgent } from '../domain/agents/service.ts';
 import type { Scored } from '../domain/search/service.ts';
 import type { Services } from '../domain/services.ts';
-import type { Viewer } from '../domain/viewer.ts';
+import type { Viewer } from '../domain/core/viewer.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 

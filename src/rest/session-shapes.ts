@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Session } from '../generated/prisma/client.ts';
 import { MessageRole, MessageStatus, SessionPermission, SessionStatus, ToolCallStatus } from '../generated/prisma/enums.ts';
-import type { MessageView, SessionEvent, SessionEventOf, SessionEventType, ToolCallView } from '../domain/sessions/events.ts';
+import type { MessageView, SessionEvent, SessionEventOf, SessionEventType, ToolCallView } from '../domain/core/events.ts';
 import { type WatchEnd, watchEndCodes } from '../domain/sessions/stream.ts';
 import type { SharedSession } from '../domain/shares/service.ts';
 import { type CreatorRow, restCreatorRefSchema, toRestCreatorRef } from './creators.ts';

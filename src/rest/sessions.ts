@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { EventsConfig } from '../config.ts';
-import { badInput, forbidden, notFound } from '../domain/errors.ts';
+import { badInput, forbidden, notFound } from '../domain/core/errors.ts';
 import { paginate } from '../domain/search/page.ts';
 import { SESSION_NOT_FOUND } from '../domain/sessions/access.ts';
 import { AGENT_IDS_REQUIRED } from '../domain/sessions/service.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { toolDefinitionSchema, type ToolDefinition, type ToolParameter } from '../domain/tools/definition.ts';
-import { notFound } from '../domain/errors.ts';
+import { notFound } from '../domain/core/errors.ts';
 import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 

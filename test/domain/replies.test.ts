@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildPrompt, type PromptInput } from '../../src/domain/replies/prompt.ts';
 import { chooseResponders, mentions } from '../../src/domain/replies/routing.ts';
 import { cleanModelTitle, fallbackTitle, titleFromText } from '../../src/domain/replies/title.ts';
-import type { MessageView } from '../../src/domain/sessions/events.ts';
+import type { MessageView } from '../../src/domain/core/events.ts';
 
 let ordinal = 0;
 const message = (role: MessageView['role'], content: string, senderId: string | null): MessageView => ({

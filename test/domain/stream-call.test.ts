@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { openAiProvider } from '../../src/domain/replies/providers/openai.ts';
-import { type ChatRequest, ProviderError } from '../../src/domain/replies/providers/types.ts';
+import { type ChatRequest, ProviderError } from '../../src/domain/core/chat.ts';
 import { CallLimitReached, type CallLimits, streamCall } from '../../src/domain/replies/stream-call.ts';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.ts';
 

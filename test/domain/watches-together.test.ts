@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../../src/domain/ids.ts';
+import { newId } from '../../src/domain/core/ids.ts';
 import type { WatchStream } from '../../src/domain/sessions/stream.ts';
-import type { Viewer } from '../../src/domain/viewer.ts';
+import type { Viewer } from '../../src/domain/core/viewer.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { newSession } from '../helpers/sessions.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { within } from '../../src/domain/within.ts';
+import { within } from '../../src/domain/core/within.ts';
 
 const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { OwnerPays } from '../../generated/prisma/enums.ts';
 import { usernameSchema } from '../creators/service.ts';
-import { nameField, text, urlField } from '../validation.ts';
+import { nameField, text, urlField } from '../core/validation.ts';
 
 /**
  * Agent input as the domain sees it (camelCase). The spec lists one value per enum; we accept

@@ -1,14 +1,14 @@
 import type { Db } from '../../db/database.ts';
 import type { Agent, Prisma } from '../../generated/prisma/client.ts';
-import { badInput, conflict, forbidden, notFound, unprocessable } from '../errors.ts';
-import { canNameARow } from '../ids.ts';
-import { isUniqueViolation } from '../prisma-errors.ts';
+import { badInput, conflict, forbidden, notFound, unprocessable } from '../core/errors.ts';
+import { canNameARow } from '../core/ids.ts';
+import { isUniqueViolation } from '../core/prisma-errors.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
-import { nonEmptyPatch, parseInput } from '../validation.ts';
-import type { Viewer } from '../viewer.ts';
+import { nonEmptyPatch, parseInput } from '../core/validation.ts';
+import type { Viewer } from '../core/viewer.ts';
 import { agentListWhere } from '../discovery/filters.ts';
-import { newestFirst } from '../ordering.ts';
-import { isVisibleTo, visibleToFilter } from '../visibility.ts';
+import { newestFirst } from '../core/ordering.ts';
+import { isVisibleTo, visibleToFilter } from '../core/visibility.ts';
 import { agentCreateSchema, agentPatchSchema, type AgentPatch } from './inputs.ts';
 
 export const AGENT_NOT_FOUND = 'Agent not found';

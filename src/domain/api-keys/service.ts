@@ -1,8 +1,8 @@
 import type { Db } from '../../db/database.ts';
-import { badInput, notFound, unauthenticated } from '../errors.ts';
+import { badInput, notFound, unauthenticated } from '../core/errors.ts';
 import type { SignalOutbox } from '../sessions/signals.ts';
-import type { Viewer } from '../viewer.ts';
-import { coalesced } from '../coalesce.ts';
+import type { Viewer } from '../core/viewer.ts';
+import { coalesced } from '../core/coalesce.ts';
 import { generateKey, parseKey, secretMatches } from './secret.ts';
 
 export const KEY_NOT_FOUND = 'API key not found';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { nameField, text, urlField } from '../validation.ts';
+import { nameField, text, urlField } from '../core/validation.ts';
 
 export const MAX_CONCEPT_IMAGES = 25;
 

@@ -1,10 +1,10 @@
 import type { Db } from '../../db/database.ts';
 import type { Concept, ConceptImage, Prisma } from '../../generated/prisma/client.ts';
-import { badInput, forbidden, notFound } from '../errors.ts';
-import { canNameARow } from '../ids.ts';
-import { nonEmptyPatch, parseInput } from '../validation.ts';
-import type { Viewer } from '../viewer.ts';
-import { isVisibleTo } from '../visibility.ts';
+import { badInput, forbidden, notFound } from '../core/errors.ts';
+import { canNameARow } from '../core/ids.ts';
+import { nonEmptyPatch, parseInput } from '../core/validation.ts';
+import type { Viewer } from '../core/viewer.ts';
+import { isVisibleTo } from '../core/visibility.ts';
 import { conceptCreateSchema, conceptPatchSchema, type ConceptPatch } from './inputs.ts';
 
 export const CONCEPT_NOT_FOUND = 'Concept not found';

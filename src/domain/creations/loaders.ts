@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader';
 import type { Db } from '../../db/database.ts';
-import type { Viewer } from '../viewer.ts';
+import type { Viewer } from '../core/viewer.ts';
 
 /** Per request: whether the caller liked each creation, one query for any number of them. */
 export function likedByViewerLoader(db: Db, viewer: Viewer) {

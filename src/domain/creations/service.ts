@@ -1,11 +1,11 @@
 import type { Db } from '../../db/database.ts';
 import type { Creation, Prisma } from '../../generated/prisma/client.ts';
-import { badInput, notFound } from '../errors.ts';
+import { badInput, notFound } from '../core/errors.ts';
 import { creationListWhere } from '../discovery/filters.ts';
-import { canNameARow } from '../ids.ts';
-import { newestFirst } from '../ordering.ts';
-import type { Viewer } from '../viewer.ts';
-import { visibleCreations } from './visibility.ts';
+import { canNameARow } from '../core/ids.ts';
+import { newestFirst } from '../core/ordering.ts';
+import type { Viewer } from '../core/viewer.ts';
+import { visibleCreations } from '../core/visibility.ts';
 
 export const CREATION_NOT_FOUND = 'Creation not found or you do not have access to it';
 export const LIKE_NOT_FOUND = 'Like not found';

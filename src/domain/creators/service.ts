@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import type { Db } from '../../db/database.ts';
 import { Prisma, type User } from '../../generated/prisma/client.ts';
-import { conflict, notFound } from '../errors.ts';
-import { canNameARow } from '../ids.ts';
-import { isUniqueViolation } from '../prisma-errors.ts';
-import { parseInput } from '../validation.ts';
-import type { Viewer } from '../viewer.ts';
-import { visibleToFilter } from '../visibility.ts';
+import { conflict, notFound } from '../core/errors.ts';
+import { canNameARow } from '../core/ids.ts';
+import { isUniqueViolation } from '../core/prisma-errors.ts';
+import { parseInput } from '../core/validation.ts';
+import type { Viewer } from '../core/viewer.ts';
+import { visibleToFilter } from '../core/visibility.ts';
 
 export const usernameSchema = z
   .string()

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { Prisma } from '../../generated/prisma/client.ts';
-import { visibleCreations } from '../creations/visibility.ts';
-import { canNameARow } from '../ids.ts';
-import { parseInput, text } from '../validation.ts';
-import type { Viewer } from '../viewer.ts';
-import { visibleToFilter } from '../visibility.ts';
+import { visibleCreations } from '../core/visibility.ts';
+import { canNameARow } from '../core/ids.ts';
+import { parseInput, text } from '../core/validation.ts';
+import type { Viewer } from '../core/viewer.ts';
+import { visibleToFilter } from '../core/visibility.ts';
 
 /**
  * The discovery lists (agents, models, creations a viewer may see): each is the visibility rule

@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import type { Db } from '../../db/database.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
-import { notFound } from '../errors.ts';
-import { decodeCursor, encodeCursor } from '../sessions/cursors.ts';
-import { pageSchema } from '../sessions/inputs.ts';
-import { parseInput } from '../validation.ts';
-import type { Viewer } from '../viewer.ts';
-import { credit } from './ledger.ts';
+import { notFound } from '../core/errors.ts';
+import { decodeCursor, encodeCursor, pageSchema } from '../core/cursors.ts';
+import { parseInput } from '../core/validation.ts';
+import type { Viewer } from '../core/viewer.ts';
+import { credit } from '../core/ledger.ts';
 
 const amountSchema = z
   .string()

@@ -1,11 +1,11 @@
 import type { Db } from '../../db/database.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
-import type { ChatProvider } from '../replies/providers/types.ts';
-import type { MemoryHost } from '../replies/tools.ts';
-import type { Viewer } from '../viewer.ts';
-import { coalescedWrites } from '../coalesce.ts';
-import { notFound } from '../errors.ts';
-import { canNameARow, newId } from '../ids.ts';
+import type { ChatProvider } from '../core/chat.ts';
+import type { MemoryHost } from '../core/tool-host.ts';
+import type { Viewer } from '../core/viewer.ts';
+import { coalescedWrites } from '../core/coalesce.ts';
+import { notFound } from '../core/errors.ts';
+import { canNameARow, newId } from '../core/ids.ts';
 import { EXTRACTION_INSTRUCTION, factKey, factsByRule, factsFromAnswer } from './extract.ts';
 
 /** Facts kept per agent and user; past it the oldest go. */

@@ -1,11 +1,11 @@
 import type { Db } from '../../db/database.ts';
 import type { Model, Prisma } from '../../generated/prisma/client.ts';
-import { forbidden, notFound } from '../errors.ts';
-import { canNameARow } from '../ids.ts';
-import type { Viewer } from '../viewer.ts';
+import { forbidden, notFound } from '../core/errors.ts';
+import { canNameARow } from '../core/ids.ts';
+import type { Viewer } from '../core/viewer.ts';
 import { modelListWhere } from '../discovery/filters.ts';
-import { newestFirst } from '../ordering.ts';
-import { isVisibleTo } from '../visibility.ts';
+import { newestFirst } from '../core/ordering.ts';
+import { isVisibleTo } from '../core/visibility.ts';
 
 export type ModelQuery = { include?: Prisma.ModelInclude };
 

@@ -2,20 +2,20 @@ import type { LlmConfig } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Metrics } from '../../observability/metrics.ts';
-import type { EventBus } from '../sessions/bus.ts';
+import type { EventBus } from '../core/bus.ts';
 import { agentLlmSettings, agentSuggestions, agentTools } from '../agents/fields.ts';
-import { isDatabaseUnavailable, isRecordGone } from '../prisma-errors.ts';
-import { addTokens, BUDGET_EXCEEDED, reserveTurns } from '../sessions/budgets.ts';
-import type { MessageView, SessionEventPayload } from '../sessions/events.ts';
-import { type MessageRow, messageSelect, toMessageView } from '../sessions/views.ts';
-import { abandonToolCalls } from '../tools/holds.ts';
+import { isDatabaseUnavailable, isRecordGone } from '../core/prisma-errors.ts';
+import { addTokens, BUDGET_EXCEEDED, reserveTurns } from '../core/budgets.ts';
+import type { MessageView, SessionEventPayload } from '../core/events.ts';
+import { type MessageRow, messageSelect, toMessageView } from '../core/views.ts';
+import { abandonToolCalls } from '../core/holds.ts';
 import { buildPrompt, type PromptAgent } from './prompt.ts';
-import { ProviderError, type ChatMessage, type ChatProvider, type ChatRequest } from './providers/types.ts';
+import { ProviderError, type ChatMessage, type ChatProvider, type ChatRequest } from '../core/chat.ts';
 import { cleanModelTitle, fallbackTitle, TITLE_INSTRUCTION, titleFromText } from './title.ts';
 import { CallLimitReached, type CallSink, type StreamedCall, streamCall } from './stream-call.ts';
-import { noMemory, noTools, type MemoryHost, type ToolHost } from './tools.ts';
+import { noMemory, noTools, type MemoryHost, type ToolHost } from '../core/tool-host.ts';
 import { createReplyWriter, type ReplyWriter } from './writer.ts';
-import { within } from '../within.ts';
+import { within } from '../core/within.ts';
 
 /** One prompt's replies, as the sessions service hands them over once the prompt is saved. */
 export interface ReplyJob {

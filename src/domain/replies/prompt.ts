@@ -1,5 +1,5 @@
-import type { MessageView } from '../sessions/events.ts';
-import type { ChatMessage } from './providers/types.ts';
+import type { MessageView } from '../core/events.ts';
+import type { ChatMessage } from '../core/chat.ts';
 import { estimateTokens, MESSAGE_OVERHEAD_TOKENS } from './tokens.ts';
 
 export interface PromptAgent {

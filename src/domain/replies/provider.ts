@@ -1,7 +1,7 @@
 import type { LlmConfig } from '../../config.ts';
 import { offlineProvider } from './providers/offline.ts';
 import { openAiProvider } from './providers/openai.ts';
-import type { ChatProvider, ProviderErrorKind } from './providers/types.ts';
+import type { ChatProvider, ProviderErrorKind } from '../core/chat.ts';
 
 /**
  * The configured model provider: an OpenAI-compatible endpoint, or the offline responder.

@@ -1,9 +1,9 @@
 import type { Db } from '../../db/database.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
-import type { EventBus } from '../sessions/bus.ts';
-import type { MessageView } from '../sessions/events.ts';
-import { messageSelect, toMessageView } from '../sessions/views.ts';
-import { abandonToolCalls } from '../tools/holds.ts';
+import type { EventBus } from '../core/bus.ts';
+import type { MessageView } from '../core/events.ts';
+import { messageSelect, toMessageView } from '../core/views.ts';
+import { abandonToolCalls } from '../core/holds.ts';
 
 export const ABANDONED_REPLY = 'The server stopped before the reply was finished';
 const ABANDONED_TOOL = 'The server stopped before the tool finished';

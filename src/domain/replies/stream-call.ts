@@ -1,6 +1,6 @@
-import type { ChatProvider, ChatRequest } from './providers/types.ts';
+import type { ChatProvider, ChatRequest } from '../core/chat.ts';
 import { estimateTokens } from './tokens.ts';
-import type { RequestedToolCall } from './tools.ts';
+import type { RequestedToolCall } from '../core/tool-host.ts';
 
 /** Bounds on one model call, whatever the provider does with what it was asked. */
 export interface CallLimits {

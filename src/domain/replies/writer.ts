@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.ts';
-import { isDatabaseUnavailable } from '../prisma-errors.ts';
-import type { MessageView } from '../sessions/events.ts';
-import { messageSelect, toMessageView } from '../sessions/views.ts';
+import { isDatabaseUnavailable } from '../core/prisma-errors.ts';
+import type { MessageView } from '../core/events.ts';
+import { messageSelect, toMessageView } from '../core/views.ts';
 
 /** A reply's text so far, saved now and then while it streams. */
 export interface Checkpoint {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { badInput } from '../errors.ts';
+import { badInput } from '../core/errors.ts';
 import { searchOrders, sortDirections, type SearchOrderBy, type SortDirection } from './inputs.ts';
 import type { SortKey } from './store.ts';
 

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.ts';
-import { coalesced } from '../coalesce.ts';
-import type { Viewer } from '../viewer.ts';
+import { coalesced } from '../core/coalesce.ts';
+import type { Viewer } from '../core/viewer.ts';
 import type { WatchEnd } from './stream.ts';
 
 /** How a watch ends once the API key it was opened with is gone. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SessionPermission } from '../../generated/prisma/enums.ts';
-import { text, urlField } from '../validation.ts';
+import { text, urlField } from '../core/validation.ts';
 import { REACTIONS } from './reactions.ts';
 
 /** Limits of the original service (research notes), kept so integrations see the same 400s. */
@@ -62,17 +62,6 @@ export const reactionSchema = z.object({
 export const sessionUserSchema = z.object({
   username: z.string().min(1, 'must not be empty').max(100),
   permission: z.enum(SessionPermission),
-});
-
-/** A forward page of a list: `first` items after the cursor `after`. */
-export const pageSchema = z.object({
-  first: z.coerce
-    .number({ error: 'must be a number' })
-    .int('must be a whole number')
-    .min(1, 'must be at least 1')
-    .max(100, 'must be at most 100')
-    .default(20),
-  after: z.string().max(200).optional(),
 });
 
 /**

@@ -1,9 +1,9 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
-import { badInput } from '../errors.ts';
-import { coalescedWrites } from '../coalesce.ts';
-import { newId } from '../ids.ts';
-import { BUDGET_EXCEEDED, reserveTurns } from './budgets.ts';
-import { newMessageSelect } from './views.ts';
+import { badInput } from '../core/errors.ts';
+import { coalescedWrites } from '../core/coalesce.ts';
+import { newId } from '../core/ids.ts';
+import { BUDGET_EXCEEDED, reserveTurns } from '../core/budgets.ts';
+import { newMessageSelect } from '../core/views.ts';
 
 type Tx = Prisma.TransactionClient;
 

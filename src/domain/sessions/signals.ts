@@ -1,8 +1,8 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/database.ts';
-import type { EventBus } from './bus.ts';
-import type { SessionEventPayload } from './events.ts';
-import { within } from '../within.ts';
+import type { EventBus } from '../core/bus.ts';
+import type { SessionEventPayload } from '../core/events.ts';
+import { within } from '../core/within.ts';
 
 /** What must reach every instance even when the bus is out of reach at the moment of the change. */
 export type Signal = { kind: 'event'; sessionId: string; event: SessionEventPayload } | { kind: 'revoke_key'; keyId: string };

@@ -1,5 +1,5 @@
-import { type BusItem, type BusSubscription, isStreamEnd, type StreamEnd, streamEndCodes } from './bus.ts';
-import type { SessionEvent } from './events.ts';
+import { type BusItem, type BusSubscription, isStreamEnd, type StreamEnd, streamEndCodes } from '../core/bus.ts';
+import type { SessionEvent } from '../core/events.ts';
 
 /** Why a watch ends early: the bus's reasons, or a change in the session or the caller's access. */
 export const watchEndCodes = [...streamEndCodes, 'SESSION_DELETED', 'ACCESS_REVOKED'] as const;

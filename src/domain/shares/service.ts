@@ -1,9 +1,9 @@
 import type { Db } from '../../db/database.ts';
-import { forbidden, notFound } from '../errors.ts';
-import { canNameARow } from '../ids.ts';
+import { forbidden, notFound } from '../core/errors.ts';
+import { canNameARow } from '../core/ids.ts';
 import type { SessionService } from '../sessions/service.ts';
-import { reactionCounts, reactionsView } from '../sessions/views.ts';
-import type { Viewer } from '../viewer.ts';
+import { reactionCounts, reactionsView } from '../core/views.ts';
+import type { Viewer } from '../core/viewer.ts';
 
 export const SHARE_NOT_FOUND = 'Shared session not found';
 export const MESSAGE_NOT_IN_SESSION = 'Message not found in this session';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { urlField } from '../validation.ts';
+import { urlField } from '../core/validation.ts';
 import type { ToolDefinition, ToolParameter } from './definition.ts';
 
 /** JSON Schema of a tool's parameters, as models are offered it (OpenAI function calling). */

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, extname, join, relative } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { formatPath } from '../validation.ts';
+import { formatPath } from '../core/validation.ts';
 import { toolDefinitionSchema, type ToolDefinition } from './definition.ts';
 
 export class ToolRegistryError extends Error {

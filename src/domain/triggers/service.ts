@@ -1,9 +1,9 @@
 import type { Db } from '../../db/database.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
-import { notFound } from '../errors.ts';
-import { canNameARow } from '../ids.ts';
-import { newestFirst } from '../ordering.ts';
-import type { Viewer } from '../viewer.ts';
+import { notFound } from '../core/errors.ts';
+import { canNameARow } from '../core/ids.ts';
+import { newestFirst } from '../core/ordering.ts';
+import type { Viewer } from '../core/viewer.ts';
 
 export type TriggerQuery = { include?: Prisma.TriggerInclude };
 

@@ -1,7 +1,7 @@
 import { balanceOf } from '../../domain/creators/service.ts';
-import { visibleCreations } from '../../domain/creations/visibility.ts';
-import { newestFirst } from '../../domain/ordering.ts';
-import { visibleToFilter } from '../../domain/visibility.ts';
+import { visibleCreations } from '../../domain/core/visibility.ts';
+import { newestFirst } from '../../domain/core/ordering.ts';
+import { visibleToFilter } from '../../domain/core/visibility.ts';
 import type { User } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
 import { maybeViewer, viewerOf, type GraphQLContext } from '../context.ts';

@@ -1,4 +1,4 @@
-import { badInput } from '../../domain/errors.ts';
+import { badInput } from '../../domain/core/errors.ts';
 import { builder } from '../builder.ts';
 import { toConnection } from '../connection.ts';
 import { viewerOf } from '../context.ts';

@@ -1,5 +1,5 @@
-import type { MessageView, ReactionsView, ReactionTotal, ToolCallView } from '../../domain/sessions/events.ts';
-import { reactionCounts } from '../../domain/sessions/views.ts';
+import type { MessageView, ReactionsView, ReactionTotal, ToolCallView } from '../../domain/core/events.ts';
+import { reactionCounts } from '../../domain/core/views.ts';
 import { builder } from '../builder.ts';
 import { loadersOf, maybeViewer, viewerOf } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';

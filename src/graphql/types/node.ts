@@ -1,7 +1,7 @@
 import { brandWithType } from '@pothos/core';
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { GraphQLResolveInfo } from 'graphql';
-import { notFound } from '../../domain/errors.ts';
+import { notFound } from '../../domain/core/errors.ts';
 import { builder } from '../builder.ts';
 import { viewerOf, type GraphQLContext } from '../context.ts';
 import { decodeGlobal } from '../global-ids.ts';

@@ -1,5 +1,5 @@
 import { GraphQLError } from 'graphql';
-import type { SessionEventOf, SessionEvent as SessionEventView, SessionEventType } from '../../domain/sessions/events.ts';
+import type { SessionEventOf, SessionEvent as SessionEventView, SessionEventType } from '../../domain/core/events.ts';
 import { isWatchEnd, type WatchEnd, type WatchItem } from '../../domain/sessions/stream.ts';
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';

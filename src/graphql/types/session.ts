@@ -1,6 +1,6 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { GraphQLResolveInfo } from 'graphql';
-import { badInput } from '../../domain/errors.ts';
+import { badInput } from '../../domain/core/errors.ts';
 import { BUDGET_LIMITS } from '../../domain/sessions/inputs.ts';
 import type { MessagePage } from '../../domain/sessions/service.ts';
 import type { Session as SessionRow } from '../../generated/prisma/client.ts';

@@ -1,5 +1,5 @@
 import { estimateTokens, MESSAGE_OVERHEAD_TOKENS } from '../tokens.ts';
-import type { AgentProfile, ChatDelta, ChatProvider, ChatRequest } from './types.ts';
+import type { AgentProfile, ChatDelta, ChatProvider, ChatRequest } from '../../core/chat.ts';
 
 const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1).trimEnd()}…` : text);
 

@@ -4,7 +4,7 @@ import { finished as finishedReading } from 'node:stream';
 import { z } from 'zod';
 import type { LlmConfig } from '../../../config.ts';
 import { SseEventReader, SseEventTooLarge } from './sse-lines.ts';
-import { ProviderError, type ChatDelta, type ChatProvider, type ChatRequest, type ProviderErrorKind } from './types.ts';
+import { ProviderError, type ChatDelta, type ChatProvider, type ChatRequest, type ProviderErrorKind } from '../../core/chat.ts';
 
 const text = z.string().nullish();
 /**

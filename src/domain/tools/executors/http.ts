@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { urlField } from '../../validation.ts';
-import { newId } from '../../ids.ts';
+import { urlField } from '../../core/validation.ts';
+import { newId } from '../../core/ids.ts';
 import { ToolError, type Executor } from './types.ts';
 
 /** What a tool service answers: a result for the model, and media it made (by URL). */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
-import { newId } from '../../ids.ts';
+import { newId } from '../../core/ids.ts';
 import type { MediaStore } from '../../media/store.ts';
 import type { Executor, MediaOutput } from './types.ts';
 

@@ -1,4 +1,4 @@
-import type { ChatTool } from './providers/types.ts';
+import type { ChatTool } from './chat.ts';
 
 /** A tool call the model asked for, assembled from the streamed pieces. */
 export interface RequestedToolCall {

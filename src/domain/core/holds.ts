@@ -1,5 +1,5 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
-import { refund } from '../manna/ledger.ts';
+import { refund } from './ledger.ts';
 
 type Tx = Prisma.TransactionClient;
 

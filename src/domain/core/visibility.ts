@@ -1,3 +1,4 @@
+import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Viewer } from './viewer.ts';
 
 /**
@@ -10,3 +11,6 @@ export const isVisibleTo = (viewer: Viewer | null, row: { public: boolean }, own
 export const visibleToFilter = <F extends string>(viewer: Viewer, ownerColumn: F) => ({
   OR: [{ public: true }, { [ownerColumn]: viewer.id } as Record<F, string>],
 });
+
+/** A creation is visible when it is not deleted and is public or the caller's own. */
+export const visibleCreations = (viewer: Viewer): Prisma.CreationWhereInput => ({ deleted: false, ...visibleToFilter(viewer, 'userId') });

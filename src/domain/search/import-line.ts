@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { EMBEDDING_DIMENSIONS } from '../search/embeddings/provider.ts';
-import { describeInputError, urlField } from '../validation.ts';
+import { EMBEDDING_DIMENSIONS } from './embeddings/provider.ts';
+import { describeInputError, urlField } from '../core/validation.ts';
 
 const noNul = (v: string) => !v.includes('\u0000');
 const string = () => z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') });

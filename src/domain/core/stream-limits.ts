@@ -1,4 +1,4 @@
-import type { Viewer } from '../viewer.ts';
+import type { Viewer } from './viewer.ts';
 
 /**
  * What one API key may hold open at once, whatever the transport: subscriptions and event

@@ -1,4 +1,5 @@
-import { badInput } from '../errors.ts';
+import { z } from 'zod';
+import { badInput } from './errors.ts';
 
 /**
  * Opaque page cursors. Each kind has a prefix and a parser; anything that does not decode to a
@@ -14,3 +15,14 @@ export function decodeCursor<T>(kind: string, cursor: string, parse: (value: str
 }
 
 export const parseOrdinal = (v: string) => (/^\d{1,10}$/.test(v) && Number(v) <= 2_147_483_647 ? Number(v) : null);
+
+/** A forward page of a list: `first` items after the cursor `after`. */
+export const pageSchema = z.object({
+  first: z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(100, 'must be at most 100')
+    .default(20),
+  after: z.string().max(200).optional(),
+});

@@ -1,8 +1,8 @@
 import type { Db } from '../../db/database.ts';
-import { unitVector } from '../search/embeddings/provider.ts';
-import type { SearchService } from '../search/service.ts';
-import type { NewCreation } from '../search/store.ts';
-import { creationText } from '../search/creation-text.ts';
+import { unitVector } from './embeddings/provider.ts';
+import type { SearchService } from './service.ts';
+import type { NewCreation } from './store.ts';
+import { creationText } from './creation-text.ts';
 import { parseImportLine, type ImportLine } from './import-line.ts';
 
 export interface ImportCounts {
