@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { badInput, type ErrorCode } from '../domain/core/errors.ts';
+import type { ErrorCode } from '../domain/core/errors.ts';
+import { parseInput } from '../domain/core/validation.ts';
 import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import type { StreamContext } from './session-stream.ts';
@@ -78,13 +79,8 @@ export function serve(app: FastifyInstance, op: RestOperation, context: RestCont
   });
 }
 
-/** Reads a body only REST has (no domain schema checks it): a bad one is a 400 naming the field, and changes nothing. */
-export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const result = schema.safeParse(body ?? {});
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  throw badInput(
-    issue.message,
-    issue.path.filter((p): p is string | number => typeof p !== 'symbol'),
-  );
-}
+/**
+ * Reads a body only REST has (no domain schema checks it) with the schema its declaration
+ * documents: a bad one is a 400 naming the field, and changes nothing. No body reads as `{}`.
+ */
+export const parseBody = <S extends z.ZodType>(schema: S, body: unknown): z.output<S> => parseInput(schema, body ?? {});

@@ -23,7 +23,7 @@ const renameErrors: RestErrorStyle = { bodyKey: 'error', status: { FORBIDDEN: 40
 
 /** Lists page with `?limit` and `?cursor`; the domain calls them `first` and `after`. */
 export const listNames = fieldNames({ first: 'limit', after: 'cursor' });
-/** Other lists page by 20 unless told otherwise. */
+/** A list's query: `?limit` (20 unless told) and `?cursor`. */
 export const listQuery = listNames.schema(pageSchema);
 /** The page of `GET /v2/sessions` as the original took it: `page`, `limit`, `agent_id` (an agent's key). */
 const numberedNames = fieldNames({ agentKey: 'agent_id' });
@@ -41,15 +41,15 @@ const cancelBodySchema = z.object({
   tool_call_index: z.number().int().min(0).optional(),
 });
 
+/** Where a cursor list goes on. */
 export const nextCursor = z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last one' });
 
-/** The original's words for a rename without a usable title. */
+/** The title of a rename, refused in the original's words when missing or empty. */
 function titleOf(body: unknown): string {
   const parsed = renameBodySchema.safeParse(body ?? {});
   if (parsed.success) return parsed.data.title;
   const issue = parsed.error.issues[0]!;
-  if (issue.code === 'invalid_type' || issue.code === 'too_small') throw badInput('Title not provided');
-  return parseBody(renameBodySchema, body).title;
+  throw issue.code === 'invalid_type' || issue.code === 'too_small' ? badInput('Title not provided') : badInput(issue.message, ['title']);
 }
 
 /** A JSON object body, the only kind a session's settings come in. */
