@@ -142,6 +142,25 @@ function derivedOf(tree: Declarations): Derived<unknown>[] {
   return Object.values(tree).flatMap((child) => (!isLeaf(child) ? derivedOf(child) : child.kind === 'derived' ? [child] : []));
 }
 
+/** What reading a tree needs, worked out once per tree: zod compiles an object schema on its first use. */
+function compile(tree: Declarations) {
+  const all = entries(tree).map((e) => e.declared);
+  const settings = all.filter((d): d is Setting<string, any> => d.kind === 'setting');
+  const derived = derivedOf(tree);
+  const schema = z.object(Object.fromEntries(settings.map((s) => [s.name, s.schema]))).superRefine((values, context) => {
+    for (const d of derived)
+      try {
+        d.value(values);
+      } catch (e) {
+        if (!(e instanceof Refusal)) throw e;
+        context.addIssue({ code: 'custom', path: [e.setting], message: e.reason });
+      }
+  });
+  const families = all.filter((d): d is Family<unknown> => d.kind === 'family');
+  return { schema, families, fixed: new Set(settings.map((s) => s.name)) };
+}
+const compiled = new WeakMap<Declarations, ReturnType<typeof compile>>();
+
 /**
  * Reads `env` (an empty value counts as unset) into the shape of `tree`, or lists every problem:
  * each setting that fails its own check, then the rules between settings (zod runs those unless
@@ -151,24 +170,10 @@ export function read<D extends Declarations>(
   tree: D,
   env: Record<string, string | undefined>,
 ): { value: Shape<D> } | { problems: string[] } {
+  const reader = compiled.get(tree) ?? compiled.set(tree, compile(tree)).get(tree)!;
   const given = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
-  const all = entries(tree).map((e) => e.declared);
-  const settings = all.filter((d): d is Setting<string, any> => d.kind === 'setting');
-  const fixed = new Set(settings.map((s) => s.name));
-  const families = new Map(all.filter((d): d is Family<unknown> => d.kind === 'family').map((f) => [f, readFamily(f, given, fixed)]));
-  const derived = derivedOf(tree);
-  const parsed = z
-    .object(Object.fromEntries(settings.map((s) => [s.name, s.schema])))
-    .superRefine((values, context) => {
-      for (const d of derived)
-        try {
-          d.value(values);
-        } catch (e) {
-          if (!(e instanceof Refusal)) throw e;
-          context.addIssue({ code: 'custom', path: [e.setting], message: e.reason });
-        }
-    })
-    .safeParse(given);
+  const families = new Map(reader.families.map((f) => [f, readFamily(f, given, reader.fixed)]));
+  const parsed = reader.schema.safeParse(given);
   const problems = [
     ...(parsed.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`) ?? []),
     ...[...families.values()].flatMap((f) => f.problems),

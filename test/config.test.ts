@@ -60,7 +60,7 @@ describe('settings declared once', () => {
     table
       .trim()
       .split('\n')
-      .filter((line, i) => i !== 1)
+      .filter((_, i) => i !== 1)
       .map((line) =>
         line
           .slice(1, -1)
