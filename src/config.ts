@@ -72,11 +72,9 @@ const profileModel = <N extends string>(name: N, profile: string) =>
     unset: '`LLM_MODEL`',
     meaning: `the model for agents whose \`llm_settings.model_profile\` is \`${profile}\``,
   });
-const [lowModel, mediumModel, highModel] = [
-  profileModel('LLM_MODEL_LOW', 'low'),
-  profileModel('LLM_MODEL_MEDIUM', 'medium'),
-  profileModel('LLM_MODEL_HIGH', 'high'),
-];
+const lowModel = profileModel('LLM_MODEL_LOW', 'low');
+const mediumModel = profileModel('LLM_MODEL_MEDIUM', 'medium');
+const highModel = profileModel('LLM_MODEL_HIGH', 'high');
 
 const embeddingSettings = {
   url: setting('EMBEDDINGS_URL', httpUrl('must be an http(s) URL such as http://127.0.0.1:7997/v1'), {
