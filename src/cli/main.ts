@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { usage } from './usage.ts';
+import { serveUsage, usage } from './usage.ts';
 
 /**
  * The CLI entry. It imports only what parses arguments: each command's modules (the database,
@@ -35,7 +35,7 @@ export async function main(argv: string[]): Promise<number | null> {
       case undefined:
         return help(usage.main);
       case 'serve': {
-        if (values.help) return help(usage.serve);
+        if (values.help) return help(await serveUsage());
         const { serve } = await import('../server.ts');
         await serve();
         return null;
