@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Prisma } from '../../src/generated/prisma/client.ts';
-import { debit } from '../../src/domain/core/ledger.ts';
+import { debit } from '../../src/domain/core/stores/ledger.ts';
 import { ABANDONED_REPLY, recoverAbandonedReplies } from '../../src/domain/replies/recovery.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';

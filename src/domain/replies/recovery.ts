@@ -3,7 +3,7 @@ import type { Prisma } from '../../generated/prisma/client.ts';
 import type { EventBus } from '../core/bus.ts';
 import type { MessageView } from '../core/events.ts';
 import { messageSelect, toMessageView } from '../core/views.ts';
-import { abandonToolCalls } from '../core/holds.ts';
+import { abandonToolCalls } from '../core/stores/holds.ts';
 
 export const ABANDONED_REPLY = 'The server stopped before the reply was finished';
 const ABANDONED_TOOL = 'The server stopped before the tool finished';

@@ -10,7 +10,7 @@ import { canNameARow } from '../core/ids.ts';
 import type { ReplyEngine, ReplyJob } from '../replies/engine.ts';
 import { chooseResponders } from '../replies/routing.ts';
 import { parseInput } from '../core/validation.ts';
-import { releaseHolds } from '../core/holds.ts';
+import { releaseHolds } from '../core/stores/holds.ts';
 import type { Viewer } from '../core/viewer.ts';
 import type { StreamLimits } from '../core/stream-limits.ts';
 import { type AccessGate, KEY_DELETED_END } from './access-gate.ts';
