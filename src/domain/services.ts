@@ -10,6 +10,7 @@ import { creatorService } from './creators/service.ts';
 import { deploymentService } from './deployments/service.ts';
 import { modelService } from './models/service.ts';
 import { createReplyEngine } from './replies/engine.ts';
+import { replyStore } from './replies/store.ts';
 import { chooseProvider } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
 import { sessionService } from './sessions/service.ts';
@@ -54,7 +55,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna, work: config.work });
   const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
-    db,
+    store: replyStore(db),
     bus,
     provider,
     offline,
