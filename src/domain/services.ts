@@ -22,7 +22,8 @@ import { mannaService } from './manna/service.ts';
 import { mediaStore } from './media/store.ts';
 import { memoryService } from './memory/service.ts';
 import { searchService } from './search/service.ts';
-import { createToolHost } from './tools/host.ts';
+import { createToolHost, toolExecutors } from './tools/host.ts';
+import { toolStore } from './tools/store.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
 
@@ -52,7 +53,16 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(db, config.search);
   const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
-  const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna, work: config.work });
+  const tools = createToolHost({
+    store: toolStore(db),
+    registry,
+    executors: toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers }),
+    search,
+    bus,
+    log,
+    metrics: metrics.manna,
+    work: config.work,
+  });
   const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
     store: replyStore(db),

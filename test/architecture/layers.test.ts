@@ -91,8 +91,6 @@ const notYetBehindAStore = new Set<string>([
   'domain/sessions/service.ts',
   'domain/sessions/signals.ts',
   'domain/shares/service.ts',
-  'domain/tools/cost-of.ts',
-  'domain/tools/host.ts',
   'domain/triggers/service.ts',
 ]);
 
