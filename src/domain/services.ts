@@ -21,6 +21,7 @@ import { shareService } from './shares/service.ts';
 import { mannaService } from './manna/service.ts';
 import { mediaStore } from './media/store.ts';
 import { memoryService } from './memory/service.ts';
+import { memoryStore } from './memory/store.ts';
 import { searchService } from './search/service.ts';
 import { createToolHost, toolExecutors } from './tools/host.ts';
 import { toolStore } from './tools/store.ts';
@@ -63,7 +64,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     metrics: metrics.manna,
     work: config.work,
   });
-  const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
+  const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
     store: replyStore(db),
     bus,
