@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { agentService } from './agents/service.ts';
+import { agentStore } from './agents/store.ts';
 import { apiKeyService } from './api-keys/service.ts';
 import { conceptService } from './concepts/service.ts';
 import { creationService } from './creations/service.ts';
@@ -90,7 +91,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     replies,
     apiKeys: apiKeyService(db, signals),
     creators: creatorService(db),
-    agents: agentService(db, registry, config),
+    agents: agentService(agentStore(db), registry, config),
     concepts: conceptService(db),
     models: modelService(db),
     creations: creationService(db),
