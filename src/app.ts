@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
 import { recoverAbandonedReplies, watchForDeadInstances, type RecoveredReply } from './domain/replies/recovery.ts';
+import { recoveryStore } from './domain/replies/recovery-store.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
 import { listenForCommands } from './control/socket.ts';
@@ -132,7 +133,7 @@ async function openMigratedDatabase(config: Config, options: BuildOptions) {
     await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
     // Without a shared Redis this is the only instance: a reply still `streaming` now was left
     // by an earlier process that died. With several, the instances close those of one that died.
-    const recovered: RecoveredReply[] = config.redisUrl ? [] : await recoverAbandonedReplies(database.prisma);
+    const recovered: RecoveredReply[] = config.redisUrl ? [] : await recoverAbandonedReplies(recoveryStore(database.prisma));
     return { database, recovered };
   } catch (e) {
     await database.close();
@@ -190,7 +191,7 @@ function reportRecovered(log: FastifyBaseLogger, recovered: RecoveredReply[]) {
 /** With several instances, each closes the replies of one that stopped beating. */
 function watchInstances(database: Database, adapters: Adapters, config: Config, log: FastifyBaseLogger) {
   if (!adapters.instances) return () => {};
-  return watchForDeadInstances(database.prisma, {
+  return watchForDeadInstances(recoveryStore(database.prisma), {
     self: adapters.instanceId,
     gone: adapters.instances.gone,
     bus: adapters.bus,

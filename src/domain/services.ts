@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { agentService } from './agents/service.ts';
+import { agentStore } from './agents/store.ts';
 import { apiKeyService } from './api-keys/service.ts';
 import { conceptService } from './concepts/service.ts';
 import { creationService } from './creations/service.ts';
@@ -10,6 +11,7 @@ import { creatorService } from './creators/service.ts';
 import { deploymentService } from './deployments/service.ts';
 import { modelService } from './models/service.ts';
 import { createReplyEngine } from './replies/engine.ts';
+import { replyStore } from './replies/store.ts';
 import { chooseProvider } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
 import { sessionService } from './sessions/service.ts';
@@ -20,8 +22,10 @@ import { shareService } from './shares/service.ts';
 import { mannaService } from './manna/service.ts';
 import { mediaStore } from './media/store.ts';
 import { memoryService } from './memory/service.ts';
+import { memoryStore } from './memory/store.ts';
 import { searchService } from './search/service.ts';
-import { createToolHost } from './tools/host.ts';
+import { createToolHost, toolExecutors } from './tools/host.ts';
+import { toolStore } from './tools/store.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
 
@@ -51,10 +55,19 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(db, config.search);
   const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
-  const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna, work: config.work });
-  const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
+  const tools = createToolHost({
+    store: toolStore(db),
+    registry,
+    executors: toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers }),
+    search,
+    bus,
+    log,
+    metrics: metrics.manna,
+    work: config.work,
+  });
+  const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
-    db,
+    store: replyStore(db),
     bus,
     provider,
     offline,
@@ -78,7 +91,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     replies,
     apiKeys: apiKeyService(db, signals),
     creators: creatorService(db),
-    agents: agentService(db, registry, config),
+    agents: agentService(agentStore(db), registry, config),
     concepts: conceptService(db),
     models: modelService(db),
     creations: creationService(db),

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { credit } from '../../src/domain/core/ledger.ts';
+import { credit } from '../../src/domain/core/stores/ledger.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
 

@@ -5,7 +5,7 @@ import { notFound } from '../core/errors.ts';
 import { decodeCursor, encodeCursor, pageSchema } from '../core/cursors.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
-import { credit } from '../core/ledger.ts';
+import { credit } from '../core/stores/ledger.ts';
 
 const amountSchema = z
   .string()

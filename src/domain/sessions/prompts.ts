@@ -2,7 +2,8 @@ import type { Prisma } from '../../generated/prisma/client.ts';
 import { badInput } from '../core/errors.ts';
 import { coalescedWrites } from '../core/coalesce.ts';
 import { newId } from '../core/ids.ts';
-import { BUDGET_EXCEEDED, reserveTurns } from '../core/budgets.ts';
+import { BUDGET_EXCEEDED } from '../core/budgets.ts';
+import { reserveTurns } from '../core/stores/budgets.ts';
 import { newMessageSelect } from '../core/views.ts';
 
 type Tx = Prisma.TransactionClient;
