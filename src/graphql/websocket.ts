@@ -131,12 +131,17 @@ class SocketState {
 
 /** The open sockets, each key's among them (a key may hold so many), and the subscriptions under way on all of them. */
 class OpenSockets {
+  /** Every open socket, authenticated or not yet (the slow-consumer monitor watches them all). */
   readonly all = new Set<SocketState>();
   private readonly ofKey = new Map<string, Set<SocketState>>();
   private subscriptionCount = 0;
   private allEnded: (() => void) | null = null;
 
   constructor(private readonly maxSocketsPerKey: number) {}
+
+  opened(state: SocketState) {
+    this.all.add(state);
+  }
 
   /** Binds an authenticated socket to its key, unless the key already holds as many sockets as it may. */
   admit(state: SocketState, viewer: Viewer): boolean {
@@ -420,7 +425,7 @@ export function attachGraphQLWebSocket(server: Server, yoga: GraphQLServer, path
     socket.on('error', (err) => log.debug({ err }, 'websocket closed on a client error'));
     const pings = keepAlive(socket);
     const state = new SocketState(socket, request, options.inFlight, limits.maxOperations);
-    sockets.all.add(state);
+    sockets.opened(state);
     const closed = graphqlWs.opened(adapt(socket, slow, log), state);
     socket.once('close', (code, reason) => {
       clearInterval(pings);
