@@ -74,7 +74,7 @@ export async function main(argv: string[]): Promise<number | null> {
         return 2;
     }
   } catch (e) {
-    const { describeError } = await import('./describe-error.ts');
+    const { describeError } = await import('../domain/core/describe-error.ts');
     console.error(describeError(e));
     return 1;
   }

@@ -4,7 +4,8 @@ import type { EventsConfig } from '../config.ts';
 import type { SessionEvent } from '../domain/core/events.ts';
 import type { WarnLog } from '../limits/throttled-log.ts';
 import { connectRedis } from '../redis/client.ts';
-import { CURRENT, createPublisher, liveChannel, type PublisherOptions, seqKey, streamKey } from './redis-publisher.ts';
+import { Publisher, type PublisherOptions } from './redis-publisher.ts';
+import { defineScripts, liveChannel, type Scripts, seqKey, streamKey } from './redis-scripts.ts';
 import { type EventSource, ends, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
 import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/core/bus.ts';
 import { within } from '../domain/core/within.ts';
@@ -62,9 +63,56 @@ class Channel implements EventSource {
   }
 }
 
+/** Where a channel reads what its window does not hold. */
 interface Reader {
   range(sessionId: string, fromSeq: number, count: number): Promise<SessionEvent[]>;
   current(sessionId: string): number | Promise<number>;
+}
+
+/** A stream entry as an event: its id is its seq, and a field `p` names the seq it follows across a skip. */
+const decode = (sessionId: string, [id, fields]: Entry): SessionEvent => {
+  const event: SessionEvent = { ...JSON.parse(fields[1]!), seq: Number(id.slice(0, id.indexOf('-'))), sessionId };
+  if (fields[2] === 'p') event.prev = Number(fields[3]);
+  return event;
+};
+
+type Signal = { type: 'revoke_key'; keyId: string } | ({ type: 'cancel' } & CancelRequest);
+
+/**
+ * What every instance must act on, whichever one was asked: a deleted key closes its sockets
+ * everywhere, and a cancel stops a reply wherever it is being written. Acted on here at once, and
+ * sent to the other instances on one pub/sub channel.
+ */
+class ControlSignals {
+  readonly revokedKeys = new Listeners<string>();
+  readonly cancels = new Listeners<CancelRequest>();
+
+  constructor(
+    private readonly commands: Redis,
+    private readonly instance: string,
+  ) {}
+
+  async revokeKey(keyId: string) {
+    this.revokedKeys.emit(keyId);
+    await this.send({ type: 'revoke_key', keyId });
+  }
+
+  async cancelReplies(request: CancelRequest) {
+    this.cancels.emit(request);
+    await this.send({ type: 'cancel', ...request });
+  }
+
+  /** A signal on the channel; this instance's own come back too, and were acted on already. */
+  receive(message: string) {
+    const signal = JSON.parse(message) as { from: string } & Signal;
+    if (signal.from === this.instance) return;
+    if (signal.type === 'revoke_key') this.revokedKeys.emit(signal.keyId);
+    else this.cancels.emit({ sessionId: signal.sessionId, promptId: signal.promptId, reason: signal.reason });
+  }
+
+  private async send(signal: Signal) {
+    await this.commands.publish(CONTROL, JSON.stringify({ ...signal, from: this.instance }));
+  }
 }
 
 /**
@@ -77,13 +125,10 @@ interface Reader {
  */
 export function createRedisBus(url: string, config: EventsConfig, keyPrefix = '', log?: WarnLog, leases: PublisherOptions = {}): EventBus {
   const instance = randomUUID();
-  const commands = connectRedis(url, 'events', keyPrefix, log);
+  const commands = defineScripts(connectRedis(url, 'events', keyPrefix, log));
   const listener = connectRedis(url, 'events-listener', keyPrefix, log);
-  commands.defineCommand('parleyCurrent', { numberOfKeys: 2, lua: CURRENT });
-  const run = commands as Redis & {
-    parleyCurrent(seq: string, stream: string, ttl: number): Promise<number>;
-  };
-  const publisher = createPublisher(
+  const channels = new Map<string, Channel>();
+  const publisher = new Publisher(
     commands,
     config,
     instance,
@@ -97,39 +142,10 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     },
     leases,
   );
-
-  const channels = new Map<string, Channel>();
-  const revokedKeys = new Listeners<string>();
-  const cancels = new Listeners<CancelRequest>();
+  const reader = streamReader(commands, publisher, config.idleTtlMs);
+  const control = new ControlSignals(commands, instance);
   let subscriberCount = 0;
   let closed = false;
-
-  const decode = (sessionId: string, [id, fields]: Entry): SessionEvent => {
-    const event: SessionEvent = { ...JSON.parse(fields[1]!), seq: Number(id.slice(0, id.indexOf('-'))), sessionId };
-    if (fields[2] === 'p') event.prev = Number(fields[3]);
-    return event;
-  };
-
-  const reader: Reader = {
-    async range(sessionId, fromSeq, count) {
-      const entries = (await commands.xrange(streamKey(sessionId), `${fromSeq}`, '+', 'COUNT', count)) as Entry[];
-      return entries.map((e) => decode(sessionId, e));
-    },
-    // Where this instance numbers the session itself, Redis may not have heard of the newest yet.
-    current: (sessionId) => publisher.position(sessionId) ?? run.parleyCurrent(seqKey(sessionId), streamKey(sessionId), config.idleTtlMs),
-  };
-
-  /** Events from `fromSeq` up to (not including) `untilSeq`, in order, to close a gap. */
-  async function catchUp(c: Channel, untilSeq?: number) {
-    const last = c.window.last;
-    if (last === null) return;
-    const entries = (await commands.xrange(
-      streamKey(c.sessionId),
-      `${last + 1}`,
-      untilSeq === undefined ? '+' : `${untilSeq - 1}`,
-    )) as Entry[];
-    for (const e of entries) c.append(decode(c.sessionId, e));
-  }
 
   function channel(sessionId: string) {
     let c = channels.get(sessionId);
@@ -155,39 +171,13 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   }
 
   listener.on('message', (name: string, message: string) => {
-    if (name === CONTROL) {
-      const signal = JSON.parse(message) as { from: string } & (
-        | { type: 'revoke_key'; keyId: string }
-        | ({ type: 'cancel' } & CancelRequest)
-      );
-      if (signal.from === instance) return;
-      if (signal.type === 'revoke_key') revokedKeys.emit(signal.keyId);
-      else cancels.emit({ sessionId: signal.sessionId, promptId: signal.promptId, reason: signal.reason });
-      return;
-    }
-    if (!name.startsWith(LIVE_PREFIX)) return;
-    const c = channels.get(name.slice(LIVE_PREFIX.length));
-    if (!c) return;
-    const [head, ...lines] = message.split('\n');
-    const [first, prev, numberedBy] = head!.split(' ');
-    // Events this instance numbered itself were shown here as they were published.
-    if (numberedBy === instance) return;
-    const events = lines.map((json, i) => ({ ...JSON.parse(json), seq: Number(first) + i, sessionId: c.sessionId }) as SessionEvent);
-    if (prev !== '-') events[0]!.prev = Number(prev);
-    c.queue = c.queue
-      .then(async () => {
-        await c.ready;
-        const last = c.window.last;
-        if (last !== null && events[0]!.seq > last + 1 && events[0]!.prev !== last) await catchUp(c, events[0]!.seq);
-        for (const event of events) c.append(event);
-      })
-      .catch(() => {
-        for (const event of events) c.append(event);
-      });
+    if (name === CONTROL) return control.receive(message);
+    const c = name.startsWith(LIVE_PREFIX) ? channels.get(name.slice(LIVE_PREFIX.length)) : undefined;
+    if (c) receiveLive(c, message, instance, reader);
   });
   // After a reconnect (ioredis subscribes again by itself) events may have gone by unseen.
   listener.on('ready', () => {
-    for (const c of channels.values()) c.queue = c.queue.then(() => catchUp(c)).catch(() => {});
+    for (const c of channels.values()) c.queue = c.queue.then(() => reader.catchUp(c)).catch(() => {});
   });
   void listener.subscribe(CONTROL);
 
@@ -201,8 +191,6 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     Math.max(1_000, Math.floor(config.idleTtlMs / 3)),
   );
   keepAlive.unref();
-
-  const control = (signal: object) => commands.publish(CONTROL, JSON.stringify({ ...signal, from: instance })).then(() => undefined);
 
   return {
     publish: (sessionId, payload) => publisher.publish(sessionId, payload),
@@ -224,19 +212,13 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
 
     position: async (sessionId) => reader.current(sessionId),
 
-    async revokeKey(keyId: string) {
-      revokedKeys.emit(keyId);
-      await control({ type: 'revoke_key', keyId });
-    },
+    revokeKey: (keyId: string) => control.revokeKey(keyId),
 
-    onKeyRevoked: (l) => revokedKeys.add(l),
+    onKeyRevoked: (l) => control.revokedKeys.add(l),
 
-    async cancelReplies(request: CancelRequest) {
-      cancels.emit(request);
-      await control({ type: 'cancel', ...request });
-    },
+    cancelReplies: (request: CancelRequest) => control.cancelReplies(request),
 
-    onCancelReplies: (l) => cancels.add(l),
+    onCancelReplies: (l) => control.cancels.add(l),
 
     async close() {
       if (closed) return;
@@ -260,4 +242,53 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
 
     subscriberCount: () => subscriberCount,
   };
+}
+
+/** Reads sessions' streams; where this instance numbers a session itself, Redis may not have heard of the newest yet. */
+function streamReader(commands: Redis & Scripts, publisher: Publisher, idleTtlMs: number) {
+  return {
+    async range(sessionId: string, fromSeq: number, count: number) {
+      const entries = (await commands.xrange(streamKey(sessionId), `${fromSeq}`, '+', 'COUNT', count)) as Entry[];
+      return entries.map((e) => decode(sessionId, e));
+    },
+    current: (sessionId: string) =>
+      publisher.position(sessionId) ?? commands.parleyCurrent(seqKey(sessionId), streamKey(sessionId), idleTtlMs),
+    /** Events from after the window's last up to (not including) `untilSeq`, in order, to close a gap. */
+    async catchUp(c: Channel, untilSeq?: number) {
+      const last = c.window.last;
+      if (last === null) return;
+      const entries = (await commands.xrange(
+        streamKey(c.sessionId),
+        `${last + 1}`,
+        untilSeq === undefined ? '+' : `${untilSeq - 1}`,
+      )) as Entry[];
+      for (const e of entries) c.append(decode(c.sessionId, e));
+    },
+  };
+}
+
+/**
+ * Events another instance published for a session watched here, in order behind what the channel
+ * is handling already: a gap before them (pub/sub dropped a message) is filled from the stream first.
+ */
+function receiveLive(c: Channel, message: string, instance: string, reader: ReturnType<typeof streamReader>) {
+  // One pub/sub message (see PUBLISH in redis-scripts.ts): a line with the first seq, the seq it
+  // follows across a skip (`-` for none) and the instance that numbered them itself, then one
+  // event per line.
+  const [head, ...lines] = message.split('\n');
+  const [first, prev, numberedBy] = head!.split(' ');
+  // Events this instance numbered itself were shown here as they were published.
+  if (numberedBy === instance) return;
+  const events = lines.map((json, i) => ({ ...JSON.parse(json), seq: Number(first) + i, sessionId: c.sessionId }) as SessionEvent);
+  if (prev !== '-') events[0]!.prev = Number(prev);
+  c.queue = c.queue
+    .then(async () => {
+      await c.ready;
+      const last = c.window.last;
+      if (last !== null && events[0]!.seq > last + 1 && events[0]!.prev !== last) await reader.catchUp(c, events[0]!.seq);
+      for (const event of events) c.append(event);
+    })
+    .catch(() => {
+      for (const event of events) c.append(event);
+    });
 }

@@ -35,7 +35,7 @@ const outward: Record<string, string[]> = {
   rest: ['graphql', 'cli'],
   graphql: ['rest', 'cli'],
   http: ['rest', 'graphql', 'cli'],
-  control: ['rest', 'graphql', 'http', 'realtime'],
+  control: ['rest', 'graphql', 'http', 'realtime', 'cli'],
 };
 
 /** The folder of src/domain/ a path lies in (`core`, `sessions`, ...), or null for the composition at its root. */
