@@ -6,9 +6,11 @@ import { agentService } from './agents/service.ts';
 import { apiKeyService } from './api-keys/service.ts';
 import { conceptService } from './concepts/service.ts';
 import { creationService } from './creations/service.ts';
+import { creationStore } from './creations/store.ts';
 import { creatorService } from './creators/service.ts';
 import { deploymentService } from './deployments/service.ts';
 import { modelService } from './models/service.ts';
+import { modelStore } from './models/store.ts';
 import { createReplyEngine } from './replies/engine.ts';
 import { chooseProvider } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
@@ -80,8 +82,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     creators: creatorService(db),
     agents: agentService(db, registry, config),
     concepts: conceptService(db),
-    models: modelService(db),
-    creations: creationService(db),
+    models: modelService(modelStore(db)),
+    creations: creationService(creationStore(db)),
     search,
     deployments: deploymentService(db),
     triggers: triggerService(db),

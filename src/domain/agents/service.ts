@@ -6,9 +6,10 @@ import { isUniqueViolation } from '../core/prisma-errors.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { nonEmptyPatch, parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
-import { agentListWhere } from '../discovery/filters.ts';
+import { parseAgentFilter, type agentFilterSchema, type RawFilter } from '../discovery/filters.ts';
+import { agentListWhere, visibleToFilter } from '../discovery/store.ts';
 import { newestFirst } from '../core/ordering.ts';
-import { isVisibleTo, visibleToFilter } from '../core/visibility.ts';
+import { isVisibleTo } from '../core/visibility.ts';
 import { agentCreateSchema, agentPatchSchema, type AgentPatch } from './inputs.ts';
 
 export const AGENT_NOT_FOUND = 'Agent not found';
@@ -45,8 +46,8 @@ export function agentService(db: Db, tools: ToolRegistry, limits: { maxAgentsPer
 
   return {
     /** Agents the viewer may read (their own and public ones), narrowed by `filter`, newest first; `page` is the connection's window. */
-    list(viewer: Viewer, filter: Parameters<typeof agentListWhere>[1], page: Omit<Prisma.AgentFindManyArgs, 'where' | 'orderBy'>) {
-      return db.agent.findMany({ ...page, where: agentListWhere(viewer, filter), orderBy: newestFirst });
+    list(viewer: Viewer, filter: RawFilter<typeof agentFilterSchema>, page: Omit<Prisma.AgentFindManyArgs, 'where' | 'orderBy'>) {
+      return db.agent.findMany({ ...page, where: agentListWhere(viewer, parseAgentFilter(filter)), orderBy: newestFirst });
     },
 
     async get(viewer: Viewer, id: string, query?: AgentQuery): Promise<AgentWithKey> {

@@ -6,7 +6,7 @@ import { canNameARow } from '../core/ids.ts';
 import { isUniqueViolation } from '../core/prisma-errors.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
-import { visibleToFilter } from '../core/visibility.ts';
+import { visibleToFilter } from '../discovery/store.ts';
 
 export const usernameSchema = z
   .string()

@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.ts';
 import { detectVectorColumn } from '../../db/vector-column.ts';
 import type { Creation, Prisma } from '../../generated/prisma/client.ts';
 import type { CreationQuery } from '../creations/service.ts';
-import { visibleCreations } from '../core/visibility.ts';
+import { visibleCreations } from '../discovery/store.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { creationText } from './creation-text.ts';
