@@ -5,10 +5,13 @@ import type { Metrics } from '../observability/metrics.ts';
 import { agentService } from './agents/service.ts';
 import { apiKeyService } from './api-keys/service.ts';
 import { conceptService } from './concepts/service.ts';
+import { conceptStore } from './concepts/store.ts';
 import { creationService } from './creations/service.ts';
 import { creationStore } from './creations/store.ts';
 import { creatorService } from './creators/service.ts';
+import { creatorStore } from './creators/store.ts';
 import { deploymentService } from './deployments/service.ts';
+import { deploymentStore } from './deployments/store.ts';
 import { modelService } from './models/service.ts';
 import { modelStore } from './models/store.ts';
 import { createReplyEngine } from './replies/engine.ts';
@@ -26,6 +29,7 @@ import { searchService } from './search/service.ts';
 import { createToolHost } from './tools/host.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
+import { triggerStore } from './triggers/store.ts';
 
 /**
  * What the domain is given by a composition root (`app.ts`, the CLI's `cli/services.ts`): the
@@ -79,14 +83,14 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     provider,
     replies,
     apiKeys: apiKeyService(db, signals),
-    creators: creatorService(db),
+    creators: creatorService(creatorStore(db)),
     agents: agentService(db, registry, config),
-    concepts: conceptService(db),
+    concepts: conceptService(conceptStore(db)),
     models: modelService(modelStore(db)),
     creations: creationService(creationStore(db)),
     search,
-    deployments: deploymentService(db),
-    triggers: triggerService(db),
+    deployments: deploymentService(deploymentStore(db)),
+    triggers: triggerService(triggerStore(db)),
     sessions,
     signals,
     access,

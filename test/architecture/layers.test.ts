@@ -73,14 +73,11 @@ const notYetBehindAStore = new Set<string>([
   'domain/agents/fields.ts',
   'domain/agents/service.ts',
   'domain/api-keys/service.ts',
-  'domain/concepts/service.ts',
   'domain/core/budgets.ts',
   'domain/core/holds.ts',
   'domain/core/ledger.ts',
   'domain/core/prisma-errors.ts',
   'domain/core/views.ts',
-  'domain/creators/service.ts',
-  'domain/deployments/service.ts',
   'domain/manna/service.ts',
   'domain/memory/service.ts',
   'domain/replies/engine.ts',
@@ -95,7 +92,6 @@ const notYetBehindAStore = new Set<string>([
   'domain/shares/service.ts',
   'domain/tools/cost-of.ts',
   'domain/tools/host.ts',
-  'domain/triggers/service.ts',
 ]);
 
 describe('layers', () => {
