@@ -26,6 +26,7 @@ import { mannaService } from './manna/service.ts';
 import { mediaStore } from './media/store.ts';
 import { memoryService } from './memory/service.ts';
 import { searchService } from './search/service.ts';
+import { searchStore } from './search/store.ts';
 import { createToolHost } from './tools/host.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
@@ -55,7 +56,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const { config, bus, log, metrics } = dependencies;
   const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
-  const search = searchService(db, config.search);
+  const search = searchService(searchStore(db), config.search);
   const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
   const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna, work: config.work });
   const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);

@@ -86,7 +86,7 @@ export const toRestSearchDoc = (viewer: Viewer, c: SearchRow): z.input<typeof re
 
 export function creationRoutes(app: FastifyInstance, services: Services) {
   app.get('/v2/creations/search', { config: { errors } }, async (request): Promise<z.input<typeof restSearchPageSchema>> => {
-    const page = await services.search.search<SearchRow>(request.viewer, request.query, { include: searchDocInclude });
+    const page = await services.search.search(request.viewer, request.query, { include: searchDocInclude });
     return { ...page, docs: page.docs.map((doc) => toRestSearchDoc(request.viewer, doc)) };
   });
 

@@ -83,8 +83,6 @@ const notYetBehindAStore = new Set<string>([
   'domain/replies/engine.ts',
   'domain/replies/recovery.ts',
   'domain/replies/writer.ts',
-  'domain/search/importer.ts',
-  'domain/search/service.ts',
   'domain/sessions/access-gate.ts',
   'domain/sessions/prompts.ts',
   'domain/sessions/service.ts',
