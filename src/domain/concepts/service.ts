@@ -6,7 +6,7 @@ import { isVisibleTo } from '../core/visibility.ts';
 import { conceptCreateSchema, conceptPatchSchema } from './inputs.ts';
 import type { ConceptQuery, ConceptStore, ConceptWithImages } from './store.ts';
 
-export type { ConceptQuery, ConceptWithImages } from './store.ts';
+export type { ConceptWithImages } from './store.ts';
 
 export const CONCEPT_NOT_FOUND = 'Concept not found';
 

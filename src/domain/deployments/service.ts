@@ -3,8 +3,6 @@ import { canNameARow } from '../core/ids.ts';
 import type { Viewer } from '../core/viewer.ts';
 import type { DeploymentQuery, DeploymentRead, DeploymentStore } from './store.ts';
 
-export type { DeploymentQuery } from './store.ts';
-
 export function deploymentService(store: DeploymentStore) {
   return {
     /** One deployment, for the owner of its agent only. */

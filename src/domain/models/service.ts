@@ -5,8 +5,6 @@ import { isVisibleTo } from '../core/visibility.ts';
 import { parseModelFilter, type modelFilterSchema, type RawFilter } from '../discovery/filters.ts';
 import type { ModelQuery, ModelRead, ModelStore, ModelWindow } from './store.ts';
 
-export type { ModelQuery } from './store.ts';
-
 export function modelService(store: ModelStore) {
   return {
     /** Models the viewer may use (their own and public ones), narrowed by `filter`, newest first. */

@@ -3,8 +3,6 @@ import { canNameARow } from '../core/ids.ts';
 import type { Viewer } from '../core/viewer.ts';
 import type { TriggerQuery, TriggerRead, TriggerStore } from './store.ts';
 
-export type { TriggerQuery } from './store.ts';
-
 export function triggerService(store: TriggerStore) {
   return {
     /** One trigger, for the owner of its agent only. */
