@@ -35,6 +35,12 @@ export interface CreationStore {
 }
 
 type Tx = Prisma.TransactionClient;
+/** A change to the viewer's like of a creation; how many like rows it wrote (0: there was nothing to change). */
+type LikeChange = (tx: Tx, viewer: Viewer, id: string) => Promise<number>;
+
+const addLike: LikeChange = async (tx, viewer, id) =>
+  (await tx.like.createMany({ data: [{ creationId: id, userId: viewer.id }], skipDuplicates: true })).count;
+const removeLike: LikeChange = async (tx, viewer, id) => (await tx.like.deleteMany({ where: { creationId: id, userId: viewer.id } })).count;
 
 export function creationStore(db: Db): CreationStore {
   const isVisible = async (tx: Tx, viewer: Viewer, id: string) =>
@@ -48,12 +54,12 @@ export function creationStore(db: Db): CreationStore {
     viewer: Viewer,
     id: string,
     query: Q | undefined,
-    change: (tx: Tx) => Promise<number>,
+    change: LikeChange,
     likeCount: Prisma.IntFieldUpdateOperationsInput,
   ) =>
     db.$transaction(async (tx): Promise<CreationRead<Q> | LikeRefusal> => {
       if (!(await isVisible(tx, viewer, id))) return 'not visible';
-      if ((await change(tx)) === 0) return 'unchanged';
+      if ((await change(tx, viewer, id)) === 0) return 'unchanged';
       return (await tx.creation.update({ where: { id }, data: { likeCount }, ...query })) as CreationRead<Q>;
     });
 
@@ -64,19 +70,8 @@ export function creationStore(db: Db): CreationStore {
       return (await db.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, ...query })) as CreationRead<Q> | null;
     },
 
-    like: (viewer, id, query) =>
-      changeLike(
-        viewer,
-        id,
-        query,
-        async (tx) => (await tx.like.createMany({ data: [{ creationId: id, userId: viewer.id }], skipDuplicates: true })).count,
-        { increment: 1 },
-      ),
-
-    unlike: (viewer, id, query) =>
-      changeLike(viewer, id, query, async (tx) => (await tx.like.deleteMany({ where: { creationId: id, userId: viewer.id } })).count, {
-        decrement: 1,
-      }),
+    like: (viewer, id, query) => changeLike(viewer, id, query, addLike, { increment: 1 }),
+    unlike: (viewer, id, query) => changeLike(viewer, id, query, removeLike, { decrement: 1 }),
 
     async likedAmong(viewer, ids) {
       const likes = await db.like.findMany({ where: { userId: viewer.id, creationId: { in: [...ids] } }, select: { creationId: true } });
