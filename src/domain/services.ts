@@ -6,10 +6,15 @@ import { agentService } from './agents/service.ts';
 import { agentStore } from './agents/store.ts';
 import { apiKeyService } from './api-keys/service.ts';
 import { conceptService } from './concepts/service.ts';
+import { conceptStore } from './concepts/store.ts';
 import { creationService } from './creations/service.ts';
+import { creationStore } from './creations/store.ts';
 import { creatorService } from './creators/service.ts';
+import { creatorStore } from './creators/store.ts';
 import { deploymentService } from './deployments/service.ts';
+import { deploymentStore } from './deployments/store.ts';
 import { modelService } from './models/service.ts';
+import { modelStore } from './models/store.ts';
 import { createReplyEngine } from './replies/engine.ts';
 import { replyStore } from './replies/store.ts';
 import { chooseProvider } from './replies/provider.ts';
@@ -24,10 +29,12 @@ import { mediaStore } from './media/store.ts';
 import { memoryService } from './memory/service.ts';
 import { memoryStore } from './memory/store.ts';
 import { searchService } from './search/service.ts';
+import { searchStore } from './search/store.ts';
 import { createToolHost, toolExecutors } from './tools/host.ts';
 import { toolStore } from './tools/store.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
+import { triggerStore } from './triggers/store.ts';
 
 /**
  * What the domain is given by a composition root (`app.ts`, the CLI's `cli/services.ts`): the
@@ -53,7 +60,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const { config, bus, log, metrics } = dependencies;
   const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
-  const search = searchService(db, config.search);
+  const search = searchService(searchStore(db), config.search);
   const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
   const tools = createToolHost({
     store: toolStore(db),
@@ -90,14 +97,14 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     provider,
     replies,
     apiKeys: apiKeyService(db, signals),
-    creators: creatorService(db),
+    creators: creatorService(creatorStore(db)),
     agents: agentService(agentStore(db), registry, config),
-    concepts: conceptService(db),
-    models: modelService(db),
-    creations: creationService(db),
+    concepts: conceptService(conceptStore(db)),
+    models: modelService(modelStore(db)),
+    creations: creationService(creationStore(db)),
     search,
-    deployments: deploymentService(db),
-    triggers: triggerService(db),
+    deployments: deploymentService(deploymentStore(db)),
+    triggers: triggerService(triggerStore(db)),
     sessions,
     signals,
     access,

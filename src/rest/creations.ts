@@ -93,7 +93,7 @@ export const creationOperations = [
     ok: { json: restSearchPageSchema },
     errors: { style: errors, codes: ['BAD_USER_INPUT'] },
     handler: async (request, _reply, { services }) => {
-      const page = await services.search.search<SearchRow>(request.viewer, request.query, { include: searchDocInclude });
+      const page = await services.search.search(request.viewer, request.query, { include: searchDocInclude });
       return { ...page, docs: page.docs.map((doc) => toRestSearchDoc(request.viewer, doc)) };
     },
   }),

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultSearchConfig } from '../../src/config.ts';
 import { searchService } from '../../src/domain/search/service.ts';
+import { searchStore } from '../../src/domain/search/store.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { axis, startFakeEmbeddings, type FakeEmbeddings } from '../helpers/fake-embeddings.ts';
 import { expectNoInternals } from '../helpers/rest-helpers.ts';
@@ -73,7 +74,7 @@ describe('search with an OpenAI-compatible embedding server', () => {
   });
 
   it('never compares vectors of two providers: a creation embedded by another provider is found only after reembed', async () => {
-    const offline = searchService(t.db, defaultSearchConfig);
+    const offline = searchService(searchStore(t.db), defaultSearchConfig);
     const stray = await t.db.creation.create({
       data: { userId: alice.id, tool: 'flux_dev', name: 'Lighthouse at the cliff', url: 'https://cdn.example.com/stray.png', public: true },
     });

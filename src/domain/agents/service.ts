@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../core/prisma-errors.ts';
 import { nonEmptyPatch, parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { isVisibleTo } from '../core/visibility.ts';
+import { parseAgentFilter, type agentFilterSchema, type RawFilter } from '../discovery/filters.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { agentCreateSchema, agentPatchSchema, type AgentPatch } from './inputs.ts';
 import type { AgentPage, AgentQuery, AgentStore, AgentWithKey } from './store.ts';
@@ -36,8 +37,8 @@ export function agentService(store: AgentStore, tools: ToolRegistry, limits: { m
 
   return {
     /** Agents the viewer may read (their own and public ones), narrowed by `filter`, newest first; `page` is the connection's window. */
-    list(viewer: Viewer, filter: Parameters<AgentStore['list']>[1], page: AgentPage) {
-      return store.list(viewer, filter, page);
+    list(viewer: Viewer, filter: RawFilter<typeof agentFilterSchema>, page: AgentPage) {
+      return store.list(viewer, parseAgentFilter(filter), page);
     },
 
     async get(viewer: Viewer, id: string, query?: AgentQuery): Promise<AgentWithKey> {

@@ -2,8 +2,8 @@ import type { Db } from '../../db/database.ts';
 import type { Agent, Prisma } from '../../generated/prisma/client.ts';
 import { newestFirst } from '../core/ordering.ts';
 import type { Viewer } from '../core/viewer.ts';
-import { visibleToFilter } from '../core/visibility.ts';
-import { agentListWhere } from '../discovery/filters.ts';
+import type { AgentFilter } from '../discovery/filters.ts';
+import { agentListWhere, visibleToFilter } from '../discovery/store.ts';
 import type { AgentPatch } from './inputs.ts';
 
 /** What GraphQL (Pothos' `query`) and REST ask to have read along with an agent. */
@@ -22,7 +22,7 @@ const columns = ({ key: _key, llmSettings: _llm, ...rest }: AgentPatch) => rest;
 export function agentStore(db: Db) {
   return {
     /** Agents the viewer may read, narrowed by `filter`, newest first. */
-    list: (viewer: Viewer, filter: Parameters<typeof agentListWhere>[1], page: AgentPage) =>
+    list: (viewer: Viewer, filter: AgentFilter, page: AgentPage) =>
       db.agent.findMany({ ...page, where: agentListWhere(viewer, filter), orderBy: newestFirst }),
 
     find: (id: string, query?: AgentQuery): Promise<AgentWithKey | null> => db.agent.findUnique({ where: { id }, ...withKey(query) }),
