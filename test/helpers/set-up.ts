@@ -1,0 +1,100 @@
+import { afterAll, beforeAll } from 'vitest';
+import type { DatabaseConfig } from '../../src/config.ts';
+import { type ConfigOverrides, startTestApp, type TestApp } from './app.ts';
+import { type FakeOpenAI, type Script, startFakeOpenAI } from './fake-openai.ts';
+
+/** Something a test starts and must stop: a server, a browser, a client. */
+type Closable = { close(): unknown } | { stop(): unknown };
+
+/** What a `setUp` may start; each is closed after the tests, last started first. */
+export interface Start {
+  /** The real app over a fresh database (see `startTestApp`). */
+  app(overrides?: ConfigOverrides, shared?: DatabaseConfig): Promise<TestApp>;
+  /** The fake OpenAI-compatible server, for `llm: { baseUrl }`. */
+  fakeOpenAI(script?: Script): Promise<FakeOpenAI>;
+  /** Anything else with `close()` or `stop()`: nginx, Chromium, a fake tool service, a Redis. */
+  service<T extends Closable>(starting: Promise<T>): Promise<T>;
+  /** A step of teardown of its own, run in the same order as the closing of what was started. */
+  onClose(end: () => unknown): void;
+}
+
+/**
+ * The servers the tests of a file (or of the `describe` it is called in) share: `setup` starts
+ * them once before those tests, and all it started is closed after them, last started first.
+ *
+ * Also when `setup` fails halfway or its hook times out: vitest runs `afterAll` then, while the
+ * start may still be under way. The teardown closes what has started, waits for `setup` to end,
+ * and closes at once whatever arrives after it began, so that nothing outlives the file.
+ */
+export function setUp(setup: (start: Start) => Promise<void>): void {
+  let scope: Scope | undefined;
+  let running: Promise<void> = Promise.resolve();
+  beforeAll(async () => {
+    scope = new Scope();
+    running = setup(scope.start);
+    await running;
+  });
+  afterAll(() => scope?.close(running));
+}
+
+/**
+ * `setUp` run now, for a file that needs what it starts while its tests are being collected
+ * (the fuzz tests derive their generators from the seeded data): returns what `setup` returns,
+ * closes it all after the file's tests, and at once if `setup` throws.
+ */
+export async function setUpNow<T>(setup: (start: Start) => Promise<T>): Promise<T> {
+  const scope = new Scope();
+  afterAll(() => scope.close(Promise.resolve()));
+  try {
+    return await setup(scope.start);
+  } catch (e) {
+    await scope.close(Promise.resolve()).catch(() => {});
+    throw e;
+  }
+}
+
+class Scope {
+  private readonly ends: (() => unknown)[] = [];
+  private closing = false;
+
+  readonly start: Start = {
+    app: (overrides, shared) => this.add(startTestApp(overrides, shared)),
+    fakeOpenAI: (script) => this.add(startFakeOpenAI(script)),
+    service: (starting) => this.add(starting),
+    onClose: (end) => {
+      this.ends.push(end);
+    },
+  };
+
+  private async add<T extends Closable>(starting: Promise<T>): Promise<T> {
+    const started = await starting;
+    const end = () => ('close' in started ? started.close() : started.stop());
+    if (this.closing) {
+      // The teardown has begun (the start outlived its hook): this must not be left running.
+      await end();
+      throw new Error('set-up: started after the teardown began (the setup hook failed or timed out)');
+    }
+    this.ends.push(end);
+    return started;
+  }
+
+  /** Ends everything, even when one end throws; then reports the first failure. */
+  async close(setup: Promise<unknown>) {
+    this.closing = true;
+    const failures: unknown[] = [];
+    const endAll = async () => {
+      for (const end of this.ends.splice(0).reverse()) {
+        try {
+          await end();
+        } catch (e) {
+          failures.push(e);
+        }
+      }
+    };
+    await endAll();
+    // Its failure is the hook's, reported already; what matters here is that nothing is still starting.
+    await setup.catch(() => {});
+    await endAll();
+    if (failures.length) throw failures[0];
+  }
+}
