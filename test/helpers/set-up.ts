@@ -14,6 +14,8 @@ export interface Start {
   fakeOpenAI(script?: Script): Promise<FakeOpenAI>;
   /** Anything else with `close()` or `stop()`: nginx, Chromium, a fake tool service, a Redis. */
   service<T extends Closable>(starting: Promise<T>): Promise<T>;
+  /** Anything else, ended by `end` (a database dropped). */
+  service<T>(starting: Promise<T>, end: (started: T) => unknown): Promise<T>;
   /** A step of teardown of its own, run in the same order as the closing of what was started. */
   onClose(end: () => unknown): void;
 }
@@ -53,28 +55,42 @@ export async function setUpNow<T>(setup: (start: Start) => Promise<T>): Promise<
   }
 }
 
+const closeOrStop = (started: unknown) => {
+  const s = started as Closable;
+  return 'close' in s ? s.close() : s.stop();
+};
+
 class Scope {
   private readonly ends: (() => unknown)[] = [];
+  /** Starts under way: one may outlive a setup that failed early (one of several started together). */
+  private readonly starting = new Set<Promise<unknown>>();
   private closing = false;
 
   readonly start: Start = {
     app: (overrides, shared) => this.add(startTestApp(overrides, shared)),
     fakeOpenAI: (script) => this.add(startFakeOpenAI(script)),
-    service: (starting) => this.add(starting),
+    service: <T>(starting: Promise<T>, end?: (started: T) => unknown) => this.add(starting, end),
     onClose: (end) => {
       this.ends.push(end);
     },
   };
 
-  private async add<T extends Closable>(starting: Promise<T>): Promise<T> {
+  private add<T>(starting: Promise<T>, end: (started: T) => unknown = closeOrStop): Promise<T> {
+    const added = this.keep(starting, end);
+    this.starting.add(added);
+    const settled = () => void this.starting.delete(added);
+    added.then(settled, settled);
+    return added;
+  }
+
+  private async keep<T>(starting: Promise<T>, end: (started: T) => unknown): Promise<T> {
     const started = await starting;
-    const end = () => ('close' in started ? started.close() : started.stop());
     if (this.closing) {
       // The teardown has begun (the start outlived its hook): this must not be left running.
-      await end();
+      await end(started);
       throw new Error('set-up: started after the teardown began (the setup hook failed or timed out)');
     }
-    this.ends.push(end);
+    this.ends.push(() => end(started));
     return started;
   }
 
@@ -92,8 +108,9 @@ class Scope {
       }
     };
     await endAll();
-    // Its failure is the hook's, reported already; what matters here is that nothing is still starting.
+    // Their failures are the hook's, reported already; what matters here is that nothing is still starting.
     await setup.catch(() => {});
+    while (this.starting.size) await Promise.allSettled([...this.starting]);
     await endAll();
     if (failures.length) throw failures[0];
   }
