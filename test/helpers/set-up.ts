@@ -16,13 +16,12 @@ export interface Start {
   service<T extends Closable>(starting: Promise<T>): Promise<T>;
   /** Anything else, ended by `end` (a database dropped). */
   service<T>(starting: Promise<T>, end: (started: T) => unknown): Promise<T>;
-  /** A step of teardown of its own, run in the same order as the closing of what was started. */
-  onClose(end: () => unknown): void;
 }
 
 /**
  * The servers the tests of a file (or of the `describe` it is called in) share: `setup` starts
  * them once before those tests, and all it started is closed after them, last started first.
+ * Once per file, not per test: each app start makes and migrates a database of its own.
  *
  * Also when `setup` fails halfway or its hook times out: vitest runs `afterAll` then, while the
  * start may still be under way. The teardown closes what has started, waits for `setup` to end,
@@ -70,9 +69,6 @@ class Scope {
     app: (overrides, shared) => this.add(startTestApp(overrides, shared)),
     fakeOpenAI: (script) => this.add(startFakeOpenAI(script)),
     service: <T>(starting: Promise<T>, end?: (started: T) => unknown) => this.add(starting, end),
-    onClose: (end) => {
-      this.ends.push(end);
-    },
   };
 
   private add<T>(starting: Promise<T>, end: (started: T) => unknown = closeOrStop): Promise<T> {
