@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { isMemoryRequest, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { isMemoryRequest, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { newSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 // On shutdown the reply engine drains: replies that finish within the grace period are saved,
 // and so is what they taught their agent, whose extraction starts only once the reply is done.
@@ -10,13 +11,10 @@ import { newSession } from '../helpers/sessions.ts';
 let llm: FakeOpenAI;
 const apps: TestApp[] = [];
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Noted', '.'] });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Noted', '.'] });
 });
-afterAll(async () => {
-  await Promise.all(apps.map((t) => t.close()));
-  await llm.close();
-});
+afterAll(() => Promise.all(apps.map((t) => t.close())));
 
 /** A service of its own for each test: a drain is for good (it happens once, on shutdown). */
 async function service() {

@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Prisma } from '../../src/generated/prisma/client.ts';
 import { debit } from '../../src/domain/core/stores/ledger.ts';
 import { ABANDONED_REPLY, recoverAbandonedReplies } from '../../src/domain/replies/recovery.ts';
 import { recoveryStore } from '../../src/domain/replies/recovery-store.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 /**
  * The sweep that closes replies a dead process left `streaming`, on rows made as a process
@@ -16,13 +17,12 @@ describe('recoverAbandonedReplies', () => {
   let alice: TestUser;
   let agentId: string;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     alice = await t.createUser('alice');
     agentId = (await fixtures(t).agent(alice)).id;
     await t.services.manna.grant('alice', '10', 'forever');
   });
-  afterAll(() => t.close());
 
   /** A session whose prompt is answered by a reply `streaming` on `instance`, with a paid tool running and one pending. */
   async function abandoned(instance: string, content: string) {

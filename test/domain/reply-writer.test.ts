@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replyStore } from '../../src/domain/replies/store.ts';
+import { describe, expect, it } from 'vitest';
 import { createReplyWriter } from '../../src/domain/replies/writer.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 // The writer saves the replies that complete together in one statement. A row the database
 // refuses must fail only its own reply, not every reply grouped with it, and a reply saved again
@@ -14,14 +15,13 @@ let alice: TestUser;
 let sessionId: string;
 let agentId: string;
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   agentId = (await fixtures(t).agent(alice, { name: 'Scribe', key: 'scribe' })).id;
   sessionId = await newSession(t, alice, [agentId]);
   await settledSession(t, alice, sessionId);
 });
-afterAll(() => t.close());
 
 const streamingReply = () => t.db.message.create({ data: { sessionId, role: 'assistant', senderId: agentId, status: 'streaming' } });
 
