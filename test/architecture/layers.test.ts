@@ -77,8 +77,6 @@ const notYetBehindAStore = new Set<string>([
   'domain/core/budgets.ts',
   'domain/core/holds.ts',
   'domain/core/ledger.ts',
-  'domain/core/prisma-errors.ts',
-  'domain/core/views.ts',
   'domain/core/visibility.ts',
   'domain/creations/loaders.ts',
   'domain/creations/service.ts',

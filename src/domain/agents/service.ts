@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { Agent, Prisma } from '../../generated/prisma/client.ts';
 import { badInput, conflict, forbidden, notFound, unprocessable } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
-import { isUniqueViolation } from '../core/prisma-errors.ts';
+import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { nonEmptyPatch, parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';

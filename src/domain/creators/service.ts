@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.ts';
 import { Prisma, type User } from '../../generated/prisma/client.ts';
 import { conflict, notFound } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
-import { isUniqueViolation } from '../core/prisma-errors.ts';
+import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { visibleToFilter } from '../core/visibility.ts';

@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import type { EventBus } from '../core/bus.ts';
 import type { MessageView } from '../core/events.ts';
-import { messageSelect, toMessageView } from '../core/views.ts';
+import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
 import { abandonToolCalls } from '../core/holds.ts';
 
 export const ABANDONED_REPLY = 'The server stopped before the reply was finished';

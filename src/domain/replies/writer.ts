@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.ts';
-import { isDatabaseUnavailable } from '../core/prisma-errors.ts';
+import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
 import type { MessageView } from '../core/events.ts';
-import { messageSelect, toMessageView } from '../core/views.ts';
+import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
 
 /** A reply's text so far, saved now and then while it streams. */
 export interface Checkpoint {

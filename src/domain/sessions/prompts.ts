@@ -3,7 +3,7 @@ import { badInput } from '../core/errors.ts';
 import { coalescedWrites } from '../core/coalesce.ts';
 import { newId } from '../core/ids.ts';
 import { BUDGET_EXCEEDED, reserveTurns } from '../core/budgets.ts';
-import { newMessageSelect } from '../core/views.ts';
+import { newMessageSelect } from '../core/stores/message-rows.ts';
 
 type Tx = Prisma.TransactionClient;
 

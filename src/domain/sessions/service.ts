@@ -23,7 +23,8 @@ import { numberedPageSchema, reactionSchema, sendMessageSchema, sessionUserSchem
 import { sessionWatchStep, watchStream, type WatchStream } from './stream.ts';
 import { KeyGone, newSessionWriter, savePrompt } from './prompts.ts';
 import { EXCLUSIVE } from './reactions.ts';
-import { messageSelect, reactionCounts, reactionsView, toMessageView } from '../core/views.ts';
+import { reactionCounts, reactionsView } from '../core/views.ts';
+import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
 
 export const MESSAGE_NOT_FOUND = 'Message not found';
 export const NOT_ALLOWED_TO_DELETE = 'You are not allowed to delete this session';
