@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { agentService } from './agents/service.ts';
+import { prismaApiKeyStore } from './api-keys/prisma-store.ts';
 import { apiKeyService } from './api-keys/service.ts';
 import { conceptService } from './concepts/service.ts';
 import { creationService } from './creations/service.ts';
@@ -15,6 +16,9 @@ import type { EventBus } from './core/bus.ts';
 import { sessionService } from './sessions/service.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate } from './sessions/access-gate.ts';
+import { prismaWatchAccessStore } from './sessions/access-store.ts';
+import { prismaSessionStore } from './sessions/prisma-store.ts';
+import { prismaSignalStore } from './sessions/signal-store.ts';
 import { signalOutbox } from './sessions/signals.ts';
 import { shareService } from './shares/service.ts';
 import { mannaService } from './manna/service.ts';
@@ -65,9 +69,9 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     log,
     metrics: metrics.replies,
   });
-  const signals = signalOutbox(db, bus, warnings);
-  const access = accessGate(db, config.events.accessRecheckMs, warnings);
-  const sessions = sessionService(db, bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
+  const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
+  const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
+  const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
   return {
     db,
     metrics,
@@ -76,7 +80,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     bus,
     provider,
     replies,
-    apiKeys: apiKeyService(db, signals),
+    apiKeys: apiKeyService(prismaApiKeyStore(db), signals),
     creators: creatorService(db),
     agents: agentService(db, registry, config),
     concepts: conceptService(db),

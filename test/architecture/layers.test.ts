@@ -72,7 +72,6 @@ const isDatabase = (to: string) => (folder(to) === 'db' || to.startsWith('genera
 const notYetBehindAStore = new Set<string>([
   'domain/agents/fields.ts',
   'domain/agents/service.ts',
-  'domain/api-keys/service.ts',
   'domain/concepts/service.ts',
   'domain/core/budgets.ts',
   'domain/core/holds.ts',
@@ -91,10 +90,6 @@ const notYetBehindAStore = new Set<string>([
   'domain/replies/writer.ts',
   'domain/search/importer.ts',
   'domain/search/service.ts',
-  'domain/sessions/access-gate.ts',
-  'domain/sessions/prompts.ts',
-  'domain/sessions/service.ts',
-  'domain/sessions/signals.ts',
   'domain/shares/service.ts',
   'domain/tools/cost-of.ts',
   'domain/tools/host.ts',

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newSessionWriter } from '../../src/domain/sessions/prompts.ts';
+import { newSessionWriter } from '../../src/domain/sessions/prompt-store.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 
