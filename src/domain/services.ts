@@ -20,6 +20,7 @@ import { prismaWatchAccessStore } from './sessions/access-store.ts';
 import { prismaSessionStore } from './sessions/prisma-store.ts';
 import { prismaSignalStore } from './sessions/signal-store.ts';
 import { signalOutbox } from './sessions/signals.ts';
+import { prismaShareStore } from './shares/prisma-store.ts';
 import { shareService } from './shares/service.ts';
 import { mannaService } from './manna/service.ts';
 import { mediaStore } from './media/store.ts';
@@ -92,7 +93,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     sessions,
     signals,
     access,
-    shares: shareService(db, sessions),
+    shares: shareService(prismaShareStore(db), sessions),
     memories,
     manna: mannaService(db),
   };

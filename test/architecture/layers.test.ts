@@ -90,7 +90,6 @@ const notYetBehindAStore = new Set<string>([
   'domain/replies/writer.ts',
   'domain/search/importer.ts',
   'domain/search/service.ts',
-  'domain/shares/service.ts',
   'domain/tools/cost-of.ts',
   'domain/tools/host.ts',
   'domain/triggers/service.ts',
