@@ -22,6 +22,7 @@ import { prismaSignalStore } from './sessions/signal-store.ts';
 import { signalOutbox } from './sessions/signals.ts';
 import { prismaShareStore } from './shares/prisma-store.ts';
 import { shareService } from './shares/service.ts';
+import { prismaMannaStore } from './manna/prisma-store.ts';
 import { mannaService } from './manna/service.ts';
 import { mediaStore } from './media/store.ts';
 import { memoryService } from './memory/service.ts';
@@ -95,7 +96,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     access,
     shares: shareService(prismaShareStore(db), sessions),
     memories,
-    manna: mannaService(db),
+    manna: mannaService(prismaMannaStore(db)),
   };
 }
 

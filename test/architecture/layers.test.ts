@@ -82,7 +82,6 @@ const notYetBehindAStore = new Set<string>([
   'domain/creators/service.ts',
   'domain/deployments/service.ts',
   'domain/discovery/filters.ts',
-  'domain/manna/service.ts',
   'domain/memory/service.ts',
   'domain/models/service.ts',
   'domain/replies/engine.ts',
