@@ -25,7 +25,7 @@ export function mannaService(store: MannaStore) {
     async grant(username: string, rawAmount: string, kind: 'subscription' | 'forever') {
       const amount = parseInput(amountSchema, rawAmount);
       const user = await store.userNamed(username);
-      if (!user || user.type !== 'user') throw notFound(`No user named "${username}"`);
+      if (user?.type !== 'user') throw notFound(`No user named "${username}"`);
       const { ledgerId, amount: granted, subscriptionBalance, foreverBalance } = await store.grant(user.id, kind, amount);
       return { ledgerId, amount: granted, kind, subscriptionBalance, foreverBalance };
     },

@@ -36,7 +36,7 @@ export function memberRules({ store, bus, access, signals }: MemberDependencies)
       await access.requireManager(viewer, sessionId, 'add or remove users');
       const { username, permission } = parseInput(sessionUserSchema, raw);
       const user = await store.userNamed(username);
-      if (!user || user.type !== 'user') throw notFound('User not found');
+      if (user?.type !== 'user') throw notFound('User not found');
       if (user.id === (await store.ownerOf(sessionId))) throw badInput("The session's owner always keeps the owner permission");
       await store.setMember(sessionId, user.id, permission);
       await bus.publish(sessionId, { type: 'user_added', userId: user.id, permission });

@@ -91,7 +91,7 @@ export function readRules(store: SessionStore, access: SessionAccess, work: { me
       let agentId: string | undefined;
       if (agentKey !== undefined) {
         const agent = await store.userNamed(agentKey);
-        if (!agent || agent.type !== 'agent') throw notFound('Agent not found');
+        if (agent?.type !== 'agent') throw notFound('Agent not found');
         agentId = agent.id;
       }
       const filter = { memberOf: viewer.id, agentId };

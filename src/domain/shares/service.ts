@@ -39,7 +39,7 @@ export interface SharedSession {
 export function shareService(store: ShareStore, sessions: Pick<SessionService, 'permissionIn'>) {
   async function read(shareId: string): Promise<SharedSession> {
     const share = canNameARow(shareId) ? await store.share(shareId) : null;
-    if (!share || !share.public) throw notFound(SHARE_NOT_FOUND);
+    if (!share?.public) throw notFound(SHARE_NOT_FOUND);
     const messages = share.upTo !== null ? await store.messagesAsOf(share.session.id, share.upTo, share.createdAt) : [];
     return {
       shareId: share.id,
