@@ -4,6 +4,7 @@ import type { Db } from '../db/database.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { agentService } from './agents/service.ts';
 import { agentStore } from './agents/store.ts';
+import { prismaApiKeyStore } from './api-keys/prisma-store.ts';
 import { apiKeyService } from './api-keys/service.ts';
 import { conceptService } from './concepts/service.ts';
 import { conceptStore } from './concepts/store.ts';
@@ -22,8 +23,13 @@ import type { EventBus } from './core/bus.ts';
 import { sessionService } from './sessions/service.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate } from './sessions/access-gate.ts';
+import { prismaWatchAccessStore } from './sessions/access-store.ts';
+import { prismaSessionStore } from './sessions/prisma-store.ts';
+import { prismaSignalStore } from './sessions/signal-store.ts';
 import { signalOutbox } from './sessions/signals.ts';
+import { prismaShareStore } from './shares/prisma-store.ts';
 import { shareService } from './shares/service.ts';
+import { prismaMannaStore } from './manna/prisma-store.ts';
 import { mannaService } from './manna/service.ts';
 import { mediaStore } from './media/store.ts';
 import { memoryService } from './memory/service.ts';
@@ -85,9 +91,9 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     log,
     metrics: metrics.replies,
   });
-  const signals = signalOutbox(db, bus, warnings);
-  const access = accessGate(db, config.events.accessRecheckMs, warnings);
-  const sessions = sessionService(db, bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
+  const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
+  const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
+  const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
   return {
     db,
     metrics,
@@ -96,7 +102,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     bus,
     provider,
     replies,
-    apiKeys: apiKeyService(db, signals),
+    apiKeys: apiKeyService(prismaApiKeyStore(db), signals),
     creators: creatorService(creatorStore(db)),
     agents: agentService(agentStore(db), registry, config),
     concepts: conceptService(conceptStore(db)),
@@ -108,9 +114,9 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     sessions,
     signals,
     access,
-    shares: shareService(db, sessions),
+    shares: shareService(prismaShareStore(db), sessions),
     memories,
-    manna: mannaService(db),
+    manna: mannaService(prismaMannaStore(db)),
   };
 }
 

@@ -11,7 +11,7 @@ import {
 } from 'graphql-ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { EventsConfig, WebSocketConfig } from '../config.ts';
-import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../domain/core/prisma-errors.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../domain/core/stores/prisma-errors.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import type { InFlightCounter } from './in-flight.ts';
 import type { GraphQLServer } from './server.ts';

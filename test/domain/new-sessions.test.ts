@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newSessionWriter } from '../../src/domain/sessions/prompts.ts';
+import { newSessionWriter } from '../../src/domain/sessions/prompt-store.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { setUp } from '../helpers/set-up.ts';

@@ -1,6 +1,6 @@
 import { badInput, conflict, forbidden, notFound, unprocessable } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
-import { isUniqueViolation } from '../core/prisma-errors.ts';
+import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 import { nonEmptyPatch, parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { isVisibleTo } from '../core/visibility.ts';

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.ts';
 import { Prisma, type User } from '../../generated/prisma/client.ts';
-import { isUniqueViolation } from '../core/prisma-errors.ts';
+import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { visibleToFilter } from '../discovery/store.ts';
 

@@ -1,6 +1,6 @@
 import type { MessageView } from '../core/events.ts';
-import { isDatabaseUnavailable } from '../core/prisma-errors.ts';
-import { toMessageView } from '../core/views.ts';
+import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
+import { toMessageView } from '../core/stores/message-rows.ts';
 import { SESSION_GONE } from './endings.ts';
 import type { Conversation, ReplyAgent } from './ports.ts';
 import { buildPrompt, type PromptAgent } from './prompt.ts';

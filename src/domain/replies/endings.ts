@@ -1,7 +1,7 @@
 import type { Metrics } from '../../observability/metrics.ts';
 import { ProviderError } from '../core/chat.ts';
 import type { MessageView } from '../core/events.ts';
-import { isDatabaseUnavailable, isRecordGone } from '../core/prisma-errors.ts';
+import { isDatabaseUnavailable, isRecordGone } from '../core/stores/prisma-errors.ts';
 import type { Outcome, ReplyStore } from './ports.ts';
 import type { ReplyJob, ReplyRuntime, Target, Written } from './runtime.ts';
 import { CallLimitReached } from './stream-call.ts';

@@ -3,7 +3,7 @@ import type { Metrics } from '../../observability/metrics.ts';
 import type { EventBus } from '../core/bus.ts';
 import type { ChatProvider } from '../core/chat.ts';
 import type { SessionEventPayload } from '../core/events.ts';
-import { isRecordGone } from '../core/prisma-errors.ts';
+import { isRecordGone } from '../core/stores/prisma-errors.ts';
 import { noMemory, noTools, type MemoryHost, type ToolHost } from '../core/tool-host.ts';
 import { within } from '../core/within.ts';
 import { answerPrompt } from './answer-prompt.ts';

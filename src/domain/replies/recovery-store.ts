@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { abandonToolCalls } from '../core/stores/holds.ts';
-import { messageSelect, toMessageView } from '../core/views.ts';
+import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
 import type { AbandonedReplies, RecoveryStore } from './ports.ts';
 
 const streaming = (which: AbandonedReplies): Prisma.MessageWhereInput => ({

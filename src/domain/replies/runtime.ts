@@ -3,7 +3,7 @@ import type { Metrics } from '../../observability/metrics.ts';
 import type { ChatProvider } from '../core/chat.ts';
 import type { SessionEventPayload } from '../core/events.ts';
 import type { MemoryHost, ToolHost } from '../core/tool-host.ts';
-import type { MessageRow } from '../core/views.ts';
+import type { MessageRow } from '../core/stores/message-rows.ts';
 import type { Outcome, ReplyAgent, ReplyStore } from './ports.ts';
 import type { ReplyWriter } from './writer.ts';
 

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import { addTokens, reserveTurns } from '../core/stores/budgets.ts';
 import { abandonToolCalls } from '../core/stores/holds.ts';
-import { messageSelect, toMessageView } from '../core/views.ts';
+import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
 import type { Checkpoint, Completion, Conversation, ReplyStore, Title } from './ports.ts';
 
 /** The reply engine's statements on Prisma: the reads a prompt's replies start from, and each save. */

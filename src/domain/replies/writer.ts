@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable } from '../core/prisma-errors.ts';
+import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
 import type { MessageView } from '../core/events.ts';
 import type { Checkpoint, Completion, ReplyStore, Title } from './ports.ts';
 

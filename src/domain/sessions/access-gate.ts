@@ -1,6 +1,6 @@
-import type { Db } from '../../db/database.ts';
 import { coalesced } from '../core/coalesce.ts';
 import type { Viewer } from '../core/viewer.ts';
+import type { WatchAccessStore } from './store.ts';
 import type { WatchEnd } from './stream.ts';
 
 /** How a watch ends once the API key it was opened with is gone. */
@@ -27,10 +27,6 @@ interface Ticket {
   lost(end: WatchEnd): void;
 }
 
-const CHUNK = 1_000;
-const chunks = <T>(items: T[]) =>
-  Array.from({ length: Math.ceil(items.length / CHUNK) }, (_, i) => items.slice(i * CHUNK, (i + 1) * CHUNK));
-
 /**
  * Keeps open watches honest about access whatever happened to the signals that announce its
  * loss (a `user_removed` published before the watch began, a revocation Redis never carried): a
@@ -38,14 +34,13 @@ const chunks = <T>(items: T[]) =>
  * Every open watch is checked together, in a few statements whatever their number, so a stream
  * under load costs nothing per event; one found without access ends with the reason.
  */
-export function accessGate(db: Db, everyMs: number, log: { warn(obj: unknown, msg?: string): void }) {
+export function accessGate(store: WatchAccessStore, everyMs: number, log: { warn(obj: unknown, msg?: string): void }) {
   const open = new Set<Ticket>();
   let checking: Promise<void> | null = null;
   /** Which API keys still exist: the periodic check and newly opened watches ask together. */
-  const liveKeys = coalesced(async (ids: readonly string[]) => {
-    const rows = await db.apiKey.findMany({ where: { id: { in: [...ids] } }, select: { id: true } });
-    return new Map(rows.map((r) => [r.id, true as const]));
-  });
+  const liveKeys = coalesced(
+    async (ids: readonly string[]) => new Map([...(await store.existingKeys(ids))].map((id) => [id, true as const])),
+  );
 
   const wake = (t: Ticket) => {
     for (const w of t.waiters.splice(0)) w();
@@ -63,14 +58,7 @@ export function accessGate(db: Db, everyMs: number, log: { warn(obj: unknown, ms
       }
       const sessionIds = [...new Set(tickets.map((t) => t.sessionId))];
       const userIds = [...new Set(tickets.map((t) => t.viewer.id))];
-      const members = new Map<string, Set<string>>();
-      for (const ids of chunks(sessionIds)) {
-        const rows = await db.session.findMany({
-          where: { id: { in: ids } },
-          select: { id: true, ownerId: true, users: { where: { userId: { in: userIds } }, select: { userId: true } } },
-        });
-        for (const s of rows) members.set(s.id, new Set([s.ownerId, ...s.users.map((u) => u.userId)]));
-      }
+      const members = await store.members(sessionIds, userIds);
       for (const t of tickets) {
         if (!open.has(t)) continue;
         const people = members.get(t.sessionId);

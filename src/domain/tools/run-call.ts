@@ -2,7 +2,7 @@ import type { Decimal } from '@prisma/client/runtime/client';
 import type { Metrics } from '../../observability/metrics.ts';
 import { BUDGET_EXCEEDED } from '../core/budgets.ts';
 import type { SessionEventPayload } from '../core/events.ts';
-import { isDatabaseUnavailable } from '../core/prisma-errors.ts';
+import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
 import type { RequestedToolCall, ToolRunContext } from '../core/tool-host.ts';
 import type { SearchService } from '../search/service.ts';
 import { checkArguments } from './arguments.ts';

@@ -2,7 +2,7 @@ import { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/database.ts';
 import { claimToolCall, returnHold } from '../core/stores/holds.ts';
 import { debit } from '../core/stores/ledger.ts';
-import { toToolCallView } from '../core/views.ts';
+import { toToolCallView } from '../core/stores/message-rows.ts';
 import type { HoldRefused, ToolStore } from './ports.ts';
 
 /** A hold that must take nothing: thrown inside its transaction so that all of it rolls back. */
