@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/core/ids.ts';
-import type { WatchStream } from '../../src/domain/sessions/stream.ts';
+import type { WatchStream } from '../../src/domain/core/watch.ts';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
