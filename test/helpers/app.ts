@@ -98,9 +98,14 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
 /**
  * The real app (same factory as production) on a free loopback port, over a fresh database, or
  * over `shared` (one that several instances use; it is left in place when this one closes).
- * `queries` records every SQL statement Prisma sends, for N+1 checks.
+ * `queries` records every SQL statement Prisma sends, for N+1 checks. `beforeListen` may add
+ * routes of a test's own (a route a feature would declare) to the built app.
  */
-export async function startTestApp(overrides: ConfigOverrides = {}, shared?: DatabaseConfig) {
+export async function startTestApp(
+  overrides: ConfigOverrides = {},
+  shared?: DatabaseConfig,
+  hooks: { beforeListen?(app: App, config: Config): void } = {},
+) {
   const db = shared ? { config: shared, drop: async () => {} } : await freshDatabase();
   const queries: string[] = [];
   const routes: { method: string | string[]; url: string }[] = [];
@@ -109,6 +114,7 @@ export async function startTestApp(overrides: ConfigOverrides = {}, shared?: Dat
     onQuery: (sql) => queries.push(sql),
     onRoute: ({ method, url }) => void routes.push({ method, url }),
   });
+  hooks.beforeListen?.(app, config);
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   const services = app.services;
   let userCount = 0;
