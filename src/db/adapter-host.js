@@ -15,8 +15,11 @@ const serialize = (e) => ({
   cause: e?.name === 'DriverAdapterError' ? e.cause : undefined,
 });
 
-/** Serves `factory`'s adapters and their transactions to the main thread; `close` ends the database. */
-export function serveAdapters(factory, close) {
+/**
+ * Serves `factory`'s adapters and their transactions to the main thread; `close` ends the
+ * database, and `extraOps` are calls of this database's own (the embedded one's job queue SQL).
+ */
+export function serveAdapters(factory, close, extraOps = {}) {
   /** Adapters and open transactions by the handles the main thread holds. */
   const handles = new Map();
   let lastHandle = 0;
@@ -56,6 +59,7 @@ export function serveAdapters(factory, close) {
       handles.delete(args.handle);
     },
     close,
+    ...extraOps,
   };
   parentPort.on('message', async ({ id, op, args }) => {
     try {
