@@ -180,6 +180,7 @@ const UpdateSessionInput = builder.inputType('UpdateSessionInput', {
   fields: (t) => ({
     title: t.string(),
     scenario: t.string(),
+    budget: t.field({ type: SessionBudgetInput, description: 'What the session may spend in all (what it has spent counts).' }),
     autonomySettings: t.field({ type: AutonomySettingsInput }),
   }),
 });
@@ -227,13 +228,14 @@ builder.mutationFields((t) => ({
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateSessionInput, required: true }) },
     resolve: async (query, _root, { id, input }, ctx) => {
       const viewer = viewerOf(ctx);
-      if (input.title == null && input.scenario == null && input.autonomySettings == null) throw badInput('Nothing to change', ['input']);
-      await ctx.services.sessions.send(viewer, {
-        sessionId: String(id),
+      const changes = {
         title: input.title ?? undefined,
         scenario: input.scenario ?? undefined,
+        budget: input.budget ?? undefined,
         autonomySettings: input.autonomySettings ?? undefined,
-      });
+      };
+      if (Object.values(changes).every((v) => v === undefined)) throw badInput('Nothing to change', ['input']);
+      await ctx.services.sessions.send(viewer, { sessionId: String(id), ...changes });
       return ctx.services.sessions.get(viewer, String(id), query);
     },
   }),
