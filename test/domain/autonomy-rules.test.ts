@@ -92,7 +92,7 @@ describe('the next step, from the session as it is', () => {
 });
 
 /** A session of Olivia's with Ada and Bo, the rules over it, and what its watchers were told. */
-function arrange(settings: { turnBudget?: number; replyInterval?: number; fail?: 'provider' | 'shutdown' } = {}) {
+function arrange(settings: { turnBudget?: number; replyInterval?: number; fail?: 'provider' | 'shutdown' | 'manna' } = {}) {
   const world = new World();
   const olivia = world.user('olivia');
   const agents = [world.agent('Ada', olivia.id), world.agent('Bo', olivia.id)];
@@ -128,6 +128,7 @@ function arrange(settings: { turnBudget?: number; replyInterval?: number; fail?:
         reply.updatedAt = clock;
         if (settings.fail === 'provider') Object.assign(reply, { status: 'failed', error: 'The model provider failed' });
         else if (settings.fail === 'shutdown') Object.assign(reply, { status: 'failed', error: SHUT_DOWN });
+        else if (settings.fail === 'manna') Object.assign(reply, { status: 'failed', error: 'Session manna budget exceeded' });
         else Object.assign(reply, { status: 'complete', content: 'Indeed.' });
       },
     },
@@ -228,6 +229,15 @@ describe('an autonomous loop', () => {
     expect(told.at(-1)).toMatchObject({ type: 'autonomy_stopped', reason: 'reply_failed' });
     expect(jobs.waiting()).toEqual([]);
     expect(session.turnsSpent).toBe(1);
+  });
+
+  it('stops for the budget a failed turn ran out of, naming it', async () => {
+    const { jobs, session, told, rules, tick } = arrange({ fail: 'manna' });
+    await rules.startWork();
+    await rules.changed(session.id, { autoReply: true, replyInterval: 0, actorSelectionMethod: 'random' }, false);
+    await tick(0);
+    expect(told.at(-1)).toMatchObject({ type: 'autonomy_stopped', reason: 'manna_budget', detail: 'Session manna budget exceeded' });
+    expect(jobs.waiting()).toEqual([]);
   });
 
   it('a turn cut off by a shutdown fails its job (to be tried again) and leaves the loop on', async () => {

@@ -30,6 +30,15 @@ const STOP_TEXT: Record<AutonomyStopReason, string> = {
 };
 const budgetStop: Record<Budget, AutonomyStopReason> = { turns: 'turn_budget', tokens: 'token_budget', manna: 'manna_budget' };
 
+/**
+ * Why a failed turn stops the loop: a reply refused a model call by a budget (a tool's charge
+ * spent the last of the manna, say) stops it for that budget, any other failure as a failed turn.
+ */
+function failedStop(error: string | null): AutonomyStopReason {
+  const budget = (Object.keys(BUDGET_EXCEEDED) as Budget[]).find((b) => BUDGET_EXCEEDED[b] === error);
+  return budget ? budgetStop[budget] : 'reply_failed';
+}
+
 /** What an autonomous session does next, as decided from its state. */
 export type Step =
   /** Auto-reply is off (or was never set): nothing. */
@@ -141,7 +150,7 @@ export function autonomyRules({ store, bus, jobs, replies, log, random = Math.ra
     // (on another instance, or here after a restart), and goes on from the session as it is then.
     if (signal.aborted || outcome?.error === SHUT_DOWN || outcome?.error === DATABASE_LOST)
       throw new Error(`the turn in session ${sessionId} was cut off`);
-    if (outcome?.status === 'failed') await stop(sessionId, 'reply_failed');
+    if (outcome?.status === 'failed') await stop(sessionId, failedStop(outcome.error));
     return true;
   }
 
