@@ -5,8 +5,8 @@ import { freshDatabaseEnv, runCli, type ServerProcess, startServerProcess } from
 import { until } from '../helpers/until.ts';
 
 /** Seconds between a reply and the next turn: the window in which the service is killed. */
-const INTERVAL_S = 3;
-const TURNS = 5;
+const INTERVAL_S = 2;
+const TURNS = 4;
 
 /**
  * An autonomous session's service killed with SIGKILL between two turns, then started again on
