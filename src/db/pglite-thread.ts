@@ -10,11 +10,12 @@ import {
   type Transaction,
   type TransactionOptions,
 } from '@prisma/driver-adapter-utils';
+import type { Sql, SqlDatabase } from './sql.ts';
 
 interface Reply {
   id: number;
   value?: unknown;
-  error?: { name: string; message: string; cause?: ConstructorParameters<typeof DriverAdapterError>[0] };
+  error?: { name: string; message: string; detail?: string; hint?: string; cause?: ConstructorParameters<typeof DriverAdapterError>[0] };
 }
 
 /** Calls into the database thread; each call resolves with its reply. */
@@ -28,8 +29,8 @@ class Channel {
       if (!call) return;
       this.pending.delete(reply.id);
       if (!reply.error) return call.resolve(reply.value);
-      const { name, message, cause } = reply.error;
-      call.reject(cause ? new DriverAdapterError(cause) : Object.assign(new Error(message), { name }));
+      const { name, message, detail, hint, cause } = reply.error;
+      call.reject(cause ? new DriverAdapterError(cause) : Object.assign(new Error(message), { name, detail, hint }));
     });
     worker.on('exit', () => this.failAll(new Error('The embedded database stopped')));
     worker.on('error', (e) => this.failAll(e));
@@ -123,6 +124,31 @@ class RemoteAdapter extends RemoteQueryable implements SqlDriverAdapter {
   }
 }
 
+/** Plain SQL on the database thread, beside Prisma's adapter (see sql.ts). */
+function plainSql(channel: Channel): SqlDatabase {
+  return {
+    rows: (sql, params = []) => channel.call('rows', { sql, params }),
+    exec: (script) => channel.call('exec', { script }),
+    async transaction(work) {
+      const handle = await channel.call<number>('begin');
+      const tx: Sql = {
+        rows: (sql, params = []) => channel.call('txRows', { handle, sql, params }),
+        exec: (script) => channel.call('txExec', { handle, script }),
+      };
+      let result;
+      try {
+        result = await work(tx);
+      } catch (e) {
+        // The failure that made it roll back is the one to report.
+        await channel.call('end', { handle, commit: false }).catch(() => {});
+        throw e;
+      }
+      await channel.call('end', { handle, commit: true });
+      return result;
+    },
+  };
+}
+
 /**
  * Starts the embedded database (PGlite) on a worker thread and returns at once a Prisma
  * driver-adapter factory that forwards to it, and `ready`, which settles when PGlite has started
@@ -147,6 +173,7 @@ export function startPGliteThread(dataDir: string | undefined) {
   };
   return {
     factory,
+    sql: plainSql(channel),
     ready,
     async close() {
       await channel.call('close');
@@ -155,4 +182,15 @@ export function startPGliteThread(dataDir: string | undefined) {
     /** For a start-up that failed: no clean shutdown (the thread may not even have started). */
     stop: () => worker.terminate(),
   };
+}
+
+/** Runs `work` on the embedded database in `dataDir` (a thread of its own), and stops it after. */
+export async function withPGlite<T>(dataDir: string, work: (sql: SqlDatabase) => Promise<T>): Promise<T> {
+  const database = startPGliteThread(dataDir);
+  try {
+    await database.ready;
+    return await work(database.sql);
+  } finally {
+    await database.ready.then(database.close, database.stop);
+  }
 }

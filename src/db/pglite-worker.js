@@ -24,6 +24,8 @@ const keep = (value) => {
   return lastHandle;
 };
 const queryable = ({ handle }) => handles.get(handle);
+/** Every value as PostgreSQL's text for it, whatever its type (its parsers would make numbers, dates...). */
+const asText = Object.fromEntries(Object.keys(pglite.parsers).map((type) => [type, (value) => value]));
 
 const ops = {
   connect: async () => {
@@ -66,12 +68,44 @@ const ops = {
     handles.delete(args.handle);
   },
   close: () => pglite.close(),
+  // Plain SQL, for migrations, backups and copies (sql.ts): rows of text values, scripts as written.
+  rows: async ({ sql, params }) => (await pglite.query(sql, params, { rowMode: 'array', parsers: asText })).rows,
+  exec: async ({ script }) => {
+    await pglite.exec(script);
+  },
+  // A transaction the main thread drives statement by statement. PGlite's transaction() holds
+  // its transaction lock until the main thread ends it, and every other statement waits for it.
+  begin: () =>
+    new Promise((resolve, reject) => {
+      const open = {};
+      open.settled = pglite.transaction(async (tx) => {
+        open.tx = tx;
+        const commit = await new Promise((decide) => {
+          open.decide = decide;
+          resolve(keep(open));
+        });
+        if (!commit) await tx.rollback();
+      });
+      open.settled.catch(reject);
+    }),
+  txRows: async ({ handle, sql, params }) => (await handles.get(handle).tx.query(sql, params, { rowMode: 'array', parsers: asText })).rows,
+  txExec: async ({ handle, script }) => {
+    await handles.get(handle).tx.exec(script);
+  },
+  end: async ({ handle, commit }) => {
+    const open = handles.get(handle);
+    handles.delete(handle);
+    open.decide(commit);
+    await open.settled;
+  },
 };
 
 /** Errors cross the thread as plain data; a driver-adapter error keeps its structured cause. */
 const serialize = (e) => ({
   name: e?.name ?? 'Error',
   message: e?.message ?? String(e),
+  detail: e?.detail,
+  hint: e?.hint,
   cause: e?.name === 'DriverAdapterError' ? e.cause : undefined,
 });
 

@@ -8,14 +8,14 @@ import { fileURLToPath } from 'node:url';
  */
 export const buildSnapshot = fileURLToPath(new URL('./pgdata-snapshot', import.meta.url));
 
-const isCluster = (dir: string) =>
+export const isCluster = (dir: string) =>
   stat(join(dir, 'PG_VERSION')).then(
     () => true,
     () => false,
   );
 
 /** Copies a directory tree, files in parallel: about 1,000 small files, mostly waiting on the disk. */
-async function copyTree(from: string, to: string) {
+export async function copyTree(from: string, to: string) {
   const entries = await readdir(from, { recursive: true, withFileTypes: true });
   const path = (e: (typeof entries)[number]) => relative(from, join(e.parentPath, e.name));
   await mkdir(to, { recursive: true });
