@@ -16,6 +16,9 @@ export async function main(argv: string[]): Promise<number | null> {
         json: { type: 'boolean' },
         all: { type: 'boolean' },
         subscription: { type: 'boolean' },
+        force: { type: 'boolean' },
+        to: { type: 'string' },
+        'without-pgvector': { type: 'boolean' },
       },
     });
   } catch (e) {
@@ -65,6 +68,24 @@ export async function main(argv: string[]): Promise<number | null> {
           return values.help ? 0 : 2;
         }
         return await (await import('./commands/manna.ts')).grant(username, amount, values.subscription ? 'subscription' : 'forever', json);
+      }
+      case 'backup':
+      case 'restore': {
+        const [file] = rest;
+        if (values.help || !file) {
+          console[values.help ? 'log' : 'error'](usage[command]);
+          return values.help ? 0 : 2;
+        }
+        if (command === 'backup') return await (await import('./commands/backup.ts')).backup(file, json);
+        return await (await import('./commands/restore.ts')).restore(file, Boolean(values.force), json);
+      }
+      case 'db': {
+        if (values.help || rest[0] !== 'copy' || !values.to) {
+          console[values.help ? 'log' : 'error'](usage.db);
+          return values.help ? 0 : 2;
+        }
+        const { copy } = await import('./commands/db-copy.ts');
+        return await copy(values.to, { force: Boolean(values.force), withoutPgvector: Boolean(values['without-pgvector']), json });
       }
       case 'demo':
         if (values.help) return help(usage.demo);

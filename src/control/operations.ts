@@ -1,4 +1,6 @@
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import type { Database } from '../db/database.ts';
@@ -64,6 +66,22 @@ export const operations = {
   'creations.reembed': operation(z.object({ all: z.boolean() }), async ({ services, progress }, { all }) => {
     const result = await services.search.reembed({ all, onProgress: progress });
     return { reembedded: result.reembedded, provider: result.provider };
+  }),
+  // `parley backup` while the service runs: only the service may touch its database's files, so it
+  // makes the copy the backup is then written from (by the CLI, off the service's threads).
+  'backup.copy': operation(z.object({ dir: z.string() }), async ({ database }, { dir }) => {
+    if (!database.copyTo) throw new Error("This service's database is not an embedded one in a data directory: there are no files to copy");
+    if (!isAbsolute(dir)) throw new Error(`The copy's directory must be an absolute path, not ${dir}`);
+    if (
+      await stat(dir).then(
+        () => true,
+        () => false,
+      )
+    )
+      throw new Error(`${dir} exists already: the copy goes into a new directory`);
+    const started = performance.now();
+    await database.copyTo(dir);
+    return { ms: Math.round(performance.now() - started) };
   }),
   migrate: operation(z.object({}), async ({ database }) => {
     const applied = await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
