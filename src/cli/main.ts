@@ -39,6 +39,7 @@ export async function main(argv: string[]): Promise<number | null> {
         return help(usage.main);
       case 'serve': {
         if (values.help) return help(usage.serve);
+        await startDatabaseEarly();
         const { serve } = await import('../server.ts');
         await serve();
         return null;
@@ -99,4 +100,20 @@ export async function main(argv: string[]): Promise<number | null> {
     console.error(describeError(e));
     return 1;
   }
+}
+
+/**
+ * The embedded database starts (its files copied for a new data directory, PGlite on its thread)
+ * while the service's modules load, instead of after them. A configuration that does not load is
+ * left to `serve`, which reports it.
+ */
+async function startDatabaseEarly() {
+  const { loadConfig } = await import('../config.ts');
+  let database;
+  try {
+    database = loadConfig().database;
+  } catch {
+    return;
+  }
+  if (database.kind === 'pglite' && database.dataDir) (await import('../db/embedded.ts')).startEarly(database.dataDir);
 }

@@ -1,12 +1,10 @@
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { PrismaClient } from '../generated/prisma/client.ts';
-import { lockDataDir } from './data-dir-lock.ts';
+import { startEmbedded } from './embedded.ts';
 import { startPGliteThread } from './pglite-thread.ts';
-import { buildSnapshot, copyTree, preparePgdata } from './snapshot.ts';
+import { buildSnapshot } from './snapshot.ts';
 import { connectPostgres, type SqlDatabase } from './sql.ts';
 
 type Adapter = NonNullable<ConstructorParameters<typeof PrismaClient>[0]['adapter']>;
@@ -100,30 +98,19 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       close: () => prisma.$disconnect(),
     };
   }
-  // DATA_DIR holds the lock file and, in pgdata/, PGlite's own files (it wants a directory to itself).
-  let unlock = async () => {};
-  let fromSnapshot = false;
-  const pgdata = config.dataDir ? join(config.dataDir, 'pgdata') : undefined;
-  if (config.dataDir) {
-    // Owner-only: it holds the database files and the service's command socket.
-    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-    unlock = await lockDataDir(config.dataDir);
-  }
-  try {
-    if (pgdata) fromSnapshot = await preparePgdata(pgdata, options.snapshot ?? buildSnapshot);
-  } catch (e) {
-    await unlock();
-    throw e;
-  }
-  const pglite = startPGliteThread(pgdata);
+  const embedded = config.dataDir ? await startEmbedded(config.dataDir, options.snapshot ?? buildSnapshot) : undefined;
+  const pglite = embedded?.pglite ?? startPGliteThread(undefined);
+  const unlock = embedded?.unlock ?? (async () => {});
+  const pgdata = embedded?.pgdata;
   const prisma = createClient(pglite.factory, options.onQuery);
   // Prisma compiles its query compiler (WebAssembly) on this thread while PGlite starts on its own.
-  const failed = (await Promise.allSettled([pglite.ready, prisma.$connect()])).find((r) => r.status === 'rejected');
-  if (failed) {
+  const [started, connected] = await Promise.allSettled([pglite.ready, prisma.$connect()]);
+  if (started.status === 'rejected' || connected.status === 'rejected') {
     await pglite.stop();
     await unlock();
-    throw failed.reason;
+    throw started.status === 'rejected' ? started.reason : (connected as PromiseRejectedResult).reason;
   }
+  const { fromSnapshot } = started.value;
   return {
     prisma,
     migrationAdapterFactory: pglite.sql,
@@ -138,7 +125,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
           pglite.sql.transaction(async (tx) => {
             // Written-back pages make the copy quick to open: little of the log to replay.
             await tx.exec('CHECKPOINT');
-            await copyTree(pgdata, dir);
+            await pglite.copyFiles(dir);
           })
       : undefined,
     ping: (timeoutMs) => ping(prisma, timeoutMs),

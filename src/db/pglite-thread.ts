@@ -154,13 +154,18 @@ function plainSql(channel: Channel): SqlDatabase {
  * driver-adapter factory that forwards to it, and `ready`, which settles when PGlite has started
  * (calls made before wait in the thread's queue). Statements then run beside the event loop
  * instead of on it, so a burst of writes does not hold up the tokens of every reply being
- * streamed; and the caller can go on with its own start-up while PGlite starts.
+ * streamed; and the caller can go on with its own start-up while PGlite starts. A new (empty or
+ * missing) `dataDir` is first made a copy of `options.snapshot` on that thread (cluster-files.js).
  */
-export function startPGliteThread(dataDir: string | undefined) {
-  const worker = new Worker(new URL('./pglite-worker.js', import.meta.url), { workerData: { dataDir } });
-  const ready = new Promise<void>((resolve, reject) => {
-    worker.once('message', (m: { ready: boolean; error?: { message: string } }) =>
-      m.ready ? resolve() : reject(new Error(m.error?.message ?? 'The embedded database did not start')),
+export function startPGliteThread(dataDir: string | undefined, options: { snapshot?: string | false } = {}) {
+  const worker = new Worker(new URL('./pglite-worker.js', import.meta.url), {
+    workerData: { dataDir, snapshot: options.snapshot ?? false },
+  });
+  const ready = new Promise<{ fromSnapshot: boolean }>((resolve, reject) => {
+    worker.once('message', (m: { ready: boolean; fromSnapshot?: boolean; error?: { message: string } }) =>
+      m.ready
+        ? resolve({ fromSnapshot: Boolean(m.fromSnapshot) })
+        : reject(new Error(m.error?.message ?? 'The embedded database did not start')),
     );
     worker.once('error', reject);
   });
@@ -175,6 +180,8 @@ export function startPGliteThread(dataDir: string | undefined) {
     factory,
     sql: plainSql(channel),
     ready,
+    /** Copies the cluster's files into `dir`; inside `sql.transaction`, a copy of one instant. */
+    copyFiles: (dir: string) => channel.call<void>('copyFiles', { to: dir }),
     async close() {
       await channel.call('close');
       await worker.terminate();
@@ -184,12 +191,18 @@ export function startPGliteThread(dataDir: string | undefined) {
   };
 }
 
-/** Runs `work` on the embedded database in `dataDir` (a thread of its own), and stops it after. */
-export async function withPGlite<T>(dataDir: string, work: (sql: SqlDatabase) => Promise<T>): Promise<T> {
-  const database = startPGliteThread(dataDir);
+/**
+ * Runs `work` on the embedded database in `dataDir` (a thread of its own; a new one copied from
+ * `snapshot` if given), and stops it after.
+ */
+export async function withPGlite<T>(
+  dataDir: string,
+  work: (sql: SqlDatabase, started: { fromSnapshot: boolean }) => Promise<T>,
+  snapshot: string | false = false,
+): Promise<T> {
+  const database = startPGliteThread(dataDir, { snapshot });
   try {
-    await database.ready;
-    return await work(database.sql);
+    return await work(database.sql, await database.ready);
   } finally {
     await database.ready.then(database.close, database.stop);
   }

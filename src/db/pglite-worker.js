@@ -6,10 +6,15 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { copyTreeSync, prepareFromSnapshot } from './cluster-files.js';
 
 /** @type {import('@electric-sql/pglite').PGlite} */
 let pglite;
+let fromSnapshot = false;
 try {
+  // A new data directory is first copied from the build's snapshot, here rather than on the main
+  // thread, which meanwhile loads the service's modules.
+  if (workerData.dataDir) fromSnapshot = prepareFromSnapshot(workerData.dataDir, workerData.snapshot ?? false);
   pglite = await PGlite.create(workerData.dataDir ?? 'memory://', { extensions: { vector } });
 } catch (e) {
   parentPort.postMessage({ ready: false, error: { name: e.name, message: e.message } });
@@ -92,6 +97,9 @@ const ops = {
   txExec: async ({ handle, script }) => {
     await handles.get(handle).tx.exec(script);
   },
+  // The cluster's files as they are now, into `to`: called inside a transaction (`begin`), while
+  // every other statement waits, it is a copy PGlite opens as if this one had stopped there.
+  copyFiles: ({ to }) => copyTreeSync(workerData.dataDir, to),
   end: async ({ handle, commit }) => {
     const open = handles.get(handle);
     handles.delete(handle);
@@ -116,4 +124,4 @@ parentPort.on('message', async ({ id, op, args }) => {
     parentPort.postMessage({ id, error: serialize(e) });
   }
 });
-parentPort.postMessage({ ready: true });
+parentPort.postMessage({ ready: true, fromSnapshot });

@@ -5,7 +5,8 @@ import { callService, NoServiceError } from '../../control/socket.ts';
 import { type BackupSummary, partialPath, writeBackup } from '../../db/backup.ts';
 import { liveLockHolder, lockDataDir } from '../../db/data-dir-lock.ts';
 import { withPGlite } from '../../db/pglite-thread.ts';
-import { copyTree, isCluster } from '../../db/snapshot.ts';
+import { copyTreeSync } from '../../db/cluster-files.js';
+import { isCluster } from '../../db/snapshot.ts';
 import { type Progress, progress } from '../progress.ts';
 import { embeddedConfig, removeLeftovers } from './embedded.ts';
 
@@ -32,7 +33,7 @@ async function copyDatabase(dataDir: string, pgdata: string, dir: string): Promi
   }
   const unlock = await lockDataDir(dataDir);
   try {
-    await copyTree(pgdata, dir);
+    copyTreeSync(pgdata, dir);
   } finally {
     await unlock();
   }

@@ -4,7 +4,7 @@ import { type BackupHeader, BackupFileError, loadBackup, migrationsOf, readBacku
 import { liveLockHolder, lockDataDir } from '../../db/data-dir-lock.ts';
 import { applyMigrations, type Migration, readMigrations } from '../../db/migrate.ts';
 import { withPGlite } from '../../db/pglite-thread.ts';
-import { buildSnapshot, isCluster, preparePgdata } from '../../db/snapshot.ts';
+import { buildSnapshot, isCluster } from '../../db/snapshot.ts';
 import type { Sql } from '../../db/sql.ts';
 import { checksum, column, describeTables } from '../../db/tables.ts';
 import { type Progress, progress } from '../progress.ts';
@@ -45,17 +45,21 @@ async function compareWithHeader(sql: Sql, header: BackupHeader, path: string) {
  * migrated to this version. Returns the migrations applied after loading.
  */
 async function build(staging: string, path: string, header: BackupHeader, migrations: Migration[], known: Migration[], mediaDir: string) {
-  const fromSnapshot = await preparePgdata(staging, migrations.length === known.length ? buildSnapshot : false);
   let bar: Progress | undefined;
-  return withPGlite(staging, async (sql) => {
-    if (!fromSnapshot) await applyMigrations(sql, { migrations });
-    await loadBackup(path, sql, mediaDir, (done, total) => {
-      bar ??= progress('restore', 'rows', total);
-      bar.update(done);
-    }).finally(() => bar?.stop());
-    await compareWithHeader(sql, header, path);
-    return applyMigrations(sql, { migrations: known });
-  });
+  const snapshot = migrations.length === known.length ? buildSnapshot : false;
+  return withPGlite(
+    staging,
+    async (sql, { fromSnapshot }) => {
+      if (!fromSnapshot) await applyMigrations(sql, { migrations });
+      await loadBackup(path, sql, mediaDir, (done, total) => {
+        bar ??= progress('restore', 'rows', total);
+        bar.update(done);
+      }).finally(() => bar?.stop());
+      await compareWithHeader(sql, header, path);
+      return applyMigrations(sql, { migrations: known });
+    },
+    snapshot,
+  );
 }
 
 /**
