@@ -169,6 +169,9 @@ export function startPGliteThread(dataDir: string | undefined, options: { snapsh
     );
     worker.once('error', reject);
   });
+  // Reported to whoever awaits `ready`, which a service started early does only once its modules
+  // have loaded: until then a failure must not count as unhandled (which ends the process).
+  ready.catch(() => {});
   const channel = new Channel(worker);
   const factory: SqlMigrationAwareDriverAdapterFactory = {
     provider: 'postgres',

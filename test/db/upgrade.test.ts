@@ -10,9 +10,9 @@ import { openDatabase } from '../../src/db/database.ts';
 import { appliedMigrations, applyMigrations, type Migration, readMigrations } from '../../src/db/migrate.ts';
 import { withPGlite } from '../../src/db/pglite-thread.ts';
 import type { Sql } from '../../src/db/sql.ts';
-import { checksum, describeTables, type Table } from '../../src/db/tables.ts';
+import { checksum, column, describeTables, type Table } from '../../src/db/tables.ts';
 import { loadToolRegistry } from '../../src/domain/tools/registry.ts';
-import { type ServerProcess, startServerProcess } from '../helpers/process.ts';
+import { runCli, type ServerProcess, startServerProcess } from '../helpers/process.ts';
 import { root } from '../helpers/service-command.ts';
 
 /**
@@ -38,6 +38,12 @@ async function contents(sql: Sql, tables?: Table[]) {
   const out: Record<string, { rows: number; checksum: string }> = {};
   for (const t of tables ?? (await describeTables(sql))) out[t.name] = await checksum(sql, t);
   return out;
+}
+
+/** Today's tables of `sql`, limited to the columns they had in `earlier` (later migrations may add some). */
+async function asEarlier(sql: Sql, earlier: Table[]): Promise<Table[]> {
+  const now = new Map((await describeTables(sql)).map((t) => [t.name, t]));
+  return earlier.map((t) => ({ ...now.get(t.name)!, columns: t.columns.map((c) => column(now.get(t.name)!, c.name)) }));
 }
 
 async function serve(dataDir: string): Promise<ServerProcess> {
@@ -94,6 +100,27 @@ describe('a data directory made by the previous release', () => {
   });
   afterAll(() => rm(scratch, { recursive: true, force: true }));
 
+  it('backs up (this release’s backup of a database it has not migrated yet)', async () => {
+    const backup = await runCli(['backup', join(scratch, 'earlier.backup')], { DATA_DIR: dataDir });
+    expect(backup.code, backup.stderr).toBe(0);
+    expect(backup.stdout).toContain(`migrations up to ${earlier.at(-1)!.name}`);
+  });
+
+  it('that backup restores into this release, migrated forward', async () => {
+    const file = join(scratch, 'earlier.backup');
+    const restoredDir = join(scratch, 'restored');
+    const restored = await runCli(['restore', file], { DATA_DIR: restoredDir });
+    expect(restored.code, restored.stderr).toBe(0);
+    const later = (await readMigrations()).slice(earlier.length).map((m) => m.name);
+    expect(restored.stdout).toContain(`Then migrated: ${later.join(', ')}.`);
+  });
+
+  it('the restored directory holds every row, column for column', async () => {
+    await withPGlite(join(scratch, 'restored', 'pgdata'), async (sql) => {
+      expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
+    });
+  });
+
   it('starts on this release, which migrates it and serves what it held', async () => {
     const server = await serve(dataDir);
     try {
@@ -113,13 +140,7 @@ describe('a data directory made by the previous release', () => {
   it('keeps every row: each table holds what it held, column for column', async () => {
     await withPGlite(join(dataDir, 'pgdata'), async (sql) => {
       expect((await appliedMigrations(sql)).map((m) => m.name)).toEqual((await readMigrations()).map((m) => m.name));
-      // Over the columns each table had in the earlier release.
-      const now = new Map((await describeTables(sql)).map((t) => [t.name, t]));
-      const kept = tables.map((t) => ({
-        ...now.get(t.name)!,
-        columns: t.columns.map((c) => now.get(t.name)!.columns.find((n) => n.name === c.name)!),
-      }));
-      expect(await contents(sql, kept)).toEqual(before);
+      expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
     });
   });
 });
