@@ -110,9 +110,13 @@ async function inspect(target: Sql, tables: Table[], url: string, options: CopyO
   for (const t of tables) {
     const [[exists]] = (await target.rows(`SELECT to_regclass($1)::text`, [ident(t.name)])) as [[string | null]];
     if (!exists) continue;
-    const privileges = options.force ? 'SELECT, INSERT, UPDATE, TRUNCATE' : 'SELECT, INSERT, UPDATE';
-    const [[allowed]] = (await target.rows(`SELECT has_table_privilege($1, $2)::text`, [ident(t.name), privileges])) as [[string]];
-    if (allowed !== 'true') throw new CopyRefused(`User ${user} lacks ${privileges} on table ${t.name} of ${where}. ${nothing}`);
+    const privileges = options.force ? 'SELECT,INSERT,UPDATE,TRUNCATE' : 'SELECT,INSERT,UPDATE';
+    // has_table_privilege with a list says whether any of them is held: each one is asked alone.
+    const [[missing]] = (await target.rows(
+      `SELECT string_agg(p, ', ') FROM unnest(string_to_array($2, ',')) AS p WHERE NOT has_table_privilege($1, p)`,
+      [ident(t.name), privileges],
+    )) as [[string | null]];
+    if (missing) throw new CopyRefused(`User ${user} lacks ${missing} on table ${t.name} of ${where}. ${nothing}`);
     if (((await target.rows(`SELECT 1 FROM ${ident(t.name)} LIMIT 1`)) as unknown[]).length) holding.push(t.name);
   }
   return { copying, holding };

@@ -153,4 +153,24 @@ describe('db copy of tables it has never heard of', () => {
       await db.close();
     }
   });
+
+  it('refuses a user who may create tables but not write to the ones a migration already made, changing nothing', async () => {
+    const url = await target();
+    const role = `parley_writer_${process.pid}`;
+    const admin = await connectPostgres(url);
+    try {
+      await applyMigrations(admin, { migrations });
+      await admin.exec(`CREATE ROLE ${role} LOGIN; GRANT CREATE, USAGE ON SCHEMA public TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`);
+      const asWriter = new URL(url);
+      asWriter.username = role;
+      await expect(copyToPostgres(source.sql, 'test-source', asWriter.toString(), { migrations, withoutPgvector: true })).rejects.toThrow(
+        new RegExp(`User ${role} lacks INSERT, UPDATE on table \\w+ of PostgreSQL at .*Nothing was changed`),
+      );
+      expect(await admin.rows(`SELECT count(*)::text FROM "User"`)).toEqual([['0']]);
+      expect(await admin.rows(`SELECT to_regclass('"_parley_copy"')::text`)).toEqual([[null]]);
+    } finally {
+      await admin.exec(`DROP OWNED BY ${role}; DROP ROLE IF EXISTS ${role}`);
+      await admin.close();
+    }
+  });
 });
