@@ -5,7 +5,7 @@
 // snapshot's 1,087, six paired runs on a busy machine), and needs no event loop, which the
 // database thread gives to PGlite. Plain JavaScript: that thread loads it without the
 // TypeScript loader.
-import { copyFileSync, mkdirSync, readdirSync, renameSync, rmdirSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Whether `dir` holds a PostgreSQL cluster. */
@@ -17,16 +17,66 @@ export function isClusterSync(dir) {
   }
 }
 
-/** Copies the tree `from` into `to` (made if missing). */
-export function copyTreeSync(from, to) {
-  const entries = readdirSync(from, { recursive: true, withFileTypes: true });
+/** The files and directories under `dir`, by their paths relative to it. */
+function tree(dir) {
+  const entries = readdirSync(dir, { recursive: true, withFileTypes: true });
   const relative = (e) => {
-    const parent = e.parentPath.slice(from.length + 1);
+    const parent = e.parentPath.slice(dir.length + 1);
     return parent ? join(parent, e.name) : e.name;
   };
+  return {
+    dirs: entries.filter((e) => e.isDirectory()).map(relative),
+    files: entries.filter((e) => e.isFile()).map(relative),
+  };
+}
+
+/**
+ * Copies the tree `from` into `to` (made if missing). With `manifest` (a file path, outside
+ * `to`), it records when the copy began and each file's size and modification time just before
+ * it was copied, for `refreshTreeSync` to tell which files changed since.
+ */
+export function copyTreeSync(from, to, manifest) {
+  const since = Date.now();
+  const { dirs, files } = tree(from);
   mkdirSync(to, { recursive: true });
-  for (const e of entries) if (e.isDirectory()) mkdirSync(join(to, relative(e)), { recursive: true });
-  for (const e of entries) if (e.isFile()) copyFileSync(join(from, relative(e)), join(to, relative(e)));
+  for (const dir of dirs) mkdirSync(join(to, dir), { recursive: true });
+  const seen = {};
+  for (const file of files) {
+    if (manifest) seen[file] = version(join(from, file));
+    copyFileSync(join(from, file), join(to, file));
+  }
+  if (manifest) writeFileSync(manifest, JSON.stringify({ since, files: seen }));
+}
+
+/** A file's size and modification time (to the nanosecond the file system keeps), as text. */
+function version(path) {
+  const stat = statSync(path, { bigint: true, throwIfNoEntry: false });
+  return stat ? `${stat.size}:${stat.mtimeNs}` : null;
+}
+
+/** How far back a file's modification time is distrusted: file systems keep it coarsely. */
+const RACY_MS = 2_000;
+
+/**
+ * Brings `to`, a copy made by `copyTreeSync(from, to, manifest)`, up to `from` as it is now:
+ * copies again every file whose size or modification time differs from the manifest's, or that
+ * was modified less than RACY_MS before the copy began or after (a write within the same tick of
+ * the file system's clock would not show), adds new files and removes deleted ones. Run while
+ * nothing writes to `from`, `to` is then a copy of that instant; it takes as long as copying the
+ * files changed since, not the whole tree.
+ */
+export function refreshTreeSync(from, to, manifest) {
+  const { since, files: seen } = JSON.parse(readFileSync(manifest, 'utf8'));
+  const now = tree(from);
+  const gone = new Set(tree(to).files);
+  for (const dir of now.dirs) mkdirSync(join(to, dir), { recursive: true });
+  for (const file of now.files) {
+    gone.delete(file);
+    const stat = statSync(join(from, file));
+    if (seen[file] === version(join(from, file)) && stat.mtimeMs < since - RACY_MS) continue;
+    copyFileSync(join(from, file), join(to, file));
+  }
+  for (const file of gone) rmSync(join(to, file));
 }
 
 /**

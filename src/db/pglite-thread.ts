@@ -183,8 +183,11 @@ export function startPGliteThread(dataDir: string | undefined, options: { snapsh
     factory,
     sql: plainSql(channel),
     ready,
-    /** Copies the cluster's files into `dir`; inside `sql.transaction`, a copy of one instant. */
-    copyFiles: (dir: string) => channel.call<void>('copyFiles', { to: dir }),
+    /**
+     * Copies the cluster's files into `dir` (or, with `manifest`, brings a copy made there while
+     * the database ran up to now: cluster-files.js); inside `sql.transaction`, a copy of one instant.
+     */
+    copyFiles: (dir: string, manifest?: string) => channel.call<void>('copyFiles', { to: dir, manifest }),
     async close() {
       await channel.call('close');
       await worker.terminate();

@@ -6,7 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite/vector';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
-import { copyTreeSync, prepareFromSnapshot } from './cluster-files.js';
+import { copyTreeSync, prepareFromSnapshot, refreshTreeSync } from './cluster-files.js';
 
 /** @type {import('@electric-sql/pglite').PGlite} */
 let pglite;
@@ -97,9 +97,10 @@ const ops = {
   txExec: async ({ handle, script }) => {
     await handles.get(handle).tx.exec(script);
   },
-  // The cluster's files as they are now, into `to`: called inside a transaction (`begin`), while
-  // every other statement waits, it is a copy PGlite opens as if this one had stopped there.
-  copyFiles: ({ to }) => copyTreeSync(workerData.dataDir, to),
+  // The cluster's files as they are now, into `to` (or, with `manifest`, what changed since a copy
+  // made there while it ran): called inside a transaction (`begin`), while every other statement
+  // waits, it is a copy PGlite opens as if this one had stopped there.
+  copyFiles: ({ to, manifest }) => (manifest ? refreshTreeSync(workerData.dataDir, to, manifest) : copyTreeSync(workerData.dataDir, to)),
   end: async ({ handle, commit }) => {
     const open = handles.get(handle);
     handles.delete(handle);

@@ -59,7 +59,7 @@ describe('backup and restore of the embedded database', () => {
     expect(likes).toBeGreaterThan(0);
     expect(backup.output()).toMatch(/backup: \d+\/\d+ rows/);
     expect(backup.output()).toMatch(
-      /Backup written to .*parley\.backup \(\d.* in [\d.]+ s\.\n.*copied by the running service .*\n\d+ rows in \d+ tables .*; [1-9]\d* media files/,
+      /Backup written to .*parley\.backup \(\d.* in [\d.]+ s\.\n.*copied while the service \(pid \d+\) ran, which then held its statements \d+ ms for what changed meanwhile.*\n\d+ rows in \d+ tables .*; [1-9]\d* media files/,
     );
     expect((await stat(backupFile())).mode & 0o777).toBe(0o600);
     // Nothing of the backup's own is left: no unfinished file beside it, no copy of the database.

@@ -160,7 +160,9 @@ describe('db copy of tables it has never heard of', () => {
     const admin = await connectPostgres(url);
     try {
       await applyMigrations(admin, { migrations });
-      await admin.exec(`CREATE ROLE ${role} LOGIN; GRANT CREATE, USAGE ON SCHEMA public TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`);
+      await admin.exec(
+        `CREATE ROLE ${role} LOGIN; GRANT CREATE, USAGE ON SCHEMA public TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`,
+      );
       const asWriter = new URL(url);
       asWriter.username = role;
       await expect(copyToPostgres(source.sql, 'test-source', asWriter.toString(), { migrations, withoutPgvector: true })).rejects.toThrow(

@@ -13,16 +13,20 @@ import { embeddedConfig, removeLeftovers } from './embedded.ts';
 const literally = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
- * A copy of the database's files as they were at one instant, in `dir`: made by the running
- * service (which alone may read its files while it writes them), or by this process while it
- * holds the data directory, so that no service starts meanwhile. The live files are only read.
+ * A copy of the database's files as they were at one instant, in `dir`. With a service running
+ * (which alone writes its files), this process copies them while it serves, and then the service,
+ * holding every statement back, copies again only what changed meanwhile
+ * (cluster-files.js). Stopped, this process copies them while it holds the data directory, so
+ * that no service starts meanwhile. The live files are only read.
  */
 async function copyDatabase(dataDir: string, pgdata: string, dir: string): Promise<string> {
   const holder = await liveLockHolder(dataDir);
   if (holder) {
+    const manifest = `${dir}.manifest.json`;
+    copyTreeSync(pgdata, dir, manifest);
     try {
-      const { ms } = await callService(dataDir, 'backup.copy', { dir });
-      return `copied by the running service (pid ${holder}), which waited ${ms} ms for it`;
+      const { ms } = await callService(dataDir, 'backup.copy', { dir, manifest });
+      return `copied while the service (pid ${holder}) ran, which then held its statements ${ms} ms for what changed meanwhile`;
     } catch (e) {
       if (!(e instanceof NoServiceError)) throw e;
       throw new Error(
