@@ -8,9 +8,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildApp } from '../src/app.ts';
 import { defaultSearchConfig, loadConfig } from '../src/config.ts';
-import { importCreations } from '../src/domain/search/importer.ts';
 import { EMBEDDING_DIMENSIONS as D } from '../src/domain/search/embeddings/provider.ts';
-import { vectorStore } from '../src/domain/search/store.ts';
+import { vectorStore } from '../src/domain/search/vector-store.ts';
 
 const { values } = parseArgs({
   options: {
@@ -109,7 +108,7 @@ for (const n of sizes) {
     }
   }
   let started = performance.now();
-  const summary = await importCreations(db, app.services.search, lines());
+  const summary = await app.services.search.importCreations(lines());
   const importSeconds = (performance.now() - started) / 1000;
   if (summary.imported !== n) throw new Error(`imported ${summary.imported} of ${n}: ${JSON.stringify(summary.rejections.slice(0, 3))}`);
 

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { usage } from './usage.ts';
+import { serveUsage, usage } from './usage.ts';
 
 /**
  * The CLI entry. It imports only what parses arguments: each command's modules (the database,
@@ -38,7 +38,7 @@ export async function main(argv: string[]): Promise<number | null> {
       case undefined:
         return help(usage.main);
       case 'serve': {
-        if (values.help) return help(usage.serve);
+        if (values.help) return help(await serveUsage());
         await startDatabaseEarly();
         const { serve } = await import('../server.ts');
         await serve();
@@ -96,7 +96,7 @@ export async function main(argv: string[]): Promise<number | null> {
         return 2;
     }
   } catch (e) {
-    const { describeError } = await import('./describe-error.ts');
+    const { describeError } = await import('../domain/core/describe-error.ts');
     console.error(describeError(e));
     return 1;
   }

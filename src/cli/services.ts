@@ -6,6 +6,7 @@ import { type Database, openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { createServices, type Services } from '../domain/services.ts';
 import { loadToolRegistry, type ToolRegistry } from '../domain/tools/registry.ts';
+import { pgBossQueue } from '../jobs/pg-boss.ts';
 import { createLimits } from '../limits/index.ts';
 import { createMetrics } from '../observability/metrics.ts';
 import { createEventBus } from '../realtime/index.ts';
@@ -71,9 +72,14 @@ export async function withServices<T>(
   const bus = createEventBus(config);
   // A command streams nothing to clients, so its stream slots need not be shared.
   const limits = createLimits(config.limits, undefined, log);
+  // Opened only if the command sends a job (none works any).
+  const jobs = pgBossQueue(database.jobs, config.jobs, log);
   try {
-    return await work(createServices(database.prisma, tools, { config, bus, streamLimits: limits.streams, log, metrics: createMetrics() }));
+    return await work(
+      createServices(database.prisma, tools, { config, bus, streamLimits: limits.streams, log, metrics: createMetrics(), jobs }),
+    );
   } finally {
+    await jobs.stop(config.shutdownGraceMs);
     await bus.close();
     await limits.close();
   }

@@ -14,9 +14,9 @@ Commands:
   restore <file>             restore a backup into DATA_DIR (new or stopped)
   db copy --to <url>         copy the embedded database into PostgreSQL
 
-Run "parley <command> --help" for a command's options. Configuration comes from the
-environment: DATABASE_URL (else embedded PGlite in DATA_DIR, default ./data), PORT, HOST,
-EMBEDDINGS_URL and EMBEDDINGS_MODEL (else built-in offline embeddings); see README.`,
+Run "parley <command> --help" for a command's options. Settings come from the environment:
+DATABASE_URL (else embedded PGlite in DATA_DIR, default ./data), PORT, HOST, and more;
+"parley serve --help" lists every one, docs/configuration.md explains them.`,
   serve: `Usage: parley serve\n\nStarts the service on HOST:PORT (default 127.0.0.1:4000), applying migrations first.`,
   migrate: `Usage: parley migrate\n\nApplies pending migrations from prisma/migrations to the configured database and exits.`,
   keys: `Usage: parley keys create <username> [--json]\n\nCreates <username> if it does not exist and prints a new API key for it.\nThe key is shown only this once; only its hash is stored.\n\n  --json   print {"userId","username","apiKey"} as JSON`,
@@ -69,3 +69,9 @@ search compares only vectors of the active provider). Resumable: run it again af
 
   --all    embed every creation again, whatever made its embedding`,
 };
+
+/** `serve --help` also lists every setting; their declarations (and zod) load only for it. */
+export async function serveUsage(): Promise<string> {
+  const [{ settings }, { helpText }] = await Promise.all([import('../config.ts'), import('../settings.ts')]);
+  return `${usage.serve}\n\nSettings, from the environment (an empty value counts as unset):\n\n${helpText(settings)}`;
+}

@@ -7,7 +7,6 @@ import type { Database } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { upgradeToPgvector } from '../db/vector-column.ts';
 import { loadDemo } from '../demo/load.ts';
-import { importCreations } from '../domain/search/importer.ts';
 import type { Services } from '../domain/services.ts';
 
 /**
@@ -49,7 +48,7 @@ export const operations = {
       const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
       let counts = { lines: 0, imported: 0 };
       try {
-        const summary = await importCreations(services.db, services.search, lines, {
+        const summary = await services.search.importCreations(lines, {
           onProgress: (c) => {
             counts = c;
             progress(c.lines, total);

@@ -3,7 +3,7 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { FastifyBaseLogger } from 'fastify';
-import { describeError } from '../cli/describe-error.ts';
+import { describeError } from '../domain/core/describe-error.ts';
 import {
   isOperation,
   type OperationArgs,

@@ -29,8 +29,17 @@ function createClient(adapter: Adapter, onQuery?: (sql: string) => void) {
 
 export type Db = ReturnType<typeof createClient>;
 
+/**
+ * Where the job queue (`src/jobs/`) keeps its jobs: on PostgreSQL a small pool of its own; on
+ * the embedded database the one connection, through the database thread.
+ */
+export type JobsConnection =
+  | { kind: 'postgres'; url: string }
+  | { kind: 'embedded'; executeSql(text: string, values?: unknown[]): Promise<{ rows: any[] }> };
+
 export interface Database {
   prisma: Db;
+  jobs: JobsConnection;
   /** What migrations are applied through (migrate.ts): plain SQL, below Prisma. */
   migrationAdapterFactory: SqlDatabase;
   /**
@@ -93,6 +102,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     const url = new URL(config.url);
     return {
       prisma,
+      jobs: { kind: 'postgres', url: config.url },
       migrationAdapterFactory: postgresOnDemand(config.url, config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS),
       exclusively: (work) => holdingAdvisoryLock(config.url, work),
       description: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
@@ -115,6 +125,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   const { fromSnapshot } = started.value;
   return {
     prisma,
+    jobs: { kind: 'embedded', executeSql: pglite.executeSql },
     migrationAdapterFactory: pglite.sql,
     // The data directory's lock already keeps every other process out.
     exclusively: (work) => work(),

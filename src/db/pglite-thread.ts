@@ -188,6 +188,8 @@ export function startPGliteThread(dataDir: string | undefined, options: { snapsh
      * the database ran up to now: cluster-files.js); inside `sql.transaction`, a copy of one instant.
      */
     copyFiles: (dir: string, manifest?: string) => channel.call<void>('copyFiles', { to: dir, manifest }),
+    /** Runs the job queue's SQL (one statement with parameters, or a script without) on the database thread. */
+    executeSql: (text: string, values?: unknown[]) => channel.call<{ rows: any[] }>('jobSql', { text, values }),
     async close() {
       await channel.call('close');
       await worker.terminate();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { credit } from '../domain/core/ledger.ts';
+import { credit } from '../domain/core/stores/ledger.ts';
 import type { Services } from '../domain/services.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import {
@@ -36,7 +36,29 @@ export interface DemoManifest {
   sessions: { id: string; owner: string; sharedWith: string[] }[];
 }
 
-async function loadRows(tx: Prisma.TransactionClient) {
+type Tx = Prisma.TransactionClient;
+
+/** The ids the demo's rows are stored under, by the names the dataset gives them. */
+interface DemoIds {
+  userId(username: string): string;
+  agentId(key: string): string;
+}
+
+/** Every row of the demo, in an order that lets each refer to the ones before it. */
+async function loadRows(tx: Tx) {
+  const userId = await loadUsers(tx);
+  const agentId = await loadAgents(tx, userId);
+  const ids: DemoIds = { userId, agentId };
+  await loadAgentWork(tx, ids);
+  const conceptId = await loadConcept(tx, ids);
+  await loadModels(tx, ids);
+  const creations = await loadCreations(tx, ids);
+  for (const [i, s] of demoSessions.entries()) await loadSession(tx, ids, i, s);
+  return { userId, agentId, conceptId, creations };
+}
+
+/** The demo users, each granted its manna once (the grant's ledger row tells a second run). */
+async function loadUsers(tx: Tx) {
   const userIds = new Map<string, string>();
   for (const u of demoUsers) {
     const user = await tx.user.upsert({
@@ -51,8 +73,11 @@ async function loadRows(tx: Prisma.TransactionClient) {
       }
     }
   }
-  const userId = (name: string) => userIds.get(name)!;
+  return (name: string) => userIds.get(name)!;
+}
 
+/** The demo agents; an agent already there keeps its id, and a user (not an agent) by its name stops the load. */
+async function loadAgents(tx: Tx, userId: DemoIds['userId']) {
   const agentIds = new Map<string, string>();
   for (const { key, owner, ...fields } of demoAgents) {
     const existing = await tx.user.findUnique({ where: { username: key }, include: { agentProfile: true } });
@@ -73,9 +98,12 @@ async function loadRows(tx: Prisma.TransactionClient) {
     }
     agentIds.set(key, id);
   }
-  const agentId = (key: string) => agentIds.get(key)!;
-  const ownerOfAgent = (key: string) => userId(demoAgents.find((a) => a.key === key)!.owner);
+  return (key: string) => agentIds.get(key)!;
+}
 
+/** The agents' deployments and triggers, owned by each agent's owner. */
+async function loadAgentWork(tx: Tx, { userId, agentId }: DemoIds) {
+  const ownerOfAgent = (key: string) => userId(demoAgents.find((a) => a.key === key)!.owner);
   await tx.deployment.createMany({
     skipDuplicates: true,
     data: demoDeployments.map((d) => ({
@@ -100,7 +128,9 @@ async function loadRows(tx: Prisma.TransactionClient) {
       status: t.status,
     })),
   });
+}
 
+async function loadConcept(tx: Tx, { userId, agentId }: DemoIds) {
   const conceptId = demoId('concept', demoConcept.name);
   await tx.concept.createMany({
     skipDuplicates: true,
@@ -118,7 +148,10 @@ async function loadRows(tx: Prisma.TransactionClient) {
     skipDuplicates: true,
     data: demoConcept.images.map((img, position) => ({ id: demoId('concept-image', conceptId, position), conceptId, position, ...img })),
   });
+  return conceptId;
+}
 
+async function loadModels(tx: Tx, { userId }: DemoIds) {
   await tx.model.createMany({
     skipDuplicates: true,
     data: demoModels.map((m) => ({
@@ -133,7 +166,9 @@ async function loadRows(tx: Prisma.TransactionClient) {
       args: { lora_rank: 16, max_train_steps: 1000 },
     })),
   });
+}
 
+async function loadCreations(tx: Tx, { userId, agentId }: DemoIds) {
   const creations = Array.from({ length: DEMO_CREATION_COUNT }, (_, n) => ({ n, ...demoCreation(n) }));
   await tx.creation.createMany({
     skipDuplicates: true,
@@ -155,79 +190,79 @@ async function loadRows(tx: Prisma.TransactionClient) {
       };
     }),
   });
+  return creations;
+}
 
-  for (const [i, s] of demoSessions.entries()) {
-    const sessionId = demoId('session', i);
-    const start = Date.UTC(2026, 10, 1 + i, 10);
-    const replies = s.messages.filter((m) => m.role === 'assistant');
-    await tx.session.createMany({
+/** The `i`th demo session: its agents and users, its messages a minute apart, their reactions, and its public share. */
+async function loadSession(tx: Tx, { userId, agentId }: DemoIds, i: number, s: (typeof demoSessions)[number]) {
+  const sessionId = demoId('session', i);
+  const start = Date.UTC(2026, 10, 1 + i, 10);
+  const replies = s.messages.filter((m) => m.role === 'assistant');
+  await tx.session.createMany({
+    skipDuplicates: true,
+    data: [
+      {
+        id: sessionId,
+        ownerId: userId(s.owner),
+        title: s.title,
+        createdAt: new Date(start),
+        updatedAt: new Date(start + s.messages.length * 60_000),
+        turnsSpent: replies.length,
+        tokensSpent: replies.reduce((n, m) => n + m.usage[0] + m.usage[1], 0),
+      },
+    ],
+  });
+  await tx.sessionAgent.createMany({
+    skipDuplicates: true,
+    data: s.agents.map((a, position) => ({ sessionId, agentId: agentId(a), position, userId: userId(s.owner) })),
+  });
+  await tx.sessionUser.createMany({
+    skipDuplicates: true,
+    data: [
+      { sessionId, userId: userId(s.owner), permission: 'owner' as const },
+      ...s.sharedWith.map((w) => ({ sessionId, userId: userId(w.username), permission: w.permission })),
+    ],
+  });
+  const agentNames = s.agents.map((key) => demoAgents.find((a) => a.key === key)!.name);
+  const id = (k: number) => demoId('message', sessionId, k);
+  // Each reply answers the latest user message before it.
+  let prompt: string | null = null;
+  const messages = [
+    { id: id(0), role: 'eden' as const, senderId: null, promptId: null, content: `${agentNames.join(', ')} joined the session` },
+    ...s.messages.map((m, k) => {
+      if (m.role === 'user') prompt = id(k + 1);
+      return {
+        id: id(k + 1),
+        role: m.role,
+        senderId: m.role === 'user' ? userId(m.from) : agentId(m.from),
+        promptId: m.role === 'assistant' ? prompt : null,
+        content: m.content,
+        ...(m.role === 'assistant' ? { promptTokens: m.usage[0], completionTokens: m.usage[1] } : {}),
+      };
+    }),
+  ].map((m, k) => ({ sessionId, ...m, createdAt: new Date(start + k * 60_000) }));
+  await tx.message.createMany({ skipDuplicates: true, data: messages });
+  await tx.reaction.createMany({
+    skipDuplicates: true,
+    data: s.messages.flatMap((m, k) =>
+      m.role === 'assistant' ? m.reactions.map((r) => ({ messageId: id(k + 1), userId: userId(r.from), reaction: r.reaction })) : [],
+    ),
+  });
+  if (s.publicShare) {
+    await tx.share.createMany({
       skipDuplicates: true,
       data: [
         {
-          id: sessionId,
+          id: demoId('share', sessionId),
+          sessionId,
           ownerId: userId(s.owner),
+          messageId: messages.at(-1)!.id,
           title: s.title,
-          createdAt: new Date(start),
-          updatedAt: new Date(start + s.messages.length * 60_000),
-          turnsSpent: replies.length,
-          tokensSpent: replies.reduce((n, m) => n + m.usage[0] + m.usage[1], 0),
+          public: true,
         },
       ],
     });
-    await tx.sessionAgent.createMany({
-      skipDuplicates: true,
-      data: s.agents.map((a, position) => ({ sessionId, agentId: agentId(a), position, userId: userId(s.owner) })),
-    });
-    await tx.sessionUser.createMany({
-      skipDuplicates: true,
-      data: [
-        { sessionId, userId: userId(s.owner), permission: 'owner' as const },
-        ...s.sharedWith.map((w) => ({ sessionId, userId: userId(w.username), permission: w.permission })),
-      ],
-    });
-    const agentNames = s.agents.map((key) => demoAgents.find((a) => a.key === key)!.name);
-    const id = (k: number) => demoId('message', sessionId, k);
-    // Each reply answers the latest user message before it.
-    let prompt: string | null = null;
-    const messages = [
-      { id: id(0), role: 'eden' as const, senderId: null, promptId: null, content: `${agentNames.join(', ')} joined the session` },
-      ...s.messages.map((m, k) => {
-        if (m.role === 'user') prompt = id(k + 1);
-        return {
-          id: id(k + 1),
-          role: m.role,
-          senderId: m.role === 'user' ? userId(m.from) : agentId(m.from),
-          promptId: m.role === 'assistant' ? prompt : null,
-          content: m.content,
-          ...(m.role === 'assistant' ? { promptTokens: m.usage[0], completionTokens: m.usage[1] } : {}),
-        };
-      }),
-    ].map((m, k) => ({ sessionId, ...m, createdAt: new Date(start + k * 60_000) }));
-    await tx.message.createMany({ skipDuplicates: true, data: messages });
-    await tx.reaction.createMany({
-      skipDuplicates: true,
-      data: s.messages.flatMap((m, k) =>
-        m.role === 'assistant' ? m.reactions.map((r) => ({ messageId: id(k + 1), userId: userId(r.from), reaction: r.reaction })) : [],
-      ),
-    });
-    if (s.publicShare) {
-      await tx.share.createMany({
-        skipDuplicates: true,
-        data: [
-          {
-            id: demoId('share', sessionId),
-            sessionId,
-            ownerId: userId(s.owner),
-            messageId: messages.at(-1)!.id,
-            title: s.title,
-            public: true,
-          },
-        ],
-      });
-    }
   }
-
-  return { userId, agentId, conceptId, creations };
 }
 
 /**

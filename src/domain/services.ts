@@ -3,27 +3,46 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { agentService } from './agents/service.ts';
+import { agentStore } from './agents/store.ts';
+import { prismaApiKeyStore } from './api-keys/prisma-store.ts';
 import { apiKeyService } from './api-keys/service.ts';
 import { conceptService } from './concepts/service.ts';
+import { conceptStore } from './concepts/store.ts';
 import { creationService } from './creations/service.ts';
+import { creationStore } from './creations/store.ts';
 import { creatorService } from './creators/service.ts';
+import { creatorStore } from './creators/store.ts';
 import { deploymentService } from './deployments/service.ts';
+import { deploymentStore } from './deployments/store.ts';
+import { feedService } from './feeds/service.ts';
 import { modelService } from './models/service.ts';
+import { modelStore } from './models/store.ts';
 import { createReplyEngine } from './replies/engine.ts';
+import { replyStore } from './replies/store.ts';
 import { chooseProvider } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
+import type { JobQueue } from './core/jobs.ts';
 import { sessionService } from './sessions/service.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate } from './sessions/access-gate.ts';
+import { prismaWatchAccessStore } from './sessions/access-store.ts';
+import { prismaSessionStore } from './sessions/prisma-store.ts';
+import { prismaSignalStore } from './sessions/signal-store.ts';
 import { signalOutbox } from './sessions/signals.ts';
+import { prismaShareStore } from './shares/prisma-store.ts';
 import { shareService } from './shares/service.ts';
+import { prismaMannaStore } from './manna/prisma-store.ts';
 import { mannaService } from './manna/service.ts';
 import { mediaStore } from './media/store.ts';
 import { memoryService } from './memory/service.ts';
+import { memoryStore } from './memory/store.ts';
 import { searchService } from './search/service.ts';
-import { createToolHost } from './tools/host.ts';
+import { searchStore } from './search/store.ts';
+import { createToolHost, toolExecutors } from './tools/host.ts';
+import { toolStore } from './tools/store.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import { triggerService } from './triggers/service.ts';
+import { triggerStore } from './triggers/store.ts';
 
 /**
  * What the domain is given by a composition root (`app.ts`, the CLI's `cli/services.ts`): the
@@ -42,6 +61,8 @@ export interface ServiceDependencies {
   publicUrl?: () => string;
   /** Names this process on the replies it writes; a new one by default. */
   instanceId?: string;
+  /** Background work that must happen later, once, on any instance (`core/jobs.ts`). */
+  jobs: JobQueue;
 }
 
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
@@ -49,12 +70,21 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const { config, bus, log, metrics } = dependencies;
   const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
-  const search = searchService(db, config.search);
+  const search = searchService(searchStore(db), config.search);
   const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
-  const tools = createToolHost({ db, registry, bus, search, media, log, metrics: metrics.manna, work: config.work });
-  const memories = memoryService(db, provider, { offline, model: config.llm.models.default }, log);
+  const tools = createToolHost({
+    store: toolStore(db),
+    registry,
+    executors: toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers }),
+    search,
+    bus,
+    log,
+    metrics: metrics.manna,
+    work: config.work,
+  });
+  const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
-    db,
+    store: replyStore(db),
     bus,
     provider,
     offline,
@@ -65,32 +95,44 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     log,
     metrics: metrics.replies,
   });
-  const signals = signalOutbox(db, bus, warnings);
-  const access = accessGate(db, config.events.accessRecheckMs, warnings);
-  const sessions = sessionService(db, bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
+  const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
+  const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
+  const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
+  /** What each service that works jobs starts on this instance. */
+  const workers: (() => Promise<void>)[] = [];
   return {
     db,
+    jobs: dependencies.jobs,
+    /**
+     * Declares the job queues and starts working them on this instance; the composition root
+     * calls it once the service listens.
+     */
+    async startWork() {
+      await Promise.all(workers.map((start) => start()));
+    },
     metrics,
     tools: registry,
     media,
     bus,
     provider,
     replies,
-    apiKeys: apiKeyService(db, signals),
-    creators: creatorService(db),
-    agents: agentService(db, registry, config),
-    concepts: conceptService(db),
-    models: modelService(db),
-    creations: creationService(db),
+    apiKeys: apiKeyService(prismaApiKeyStore(db), signals),
+    creators: creatorService(creatorStore(db)),
+    agents: agentService(agentStore(db), registry, config),
+    concepts: conceptService(conceptStore(db)),
+    models: modelService(modelStore(db)),
+    creations: creationService(creationStore(db)),
     search,
-    deployments: deploymentService(db),
-    triggers: triggerService(db),
+    deployments: deploymentService(deploymentStore(db)),
+    triggers: triggerService(triggerStore(db)),
+    /** Users' own feeds (triggers, tasks, deployments): features publish on `bus.feeds` and watch through this. */
+    feeds: feedService({ bus, limits: dependencies.streamLimits, gate: access }),
     sessions,
     signals,
     access,
-    shares: shareService(db, sessions),
+    shares: shareService(prismaShareStore(db), sessions),
     memories,
-    manna: mannaService(db),
+    manna: mannaService(prismaMannaStore(db)),
   };
 }
 

@@ -1,5 +1,4 @@
 import DataLoader from 'dataloader';
-import { likedByViewerLoader } from '../domain/creations/loaders.ts';
 import { isDomainError, unauthenticated } from '../domain/core/errors.ts';
 import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
@@ -50,7 +49,7 @@ export function loadersOf(ctx: GraphQLContext): Loaders {
   const viewer = viewerOf(ctx);
   const { db } = ctx.services;
   ctx.loaders ??= {
-    likedByViewer: likedByViewerLoader(db, viewer),
+    likedByViewer: ctx.services.creations.likedByViewer(viewer),
     creatorById: byId((ids) => db.user.findMany({ where: { id: { in: ids } } })),
     agentById: byId((ids) => db.agent.findMany({ where: { id: { in: ids } } })),
   };

@@ -1,6 +1,11 @@
 import { GraphQLError } from 'graphql';
 import { isDomainError, type ErrorCode } from '../domain/core/errors.ts';
-import { DATABASE_UNAVAILABLE, isDatabaseUnavailable, nulCharacterError, RETRY_AFTER_SECONDS } from '../domain/core/prisma-errors.ts';
+import {
+  DATABASE_UNAVAILABLE,
+  isDatabaseUnavailable,
+  nulCharacterError,
+  RETRY_AFTER_SECONDS,
+} from '../domain/core/stores/prisma-errors.ts';
 import { describeInputError } from '../domain/core/validation.ts';
 import { withoutSuggestions } from './suggestions.ts';
 

@@ -3,7 +3,12 @@ import secureJson from 'secure-json-parse';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { isDomainError, type DomainError, type ErrorCode } from '../domain/core/errors.ts';
-import { DATABASE_UNAVAILABLE, isDatabaseUnavailable, nulCharacterError, RETRY_AFTER_SECONDS } from '../domain/core/prisma-errors.ts';
+import {
+  DATABASE_UNAVAILABLE,
+  isDatabaseUnavailable,
+  nulCharacterError,
+  RETRY_AFTER_SECONDS,
+} from '../domain/core/stores/prisma-errors.ts';
 import { describeInputError } from '../domain/core/validation.ts';
 import { routeMethods } from './allowed-methods.ts';
 

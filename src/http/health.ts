@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Database } from '../db/database.ts';
-import { RETRY_AFTER_SECONDS } from '../domain/core/prisma-errors.ts';
+import { RETRY_AFTER_SECONDS } from '../domain/core/stores/prisma-errors.ts';
 import type { Services } from '../domain/services.ts';
 
 /** A health check answers within this even when the database does not. */

@@ -1,14 +1,13 @@
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { agentLlmSettings, agentModels, agentSuggestions, agentTools } from '../domain/agents/fields.ts';
-import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../domain/agents/inputs.ts';
+import { agentPatchSchema, modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../domain/agents/inputs.ts';
 import { visiblePersona, type AgentWithKey } from '../domain/agents/service.ts';
-import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import type { User } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
 import { fieldNames } from './field-names.ts';
+import { operation } from './operation.ts';
 
 const names = fieldNames({
   ownerPays: 'owner_pays',
@@ -22,8 +21,6 @@ const names = fieldNames({
 
 /** Agents answer `{error}`, and 401 (not 403) when the caller is not the owner, as the original did. */
 const errors: RestErrorStyle = { bodyKey: 'error', status: { FORBIDDEN: 401 }, fieldName: names.toRest };
-/** For the OpenAPI description. */
-export { errors as agentErrors, names as agentNames };
 
 export const restAgentSchema = z
   .object({
@@ -106,18 +103,44 @@ export function toRestAgent(agent: RestAgentRow, viewer: Viewer): z.input<typeof
   };
 }
 
-export function agentRoutes(app: FastifyInstance, services: Services) {
-  app.get<{ Params: { agentId: string } }>('/v2/agents/:agentId', { config: { errors } }, async (request) => ({
-    agent: toRestAgent((await services.agents.get(request.viewer, request.params.agentId, restAgentQuery)) as RestAgentRow, request.viewer),
-  }));
-
-  app.patch<{ Params: { agentId: string } }>('/v2/agents/:agentId', { config: { errors } }, async (request) => {
-    const input = names.toDomain(acceptToolLists(request.body), ['llm_settings', 'models']);
-    const agent = (await services.agents.update(request.viewer, request.params.agentId, input, restAgentQuery)) as RestAgentRow;
-    // The spec's body is `{agentId}`; the original's SDK reads `{agent}`: both, so either client works.
-    return { agentId: agent.id, agent: toRestAgent(agent, request.viewer) };
-  });
-}
+export const agentOperations = [
+  operation({
+    operationId: 'getAgent',
+    method: 'get',
+    path: '/v2/agents/:agentId',
+    tag: 'Agents',
+    summary: 'An agent of yours, or a public one',
+    ok: { json: z.object({ agent: restAgentSchema }) },
+    errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => ({
+      agent: toRestAgent(
+        (await services.agents.get(request.viewer, request.params.agentId, restAgentQuery)) as RestAgentRow,
+        request.viewer,
+      ),
+    }),
+  }),
+  operation({
+    operationId: 'updateAgent',
+    method: 'patch',
+    path: '/v2/agents/:agentId',
+    tag: 'Agents',
+    summary: 'Update an agent you own (only the fields sent change)',
+    body: names.schema(agentPatchSchema).extend({
+      tools: z
+        .record(z.string(), z.union([z.boolean(), z.array(z.string())]))
+        .optional()
+        .meta({ description: "Tool key to true (on) or false (off); the original's list of strings also turns a tool on" }),
+    }),
+    ok: { json: z.object({ agentId: z.string(), agent: restAgentSchema }) },
+    errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'CONFLICT', 'UNPROCESSABLE'] },
+    handler: async (request, _reply, { services }) => {
+      const input = names.toDomain(acceptToolLists(request.body), ['llm_settings', 'models']);
+      const agent = (await services.agents.update(request.viewer, request.params.agentId, input, restAgentQuery)) as RestAgentRow;
+      // The spec's body is `{agentId}`; the original's SDK reads `{agent}`: both, so either client works.
+      return { agentId: agent.id, agent: toRestAgent(agent, request.viewer) };
+    },
+  }),
+];
 
 /**
  * The original's clients send `tools` as a map from tool key to a list of strings; a listed tool

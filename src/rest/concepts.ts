@@ -1,14 +1,12 @@
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { conceptPatchSchema } from '../domain/concepts/inputs.ts';
 import type { ConceptWithImages } from '../domain/concepts/service.ts';
-import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { fieldNames } from './field-names.ts';
+import { operation } from './operation.ts';
 
 const names = fieldNames({ usageInstructions: 'usage_instructions' });
 const errors: RestErrorStyle = { bodyKey: 'message', fieldName: names.toRest };
-/** For the OpenAPI description. */
-export { errors as conceptErrors, names as conceptNames };
 
 export const restConceptSchema = z
   .object({
@@ -38,14 +36,32 @@ export const toRestConcept = (c: ConceptWithImages): z.input<typeof restConceptS
   updatedAt: c.updatedAt,
 });
 
-export function conceptRoutes(app: FastifyInstance, services: Services) {
-  app.get<{ Params: { conceptId: string } }>('/v2/concepts/:conceptId', { config: { errors } }, async (request) => ({
-    concept: toRestConcept(await services.concepts.get(request.viewer, request.params.conceptId)),
-  }));
-
-  app.patch<{ Params: { conceptId: string } }>('/v2/concepts/:conceptId', { config: { errors } }, async (request) => ({
-    concept: toRestConcept(
-      await services.concepts.update(request.viewer, request.params.conceptId, names.toDomain(request.body, ['images'])),
-    ),
-  }));
-}
+export const conceptOperations = [
+  operation({
+    operationId: 'getConcept',
+    method: 'get',
+    path: '/v2/concepts/:conceptId',
+    tag: 'Concepts V2',
+    summary: 'A concept of yours, or a public one',
+    ok: { json: z.object({ concept: restConceptSchema }) },
+    errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => ({
+      concept: toRestConcept(await services.concepts.get(request.viewer, request.params.conceptId)),
+    }),
+  }),
+  operation({
+    operationId: 'updateConcept',
+    method: 'patch',
+    path: '/v2/concepts/:conceptId',
+    tag: 'Concepts V2',
+    summary: 'Update a concept you own',
+    body: names.schema(conceptPatchSchema),
+    ok: { json: z.object({ concept: restConceptSchema }) },
+    errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
+    handler: async (request, _reply, { services }) => ({
+      concept: toRestConcept(
+        await services.concepts.update(request.viewer, request.params.conceptId, names.toDomain(request.body, ['images'])),
+      ),
+    }),
+  }),
+];

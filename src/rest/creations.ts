@@ -1,15 +1,13 @@
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { canReadAgent } from '../domain/agents/service.ts';
-import type { Scored } from '../domain/search/service.ts';
-import type { Services } from '../domain/services.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
+import { searchInput } from '../domain/search/inputs.ts';
+import type { Scored } from '../domain/search/service.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
+import { operation } from './operation.ts';
 
 const errors: RestErrorStyle = { bodyKey: 'message' };
-/** For the OpenAPI description. */
-export { errors as creationErrors };
 
 const searchDocInclude = {
   user: { select: { id: true, username: true } },
@@ -84,19 +82,45 @@ export const toRestSearchDoc = (viewer: Viewer, c: SearchRow): z.input<typeof re
   score: c.score,
 });
 
-export function creationRoutes(app: FastifyInstance, services: Services) {
-  app.get('/v2/creations/search', { config: { errors } }, async (request): Promise<z.input<typeof restSearchPageSchema>> => {
-    const page = await services.search.search<SearchRow>(request.viewer, request.query, { include: searchDocInclude });
-    return { ...page, docs: page.docs.map((doc) => toRestSearchDoc(request.viewer, doc)) };
-  });
-
-  app.post<{ Params: { creationId: string } }>('/v2/creations/:creationId/like', { config: { errors } }, async (request) => {
-    await services.creations.like(request.viewer, request.params.creationId);
-    return { message: 'Creation liked successfully' };
-  });
-
-  app.delete<{ Params: { creationId: string } }>('/v2/creations/:creationId/like', { config: { errors } }, async (request) => {
-    await services.creations.unlike(request.viewer, request.params.creationId);
-    return { message: 'Creation unliked successfully' };
-  });
-}
+export const creationOperations = [
+  operation({
+    operationId: 'searchCreations',
+    method: 'get',
+    path: '/v2/creations/search',
+    tag: 'Creations',
+    summary: 'Search creations by meaning (embeddings), a page at a time',
+    query: searchInput,
+    ok: { json: restSearchPageSchema },
+    errors: { style: errors, codes: ['BAD_USER_INPUT'] },
+    handler: async (request, _reply, { services }) => {
+      const page = await services.search.search(request.viewer, request.query, { include: searchDocInclude });
+      return { ...page, docs: page.docs.map((doc) => toRestSearchDoc(request.viewer, doc)) };
+    },
+  }),
+  operation({
+    operationId: 'likeCreation',
+    method: 'post',
+    path: '/v2/creations/:creationId/like',
+    tag: 'Creations',
+    summary: 'Like a creation you can see',
+    ok: { json: z.object({ message: z.string() }) },
+    errors: { style: errors, codes: ['NOT_FOUND', 'BAD_USER_INPUT'] },
+    handler: async (request, _reply, { services }) => {
+      await services.creations.like(request.viewer, request.params.creationId);
+      return { message: 'Creation liked successfully' };
+    },
+  }),
+  operation({
+    operationId: 'unlikeCreation',
+    method: 'delete',
+    path: '/v2/creations/:creationId/like',
+    tag: 'Creations',
+    summary: 'Take back your like',
+    ok: { json: z.object({ message: z.string() }) },
+    errors: { style: errors, codes: ['NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => {
+      await services.creations.unlike(request.viewer, request.params.creationId);
+      return { message: 'Creation unliked successfully' };
+    },
+  }),
+];

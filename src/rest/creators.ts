@@ -1,9 +1,8 @@
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { balanceOf } from '../domain/creators/service.ts';
-import type { Services } from '../domain/services.ts';
 import type { User } from '../generated/prisma/client.ts';
 import { CreatorType } from '../generated/prisma/enums.ts';
+import { operation } from './operation.ts';
 
 /**
  * The original's clients read tiers as numbers (its SDK's `SubscriptionTier` enum); parley keeps
@@ -75,6 +74,14 @@ export const toRestProfile = (u: User): z.input<typeof restProfileSchema> => ({
   },
 });
 
-export function creatorRoutes(app: FastifyInstance, services: Services) {
-  app.get('/v2/creators/me', async (request) => toRestProfile(await services.creators.me(request.viewer)));
-}
+export const creatorOperations = [
+  operation({
+    operationId: 'getMyProfile',
+    method: 'get',
+    path: '/v2/creators/me',
+    tag: 'Creators',
+    summary: 'Your creator profile and manna balances',
+    ok: { json: restProfileSchema },
+    handler: async (request, _reply, { services }) => toRestProfile(await services.creators.me(request.viewer)),
+  }),
+];

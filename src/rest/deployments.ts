@@ -1,8 +1,7 @@
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { DeploymentPlatform } from '../generated/prisma/enums.ts';
 import type { Deployment } from '../generated/prisma/client.ts';
-import type { Services } from '../domain/services.ts';
+import { DeploymentPlatform } from '../generated/prisma/enums.ts';
+import { operation } from './operation.ts';
 
 /** Built field by field: `secrets` is never part of a response. */
 export const restDeploymentSchema = z
@@ -29,8 +28,16 @@ export const toRestDeployment = (d: Omit<Deployment, 'secrets'>): z.input<typeof
   createdAt: d.createdAt,
 });
 
-export function deploymentRoutes(app: FastifyInstance, services: Services) {
-  app.get('/v2/agents/deployments', async (request) => ({
-    deployments: (await services.deployments.listMine(request.viewer)).map(toRestDeployment),
-  }));
-}
+export const deploymentOperations = [
+  operation({
+    operationId: 'listDeployments',
+    method: 'get',
+    path: '/v2/agents/deployments',
+    tag: 'Agents - Deployments',
+    summary: 'Deployments of the agents you own, newest first',
+    ok: { json: z.object({ deployments: z.array(restDeploymentSchema) }) },
+    handler: async (request, _reply, { services }) => ({
+      deployments: (await services.deployments.listMine(request.viewer)).map(toRestDeployment),
+    }),
+  }),
+];

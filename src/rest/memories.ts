@@ -1,11 +1,8 @@
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
+import { operation } from './operation.ts';
 
 const errors: RestErrorStyle = { bodyKey: 'error' };
-/** For the OpenAPI description. */
-export { errors as memoryErrors };
 
 export const restMemorySchema = z
   .object({
@@ -17,21 +14,42 @@ export const restMemorySchema = z
   })
   .meta({ id: 'Memory' });
 
-type Params = { Params: { agentId: string; memoryId?: string } };
-
 /** What an agent remembers about the caller ("Agents - Memory"): read it, forget some or all of it. */
-export function memoryRoutes(app: FastifyInstance, services: Services) {
-  app.get<Params>('/v2/agents/:agentId/memories', { config: { errors } }, async (request) => ({
-    memories: (await services.memories.list(request.viewer, request.params.agentId)).map(
-      (m): z.input<typeof restMemorySchema> => ({ _id: m.id, id: m.id, fact: m.fact, session: m.sessionId, createdAt: m.createdAt }),
-    ),
-  }));
-
-  app.delete<Params>('/v2/agents/:agentId/memories', { config: { errors } }, async (request) => ({
-    deleted: await services.memories.forget(request.viewer, request.params.agentId),
-  }));
-
-  app.delete<Params>('/v2/agents/:agentId/memories/:memoryId', { config: { errors } }, async (request) => ({
-    deleted: await services.memories.forget(request.viewer, request.params.agentId, request.params.memoryId),
-  }));
-}
+export const memoryOperations = [
+  operation({
+    operationId: 'listMemories',
+    method: 'get',
+    path: '/v2/agents/:agentId/memories',
+    tag: 'Agents - Memory',
+    summary: 'What the agent remembers about you',
+    ok: { json: z.object({ memories: z.array(restMemorySchema) }) },
+    errors: { style: errors, codes: ['NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => ({
+      memories: (await services.memories.list(request.viewer, request.params.agentId)).map(
+        (m): z.input<typeof restMemorySchema> => ({ _id: m.id, id: m.id, fact: m.fact, session: m.sessionId, createdAt: m.createdAt }),
+      ),
+    }),
+  }),
+  operation({
+    operationId: 'forgetMemories',
+    method: 'delete',
+    path: '/v2/agents/:agentId/memories',
+    tag: 'Agents - Memory',
+    summary: 'Make the agent forget everything about you',
+    ok: { json: z.object({ deleted: z.number().int() }) },
+    errors: { style: errors, codes: ['NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => ({ deleted: await services.memories.forget(request.viewer, request.params.agentId) }),
+  }),
+  operation({
+    operationId: 'forgetMemory',
+    method: 'delete',
+    path: '/v2/agents/:agentId/memories/:memoryId',
+    tag: 'Agents - Memory',
+    summary: 'Make the agent forget one thing about you',
+    ok: { json: z.object({ deleted: z.number().int() }) },
+    errors: { style: errors, codes: ['NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => ({
+      deleted: await services.memories.forget(request.viewer, request.params.agentId, request.params.memoryId),
+    }),
+  }),
+];

@@ -1,14 +1,11 @@
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { Services } from '../domain/services.ts';
 import type { Model, User } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
+import { operation } from './operation.ts';
 
 /** A private model of someone else is a 401 in the original. */
 const errors: RestErrorStyle = { bodyKey: 'message', status: { FORBIDDEN: 401 } };
-/** For the OpenAPI description. */
-export { errors as modelErrors };
 
 /**
  * The training task as the original's clients read it (`model.task`). parley keeps no task rows
@@ -94,8 +91,17 @@ export const toRestModel = (m: RestModelRow): z.input<typeof restModelSchema> =>
   };
 };
 
-export function modelRoutes(app: FastifyInstance, services: Services) {
-  app.get<{ Params: { modelId: string } }>('/v2/models/:modelId', { config: { errors } }, async (request) => ({
-    model: toRestModel((await services.models.get(request.viewer, request.params.modelId, restModelQuery)) as RestModelRow),
-  }));
-}
+export const modelOperations = [
+  operation({
+    operationId: 'getModel',
+    method: 'get',
+    path: '/v2/models/:modelId',
+    tag: 'Models',
+    summary: 'A model (LoRA) of yours, or a public one',
+    ok: { json: z.object({ model: restModelSchema }) },
+    errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => ({
+      model: toRestModel((await services.models.get(request.viewer, request.params.modelId, restModelQuery)) as RestModelRow),
+    }),
+  }),
+];

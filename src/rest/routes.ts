@@ -1,34 +1,47 @@
 import type { FastifyInstance } from 'fastify';
 import type { EventsConfig } from '../config.ts';
 import type { Services } from '../domain/services.ts';
-import { agentRoutes } from './agents.ts';
-import { apiKeyRoutes } from './api-keys.ts';
-import { conceptRoutes } from './concepts.ts';
-import { creationRoutes } from './creations.ts';
-import { creatorRoutes } from './creators.ts';
-import { deploymentRoutes } from './deployments.ts';
-import { memoryRoutes } from './memories.ts';
-import { modelRoutes } from './models.ts';
-import { openApiRoute } from './openapi.ts';
-import { sessionRoutes } from './sessions.ts';
-import { toolRoutes } from './tools.ts';
-import { triggerRoutes } from './triggers.ts';
+import { agentOperations } from './agents.ts';
+import { apiKeyOperations } from './api-keys.ts';
+import { conceptOperations } from './concepts.ts';
+import { creationOperations } from './creations.ts';
+import { creatorOperations } from './creators.ts';
+import { deploymentOperations } from './deployments.ts';
+import { memoryOperations } from './memories.ts';
+import { modelOperations } from './models.ts';
+import { openApiOperation } from './openapi.ts';
+import { serve, type RestContext, type RestOperation } from './operation.ts';
+import { senderDirectory } from './senders.ts';
+import { sessionSharingOperations } from './session-sharing.ts';
+import { sessionOperations } from './sessions.ts';
+import { toolOperations } from './tools.ts';
+import { triggerOperations } from './triggers.ts';
+
+const resources: readonly RestOperation[] = [
+  ...apiKeyOperations,
+  ...agentOperations,
+  ...deploymentOperations,
+  ...triggerOperations,
+  ...memoryOperations,
+  ...conceptOperations,
+  ...modelOperations,
+  ...toolOperations,
+  ...creationOperations,
+  ...creatorOperations,
+  ...sessionOperations,
+  ...sessionSharingOperations,
+];
+
+/** Every REST operation under `/v2` and `/apikeys`: the routes and the OpenAPI document both come from this list. */
+export const restOperations: readonly RestOperation[] = [...resources, openApiOperation(resources)];
+
+/** What every REST handler is given besides its request. */
+export const restContext = (services: Services, events: EventsConfig): RestContext => ({
+  services,
+  stream: { events, streams: services.metrics.streams, senders: senderDirectory(services.creators) },
+});
 
 export function restRoutes(app: FastifyInstance, services: Services, events: EventsConfig) {
-  for (const register of [
-    apiKeyRoutes,
-    agentRoutes,
-    deploymentRoutes,
-    triggerRoutes,
-    conceptRoutes,
-    modelRoutes,
-    toolRoutes,
-    creationRoutes,
-    creatorRoutes,
-    memoryRoutes,
-  ]) {
-    register(app, services);
-  }
-  sessionRoutes(app, services, events);
-  openApiRoute(app);
+  const context = restContext(services, events);
+  for (const op of restOperations) serve(app, op, context);
 }

@@ -1,12 +1,11 @@
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { toolDefinitionSchema, type ToolDefinition, type ToolParameter } from '../domain/tools/definition.ts';
 import { notFound } from '../domain/core/errors.ts';
-import type { Services } from '../domain/services.ts';
+import { toolDefinitionSchema, type ToolDefinition, type ToolParameter } from '../domain/tools/definition.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
+import { operation } from './operation.ts';
 
 /** The original's SDK reads `error`, parley's other resources `message`: an unknown tool says both. */
-export const toolErrors: RestErrorStyle = { bodyKey: 'both' };
+const toolErrors: RestErrorStyle = { bodyKey: 'both' };
 
 const definition = toolDefinitionSchema.shape;
 
@@ -105,14 +104,30 @@ export const toRestTool = (t: ToolDefinition): z.input<typeof restToolSchema> =>
   };
 };
 
-export function toolRoutes(app: FastifyInstance, services: Services) {
-  app.get('/v2/tools', async () => ({ tools: services.tools.listAvailable().map(toRestTool) }));
-
-  /** One tool of the list (the SDK's `tools.get`); a tool the list does not show is not found. */
-  app.get<{ Params: { toolKey: string } }>('/v2/tools/:toolKey', { config: { errors: toolErrors } }, async (request) => {
-    const { toolKey } = request.params;
-    const tool = services.tools.isAvailable(toolKey) ? services.tools.get(toolKey) : undefined;
-    if (!tool) throw notFound('Tool not found');
-    return { tool: toRestTool(tool) };
-  });
-}
+export const toolOperations = [
+  operation({
+    operationId: 'listTools',
+    method: 'get',
+    path: '/v2/tools',
+    tag: 'Tools',
+    summary: 'The tools agents can use, in display order',
+    ok: { json: z.object({ tools: z.array(restToolSchema) }) },
+    handler: async (_request, _reply, { services }) => ({ tools: services.tools.listAvailable().map(toRestTool) }),
+  }),
+  operation({
+    operationId: 'getTool',
+    method: 'get',
+    path: '/v2/tools/:toolKey',
+    tag: 'Tools',
+    // The SDK's `tools.get`; a tool the list does not show is not found.
+    summary: 'One tool of the list, by key',
+    ok: { json: z.object({ tool: restToolSchema }) },
+    errors: { style: toolErrors, codes: ['NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => {
+      const { toolKey } = request.params;
+      const tool = services.tools.isAvailable(toolKey) ? services.tools.get(toolKey) : undefined;
+      if (!tool) throw notFound('Tool not found');
+      return { tool: toRestTool(tool) };
+    },
+  }),
+];

@@ -1,8 +1,7 @@
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { TriggerStatus } from '../generated/prisma/enums.ts';
 import type { Trigger } from '../generated/prisma/client.ts';
-import type { Services } from '../domain/services.ts';
+import { TriggerStatus } from '../generated/prisma/enums.ts';
+import { operation } from './operation.ts';
 
 export const restTriggerSchema = z
   .object({
@@ -36,8 +35,16 @@ export const toRestTrigger = (t: Trigger): z.input<typeof restTriggerSchema> => 
   createdAt: t.createdAt,
 });
 
-export function triggerRoutes(app: FastifyInstance, services: Services) {
-  app.get('/v2/agents/triggers', async (request) => ({
-    triggers: (await services.triggers.listMine(request.viewer)).map(toRestTrigger),
-  }));
-}
+export const triggerOperations = [
+  operation({
+    operationId: 'listTriggers',
+    method: 'get',
+    path: '/v2/agents/triggers',
+    tag: 'Agents - Triggers',
+    summary: 'Triggers of the agents you own, newest first',
+    ok: { json: z.object({ triggers: z.array(restTriggerSchema) }) },
+    handler: async (request, _reply, { services }) => ({
+      triggers: (await services.triggers.listMine(request.viewer)).map(toRestTrigger),
+    }),
+  }),
+];

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 let t: TestApp;
 let alice: TestUser;
@@ -9,8 +10,8 @@ let sessionId: string;
 const PAGE_BYTES = 300_000;
 const big = (i: number) => `${i}:`.padEnd(100_000, 'x');
 
-beforeAll(async () => {
-  t = await startTestApp({ work: { messagePageMaxBytes: PAGE_BYTES } });
+setUp(async (start) => {
+  t = await start.app({ work: { messagePageMaxBytes: PAGE_BYTES } });
   alice = await t.createUser('alice');
   const agent = await fixtures(t).agent(alice, { name: 'Echo', key: 'echo-pages' });
   const first = await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agent.id], content: big(0) } });
@@ -22,9 +23,6 @@ beforeAll(async () => {
     );
     await settledSession(t, alice, sessionId);
   }
-});
-afterAll(async () => {
-  await t?.close();
 });
 
 describe('a page of messages', () => {

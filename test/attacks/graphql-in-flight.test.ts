@@ -1,6 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 const LIMIT = 4;
 const FLOOD = 120;
@@ -8,17 +9,14 @@ let t: TestApp;
 let pro: TestUser;
 const sockets: WebSocket[] = [];
 
-beforeAll(async () => {
+setUp(async (start) => {
   // Rate limits as in production for the pro tier: the flood fits in them, so only the in-flight cap stops it.
-  t = await startTestApp({ work: { graphqlInFlightPerKey: LIMIT }, limits: { rate: { perTier: { pro: 1_200, free: 300 } } } });
+  t = await start.app({ work: { graphqlInFlightPerKey: LIMIT }, limits: { rate: { perTier: { pro: 1_200, free: 300 } } } });
   pro = await t.createUser('pro');
   await t.db.user.update({ where: { id: pro.id }, data: { subscriptionTier: 'pro' } });
 });
 afterEach(() => {
   for (const ws of sockets.splice(0)) ws.terminate();
-});
-afterAll(async () => {
-  await t?.close();
 });
 
 /** A graphql-ws socket past connection_init that collects every message. */

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { openSse, updates } from '../helpers/sse.ts';
 
 let t: TestApp;
@@ -10,8 +11,8 @@ let sessionId: string;
 let replyId: string;
 const editors: TestUser[] = [];
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   const agent = await fixtures(t).agent(alice, { name: 'Echo', key: 'echo-react' });
   const res = await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agent.id], content: 'hello' } });
@@ -22,9 +23,6 @@ beforeAll(async () => {
     await t.rest('POST', `/v2/sessions/${sessionId}/users`, { key: alice.apiKey, body: { username: u.username, permission: 'editor' } });
     editors.push(u);
   }
-});
-afterAll(async () => {
-  await t?.close();
 });
 
 const react = (user: TestUser, reaction: string) =>

@@ -1,24 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 let t: TestApp;
 let llm: FakeOpenAI;
 let alice: TestUser;
 let mallory: TestUser;
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Sure.'] });
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl } });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Sure.'] });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl } });
   alice = await t.createUser('alice');
   mallory = await t.createUser('mallory');
   await t.services.manna.grant('alice', '100', 'subscription');
-});
-afterAll(async () => {
-  await t?.close();
-  await llm?.close();
 });
 
 const balanceOf = async (user: TestUser) => (await t.rest('GET', '/v2/creators/me', { key: user.apiKey })).body.balance as number;

@@ -1,23 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 let t: TestApp;
 let llm: FakeOpenAI;
 let alice: TestUser;
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Done.'] });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Done.'] });
   // Caps below the defaults (8 per model call): the machine running the tests is shared.
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl }, work: { toolCallsPerModelCall: 4 } });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl }, work: { toolCallsPerModelCall: 4 } });
   alice = await t.createUser('alice');
   await t.services.manna.grant('alice', '1000', 'subscription');
-});
-afterAll(async () => {
-  await t?.close();
-  await llm?.close();
 });
 
 const paint = (i: number) => ({

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/database.ts';
-import { isDatabaseUnavailable } from '../../src/domain/core/prisma-errors.ts';
+import { isDatabaseUnavailable } from '../../src/domain/core/stores/prisma-errors.ts';
 import { databaseBehindProxy } from '../helpers/postgres-server.ts';
 import type { TcpProxy } from '../helpers/tcp-proxy.ts';
 

@@ -75,72 +75,75 @@ describe('a data directory made by the previous release', () => {
     expect(earlier.length).toBeLessThan(current.length);
     expect(earlier.map((m) => [m.name, m.checksum])).toEqual(current.slice(0, earlier.length).map((m) => [m.name, m.checksum]));
   });
-  // A hook of its own: a cluster made without the build's snapshot (initdb), and filled.
-  beforeAll(async () => {
-    const database = await openDatabase({ kind: 'pglite', dataDir }, { snapshot: false });
-    try {
-      expect(await applyMigrations(database.migrationAdapterFactory, { migrations: earlier })).toHaveLength(earlier.length);
-      const config = loadConfig({ DATA_DIR: dataDir });
-      const manifest = await withServices(config, database, await loadToolRegistry(config.toolsDir), async (services) => {
-        const demo = await operations.demo.run({ services, database, progress: () => {} }, {});
-        await operations['manna.grant'].run(
-          { services, database, progress: () => {} },
-          { username: 'alice', amount: '7.25', kind: 'forever' },
-        );
-        return demo;
-      });
-      apiKey = manifest.users.find((u) => u.username === 'alice')!.apiKey;
-      tables = await describeTables(database.migrationAdapterFactory);
-      before = await contents(database.migrationAdapterFactory, tables);
-      expect(before.Creation!.rows).toBeGreaterThan(100);
-      expect(before.MannaLedger!.rows).toBeGreaterThan(0);
-    } finally {
-      await database.close();
-    }
-  });
   afterAll(() => rm(scratch, { recursive: true, force: true }));
 
-  it('backs up (this release’s backup of a database it has not migrated yet)', async () => {
-    const backup = await runCli(['backup', join(scratch, 'earlier.backup')], { DATA_DIR: dataDir });
-    expect(backup.code, backup.stderr).toBe(0);
-    expect(backup.stdout).toContain(`migrations up to ${earlier.at(-1)!.name}`);
-  });
-
-  it('that backup restores into this release, migrated forward', async () => {
-    const file = join(scratch, 'earlier.backup');
-    const restoredDir = join(scratch, 'restored');
-    const restored = await runCli(['restore', file], { DATA_DIR: restoredDir });
-    expect(restored.code, restored.stderr).toBe(0);
-    const later = (await readMigrations()).slice(earlier.length).map((m) => m.name);
-    expect(restored.stdout).toContain(`Then migrated: ${later.join(', ')}.`);
-  });
-
-  it('the restored directory holds every row, column for column', async () => {
-    await withPGlite(join(scratch, 'restored', 'pgdata'), async (sql) => {
-      expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
+  describe('made and filled without the build’s snapshot', () => {
+    // A hook of its own (each has its time): a cluster made without the build's snapshot (initdb), and filled.
+    beforeAll(async () => {
+      const database = await openDatabase({ kind: 'pglite', dataDir }, { snapshot: false });
+      try {
+        expect(await applyMigrations(database.migrationAdapterFactory, { migrations: earlier })).toHaveLength(earlier.length);
+        const config = loadConfig({ DATA_DIR: dataDir });
+        const manifest = await withServices(config, database, await loadToolRegistry(config.toolsDir), async (services) => {
+          const demo = await operations.demo.run({ services, database, progress: () => {} }, {});
+          await operations['manna.grant'].run(
+            { services, database, progress: () => {} },
+            { username: 'alice', amount: '7.25', kind: 'forever' },
+          );
+          return demo;
+        });
+        apiKey = manifest.users.find((u) => u.username === 'alice')!.apiKey;
+        tables = await describeTables(database.migrationAdapterFactory);
+        before = await contents(database.migrationAdapterFactory, tables);
+        expect(before.Creation!.rows).toBeGreaterThan(100);
+        expect(before.MannaLedger!.rows).toBeGreaterThan(0);
+      } finally {
+        await database.close();
+      }
     });
-  });
 
-  it('starts on this release, which migrates it and serves what it held', async () => {
-    const server = await serve(dataDir);
-    try {
-      expect(server.output()).toMatch(/parley listening on/);
-      const me = await fetch(`${server.url}/v2/creators/me`, { headers: { 'x-api-key': apiKey } });
-      expect(me.status).toBe(200);
-      expect(await me.json()).toMatchObject({ creator: { username: 'alice' }, foreverBalance: 257.25 });
-      const search = await fetch(`${server.url}/v2/creations/search?query=lighthouse%20in%20a%20thunderstorm`, {
-        headers: { 'x-api-key': apiKey },
+    it('backs up (this release’s backup of a database it has not migrated yet)', async () => {
+      const backup = await runCli(['backup', join(scratch, 'earlier.backup')], { DATA_DIR: dataDir });
+      expect(backup.code, backup.stderr).toBe(0);
+      expect(backup.stdout).toContain(`migrations up to ${earlier.at(-1)!.name}`);
+    });
+
+    it('that backup restores into this release, migrated forward', async () => {
+      const file = join(scratch, 'earlier.backup');
+      const restoredDir = join(scratch, 'restored');
+      const restored = await runCli(['restore', file], { DATA_DIR: restoredDir });
+      expect(restored.code, restored.stderr).toBe(0);
+      const later = (await readMigrations()).slice(earlier.length).map((m) => m.name);
+      expect(restored.stdout).toContain(`Then migrated: ${later.join(', ')}.`);
+    });
+
+    it('the restored directory holds every row, column for column', async () => {
+      await withPGlite(join(scratch, 'restored', 'pgdata'), async (sql) => {
+        expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
       });
-      expect(((await search.json()) as { docs: unknown[] }).docs.length).toBeGreaterThan(0);
-    } finally {
-      await stop(server);
-    }
-  });
+    });
 
-  it('keeps every row: each table holds what it held, column for column', async () => {
-    await withPGlite(join(dataDir, 'pgdata'), async (sql) => {
-      expect((await appliedMigrations(sql)).map((m) => m.name)).toEqual((await readMigrations()).map((m) => m.name));
-      expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
+    it('starts on this release, which migrates it and serves what it held', async () => {
+      const server = await serve(dataDir);
+      try {
+        expect(server.output()).toMatch(/parley listening on/);
+        const me = await fetch(`${server.url}/v2/creators/me`, { headers: { 'x-api-key': apiKey } });
+        expect(me.status).toBe(200);
+        expect(await me.json()).toMatchObject({ creator: { username: 'alice' }, foreverBalance: 257.25 });
+        const search = await fetch(`${server.url}/v2/creations/search?query=lighthouse%20in%20a%20thunderstorm`, {
+          headers: { 'x-api-key': apiKey },
+        });
+        expect(((await search.json()) as { docs: unknown[] }).docs.length).toBeGreaterThan(0);
+      } finally {
+        await stop(server);
+      }
+    });
+
+    it('keeps every row: each table holds what it held, column for column', async () => {
+      await withPGlite(join(dataDir, 'pgdata'), async (sql) => {
+        expect((await appliedMigrations(sql)).map((m) => m.name)).toEqual((await readMigrations()).map((m) => m.name));
+        expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
+      });
     });
   });
 });

@@ -4,6 +4,7 @@ import { openDatabase, type Database } from '../../src/db/database.ts';
 import { applyMigrations } from '../../src/db/migrate.ts';
 import { detectVectorColumn, upgradeToPgvector } from '../../src/db/vector-column.ts';
 import { searchService } from '../../src/domain/search/service.ts';
+import { searchStore } from '../../src/domain/search/store.ts';
 import { freshDatabase } from '../helpers/database.ts';
 
 /**
@@ -42,13 +43,12 @@ describe('embedding column upgrade', () => {
       await db.prisma.creation.create({
         data: { userId: user.id, tool: 'flux_dev', name, url: 'https://cdn.example.com/x.png', public: true },
       });
-    const before = searchService(db.prisma, defaultSearchConfig);
+    const before = searchService(searchStore(db.prisma), defaultSearchConfig);
     await before.indexCreations((await db.prisma.creation.findMany({ select: { id: true } })).map((c) => c.id));
     const results = async () =>
-      (await searchService(db.prisma, defaultSearchConfig).search({ id: user.id }, { query: 'lighthouse storm' })).docs.map((d) => [
-        d.name,
-        d.score.toFixed(5),
-      ]);
+      (await searchService(searchStore(db.prisma), defaultSearchConfig).search({ id: user.id }, { query: 'lighthouse storm' })).docs.map(
+        (d) => [d.name, d.score.toFixed(5)],
+      );
     const found = await results();
     expect(found[0]![0]).toBe('Lighthouse in a thunderstorm');
 

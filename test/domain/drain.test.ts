@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { isMemoryRequest, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { isMemoryRequest, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { newSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 // On shutdown the reply engine drains: replies that finish within the grace period are saved,
 // and so is what they taught their agent, whose extraction starts only once the reply is done.
@@ -10,13 +11,10 @@ import { newSession } from '../helpers/sessions.ts';
 let llm: FakeOpenAI;
 const apps: TestApp[] = [];
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Noted', '.'] });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Noted', '.'] });
 });
-afterAll(async () => {
-  await Promise.all(apps.map((t) => t.close()));
-  await llm.close();
-});
+afterAll(() => Promise.all(apps.map((t) => t.close())));
 
 /** A service of its own for each test: a drain is for good (it happens once, on shutdown). */
 async function service() {
@@ -43,8 +41,14 @@ function holdMemories(facts: string) {
 }
 
 describe('draining the reply engine', () => {
+  // Started before each test, not inside it: what a test times is its drain, not a start-up.
+  let s: Awaited<ReturnType<typeof service>>;
+  beforeEach(async () => {
+    s = await service();
+  });
+
   it('waits for the memories of replies that completed, within the grace period', async () => {
-    const { t, memories, exchange } = await service();
+    const { t, memories, exchange } = s;
     const release = holdMemories('Lives in Porto');
     await exchange('I live in Porto.');
     const drained = t.services.replies.drain(30_000);
@@ -55,7 +59,7 @@ describe('draining the reply engine', () => {
   });
 
   it('gives up an extraction still running when the grace period ends', async () => {
-    const { t, memories, exchange } = await service();
+    const { t, memories, exchange } = s;
     const release = holdMemories('Likes rain');
     await exchange('I like rain.');
     await t.services.replies.drain(200);

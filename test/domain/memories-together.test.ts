@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MEMORY_CAP } from '../../src/domain/memory/service.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 // Replies that end together each remember what they learnt; their facts are written by one
 // statement. Against the real database, with the offline extractor (facts by rule from what the
@@ -13,13 +14,12 @@ let fin: TestUser;
 let ada: { id: string };
 let bo: { id: string };
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   [dana, fin] = [await t.createUser('dana'), await t.createUser('fin')];
   ada = await fixtures(t).agent(dana, { name: 'Ada', key: 'ada' });
   bo = await fixtures(t).agent(dana, { name: 'Bo', key: 'bo' });
 });
-afterAll(() => t.close());
 
 const remember = (agent: { id: string }, user: TestUser, prompt: string) =>
   t.services.memories.host.remember({ agentId: agent.id, userId: user.id, sessionId: 'a-session', prompt, reply: 'Noted.' });

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newSessionWriter } from '../../src/domain/sessions/prompts.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import { newSessionWriter } from '../../src/domain/sessions/prompt-store.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 // New sessions that arrive together are written by one statement; one that cannot be written
 // fails alone. Against the real database, through the writer the sessions service uses.
@@ -10,12 +11,11 @@ let t: TestApp;
 let alice: TestUser;
 let agents: { id: string; name: string }[];
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   agents = await Promise.all(['Ada', 'Bo'].map((name) => fixtures(t).agent(alice, { name, key: name.toLowerCase() })));
 });
-afterAll(() => t.close());
 
 const prompt = (content: string, agentList: { id: string; name: string }[], extra: Record<string, unknown> = {}) => ({
   userId: alice.id,

@@ -1,9 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Prisma } from '../../src/generated/prisma/client.ts';
-import { debit } from '../../src/domain/core/ledger.ts';
+import { debit } from '../../src/domain/core/stores/ledger.ts';
 import { ABANDONED_REPLY, recoverAbandonedReplies } from '../../src/domain/replies/recovery.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { recoveryStore } from '../../src/domain/replies/recovery-store.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 /**
  * The sweep that closes replies a dead process left `streaming`, on rows made as a process
@@ -15,13 +17,12 @@ describe('recoverAbandonedReplies', () => {
   let alice: TestUser;
   let agentId: string;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     alice = await t.createUser('alice');
     agentId = (await fixtures(t).agent(alice)).id;
     await t.services.manna.grant('alice', '10', 'forever');
   });
-  afterAll(() => t.close());
 
   /** A session whose prompt is answered by a reply `streaming` on `instance`, with a paid tool running and one pending. */
   async function abandoned(instance: string, content: string) {
@@ -54,7 +55,7 @@ describe('recoverAbandonedReplies', () => {
     expect(await balance()).toBe(7);
 
     const runs = await Promise.all(
-      Array.from({ length: 4 }, () => recoverAbandonedReplies(t.db, { instanceId: 'gone', bus: t.services.bus })),
+      Array.from({ length: 4 }, () => recoverAbandonedReplies(recoveryStore(t.db), { instanceId: 'gone', bus: t.services.bus })),
     );
     const recovered = runs.flat();
     expect(recovered.map((r) => r.message.id).sort()).toEqual(gone.map((g) => g.replyId).sort());
@@ -98,17 +99,17 @@ describe('recoverAbandonedReplies', () => {
     const recent = await abandoned('elsewhere', 'Recent');
     await t.db.$executeRaw`UPDATE "Message" SET "updatedAt" = now() - interval '10 minutes' WHERE "id" = ${old.replyId}`;
 
-    const recovered = await recoverAbandonedReplies(t.db, { olderThan: new Date(Date.now() - 60_000) });
+    const recovered = await recoverAbandonedReplies(recoveryStore(t.db), { olderThan: new Date(Date.now() - 60_000) });
     expect(recovered.map((r) => r.message.id)).toEqual([old.replyId]);
     expect((await t.db.message.findUniqueOrThrow({ where: { id: recent.replyId } })).status).toBe('streaming');
   });
 
   it('without options, closes every streaming reply (one instance, at start-up)', async () => {
-    const recovered = await recoverAbandonedReplies(t.db);
+    const recovered = await recoverAbandonedReplies(recoveryStore(t.db));
     expect(recovered.length).toBeGreaterThan(0);
     expect(await t.db.message.count({ where: { status: 'streaming' } })).toBe(0);
     expect(await t.db.toolCall.count({ where: { status: { in: ['running', 'pending'] } } })).toBe(0);
     expect(await balance()).toBe(10);
-    expect(await recoverAbandonedReplies(t.db)).toEqual([]);
+    expect(await recoverAbandonedReplies(recoveryStore(t.db))).toEqual([]);
   });
 });

@@ -1,8 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { replyStore } from '../../src/domain/replies/store.ts';
+import { describe, expect, it } from 'vitest';
 import { createReplyWriter } from '../../src/domain/replies/writer.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 // The writer saves the replies that complete together in one statement. A row the database
 // refuses must fail only its own reply, not every reply grouped with it, and a reply saved again
@@ -13,21 +15,20 @@ let alice: TestUser;
 let sessionId: string;
 let agentId: string;
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   agentId = (await fixtures(t).agent(alice, { name: 'Scribe', key: 'scribe' })).id;
   sessionId = await newSession(t, alice, [agentId]);
   await settledSession(t, alice, sessionId);
 });
-afterAll(() => t.close());
 
 const streamingReply = () => t.db.message.create({ data: { sessionId, role: 'assistant', senderId: agentId, status: 'streaming' } });
 
 describe('the reply writer', () => {
   it('saves the replies completed together, each alone when the database refuses one of them', async () => {
     const replies = await Promise.all(Array.from({ length: 5 }, streamingReply));
-    const writer = createReplyWriter(t.db, { error: () => {} });
+    const writer = createReplyWriter(replyStore(t.db), { error: () => {} });
     const before = await t.db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { tokensSpent: true } });
     // PostgreSQL text cannot hold NUL: the third reply's row is refused.
     const saves = replies.map((r, i) =>
@@ -55,7 +56,7 @@ describe('the reply writer', () => {
 
   it('hands a large group of saved replies back a few at a time, with other work let through in between', async () => {
     const replies = await Promise.all(Array.from({ length: 60 }, streamingReply));
-    const writer = createReplyWriter(t.db, { error: () => {} });
+    const writer = createReplyWriter(replyStore(t.db), { error: () => {} });
     // What each caller does with its saved reply (its last events, its memory and title calls)
     // runs as it is handed back. Other work due meanwhile, such as the next token of a reply still
     // streaming (here, a callback queued when the first save comes back), must not wait for all of them.
@@ -79,7 +80,7 @@ describe('the reply writer', () => {
 
   it('counts a reply saved twice once, and the second save changes nothing', async () => {
     const reply = await streamingReply();
-    const writer = createReplyWriter(t.db, { error: () => {} });
+    const writer = createReplyWriter(replyStore(t.db), { error: () => {} });
     const before = await t.db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { tokensSpent: true } });
     const save = (content: string) =>
       writer.complete({ sessionId, messageId: reply.id, content, thought: '', promptTokens: 5, completionTokens: 7 });

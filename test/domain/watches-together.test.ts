@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/core/ids.ts';
-import type { WatchStream } from '../../src/domain/sessions/stream.ts';
+import type { WatchStream } from '../../src/domain/core/watch.ts';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { newSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 // Thousands of clients opening their watches at once: whether each may watch, and whether its
 // key still exists, are read for the watches that arrive together in a few statements, and each
@@ -18,8 +19,8 @@ let dave: TestUser;
 let sessionId: string;
 const opened: WatchStream[] = [];
 
-beforeAll(async () => {
-  t = await startTestApp({ limits: { maxSubscriptionsPerKey: 100 } });
+setUp(async (start) => {
+  t = await start.app({ limits: { maxSubscriptionsPerKey: 100 } });
   [alice, bob, carol, dave] = [
     await t.createUser('alice'),
     await t.createUser('bob'),
@@ -33,7 +34,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const w of opened) w.close();
-  await t.close();
 });
 
 describe('watches opened together', () => {

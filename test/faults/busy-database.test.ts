@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { openSse, updates, type SseClient } from '../helpers/sse.ts';
 
 /**
@@ -20,9 +21,9 @@ describe('a few hundred replies through a slow database', () => {
   let agent: { id: string };
   const streams: SseClient[] = [];
 
-  beforeAll(async () => {
-    llm = await startFakeOpenAI({ tokens: TOKENS, delayMs: 40 });
-    t = await startTestApp({
+  setUp(async (start) => {
+    llm = await start.fakeOpenAI({ tokens: TOKENS, delayMs: 40 });
+    t = await start.app({
       llm: { baseUrl: llm.baseUrl, checkpointMs: 50 },
       limits: { maxStreamsPerKey: REPLIES * 2, maxSubscriptionsPerKey: REPLIES * 2 },
     });
@@ -40,8 +41,6 @@ describe('a few hundred replies through a slow database', () => {
   });
   afterAll(async () => {
     for (const s of streams) s.close();
-    await t?.close();
-    await llm?.close();
   });
 
   it('ends every stream with its complete reply and its done frame', async () => {

@@ -11,11 +11,11 @@ import {
   type GraphQLField,
   type GraphQLInputType,
 } from 'graphql';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../../src/graphql/schema.ts';
-import { startTestApp } from '../helpers/app.ts';
 import { databaseDigest, fuzzRuns, fuzzSeed, hostileJson, hostileText, plausibleText, seedWorld, settledDigest } from '../helpers/fuzz.ts';
 import { expectNoInternals } from '../helpers/rest-helpers.ts';
+import { setUpNow } from '../helpers/set-up.ts';
 
 /**
  * Every query and mutation that takes arguments (read from the schema, so a new one is fuzzed
@@ -26,9 +26,10 @@ import { expectNoInternals } from '../helpers/rest-helpers.ts';
  */
 const RUNS = fuzzRuns(20);
 
-const t = await startTestApp();
-const world = await seedWorld(t);
-afterAll(() => t.close());
+const { t, world } = await setUpNow(async (start) => {
+  const t = await start.app();
+  return { t, world: await seedWorld(t) };
+});
 
 const allIds = Object.values(world.ids).flat();
 /** Every input field name in the schema: keys for values of the wrong shape. */

@@ -1,6 +1,5 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp } from '../helpers/app.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   databaseDigest,
   fuzzRuns,
@@ -14,6 +13,7 @@ import {
   type RawResponse,
 } from '../helpers/fuzz.ts';
 import { expectNoInternals } from '../helpers/rest-helpers.ts';
+import { setUpNow } from '../helpers/set-up.ts';
 
 /**
  * Every route the app registers (taken from Fastify as they are added, so a new route is fuzzed
@@ -24,9 +24,10 @@ import { expectNoInternals } from '../helpers/rest-helpers.ts';
  */
 const RUNS = fuzzRuns(20);
 
-const t = await startTestApp();
-const world = await seedWorld(t);
-afterAll(() => t.close());
+const { t, world } = await setUpNow(async (start) => {
+  const t = await start.app();
+  return { t, world: await seedWorld(t) };
+});
 
 const allIds = Object.values(world.ids).flat();
 const text = plausibleText(allIds);

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError, postRaw } from './support.ts';
 
@@ -67,13 +68,12 @@ let f: ReturnType<typeof fixtures>;
 let keySeq = 0;
 const newKey = () => `agent-key-${++keySeq}`;
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
   f = fixtures(t);
 });
-afterAll(() => t.close());
 
 async function readAgent(id: string, key = alice.apiKey) {
   return expectData(await t.gql(AgentsGet, { id }, key)).agent;

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp } from '../helpers/app.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 
@@ -16,10 +17,9 @@ const KeysWhoAmI = graphql(`
 
 let t: TestApp;
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
 });
-afterAll(() => t.close());
 
 const extraKey = async (userId: string) => (await t.services.apiKeys.create(userId)).apiKey;
 

@@ -1,11 +1,12 @@
 import { ApolloClient, gql, HttpLink, InMemoryCache } from '@apollo/client';
 import { buildSchema, isObjectType } from 'graphql';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { printedSchema } from '../../src/graphql/print.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 const schema = buildSchema(printedSchema());
 const nodeTypes = Object.values(schema.getTypeMap())
@@ -53,9 +54,9 @@ let requests: string[];
 let client: ApolloClient;
 const raw: Record<string, string> = {};
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Hello', ' Apollo'] });
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl } });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Hello', ' Apollo'] });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl } });
   alice = await t.createUser('alice');
   const f = fixtures(t);
   const agent = await f.agent(alice, { name: 'Apollo agent', public: true });
@@ -85,8 +86,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   client?.stop();
-  await t?.close();
-  await llm?.close();
 });
 
 type Entity = Record<string, unknown>;

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type GraphQLResponse, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { GraphQLResponse, TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectCleanErrors } from './support.ts';
 
@@ -92,8 +93,8 @@ let t: TestApp;
 let alice: TestUser;
 let ids: { agent: string; concept: string; model: string; creation: string; likedCreation: string };
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   const f = fixtures(t);
   const agent = await f.agent(alice, { name: 'Original name' });
@@ -106,7 +107,6 @@ beforeAll(async () => {
   await f.trigger(agent.id, alice.id);
   ids = { agent: agent.id, concept: concept.id, model: model.id, creation: creation.id, likedCreation: likedCreation.id };
 });
-afterAll(() => t.close());
 
 type Operation = (key: string | null) => Promise<GraphQLResponse<unknown>>;
 

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
-import { startTestApp, type GraphQLResponse, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { GraphQLResponse, TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 
 const CreationsWithRelations = graphql(`
@@ -40,11 +41,10 @@ describe('query batching', () => {
   let t: TestApp;
   let alice: TestUser;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     alice = await t.createUser('alice');
   });
-  afterAll(() => t.close());
 
   async function statementsFor<R, V>(document: TypedDocumentNode<R, V>, variables?: V) {
     let result: GraphQLResponse<R> | undefined;

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 
@@ -44,15 +45,14 @@ let aliceAgent: { id: string; key: string };
 const images = (n: number, prefix = 'img') =>
   Array.from({ length: n }, (_, i) => ({ image: `https://cdn.example.com/${prefix}-${i}.jpg`, usageInstructions: `${prefix} view ${i}` }));
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
   f = fixtures(t);
   const agent = await f.agent(alice, { key: 'alice-painter', name: 'Painter' });
   aliceAgent = { id: agent.id, key: 'alice-painter' };
 });
-afterAll(() => t.close());
 
 const readConcept = async (id: string, key = alice.apiKey) => expectData(await t.gql(ConceptsGet, { id }, key)).concept;
 

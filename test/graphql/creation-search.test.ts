@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { searchableCreation, searchPath } from '../search/support.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
@@ -41,8 +42,8 @@ let alice: TestUser;
 let bob: TestUser;
 const hot = new Set<string>();
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
   const f = fixtures(t);
@@ -65,7 +66,6 @@ beforeAll(async () => {
     public: false,
   });
 });
-afterAll(() => t.close());
 
 describe('searchCreations', () => {
   it('returns the same page as REST, with scores and batched likedByMe', async () => {

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 
@@ -37,13 +38,12 @@ let alice: TestUser;
 let bob: TestUser;
 let f: ReturnType<typeof fixtures>;
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
   f = fixtures(t);
 });
-afterAll(() => t.close());
 
 const read = async (id: string, key: string) => expectData(await t.gql(CreationsGet, { id }, key)).creation;
 

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import type { DiscoverAgentsQueryVariables } from './generated/graphql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
@@ -39,8 +40,8 @@ const agents: Record<string, string> = {};
 const globalId = (type: string, id: string) => Buffer.from(`${type}:${id}`).toString('base64');
 const tick = () => new Promise((r) => setTimeout(r, 3));
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
   f = fixtures(t);
@@ -56,7 +57,6 @@ beforeAll(async () => {
     await tick();
   }
 });
-afterAll(() => t?.close());
 
 type Page = { edges: { cursor: string; node: { rawId: string } }[]; pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean } };
 

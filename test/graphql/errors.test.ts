@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it, vi } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError, expectCleanErrors, postDocument, postRaw } from './support.ts';
 
@@ -29,11 +30,10 @@ const ErrorsMeAndAgent = graphql(`
 let t: TestApp;
 let alice: TestUser;
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
 });
-afterAll(() => t.close());
 
 /** A request error: no data, a readable first message, nothing internal. */
 function expectRequestError(response: { status: number; json: any; text: string }, message: RegExp) {

@@ -1,9 +1,10 @@
 import type { Browser, Page } from 'puppeteer-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { launchChromium, recordingPage, type TestBrowser } from '../helpers/browser.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import { launchChromium, recordingPage } from '../helpers/browser.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 /**
  * GraphiQL as a person uses it: Debian's Chromium opens /graphql, the key goes into the
@@ -14,18 +15,12 @@ import { settledSession } from '../helpers/sessions.ts';
 let t: TestApp;
 let alice: TestUser;
 let browser: Browser;
-let chromium: TestBrowser | undefined;
 
-beforeAll(async () => {
+setUp(async (start) => {
   // The offline responder pauses between tokens, so the reply visibly streams.
-  t = await startTestApp({ llm: { offlineTokenDelayMs: 30 } });
+  t = await start.app({ llm: { offlineTokenDelayMs: 30 } });
   alice = await t.createUser('alice');
-  chromium = await launchChromium();
-  browser = chromium.browser;
-});
-afterAll(async () => {
-  await chromium?.close();
-  await t?.close();
+  browser = (await start.service(launchChromium())).browser;
 });
 
 /** Replaces the text of a GraphiQL editor by typing into it, as a person would. */

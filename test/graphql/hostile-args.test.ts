@@ -1,8 +1,9 @@
 import { isObjectType } from 'graphql';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { schema } from '../../src/graphql/schema.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { expectCleanErrors, postRaw } from './support.ts';
 
 /** Paging arguments and misspelt names as an attacker crafts them, against every Prisma connection. */
@@ -10,8 +11,8 @@ let t: TestApp;
 let alice: TestUser;
 const logged: unknown[] = [];
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   const agent = await fixtures(t).agent(alice);
   await fixtures(t).creation(alice, { agentId: agent.id });
@@ -23,7 +24,6 @@ beforeAll(async () => {
     return error(...args);
   }) as typeof log.error;
 });
-afterAll(() => t.close());
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const craftedCursors = [

@@ -1,7 +1,8 @@
 import { getIntrospectionQuery, parse } from 'graphql';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { graphqlWsClients, wsExecute } from '../helpers/graphql-ws.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { expectCleanErrors, postRaw } from './support.ts';
 
 /**
@@ -13,13 +14,12 @@ let t: TestApp;
 let alice: TestUser;
 const ws = graphqlWsClients(() => t.url);
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
 });
 afterAll(async () => {
   await ws.disposeAll();
-  await t.close();
 });
 
 const repeat = (n: number, f: (i: number) => string) => Array.from({ length: n }, (_, i) => f(i)).join(' ');

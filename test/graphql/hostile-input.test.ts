@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { unsafeUrls } from '../helpers/unsafe-urls.ts';
 import { expectCleanErrors, postRaw } from './support.ts';
 
@@ -11,12 +12,11 @@ let t: TestApp;
 let alice: TestUser;
 let bob: TestUser;
 
-beforeAll(async () => {
-  t = await startTestApp({ maxAgentsPerUser: MAX_AGENTS });
+setUp(async (start) => {
+  t = await start.app({ maxAgentsPerUser: MAX_AGENTS });
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
 });
-afterAll(() => t.close());
 
 async function gql(user: TestUser, query: string, variables: Record<string, unknown> = {}) {
   const { json } = await postRaw(t, { query, variables }, user.apiKey);

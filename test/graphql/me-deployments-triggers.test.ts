@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { credit } from '../../src/domain/core/ledger.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { credit } from '../../src/domain/core/stores/ledger.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, postDocument, postRaw } from './support.ts';
 
@@ -52,11 +53,10 @@ const MeTriggers = graphql(`
 let t: TestApp;
 let f: ReturnType<typeof fixtures>;
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   f = fixtures(t);
 });
-afterAll(() => t.close());
 
 describe('me', () => {
   it('is the key owner: username, type USER, zero balances, own account details', async () => {

@@ -1,9 +1,10 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, toolsDir, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import { toolsDir, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 
@@ -28,13 +29,12 @@ let alice: TestUser;
 let bob: TestUser;
 let f: ReturnType<typeof fixtures>;
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
   f = fixtures(t);
 });
-afterAll(() => t.close());
 
 describe('model(id)', () => {
   it('a public model is readable by anyone, with its owner', async () => {

@@ -1,9 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError, expectCleanErrors, postDocument } from './support.ts';
 
@@ -91,9 +92,9 @@ const ws = graphqlWsClients(() => t.url);
 const raw: Record<string, string> = {};
 const ids: Record<string, string> = {};
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Hi', ' there'] });
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl } });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Hi', ' there'] });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl } });
   [alice, bob] = [await t.createUser('alice'), await t.createUser('bob')];
   const f = fixtures(t);
   const agent = await f.agent(alice, { name: 'Secret Diary', public: false });
@@ -140,8 +141,6 @@ beforeAll(async () => {
 afterEach(() => ws.disposeAll());
 afterAll(async () => {
   await ws.disposeAll();
-  await t?.close();
-  await llm?.close();
 });
 
 const typeOf: Record<string, string> = {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 /**
  * Automatic persisted queries as Apollo's clients speak them: the hash alone first, the query
@@ -9,11 +10,10 @@ import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 let t: TestApp;
 let alice: TestUser;
 
-beforeAll(async () => {
-  t = await startTestApp({ apq: { maxEntries: 3, ttlMs: 60_000 } });
+setUp(async (start) => {
+  t = await start.app({ apq: { maxEntries: 3, ttlMs: 60_000 } });
   alice = await t.createUser('alice');
 });
-afterAll(() => t.close());
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const persisted = (hash: string) => ({ persistedQuery: { version: 1, sha256Hash: hash } });

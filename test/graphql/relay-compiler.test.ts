@@ -6,10 +6,11 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { buildSchema, isObjectType } from 'graphql';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { printedSchema } from '../../src/graphql/print.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { postRaw } from './support.ts';
 
 const require = createRequire(import.meta.url);
@@ -55,7 +56,7 @@ let t: TestApp;
 let alice: TestUser;
 let bob: TestUser;
 
-beforeAll(async () => {
+setUp(async (start) => {
   dir = await mkdtemp(join(tmpdir(), 'parley-relay-'));
   await mkdir(join(dir, 'src', '__generated__'), { recursive: true });
   await writeFile(join(dir, 'schema.graphql'), sdl);
@@ -64,11 +65,10 @@ beforeAll(async () => {
     join(dir, 'relay.config.json'),
     JSON.stringify({ src: './src', schema: './schema.graphql', language: 'javascript', artifactDirectory: './src/__generated__' }),
   );
-  t = await startTestApp();
+  t = await start.app();
   [alice, bob] = [await t.createUser('alice'), await t.createUser('bob')];
 });
 afterAll(async () => {
-  await t?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 

@@ -1,17 +1,17 @@
 import { createClient } from 'graphql-sse';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 describe('GraphQL endpoint', () => {
   let t: TestApp;
   let alice: TestUser;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     alice = await t.createUser('alice');
   });
-  afterAll(() => t.close());
 
   it('serves GraphiQL to a browser', async () => {
     const response = await fetch(`${t.url}/graphql`, { headers: { accept: 'text/html,application/xhtml+xml' } });
@@ -41,11 +41,10 @@ describe('GraphQL over SSE (graphql-sse)', () => {
   let alice: TestUser;
   const subscription = 'subscription ($id: ID!) { sessionEvents(sessionId: $id) { __typename seq } }';
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     alice = await t.createUser('alice');
   });
-  afterAll(() => t.close());
 
   it("serves the client's distinct connections mode: each subscription is its own stream", async () => {
     const agent = await fixtures(t).agent(alice);

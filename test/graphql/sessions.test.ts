@@ -1,9 +1,10 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { settledSession, titledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 
@@ -125,11 +126,11 @@ let carol: TestUser;
 let muse: { id: string };
 const ws = graphqlWsClients(() => t.url);
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Hi', ' from', ' Muse'], usage: { prompt_tokens: 20, completion_tokens: 3 } });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Hi', ' from', ' Muse'], usage: { prompt_tokens: 20, completion_tokens: 3 } });
   // The slow-client test replays a reply of 600 tokens of 16 KB (about 20 MB of events with its
   // final message): more than the replay log keeps by default (EVENT_REPLAY_BYTES).
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl }, events: { slowClientMs: 500, replayBytes: 64 * 1024 * 1024 } });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl }, events: { slowClientMs: 500, replayBytes: 64 * 1024 * 1024 } });
   [alice, bob, carol] = [await t.createUser('alice'), await t.createUser('bob'), await t.createUser('carol')];
   muse = await fixtures(t).agent(alice, { name: 'Muse', key: 'muse' });
 });
@@ -137,8 +138,6 @@ beforeEach(() => llm.reset());
 afterEach(() => ws.disposeAll());
 afterAll(async () => {
   await ws.disposeAll();
-  await t.close();
-  await llm.close();
 });
 
 async function startSession(user: TestUser, input: Record<string, unknown> = {}) {

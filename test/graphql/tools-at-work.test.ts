@@ -1,11 +1,12 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PNG } from 'pngjs';
 import { MEMORY_CAP } from '../../src/domain/memory/service.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { isMemoryRequest, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import { isMemoryRequest, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 
@@ -51,9 +52,9 @@ let alice: TestUser;
 let muse: { id: string };
 const ws = graphqlWsClients(() => t.url);
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Noted.'] });
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl } });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Noted.'] });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl } });
   alice = await t.createUser('alice');
   await t.services.manna.grant('alice', '20', 'forever');
   muse = await fixtures(t).agent(alice, { name: 'Muse', key: 'muse', tools: { flux_schnell: true } });
@@ -62,8 +63,6 @@ beforeEach(() => llm.reset());
 afterEach(() => ws.disposeAll());
 afterAll(async () => {
   await ws.disposeAll();
-  await t.close();
-  await llm.close();
 });
 
 describe('tools over graphql-ws', () => {

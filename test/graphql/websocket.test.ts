@@ -1,7 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { graphqlWsClients, wsExecute } from '../helpers/graphql-ws.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectCleanErrors } from './support.ts';
 
@@ -36,15 +37,14 @@ let alice: TestUser;
 let bob: TestUser;
 const ws = graphqlWsClients(() => t.url);
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
 });
 afterEach(() => ws.disposeAll());
 afterAll(async () => {
   await ws.disposeAll();
-  await t.close();
 });
 
 describe('GraphQL over graphql-ws', () => {

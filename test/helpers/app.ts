@@ -13,6 +13,7 @@ import {
   type DatabaseConfig,
   type EventsConfig,
   type HttpConfig,
+  type JobsConfig,
   type LimitsConfig,
   type LlmConfig,
   type SearchConfig,
@@ -54,6 +55,7 @@ export interface ConfigOverrides {
   limits?: Partial<Omit<LimitsConfig, 'rate'>> & { rate?: Partial<LimitsConfig['rate']> };
   apq?: ApqConfig;
   redisUrl?: string;
+  jobs?: Partial<JobsConfig>;
 }
 
 /**
@@ -87,6 +89,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     work: { ...base.work, ...overrides.work },
     limits: { ...base.limits, ...overrides.limits, rate: { ...base.limits.rate, ...overrides.limits?.rate } },
     apq: overrides.apq ?? base.apq,
+    jobs: { ...base.jobs, ...overrides.jobs },
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
     // On CI's shared Redis every test app is a deployment of its own: counts and slots must not
@@ -98,19 +101,49 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
 /**
  * The real app (same factory as production) on a free loopback port, over a fresh database, or
  * over `shared` (one that several instances use; it is left in place when this one closes).
- * `queries` records every SQL statement Prisma sends, for N+1 checks.
+ * `queries` records every SQL statement Prisma sends, for N+1 checks. A start that fails halfway
+ * undoes what it did (the app, its media folder, a database made on CI's server) before throwing.
+ * `beforeListen` may add routes of a test's own (a route a feature would declare) to the built app.
  */
-export async function startTestApp(overrides: ConfigOverrides = {}, shared?: DatabaseConfig) {
-  const db = shared ? { config: shared, drop: async () => {} } : await freshDatabase();
+export async function startTestApp(
+  overrides: ConfigOverrides = {},
+  shared?: DatabaseConfig,
+  hooks: { beforeListen?(app: App, config: Config): void } = {},
+) {
   const queries: string[] = [];
   const routes: { method: string | string[]; url: string }[] = [];
-  const config = testConfig(db.config, overrides);
-  const app: App = await buildApp(config, {
-    onQuery: (sql) => queries.push(sql),
-    onRoute: ({ method, url }) => void routes.push({ method, url }),
-  });
-  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  const ends: (() => unknown)[] = [];
+  const end = async () => {
+    let failure: unknown;
+    for (const step of ends.splice(0).reverse()) {
+      try {
+        await step();
+      } catch (e) {
+        failure ??= e;
+      }
+    }
+    if (failure) throw failure;
+  };
+  let app: App;
+  let url: string;
+  try {
+    const db = shared ? { config: shared, drop: async () => {} } : await freshDatabase();
+    ends.push(() => db.drop());
+    const config = testConfig(db.config, overrides);
+    ends.push(() => rmSync(config.mediaDir, { recursive: true, force: true }));
+    app = await buildApp(config, {
+      onQuery: (sql) => queries.push(sql),
+      onRoute: ({ method, url }) => void routes.push({ method, url }),
+    });
+    ends.push(() => app.close());
+    hooks.beforeListen?.(app, config);
+    url = await app.listen({ port: 0, host: '127.0.0.1' });
+  } catch (e) {
+    await end().catch(() => {});
+    throw e;
+  }
   const services = app.services;
+  let closed: Promise<void> | undefined;
   let userCount = 0;
 
   async function createUser(username = `user${++userCount}_${Math.random().toString(36).slice(2, 8)}`): Promise<TestUser> {
@@ -178,13 +211,10 @@ export async function startTestApp(overrides: ConfigOverrides = {}, shared?: Dat
     rest,
     gql,
     countQueries,
-    async close() {
-      try {
-        await app.close();
-        await db.drop();
-      } finally {
-        rmSync(config.mediaDir, { recursive: true, force: true });
-      }
+    /** Closes the app, then removes its media folder and drops its database; once, however often it is called. */
+    close() {
+      closed ??= end();
+      return closed;
     },
   };
 }

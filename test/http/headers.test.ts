@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { openSse } from '../helpers/sse.ts';
 
 /** What a browser on another site, and one on an allowed site, gets from REST and GraphQL. */
@@ -10,11 +11,10 @@ let alice: TestUser;
 const APP = 'https://app.example.com';
 const ADMIN = 'https://admin.example.com';
 
-beforeAll(async () => {
-  [open, listed] = await Promise.all([startTestApp(), startTestApp({ http: { corsOrigins: [APP, ADMIN] } })]);
+setUp(async (start) => {
+  [open, listed] = await Promise.all([start.app(), start.app({ http: { corsOrigins: [APP, ADMIN] } })]);
   alice = await open.createUser('alice');
 });
-afterAll(() => Promise.all([open.close(), listed.close()]));
 
 const preflight = (t: TestApp, path: string, origin: string, method = 'POST') =>
   fetch(`${t.url}${path}`, {

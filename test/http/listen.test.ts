@@ -4,12 +4,13 @@ import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { listen, LISTENING_HANDLES } from '../../src/http/listen.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { openRawSocket, type RawSocket } from '../helpers/raw-socket.ts';
 import { freePort } from '../helpers/servers.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 const opened: FastifyInstance[] = [];
 const processes: ChildProcess[] = [];
@@ -192,13 +193,11 @@ describe('closing', () => {
   let alice: TestUser;
   let agentId: string;
   let closing: Promise<void> | null = null;
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     alice = await t.createUser('alice');
     agentId = (await fixtures(t).agent(alice, { name: 'Muse' })).id;
   });
-  // The test closes the service itself; this is for when it failed before it could.
-  afterAll(() => closing ?? t.close());
 
   it('waits for the requests in flight on every listening handle before it closes', async () => {
     const body = JSON.stringify({ agent_ids: [agentId] });

@@ -1,9 +1,10 @@
 import { parse } from 'graphql';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsExecute } from '../helpers/graphql-ws.ts';
 import { unknownWellFormedKey } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 /**
  * Rate limits counted in this process, over real HTTP and graphql-ws: per key by tier, per
@@ -13,11 +14,10 @@ const WINDOW_MS = 4000;
 let t: TestApp;
 const ws = graphqlWsClients(() => t.url);
 
-beforeAll(async () => {
-  t = await startTestApp({ limits: { rate: { windowMs: WINDOW_MS, perTier: { free: 5, pro: 8 }, default: 4, anonymous: 3 } } });
+setUp(async (start) => {
+  t = await start.app({ limits: { rate: { windowMs: WINDOW_MS, perTier: { free: 5, pro: 8 }, default: 4, anonymous: 3 } } });
 });
 afterEach(() => ws.disposeAll());
-afterAll(() => t.close());
 
 const me = (key: string | null) => t.rest('GET', '/v2/creators/me', { key });
 const gqlPost = (key: string | null, query = '{ me { username } }') =>

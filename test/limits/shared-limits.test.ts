@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type ConfigOverrides, type TestApp, type TestUser } from '../helpers/app.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ConfigOverrides, TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
 import { startServerProcess } from '../helpers/process.ts';
 import { startRedis, type RedisServer } from '../helpers/redis.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { openSse, type SseClient } from '../helpers/sse.ts';
 
 /**
@@ -21,8 +22,8 @@ let b: TestApp;
 let alice: TestUser;
 const streams: SseClient[] = [];
 
-beforeAll(async () => {
-  [redis, database] = await Promise.all([startRedis(), freshPostgresDatabase()]);
+setUp(async (start) => {
+  [redis, database] = await Promise.all([start.service(startRedis()), start.service(freshPostgresDatabase(), (d) => d.drop())]);
   const config: ConfigOverrides = {
     redisUrl: redis.url,
     apq: { maxEntries: 2, ttlMs: 60_000 },
@@ -33,19 +34,14 @@ beforeAll(async () => {
     },
   };
   // One after the other: the first applies the migrations.
-  a = await startTestApp(config, { kind: 'postgres', url: database.url });
-  b = await startTestApp(config, { kind: 'postgres', url: database.url });
+  a = await start.app(config, { kind: 'postgres', url: database.url });
+  b = await start.app(config, { kind: 'postgres', url: database.url });
   // The subscription tests open many streams: their users' tier has no rate limit.
   alice = await a.createUser('alice');
   await a.db.user.update({ where: { id: alice.id }, data: { subscriptionTier: 'staff' } });
 });
 afterEach(() => {
   for (const s of streams.splice(0)) s.close();
-});
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
-  await database?.drop();
-  await redis?.stop();
 });
 
 const me = (t: TestApp, key: string | null) => t.rest('GET', '/v2/creators/me', { key });

@@ -1,9 +1,10 @@
 import { parse } from 'graphql';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { openSse, type SseClient } from '../helpers/sse.ts';
 
 /**
@@ -21,19 +22,15 @@ const streams: SseClient[] = [];
 const SessionEvents = parse('subscription ($id: ID!) { sessionEvents(sessionId: $id) { seq type } }');
 const SendMessage = parse('subscription ($input: SendMessageInput!) { sendMessage(input: $input) { seq type } }');
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Hi', '!'] });
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl }, limits: { maxSubscriptionsPerKey: MAX_SUBSCRIPTIONS, maxStreamsPerKey: 1 } });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Hi', '!'] });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl }, limits: { maxSubscriptionsPerKey: MAX_SUBSCRIPTIONS, maxStreamsPerKey: 1 } });
   alice = await t.createUser('alice');
   agentId = (await fixtures(t).agent(alice)).id;
 });
 afterEach(async () => {
   for (const s of streams.splice(0)) s.close();
   await ws.disposeAll();
-});
-afterAll(async () => {
-  await t.close();
-  await llm.close();
 });
 
 async function newSession(user: TestUser) {

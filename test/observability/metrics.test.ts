@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsExecute, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { scrape, type Scrape } from '../helpers/metrics.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { openSse, updates } from '../helpers/sse.ts';
 import { graphql } from '../graphql/generated/gql.ts';
 
@@ -24,9 +25,9 @@ const OpsWatch = graphql(`
   subscription OpsWatch($sessionId: ID!) { sessionEvents(sessionId: $sessionId) { __typename seq } }
 `);
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI();
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl } });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI();
+  t = await start.app({ llm: { baseUrl: llm.baseUrl } });
   alice = await t.createUser('alice');
   await t.services.manna.grant('alice', '100', 'subscription');
   painter = await fixtures(t).agent(alice, { name: 'Painter', key: 'painter', tools: { flux_dev: true } });
@@ -34,8 +35,6 @@ beforeAll(async () => {
 beforeEach(() => llm.reset());
 afterAll(async () => {
   await ws.disposeAll();
-  await t.close();
-  await llm.close();
 });
 
 /** Scrapes until `check` passes: gauges follow sockets and streams that close in the background. */

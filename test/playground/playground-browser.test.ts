@@ -1,8 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'puppeteer-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { launchChromium, recordingPage, type TestBrowser } from '../helpers/browser.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import { launchChromium, recordingPage } from '../helpers/browser.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 /**
  * The playground as a person uses it, in Debian's Chromium against a real server: a key, an
@@ -13,19 +14,13 @@ import { launchChromium, recordingPage, type TestBrowser } from '../helpers/brow
 let t: TestApp;
 let alice: TestUser;
 let browser: Browser;
-let chromium: TestBrowser | undefined;
 // The picture in docs/playground.md, taken again only when asked: a test run leaves the tree as it found it.
 const screenshot = process.env.UPDATE_SCREENSHOT ? fileURLToPath(new URL('../../docs/playground.png', import.meta.url)) : null;
 
-beforeAll(async () => {
-  t = await startTestApp({ llm: { offlineTokenDelayMs: 60 } });
+setUp(async (start) => {
+  t = await start.app({ llm: { offlineTokenDelayMs: 60 } });
   alice = await t.createUser('alice');
-  chromium = await launchChromium();
-  browser = chromium.browser;
-});
-afterAll(async () => {
-  await chromium?.close();
-  await t?.close();
+  browser = (await start.service(launchChromium())).browser;
 });
 
 /** A page that records every request it makes and everything its policy blocks or its scripts throw. */

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { startNginx } from '../helpers/nginx.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { openSse, type SseClient, type SseFrame } from '../helpers/sse.ts';
 
 /**
@@ -17,20 +18,15 @@ let nginx: Awaited<ReturnType<typeof startNginx>>;
 let alice: TestUser;
 let agent: { id: string };
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI();
+setUp(async (start) => {
+  llm = await start.fakeOpenAI();
   // A stream held by the proxy fails this way rather than by the test's own timeout.
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl, idleTimeoutMs: 10_000 } });
-  nginx = await startNginx(t.url);
+  t = await start.app({ llm: { baseUrl: llm.baseUrl, idleTimeoutMs: 10_000 } });
+  nginx = await start.service(startNginx(t.url));
   alice = await t.createUser('alice');
   agent = await fixtures(t).agent(alice, { name: 'Relay', key: 'relay' });
 });
 beforeEach(() => llm.reset());
-afterAll(async () => {
-  await nginx?.close();
-  await t.close();
-  await llm.close();
-});
 
 const TOKENS = ['One', ' by', ' one', ' through', ' the', ' proxy.'];
 

@@ -1,7 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 /**
  * What one hostile client can do over graphql-ws, done for real: raw sockets speaking the
@@ -59,9 +60,9 @@ async function connected(key: string) {
 
 const introspection = '{ __schema { types { name fields { name type { name kind ofType { name kind } } } } } }';
 
-beforeAll(async () => {
+setUp(async (start) => {
   // A socket whose output stays unread for 2 s is dropped (30 s in production).
-  t = await startTestApp({
+  t = await start.app({
     websocket: { maxMessageBytes: 64 * 1024, maxOperations: 5, maxSocketsPerKey: 3 },
     events: { slowClientMs: 2000 },
   });
@@ -70,7 +71,6 @@ beforeAll(async () => {
 afterEach(() => {
   for (const ws of sockets.splice(0)) ws.terminate();
 });
-afterAll(() => t.close());
 
 describe('graphql-ws limits', () => {
   it('closes a socket whose connection_init has no key (4401) or a bad one (4403), before any operation', async () => {

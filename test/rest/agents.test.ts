@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectError, expectRejectsBadKeys, isoDate, creatorRef } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 const NOT_FOUND = 'Agent not found';
 const KEY_TAKEN = 'An agent with this key already exists';
@@ -14,13 +15,12 @@ describe('REST agents', () => {
   let seq = 0;
   const uniqueKey = (prefix = 'agent') => `${prefix}-${Date.now().toString(36)}-${++seq}`;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     f = fixtures(t);
     alice = await t.createUser('alice');
     bob = await t.createUser('bob');
   });
-  afterAll(() => t.close());
 
   /** An agent of `owner` with every field set to a non-default value. */
   async function richAgent(owner: TestUser, fields: Record<string, unknown> = {}) {

@@ -1,14 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp } from '../helpers/app.ts';
 import { expectAuthError, expectError, expectRejectsBadKeys, unknownWellFormedKey, withWrongSecret } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 describe('DELETE /apikeys', () => {
   let t: TestApp;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
   });
-  afterAll(() => t.close());
 
   /** A second key for a user, issued the same way as the first. */
   const issueKey = async (userId: string) => (await t.services.apiKeys.create(userId)).apiKey;

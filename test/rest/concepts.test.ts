@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectError, expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 const NOT_FOUND = 'Concept not found';
 
@@ -11,13 +12,12 @@ describe('REST concepts', () => {
   let alice: TestUser;
   let bob: TestUser;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     f = fixtures(t);
     alice = await t.createUser('alice');
     bob = await t.createUser('bob');
   });
-  afterAll(() => t.close());
 
   const twoImages = [
     { image: 'https://example.com/front.jpg', usageInstructions: 'front view' },

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectError, expectRejectsBadKeys, isoDate, viewerOf } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { searchableCreation, searchPath } from '../search/support.ts';
 
 let t: TestApp;
@@ -9,13 +10,12 @@ let alice: TestUser;
 let bob: TestUser;
 let f: ReturnType<typeof fixtures>;
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   f = fixtures(t);
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
 });
-afterAll(() => t.close());
 
 const search = (user: TestUser, params: Record<string, string | number | undefined>) =>
   t.rest('GET', searchPath(params), { key: user.apiKey });

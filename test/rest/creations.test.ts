@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectError, expectRejectsBadKeys } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 const NOT_VISIBLE = 'Creation not found or you do not have access to it';
 
@@ -11,13 +12,12 @@ describe('REST creation likes', () => {
   let alice: TestUser;
   let bob: TestUser;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     f = fixtures(t);
     alice = await t.createUser('alice');
     bob = await t.createUser('bob');
   });
-  afterAll(() => t.close());
 
   const like = (id: string, user: TestUser) => t.rest('POST', `/v2/creations/${id}/like`, { key: user.apiKey });
   const unlike = (id: string, user: TestUser) => t.rest('DELETE', `/v2/creations/${id}/like`, { key: user.apiKey });

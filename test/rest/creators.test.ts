@@ -1,17 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { credit } from '../../src/domain/core/ledger.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import { credit } from '../../src/domain/core/stores/ledger.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 describe('GET /v2/creators/me', () => {
   let t: TestApp;
   let alice: TestUser;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     alice = await t.createUser('alice');
   });
-  afterAll(() => t.close());
 
   const me = async (user: TestUser) => {
     const res = await t.rest('GET', '/v2/creators/me', { key: user.apiKey });

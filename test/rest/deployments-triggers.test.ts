@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectRejectsBadKeys, isoDate, rawRequest } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 describe('REST agent deployments and triggers', () => {
   let t: TestApp;
@@ -11,14 +12,13 @@ describe('REST agent deployments and triggers', () => {
   let carol: TestUser;
   let secretSeq = 0;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     f = fixtures(t);
     alice = await t.createUser('alice');
     bob = await t.createUser('bob');
     carol = await t.createUser('carol');
   });
-  afterAll(() => t.close());
 
   const at = (minutes: number) => new Date(Date.UTC(2025, 0, 1, 12, minutes));
 

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectError, rawRequest } from '../helpers/rest-helpers.ts';
 import { settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { unsafeUrls } from '../helpers/unsafe-urls.ts';
 
 /** What an attacker with a key of their own sends over REST, and what comes back. */
@@ -11,12 +12,11 @@ let t: TestApp;
 let alice: TestUser;
 let bob: TestUser;
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
 });
-afterAll(() => t.close());
 
 describe('URLs a user gives are http or https only', () => {
   it.each(unsafeUrls)('an agent image %j is refused with 400 and nothing changes', async (url) => {

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectError, expectRejectsBadKeys, isoDate, creatorRef } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 describe('GET /v2/models/{id}', () => {
   let t: TestApp;
@@ -9,13 +10,12 @@ describe('GET /v2/models/{id}', () => {
   let alice: TestUser;
   let bob: TestUser;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     f = fixtures(t);
     alice = await t.createUser('alice');
     bob = await t.createUser('bob');
   });
-  afterAll(() => t.close());
 
   const fullModel = (owner: TestUser, isPublic: boolean) =>
     t.db.model.create({

@@ -1,20 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 /** With nothing configured, asking an agent in so many words for a picture still makes one. */
 let t: TestApp;
 let alice: TestUser;
 let painter: { id: string };
 
-beforeAll(async () => {
-  t = await startTestApp();
+setUp(async (start) => {
+  t = await start.app();
   alice = await t.createUser('alice');
   await t.services.manna.grant('alice', '10', 'forever');
   painter = await fixtures(t).agent(alice, { name: 'Painter', key: 'painter', tools: { flux_schnell: true } });
 });
-afterAll(() => t.close());
 
 describe('the offline responder with tools', () => {
   it('calls the agent’s image tool with the user’s words and links the result, honestly offline', async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { restOperations } from '../../src/rest/routes.ts';
 import { startTestApp, type RestResponse, type TestApp, type TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { deref, refsIn, resolveRef, routesFromPrintout, schemaProblems, type SchemaObject } from '../helpers/openapi.ts';
@@ -110,6 +111,26 @@ describe('GET /v2/openapi.json', () => {
       );
     const described = operationsOf().map(({ method, path }) => `${method.toUpperCase()} ${path}`);
     expect(described.sort()).toEqual(served.sort());
+    // Each route the server has is one declaration, and each declaration is one route of the document.
+    const declared = restOperations.map((op) => `${op.method.toUpperCase()} ${op.path.replace(/:(\w+)/g, '{$1}')}`);
+    expect(declared.sort()).toEqual(served.sort());
+    expect(restOperations.map((op) => op.operationId).sort()).toEqual(
+      operationsOf()
+        .map(({ op }) => op.operationId)
+        .sort(),
+    );
+  });
+
+  it('serves each declared operation with its declared access: public ones without a key, the others 401 {error}', async () => {
+    for (const op of restOperations) {
+      const where = `${op.method.toUpperCase()} ${op.path}`;
+      const res = await t.rest(op.method.toUpperCase(), op.path.replace(/:(\w+)/g, 'nope'), { key: null });
+      if (op.public) expect(res.status, where).not.toBe(401);
+      else {
+        expect(res.status, where).toBe(401);
+        expect(Object.keys(res.body), where).toEqual(['error']);
+      }
+    }
   });
 
   it('names the 18 operations of the interface with their bodies, parameters and success shapes', () => {

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { newSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { openSse, type SseClient, updates } from '../helpers/sse.ts';
 
 /**
@@ -16,16 +17,14 @@ let alice: TestUser;
 let agentId: string;
 const streams: SseClient[] = [];
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Noted', '.'] });
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl }, limits: { maxSubscriptionsPerKey: 100 } });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Noted', '.'] });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl }, limits: { maxSubscriptionsPerKey: 100 } });
   alice = await t.createUser('alice');
   agentId = (await fixtures(t).agent(alice, { name: 'Scribe', key: 'scribe' })).id;
 });
 afterAll(async () => {
   for (const s of streams.splice(0)) s.close();
-  await t.close();
-  await llm.close();
 });
 
 const events = (userKey: string, sessionId: string) =>

@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { isTitleRequest, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import { isTitleRequest, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectAuthError, expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 let t: TestApp;
 let llm: FakeOpenAI;
@@ -14,9 +15,9 @@ let muse: { id: string };
 let remy: { id: string };
 let privateAgent: { id: string };
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Hello', ' from', ' the', ' model.'], usage: { prompt_tokens: 40, completion_tokens: 4 } });
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl } });
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Hello', ' from', ' the', ' model.'], usage: { prompt_tokens: 40, completion_tokens: 4 } });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl } });
   [alice, bob, carol] = [await t.createUser('alice'), await t.createUser('bob'), await t.createUser('carol')];
   const f = fixtures(t);
   muse = await f.agent(alice, {
@@ -30,10 +31,6 @@ beforeAll(async () => {
   privateAgent = await f.agent(bob, { name: 'Hidden', key: 'hidden', public: false });
 });
 beforeEach(() => llm.reset());
-afterAll(async () => {
-  await t.close();
-  await llm.close();
-});
 
 const post = (user: TestUser, body: unknown) => t.rest('POST', '/v2/sessions', { key: user.apiKey, body });
 const countSessions = () => t.db.session.count();

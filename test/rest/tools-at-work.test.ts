@@ -1,10 +1,11 @@
 import { PNG } from 'pngjs';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { startFakeToolService } from '../helpers/fake-tool-service.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { openSse, updates } from '../helpers/sse.ts';
 import { httpTool, toolRegistryWith } from '../helpers/tool-registry.ts';
 
@@ -20,15 +21,15 @@ const deferred = () => {
   return { promise, resolve };
 };
 
-beforeAll(async () => {
-  llm = await startFakeOpenAI({ tokens: ['Done.'] });
-  svc = await startFakeToolService();
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Done.'] });
+  svc = await start.service(startFakeToolService());
   const toolsDir = await toolRegistryWith({
     remote_maker: httpTool('remote_maker', svc.url),
     pricey_tool: httpTool('pricey_tool', svc.url, '200 * n'),
     quick_giveup: httpTool('quick_giveup', svc.url, 'n', { timeoutMs: 300, retries: 0 }),
   });
-  t = await startTestApp({ llm: { baseUrl: llm.baseUrl }, toolsDir });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl }, toolsDir });
   alice = await t.createUser('alice');
   await t.services.manna.grant('alice', '100', 'subscription');
   await t.services.manna.grant('alice', '50', 'forever');
@@ -49,11 +50,6 @@ beforeAll(async () => {
 beforeEach(() => {
   llm.reset();
   svc.reset();
-});
-afterAll(async () => {
-  await t.close();
-  await llm.close();
-  await svc.close();
 });
 
 const call = (name: string, args: unknown, id = `call_${name}`) => ({

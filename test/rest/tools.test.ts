@@ -2,11 +2,12 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { loadToolRegistry } from '../../src/domain/tools/registry.ts';
-import { startTestApp, testConfig, toolsDir, type TestApp, type TestUser } from '../helpers/app.ts';
+import { testConfig, toolsDir, type TestApp, type TestUser } from '../helpers/app.ts';
 import { expectRejectsBadKeys } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 const SPEC_FIELDS = [
   'key',
@@ -27,13 +28,12 @@ describe('GET /v2/tools', () => {
   let alice: TestUser;
   let files: Record<string, any>[];
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     alice = await t.createUser('alice');
     const names = (await readdir(toolsDir)).filter((n) => n.endsWith('.yaml'));
     files = await Promise.all(names.map(async (n) => parseYaml(await readFile(join(toolsDir, n), 'utf8'))));
   });
-  afterAll(() => t.close());
 
   it('answers 401 {error} for missing, malformed and unknown keys', async () => {
     expect(await expectRejectsBadKeys(t, 'GET', '/v2/tools')).toBe(true);

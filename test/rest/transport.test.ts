@@ -1,19 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectNoInternals, rawRequest } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 describe('REST transport', () => {
   let t: TestApp;
   let alice: TestUser;
   let agentId: string;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     alice = await t.createUser('alice');
     agentId = (await fixtures(t).agent(alice, { name: 'Original' })).id;
   });
-  afterAll(() => t.close());
 
   const agentRow = () => t.db.agent.findUniqueOrThrow({ where: { id: agentId }, include: { user: true } });
 

@@ -1,8 +1,9 @@
 import { EdenClient } from '@edenlabs/eden-sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { sdkTypes } from '../helpers/sdk-types.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 /**
  * The original platform's published JavaScript SDK (@edenlabs/eden-sdk, pinned) pointed at a
@@ -30,8 +31,8 @@ describe('the original SDK (@edenlabs/eden-sdk) against parley', () => {
     for (const key of present) expect(value[key], `${typeName}.${key}`).toBeDefined();
   };
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     f = fixtures(t);
     alice = await t.createUser('alice');
     bob = await t.createUser('bob');
@@ -42,7 +43,6 @@ describe('the original SDK (@edenlabs/eden-sdk) against parley', () => {
     sdk = new EdenClient({ edenApiUrl: t.url, apiKey: alice.apiKey });
     bobSdk = new EdenClient({ edenApiUrl: t.url, apiKey: bob.apiKey });
   });
-  afterAll(() => t.close());
 
   /** The SDK throws axios's error for a non-2xx answer; integrations read `response.data.error`/`.message`. */
   async function failure(call: Promise<unknown>) {

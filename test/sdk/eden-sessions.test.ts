@@ -1,9 +1,10 @@
 import { EdenClient } from '@edenlabs/eden-sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { isoDate } from '../helpers/rest-helpers.ts';
 import { settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 /**
  * The original's v2 session routes, which the published SDK (0.4.6) has no named methods for:
@@ -19,8 +20,8 @@ describe("the original's session routes through the SDK's client (@edenlabs/eden
   let sdk: EdenClient;
   let bobSdk: EdenClient;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     const f = fixtures(t);
     alice = await t.createUser('alice');
     bob = await t.createUser('bob');
@@ -28,7 +29,6 @@ describe("the original's session routes through the SDK's client (@edenlabs/eden
     sdk = new EdenClient({ edenApiUrl: t.url, apiKey: alice.apiKey });
     bobSdk = new EdenClient({ edenApiUrl: t.url, apiKey: bob.apiKey });
   });
-  afterAll(() => t.close());
 
   const call = (client: EdenClient, method: string, url: string, data?: unknown) =>
     client.apiCall(() => ({ method, url, ...(data === undefined ? {} : { data }) })) as Promise<Record<string, any>>;

@@ -1,17 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadDemo, type DemoManifest } from '../../src/demo/load.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { searchPath } from './support.ts';
 
 describe('search over the demo data with nothing configured', () => {
   let t: TestApp;
   let manifest: DemoManifest;
 
-  beforeAll(async () => {
-    t = await startTestApp();
+  setUp(async (start) => {
+    t = await start.app();
     manifest = await loadDemo(t.services);
   });
-  afterAll(() => t.close());
 
   const search = async (username: string, query: string) =>
     (await t.rest('GET', searchPath({ query, limit: 100 }), { key: manifest.users.find((u) => u.username === username)!.apiKey })).body;

@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { defaultSearchConfig } from '../../src/config.ts';
 import { detectVectorColumn } from '../../src/db/vector-column.ts';
 import { hashedNgramVector } from '../../src/domain/search/embeddings/hashed-ngrams.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { onRealPostgres } from '../helpers/database.ts';
+import { setUp } from '../helpers/set-up.ts';
 
 /**
  * A filter that drops every nearest neighbour must not empty the page. 380 creations match the
@@ -16,8 +17,8 @@ describe('filtered search over the HNSW index', () => {
   let alice: TestUser;
   const efSearch = 40;
 
-  beforeAll(async () => {
-    t = await startTestApp({ search: { ...defaultSearchConfig, efSearch, minScore: -1 } });
+  setUp(async (start) => {
+    t = await start.app({ search: { ...defaultSearchConfig, efSearch, minScore: -1 } });
     alice = await t.createUser('alice');
     // Varied names: hundreds of near-identical vectors would leave some unreachable in any HNSW graph.
     const adjectives =
@@ -50,7 +51,6 @@ describe('filtered search over the HNSW index', () => {
       await t.db.$executeRawUnsafe('SET enable_bitmapscan = off');
     }
   });
-  afterAll(() => t.close());
 
   it('still finds the 20 creations of the filtered tool', async () => {
     const page = await t.services.search.search({ id: alice.id }, { query: 'kite festival dunes', tool: 'sdxl', limit: 100 });

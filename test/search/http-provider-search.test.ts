@@ -1,9 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { defaultSearchConfig } from '../../src/config.ts';
 import { searchService } from '../../src/domain/search/service.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { searchStore } from '../../src/domain/search/store.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { axis, startFakeEmbeddings, type FakeEmbeddings } from '../helpers/fake-embeddings.ts';
 import { expectNoInternals } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { searchableCreation, searchPath } from './support.ts';
 
 /**
@@ -14,18 +16,20 @@ let t: TestApp;
 let server: FakeEmbeddings;
 let alice: TestUser;
 
-beforeAll(async () => {
-  server = await startFakeEmbeddings({
-    // Creations (their names are their whole text).
-    'Lighthouse at the cliff': axis(0),
-    'Fox in the snow': axis(1),
-    'Koi pond': axis(2),
-    'Night harbour': axis(0, 3, 1),
-    // Queries sharing no word with what they should find.
-    'a tall tower that guides ships': axis(0, 5, 0.2),
-    'winter animal': axis(1, 6, 0.5),
-  });
-  t = await startTestApp({
+setUp(async (start) => {
+  server = await start.service(
+    startFakeEmbeddings({
+      // Creations (their names are their whole text).
+      'Lighthouse at the cliff': axis(0),
+      'Fox in the snow': axis(1),
+      'Koi pond': axis(2),
+      'Night harbour': axis(0, 3, 1),
+      // Queries sharing no word with what they should find.
+      'a tall tower that guides ships': axis(0, 5, 0.2),
+      'winter animal': axis(1, 6, 0.5),
+    }),
+  );
+  t = await start.app({
     search: {
       ...defaultSearchConfig,
       embeddings: { kind: 'http', url: server.url, model: 'fake-clip', batchSize: 16, timeoutMs: 10_000, retries: 0 },
@@ -34,10 +38,6 @@ beforeAll(async () => {
   alice = await t.createUser('alice');
   for (const name of ['Lighthouse at the cliff', 'Fox in the snow', 'Koi pond', 'Night harbour'])
     await searchableCreation(t, alice, { name });
-});
-afterAll(async () => {
-  await t.close();
-  await server.close();
 });
 
 const search = async (query: string, extra: Record<string, string | number> = {}) =>
@@ -73,7 +73,7 @@ describe('search with an OpenAI-compatible embedding server', () => {
   });
 
   it('never compares vectors of two providers: a creation embedded by another provider is found only after reembed', async () => {
-    const offline = searchService(t.db, defaultSearchConfig);
+    const offline = searchService(searchStore(t.db), defaultSearchConfig);
     const stray = await t.db.creation.create({
       data: { userId: alice.id, tool: 'flux_dev', name: 'Lighthouse at the cliff', url: 'https://cdn.example.com/stray.png', public: true },
     });

@@ -1,32 +1,27 @@
-import type { Db } from '../../db/database.ts';
-import type { Agent, Prisma } from '../../generated/prisma/client.ts';
 import { badInput, conflict, forbidden, notFound, unprocessable } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
-import { isUniqueViolation } from '../core/prisma-errors.ts';
-import type { ToolRegistry } from '../tools/registry.ts';
+import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 import { nonEmptyPatch, parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
-import { agentListWhere } from '../discovery/filters.ts';
-import { newestFirst } from '../core/ordering.ts';
-import { isVisibleTo, visibleToFilter } from '../core/visibility.ts';
+import { isVisibleTo } from '../core/visibility.ts';
+import { parseAgentFilter, type agentFilterSchema, type RawFilter } from '../discovery/filters.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
 import { agentCreateSchema, agentPatchSchema, type AgentPatch } from './inputs.ts';
+import type { AgentPage, AgentQuery, AgentStore, AgentWithKey } from './store.ts';
+
+export type { AgentQuery, AgentWithKey } from './store.ts';
 
 export const AGENT_NOT_FOUND = 'Agent not found';
 export const AGENT_KEY_TAKEN = 'An agent with this key already exists';
 
-export type AgentQuery = { include?: Prisma.AgentInclude };
-/** An agent with its creator row, whose username is the agent's `key`. */
-export type AgentWithKey = Agent & { user: { username: string } };
-
 /** A private persona is shown only to the agent's owner. */
-export const visiblePersona = (viewer: Viewer | null, agent: Pick<Agent, 'persona' | 'isPersonaPublic' | 'ownerId'>) =>
+export const visiblePersona = (viewer: Viewer | null, agent: { persona: string; isPersonaPublic: boolean; ownerId: string }) =>
   agent.isPersonaPublic || viewer?.id === agent.ownerId ? agent.persona : null;
 
-export const canReadAgent = (viewer: Viewer | null, agent: Pick<Agent, 'public' | 'ownerId'>) => isVisibleTo(viewer, agent, agent.ownerId);
+export const canReadAgent = (viewer: Viewer | null, agent: { public: boolean; ownerId: string }) =>
+  isVisibleTo(viewer, agent, agent.ownerId);
 
-const withKey = (query: AgentQuery = {}) => ({ include: { user: true, ...query.include } }) as const;
-
-export function agentService(db: Db, tools: ToolRegistry, limits: { maxAgentsPerUser: number }) {
+export function agentService(store: AgentStore, tools: ToolRegistry, limits: { maxAgentsPerUser: number }) {
   /** References inside agent input must point at things that exist and the caller may use. */
   async function checkReferences(viewer: Viewer, input: AgentPatch) {
     for (const key of Object.keys(input.tools ?? {})) {
@@ -34,23 +29,20 @@ export function agentService(db: Db, tools: ToolRegistry, limits: { maxAgentsPer
     }
     const loras = input.models?.map((m) => m.lora) ?? [];
     if (loras.length) {
-      const found = await db.model.findMany({ where: { id: { in: loras }, ...visibleToFilter(viewer, 'userId') }, select: { id: true } });
-      const ids = new Set(found.map((m) => m.id));
+      const ids = await store.usableModels(viewer, loras);
       const missing = loras.findIndex((id) => !ids.has(id));
       if (missing >= 0) throw badInput('model not found or not usable by you', ['models', missing, 'lora']);
     }
   }
 
-  const columns = ({ key: _key, llmSettings: _llm, ...rest }: AgentPatch) => rest;
-
   return {
     /** Agents the viewer may read (their own and public ones), narrowed by `filter`, newest first; `page` is the connection's window. */
-    list(viewer: Viewer, filter: Parameters<typeof agentListWhere>[1], page: Omit<Prisma.AgentFindManyArgs, 'where' | 'orderBy'>) {
-      return db.agent.findMany({ ...page, where: agentListWhere(viewer, filter), orderBy: newestFirst });
+    list(viewer: Viewer, filter: RawFilter<typeof agentFilterSchema>, page: AgentPage) {
+      return store.list(viewer, parseAgentFilter(filter), page);
     },
 
     async get(viewer: Viewer, id: string, query?: AgentQuery): Promise<AgentWithKey> {
-      const agent = canNameARow(id) ? await db.agent.findUnique({ where: { id }, ...withKey(query) }) : null;
+      const agent = canNameARow(id) ? await store.find(id, query) : null;
       if (!agent) throw notFound(AGENT_NOT_FOUND);
       if (!canReadAgent(viewer, agent)) throw forbidden('You do not have access to this agent');
       return agent;
@@ -60,23 +52,9 @@ export function agentService(db: Db, tools: ToolRegistry, limits: { maxAgentsPer
       const input = parseInput(agentCreateSchema, raw);
       await checkReferences(viewer, input);
       try {
-        return await db.$transaction(async (tx) => {
-          // One user's creations queue on their row, so concurrent ones cannot overshoot the cap.
-          await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${viewer.id} FOR UPDATE`;
-          if ((await tx.agent.count({ where: { ownerId: viewer.id } })) >= limits.maxAgentsPerUser) {
-            throw unprocessable(`Agent limit reached: a user may own at most ${limits.maxAgentsPerUser} agents`);
-          }
-          return tx.agent.create({
-            data: {
-              ...columns(input),
-              name: input.name,
-              llmSettings: input.llmSettings ?? {},
-              owner: { connect: { id: viewer.id } },
-              user: { create: { type: 'agent', username: input.key, userImage: input.image ?? null } },
-            },
-            ...withKey(query),
-          });
-        });
+        const agent = await store.createWithin(viewer.id, limits.maxAgentsPerUser, input, query);
+        if (!agent) throw unprocessable(`Agent limit reached: a user may own at most ${limits.maxAgentsPerUser} agents`);
+        return agent;
       } catch (e) {
         throw keyTakenOr(e);
       }
@@ -84,30 +62,13 @@ export function agentService(db: Db, tools: ToolRegistry, limits: { maxAgentsPer
 
     /** Only the fields present change; `llmSettings` is merged field by field. */
     async update(viewer: Viewer, id: string, raw: unknown, query?: AgentQuery): Promise<AgentWithKey> {
-      const existing = canNameARow(id) ? await db.agent.findUnique({ where: { id }, select: { ownerId: true } }) : null;
-      if (!existing) throw notFound(AGENT_NOT_FOUND);
-      if (existing.ownerId !== viewer.id) throw forbidden('Only the owner of this agent can update it');
+      const ownerId = canNameARow(id) ? await store.ownerOf(id) : null;
+      if (!ownerId) throw notFound(AGENT_NOT_FOUND);
+      if (ownerId !== viewer.id) throw forbidden('Only the owner of this agent can update it');
       const patch = nonEmptyPatch(parseInput(agentPatchSchema, raw), 'agent');
       await checkReferences(viewer, patch);
       try {
-        return await db.$transaction(async (tx) => {
-          // Merging llmSettings reads it and writes it back: the row lock makes concurrent PATCHes
-          // of different settings apply one after the other instead of overwriting each other.
-          const [current] = patch.llmSettings
-            ? await tx.$queryRaw<{ llmSettings: object }[]>`SELECT "llmSettings" FROM "Agent" WHERE "id" = ${id} FOR UPDATE`
-            : [];
-          return tx.agent.update({
-            where: { id },
-            data: {
-              ...columns(patch),
-              llmSettings: patch.llmSettings && { ...current?.llmSettings, ...patch.llmSettings },
-              ...(patch.key !== undefined || patch.image !== undefined
-                ? { user: { update: { username: patch.key, userImage: patch.image } } }
-                : {}),
-            },
-            ...withKey(query),
-          });
-        });
+        return await store.update(id, patch, query);
       } catch (e) {
         throw keyTakenOr(e);
       }

@@ -23,3 +23,4 @@ export const conceptPatchSchema = conceptFieldsSchema.partial();
 export const conceptCreateSchema = conceptFieldsSchema.partial().required({ name: true, images: true });
 
 export type ConceptPatch = z.output<typeof conceptPatchSchema>;
+export type ConceptCreate = z.output<typeof conceptCreateSchema>;

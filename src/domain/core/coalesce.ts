@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader';
-import { isDatabaseUnavailable } from './prisma-errors.ts';
+import { isDatabaseUnavailable } from './stores/prisma-errors.ts';
 
 /** Keys per statement at most, unless told otherwise: bounds a statement's size. */
 const MAX_BATCH = 500;

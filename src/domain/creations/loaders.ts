@@ -1,15 +1,11 @@
 import DataLoader from 'dataloader';
-import type { Db } from '../../db/database.ts';
 import type { Viewer } from '../core/viewer.ts';
+import type { CreationStore } from './store.ts';
 
 /** Per request: whether the caller liked each creation, one query for any number of them. */
-export function likedByViewerLoader(db: Db, viewer: Viewer) {
+export function likedByViewerLoader(store: Pick<CreationStore, 'likedAmong'>, viewer: Viewer) {
   return new DataLoader<string, boolean>(async (creationIds) => {
-    const likes = await db.like.findMany({
-      where: { userId: viewer.id, creationId: { in: [...creationIds] } },
-      select: { creationId: true },
-    });
-    const liked = new Set(likes.map((l) => l.creationId));
+    const liked = await store.likedAmong(viewer, creationIds);
     return creationIds.map((id) => liked.has(id));
   });
 }

@@ -1,58 +1,45 @@
-import type { Db } from '../../db/database.ts';
-import type { Creation, Prisma } from '../../generated/prisma/client.ts';
 import { badInput, notFound } from '../core/errors.ts';
-import { creationListWhere } from '../discovery/filters.ts';
 import { canNameARow } from '../core/ids.ts';
-import { newestFirst } from '../core/ordering.ts';
 import type { Viewer } from '../core/viewer.ts';
-import { visibleCreations } from '../core/visibility.ts';
+import { parseCreationFilter, type creationFilterSchema, type RawFilter } from '../discovery/filters.ts';
+import { likedByViewerLoader } from './loaders.ts';
+import type { CreationQuery, CreationRead, CreationStore, CreationWindow } from './store.ts';
+
+export type { CreationQuery } from './store.ts';
 
 export const CREATION_NOT_FOUND = 'Creation not found or you do not have access to it';
 export const LIKE_NOT_FOUND = 'Like not found';
 
-export type CreationQuery = { include?: Prisma.CreationInclude };
-
-export function creationService(db: Db) {
-  async function findVisible(tx: Prisma.TransactionClient | Db, viewer: Viewer, id: string) {
-    const creation = canNameARow(id)
-      ? await tx.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, select: { id: true } })
-      : null;
-    if (!creation) throw notFound(CREATION_NOT_FOUND);
-  }
-
+export function creationService(store: CreationStore) {
   return {
     /** The feed: public creations and the viewer's own, narrowed by `filter`, newest first. */
-    list(viewer: Viewer, filter: Parameters<typeof creationListWhere>[1], page: Omit<Prisma.CreationFindManyArgs, 'where' | 'orderBy'>) {
-      return db.creation.findMany({ ...page, where: creationListWhere(viewer, filter), orderBy: newestFirst });
+    list(viewer: Viewer, filter: RawFilter<typeof creationFilterSchema>, window: CreationWindow) {
+      return store.list(viewer, parseCreationFilter(filter), window);
     },
 
-    async get(viewer: Viewer, id: string, query: CreationQuery = {}): Promise<Creation> {
-      const creation = canNameARow(id) ? await db.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, ...query }) : null;
+    async get<Q extends CreationQuery = object>(viewer: Viewer, id: string, query?: Q): Promise<CreationRead<Q>> {
+      const creation = canNameARow(id) ? await store.findVisible(viewer, id, query) : null;
       if (!creation) throw notFound(CREATION_NOT_FOUND);
       return creation;
     },
 
-    /**
-     * The like row and `likeCount` change in one transaction, so the count always matches;
-     * the creation is returned as that transaction left it.
-     */
-    like(viewer: Viewer, id: string, query: CreationQuery = {}): Promise<Creation> {
-      return db.$transaction(async (tx) => {
-        await findVisible(tx, viewer, id);
-        const { count } = await tx.like.createMany({ data: [{ creationId: id, userId: viewer.id }], skipDuplicates: true });
-        if (count === 0) throw badInput('Creation already liked by user');
-        return tx.creation.update({ where: { id }, data: { likeCount: { increment: 1 } }, ...query });
-      });
+    /** Likes a creation the viewer may see, once; the creation is returned with its new count. */
+    async like<Q extends CreationQuery = object>(viewer: Viewer, id: string, query?: Q): Promise<CreationRead<Q>> {
+      const result = canNameARow(id) ? await store.like(viewer, id, query) : 'not visible';
+      if (result === 'not visible') throw notFound(CREATION_NOT_FOUND);
+      if (result === 'unchanged') throw badInput('Creation already liked by user');
+      return result;
     },
 
-    unlike(viewer: Viewer, id: string, query: CreationQuery = {}): Promise<Creation> {
-      return db.$transaction(async (tx) => {
-        await findVisible(tx, viewer, id);
-        const { count } = await tx.like.deleteMany({ where: { creationId: id, userId: viewer.id } });
-        if (count === 0) throw notFound(LIKE_NOT_FOUND);
-        return tx.creation.update({ where: { id }, data: { likeCount: { decrement: 1 } }, ...query });
-      });
+    async unlike<Q extends CreationQuery = object>(viewer: Viewer, id: string, query?: Q): Promise<CreationRead<Q>> {
+      const result = canNameARow(id) ? await store.unlike(viewer, id, query) : 'not visible';
+      if (result === 'not visible') throw notFound(CREATION_NOT_FOUND);
+      if (result === 'unchanged') throw notFound(LIKE_NOT_FOUND);
+      return result;
     },
+
+    /** For GraphQL's `likedByMe`: one per request, batching every creation it asks about. */
+    likedByViewer: (viewer: Viewer) => likedByViewerLoader(store, viewer),
   };
 }
 

@@ -1,9 +1,7 @@
-import type { Db } from '../../db/database.ts';
-import type { Prisma } from '../../generated/prisma/client.ts';
 import type { EventBus } from '../core/bus.ts';
-import type { MessageView } from '../core/events.ts';
-import { messageSelect, toMessageView } from '../core/views.ts';
-import { abandonToolCalls } from '../core/holds.ts';
+import type { AbandonedReplies, RecoveredReply, RecoveryStore } from './ports.ts';
+
+export type { RecoveredReply } from './ports.ts';
 
 export const ABANDONED_REPLY = 'The server stopped before the reply was finished';
 const ABANDONED_TOOL = 'The server stopped before the tool finished';
@@ -21,13 +19,6 @@ export interface RecoveryOptions {
   bus?: EventBus;
 }
 
-export interface RecoveredReply {
-  sessionId: string;
-  promptId: string | null;
-  agentId: string | null;
-  message: MessageView;
-}
-
 /** Sessions looked at per round; the rounds go on until nothing is left. */
 const BATCH = 200;
 
@@ -40,43 +31,23 @@ const BATCH = 200;
  * are closed (before its tool calls, in the order settling takes them), and only replies still
  * `streaming` change, so each is closed, and each hold refunded, exactly once.
  */
-export async function recoverAbandonedReplies(db: Db, options: RecoveryOptions = {}): Promise<RecoveredReply[]> {
-  const where: Prisma.MessageWhereInput = {
-    status: 'streaming',
-    ...(options.instanceId !== undefined ? { instance: options.instanceId } : {}),
-    ...(options.olderThan ? { updatedAt: { lt: options.olderThan } } : {}),
-  };
+export async function recoverAbandonedReplies(store: RecoveryStore, options: RecoveryOptions = {}): Promise<RecoveredReply[]> {
+  const which: AbandonedReplies = { instanceId: options.instanceId, olderThan: options.olderThan };
+  const errors = { reply: ABANDONED_REPLY, tool: ABANDONED_TOOL };
   const recovered: RecoveredReply[] = [];
   // Closed replies no longer match, so each round finds the next sessions; a round that closes
   // nothing (another instance got there first) ends it.
   for (let closing = true; closing; ) {
-    const sessions = await db.message.findMany({ where, distinct: ['sessionId'], select: { sessionId: true }, take: BATCH });
+    const sessions = await store.sessionsWithAbandoned(which, BATCH);
     closing = false;
-    for (const { sessionId } of sessions) {
-      const closed = await recoverSession(db, sessionId, where);
+    for (const sessionId of sessions) {
+      const closed = await store.closeAbandoned(sessionId, which, errors);
       closing ||= closed.length > 0;
       recovered.push(...closed);
     }
   }
   if (options.bus) await announce(options.bus, recovered);
   return recovered;
-}
-
-async function recoverSession(db: Db, sessionId: string, where: Prisma.MessageWhereInput) {
-  return db.$transaction(async (tx) => {
-    const [session] = await tx.$queryRaw<{ id: string }[]>`SELECT "id" FROM "Session" WHERE "id" = ${sessionId} FOR UPDATE`;
-    if (!session) return [];
-    const closed = await tx.message.updateManyAndReturn({
-      where: { ...where, sessionId },
-      data: { status: 'failed', error: ABANDONED_REPLY },
-      select: { id: true },
-    });
-    if (closed.length === 0) return [];
-    const ids = closed.map((m) => m.id);
-    await abandonToolCalls(tx, { messageId: { in: ids } }, ABANDONED_TOOL);
-    const rows = await tx.message.findMany({ where: { id: { in: ids } }, orderBy: { ordinal: 'asc' }, select: messageSelect });
-    return rows.map((m) => ({ sessionId, promptId: m.promptId, agentId: m.senderId, message: toMessageView(m) }));
-  });
 }
 
 async function announce(bus: EventBus, recovered: RecoveredReply[]) {
@@ -104,17 +75,12 @@ export interface DeadInstanceWatch {
  * gone are closed and announced, so their watchers and sessions recover without waiting for that
  * instance to come back. Every instance looks; recovery is safe to run from several at once.
  */
-export function watchForDeadInstances(db: Db, watch: DeadInstanceWatch): () => void {
+export function watchForDeadInstances(store: RecoveryStore, watch: DeadInstanceWatch): () => void {
   let running: Promise<void> | null = null;
   const look = async () => {
-    const writers = await db.message.findMany({
-      where: { status: 'streaming', instance: { not: watch.self } },
-      distinct: ['instance'],
-      select: { instance: true },
-    });
-    const ids = writers.flatMap((w) => (w.instance ? [w.instance] : []));
+    const ids = await store.streamingInstances(watch.self);
     for (const instanceId of await watch.gone(ids)) {
-      const closed = await recoverAbandonedReplies(db, { instanceId, bus: watch.bus });
+      const closed = await recoverAbandonedReplies(store, { instanceId, bus: watch.bus });
       if (closed.length)
         watch.log.warn(
           { instance: instanceId, replies: closed.map((r) => r.message.id) },

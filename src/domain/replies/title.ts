@@ -1,3 +1,6 @@
+import type { ChatRequest } from '../core/chat.ts';
+import type { ReplyJob, ReplyRuntime } from './runtime.ts';
+
 /** Session titles: 2 to 5 words, generated after the first exchange. */
 export const TITLE_FALLBACK_LENGTH = 30;
 
@@ -35,3 +38,38 @@ export function titleFromText(firstMessage: string): string {
 
 export const TITLE_INSTRUCTION =
   'Give this conversation a title of 2 to 5 words. Answer with the title only, without quotes or punctuation.';
+
+/**
+ * Names a session after its first exchange: by a short model call, or from the prompt's words
+ * offline; a call that fails falls back to the prompt's start. Told to the session's watchers
+ * if this title was the one saved.
+ */
+export async function nameSession(
+  rt: Pick<ReplyRuntime, 'provider' | 'offline' | 'llm' | 'writer' | 'emit'>,
+  job: Pick<ReplyJob, 'sessionId'>,
+  scenario: string | null,
+  prompt: string,
+  answer: string | undefined,
+  signal: AbortSignal,
+) {
+  let text = titleFromText(prompt);
+  if (!rt.offline && answer) {
+    try {
+      const request: ChatRequest = {
+        model: rt.llm.models.default,
+        messages: [
+          { role: 'system', content: TITLE_INSTRUCTION },
+          { role: 'user', content: `User: ${prompt.slice(0, 2000)}\n\nAgent: ${answer.slice(0, 2000)}` },
+        ],
+        tools: [],
+        maxTokens: 24,
+        reasoningEffort: null,
+        agent: { name: '', key: '', description: '', greeting: '', knowledge: '', suggestions: [] },
+      };
+      text = cleanModelTitle(await rt.provider.complete(request, signal)) ?? fallbackTitle(prompt);
+    } catch {
+      text = fallbackTitle(prompt);
+    }
+  }
+  if (await rt.writer.title(job.sessionId, text)) await rt.emit(job.sessionId, { type: 'session_updated', title: text, scenario });
+}

@@ -1,21 +1,6 @@
-import type { Db } from '../../db/database.ts';
-import { isDatabaseUnavailable } from '../core/prisma-errors.ts';
+import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
 import type { MessageView } from '../core/events.ts';
-import { messageSelect, toMessageView } from '../core/views.ts';
-
-/** A reply's text so far, saved now and then while it streams. */
-export interface Checkpoint {
-  messageId: string;
-  content: string;
-  thought: string;
-}
-
-/** A reply that completed, with its token usage (added to its session's counter). */
-export interface Completion extends Checkpoint {
-  sessionId: string;
-  promptTokens: number;
-  completionTokens: number;
-}
+import type { Checkpoint, Completion, ReplyStore, Title } from './ports.ts';
 
 /**
  * Where streaming replies are saved. Writes are grouped: whatever many replies hand in while a
@@ -45,11 +30,6 @@ interface Pending<E, R> {
   reject(e: unknown): void;
 }
 
-interface Title {
-  sessionId: string;
-  title: string;
-}
-
 /**
  * A write-behind queue flushed by one loop: one statement saves the checkpoints due, one saves
  * the completed replies with their sessions' token counters, one reads the saved messages back
@@ -57,7 +37,10 @@ interface Title {
  * database a few statements at a time instead of a thousand transactions queued behind each
  * other. None of it is an interactive transaction: a busy database makes a write wait, never fail.
  */
-export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: string): void }): ReplyWriter {
+export function createReplyWriter(
+  store: Pick<ReplyStore, 'saveCheckpoints' | 'saveCompletions' | 'nameSessions'>,
+  log: { error(obj: unknown, msg?: string): void },
+): ReplyWriter {
   const checkpoints = new Map<string, Checkpoint>();
   const completions = waiting<Completion, MessageView | null>();
   const titles = waiting<Title, boolean>();
@@ -91,42 +74,8 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
     };
   }
 
-  async function saveCheckpoints(group: Checkpoint[]) {
-    await db.$executeRaw`
-      UPDATE "Message" AS m SET "content" = v.content, "thought" = NULLIF(v.thought, ''), "updatedAt" = now()
-      FROM unnest(${group.map((c) => c.messageId)}::text[], ${group.map((c) => c.content)}::text[], ${group.map((c) => c.thought)}::text[])
-        AS v(id, content, thought)
-      WHERE m."id" = v.id AND m."status" = 'streaming'`;
-  }
-
   async function saveCompletions(group: Pending<Completion, MessageView | null>[]) {
-    const e = group.map((p) => p.entry);
-    // The session's counter before the message, in the order a session delete takes them (the
-    // message update reads the counter update's rows, so it runs after it). Only replies still
-    // streaming are counted: a save made again (a group retried reply by reply) counts nothing twice.
-    const saved = await db.$queryRaw<{ id: string }[]>`
-      WITH v AS (
-        SELECT * FROM unnest(
-          ${e.map((c) => c.messageId)}::text[], ${e.map((c) => c.sessionId)}::text[], ${e.map((c) => c.content)}::text[],
-          ${e.map((c) => c.thought)}::text[], ${e.map((c) => c.promptTokens)}::int[], ${e.map((c) => c.completionTokens)}::int[]
-        ) AS v(id, session_id, content, thought, prompt_tokens, completion_tokens)
-      ), counted AS (
-        UPDATE "Session" AS s SET "tokensSpent" = s."tokensSpent" + t.n, "updatedAt" = now()
-        FROM (
-          SELECT v.session_id, sum(v.prompt_tokens + v.completion_tokens)::int AS n
-          FROM v JOIN "Message" AS m ON m."id" = v.id AND m."status" = 'streaming'
-          GROUP BY v.session_id
-        ) AS t
-        WHERE s."id" = t.session_id
-        RETURNING s."id"
-      )
-      UPDATE "Message" AS m SET "content" = v.content, "thought" = NULLIF(v.thought, ''), "status" = 'complete', "error" = NULL,
-        "promptTokens" = v.prompt_tokens, "completionTokens" = v.completion_tokens, "updatedAt" = now()
-      FROM v
-      WHERE m."id" = v.id AND m."status" = 'streaming' AND m."sessionId" IN (SELECT "id" FROM counted)
-      RETURNING m."id"`;
-    const rows = saved.length ? await db.message.findMany({ where: { id: { in: saved.map((r) => r.id) } }, select: messageSelect }) : [];
-    const views = new Map(rows.map((r) => [r.id, toMessageView(r)]));
+    const views = await store.saveCompletions(group.map((p) => p.entry));
     // Each save handed back sets off its reply's last events and its memory and title calls at
     // once. A few per turn of the event loop, so that the tokens of the replies still streaming
     // go out in between instead of waiting behind the whole group.
@@ -137,18 +86,9 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
   }
 
   async function saveTitles(group: Pending<Title, boolean>[]) {
-    const named = await db.$queryRaw<{ id: string }[]>`
-      UPDATE "Session" AS s SET "title" = v.title, "updatedAt" = now()
-      FROM (
-        SELECT DISTINCT ON (id) id, title
-        FROM unnest(${group.map((t) => t.entry.sessionId)}::text[], ${group.map((t) => t.entry.title)}::text[]) WITH ORDINALITY AS v(id, title, n)
-        ORDER BY id, n
-      ) AS v
-      WHERE s."id" = v.id AND s."title" IS NULL
-      RETURNING s."id"`;
+    const named = await store.nameSessions(group.map((t) => t.entry));
     // Of several titles handed in for one session, the first was saved.
-    const saved = new Set(named.map((r) => r.id));
-    for (const t of group) t.resolve(saved.delete(t.entry.sessionId));
+    for (const t of group) t.resolve(named.delete(t.entry.sessionId));
   }
 
   async function flushOnce() {
@@ -156,7 +96,7 @@ export function createReplyWriter(db: Db, log: { error(obj: unknown, msg?: strin
     for (const c of due) checkpoints.delete(c.messageId);
     if (due.length)
       // A checkpoint only keeps a crash from losing text: one that fails is skipped, the next one or the final save says it all.
-      await saveCheckpoints(due).catch((err) => log.error({ err }, 'could not save reply checkpoints'));
+      await store.saveCheckpoints(due).catch((err) => log.error({ err }, 'could not save reply checkpoints'));
     await completions.write(saveCompletions);
     await titles.write(saveTitles);
   }

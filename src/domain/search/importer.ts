@@ -1,9 +1,7 @@
-import type { Db } from '../../db/database.ts';
-import { unitVector } from './embeddings/provider.ts';
-import type { SearchService } from './service.ts';
-import type { NewCreation } from './store.ts';
 import { creationText } from './creation-text.ts';
+import { unitVector, type EmbeddingProvider } from './embeddings/provider.ts';
 import { parseImportLine, type ImportLine } from './import-line.ts';
+import type { NewCreation, SearchStore } from './store.ts';
 
 export interface ImportCounts {
   /** Lines read so far (blank lines included). */
@@ -28,6 +26,11 @@ interface Pending {
 
 const IMPORT_BATCH = 250;
 
+export interface ImportOptions {
+  batchSize?: number;
+  onProgress?: (counts: ImportCounts) => void;
+}
+
 /**
  * Imports creations from JSON lines. Lines go in batches: each batch is checked (creator, agent,
  * ids already present), the lines without a usable embedding are embedded together, and the
@@ -36,10 +39,10 @@ const IMPORT_BATCH = 250;
  * embedding provider fails, the import stops and a second run resumes after the last batch.
  */
 export async function importCreations(
-  db: Db,
-  search: SearchService,
+  store: Pick<SearchStore, 'creatorsNamed' | 'existingIds' | 'insertWithVectors'>,
+  provider: EmbeddingProvider,
   lines: AsyncIterable<string>,
-  options: { batchSize?: number; onProgress?: (counts: ImportCounts) => void } = {},
+  options: ImportOptions = {},
 ): Promise<ImportSummary> {
   const batchSize = options.batchSize ?? IMPORT_BATCH;
   const summary: ImportSummary = { lines: 0, imported: 0, skipped: 0, rejected: 0, rejections: [], embedded: 0 };
@@ -52,19 +55,14 @@ export async function importCreations(
   async function resolveCreators(names: string[]) {
     const missing = [...new Set(names)].filter((n) => !creators.has(n));
     if (missing.length === 0) return;
-    const found = await db.user.findMany({
-      where: { username: { in: missing } },
-      select: { id: true, username: true, agentProfile: { select: { id: true } } },
-    });
+    const found = await store.creatorsNamed(missing);
     for (const n of missing) creators.set(n, null);
-    for (const u of found) creators.set(u.username, { id: u.id, isAgent: u.agentProfile !== null });
+    for (const u of found) creators.set(u.username, { id: u.id, isAgent: u.isAgent });
   }
 
   async function flush(batch: Pending[]) {
     await resolveCreators(batch.flatMap((p) => [p.line.user, ...(p.line.agent ? [p.line.agent] : [])]));
-    const existing = new Set(
-      (await db.creation.findMany({ where: { id: { in: batch.map((p) => p.line.id) } }, select: { id: true } })).map((c) => c.id),
-    );
+    const existing = await store.existingIds(batch.map((p) => p.line.id));
     const ready: { number: number; text: string; row: Omit<NewCreation, 'vector'> & { vector?: Float32Array } }[] = [];
     // Ids of earlier batches are in the database by now; this catches repeats within the batch.
     const seen = new Set<string>();
@@ -76,7 +74,7 @@ export async function importCreations(
       else if (existing.has(line.id) || seen.has(line.id)) summary.skipped++;
       else {
         seen.add(line.id);
-        const ownVector = line.embedding && (line.embeddingProvider ?? search.provider.name) === search.provider.name;
+        const ownVector = line.embedding && (line.embeddingProvider ?? provider.name) === provider.name;
         ready.push({
           number,
           text: creationText(line),
@@ -99,15 +97,15 @@ export async function importCreations(
       }
     }
     const toEmbed = ready.filter((r) => !r.row.vector);
-    const computed = await search.provider.embed(toEmbed.map((r) => r.text));
+    const computed = await provider.embed(toEmbed.map((r) => r.text));
     toEmbed.forEach((r, i) => (r.row.vector = computed[i]));
     summary.embedded += toEmbed.length;
 
     // One statement per batch: each creation is written whole, with its vector, or not at all.
     const write = async (rows: typeof ready) => {
       const inserted = (
-        await search.insertCreations(
-          db,
+        await store.insertWithVectors(
+          provider.name,
           rows.map((r) => r.row as NewCreation),
         )
       ).length;

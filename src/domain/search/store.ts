@@ -1,11 +1,11 @@
 import type { Db } from '../../db/database.ts';
-import type { VectorColumn } from '../../db/vector-column.ts';
-import { Prisma } from '../../generated/prisma/client.ts';
-import { EMBEDDING_DIMENSIONS } from './embeddings/provider.ts';
+import { detectVectorColumn, type VectorColumn } from '../../db/vector-column.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
+import type { Viewer } from '../core/viewer.ts';
+import type { CreationQuery, CreationRead } from '../creations/store.ts';
+import { visibleCreations } from '../discovery/store.ts';
 import type { SearchOrderBy, SortDirection } from './inputs.ts';
-
-/** The client or a transaction of it. */
-type Sql = Pick<Db, '$queryRaw' | '$executeRaw'>;
+import { vectorStore, type VectorStore } from './vector-store.ts';
 
 export type SortKey = number | Date;
 
@@ -48,121 +48,86 @@ export interface Hit {
   key: SortKey;
 }
 
-/** float4 text that reads back as the same float4: 9 significant digits are enough. */
-const numbers = (v: Float32Array) => Array.from(v, (x) => +x.toPrecision(9)).join(',');
+/** What a creation's embedding is made from (creation-text.ts). */
+export interface EmbeddingSource {
+  id: string;
+  name: string;
+  args: unknown;
+}
 
-export function vectorStore(db: Db, column: VectorColumn) {
-  const literal = (v: Float32Array) => (column === 'vector' ? `[${numbers(v)}]` : `{${numbers(v)}}`);
-  const cast = Prisma.raw(column === 'vector' ? 'vector' : 'real[]');
-  const sortColumn = { score: Prisma.raw('score'), createdAt: Prisma.raw('"createdAt"'), likeCount: Prisma.raw('"likeCount"') };
-  const keyParam = (orderBy: SearchOrderBy, key: SortKey) =>
-    orderBy === 'createdAt'
-      ? Prisma.sql`${(key as Date).toISOString()}::timestamp`
-      : orderBy === 'score'
-        ? Prisma.sql`${key}::float8`
-        : Prisma.sql`${key}::int`;
+/** Which creations want a vector: those without one from the provider named `notFrom`, or all of them. */
+export type EmbeddingScope = { notFrom: string } | 'all';
 
-  function nearestSql(q: NearestQuery) {
-    const { agentId, userId, tool } = q.filters;
-    const filters = [
-      Prisma.sql`c.deleted = false AND (c.public OR c."userId" = ${q.viewerId}) AND c."embeddingProvider" = ${q.provider}`,
-      ...(agentId !== undefined ? [Prisma.sql`c."agentId" = ${agentId}`] : []),
-      ...(userId !== undefined ? [Prisma.sql`c."userId" = ${userId}`] : []),
-      ...(tool !== undefined ? [Prisma.sql`c.tool = ${tool}`] : []),
-    ];
-    const where = Prisma.join(filters, ' AND ');
-    // On vector(768) the ORDER BY is the indexed cosine distance, so HNSW finds the window; on
-    // real[] every visible row is scored (vectors are unit length: the dot product is the cosine).
-    return column === 'vector'
-      ? Prisma.sql`SELECT c.id, c."createdAt", c."likeCount", c.embedding <=> ${literal(q.vector)}::vector AS distance
-          FROM "Creation" c WHERE ${where} ORDER BY distance LIMIT ${q.window}`
-      : Prisma.sql`SELECT c.id, c."createdAt", c."likeCount",
-            1 - (SELECT sum(a::float8 * b) FROM unnest(c.embedding, ${literal(q.vector)}::real[]) AS u(a, b)) AS distance
-          FROM "Creation" c WHERE ${where} ORDER BY distance LIMIT ${q.window}`;
-  }
+/** Where creations' vectors are kept and searched, with the reads that searching and importing need. */
+export interface SearchStore {
+  /** How this database holds vectors. */
+  column(): Promise<VectorColumn>;
+  /** The matches of one query: how many there are in all and the requested slice of them. */
+  nearest(q: NearestQuery): Promise<{ total: number; hits: Hit[] }>;
+  /** The creations among `ids` the viewer may see, in no particular order, with `query`'s relations. */
+  visibleAmong<Q extends CreationQuery = object>(viewer: Viewer, ids: readonly string[], query?: Q): Promise<CreationRead<Q>[]>;
+  /** Of the creations `ids`, those in `scope`. */
+  toEmbedAmong(scope: EmbeddingScope, ids: readonly string[]): Promise<EmbeddingSource[]>;
+  countToEmbed(scope: EmbeddingScope): Promise<number>;
+  /** Up to `take` creations in `scope`, in id order, after `afterId`. */
+  toEmbedAfter(scope: EmbeddingScope, afterId: string | undefined, take: number): Promise<EmbeddingSource[]>;
+  /** Stores vectors (unit length) with the provider that made them, in one statement. */
+  writeVectors(provider: string, rows: readonly { id: string; vector: Float32Array }[]): Promise<void>;
+  /** Inserts new creations with their vectors, in one statement; ids already present are left alone. Returns the ids inserted. */
+  insertWithVectors(provider: string, rows: readonly NewCreation[]): Promise<string[]>;
+  /** The creators with these usernames, and whether each is an agent. */
+  creatorsNamed(usernames: readonly string[]): Promise<{ username: string; id: string; isAgent: boolean }[]>;
+  /** Which of these creation ids are already taken. */
+  existingIds(ids: readonly string[]): Promise<Set<string>>;
+}
 
-  function rankedSql(q: NearestQuery) {
-    const dir = Prisma.raw(q.direction === 'asc' ? 'ASC' : 'DESC');
-    const col = sortColumn[q.orderBy];
-    const slice =
-      'offset' in q.slice
-        ? Prisma.sql`position > ${q.slice.offset}`
-        : Prisma.sql`(${col}, id) ${Prisma.raw(q.direction === 'asc' ? '>' : '<')} (${keyParam(q.orderBy, q.slice.after.key)}, ${q.slice.after.id})`;
-    return Prisma.sql`
-      WITH nearest AS MATERIALIZED (${nearestSql(q)}),
-      matches AS (SELECT id, "createdAt", "likeCount", 1 - distance AS score FROM nearest WHERE 1 - distance >= ${q.minScore}),
-      ranked AS (SELECT *, row_number() OVER (ORDER BY ${col} ${dir}, id ${dir}) AS position FROM matches)
-      SELECT t.total, r.id, r.score, r."createdAt", r."likeCount"
-      FROM (SELECT count(*)::int AS total FROM ranked) t
-      LEFT JOIN LATERAL (SELECT * FROM ranked WHERE ${slice} ORDER BY position LIMIT ${q.slice.limit}) r ON true
-      ORDER BY r.position`;
-  }
+const inScope = (scope: EmbeddingScope): Prisma.CreationWhereInput =>
+  scope === 'all' ? {} : { OR: [{ embeddingProvider: null }, { embeddingProvider: { not: scope.notFrom } }] };
+const source = { id: true, name: true, args: true } as const;
 
-  type Row = { total: number; id: string | null; score: number | null; createdAt: Date | null; likeCount: number | null };
+export function searchStore(db: Db): SearchStore {
+  // How the column is held is read on first use and kept; a failed read is tried again next time.
+  let vectors: Promise<VectorStore> | undefined;
+  const ready = () =>
+    (vectors ??= detectVectorColumn(db).then(
+      (column) => vectorStore(db, column),
+      (e) => {
+        vectors = undefined;
+        throw e;
+      },
+    ));
 
   return {
-    column,
+    column: async () => (await ready()).column,
+    nearest: async (q) => (await ready()).nearest(q),
 
-    /**
-     * The matches of one query: how many there are in all (`total`) and the requested slice of
-     * them, in one statement. On pgvector, `hnsw.ef_search` is raised and iterative index scans
-     * are on for this transaction only, so filters that drop most neighbours still fill the window.
-     */
-    async nearest(q: NearestQuery): Promise<{ total: number; hits: Hit[] }> {
-      const rows: Row[] =
-        column === 'vector'
-          ? (
-              await db.$transaction([
-                db.$queryRaw`SELECT set_config('hnsw.ef_search', ${String(q.efSearch)}, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`,
-                db.$queryRaw<Row[]>(rankedSql(q)),
-              ])
-            )[1]
-          : await db.$queryRaw<Row[]>(rankedSql(q));
-      return {
-        total: rows[0]?.total ?? 0,
-        hits: rows
-          .filter((r) => r.id !== null)
-          .map((r) => ({
-            id: r.id!,
-            score: r.score!,
-            key: q.orderBy === 'score' ? r.score! : q.orderBy === 'createdAt' ? r.createdAt! : r.likeCount!,
-          })),
-      };
+    async visibleAmong<Q extends CreationQuery>(viewer: Viewer, ids: readonly string[], query?: Q) {
+      return (await db.creation.findMany({ ...query, where: { id: { in: [...ids] }, ...visibleCreations(viewer) } })) as CreationRead<Q>[];
     },
 
-    /**
-     * Inserts new creations together with their vectors, in one statement: writing the row and
-     * then its vector would write every row (and its 3 KB vector) twice. Ids already present are
-     * left alone; returns the ids inserted.
-     */
-    async insertWithEmbeddings(tx: Sql, provider: string, rows: readonly NewCreation[]): Promise<string[]> {
-      if (rows.length === 0) return [];
-      const col = <K extends keyof NewCreation>(key: K) => rows.map((r) => r[key]);
-      const inserted = await tx.$queryRaw<{ id: string }[]>`
-        INSERT INTO "Creation" (id, "userId", "agentId", tool, name, url, thumbnail, filename, args, "mediaAttributes", public, "createdAt", "updatedAt",
-                                embedding, "embeddingProvider", "embeddingDimensions")
-        SELECT r.id, r.user_id, r.agent_id, r.tool, r.name, r.url, r.thumbnail, r.filename, r.args::jsonb, r.media::jsonb, r.public,
-               COALESCE(r.created_at::timestamptz AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC'), now() AT TIME ZONE 'UTC',
-               r.embedding::${cast}, ${provider}, ${EMBEDDING_DIMENSIONS}
-        FROM unnest(${col('id')}::text[], ${col('userId')}::text[], ${col('agentId')}::text[], ${col('tool')}::text[], ${col('name')}::text[],
-                    ${col('url')}::text[], ${col('thumbnail')}::text[], ${col('filename')}::text[],
-                    ${rows.map((r) => JSON.stringify(r.args))}::text[], ${rows.map((r) => JSON.stringify(r.mediaAttributes))}::text[],
-                    ${col('public')}::boolean[], ${rows.map((r) => r.createdAt?.toISOString() ?? null)}::text[], ${rows.map((r) => literal(r.vector))}::text[])
-          AS r(id, user_id, agent_id, tool, name, url, thumbnail, filename, args, media, public, created_at, embedding)
-        ON CONFLICT (id) DO NOTHING
-        RETURNING id`;
-      return inserted.map((r) => r.id);
+    toEmbedAmong: (scope, ids) => db.creation.findMany({ where: { id: { in: [...ids] }, ...inScope(scope) }, select: source }),
+    countToEmbed: (scope) => db.creation.count({ where: inScope(scope) }),
+    toEmbedAfter: (scope, afterId, take) =>
+      db.creation.findMany({
+        where: { ...inScope(scope), ...(afterId ? { id: { gt: afterId } } : {}) },
+        select: source,
+        orderBy: { id: 'asc' },
+        take,
+      }),
+
+    writeVectors: async (provider, rows) => (await ready()).write(provider, rows),
+    insertWithVectors: async (provider, rows) => (await ready()).insertWithEmbeddings(provider, rows),
+
+    async creatorsNamed(usernames) {
+      const found = await db.user.findMany({
+        where: { username: { in: [...usernames] } },
+        select: { id: true, username: true, agentProfile: { select: { id: true } } },
+      });
+      return found.map((u) => ({ username: u.username, id: u.id, isAgent: u.agentProfile !== null }));
     },
 
-    /** Stores vectors (unit length, 768 dimensions) with the provider that made them, in one statement. */
-    async write(tx: Sql, provider: string, rows: readonly { id: string; vector: Float32Array }[]) {
-      if (rows.length === 0) return;
-      await tx.$executeRaw`
-        UPDATE "Creation" AS c SET embedding = v.e::${cast}, "embeddingProvider" = ${provider}, "embeddingDimensions" = ${EMBEDDING_DIMENSIONS}
-        FROM unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => literal(r.vector))}::text[]) AS v(id, e)
-        WHERE c.id = v.id`;
+    async existingIds(ids) {
+      return new Set((await db.creation.findMany({ where: { id: { in: [...ids] } }, select: { id: true } })).map((c) => c.id));
     },
   };
 }
-
-export type VectorStore = ReturnType<typeof vectorStore>;

@@ -1,48 +1,32 @@
-import type { Prisma } from '../../generated/prisma/client.ts';
-import type { Db } from '../../db/database.ts';
 import type { EventBus } from '../core/bus.ts';
 import type { SessionEventPayload } from '../core/events.ts';
 import { within } from '../core/within.ts';
+import type { SignalStore } from './store.ts';
 
 /** What must reach every instance even when the bus is out of reach at the moment of the change. */
 export type Signal = { kind: 'event'; sessionId: string; event: SessionEventPayload } | { kind: 'revoke_key'; keyId: string };
 
-type Client = Db | Prisma.TransactionClient;
-
 /** How long a change's request waits for the bus to take its signal. */
 const DELIVER_WAIT_MS = 1_000;
+/** Pending signals read at a time by `flush`. */
+const FLUSH_BATCH = 100;
 
 /**
  * An outbox for signals that take access away (a user removed, a session deleted, a key
- * revoked): each is written in the transaction of its change, handed to the bus after the
- * commit, and deleted once the bus has it. One the bus could not take stays, and `flush` (every
+ * revoked): each is written by its change's store in the change's transaction, handed to the
+ * bus after the commit, and deleted once the bus has it. One the bus could not take stays, and `flush` (every
  * instance runs it on a timer) delivers it when the bus is back, oldest first. Delivery is at
  * least once; each of these signals means the same the second time.
  */
-export function signalOutbox(db: Db, bus: EventBus, log: { warn(obj: unknown, msg?: string): void }) {
+export function signalOutbox(store: SignalStore, bus: EventBus, log: { warn(obj: unknown, msg?: string): void }) {
   const send = (signal: Signal) =>
     signal.kind === 'event' ? bus.publish(signal.sessionId, signal.event).then(() => undefined) : bus.revokeKey(signal.keyId);
-
-  const toRow = (signal: Signal) =>
-    signal.kind === 'event'
-      ? { kind: 'event', sessionId: signal.sessionId, payload: signal.event as unknown as Prisma.InputJsonValue }
-      : { kind: 'revoke_key', payload: { keyId: signal.keyId } };
-
-  const fromRow = (row: { kind: string; sessionId: string | null; payload: unknown }): Signal =>
-    row.kind === 'event'
-      ? { kind: 'event', sessionId: row.sessionId!, event: row.payload as SessionEventPayload }
-      : { kind: 'revoke_key', keyId: (row.payload as { keyId: string }).keyId };
 
   let flushing: Promise<void> | null = null;
   /** Whether a signal of this process is known to wait: it then tries every tick, not only now and then. */
   let waiting = false;
 
   return {
-    /** Writes the signal with the change (pass the change's transaction); deliver it after the commit. */
-    async record(tx: Client, signal: Signal): Promise<bigint> {
-      return (await tx.pendingSignal.create({ data: toRow(signal), select: { id: true } })).id;
-    },
-
     /**
      * Hands a recorded signal to the bus now. It never throws: the change it announces is
      * committed, so the caller's request succeeded; a signal the bus refused is left for `flush`.
@@ -55,7 +39,7 @@ export function signalOutbox(db: Db, bus: EventBus, log: { warn(obj: unknown, ms
         if (!(await within(taken, DELIVER_WAIT_MS, false))) {
           throw new Error('the event bus did not take the signal within a second');
         }
-        await db.pendingSignal.deleteMany({ where: { id } });
+        await store.remove(id);
       } catch (err) {
         waiting = true;
         log.warn({ err, signal: signal.kind }, 'a signal could not be handed to the event bus now; it is delivered when the bus is back');
@@ -67,12 +51,12 @@ export function signalOutbox(db: Db, bus: EventBus, log: { warn(obj: unknown, ms
       flushing ??= (async () => {
         try {
           for (;;) {
-            const rows = await db.pendingSignal.findMany({ orderBy: { id: 'asc' }, take: 100 });
-            for (const row of rows) {
-              await send(fromRow(row));
-              await db.pendingSignal.deleteMany({ where: { id: row.id } });
+            const pending = await store.pending(FLUSH_BATCH);
+            for (const { id, signal } of pending) {
+              await send(signal);
+              await store.remove(id);
             }
-            if (rows.length < 100) {
+            if (pending.length < FLUSH_BATCH) {
               waiting = false;
               return;
             }

@@ -1,9 +1,9 @@
-import type { Db } from '../../db/database.ts';
 import { forbidden, notFound } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
 import type { SessionService } from '../sessions/service.ts';
 import { reactionCounts, reactionsView } from '../core/views.ts';
 import type { Viewer } from '../core/viewer.ts';
+import type { ShareStore } from './store.ts';
 
 export const SHARE_NOT_FOUND = 'Shared session not found';
 export const MESSAGE_NOT_IN_SESSION = 'Message not found in this session';
@@ -36,62 +36,17 @@ export interface SharedSession {
   }[];
 }
 
-export function shareService(db: Db, sessions: SessionService) {
+export function shareService(store: ShareStore, sessions: Pick<SessionService, 'permissionIn'>) {
   async function read(shareId: string): Promise<SharedSession> {
-    const share = canNameARow(shareId)
-      ? await db.share.findUnique({
-          where: { id: shareId },
-          include: {
-            owner: { select: { username: true, userImage: true } },
-            message: { select: { ordinal: true } },
-            session: {
-              select: {
-                id: true,
-                title: true,
-                createdAt: true,
-                agents: {
-                  orderBy: { position: 'asc' },
-                  select: { agent: { select: { name: true, image: true, user: { select: { username: true } } } } },
-                },
-              },
-            },
-          },
-        })
-      : null;
-    if (!share || !share.public) throw notFound(SHARE_NOT_FOUND);
-    const messages = share.message
-      ? await db.message.findMany({
-          // As they were when it was shared: a reply still being written then is left out even
-          // once it has finished (it was last changed after), and so are later reactions.
-          where: {
-            sessionId: share.sessionId,
-            ordinal: { lte: share.message.ordinal },
-            status: { not: 'streaming' },
-            updatedAt: { lte: share.createdAt },
-          },
-          orderBy: { ordinal: 'asc' },
-          select: {
-            id: true,
-            role: true,
-            content: true,
-            attachments: true,
-            createdAt: true,
-            sender: { select: { username: true, userImage: true, type: true } },
-            reactions: { where: { createdAt: { lte: share.createdAt } }, select: { userId: true, reaction: true } },
-          },
-        })
-      : [];
+    const share = canNameARow(shareId) ? await store.share(shareId) : null;
+    if (!share?.public) throw notFound(SHARE_NOT_FOUND);
+    const messages = share.upTo !== null ? await store.messagesAsOf(share.session.id, share.upTo, share.createdAt) : [];
     return {
       shareId: share.id,
       title: share.title,
       createdAt: share.createdAt,
       owner: share.owner,
-      session: {
-        id: share.session.id,
-        title: share.session.title,
-        createdAt: share.session.createdAt,
-        agents: share.session.agents.map(({ agent }) => ({ key: agent.user.username, name: agent.name, image: agent.image })),
-      },
+      session: share.session,
       messages: messages.map(({ reactions, ...m }) => ({ ...m, reactions: reactionCounts(reactionsView(reactions)) })),
     };
   }
@@ -109,32 +64,26 @@ export function shareService(db: Db, sessions: SessionService) {
       if (permission !== 'owner')
         throw forbidden(permission ? 'Only an owner of this session can share it' : 'You do not have access to this session');
       const { messageId } = options;
-      const [session, upTo] = await Promise.all([
-        db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { title: true } }),
-        messageId !== undefined
-          ? canNameARow(messageId)
-            ? db.message.findFirst({ where: { id: messageId, sessionId, status: { not: 'streaming' } }, select: { id: true } })
-            : null
-          : db.message.findFirst({
-              where: { sessionId, status: { not: 'streaming' } },
-              orderBy: { ordinal: 'desc' },
-              select: { id: true },
-            }),
+      const [title, upTo] = await Promise.all([
+        store.sessionTitle(sessionId),
+        messageId === undefined || canNameARow(messageId) ? store.finishedMessage(sessionId, messageId) : null,
       ]);
       if (messageId !== undefined && !upTo) throw notFound(MESSAGE_NOT_IN_SESSION);
-      const share = await db.share.create({
-        data: { sessionId, ownerId: viewer.id, messageId: upTo?.id ?? null, title: options.title ?? session.title ?? 'Untitled session' },
-        select: { id: true },
+      const shareId = await store.create({
+        sessionId,
+        ownerId: viewer.id,
+        messageId: upTo,
+        title: options.title ?? title ?? 'Untitled session',
       });
-      return read(share.id);
+      return read(shareId);
     },
 
     /** Takes a share down for good; only whoever made it may. */
     async delete(viewer: Viewer, shareId: string): Promise<void> {
-      const share = canNameARow(shareId) ? await db.share.findUnique({ where: { id: shareId }, select: { ownerId: true } }) : null;
-      if (!share) throw notFound('Share not found');
-      if (share.ownerId !== viewer.id) throw forbidden('Only share owner can delete this share');
-      await db.share.delete({ where: { id: shareId } });
+      const ownerId = canNameARow(shareId) ? await store.ownerOf(shareId) : null;
+      if (!ownerId) throw notFound('Share not found');
+      if (ownerId !== viewer.id) throw forbidden('Only share owner can delete this share');
+      await store.delete(shareId);
     },
   };
 }

@@ -1,24 +1,20 @@
-import type { Db } from '../../db/database.ts';
-import type { Prisma } from '../../generated/prisma/client.ts';
 import { notFound } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
-import { newestFirst } from '../core/ordering.ts';
 import type { Viewer } from '../core/viewer.ts';
+import type { TriggerQuery, TriggerRead, TriggerStore } from './store.ts';
 
-export type TriggerQuery = { include?: Prisma.TriggerInclude };
-
-export function triggerService(db: Db) {
+export function triggerService(store: TriggerStore) {
   return {
     /** One trigger, for the owner of its agent only. */
-    async get(viewer: Viewer, id: string, query: TriggerQuery = {}) {
-      const row = canNameARow(id) ? await db.trigger.findFirst({ where: { id, agent: { ownerId: viewer.id } }, ...query }) : null;
+    async get<Q extends TriggerQuery = object>(viewer: Viewer, id: string, query?: Q): Promise<TriggerRead<Q>> {
+      const row = canNameARow(id) ? await store.findOwned(viewer.id, id, query) : null;
       if (!row) throw notFound('Trigger not found');
       return row;
     },
 
     /** Triggers of every agent the caller owns, newest first. */
-    listMine(viewer: Viewer, query: TriggerQuery = {}) {
-      return db.trigger.findMany({ where: { agent: { ownerId: viewer.id } }, orderBy: newestFirst, ...query });
+    listMine<Q extends TriggerQuery = object>(viewer: Viewer, query?: Q): Promise<TriggerRead<Q>[]> {
+      return store.listOwned(viewer.id, query);
     },
   };
 }

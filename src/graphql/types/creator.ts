@@ -1,7 +1,6 @@
 import { balanceOf } from '../../domain/creators/service.ts';
-import { visibleCreations } from '../../domain/core/visibility.ts';
 import { newestFirst } from '../../domain/core/ordering.ts';
-import { visibleToFilter } from '../../domain/core/visibility.ts';
+import { visibleCreations, visibleToFilter } from '../../domain/discovery/store.ts';
 import type { User } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
 import { maybeViewer, viewerOf, type GraphQLContext } from '../context.ts';

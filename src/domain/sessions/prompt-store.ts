@@ -1,43 +1,18 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
-import { badInput } from '../core/errors.ts';
 import { coalescedWrites } from '../core/coalesce.ts';
 import { newId } from '../core/ids.ts';
-import { BUDGET_EXCEEDED, reserveTurns } from '../core/budgets.ts';
-import { newMessageSelect } from '../core/views.ts';
+import { reserveTurns } from '../core/stores/budgets.ts';
+import { newMessageSelect, toMessageView } from '../core/stores/message-rows.ts';
+import { BudgetStop, KeyGone, type PromptToNewSession, type PromptToSession, type SavedNewSession, type SavedPrompt } from './store.ts';
 
 type Tx = Prisma.TransactionClient;
-
-export interface SessionSettings {
-  title?: string;
-  scenario?: string;
-  mannaBudget?: number;
-  tokenBudget?: number;
-  turnBudget?: number;
-}
-
-export interface PromptToSave {
-  userId: string;
-  /** A session to create with these agents (in order), or the id of the session posted to. */
-  session: { create: SessionSettings & { agents: { id: string; name: string }[] } } | { id: string; update?: SessionSettings };
-  /** Null: the request only creates or changes the session. */
-  prompt: { content: string; attachments: string[]; responders: string[] } | null;
-  /** The process that will write the replies (kept on them for recovery if it dies). */
-  instance: string;
-  /** When given, nothing is saved unless this API key still exists as the prompt is written. */
-  keyId?: string | null;
-}
-
-/** The API key a prompt was sent with was deleted while it was being taken in. */
-export class KeyGone extends Error {
-  override name = 'KeyGone';
-}
 
 type NewMessage = Prisma.MessageGetPayload<{ select: typeof newMessageSelect }>;
 
 interface NewSessionRows {
   sessionId: string;
   promptId: string;
-  prompt: NewSessionPrompt;
+  prompt: PromptToNewSession;
   turnsSpent: number;
 }
 type InsertedRow = NewMessage & { sender: { username: string } | null };
@@ -152,16 +127,16 @@ async function isUntitledAndUnprompted(tx: Tx, sessionId: string) {
  * Saves a prompt to an existing session in the caller's transaction: the session's changes, the turns of every
  * agent that will answer (spent now, so concurrent prompts can never run more model calls than
  * the budget allows), the user message and a placeholder reply per agent, all the messages in
- * one statement. A prompt past a budget throws and saves nothing.
+ * one statement. A prompt past a budget throws BudgetStop, and the transaction saves nothing.
  */
-export async function savePrompt(tx: Tx, p: PromptToSave & { session: { id: string; update?: SessionSettings } }) {
+export async function savePrompt(tx: Tx, p: PromptToSession): Promise<SavedPrompt> {
   const turns = p.prompt?.responders.length ?? 0;
   const sessionId = p.session.id;
   if (p.keyId && !(await tx.apiKey.findUnique({ where: { id: p.keyId }, select: { id: true } }))) throw new KeyGone();
   if (p.session.update) await tx.session.update({ where: { id: sessionId }, data: p.session.update, select: { id: true } });
   if (!p.prompt) return { sessionId, prompt: null, replies: [], firstExchange: false };
   const stopped = await reserveTurns(tx, sessionId, turns);
-  if (stopped) throw badInput(BUDGET_EXCEEDED[stopped]);
+  if (stopped) throw new BudgetStop(stopped);
   const firstExchange = await isUntitledAndUnprompted(tx, sessionId);
   const messages: Prisma.MessageCreateManyInput[] = [];
   const promptId = newId();
@@ -180,11 +155,9 @@ export async function savePrompt(tx: Tx, p: PromptToSave & { session: { id: stri
   return saved(sessionId, rows, promptId, firstExchange);
 }
 
-type NewSessionPrompt = PromptToSave & { session: { create: SessionSettings & { agents: { id: string; name: string }[] } } };
-
 /** The prompt and its placeholder replies, as `savePrompt` hands them back. */
-function saved(sessionId: string, rows: NewMessage[], promptId: string, firstExchange: boolean) {
-  const prompt = rows.find((m) => m.id === promptId)!;
+function saved(sessionId: string, rows: NewMessage[], promptId: string, firstExchange: boolean): SavedPrompt {
+  const prompt = toMessageView({ ...rows.find((m) => m.id === promptId)!, toolCalls: [], reactions: [] });
   const replies = rows
     .filter((m) => m.promptId === promptId)
     .map((m) => ({ messageId: m.id, agentId: m.senderId!, ordinal: m.ordinal, createdAt: m.createdAt }));
@@ -208,11 +181,8 @@ export function newSessionWriter(db: Pick<Tx, '$queryRaw'>) {
   };
   const writes = coalescedWrites<NewSessionRows, InsertedRow[]>(write, NEW_SESSIONS_PER_STATEMENT);
 
-  return async function saveInNewSession(p: NewSessionPrompt) {
+  return async function saveInNewSession(p: PromptToNewSession): Promise<SavedNewSession> {
     const turns = p.prompt?.responders.length ?? 0;
-    const { create } = p.session;
-    // A new session has spent nothing: only its turn budget can be too small for the agents.
-    if (create.turnBudget !== undefined && turns > create.turnBudget) throw badInput(BUDGET_EXCEEDED.turns);
     const sessionId = newId();
     const promptId = newId();
     const rows = await writes.load({ sessionId, promptId, prompt: p, turnsSpent: turns });
@@ -220,6 +190,6 @@ export function newSessionWriter(db: Pick<Tx, '$queryRaw'>) {
     if (!p.prompt) return { sessionId, prompt: null, replies: [], firstExchange: false, history: [] };
     // What the replies start from: the whole conversation so far, already at hand.
     const history = rows.filter((m) => m.status !== 'streaming');
-    return { ...saved(sessionId, rows, promptId, create.title === undefined), history };
+    return { ...saved(sessionId, rows, promptId, p.session.create.title === undefined), history };
   };
 }

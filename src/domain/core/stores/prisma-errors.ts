@@ -1,5 +1,5 @@
-import { Prisma } from '../../generated/prisma/client.ts';
-import { badInput, type DomainError } from './errors.ts';
+import { Prisma } from '../../../generated/prisma/client.ts';
+import { badInput, type DomainError } from '../errors.ts';
 
 /**
  * PostgreSQL text cannot hold the NUL character, so any input carrying one fails in the

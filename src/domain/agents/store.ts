@@ -1,0 +1,81 @@
+import type { Db } from '../../db/database.ts';
+import type { Agent, Prisma } from '../../generated/prisma/client.ts';
+import { newestFirst } from '../core/ordering.ts';
+import type { Viewer } from '../core/viewer.ts';
+import type { AgentFilter } from '../discovery/filters.ts';
+import { agentListWhere, visibleToFilter } from '../discovery/store.ts';
+import type { AgentPatch } from './inputs.ts';
+
+/** What GraphQL (Pothos' `query`) and REST ask to have read along with an agent. */
+export type AgentQuery = { include?: Prisma.AgentInclude };
+/** An agent with its creator row, whose username is the agent's `key`. */
+export type AgentWithKey = Agent & { user: { username: string } };
+/** The connection's window of a list of agents. */
+export type AgentPage = Omit<Prisma.AgentFindManyArgs, 'where' | 'orderBy'>;
+
+const withKey = (query: AgentQuery = {}) => ({ include: { user: true, ...query.include } }) as const;
+
+/** The agent's own columns of a patch: its key and image live on its creator row, its settings are merged. */
+const columns = ({ key: _key, llmSettings: _llm, ...rest }: AgentPatch) => rest;
+
+/** Agents on Prisma: every read returns the agent with its key, and what `query` asks for. */
+export function agentStore(db: Db) {
+  return {
+    /** Agents the viewer may read, narrowed by `filter`, newest first. */
+    list: (viewer: Viewer, filter: AgentFilter, page: AgentPage) =>
+      db.agent.findMany({ ...page, where: agentListWhere(viewer, filter), orderBy: newestFirst }),
+
+    find: (id: string, query?: AgentQuery): Promise<AgentWithKey | null> => db.agent.findUnique({ where: { id }, ...withKey(query) }),
+
+    ownerOf: async (id: string) => (await db.agent.findUnique({ where: { id }, select: { ownerId: true } }))?.ownerId ?? null,
+
+    /** Which of these models exist and the viewer may use. */
+    async usableModels(viewer: Viewer, ids: string[]) {
+      const found = await db.model.findMany({ where: { id: { in: ids }, ...visibleToFilter(viewer, 'userId') }, select: { id: true } });
+      return new Set(found.map((m) => m.id));
+    },
+
+    /**
+     * Creates an agent and its creator row, unless its owner already has `cap`: then null. One
+     * user's creations queue on their row, so concurrent ones cannot overshoot the cap.
+     */
+    createWithin: (ownerId: string, cap: number, input: AgentPatch & { name: string; key: string }, query?: AgentQuery) =>
+      db.$transaction(async (tx): Promise<AgentWithKey | null> => {
+        await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${ownerId} FOR UPDATE`;
+        if ((await tx.agent.count({ where: { ownerId } })) >= cap) return null;
+        return tx.agent.create({
+          data: {
+            ...columns(input),
+            name: input.name,
+            llmSettings: input.llmSettings ?? {},
+            owner: { connect: { id: ownerId } },
+            user: { create: { type: 'agent', username: input.key, userImage: input.image ?? null } },
+          },
+          ...withKey(query),
+        });
+      }),
+
+    /** Changes only the fields present; `llmSettings` is merged field by field. */
+    update: (id: string, patch: AgentPatch, query?: AgentQuery) =>
+      db.$transaction(async (tx): Promise<AgentWithKey> => {
+        // Merging llmSettings reads it and writes it back: the row lock makes concurrent PATCHes
+        // of different settings apply one after the other instead of overwriting each other.
+        const [current] = patch.llmSettings
+          ? await tx.$queryRaw<{ llmSettings: object }[]>`SELECT "llmSettings" FROM "Agent" WHERE "id" = ${id} FOR UPDATE`
+          : [];
+        return tx.agent.update({
+          where: { id },
+          data: {
+            ...columns(patch),
+            llmSettings: patch.llmSettings && { ...current?.llmSettings, ...patch.llmSettings },
+            ...(patch.key !== undefined || patch.image !== undefined
+              ? { user: { update: { username: patch.key, userImage: patch.image } } }
+              : {}),
+          },
+          ...withKey(query),
+        });
+      }),
+  };
+}
+
+export type AgentStore = ReturnType<typeof agentStore>;

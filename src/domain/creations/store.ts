@@ -1,0 +1,81 @@
+import type { Db } from '../../db/database.ts';
+import type { Creation, Prisma } from '../../generated/prisma/client.ts';
+import { newestFirst } from '../core/ordering.ts';
+import type { Viewer } from '../core/viewer.ts';
+import type { CreationFilter } from '../discovery/filters.ts';
+import { creationListWhere, visibleCreations } from '../discovery/store.ts';
+
+export type { Creation };
+
+/**
+ * The relations a reader wants with a creation: GraphQL's selection (Pothos' `queryFromInfo`)
+ * or a REST body's include. The store passes it through to the statement that reads the row,
+ * so a whole selection costs the same few statements however deep it goes.
+ */
+export type CreationQuery = { include?: Prisma.CreationInclude };
+/** A creation as read with `Q`: its columns and the relations `Q` includes. */
+export type CreationRead<Q extends CreationQuery> = Creation & Prisma.CreationGetPayload<Q>;
+/** A window of the feed (a connection's cursor, take and skip) with its relations. */
+export type CreationWindow = Omit<Prisma.CreationFindManyArgs, 'where' | 'orderBy'>;
+
+/** Why a like or unlike changed nothing: the creation is not there for the viewer, or the like already is (or is not). */
+export type LikeRefusal = 'not visible' | 'unchanged';
+
+/** Where creations and their likes are kept. */
+export interface CreationStore {
+  /** The creations the viewer may see, narrowed by `filter`, newest first. */
+  list(viewer: Viewer, filter: CreationFilter, window: CreationWindow): Promise<Creation[]>;
+  findVisible<Q extends CreationQuery = object>(viewer: Viewer, id: string, query?: Q): Promise<CreationRead<Q> | null>;
+  /** Adds the viewer's like and counts it, together; the creation as that left it. */
+  like<Q extends CreationQuery = object>(viewer: Viewer, id: string, query?: Q): Promise<CreationRead<Q> | LikeRefusal>;
+  /** Removes the viewer's like and uncounts it, together. */
+  unlike<Q extends CreationQuery = object>(viewer: Viewer, id: string, query?: Q): Promise<CreationRead<Q> | LikeRefusal>;
+  /** Which of these creations the viewer liked. */
+  likedAmong(viewer: Viewer, ids: readonly string[]): Promise<Set<string>>;
+}
+
+type Tx = Prisma.TransactionClient;
+/** A change to the viewer's like of a creation; how many like rows it wrote (0: there was nothing to change). */
+type LikeChange = (tx: Tx, viewer: Viewer, id: string) => Promise<number>;
+
+const addLike: LikeChange = async (tx, viewer, id) =>
+  (await tx.like.createMany({ data: [{ creationId: id, userId: viewer.id }], skipDuplicates: true })).count;
+const removeLike: LikeChange = async (tx, viewer, id) => (await tx.like.deleteMany({ where: { creationId: id, userId: viewer.id } })).count;
+
+export function creationStore(db: Db): CreationStore {
+  const isVisible = async (tx: Tx, viewer: Viewer, id: string) =>
+    (await tx.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, select: { id: true } })) !== null;
+
+  /**
+   * The like row and `likeCount` change in one transaction, so the count always matches; a
+   * refusal leaves both as they were.
+   */
+  const changeLike = <Q extends CreationQuery>(
+    viewer: Viewer,
+    id: string,
+    query: Q | undefined,
+    change: LikeChange,
+    likeCount: Prisma.IntFieldUpdateOperationsInput,
+  ) =>
+    db.$transaction(async (tx): Promise<CreationRead<Q> | LikeRefusal> => {
+      if (!(await isVisible(tx, viewer, id))) return 'not visible';
+      if ((await change(tx, viewer, id)) === 0) return 'unchanged';
+      return (await tx.creation.update({ where: { id }, data: { likeCount }, ...query })) as CreationRead<Q>;
+    });
+
+  return {
+    list: (viewer, filter, window) => db.creation.findMany({ ...window, where: creationListWhere(viewer, filter), orderBy: newestFirst }),
+
+    async findVisible<Q extends CreationQuery = object>(viewer: Viewer, id: string, query?: Q) {
+      return (await db.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, ...query })) as CreationRead<Q> | null;
+    },
+
+    like: (viewer, id, query) => changeLike(viewer, id, query, addLike, { increment: 1 }),
+    unlike: (viewer, id, query) => changeLike(viewer, id, query, removeLike, { decrement: 1 }),
+
+    async likedAmong(viewer, ids) {
+      const likes = await db.like.findMany({ where: { userId: viewer.id, creationId: { in: [...ids] } }, select: { creationId: true } });
+      return new Set(likes.map((l) => l.creationId));
+    },
+  };
+}

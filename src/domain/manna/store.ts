@@ -1,0 +1,28 @@
+import type { MannaLedger, Prisma } from '../../generated/prisma/client.ts';
+import type { BalanceKind } from '../../generated/prisma/enums.ts';
+
+/** One move of manna as the ledger keeps it (exact decimals, never floats). */
+export type LedgerEntry = MannaLedger;
+
+/** Where an entry stands in a user's ledger: newest first, the id breaking ties. */
+export interface LedgerPosition {
+  createdAt: Date;
+  id: string;
+}
+
+export interface Granted {
+  ledgerId: string;
+  amount: Prisma.Decimal;
+  subscriptionBalance: Prisma.Decimal;
+  foreverBalance: Prisma.Decimal;
+}
+
+/** Every statement the manna rules need. */
+export interface MannaStore {
+  /** A user or agent profile by username. */
+  userNamed(username: string): Promise<{ id: string; type: 'user' | 'agent' } | null>;
+  /** Adds `amount` to one of the user's balances with its ledger row, and reads both balances after, at once. */
+  grant(userId: string, kind: BalanceKind, amount: string): Promise<Granted>;
+  /** Up to `take` of the user's entries after `from`, newest first. */
+  ledger(userId: string, from: LedgerPosition | null, take: number): Promise<LedgerEntry[]>;
+}

@@ -1,0 +1,121 @@
+import type { Budget } from '../core/budgets.ts';
+import type { MessageView } from '../core/events.ts';
+
+/** An agent as its replies need it: its profile and settings, and the username that is its key. */
+export interface ReplyAgent {
+  id: string;
+  name: string;
+  description: string;
+  persona: string;
+  greeting: string;
+  knowledge: string;
+  /** The agent's JSON columns, read through `agents/fields.ts`. */
+  tools: unknown;
+  suggestions: unknown;
+  llmSettings: unknown;
+  user: { username: string };
+}
+
+/** A message of the conversation so far, with the username of whoever wrote it. */
+export interface HistoryEntry {
+  message: MessageView;
+  senderName: string | null;
+}
+
+/** What a prompt's replies start from. */
+export interface Conversation {
+  scenario: string | null;
+  /** The session's agents, in its order. */
+  agents: ReplyAgent[];
+  /** Its latest finished messages, oldest first. */
+  history: HistoryEntry[];
+}
+
+/** How a reply ended, as it is saved. */
+export interface Outcome {
+  content: string;
+  thought: string;
+  status: 'complete' | 'failed' | 'cancelled';
+  error: string | null;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** A reply's text so far, saved now and then while it streams. */
+export interface Checkpoint {
+  messageId: string;
+  content: string;
+  thought: string;
+}
+
+/** A reply that completed, with its token usage (added to its session's counter). */
+export interface Completion extends Checkpoint {
+  sessionId: string;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** A title for a session whose first exchange ended. */
+export interface Title {
+  sessionId: string;
+  title: string;
+}
+
+/**
+ * Every statement the reply engine and its writer make. Failures come through as the database
+ * gave them (`core/prisma-errors.ts` tells them apart).
+ */
+export interface ReplyStore {
+  /** The session's scenario, agents and latest `historyLimit` finished messages; null when the session is gone. */
+  conversation(sessionId: string, historyLimit: number): Promise<Conversation | null>;
+  /**
+   * Spends one more model call of the session's turn budget if every budget still allows it;
+   * `pendingTokens` are the reply's own, not saved yet. Returns the budget that stopped it, or null.
+   */
+  reserveTurn(sessionId: string, pendingTokens: number): Promise<Budget | null>;
+  /** Saves a streaming reply's text as it stands, for its watchers to see with its tool calls. */
+  saveText(messageId: string, content: string): Promise<MessageView>;
+  /**
+   * Saves a reply that did not complete, with its tokens counted on the session, in one
+   * transaction; a tool call of it still unsettled ends with `toolError` (its hold given back).
+   */
+  closeReply(sessionId: string, messageId: string, outcome: Outcome, toolError: string): Promise<MessageView>;
+  /** Saves the text of the replies still streaming among these, in one statement. */
+  saveCheckpoints(group: Checkpoint[]): Promise<void>;
+  /**
+   * Saves these replies as complete, and their tokens on their sessions, in one statement, for
+   * those still streaming (none is counted twice); returns the messages saved, by id.
+   */
+  saveCompletions(group: Completion[]): Promise<Map<string, MessageView>>;
+  /** Names the sessions that have no title yet (the first title for a session wins); returns those named. */
+  nameSessions(group: Title[]): Promise<Set<string>>;
+}
+
+/** Which streaming replies recovery takes. */
+export interface AbandonedReplies {
+  /** Only replies written by this instance. */
+  instanceId?: string;
+  /** Only replies not saved since this time. */
+  olderThan?: Date;
+}
+
+export interface RecoveredReply {
+  sessionId: string;
+  promptId: string | null;
+  agentId: string | null;
+  message: MessageView;
+}
+
+/** The statements of start-up and dead-instance recovery. */
+export interface RecoveryStore {
+  /** Sessions holding replies that `which` takes, at most `take`. */
+  sessionsWithAbandoned(which: AbandonedReplies, take: number): Promise<string[]>;
+  /**
+   * With the session locked (before its tool calls, in the order settling takes them): its
+   * replies that `which` takes, still streaming, saved as failed with `errors.reply`; their running
+   * tool calls cancelled with `errors.tool` and their holds refunded, their pending ones cancelled.
+   */
+  closeAbandoned(sessionId: string, which: AbandonedReplies, errors: { reply: string; tool: string }): Promise<RecoveredReply[]>;
+  /** Instances other than `self` that have replies streaming. */
+  streamingInstances(self: string): Promise<string[]>;
+}

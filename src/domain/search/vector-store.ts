@@ -1,0 +1,130 @@
+import type { Db } from '../../db/database.ts';
+import type { VectorColumn } from '../../db/vector-column.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
+import { visibleCreationsSql } from '../discovery/store.ts';
+import { EMBEDDING_DIMENSIONS } from './embeddings/provider.ts';
+import type { SearchOrderBy } from './inputs.ts';
+import type { Hit, NearestQuery, NewCreation, SortKey } from './store.ts';
+
+/** float4 text that reads back as the same float4: 9 significant digits are enough. */
+const numbers = (v: Float32Array) => Array.from(v, (x) => +x.toPrecision(9)).join(',');
+
+/**
+ * The statements on embeddings, for the two ways a database may hold them: pgvector's
+ * `vector(768)` with its HNSW index, or `real[]` scanned exactly where pgvector is missing.
+ */
+export function vectorStore(db: Db, column: VectorColumn) {
+  const literal = (v: Float32Array) => (column === 'vector' ? `[${numbers(v)}]` : `{${numbers(v)}}`);
+  const cast = Prisma.raw(column === 'vector' ? 'vector' : 'real[]');
+  const sortColumn = { score: Prisma.raw('score'), createdAt: Prisma.raw('"createdAt"'), likeCount: Prisma.raw('"likeCount"') };
+  const keyParam = (orderBy: SearchOrderBy, key: SortKey) =>
+    orderBy === 'createdAt'
+      ? Prisma.sql`${(key as Date).toISOString()}::timestamp`
+      : orderBy === 'score'
+        ? Prisma.sql`${key}::float8`
+        : Prisma.sql`${key}::int`;
+
+  function nearestSql(q: NearestQuery) {
+    const { agentId, userId, tool } = q.filters;
+    const filters = [
+      Prisma.sql`${visibleCreationsSql('c', q.viewerId)} AND c."embeddingProvider" = ${q.provider}`,
+      ...(agentId !== undefined ? [Prisma.sql`c."agentId" = ${agentId}`] : []),
+      ...(userId !== undefined ? [Prisma.sql`c."userId" = ${userId}`] : []),
+      ...(tool !== undefined ? [Prisma.sql`c.tool = ${tool}`] : []),
+    ];
+    const where = Prisma.join(filters, ' AND ');
+    // On vector(768) the ORDER BY is the indexed cosine distance, so HNSW finds the window; on
+    // real[] every visible row is scored (vectors are unit length: the dot product is the cosine).
+    return column === 'vector'
+      ? Prisma.sql`SELECT c.id, c."createdAt", c."likeCount", c.embedding <=> ${literal(q.vector)}::vector AS distance
+          FROM "Creation" c WHERE ${where} ORDER BY distance LIMIT ${q.window}`
+      : Prisma.sql`SELECT c.id, c."createdAt", c."likeCount",
+            1 - (SELECT sum(a::float8 * b) FROM unnest(c.embedding, ${literal(q.vector)}::real[]) AS u(a, b)) AS distance
+          FROM "Creation" c WHERE ${where} ORDER BY distance LIMIT ${q.window}`;
+  }
+
+  function rankedSql(q: NearestQuery) {
+    const dir = Prisma.raw(q.direction === 'asc' ? 'ASC' : 'DESC');
+    const col = sortColumn[q.orderBy];
+    const slice =
+      'offset' in q.slice
+        ? Prisma.sql`position > ${q.slice.offset}`
+        : Prisma.sql`(${col}, id) ${Prisma.raw(q.direction === 'asc' ? '>' : '<')} (${keyParam(q.orderBy, q.slice.after.key)}, ${q.slice.after.id})`;
+    return Prisma.sql`
+      WITH nearest AS MATERIALIZED (${nearestSql(q)}),
+      matches AS (SELECT id, "createdAt", "likeCount", 1 - distance AS score FROM nearest WHERE 1 - distance >= ${q.minScore}),
+      ranked AS (SELECT *, row_number() OVER (ORDER BY ${col} ${dir}, id ${dir}) AS position FROM matches)
+      SELECT t.total, r.id, r.score, r."createdAt", r."likeCount"
+      FROM (SELECT count(*)::int AS total FROM ranked) t
+      LEFT JOIN LATERAL (SELECT * FROM ranked WHERE ${slice} ORDER BY position LIMIT ${q.slice.limit}) r ON true
+      ORDER BY r.position`;
+  }
+
+  type Row = { total: number; id: string | null; score: number | null; createdAt: Date | null; likeCount: number | null };
+
+  return {
+    column,
+
+    /**
+     * The matches of one query: how many there are in all (`total`) and the requested slice of
+     * them, in one statement. On pgvector, `hnsw.ef_search` is raised and iterative index scans
+     * are on for this transaction only, so filters that drop most neighbours still fill the window.
+     */
+    async nearest(q: NearestQuery): Promise<{ total: number; hits: Hit[] }> {
+      const rows: Row[] =
+        column === 'vector'
+          ? (
+              await db.$transaction([
+                db.$queryRaw`SELECT set_config('hnsw.ef_search', ${String(q.efSearch)}, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`,
+                db.$queryRaw<Row[]>(rankedSql(q)),
+              ])
+            )[1]
+          : await db.$queryRaw<Row[]>(rankedSql(q));
+      return {
+        total: rows[0]?.total ?? 0,
+        hits: rows
+          .filter((r) => r.id !== null)
+          .map((r) => ({
+            id: r.id!,
+            score: r.score!,
+            key: q.orderBy === 'score' ? r.score! : q.orderBy === 'createdAt' ? r.createdAt! : r.likeCount!,
+          })),
+      };
+    },
+
+    /**
+     * Inserts new creations together with their vectors, in one statement: writing the row and
+     * then its vector would write every row (and its 3 KB vector) twice. Ids already present are
+     * left alone; returns the ids inserted.
+     */
+    async insertWithEmbeddings(provider: string, rows: readonly NewCreation[]): Promise<string[]> {
+      if (rows.length === 0) return [];
+      const col = <K extends keyof NewCreation>(key: K) => rows.map((r) => r[key]);
+      const inserted = await db.$queryRaw<{ id: string }[]>`
+        INSERT INTO "Creation" (id, "userId", "agentId", tool, name, url, thumbnail, filename, args, "mediaAttributes", public, "createdAt", "updatedAt",
+                                embedding, "embeddingProvider", "embeddingDimensions")
+        SELECT r.id, r.user_id, r.agent_id, r.tool, r.name, r.url, r.thumbnail, r.filename, r.args::jsonb, r.media::jsonb, r.public,
+               COALESCE(r.created_at::timestamptz AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC'), now() AT TIME ZONE 'UTC',
+               r.embedding::${cast}, ${provider}, ${EMBEDDING_DIMENSIONS}
+        FROM unnest(${col('id')}::text[], ${col('userId')}::text[], ${col('agentId')}::text[], ${col('tool')}::text[], ${col('name')}::text[],
+                    ${col('url')}::text[], ${col('thumbnail')}::text[], ${col('filename')}::text[],
+                    ${rows.map((r) => JSON.stringify(r.args))}::text[], ${rows.map((r) => JSON.stringify(r.mediaAttributes))}::text[],
+                    ${col('public')}::boolean[], ${rows.map((r) => r.createdAt?.toISOString() ?? null)}::text[], ${rows.map((r) => literal(r.vector))}::text[])
+          AS r(id, user_id, agent_id, tool, name, url, thumbnail, filename, args, media, public, created_at, embedding)
+        ON CONFLICT (id) DO NOTHING
+        RETURNING id`;
+      return inserted.map((r) => r.id);
+    },
+
+    /** Stores vectors (unit length, 768 dimensions) with the provider that made them, in one statement. */
+    async write(provider: string, rows: readonly { id: string; vector: Float32Array }[]) {
+      if (rows.length === 0) return;
+      await db.$executeRaw`
+        UPDATE "Creation" AS c SET embedding = v.e::${cast}, "embeddingProvider" = ${provider}, "embeddingDimensions" = ${EMBEDDING_DIMENSIONS}
+        FROM unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => literal(r.vector))}::text[]) AS v(id, e)
+        WHERE c.id = v.id`;
+    },
+  };
+}
+
+export type VectorStore = ReturnType<typeof vectorStore>;

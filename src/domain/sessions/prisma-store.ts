@@ -1,0 +1,259 @@
+import type { Db } from '../../db/database.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
+import { releaseHolds } from '../core/stores/holds.ts';
+import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
+import { recalledFacts } from '../memory/service.ts';
+import { memoriesOf } from '../memory/store.ts';
+import type { Permission } from './access.ts';
+import { newSessionWriter, savePrompt } from './prompt-store.ts';
+import { recordSignal } from './signal-store.ts';
+import {
+  type AgentAsk,
+  type MessageSlice,
+  type MessageWindow,
+  messagesThatFit,
+  type NewSessionAgent,
+  ReactionLimitReached,
+  type SessionFilter,
+  type SessionQuery,
+  type SessionRead,
+  type SessionStore,
+} from './store.ts';
+
+/**
+ * Prisma cannot name the row type of a query passed through generically: this is where it is
+ * named, once, for every session read.
+ */
+const asRead = <Q extends SessionQuery>(row: unknown) => row as SessionRead<Q>;
+
+/** Newest activity first; the id breaks ties. */
+const byActivity = [{ updatedAt: 'desc' as const }, { id: 'desc' as const }];
+
+function sessionsWhere(filter: SessionFilter): Prisma.SessionWhereInput {
+  if ('ownedBy' in filter) return { ownerId: filter.ownedBy };
+  if ('sharedWith' in filter) return { ownerId: { not: filter.sharedWith }, users: { some: { userId: filter.sharedWith } } };
+  const { memberOf, agentId } = filter;
+  return {
+    OR: [{ ownerId: memberOf }, { users: { some: { userId: memberOf } } }],
+    ...(agentId !== undefined ? { agents: { some: { agentId } } } : {}),
+  };
+}
+
+/**
+ * A page of the session's messages, oldest first. Their sizes are read first, so a page of huge
+ * messages is cut short before their text is read at all.
+ */
+async function messagePage(client: Pick<Db, 'message' | '$queryRaw'>, sessionId: string, w: MessageWindow): Promise<MessageSlice> {
+  const sizes = await client.$queryRaw<{ ordinal: number; bytes: number }[]>`
+    SELECT "ordinal", octet_length("content") + coalesce(octet_length("thought"), 0) AS "bytes" FROM "Message"
+    WHERE "sessionId" = ${sessionId}
+      ${w.after !== null ? Prisma.sql`AND "ordinal" > ${w.after}` : Prisma.empty}
+      ${w.before !== null ? Prisma.sql`AND "ordinal" < ${w.before}` : Prisma.empty}
+    ORDER BY "ordinal" ${w.forwards ? Prisma.sql`ASC` : Prisma.sql`DESC`} LIMIT ${w.take + 1}`;
+  const fits = messagesThatFit(
+    sizes.map((s) => Number(s.bytes)),
+    w.take,
+    w.maxBytes,
+  );
+  const ordinals = sizes.slice(0, fits).map((s) => Number(s.ordinal));
+  const rows = ordinals.length
+    ? await client.message.findMany({ where: { sessionId, ordinal: { in: ordinals } }, orderBy: { ordinal: 'asc' }, select: messageSelect })
+    : [];
+  return { messages: rows.map(toMessageView), more: sizes.length > fits };
+}
+
+/**
+ * The agents new sessions' prompts name, with what each remembers of the users whose prompts
+ * will be answered, in one statement for all the asks.
+ */
+async function agentsForNewSessions(db: Db, asks: readonly AgentAsk[]) {
+  const users = [...new Set(asks.filter((k) => k.recall).map((k) => k.userId))];
+  const rows = await db.agent.findMany({
+    where: { id: { in: [...new Set(asks.map((k) => k.agentId))] } },
+    include: { user: { select: { username: true } }, ...(users.length ? { memories: memoriesOf(users) } : {}) },
+  });
+  const byId = new Map(rows.map((r) => [r.id, r as typeof r & { memories?: { fact: string; userId: string }[] }]));
+  const reads = new Map<AgentAsk, NewSessionAgent>();
+  for (const ask of asks) {
+    const row = byId.get(ask.agentId);
+    if (!row) continue;
+    const { memories, ...agent } = row;
+    reads.set(ask, { agent, memories: ask.recall && memories ? recalledFacts(memories, ask.userId) : undefined });
+  }
+  return reads;
+}
+
+/** Who is where, which agents answer, and saving prompts. */
+function promptStatements(
+  db: Db,
+): Pick<SessionStore, 'places' | 'sessionAgents' | 'agentsForNewSessions' | 'addPrompt' | 'createSession' | 'settingsOf'> {
+  const saveInNewSession = newSessionWriter(db);
+  return {
+    async places(asks) {
+      const rows = await db.$queryRaw<{ session_id: string; user_id: string; owner_id: string; permission: Permission | null }[]>`
+        SELECT v.session_id, v.user_id, s."ownerId" AS owner_id, su."permission"::text AS permission
+        FROM unnest(${asks.map((a) => a.sessionId)}::text[], ${asks.map((a) => a.userId)}::text[]) AS v(session_id, user_id)
+        JOIN "Session" AS s ON s."id" = v.session_id
+        LEFT JOIN "SessionUser" AS su ON su."sessionId" = v.session_id AND su."userId" = v.user_id`;
+      const found = new Map(rows.map((r) => [`${r.session_id} ${r.user_id}`, r.owner_id === r.user_id ? 'owner' : r.permission]));
+      const places = new Map<(typeof asks)[number], { permission: Permission | null }>();
+      for (const a of asks) {
+        const permission = found.get(`${a.sessionId} ${a.userId}`);
+        if (permission !== undefined) places.set(a, { permission });
+      }
+      return places;
+    },
+
+    async sessionAgents(sessionId) {
+      const rows = await db.sessionAgent.findMany({
+        where: { sessionId },
+        orderBy: { position: 'asc' },
+        select: { agent: { select: { id: true, name: true, public: true, ownerId: true, user: { select: { username: true } } } } },
+      });
+      return rows.map(({ agent: { user, ...agent } }) => ({ ...agent, key: user.username }));
+    },
+
+    agentsForNewSessions: (asks) => agentsForNewSessions(db, asks),
+    addPrompt: (p) => db.$transaction((tx) => savePrompt(tx, p)),
+    createSession: (p) => saveInNewSession(p),
+    settingsOf: (sessionId) => db.session.findUnique({ where: { id: sessionId }, select: { title: true, scenario: true } }),
+  };
+}
+
+/** Sessions and their messages, as readers page through them. */
+function readStatements(
+  db: Db,
+): Pick<SessionStore, 'session' | 'sessions' | 'numberedSessions' | 'userNamed' | 'message' | 'messages' | 'sessionWithMessages'> {
+  return {
+    async session(id, query) {
+      return asRead<typeof query>(await db.session.findUniqueOrThrow({ where: { id }, ...query }));
+    },
+
+    async sessions(filter, { from, limit }, query) {
+      const where = sessionsWhere(filter);
+      const rows = await db.session.findMany({
+        where: from
+          ? { AND: [where, { OR: [{ updatedAt: { lt: from.updatedAt } }, { updatedAt: from.updatedAt, id: { lt: from.id } }] }] }
+          : where,
+        orderBy: byActivity,
+        take: limit + 1,
+        ...query,
+      });
+      const sessions = rows.slice(0, limit);
+      const last = sessions.at(-1) as { updatedAt: Date; id: string } | undefined;
+      return { sessions: sessions.map(asRead<typeof query>), next: rows.length > limit && last ? last : null };
+    },
+
+    async numberedSessions(filter, { skip, take }, query) {
+      const where = sessionsWhere(filter);
+      const [total, rows] = await db.$transaction([
+        db.session.count({ where }),
+        db.session.findMany({ where, orderBy: byActivity, skip, take, ...query }),
+      ]);
+      return { sessions: rows.map(asRead<typeof query>), total };
+    },
+
+    userNamed: (username) => db.user.findUnique({ where: { username }, select: { id: true, type: true } }),
+
+    async message(id) {
+      const row = await db.message.findUnique({ where: { id }, select: messageSelect });
+      return row && toMessageView(row);
+    },
+
+    messages: (sessionId, window) => messagePage(db, sessionId, window),
+
+    sessionWithMessages: (id, query, window) =>
+      db.$transaction(
+        async (tx) => {
+          const session = asRead<typeof query>(await tx.session.findUniqueOrThrow({ where: { id }, ...query }));
+          return { session, page: await messagePage(tx, id, window) };
+        },
+        { isolationLevel: 'RepeatableRead' },
+      ),
+  };
+}
+
+/** Reactions, cancelling, and the changes to who is in a session, each write its own transaction. */
+function changeStatements(
+  db: Db,
+): Pick<
+  SessionStore,
+  'sessionOfMessage' | 'toggleReaction' | 'reactionsOf' | 'promptsAnswering' | 'deleteSession' | 'ownerOf' | 'setMember' | 'removeMember'
+> {
+  return {
+    async sessionOfMessage(messageId) {
+      const message = await db.message.findUnique({ where: { id: messageId }, select: { sessionId: true } });
+      return message?.sessionId ?? null;
+    },
+
+    toggleReaction: ({ messageId, userId, reaction, replaces, limit }) =>
+      db.$transaction(async (tx) => {
+        // One user's reactions to one message queue here, so concurrent ones cannot pass the cap.
+        await tx.$queryRaw`SELECT 1 FROM "Message" WHERE "id" = ${messageId} FOR UPDATE`;
+        const mine = { messageId, userId };
+        const { count: removed } = await tx.reaction.deleteMany({ where: { ...mine, reaction } });
+        if (!removed) {
+          if (replaces) await tx.reaction.deleteMany({ where: { ...mine, reaction: replaces } });
+          // Thrown inside the transaction, so the reaction taken off above comes back.
+          if ((await tx.reaction.count({ where: mine })) >= limit) throw new ReactionLimitReached();
+          await tx.reaction.createMany({ data: [{ ...mine, reaction }], skipDuplicates: true });
+        }
+        const reactions = await tx.reaction.findMany({
+          where: { messageId },
+          select: { userId: true, reaction: true },
+          orderBy: { createdAt: 'asc' },
+        });
+        return { added: !removed, reactions };
+      }),
+
+    async reactionsOf(messageId, userId) {
+      const rows = await db.reaction.findMany({
+        where: { messageId, userId, message: { session: { OR: [{ ownerId: userId }, { users: { some: { userId } } }] } } },
+        select: { reaction: true },
+      });
+      return rows.map((r) => r.reaction);
+    },
+
+    async promptsAnswering(sessionId, promptId) {
+      const prompts = await db.message.findMany({
+        where: { sessionId, status: 'streaming', role: 'assistant', ...(promptId !== undefined ? { promptId } : {}) },
+        distinct: ['promptId'],
+        select: { promptId: true },
+      });
+      return prompts.length;
+    },
+
+    deleteSession: (id, signal) =>
+      db.$transaction(async (tx) => {
+        // Locked first: a tool call being charged now either commits before (and is refunded
+        // here) or finds the session gone (and charges nothing).
+        await tx.$queryRaw`SELECT 1 FROM "Session" WHERE "id" = ${id} FOR UPDATE`;
+        await releaseHolds(tx, { message: { sessionId: id } }, 'The session was deleted');
+        await tx.session.deleteMany({ where: { id } });
+        return recordSignal(tx, signal);
+      }),
+
+    async ownerOf(sessionId) {
+      return (await db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { ownerId: true } })).ownerId;
+    },
+
+    async setMember(sessionId, userId, permission) {
+      await db.sessionUser.upsert({
+        where: { sessionId_userId: { sessionId, userId } },
+        create: { sessionId, userId, permission },
+        update: { permission },
+      });
+    },
+
+    removeMember: (sessionId, userId, signal) =>
+      db.$transaction(async (tx) => {
+        const { count } = await tx.sessionUser.deleteMany({ where: { sessionId, userId } });
+        return count ? recordSignal(tx, signal) : null;
+      }),
+  };
+}
+
+/** The session rules' statements (`store.ts` says what each must do), on Prisma. */
+export function prismaSessionStore(db: Db): SessionStore {
+  return { ...promptStatements(db), ...readStatements(db), ...changeStatements(db) };
+}

@@ -1,0 +1,183 @@
+import { canReadAgent } from '../agents/service.ts';
+import { BUDGET_EXCEEDED } from '../core/budgets.ts';
+import type { EventBus } from '../core/bus.ts';
+import { coalesced } from '../core/coalesce.ts';
+import { badInput, forbidden, unauthenticated } from '../core/errors.ts';
+import type { MessageView } from '../core/events.ts';
+import { canNameARow } from '../core/ids.ts';
+import { parseInput } from '../core/validation.ts';
+import type { Viewer } from '../core/viewer.ts';
+import type { ReplyEngine, ReplyJob } from '../replies/engine.ts';
+import { chooseResponders } from '../replies/routing.ts';
+import { canManage, canPost, NO_ACCESS, type SessionAccess } from './access.ts';
+import { KEY_DELETED_END } from '../core/watch.ts';
+import { type SendMessageInput, sendMessageSchema } from './inputs.ts';
+import { type AgentAsk, BudgetStop, KeyGone, type NewSessionAgent, type SavedPrompt, type SessionStore } from './store.ts';
+
+export const AGENT_IDS_REQUIRED = 'agent_ids must be provided when creating a new session';
+export const AGENT_NO_LONGER_USABLE = 'This agent is no longer usable by you (its owner made it private)';
+export const NO_USABLE_AGENT = "This session's agents are no longer usable by you (their owners made them private)";
+
+/** The result of operation 4: the session, and the prompt whose replies are now being written. */
+export interface PromptStarted {
+  sessionId: string;
+  created: boolean;
+  /** Null when the request carried no message (a session created empty). */
+  promptId: string | null;
+  message: MessageView | null;
+  replies: ReplyJob['replies'];
+  /** Seq of the prompt's `start_prompt` event: watch from just before it to see the whole reply. */
+  startSeq: number | null;
+}
+
+/** An agent that will be in the prompt's session; for a new session, as the replies will need it. */
+interface PromptAgent {
+  id: string;
+  name: string;
+  key: string;
+  read?: NewSessionAgent;
+}
+
+/** Each of a statement's users may bring MEMORY_CAP facts per agent: fewer reads per statement than for keys. */
+const AGENT_READS_PER_STATEMENT = 100;
+
+const settingsOf = (input: SendMessageInput) => ({
+  title: input.title,
+  scenario: input.scenario,
+  mannaBudget: input.budget?.mannaBudget,
+  tokenBudget: input.budget?.tokenBudget,
+  turnBudget: input.budget?.turnBudget,
+});
+
+export interface PromptDependencies {
+  store: SessionStore;
+  bus: EventBus;
+  replies: Pick<ReplyEngine, 'instanceId' | 'start'>;
+  access: SessionAccess;
+}
+
+/** Prompts and their replies: sending one (operation 4), and stopping the replies being written. */
+export function promptRules({ store, bus, replies, access }: PromptDependencies) {
+  /**
+   * The agents a new session's prompt names, with what each remembers of the user when the
+   * prompt will be answered: the reads of prompts that arrive together go in one statement.
+   */
+  const agentReads = coalesced((asks: readonly AgentAsk[]) => store.agentsForNewSessions(asks), AGENT_READS_PER_STATEMENT);
+
+  /** The session's agents in order, as the prompt needs them; for a new session, checked first. */
+  async function agentsFor(viewer: Viewer, input: SendMessageInput): Promise<PromptAgent[]> {
+    if (input.sessionId) {
+      const agents = await store.sessionAgents(input.sessionId);
+      input.agentIds?.forEach((id, i) => {
+        const agent = agents.find((a) => a.id === id);
+        if (!agent) throw badInput('agent is not in this session', ['agentIds', i]);
+        if (!canReadAgent(viewer, agent)) throw forbidden(AGENT_NO_LONGER_USABLE);
+      });
+      // Checked on every prompt, not only when the session was made: an agent its owner made
+      // private since must not answer (or charge its owner for) someone who may no longer use it.
+      return agents.filter((a) => canReadAgent(viewer, a)).map(({ id, name, key }) => ({ id, name, key }));
+    }
+    if (!input.agentIds?.length) throw badInput(AGENT_IDS_REQUIRED);
+    const recall = !input.extras?.excludeMemory && Boolean(input.content?.trim() || input.attachments?.length);
+    const found = await agentReads.loadMany(input.agentIds.map((agentId) => ({ agentId, userId: viewer.id, recall })));
+    return found.map((read, i) => {
+      if (read instanceof Error) throw read;
+      if (!read || !canReadAgent(viewer, read.agent)) throw badInput('agent not found or not usable by you', ['agentIds', i]);
+      return { id: read.agent.id, name: read.agent.name, key: read.agent.user.username, read };
+    });
+  }
+
+  /**
+   * Operation 4. Saves the prompt and starts the agents' replies in the background. The turn
+   * budget is spent for every agent that will answer in the same transaction that saves the
+   * prompt, so concurrent prompts can never run more model calls than the budget allows; a
+   * prompt past a budget saves nothing.
+   */
+  async function send(viewer: Viewer, raw: unknown, options: { confirmKey?: boolean } = {}): Promise<PromptStarted> {
+    const input = parseInput(sendMessageSchema, raw);
+    const settings = settingsOf(input);
+    const changesSettings = Object.values(settings).some((v) => v !== undefined);
+    if (input.sessionId) {
+      const permission = await access.permissionIn(viewer, input.sessionId);
+      if (!canPost(permission)) throw forbidden(NO_ACCESS);
+      if (changesSettings && !canManage(permission))
+        throw forbidden('Only an owner of this session can change its title, scenario or budget');
+    }
+    const agents = await agentsFor(viewer, input);
+    const content = input.content ?? '';
+    const attachments = input.attachments ?? [];
+    const hasPrompt = content.trim() !== '' || attachments.length > 0;
+    if (hasPrompt && !agents.length) throw forbidden(NO_USABLE_AGENT);
+    const responders = hasPrompt ? chooseResponders(agents, input.agentIds, content) : [];
+    // A new session has spent nothing: only its turn budget can be too small for the agents.
+    if (!input.sessionId && settings.turnBudget !== undefined && responders.length > settings.turnBudget)
+      throw badInput(BUDGET_EXCEEDED.turns);
+
+    const toSave = {
+      userId: viewer.id,
+      prompt: hasPrompt ? { content, attachments, responders } : null,
+      instance: replies.instanceId,
+      keyId: options.confirmKey ? viewer.keyId : null,
+    };
+    let saved: SavedPrompt;
+    let known: ReplyJob['known'];
+    try {
+      if (input.sessionId) {
+        saved = await store.addPrompt({ ...toSave, session: { id: input.sessionId, update: changesSettings ? settings : undefined } });
+      } else {
+        const created = await store.createSession({ ...toSave, session: { create: { ...settings, agents } } });
+        saved = created;
+        // A new session's replies need nothing more from the database than what was just written.
+        known = {
+          scenario: input.scenario ?? null,
+          agents: agents.flatMap((a) => (a.read ? [a.read.agent] : [])),
+          history: created.history,
+          memories: new Map(agents.flatMap((a) => (a.read?.memories ? [[a.id, a.read.memories] as const] : []))),
+        };
+      }
+    } catch (e) {
+      if (e instanceof KeyGone) throw unauthenticated(KEY_DELETED_END.reason);
+      if (e instanceof BudgetStop) throw badInput(BUDGET_EXCEEDED[e.budget]);
+      throw e;
+    }
+
+    const { sessionId, prompt: message } = saved;
+    if (input.sessionId && changesSettings) {
+      const s = await store.settingsOf(sessionId);
+      if (s) await bus.publish(sessionId, { type: 'session_updated', title: s.title, scenario: s.scenario });
+    }
+    if (!message) return { sessionId, created: !input.sessionId, promptId: null, message: null, replies: [], startSeq: null };
+    const started = await bus.publish(sessionId, {
+      type: 'start_prompt',
+      promptId: message.id,
+      message,
+      agentIds: responders,
+      replyIds: saved.replies.map((r) => r.messageId),
+    });
+    replies.start({
+      sessionId,
+      promptId: message.id,
+      userId: viewer.id,
+      replies: saved.replies,
+      thinking: input.thinking ?? false,
+      excludeMemory: input.extras?.excludeMemory ?? false,
+      generateTitle: saved.firstExchange,
+      known,
+    });
+    return { sessionId, created: !input.sessionId, promptId: message.id, message, replies: saved.replies, startSeq: started.seq };
+  }
+
+  return {
+    send,
+
+    /** Stops the replies being written in a session (to one prompt, or all); anyone who may post may. */
+    async cancel(viewer: Viewer, sessionId: string, promptId?: string) {
+      if (!canPost(await access.requireAccess(viewer, sessionId))) throw forbidden(NO_ACCESS);
+      if (promptId !== undefined && !canNameARow(promptId)) return 0;
+      // Counted from the rows, because the replies may be written by another instance.
+      const prompts = await store.promptsAnswering(sessionId, promptId);
+      await bus.cancelReplies({ sessionId, promptId, reason: 'cancelled' });
+      return prompts;
+    },
+  };
+}

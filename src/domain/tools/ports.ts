@@ -1,0 +1,65 @@
+import type { Decimal } from '@prisma/client/runtime/client';
+import type { OwnerPays } from '../../generated/prisma/enums.ts';
+import type { ToolCallView } from '../core/events.ts';
+import type { RequestedToolCall } from '../core/tool-host.ts';
+
+/** A tool call as saved: pending until it is charged. */
+export interface RecordedCall {
+  id: string;
+  /** Its place among all the calls of its reply. */
+  position: number;
+  tool: string;
+}
+
+/** Where a call belongs. */
+export interface CallPlace {
+  sessionId: string;
+  messageId: string;
+}
+
+/** How a call ended. */
+export interface Settlement {
+  status: 'completed' | 'failed' | 'cancelled';
+  result?: unknown;
+  error?: string;
+}
+
+/** A file a call made, saved as a creation of the user with the call's settlement. */
+export interface CallCreation {
+  id: string;
+  userId: string;
+  agentId: string;
+  tool: string;
+  args: Record<string, unknown>;
+  name: string;
+  url: string;
+  thumbnail: string | null;
+  filename: string | null;
+  mediaAttributes: Record<string, unknown>;
+}
+
+/** Why a hold took nothing: the session's manna budget, the payer's balance, or the call gone. */
+export type HoldRefused = { refused: 'budget' } | { refused: 'balance'; balance: Decimal } | { refused: 'gone' };
+
+/** The statements of tools at work in replies. */
+export interface ToolStore {
+  /** The tools the agent's owner enabled and who pays for what it does, and the session's owner. */
+  payers(
+    agentId: string,
+    sessionId: string,
+  ): Promise<{ tools: unknown; ownerPays: OwnerPays; agentOwnerId: string; sessionOwnerId: string }>;
+  /** Saves the calls, pending, after the message's earlier ones; returns them in order. */
+  record(messageId: string, calls: RequestedToolCall[]): Promise<RecordedCall[]>;
+  /**
+   * Charges a call before it runs, in one transaction with its ledger rows: `cost` (if any) within
+   * the session's manna budget and from the payer's balance, and the call moved to running. Null
+   * when it is; otherwise why not, with nothing taken.
+   */
+  hold(call: RecordedCall, cost: Decimal, payer: string, place: CallPlace): Promise<HoldRefused | null>;
+  /**
+   * Settles a call still `held ? running : pending`, in one transaction: its status and result,
+   * its hold refunded (a held call that did not complete), its creations saved. Returns the call
+   * as saved, or null when someone else settled it first (its session deleted, say).
+   */
+  settle(call: RecordedCall, place: CallPlace, outcome: Settlement, held: boolean, creations: CallCreation[]): Promise<ToolCallView | null>;
+}

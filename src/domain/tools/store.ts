@@ -1,0 +1,115 @@
+import { Prisma } from '../../generated/prisma/client.ts';
+import type { Db } from '../../db/database.ts';
+import { claimToolCall, returnHold } from '../core/stores/holds.ts';
+import { debit } from '../core/stores/ledger.ts';
+import { toToolCallView } from '../core/stores/message-rows.ts';
+import type { HoldRefused, ToolStore } from './ports.ts';
+
+/** A hold that must take nothing: thrown inside its transaction so that all of it rolls back. */
+class Refusal extends Error {
+  constructor(readonly why: HoldRefused) {
+    super(why.refused);
+  }
+}
+
+/** The arguments as the model sent them, kept even when they are not valid JSON. */
+function argumentsForRecord(raw: string): Prisma.InputJsonValue {
+  try {
+    const parsed = JSON.parse(raw) as unknown;
+    return parsed !== null && typeof parsed === 'object' ? (parsed as Prisma.InputJsonValue) : { raw };
+  } catch {
+    return { raw };
+  }
+}
+
+/** Tool calls on Prisma: recorded, charged with ledger rows, settled. */
+export function toolStore(db: Db): ToolStore {
+  return {
+    async payers(agentId, sessionId) {
+      const [agent, session] = await Promise.all([
+        db.agent.findUniqueOrThrow({ where: { id: agentId }, select: { tools: true, ownerPays: true, ownerId: true } }),
+        db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { ownerId: true } }),
+      ]);
+      return { tools: agent.tools, ownerPays: agent.ownerPays, agentOwnerId: agent.ownerId, sessionOwnerId: session.ownerId };
+    },
+
+    async record(messageId, calls) {
+      const rows = await db.$transaction(async (tx) => {
+        const start = await tx.toolCall.count({ where: { messageId } });
+        return tx.toolCall.createManyAndReturn({
+          data: calls.map((c, i) => ({
+            messageId,
+            position: start + i,
+            callId: c.id,
+            tool: c.name,
+            args: argumentsForRecord(c.arguments),
+          })),
+        });
+      });
+      return rows.sort((a, b) => a.position - b.position).map((r) => ({ id: r.id, position: r.position, tool: r.tool }));
+    },
+
+    async hold(call, cost, payer, place) {
+      try {
+        await db.$transaction(async (tx) => {
+          if (cost.isPositive() && !cost.isZero()) {
+            const within = await tx.$executeRaw`
+              UPDATE "Session" SET "mannaSpent" = "mannaSpent" + ${cost.toString()}::decimal
+              WHERE "id" = ${place.sessionId} AND ("mannaBudget" IS NULL OR "mannaSpent" + ${cost.toString()}::decimal <= "mannaBudget")`;
+            if (!within) throw new Refusal({ refused: 'budget' });
+            const taken = await debit(tx, payer, cost, {
+              reason: `tool: ${call.tool}`,
+              sessionId: place.sessionId,
+              messageId: place.messageId,
+              toolCallId: call.id,
+            });
+            if (!taken) {
+              const { subscriptionBalance, foreverBalance } = await tx.user.findUniqueOrThrow({
+                where: { id: payer },
+                select: { subscriptionBalance: true, foreverBalance: true },
+              });
+              throw new Refusal({ refused: 'balance', balance: subscriptionBalance.plus(foreverBalance) });
+            }
+          }
+          // A call whose session was deleted meanwhile is gone: roll the charge back.
+          if (!(await claimToolCall(tx, call.id, 'pending', { status: 'running', cost }))) throw new Refusal({ refused: 'gone' });
+        });
+        return null;
+      } catch (e) {
+        if (e instanceof Refusal) return e.why;
+        throw e;
+      }
+    },
+
+    async settle(call, place, outcome, held, creations) {
+      const saved = await db.$transaction(async (tx) => {
+        const data = {
+          status: outcome.status,
+          result: (outcome.result ?? Prisma.JsonNull) as Prisma.InputJsonValue,
+          error: outcome.error ?? null,
+        };
+        const refunding = held && outcome.status !== 'completed';
+        // The session's row before the call's, in the order a session delete takes them, so the two never deadlock.
+        if (refunding) await tx.$queryRaw`SELECT 1 FROM "Session" WHERE "id" = ${place.sessionId} FOR UPDATE`;
+        // Someone else settled it: its session was deleted while it ran, and the hold given back then.
+        if (!(await claimToolCall(tx, call.id, held ? 'running' : 'pending', data))) return null;
+        if (refunding)
+          await returnHold(tx, call.id, {
+            reason: `refund: ${call.tool} ${outcome.status}`,
+            sessionId: place.sessionId,
+            messageId: place.messageId,
+          });
+        if (creations.length)
+          await tx.creation.createMany({
+            data: creations.map((c) => ({
+              ...c,
+              args: c.args as Prisma.InputJsonValue,
+              mediaAttributes: c.mediaAttributes as Prisma.InputJsonValue,
+            })),
+          });
+        return tx.toolCall.findUniqueOrThrow({ where: { id: call.id } });
+      });
+      return saved && toToolCallView(saved);
+    },
+  };
+}

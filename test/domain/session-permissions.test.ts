@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import type { EventBus } from '../../src/domain/core/bus.ts';
+import type { Viewer } from '../../src/domain/core/viewer.ts';
+import type { ReplyJob } from '../../src/domain/replies/engine.ts';
+import { accessGate } from '../../src/domain/sessions/access-gate.ts';
+import { sessionService } from '../../src/domain/sessions/service.ts';
+import { signalOutbox } from '../../src/domain/sessions/signals.ts';
+import { shareService } from '../../src/domain/shares/service.ts';
+import { memorySlotStore } from '../../src/limits/slots.ts';
+import { streamLimits } from '../../src/limits/streams.ts';
+import { createMemoryBus } from '../../src/realtime/memory-bus.ts';
+import {
+  inMemoryShareStore,
+  inMemorySessionStore,
+  inMemorySignalStore,
+  inMemoryWatchAccessStore,
+  World,
+} from './in-memory-session-stores.ts';
+
+// The session permission matrix, on the rules alone: the services over in-memory stores and the
+// in-process bus, with no app and no database. Each cell starts from the same session and
+// checks what the caller gets back, what the store holds after, and what watchers were told.
+
+const config = loadConfig({});
+const quiet = { warn: () => {} };
+
+/** A session of Olivia's with Ada: Cora added as owner, Eddie and Dave as editors; Sam is not in it. */
+function arrange() {
+  const world = new World();
+  const [olivia, cora, eddie, dave, sam, nina] = ['olivia', 'cora', 'eddie', 'dave', 'sam', 'nina'].map((n) => world.user(n));
+  const ada = world.agent('Ada', olivia!.id);
+  const session = world.session(olivia!.id, [ada.id], { title: 'Harbour talk' });
+  session.members.set(cora!.id, 'owner').set(eddie!.id, 'editor').set(dave!.id, 'editor');
+  world.message(session.id, { role: 'eden', content: 'Ada joined the session' });
+  const hello = world.message(session.id, { role: 'user', senderId: olivia!.id, content: 'Hello' });
+  const answer = world.message(session.id, { role: 'assistant', senderId: ada.id, promptId: hello.id, content: 'Hello, Olivia' });
+  const tide = world.message(session.id, { role: 'user', senderId: eddie!.id, content: 'And the tide?' });
+  world.message(session.id, { role: 'assistant', senderId: ada.id, promptId: tide.id, status: 'streaming' });
+
+  const bus = createMemoryBus(config.events);
+  const started: ReplyJob[] = [];
+  const cancels: unknown[] = [];
+  bus.onCancelReplies((request) => cancels.push(request));
+  const gate = accessGate(inMemoryWatchAccessStore(world), config.events.accessRecheckMs, quiet);
+  const sessions = sessionService(
+    inMemorySessionStore(world),
+    bus,
+    { instanceId: 'test-instance', start: (job) => void started.push(job) },
+    config.work,
+    streamLimits(memorySlotStore(), config.limits, quiet),
+    { gate, signals: signalOutbox(inMemorySignalStore(world), bus, quiet) },
+  );
+  const shares = shareService(inMemoryShareStore(world), sessions);
+  const viewers = {
+    owner: { id: olivia!.id },
+    'member added as owner': { id: cora!.id },
+    editor: { id: eddie!.id },
+    stranger: { id: sam!.id },
+  } satisfies Record<string, Viewer>;
+  return { world, bus, gate, started, cancels, sessions, shares, viewers, session, ada, answer, dave: dave!, nina: nina! };
+}
+type Arranged = ReturnType<typeof arrange>;
+type Role = keyof Arranged['viewers'];
+
+/** The types of the events published to the session since `seq`. */
+async function publishedSince(bus: EventBus, sessionId: string, seq: number) {
+  const now = await bus.position(sessionId);
+  const subscription = bus.subscribe(sessionId, { after: seq });
+  const types: string[] = [];
+  for (let i = seq; i < now; i++) {
+    const { value } = await subscription.next();
+    types.push('type' in value ? value.type : value.code);
+  }
+  subscription.close();
+  return types;
+}
+
+interface Action {
+  run(a: Arranged, viewer: Viewer): Promise<unknown>;
+  /** What a permitted caller sees: the answer, the store after, and the events published. */
+  allowed(a: Arranged, viewer: Viewer, result: unknown, events: string[]): void;
+}
+
+const actions: Record<string, Action> = {
+  send: {
+    run: (a, v) => a.sessions.send(v, { sessionId: a.session.id, content: 'Ada, how high is the tide?' }),
+    allowed(a, v, result, events) {
+      expect(result).toMatchObject({
+        sessionId: a.session.id,
+        created: false,
+        message: { content: 'Ada, how high is the tide?', senderId: v.id },
+      });
+      expect((result as { replies: { agentId: string }[] }).replies.map((r) => r.agentId)).toEqual([a.ada.id]);
+      expect(a.started.map((job) => [job.promptId, job.userId])).toEqual([[(result as { promptId: string }).promptId, v.id]]);
+      expect(events).toEqual(['start_prompt']);
+    },
+  },
+  react: {
+    run: (a, v) => a.sessions.react(v, { messageId: a.answer.id, reaction: 'thumbs_up' }),
+    allowed(a, v, result, events) {
+      expect(result).toEqual({ added: true, messageId: a.answer.id, reactions: { [v.id]: ['thumbs_up'] } });
+      expect(events).toEqual(['reaction']);
+    },
+  },
+  cancel: {
+    run: (a, v) => a.sessions.cancel(v, a.session.id),
+    allowed(a, _v, result, events) {
+      expect(result).toBe(1);
+      expect(a.cancels).toEqual([{ sessionId: a.session.id, reason: 'cancelled' }]);
+      expect(events).toEqual([]);
+    },
+  },
+  delete: {
+    run: (a, v) => a.sessions.delete(v, a.session.id),
+    allowed(a, _v, _result, events) {
+      expect(a.world.sessions.has(a.session.id)).toBe(false);
+      expect(a.world.messages.filter((m) => m.sessionId === a.session.id)).toEqual([]);
+      expect(a.cancels).toEqual([{ sessionId: a.session.id, reason: 'deleted' }]);
+      expect(events).toEqual(['session_deleted']);
+      // Delivered to the bus, so nothing waits in the outbox.
+      expect(a.world.signals.size).toBe(0);
+    },
+  },
+  'add a user': {
+    run: (a, v) => a.sessions.addUser(v, a.session.id, { username: 'nina', permission: 'editor' }),
+    allowed(a, _v, result, events) {
+      expect(result).toEqual({ userId: a.nina.id, permission: 'editor' });
+      expect(a.world.sessions.get(a.session.id)!.members.get(a.nina.id)).toBe('editor');
+      expect(events).toEqual(['user_added']);
+    },
+  },
+  'remove a user': {
+    run: (a, v) => a.sessions.removeUser(v, a.session.id, a.dave.id),
+    allowed(a, _v, _result, events) {
+      expect(a.world.sessions.get(a.session.id)!.members.has(a.dave.id)).toBe(false);
+      expect(events).toEqual(['user_removed']);
+      expect(a.world.signals.size).toBe(0);
+    },
+  },
+  share: {
+    run: (a, v) => a.shares.create(v, a.session.id),
+    allowed(a, _v, result, events) {
+      expect(result).toMatchObject({ title: 'Harbour talk', owner: expect.any(Object), session: { id: a.session.id } });
+      // Up to the latest finished message: the reply still being written is left out.
+      const messages = (result as { messages: { content: string }[] }).messages;
+      expect(messages.map((m) => m.content)).toEqual(['Ada joined the session', 'Hello', 'Hello, Olivia', 'And the tide?']);
+      expect(a.world.shares).toHaveLength(1);
+      expect(events).toEqual([]);
+    },
+  },
+};
+
+const ok = 'allowed' as const;
+const refused = (code: string, message: string) => ({ code, message });
+const NO_ACCESS = refused('FORBIDDEN', 'You do not have access to this session');
+const NOT_DELETABLE = refused('FORBIDDEN', 'You are not allowed to delete this session');
+const OWNERS_MANAGE = refused('FORBIDDEN', 'Only an owner of this session can add or remove users');
+
+const matrix: Record<Role, Record<keyof typeof actions, typeof ok | { code: string; message: string }>> = {
+  owner: { send: ok, react: ok, cancel: ok, delete: ok, 'add a user': ok, 'remove a user': ok, share: ok },
+  'member added as owner': { send: ok, react: ok, cancel: ok, delete: ok, 'add a user': ok, 'remove a user': ok, share: ok },
+  editor: {
+    send: ok,
+    react: ok,
+    cancel: ok,
+    delete: NOT_DELETABLE,
+    'add a user': OWNERS_MANAGE,
+    'remove a user': OWNERS_MANAGE,
+    share: refused('FORBIDDEN', 'Only an owner of this session can share it'),
+  },
+  stranger: {
+    send: NO_ACCESS,
+    react: NO_ACCESS,
+    cancel: NO_ACCESS,
+    delete: NOT_DELETABLE,
+    'add a user': NO_ACCESS,
+    'remove a user': NO_ACCESS,
+    share: NO_ACCESS,
+  },
+};
+
+let arranged: Arranged | undefined;
+afterEach(async () => {
+  arranged?.gate.stop();
+  await arranged?.bus.close();
+  arranged = undefined;
+});
+
+describe('the session permission matrix, on the rules over an in-memory store', () => {
+  for (const [role, row] of Object.entries(matrix) as [Role, (typeof matrix)[Role]][]) {
+    for (const [name, expected] of Object.entries(row)) {
+      it(`${role} × ${name}: ${expected === ok ? 'allowed' : `${expected.code} "${expected.message}"`}`, async () => {
+        const a = (arranged = arrange());
+        const viewer = a.viewers[role];
+        const action = actions[name]!;
+        const before = a.world.snapshot();
+        const seq = await a.bus.position(a.session.id);
+        if (expected === ok) {
+          const result = await action.run(a, viewer);
+          action.allowed(a, viewer, result, await publishedSince(a.bus, a.session.id, seq));
+        } else {
+          await expect(action.run(a, viewer)).rejects.toMatchObject(expected);
+          // Refused: nothing stored, nothing told to watchers, no reply started or stopped.
+          expect(a.world.snapshot()).toEqual(before);
+          expect(await publishedSince(a.bus, a.session.id, seq)).toEqual([]);
+          expect([a.started, a.cancels]).toEqual([[], []]);
+        }
+      });
+    }
+  }
+
+  it('a session that does not exist is NOT_FOUND for every action, and a message that does not exist too', async () => {
+    const a = (arranged = arrange());
+    const owner = a.viewers.owner;
+    const missing = randomUUID();
+    const notFound = refused('NOT_FOUND', 'Session not found');
+    await expect(a.sessions.send(owner, { sessionId: missing, content: 'Hi' })).rejects.toMatchObject(notFound);
+    await expect(a.sessions.cancel(owner, missing)).rejects.toMatchObject(notFound);
+    await expect(a.sessions.delete(owner, missing)).rejects.toMatchObject(notFound);
+    await expect(a.sessions.addUser(owner, missing, { username: 'nina', permission: 'editor' })).rejects.toMatchObject(notFound);
+    await expect(a.sessions.removeUser(owner, missing, a.dave.id)).rejects.toMatchObject(notFound);
+    await expect(a.shares.create(owner, missing)).rejects.toMatchObject(notFound);
+    await expect(a.sessions.react(owner, { messageId: missing, reaction: 'thumbs_up' })).rejects.toMatchObject(
+      refused('NOT_FOUND', 'Message not found'),
+    );
+  });
+
+  it('anyone in a session may leave it, except its owner', async () => {
+    const a = (arranged = arrange());
+    await expect(a.sessions.removeUser(a.viewers.owner, a.session.id, a.viewers.owner.id)).rejects.toMatchObject(
+      refused('BAD_USER_INPUT', "The session's owner cannot be removed"),
+    );
+    await expect(a.sessions.removeUser(a.viewers.stranger, a.session.id, a.viewers.stranger.id)).rejects.toMatchObject(NO_ACCESS);
+    for (const role of ['editor', 'member added as owner'] as const) {
+      await a.sessions.removeUser(a.viewers[role], a.session.id, a.viewers[role].id);
+      await expect(a.sessions.permissionIn(a.viewers[role], a.session.id)).resolves.toBeNull();
+    }
+  });
+});
