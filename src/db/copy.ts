@@ -7,6 +7,7 @@ import {
   describeTables,
   fillDeferred,
   ident,
+  tableRef,
   insertRows,
   isEmbedding,
   lastKey,
@@ -108,16 +109,16 @@ async function inspect(target: Sql, tables: Table[], url: string, options: CopyO
   const copying = marker ? (((await target.rows(`SELECT source FROM ${ident(MARKER)} LIMIT 1`)) as [[string]] | [])[0]?.[0] ?? null) : null;
   const holding: string[] = [];
   for (const t of tables) {
-    const [[exists]] = (await target.rows(`SELECT to_regclass($1)::text`, [ident(t.name)])) as [[string | null]];
+    const [[exists]] = (await target.rows(`SELECT to_regclass($1)::text`, [tableRef(t.name)])) as [[string | null]];
     if (!exists) continue;
     const privileges = options.force ? 'SELECT,INSERT,UPDATE,TRUNCATE' : 'SELECT,INSERT,UPDATE';
     // has_table_privilege with a list says whether any of them is held: each one is asked alone.
     const [[missing]] = (await target.rows(
       `SELECT string_agg(p, ', ') FROM unnest(string_to_array($2, ',')) AS p WHERE NOT has_table_privilege($1, p)`,
-      [ident(t.name), privileges],
+      [tableRef(t.name), privileges],
     )) as [[string | null]];
     if (missing) throw new CopyRefused(`User ${user} lacks ${missing} on table ${t.name} of ${where}. ${nothing}`);
-    if (((await target.rows(`SELECT 1 FROM ${ident(t.name)} LIMIT 1`)) as unknown[]).length) holding.push(t.name);
+    if (((await target.rows(`SELECT 1 FROM ${tableRef(t.name)} LIMIT 1`)) as unknown[]).length) holding.push(t.name);
   }
   return { copying, holding };
 }
@@ -184,7 +185,7 @@ export async function copyToPostgres(source: SqlDatabase, sourceId: string, url:
     const byName = matchTables(tables, await describeTables(target), url);
     const pairs = tables.map((from) => ({ from, to: { ...byName.get(from.name)!, deferred: from.deferred } }));
     await target.transaction(async (tx) => {
-      if (options.force) await tx.exec(`TRUNCATE ${tables.map((t) => ident(t.name)).join(', ')} RESTART IDENTITY`);
+      if (options.force) await tx.exec(`TRUNCATE ${tables.map((t) => tableRef(t.name)).join(', ')} RESTART IDENTITY`);
       await tx.exec(`CREATE TABLE IF NOT EXISTS ${ident(MARKER)} (source text NOT NULL, "startedAt" timestamptz NOT NULL DEFAULT now())`);
       if (resumed) return;
       await tx.exec(`DELETE FROM ${ident(MARKER)}`);

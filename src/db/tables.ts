@@ -66,33 +66,58 @@ interface ForeignKey {
   columns: string[];
 }
 
+/**
+ * Tables of other schemas that hold data: the job queue's (pg-boss, docs/jobs.md) declared queues,
+ * their jobs (waiting, running and kept ones: a job sent for later is work still owed), schedules
+ * and subscriptions. Left out are its bookkeeping, which each database keeps for itself or which
+ * only lives while instances run: `version` (made by the migration), `instance` (running
+ * instances' heartbeats), `bam` (its own maintenance commands), `warning` and `queue_stats`.
+ * Named `schema.table` here; `tableRef` quotes them for SQL.
+ */
+export const OTHER_SCHEMAS: Record<string, string[]> = { pgboss: ['queue', 'job', 'schedule', 'subscription', 'job_dependency'] };
+
+/** A table's name (as `describeTables` gives it) for SQL: `"User"`, `"pgboss"."job"`. */
+export function tableRef(name: string): string {
+  const dot = name.indexOf('.');
+  const schema = name.slice(0, dot);
+  return dot > 0 && Object.hasOwn(OTHER_SCHEMAS, schema) ? `${ident(schema)}.${ident(name.slice(dot + 1))}` : ident(name);
+}
+
 async function catalog(sql: Sql) {
-  const inPublic = `c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-    AND c.relname <> ALL ($1::text::text[])`;
-  const bookkeeping = `{${BOOKKEEPING_TABLES.join(',')}}`;
+  // $1: public's tables to leave out; $2: the other schemas' tables to take, as `schema.table`.
+  const qualified = (c: string) =>
+    `CASE WHEN ${c}.relnamespace = 'public'::regnamespace THEN ${c}.relname ELSE ${c}.relnamespace::regnamespace::text || '.' || ${c}.relname END`;
+  const copied = `c.relkind IN ('r', 'p') AND NOT c.relispartition AND CASE WHEN c.relnamespace = 'public'::regnamespace
+    THEN c.relname <> ALL ($1::text::text[]) ELSE (${qualified('c')}) = ANY ($2::text::text[]) END`;
+  const params = [
+    `{${BOOKKEEPING_TABLES.join(',')}}`,
+    `{${Object.entries(OTHER_SCHEMAS).flatMap(([schema, tables]) => tables.map((t) => `${schema}.${t}`))}}`,
+  ];
   const columns = (await sql.rows(
-    `SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), (t.typcollation <> 0)::text, (NOT a.attnotnull)::text
+    `SELECT ${qualified('c')}, a.attname, format_type(a.atttypid, a.atttypmod), (t.typcollation <> 0)::text, (NOT a.attnotnull)::text
      FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_type t ON t.oid = a.atttypid
-     WHERE ${inPublic} AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-     ORDER BY c.relname, a.attnum`,
-    [bookkeeping],
+     WHERE ${copied} AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+     ORDER BY 1, a.attnum`,
+    params,
   )) as [string, string, string, string, string][];
   // The primary key, else the first unique index on columns that are never null.
   const keys = (await sql.rows(
-    `SELECT DISTINCT ON (c.relname) c.relname, (SELECT json_agg(a.attname ORDER BY k.n)::text
+    `SELECT DISTINCT ON (1) ${qualified('c')}, (SELECT json_agg(a.attname ORDER BY k.n)::text
        FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum)
      FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
-     WHERE ${inPublic} AND (i.indisprimary OR (i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+     WHERE ${copied} AND (i.indisprimary OR (i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
        AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum = ANY (i.indkey) AND NOT a.attnotnull)))
-     ORDER BY c.relname, i.indisprimary DESC, i.indexrelid`,
-    [bookkeeping],
+     ORDER BY 1, i.indisprimary DESC, i.indexrelid`,
+    params,
   )) as [string, string][];
+  // A partition's foreign key is its partitioned table's (pg-boss puts some on a partition only).
   const foreignKeys = (await sql.rows(
-    `SELECT c.relname, r.relname, (SELECT json_agg(a.attname ORDER BY k.n)::text
-       FROM unnest(f.conkey) WITH ORDINALITY AS k(attnum, n) JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum)
-     FROM pg_constraint f JOIN pg_class c ON c.oid = f.conrelid JOIN pg_class r ON r.oid = f.confrelid
-     WHERE f.contype = 'f' AND ${inPublic} ORDER BY c.relname, f.conname`,
-    [bookkeeping],
+    `SELECT DISTINCT ${qualified('c')}, ${qualified('r')}, (SELECT json_agg(a.attname ORDER BY k.n)::text
+       FROM unnest(f.conkey) WITH ORDINALITY AS k(attnum, n) JOIN pg_attribute a ON a.attrelid = f.conrelid AND a.attnum = k.attnum)
+     FROM pg_constraint f JOIN pg_class c ON c.oid = coalesce(pg_partition_root(f.conrelid), f.conrelid)
+       JOIN pg_class r ON r.oid = coalesce(pg_partition_root(f.confrelid), f.confrelid)
+     WHERE f.contype = 'f' AND ${copied} ORDER BY 1, 2, 3`,
+    params,
   )) as [string, string, string][];
   return { columns, keys, foreignKeys };
 }
@@ -100,7 +125,7 @@ async function catalog(sql: Sql) {
 const names = (json: string) => JSON.parse(json) as string[];
 
 /**
- * The tables of the `public` schema in an order that satisfies their foreign keys: each after
+ * The tables of the `public` schema (and `OTHER_SCHEMAS`' that hold data) in an order that satisfies their foreign keys: each after
  * those it refers to. A cycle is broken at a foreign key whose columns may be null (they are
  * `deferred`: copied after every row is in); one with none is an error.
  */
@@ -161,13 +186,13 @@ function order(tables: Map<string, Table>, foreignKeys: ForeignKey[]): Table[] {
 export async function checksum(sql: Sql, t: Table, columns = t.columns): Promise<{ rows: number; checksum: string }> {
   const [[rows, sum]] = (await sql.rows(
     `SELECT count(*)::text, left(md5(count(*)::text || ':' || coalesce(sum(('x' || left(md5(${rowJson(columns)}), 15))::bit(60)::bigint), 0)::text), 16)
-     FROM ${ident(t.name)}`,
+     FROM ${tableRef(t.name)}`,
   )) as [[string, string]];
   return { rows: Number(rows), checksum: sum };
 }
 
 export async function countRows(sql: Sql, t: Table): Promise<number> {
-  const [[rows]] = (await sql.rows(`SELECT count(*)::text FROM ${ident(t.name)}`)) as [[string]];
+  const [[rows]] = (await sql.rows(`SELECT count(*)::text FROM ${tableRef(t.name)}`)) as [[string]];
   return Number(rows);
 }
 
@@ -177,7 +202,7 @@ export async function* readRows(sql: Sql, t: Table, after: string[] | null, colu
   for (;;) {
     const where = after ? `WHERE (${keyOrder(t)}) > (${t.key.map((k, i) => `$${i + 1}::text::${column(t, k).type}`).join(', ')})` : '';
     const page = (await sql.rows(
-      `SELECT ${rowJson(columns)}, ${keyText} FROM ${ident(t.name)} ${where} ORDER BY ${keyOrder(t)} LIMIT ${pageRows}`,
+      `SELECT ${rowJson(columns)}, ${keyText} FROM ${tableRef(t.name)} ${where} ORDER BY ${keyOrder(t)} LIMIT ${pageRows}`,
       after ?? [],
     )) as string[][];
     if (!page.length) return;
@@ -190,7 +215,7 @@ export async function* readRows(sql: Sql, t: Table, after: string[] | null, colu
 /** The key of the last row of `t` in key order, or null when it has none. */
 export async function lastKey(sql: Sql, t: Table): Promise<string[] | null> {
   const [row] = (await sql.rows(
-    `SELECT ${t.key.map((k) => `${ident(k)}::text`).join(', ')} FROM ${ident(t.name)} ORDER BY ${keyOrder(t, ' DESC')} LIMIT 1`,
+    `SELECT ${t.key.map((k) => `${ident(k)}::text`).join(', ')} FROM ${tableRef(t.name)} ORDER BY ${keyOrder(t, ' DESC')} LIMIT 1`,
   )) as string[][];
   return row ?? null;
 }
@@ -202,7 +227,7 @@ export async function lastKey(sql: Sql, t: Table): Promise<string[] | null> {
 export async function insertRows(sql: Sql, source: Table, target: Table, lines: string[]) {
   const values = source.columns.map((c, i) => (target.deferred.includes(c.name) ? 'NULL' : fromText(`r->>${i}`, column(target, c.name))));
   await sql.rows(
-    `INSERT INTO ${ident(target.name)} (${source.columns.map((c) => ident(c.name)).join(', ')}) OVERRIDING SYSTEM VALUE
+    `INSERT INTO ${tableRef(target.name)} (${source.columns.map((c) => ident(c.name)).join(', ')}) OVERRIDING SYSTEM VALUE
      SELECT ${values.join(', ')} FROM json_array_elements($1::text::json) AS r`,
     [`[${lines.join(',')}]`],
   );
@@ -213,7 +238,7 @@ export async function fillDeferred(sql: Sql, target: Table, lines: string[]) {
   const keys = target.key.map((k, i) => `${ident(k)} = ${fromText(`r->>${i}`, column(target, k))}`);
   const sets = target.deferred.map((d, i) => `${ident(d)} = ${fromText(`r->>${target.key.length + i}`, column(target, d))}`);
   await sql.rows(
-    `UPDATE ${ident(target.name)} SET ${sets.join(', ')} FROM json_array_elements($1::text::json) AS r WHERE ${keys.join(' AND ')}`,
+    `UPDATE ${tableRef(target.name)} SET ${sets.join(', ')} FROM json_array_elements($1::text::json) AS r WHERE ${keys.join(' AND ')}`,
     [`[${lines.join(',')}]`],
   );
 }

@@ -6,6 +6,7 @@ import { copyToPostgres } from '../../src/db/copy.ts';
 import { applyMigrations, type Migration, readMigrations } from '../../src/db/migrate.ts';
 import { startPGliteThread } from '../../src/db/pglite-thread.ts';
 import { connectPostgres } from '../../src/db/sql.ts';
+import { pgBossQueue } from '../../src/jobs/pg-boss.ts';
 import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
 
 /**
@@ -45,6 +46,9 @@ UPDATE "Collection" SET "coverItemId" = (SELECT max(id) FROM "CollectionItem" WH
 INSERT INTO "DeploymentState" VALUES ('d1', 'b', 1.5), ('d1', 'a', NULL), ('D0', 'z', -2.25), ('d1', 'B', 0);
 `;
 
+const JOBS = { pollMs: 500, superviseS: 1, takeoverS: 10, poolSize: 2 };
+const LATER_TURNS = { name: 'later-turns', oneAtATimePerKey: true, retries: 2, retryDelaySeconds: 5, runSeconds: 60 };
+
 describe('db copy of tables it has never heard of', () => {
   let scratch: string;
   let migrations: Migration[];
@@ -72,6 +76,12 @@ describe('db copy of tables it has never heard of', () => {
   it('copies them in an order their keys allow, in pages, with the same rows and checksums on both sides', async () => {
     await applyMigrations(source.sql, { migrations });
     await source.sql.exec(FILL);
+    // Work still owed, in the job queue's own tables: one job due later, one due now.
+    const queue = pgBossQueue({ kind: 'embedded', executeSql: source.executeSql }, JOBS, console);
+    await queue.declare(LATER_TURNS);
+    expect(await queue.send(LATER_TURNS.name, { turn: 1 }, { key: 'session-1', at: new Date(Date.now() + 3_600_000) })).toBeTruthy();
+    expect(await queue.send(LATER_TURNS.name, { turn: 7 }, { key: 'session-2' })).toBeTruthy();
+    await queue.stop(0);
     const url = await target();
     const report = await copyToPostgres(source.sql, 'test-source', url, { migrations, withoutPgvector: true, pageRows: 2 });
     const later = report.tables.filter((t) => ['Task', 'Collection', 'CollectionItem', 'DeploymentState'].includes(t.name));
@@ -83,6 +93,14 @@ describe('db copy of tables it has never heard of', () => {
         ['DeploymentState', 4],
       ]),
     );
+    expect(report.tables.filter((t) => t.name.startsWith('pgboss.')).map((t) => [t.name, t.source.rows])).toEqual(
+      expect.arrayContaining([
+        ['pgboss.queue', 1],
+        ['pgboss.job', 2],
+      ]),
+    );
+    // Its bookkeeping is each database's own: not copied.
+    expect(report.tables.map((t) => t.name)).not.toContain('pgboss.version');
     for (const t of report.tables) expect(t.target, t.name).toEqual(t.source);
     const names = report.tables.map((t) => t.name);
     expect(names.indexOf('User')).toBeLessThan(names.indexOf('Task'));
@@ -110,6 +128,19 @@ describe('db copy of tables it has never heard of', () => {
       ]);
     } finally {
       await db.close();
+    }
+    // The queue on the target works the job that is due and keeps the one sent for later.
+    const onTarget = pgBossQueue({ kind: 'postgres', url }, JOBS, console);
+    try {
+      let worked!: (data: unknown) => void;
+      const done = new Promise((resolve) => {
+        worked = resolve;
+      });
+      await onTarget.work(LATER_TURNS.name, { concurrency: 1 }, async (job) => worked(job.data));
+      expect(await done).toEqual({ turn: 7 });
+      expect(await onTarget.waiting(LATER_TURNS.name, 'session-1')).toBe(true);
+    } finally {
+      await onTarget.stop(0);
     }
   });
 
