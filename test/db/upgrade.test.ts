@@ -3,24 +3,20 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { withServices } from '../../src/cli/services.ts';
-import { loadConfig } from '../../src/config.ts';
-import { operations } from '../../src/control/operations.ts';
-import { openDatabase } from '../../src/db/database.ts';
 import { appliedMigrations, applyMigrations, type Migration, readMigrations } from '../../src/db/migrate.ts';
 import { withPGlite } from '../../src/db/pglite-thread.ts';
 import type { Sql } from '../../src/db/sql.ts';
 import { checksum, column, describeTables, type Table } from '../../src/db/tables.ts';
-import { loadToolRegistry } from '../../src/domain/tools/registry.ts';
 import { runCli, type ServerProcess, startServerProcess } from '../helpers/process.ts';
 import { root } from '../helpers/service-command.ts';
 
 /**
- * Data directories made by earlier releases, started by this one. An earlier release's schema is
- * its migrations, taken from git at its commit and applied by the same code as any start.
+ * Data directories made by earlier releases, started by this one: one the previous release made
+ * itself (a saved fixture), and one whose schema is an earlier release's migrations, taken from
+ * git at its commit, holding data a later migration refuses.
  */
 const RELEASES = {
-  /** The last commit before the current schema's newest migration (pending_signals). */
+  /** The last commit before pending_signals and jobs_autonomy: the fixture's release. */
   previous: 'b9569d80e549987806479afd2c0fa6b57868897a',
   /** Before usernames were unique after case folding (normalized_usernames). */
   beforeUniqueUsernames: 'd14f7bec620c7b0e4b0339253eaa05fc8c893f3d',
@@ -58,92 +54,79 @@ async function stop(server: ServerProcess) {
   expect(await server.exited).toBe(0);
 }
 
+/**
+ * A data directory as the previous release left it: made by that release's own build and CLI
+ * (`git worktree add <dir> ${RELEASES.previous}`, `npm run build`, then with DATA_DIR set,
+ * `parley demo` and `parley manna grant alice 7.25`; PGlite and Prisma at the versions this one
+ * has), its migrations applied by Prisma's schema engine as that release did, and saved as
+ * test/db/fixtures/data-dir-b9569d8.tar.xz (1.1 MB). alice's key is the one `demo` printed.
+ */
+const FIXTURE = join(root, 'test', 'db', 'fixtures', 'data-dir-b9569d8.tar.xz');
+const FIXTURE_ALICE_KEY = 'pk_GlaZaeYgtKsYVOYU_vRK0gas_-pidqdWT_StsTgh1ydo5taGNSygR_MUj1U0';
+
 describe('a data directory made by the previous release', () => {
   let scratch: string;
   let dataDir: string;
   let earlier: Migration[];
   let tables: Table[];
   let before: Record<string, { rows: number; checksum: string }>;
-  let apiKey: string;
 
   beforeAll(async () => {
     scratch = await mkdtemp(join(tmpdir(), 'parley-upgrade-'));
     dataDir = join(scratch, 'data');
-    earlier = await migrationsAt(RELEASES.previous, scratch);
+    await mkdir(dataDir, { mode: 0o700 });
+    execFileSync('tar', ['-xJf', FIXTURE, '-C', dataDir]);
+    await withPGlite(join(dataDir, 'pgdata'), async (sql) => {
+      earlier = (await appliedMigrations(sql)) as Migration[];
+      tables = await describeTables(sql);
+      before = await contents(sql, tables);
+    });
     const current = await readMigrations();
     // Older, and a beginning of this release's history: what an upgrade meets.
     expect(earlier.length).toBeLessThan(current.length);
     expect(earlier.map((m) => [m.name, m.checksum])).toEqual(current.slice(0, earlier.length).map((m) => [m.name, m.checksum]));
+    expect(before.Creation!.rows).toBeGreaterThan(100);
+    expect(before.MannaLedger!.rows).toBeGreaterThan(0);
   });
   afterAll(() => rm(scratch, { recursive: true, force: true }));
 
-  describe('made and filled without the build’s snapshot', () => {
-    // A hook of its own (each has its time): a cluster made without the build's snapshot (initdb), and filled.
-    beforeAll(async () => {
-      const database = await openDatabase({ kind: 'pglite', dataDir }, { snapshot: false });
-      try {
-        expect(await applyMigrations(database.migrationAdapterFactory, { migrations: earlier })).toHaveLength(earlier.length);
-        const config = loadConfig({ DATA_DIR: dataDir });
-        const manifest = await withServices(config, database, await loadToolRegistry(config.toolsDir), async (services) => {
-          const demo = await operations.demo.run({ services, database, progress: () => {} }, {});
-          await operations['manna.grant'].run(
-            { services, database, progress: () => {} },
-            { username: 'alice', amount: '7.25', kind: 'forever' },
-          );
-          return demo;
-        });
-        apiKey = manifest.users.find((u) => u.username === 'alice')!.apiKey;
-        tables = await describeTables(database.migrationAdapterFactory);
-        before = await contents(database.migrationAdapterFactory, tables);
-        expect(before.Creation!.rows).toBeGreaterThan(100);
-        expect(before.MannaLedger!.rows).toBeGreaterThan(0);
-      } finally {
-        await database.close();
-      }
-    });
+  it('backs up (this release’s backup of a database it has not migrated yet)', async () => {
+    const backup = await runCli(['backup', join(scratch, 'earlier.backup')], { DATA_DIR: dataDir });
+    expect(backup.code, backup.stderr).toBe(0);
+    expect(backup.stdout).toContain(`migrations up to ${earlier.at(-1)!.name}`);
+  });
 
-    it('backs up (this release’s backup of a database it has not migrated yet)', async () => {
-      const backup = await runCli(['backup', join(scratch, 'earlier.backup')], { DATA_DIR: dataDir });
-      expect(backup.code, backup.stderr).toBe(0);
-      expect(backup.stdout).toContain(`migrations up to ${earlier.at(-1)!.name}`);
+  it('that backup restores into this release, migrated forward, with every row, column for column', async () => {
+    const restoredDir = join(scratch, 'restored');
+    const restored = await runCli(['restore', join(scratch, 'earlier.backup')], { DATA_DIR: restoredDir });
+    expect(restored.code, restored.stderr).toBe(0);
+    const later = (await readMigrations()).slice(earlier.length).map((m) => m.name);
+    expect(restored.stdout).toContain(`Then migrated: ${later.join(', ')}.`);
+    await withPGlite(join(restoredDir, 'pgdata'), async (sql) => {
+      expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
     });
+  });
 
-    it('that backup restores into this release, migrated forward', async () => {
-      const file = join(scratch, 'earlier.backup');
-      const restoredDir = join(scratch, 'restored');
-      const restored = await runCli(['restore', file], { DATA_DIR: restoredDir });
-      expect(restored.code, restored.stderr).toBe(0);
-      const later = (await readMigrations()).slice(earlier.length).map((m) => m.name);
-      expect(restored.stdout).toContain(`Then migrated: ${later.join(', ')}.`);
-    });
-
-    it('the restored directory holds every row, column for column', async () => {
-      await withPGlite(join(scratch, 'restored', 'pgdata'), async (sql) => {
-        expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
+  it('starts on this release, which migrates it and serves what it held', async () => {
+    const server = await serve(dataDir);
+    try {
+      expect(server.output()).toMatch(/parley listening on/);
+      const me = await fetch(`${server.url}/v2/creators/me`, { headers: { 'x-api-key': FIXTURE_ALICE_KEY } });
+      expect(me.status).toBe(200);
+      expect(await me.json()).toMatchObject({ creator: { username: 'alice' }, foreverBalance: 257.25 });
+      const search = await fetch(`${server.url}/v2/creations/search?query=lighthouse%20in%20a%20thunderstorm`, {
+        headers: { 'x-api-key': FIXTURE_ALICE_KEY },
       });
-    });
+      expect(((await search.json()) as { docs: unknown[] }).docs.length).toBeGreaterThan(0);
+    } finally {
+      await stop(server);
+    }
+  });
 
-    it('starts on this release, which migrates it and serves what it held', async () => {
-      const server = await serve(dataDir);
-      try {
-        expect(server.output()).toMatch(/parley listening on/);
-        const me = await fetch(`${server.url}/v2/creators/me`, { headers: { 'x-api-key': apiKey } });
-        expect(me.status).toBe(200);
-        expect(await me.json()).toMatchObject({ creator: { username: 'alice' }, foreverBalance: 257.25 });
-        const search = await fetch(`${server.url}/v2/creations/search?query=lighthouse%20in%20a%20thunderstorm`, {
-          headers: { 'x-api-key': apiKey },
-        });
-        expect(((await search.json()) as { docs: unknown[] }).docs.length).toBeGreaterThan(0);
-      } finally {
-        await stop(server);
-      }
-    });
-
-    it('keeps every row: each table holds what it held, column for column', async () => {
-      await withPGlite(join(dataDir, 'pgdata'), async (sql) => {
-        expect((await appliedMigrations(sql)).map((m) => m.name)).toEqual((await readMigrations()).map((m) => m.name));
-        expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
-      });
+  it('keeps every row: each table holds what it held, column for column', async () => {
+    await withPGlite(join(dataDir, 'pgdata'), async (sql) => {
+      expect((await appliedMigrations(sql)).map((m) => m.name)).toEqual((await readMigrations()).map((m) => m.name));
+      expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
     });
   });
 });

@@ -21,6 +21,16 @@ async function rowsIn(pgdata: string): Promise<[string, number][]> {
   });
 }
 
+/**
+ * Every schema the migrations made (public, and the job queue's pgboss) dropped, and public made
+ * again empty: what a new cluster has before its first migration.
+ */
+const EMPTY_SCHEMAS = `DO $$ DECLARE s text; BEGIN
+    FOR s IN SELECT nspname FROM pg_namespace WHERE nspname NOT IN ('pg_catalog', 'information_schema') AND nspname NOT LIKE 'pg\\_%' LOOP
+      EXECUTE format('DROP SCHEMA %I CASCADE', s);
+    END LOOP;
+  END $$; CREATE SCHEMA public`;
+
 /** Every table of the restored database against the backup's header: the same rows, the same checksum. */
 async function compareWithHeader(sql: Sql, header: BackupHeader, path: string) {
   const tables = new Map((await describeTables(sql)).map((t) => [t.name, t]));
@@ -43,7 +53,7 @@ async function compareWithHeader(sql: Sql, header: BackupHeader, path: string) {
  * Makes the restored database in `staging`: a cluster migrated exactly as the backup's was,
  * loaded, checked against the backup, then migrated to this version. Returns the migrations
  * applied after loading. It starts as a copy of the build's snapshot, which has every migration;
- * for a backup made before some of them, the snapshot's schema is emptied and migrated only as
+ * for a backup made before some of them, the snapshot's schemas are emptied and migrated only as
  * far as the backup's was (quicker than a new cluster: initdb takes seconds).
  */
 async function build(staging: string, path: string, header: BackupHeader, migrations: Migration[], known: Migration[], mediaDir: string) {
@@ -52,7 +62,7 @@ async function build(staging: string, path: string, header: BackupHeader, migrat
   return withPGlite(
     staging,
     async (sql, { fromSnapshot }) => {
-      if (fromSnapshot && !current) await sql.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public');
+      if (fromSnapshot && !current) await sql.exec(EMPTY_SCHEMAS);
       if (!fromSnapshot || !current) await applyMigrations(sql, { migrations });
       await loadBackup(path, sql, mediaDir, (done, total) => {
         bar ??= progress('restore', 'rows', total);
