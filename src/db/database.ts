@@ -1,7 +1,7 @@
-import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { PrismaClient } from '../generated/prisma/client.ts';
+import { startAdapterThread } from './adapter-thread.ts';
 import { startEmbedded } from './embedded.ts';
 import { startPGliteThread } from './pglite-thread.ts';
 import { buildSnapshot } from './snapshot.ts';
@@ -94,11 +94,14 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   if (config.kind === 'postgres') {
     // Without a connect timeout, a database host that stops answering (rather than refusing)
     // would hold every request that needs a connection until the operating system gives up.
-    const adapterFactory = new PrismaPg({
-      connectionString: config.url,
-      connectionTimeoutMillis: config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-    });
-    const prisma = createClient(adapterFactory, options.onQuery);
+    const connectTimeoutMs = config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    const thread = startAdapterThread(
+      new URL('./pg-worker.js', import.meta.url),
+      { url: config.url, connectTimeoutMs },
+      '@prisma/adapter-pg',
+    );
+    const prisma = createClient(thread.factory, options.onQuery);
+    await started(thread, prisma, async () => {});
     const url = new URL(config.url);
     return {
       prisma,
@@ -107,7 +110,10 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       exclusively: (work) => holdingAdvisoryLock(config.url, work),
       description: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
       ping: (timeoutMs) => ping(prisma, timeoutMs),
-      close: () => prisma.$disconnect(),
+      async close() {
+        await prisma.$disconnect();
+        await thread.close();
+      },
     };
   }
   const embedded = config.dataDir ? await startEmbedded(config.dataDir, options.snapshot ?? buildSnapshot) : undefined;
@@ -115,14 +121,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   const unlock = embedded?.unlock ?? (async () => {});
   const pgdata = embedded?.pgdata;
   const prisma = createClient(pglite.factory, options.onQuery);
-  // Prisma compiles its query compiler (WebAssembly) on this thread while PGlite starts on its own.
-  const [started, connected] = await Promise.allSettled([pglite.ready, prisma.$connect()]);
-  if (started.status === 'rejected' || connected.status === 'rejected') {
-    await pglite.stop();
-    await unlock();
-    throw started.status === 'rejected' ? started.reason : (connected as PromiseRejectedResult).reason;
-  }
-  const { fromSnapshot } = started.value;
+  const { fromSnapshot } = await started(pglite, prisma, unlock);
   return {
     prisma,
     jobs: { kind: 'embedded', executeSql: pglite.executeSql },
@@ -165,6 +164,20 @@ function postgresOnDemand(url: string, connectTimeoutMs: number): SqlDatabase {
     exec: (script) => using((db) => db.exec(script)),
     transaction: (work) => using((db) => db.transaction(work)),
   };
+}
+
+/**
+ * Waits for the database thread and for Prisma: Prisma compiles its query compiler
+ * (WebAssembly) on this thread while the worker starts on its own. A start that fails stops
+ * the thread and lets go of what was taken (`release`).
+ */
+async function started<R>(thread: { ready: Promise<R>; stop(): Promise<unknown> }, prisma: Db, release: () => Promise<void>): Promise<R> {
+  const [ready, connected] = await Promise.allSettled([thread.ready, prisma.$connect()]);
+  if (ready.status === 'fulfilled' && connected.status === 'fulfilled') return ready.value;
+  const failed = ready.status === 'rejected' ? ready : (connected as PromiseRejectedResult);
+  await thread.stop();
+  await release();
+  throw failed.reason;
 }
 
 /** A session-level advisory lock of parley's own, waited for as long as it takes. */

@@ -1,201 +1,30 @@
-import { Worker } from 'node:worker_threads';
-import {
-  DriverAdapterError,
-  type ConnectionInfo,
-  type IsolationLevel,
-  type SqlDriverAdapter,
-  type SqlMigrationAwareDriverAdapterFactory,
-  type SqlQuery,
-  type SqlResultSet,
-  type Transaction,
-  type TransactionOptions,
-} from '@prisma/driver-adapter-utils';
-import type { Sql, SqlDatabase } from './sql.ts';
-
-interface Reply {
-  id: number;
-  value?: unknown;
-  error?: { name: string; message: string; detail?: string; hint?: string; cause?: ConstructorParameters<typeof DriverAdapterError>[0] };
-}
-
-/** Calls into the database thread; each call resolves with its reply. */
-class Channel {
-  private next = 0;
-  private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
-
-  constructor(private readonly worker: Worker) {
-    worker.on('message', (reply: Reply) => {
-      const call = this.pending.get(reply.id);
-      if (!call) return;
-      this.pending.delete(reply.id);
-      if (!reply.error) return call.resolve(reply.value);
-      const { name, message, detail, hint, cause } = reply.error;
-      call.reject(cause ? new DriverAdapterError(cause) : Object.assign(new Error(message), { name, detail, hint }));
-    });
-    worker.on('exit', () => this.failAll(new Error('The embedded database stopped')));
-    worker.on('error', (e) => this.failAll(e));
-  }
-
-  call<T>(op: string, args: object = {}): Promise<T> {
-    const id = ++this.next;
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.worker.postMessage({ id, op, args });
-    });
-  }
-
-  private failAll(e: unknown) {
-    for (const call of this.pending.values()) call.reject(e);
-    this.pending.clear();
-  }
-}
-
-interface Connected {
-  handle: number;
-  provider: 'postgres';
-  adapterName: string;
-  connectionInfo?: ConnectionInfo;
-}
-
-/** Queries and statements of an adapter or a transaction living in the database thread. */
-class RemoteQueryable {
-  readonly provider = 'postgres' as const;
-
-  constructor(
-    protected readonly channel: Channel,
-    protected readonly handle: number,
-    readonly adapterName: string,
-  ) {}
-
-  queryRaw(query: SqlQuery): Promise<SqlResultSet> {
-    return this.channel.call('queryRaw', { handle: this.handle, query });
-  }
-
-  executeRaw(query: SqlQuery): Promise<number> {
-    return this.channel.call('executeRaw', { handle: this.handle, query });
-  }
-}
-
-class RemoteTransaction extends RemoteQueryable implements Transaction {
-  constructor(
-    channel: Channel,
-    handle: number,
-    adapterName: string,
-    readonly options: TransactionOptions,
-  ) {
-    super(channel, handle, adapterName);
-  }
-
-  commit(): Promise<void> {
-    return this.channel.call('commit', { handle: this.handle });
-  }
-
-  rollback(): Promise<void> {
-    return this.channel.call('rollback', { handle: this.handle });
-  }
-}
-
-class RemoteAdapter extends RemoteQueryable implements SqlDriverAdapter {
-  constructor(
-    channel: Channel,
-    private readonly connected: Connected,
-  ) {
-    super(channel, connected.handle, connected.adapterName);
-  }
-
-  executeScript(script: string): Promise<void> {
-    return this.channel.call('executeScript', { handle: this.handle, script });
-  }
-
-  async startTransaction(isolationLevel?: IsolationLevel): Promise<Transaction> {
-    const tx = await this.channel.call<{ handle: number; options: TransactionOptions }>('startTransaction', {
-      handle: this.handle,
-      isolationLevel,
-    });
-    return new RemoteTransaction(this.channel, tx.handle, this.adapterName, tx.options);
-  }
-
-  getConnectionInfo(): ConnectionInfo {
-    return this.connected.connectionInfo ?? { supportsRelationJoins: true };
-  }
-
-  dispose(): Promise<void> {
-    return this.channel.call('dispose', { handle: this.handle });
-  }
-}
-
-/** Plain SQL on the database thread, beside Prisma's adapter (see sql.ts). */
-function plainSql(channel: Channel): SqlDatabase {
-  return {
-    rows: (sql, params = []) => channel.call('rows', { sql, params }),
-    exec: (script) => channel.call('exec', { script }),
-    async transaction(work) {
-      const handle = await channel.call<number>('begin');
-      const tx: Sql = {
-        rows: (sql, params = []) => channel.call('txRows', { handle, sql, params }),
-        exec: (script) => channel.call('txExec', { handle, script }),
-      };
-      let result;
-      try {
-        result = await work(tx);
-      } catch (e) {
-        // The failure that made it roll back is the one to report.
-        await channel.call('end', { handle, commit: false }).catch(() => {});
-        throw e;
-      }
-      await channel.call('end', { handle, commit: true });
-      return result;
-    },
-  };
-}
+import { plainSql, startAdapterThread } from './adapter-thread.ts';
+import type { SqlDatabase } from './sql.ts';
 
 /**
- * Starts the embedded database (PGlite) on a worker thread and returns at once a Prisma
- * driver-adapter factory that forwards to it, and `ready`, which settles when PGlite has started
- * (calls made before wait in the thread's queue). Statements then run beside the event loop
- * instead of on it, so a burst of writes does not hold up the tokens of every reply being
- * streamed; and the caller can go on with its own start-up while PGlite starts. A new (empty or
- * missing) `dataDir` is first made a copy of `options.snapshot` on that thread (cluster-files.js).
+ * The embedded database (PGlite) on a worker thread (`adapter-thread.ts`), with what only it
+ * offers beside Prisma's adapter: plain SQL (migrations, backups, copies) and a copy of its
+ * files. A new (empty or missing) `dataDir` is first made a copy of `options.snapshot` on that
+ * thread (cluster-files.js); `ready` says whether it was.
  */
 export function startPGliteThread(dataDir: string | undefined, options: { snapshot?: string | false } = {}) {
-  const worker = new Worker(new URL('./pglite-worker.js', import.meta.url), {
-    workerData: { dataDir, snapshot: options.snapshot ?? false },
-  });
-  const ready = new Promise<{ fromSnapshot: boolean }>((resolve, reject) => {
-    worker.once('message', (m: { ready: boolean; fromSnapshot?: boolean; error?: { message: string } }) =>
-      m.ready
-        ? resolve({ fromSnapshot: Boolean(m.fromSnapshot) })
-        : reject(new Error(m.error?.message ?? 'The embedded database did not start')),
-    );
-    worker.once('error', reject);
-  });
-  // Reported to whoever awaits `ready`, which a service started early does only once its modules
-  // have loaded: until then a failure must not count as unhandled (which ends the process).
+  const thread = startAdapterThread(
+    new URL('./pglite-worker.js', import.meta.url),
+    { dataDir, snapshot: options.snapshot ?? false },
+    'pglite-prisma-adapter',
+  );
+  const ready = thread.ready.then((m) => ({ fromSnapshot: Boolean(m.fromSnapshot) }));
+  // As the thread's own `ready`: reported to whoever awaits it, never unhandled meanwhile.
   ready.catch(() => {});
-  const channel = new Channel(worker);
-  const factory: SqlMigrationAwareDriverAdapterFactory = {
-    provider: 'postgres',
-    adapterName: 'pglite-prisma-adapter',
-    connect: async () => new RemoteAdapter(channel, await channel.call<Connected>('connect')),
-    connectToShadowDb: async () => new RemoteAdapter(channel, await channel.call<Connected>('connectToShadowDb')),
-  };
   return {
-    factory,
-    sql: plainSql(channel),
+    ...thread,
     ready,
+    sql: plainSql(thread.channel),
     /**
      * Copies the cluster's files into `dir` (or, with `manifest`, brings a copy made there while
      * the database ran up to now: cluster-files.js); inside `sql.transaction`, a copy of one instant.
      */
-    copyFiles: (dir: string, manifest?: string) => channel.call<void>('copyFiles', { to: dir, manifest }),
-    /** Runs the job queue's SQL (one statement with parameters, or a script without) on the database thread. */
-    executeSql: (text: string, values?: unknown[]) => channel.call<{ rows: any[] }>('jobSql', { text, values }),
-    async close() {
-      await channel.call('close');
-      await worker.terminate();
-    },
-    /** For a start-up that failed: no clean shutdown (the thread may not even have started). */
-    stop: () => worker.terminate(),
+    copyFiles: (dir: string, manifest?: string) => thread.channel.call<void>('copyFiles', { to: dir, manifest }),
   };
 }
 
