@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pageSchema } from '../core/cursors.ts';
 import { nameField, text } from '../core/validation.ts';
 
 /**
@@ -36,3 +37,6 @@ export const collectionChangeSchema = z.object({
 
 export type CollectionCreate = z.output<typeof collectionCreateSchema>;
 export type CollectionPatch = z.output<typeof collectionPatchSchema>;
+
+/** The picker's list of collections: as many as a page may hold unless told fewer, so one call usually has them all. */
+export const lightPageSchema = pageSchema.extend({ first: pageSchema.shape.first.removeDefault().default(100) });

@@ -4,16 +4,9 @@ import { badInput, DomainError, forbidden, notFound, unprocessable } from '../co
 import { canNameARow } from '../core/ids.ts';
 import { nonEmptyPatch, parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
-import { collectionChangeSchema, collectionCreateSchema, collectionPatchSchema } from './inputs.ts';
+import { collectionChangeSchema, collectionCreateSchema, collectionPatchSchema, lightPageSchema } from './inputs.ts';
 import { canReadCollection } from './rules.ts';
-import type {
-  CollectionOwner,
-  CollectionQuery,
-  CollectionRead,
-  CollectionStore,
-  CollectionSummary,
-  ShownCreationQuery,
-} from './store.ts';
+import type { CollectionOwner, CollectionQuery, CollectionRead, CollectionStore, CollectionSummary, ShownCreationQuery } from './store.ts';
 
 export type { CollectionQuery, CollectionRead, CollectionSummary } from './store.ts';
 
@@ -31,8 +24,6 @@ const lightCursor = positionCursor('coll');
 /** A page of a collection's creations: 20 unless told, at most 100. */
 const pageArgs = (page: { first?: unknown; after?: unknown } | undefined, schema: typeof pageSchema = pageSchema) =>
   parseInput(schema, Object.fromEntries(Object.entries(page ?? {}).filter(([, v]) => v != null)));
-/** The picker's list: as many collections as a page may hold unless told fewer, so one call usually has them all. */
-const lightPageSchema = pageSchema.extend({ first: pageSchema.shape.first.removeDefault().default(100) });
 
 /**
  * Collections: a user's named sets of creations. The owner changes them; anyone reads a public

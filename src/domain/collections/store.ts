@@ -196,9 +196,7 @@ export function collectionStore(db: Db): CollectionStore {
         window.maxBytes,
       );
       const kept = rows.slice(0, fit);
-      const creations = kept.length
-        ? await db.creation.findMany({ where: { id: { in: kept.map((r) => r.creationId) } }, ...query })
-        : [];
+      const creations = kept.length ? await db.creation.findMany({ where: { id: { in: kept.map((r) => r.creationId) } }, ...query }) : [];
       const byId = new Map(creations.map((c) => [c.id, c as ShownCreation<Q>]));
       // A creation deleted between the two reads is left out rather than shown half.
       const items = kept.flatMap((r) => (byId.has(r.creationId) ? [{ position: r.position, creation: byId.get(r.creationId)! }] : []));

@@ -89,7 +89,10 @@ export function creationStore(db: Db): CreationStore {
     unlike: (viewer, id, query) => changeLike(viewer, id, query, removeLike, { decrement: 1 }),
 
     async ownersAmong(viewer, ids) {
-      const rows = await db.creation.findMany({ where: { id: { in: [...ids] }, ...visibleCreations(viewer) }, select: { id: true, userId: true } });
+      const rows = await db.creation.findMany({
+        where: { id: { in: [...ids] }, ...visibleCreations(viewer) },
+        select: { id: true, userId: true },
+      });
       return new Map(rows.map((r) => [r.id, r.userId]));
     },
 

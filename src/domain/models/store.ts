@@ -37,7 +37,12 @@ export function modelStore(db: Db): ModelStore {
       return (await db.model.findUnique({ where: { id }, ...query })) as ModelRead<Q> | null;
     },
 
-    page: <Q extends ModelQuery>(viewer: Viewer, { ids, ...filter }: ModelFilter & { ids?: string[] }, page: { skip: number; take: number }, query?: Q) => {
+    page: <Q extends ModelQuery>(
+      viewer: Viewer,
+      { ids, ...filter }: ModelFilter & { ids?: string[] },
+      page: { skip: number; take: number },
+      query?: Q,
+    ) => {
       const where = { AND: [modelListWhere(viewer, filter), ids ? { id: { in: ids } } : {}] };
       return db.$transaction(async (tx) => ({
         models: (await tx.model.findMany({ where, orderBy: newestFirst, ...page, ...query })) as ModelRead<Q>[],
