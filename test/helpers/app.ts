@@ -9,6 +9,7 @@ import { buildApp, type App } from '../../src/app.ts';
 import {
   loadConfig,
   type ApqConfig,
+  type CollectionsConfig,
   type Config,
   type DatabaseConfig,
   type EventsConfig,
@@ -54,6 +55,7 @@ export interface ConfigOverrides {
   limits?: Partial<Omit<LimitsConfig, 'rate'>> & { rate?: Partial<LimitsConfig['rate']> };
   apq?: ApqConfig;
   redisUrl?: string;
+  collections?: Partial<CollectionsConfig>;
 }
 
 /**
@@ -87,6 +89,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     work: { ...base.work, ...overrides.work },
     limits: { ...base.limits, ...overrides.limits, rate: { ...base.limits.rate, ...overrides.limits?.rate } },
     apq: overrides.apq ?? base.apq,
+    collections: { ...base.collections, ...overrides.collections },
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
     // On CI's shared Redis every test app is a deployment of its own: counts and slots must not

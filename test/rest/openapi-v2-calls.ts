@@ -57,7 +57,9 @@ export async function callCollectionsAndSdkRoutes(t: TestApp, alice: TestUser, b
   await call('GET', '/v2/collections/{collectionId}/creations', `/v2/collections/${id}/creations?limit=1`, a);
   await call('GET', '/v2/collections/{collectionId}/creations', `/v2/collections/${id}/creations?cursor=nope`, a);
   await call('GET', '/v2/collections/{collectionId}/creations', '/v2/collections/nope/creations', a);
-  await call('PATCH', '/v2/collections/{collectionId}/creations/add', `/v2/collections/${id}/creations/add`, a, { creationIds: [other.id] });
+  await call('PATCH', '/v2/collections/{collectionId}/creations/add', `/v2/collections/${id}/creations/add`, a, {
+    creationIds: [other.id],
+  });
   await call('PATCH', '/v2/collections/{collectionId}/creations/add', `/v2/collections/${id}/creations/add`, b, { creationIds: [bobs.id] });
   await call('PATCH', '/v2/collections/{collectionId}/creations/add', `/v2/collections/${id}/creations/add`, a, { creationIds: ['nope'] });
   await call('PATCH', '/v2/collections/{collectionId}/creations/add', '/v2/collections/nope/creations/add', a, { creationIds: [mine.id] });
