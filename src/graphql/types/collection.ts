@@ -2,6 +2,7 @@ import { prismaConnectionHelpers } from '@pothos/plugin-prisma';
 import { readableCollections, shownItems } from '../../domain/collections/store.ts';
 import { newestFirst } from '../../domain/core/ordering.ts';
 import { builder } from '../builder.ts';
+import { checkHelperConnectionArgs } from '../connection-guard.ts';
 import { viewerOf } from '../context.ts';
 import { Creation } from './creation.ts';
 import { nodeInterfaces, RAW_ID } from './node.ts';
@@ -17,7 +18,8 @@ const oldestAddedFirst = { id: 'asc' as const };
 const shownCreations = prismaConnectionHelpers(builder, 'CollectionCreation', {
   cursor: 'id',
   query: (_args, ctx) => ({ where: shownItems(viewerOf(ctx)), orderBy: oldestAddedFirst }),
-  select: (nodeSelection) => ({ creation: nodeSelection({}) }),
+  // The node's id keeps the selection non-empty when a client asks for cursors only.
+  select: (nodeSelection) => ({ creation: nodeSelection({ select: { id: true } }) }),
   resolveNode: (item) => item.creation,
 });
 
@@ -48,8 +50,12 @@ export const Collection = builder.prismaObject('Collection', {
     creations: t.connection({
       type: Creation,
       description: 'The creations it shows you, in the order they were added.',
-      select: (args, ctx, nested) => ({ items: shownCreations.getQuery(args, ctx, nested) }),
-      resolve: (collection, args, ctx) => shownCreations.resolve(collection.items, args, ctx),
+      select: (args, ctx, nested) => {
+        checkHelperConnectionArgs(args, 'CollectionCreation', 'id');
+        return { items: shownCreations.getQuery(args, ctx, nested) };
+      },
+      // The rows are read with the node fields the query selects; the helper's type knows only the id.
+      resolve: (collection, args, ctx) => shownCreations.resolve(collection.items, args, ctx) as never,
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
@@ -63,7 +69,7 @@ const holdingCollections = prismaConnectionHelpers(builder, 'CollectionCreation'
     const viewer = viewerOf(ctx);
     return { where: { AND: [shownItems(viewer), { collection: readableCollections(viewer) }] }, orderBy: { id: 'desc' as const } };
   },
-  select: (nodeSelection) => ({ collection: nodeSelection({}) }),
+  select: (nodeSelection) => ({ collection: nodeSelection({ select: { id: true } }) }),
   resolveNode: (item) => item.collection,
 });
 
@@ -71,8 +77,11 @@ builder.prismaObjectField('Creation', 'collections', (t) =>
   t.connection({
     type: Collection,
     description: 'Collections you may read that hold this creation and show it to you, latest addition first.',
-    select: (args, ctx, nested) => ({ collectionItems: holdingCollections.getQuery(args, ctx, nested) }),
-    resolve: (creation, args, ctx) => holdingCollections.resolve(creation.collectionItems, args, ctx),
+    select: (args, ctx, nested) => {
+      checkHelperConnectionArgs(args, 'CollectionCreation', 'id');
+      return { collectionItems: holdingCollections.getQuery(args, ctx, nested) };
+    },
+    resolve: (creation, args, ctx) => holdingCollections.resolve(creation.collectionItems, args, ctx) as never,
   }),
 );
 
