@@ -40,6 +40,7 @@ CREATE TABLE "DeploymentChat" (
 -- CreateTable
 CREATE TABLE "DeploymentUpdate" (
     "id" TEXT NOT NULL,
+    "seq" SERIAL NOT NULL,
     "deploymentId" TEXT NOT NULL,
     "eventId" TEXT NOT NULL,
     "conversationId" TEXT NOT NULL,
