@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,11 +11,13 @@ import {
   type ApqConfig,
   type Config,
   type DatabaseConfig,
+  type DeploymentsConfig,
   type EventsConfig,
   type HttpConfig,
   type LimitsConfig,
   type LlmConfig,
   type SearchConfig,
+  type SecretsConfig,
   type WebSocketConfig,
   type WorkConfig,
 } from '../../src/config.ts';
@@ -54,6 +56,9 @@ export interface ConfigOverrides {
   limits?: Partial<Omit<LimitsConfig, 'rate'>> & { rate?: Partial<LimitsConfig['rate']> };
   apq?: ApqConfig;
   redisUrl?: string;
+  /** The key deployments' secrets are sealed with; by default one of the test's own (never a file in the tree). */
+  secrets?: SecretsConfig;
+  deployments?: Partial<Omit<DeploymentsConfig, 'telegram'>> & { telegram?: Partial<DeploymentsConfig['telegram']> };
 }
 
 /**
@@ -87,6 +92,12 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     work: { ...base.work, ...overrides.work },
     limits: { ...base.limits, ...overrides.limits, rate: { ...base.limits.rate, ...overrides.limits?.rate } },
     apq: overrides.apq ?? base.apq,
+    secrets: overrides.secrets ?? { key: randomBytes(32), previous: [], keyFile: undefined, shared: false },
+    deployments: {
+      ...base.deployments,
+      ...overrides.deployments,
+      telegram: { ...base.deployments.telegram, ...overrides.deployments?.telegram },
+    },
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
     // On CI's shared Redis every test app is a deployment of its own: counts and slots must not
