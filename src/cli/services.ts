@@ -4,11 +4,13 @@ import { type OperationArgs, type OperationName, type OperationResult, operation
 import { liveLockHolder } from '../db/data-dir-lock.ts';
 import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
+import { connectorsFor } from '../connectors/index.ts';
 import { createServices } from '../domain/services.ts';
 import { loadToolRegistry } from '../domain/tools/registry.ts';
 import { createLimits } from '../limits/index.ts';
 import { createMetrics } from '../observability/metrics.ts';
 import { createEventBus } from '../realtime/index.ts';
+import { loadSealer } from '../secrets/keyring.ts';
 
 const log = {
   error: (obj: unknown, msg?: string) => console.error(msg, obj),
@@ -50,7 +52,15 @@ export async function runCommand<N extends OperationName>(
   const limits = createLimits(config.limits, undefined, log);
   try {
     if (command !== 'migrate') await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
-    const services = createServices(database.prisma, tools, { config, bus, streamLimits: limits.streams, log, metrics: createMetrics() });
+    const deployments = { sealer: await loadSealer(config.secrets, log), connectors: connectorsFor(config) };
+    const services = createServices(database.prisma, tools, {
+      config,
+      bus,
+      streamLimits: limits.streams,
+      log,
+      metrics: createMetrics(),
+      deployments,
+    });
     return (await operations[command].run({ services, database, progress }, args as never)) as OperationResult<N>;
   } finally {
     await bus.close();

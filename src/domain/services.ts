@@ -12,8 +12,13 @@ import { creationService } from './creations/service.ts';
 import { creationStore } from './creations/store.ts';
 import { creatorService } from './creators/service.ts';
 import { creatorStore } from './creators/store.ts';
+import { type Connector, noSealer, type SecretSealer } from './deployments/ports.ts';
+import { type Conversations, relayRules } from './deployments/relay.ts';
+import { deploymentRuntime } from './deployments/runtime.ts';
+import { deploymentRuntimeStore } from './deployments/runtime-store.ts';
 import { deploymentService } from './deployments/service.ts';
 import { deploymentStore } from './deployments/store.ts';
+import { retryDelay, sleep } from './deployments/waits.ts';
 import { modelService } from './models/service.ts';
 import { modelStore } from './models/store.ts';
 import { createReplyEngine } from './replies/engine.ts';
@@ -47,7 +52,10 @@ import { triggerStore } from './triggers/store.ts';
  * adapters it runs on are chosen there, never here.
  */
 export interface ServiceDependencies {
-  config: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work'>;
+  config: Pick<
+    Config,
+    'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work' | 'deployments'
+  >;
   /** Live events: in process, or shared by every instance through Redis. */
   bus: EventBus;
   /** Subscriptions and streams per key, counted where the bus's deployment counts them. */
@@ -57,13 +65,16 @@ export interface ServiceDependencies {
   metrics: Metrics;
   /** Where clients reach the service (for links to media), once it is known. */
   publicUrl?: () => string;
-  /** Names this process on the replies it writes; a new one by default. */
+  /** Names this process on the replies it writes and the deployments' leases it holds; a new one by default. */
   instanceId?: string;
+  /** The platforms agents can be deployed to, and the sealer of their secrets; none by default. */
+  deployments?: { sealer: SecretSealer; connectors: readonly Connector[] };
 }
 
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
 export function createServices(db: Db, registry: ToolRegistry, dependencies: ServiceDependencies) {
   const { config, bus, log, metrics } = dependencies;
+  const instanceId = dependencies.instanceId ?? randomUUID();
   const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(searchStore(db), config.search);
@@ -87,13 +98,14 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     llm: config.llm,
     tools,
     memory: memories.host,
-    instanceId: dependencies.instanceId ?? randomUUID(),
+    instanceId,
     log,
     metrics: metrics.replies,
   });
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
   const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
   const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
+  const deployments = composeDeployments(db, dependencies, { bus, sessions, instanceId, log: { ...warnings, error: log.error } });
   return {
     db,
     metrics,
@@ -109,7 +121,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     models: modelService(modelStore(db)),
     creations: creationService(creationStore(db)),
     search,
-    deployments: deploymentService(deploymentStore(db)),
+    deployments: deployments.service,
+    deploymentRuntime: deployments.runtime,
     triggers: triggerService(triggerStore(db)),
     sessions,
     signals,
@@ -121,3 +134,40 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+/**
+ * Deployments: their rules, and the runtime that runs them on the instance holding each one's
+ * lease (started by the app only). Sessions are what a chat becomes; the deployments' rules
+ * reach them through `Conversations`.
+ */
+function composeDeployments(
+  db: Db,
+  dependencies: ServiceDependencies,
+  parts: {
+    bus: EventBus;
+    sessions: ReturnType<typeof sessionService>;
+    instanceId: string;
+    log: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void };
+  },
+) {
+  const { sealer, connectors } = dependencies.deployments ?? { sealer: noSealer('no deployments run in this process'), connectors: [] };
+  const conversations: Conversations = {
+    open: async (ownerId, agentId, title) => (await parts.sessions.send({ id: ownerId }, { agentIds: [agentId], title })).sessionId,
+    post: async (ownerId, sessionId, content, relay) =>
+      (await parts.sessions.send({ id: ownerId }, { sessionId, content }, { relay })).startSeq,
+  };
+  const store = deploymentRuntimeStore(db);
+  const runtime = deploymentRuntime({
+    store,
+    relay: relayRules({ store, conversations, bus: parts.bus, defaults: dependencies.config.deployments }),
+    connectors,
+    sealer,
+    instanceId: parts.instanceId,
+    leaseMs: dependencies.config.deployments.leaseMs,
+    log: parts.log,
+    pause: (attempt, signal) => sleep(retryDelay(attempt), signal),
+    changed: async () => {},
+  });
+  const service = deploymentService({ store: deploymentStore(db), sealer, connectors, changed: () => runtime.nudge() });
+  return { service, runtime };
+}

@@ -28,7 +28,9 @@ const folder = (path: string) => path.split('/')[0]!;
 
 /** Which top-level folders of src/ each folder may import (docs/decisions.md, "Layers"). */
 const outward: Record<string, string[]> = {
-  domain: ['realtime', 'rest', 'graphql', 'http', 'limits', 'redis', 'cli', 'demo'],
+  domain: ['realtime', 'rest', 'graphql', 'http', 'limits', 'redis', 'cli', 'demo', 'connectors', 'secrets'],
+  connectors: ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'db', 'secrets'],
+  secrets: ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'db', 'connectors'],
   realtime: ['graphql', 'rest', 'http', 'cli'],
   limits: ['graphql', 'rest', 'http', 'realtime', 'cli'],
   db: ['domain', 'graphql', 'rest', 'http', 'realtime', 'limits', 'cli'],
