@@ -205,9 +205,13 @@ export async function startFakeTelegram() {
       calls.push({ token: token ?? '', method: method ?? url.pathname, params: params ?? {}, at: Date.now(), answer });
       changed();
     };
-    if (!token || !method) return (record(404), send(404, fail(404, 'Not Found')));
-    if (!bot || bot.revoked) return (record(401), send(401, fail(401, 'Unauthorized')));
-    if (!params) return (record(400), send(400, fail(400, 'Bad Request: invalid parameters')));
+    const refuse = (status: number, description: string) => {
+      record(status);
+      send(status, fail(status, description));
+    };
+    if (!token || !method) return refuse(404, 'Not Found');
+    if (!bot || bot.revoked) return refuse(401, 'Unauthorized');
+    if (!params) return refuse(400, 'Bad Request: invalid parameters');
     const fault = bot.faults.findIndex((f) => f.method === method);
     if (fault >= 0) {
       const [f] = bot.faults.splice(fault, 1);

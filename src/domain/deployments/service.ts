@@ -15,6 +15,8 @@ import {
   type DeploymentWrite,
 } from './store.ts';
 
+export type { DeploymentRow } from './store.ts';
+
 export const AGENT_NOT_FOUND = 'Agent not found';
 export const DEPLOYMENT_NOT_FOUND = 'Deployment not found';
 export const NOT_THE_OWNER = "Only the agent's owner can deploy it or change its deployments";
