@@ -182,13 +182,14 @@ export function deploymentService(deps: DeploymentServiceDependencies) {
       return save({ id, agentId, userId, platform, config: mergeConfig(config, undefined), running: false }, query);
     },
 
-    /** Deletes the deployment and its sealed secrets. */
-    async remove(viewer: Viewer, agentId: string, raw: unknown): Promise<void> {
+    /** Deletes the deployment and its sealed secrets; the id it had. */
+    async remove(viewer: Viewer, agentId: string, raw: unknown): Promise<string> {
       const { platform } = parseInput(platformSchema, raw);
       await ownAgent(viewer, agentId);
-      const kept = await existing(agentId, platform);
+      const { sealed: _sealed, ...kept } = await existing(agentId, platform);
       if (!(await store.remove(agentId, platform))) throw notFound(DEPLOYMENT_NOT_FOUND);
       deps.changed({ ...kept, running: false });
+      return kept.id;
     },
 
     /**
