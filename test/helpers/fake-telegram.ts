@@ -40,8 +40,9 @@ export interface RecordedCall {
   token: string;
   method: string;
   params: Record<string, any>;
+  /** When the request arrived (ms). */
   at: number;
-  /** What was answered: ok, or an error code. */
+  /** What was answered: ok, an error code, or 0 for a connection cut (the network down). */
   answer: 'ok' | number;
 }
 interface Update {
@@ -192,6 +193,7 @@ export async function startFakeTelegram() {
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
+    const arrived = Date.now();
     const url = new URL(req.url ?? '/', 'http://telegram.invalid');
     const params = await readParams(req, url).catch(() => null);
     const send = (status: number, body: object) => {
@@ -199,12 +201,15 @@ export async function startFakeTelegram() {
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
     const [, token, method] = url.pathname.match(/^\/bot([^/]+)\/([A-Za-z]+)$/) ?? [];
-    if (down) return void req.socket.destroy();
-    const bot = token ? bots.get(token) : undefined;
     const record = (answer: RecordedCall['answer']) => {
-      calls.push({ token: token ?? '', method: method ?? url.pathname, params: params ?? {}, at: Date.now(), answer });
+      calls.push({ token: token ?? '', method: method ?? url.pathname, params: params ?? {}, at: arrived, answer });
       changed();
     };
+    if (down) {
+      record(0);
+      return void req.socket.destroy();
+    }
+    const bot = token ? bots.get(token) : undefined;
     const refuse = (status: number, description: string) => {
       record(status);
       send(status, fail(status, description));

@@ -149,7 +149,7 @@ export function relayRules({ store, conversations, bus, defaults }: RelayDepende
     });
     for (let attempts = update.attempts; ; attempts++) {
       out.typing();
-      const state = await followReply({ bus, store }, { ...at, promptId }, (text) => out.show(text), run.signal);
+      const state = await followReply({ bus, store }, { ...at, promptId }, (text) => out.show(text.trim()), run.signal);
       if (!state || !run.holds()) throw new LeftForLater();
       if (isInterrupted(state.reply) && attempts < ANSWER_AGAIN) {
         const next = newId();
