@@ -60,7 +60,7 @@ export interface ServiceDependencies {
   bus: EventBus;
   /** Subscriptions and streams per key, counted where the bus's deployment counts them. */
   streamLimits: StreamLimits;
-  log: { error(obj: unknown, msg?: string): void; warn?(obj: unknown, msg?: string): void };
+  log: { error(obj: unknown, msg?: string): void; warn?(obj: unknown, msg?: string): void; info?(obj: unknown, msg?: string): void };
   /** Where services count what they do. */
   metrics: Metrics;
   /** Where clients reach the service (for links to media), once it is known. */
@@ -105,7 +105,12 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
   const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
   const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
-  const deployments = composeDeployments(db, dependencies, { bus, sessions, instanceId, log: { ...warnings, error: log.error } });
+  const deployments = composeDeployments(db, dependencies, {
+    bus,
+    sessions,
+    instanceId,
+    log: { warn: warnings.warn, error: (obj, msg) => log.error(obj, msg), info: (obj, msg) => log.info?.(obj, msg) },
+  });
   return {
     db,
     metrics,
@@ -147,7 +152,7 @@ function composeDeployments(
     bus: EventBus;
     sessions: ReturnType<typeof sessionService>;
     instanceId: string;
-    log: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void };
+    log: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
   },
 ) {
   const { sealer, connectors } = dependencies.deployments ?? { sealer: noSealer('no deployments run in this process'), connectors: [] };

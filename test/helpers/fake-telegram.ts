@@ -113,7 +113,7 @@ export async function startFakeTelegram() {
     text: m.text,
   });
 
-  function getUpdates(bot: Bot, params: Record<string, any>, respond: Poll['respond']) {
+  function getUpdates(bot: Bot, params: Record<string, any>, respond: Poll['respond'], gone: (drop: () => void) => void) {
     const offset = params.offset === undefined ? 0 : Number(params.offset);
     // Telegram forgets what lies below the offset asked for: those updates are confirmed.
     if (offset) bot.updates = bot.updates.filter((u) => u.update_id >= offset);
@@ -140,6 +140,14 @@ export async function startFakeTelegram() {
       timer: setTimeout(() => poll.respond(200, ok(ready())), timeout * 1000),
     };
     bot.poll = poll;
+    // A poller that dies leaves no poll behind: Telegram too forgets a request whose connection closed.
+    gone(() => {
+      if (bot.poll !== poll) return;
+      clearTimeout(poll.timer);
+      bot.poll = null;
+      bot.polling--;
+      changed();
+    });
     changed();
   }
 
@@ -225,10 +233,15 @@ export async function startFakeTelegram() {
     }
     const result = call(bot, method, params);
     if (result === 'poll') {
-      return getUpdates(bot, params, (status, body) => {
-        record(status === 200 ? 'ok' : status);
-        send(status, body);
-      });
+      return getUpdates(
+        bot,
+        params,
+        (status, body) => {
+          record(status === 200 ? 'ok' : status);
+          send(status, body);
+        },
+        (drop) => res.on('close', () => !res.writableEnded && drop()),
+      );
     }
     record(result.status === 200 ? 'ok' : result.status);
     send(result.status, result.body);

@@ -72,6 +72,7 @@ export function deploymentRuntime(deps: RuntimeDependencies) {
       return;
     }
     runners.set(held.id, startRunner(runnerDeps, held, secrets, connectors.get(held.platform)!, holdUntil));
+    log.info?.({ deployment: held.id, instance: deps.instanceId }, 'deployment: reading its updates on this instance');
   }
 
   async function tick() {
