@@ -7,6 +7,7 @@ import { applyMigrations } from '../db/migrate.ts';
 import { connectorsFor } from '../connectors/index.ts';
 import { createServices } from '../domain/services.ts';
 import { loadToolRegistry } from '../domain/tools/registry.ts';
+import { pgBossQueue } from '../jobs/pg-boss.ts';
 import { createLimits } from '../limits/index.ts';
 import { createMetrics } from '../observability/metrics.ts';
 import { createEventBus } from '../realtime/index.ts';
@@ -50,6 +51,8 @@ export async function runCommand<N extends OperationName>(
   const bus = createEventBus(config);
   // A command streams nothing to clients, so its stream slots need not be shared.
   const limits = createLimits(config.limits, undefined, log);
+  // Opened only if the command sends a job (none works any).
+  const jobs = pgBossQueue(database.jobs, config.jobs, log);
   try {
     if (command !== 'migrate') await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
     const deployments = { sealer: await loadSealer(config.secrets, log), connectors: connectorsFor(config) };
@@ -60,9 +63,11 @@ export async function runCommand<N extends OperationName>(
       log,
       metrics: createMetrics(),
       deployments,
+      jobs,
     });
     return (await operations[command].run({ services, database, progress }, args as never)) as OperationResult<N>;
   } finally {
+    await jobs.stop(config.shutdownGraceMs);
     await bus.close();
     await limits.close();
     await database.close();

@@ -19,12 +19,14 @@ import { deploymentRuntimeStore } from './deployments/runtime-store.ts';
 import { deploymentService } from './deployments/service.ts';
 import { deploymentStore } from './deployments/store.ts';
 import { retryDelay, sleep } from './deployments/waits.ts';
+import { feedService } from './feeds/service.ts';
 import { modelService } from './models/service.ts';
 import { modelStore } from './models/store.ts';
 import { createReplyEngine } from './replies/engine.ts';
 import { replyStore } from './replies/store.ts';
 import { chooseProvider } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
+import type { JobQueue } from './core/jobs.ts';
 import { sessionService } from './sessions/service.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate } from './sessions/access-gate.ts';
@@ -69,6 +71,8 @@ export interface ServiceDependencies {
   instanceId?: string;
   /** The platforms agents can be deployed to, and the sealer of their secrets; none by default. */
   deployments?: { sealer: SecretSealer; connectors: readonly Connector[] };
+  /** Background work that must happen later, once, on any instance (`core/jobs.ts`). */
+  jobs: JobQueue;
 }
 
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
@@ -111,8 +115,18 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     instanceId,
     log: { warn: warnings.warn, error: (obj, msg) => log.error(obj, msg), info: (obj, msg) => log.info?.(obj, msg) },
   });
+  /** What each service that works jobs starts on this instance. */
+  const workers: (() => Promise<void>)[] = [];
   return {
     db,
+    jobs: dependencies.jobs,
+    /**
+     * Declares the job queues and starts working them on this instance; the composition root
+     * calls it once the service listens.
+     */
+    async startWork() {
+      await Promise.all(workers.map((start) => start()));
+    },
     metrics,
     tools: registry,
     media,
@@ -129,6 +143,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     deployments: deployments.service,
     deploymentRuntime: deployments.runtime,
     triggers: triggerService(triggerStore(db)),
+    /** Users' own feeds (triggers, tasks, deployments): features publish on `bus.feeds` and watch through this. */
+    feeds: feedService({ bus, limits: dependencies.streamLimits, gate: access }),
     sessions,
     signals,
     access,

@@ -28,12 +28,13 @@ const folder = (path: string) => path.split('/')[0]!;
 
 /** Which top-level folders of src/ each folder may import (docs/decisions.md, "Layers"). */
 const outward: Record<string, string[]> = {
-  domain: ['realtime', 'rest', 'graphql', 'http', 'limits', 'redis', 'cli', 'demo', 'connectors', 'secrets'],
-  connectors: ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'db', 'secrets'],
-  secrets: ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'db', 'connectors'],
-  realtime: ['graphql', 'rest', 'http', 'cli'],
+  domain: ['realtime', 'rest', 'graphql', 'http', 'limits', 'redis', 'cli', 'demo', 'connectors', 'secrets', 'jobs'],
+  connectors: ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'db', 'secrets', 'jobs'],
+  secrets: ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'db', 'connectors', 'jobs'],
+  jobs: ['graphql', 'rest', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo'],
+  realtime: ['graphql', 'rest', 'http', 'cli', 'jobs'],
   limits: ['graphql', 'rest', 'http', 'realtime', 'cli'],
-  db: ['domain', 'graphql', 'rest', 'http', 'realtime', 'limits', 'cli'],
+  db: ['domain', 'graphql', 'rest', 'http', 'realtime', 'limits', 'cli', 'jobs'],
   rest: ['graphql', 'cli'],
   graphql: ['rest', 'cli'],
   http: ['rest', 'graphql', 'cli'],

@@ -14,6 +14,7 @@ import {
   type DeploymentsConfig,
   type EventsConfig,
   type HttpConfig,
+  type JobsConfig,
   type LimitsConfig,
   type LlmConfig,
   type SearchConfig,
@@ -59,6 +60,7 @@ export interface ConfigOverrides {
   /** The key deployments' secrets are sealed with; by default one of the test's own (never a file in the tree). */
   secrets?: SecretsConfig;
   deployments?: Partial<Omit<DeploymentsConfig, 'telegram'>> & { telegram?: Partial<DeploymentsConfig['telegram']> };
+  jobs?: Partial<JobsConfig>;
 }
 
 /**
@@ -98,6 +100,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
       ...overrides.deployments,
       telegram: { ...base.deployments.telegram, ...overrides.deployments?.telegram },
     },
+    jobs: { ...base.jobs, ...overrides.jobs },
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
     // On CI's shared Redis every test app is a deployment of its own: counts and slots must not
@@ -111,8 +114,13 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
  * over `shared` (one that several instances use; it is left in place when this one closes).
  * `queries` records every SQL statement Prisma sends, for N+1 checks. A start that fails halfway
  * undoes what it did (the app, its media folder, a database made on CI's server) before throwing.
+ * `beforeListen` may add routes of a test's own (a route a feature would declare) to the built app.
  */
-export async function startTestApp(overrides: ConfigOverrides = {}, shared?: DatabaseConfig) {
+export async function startTestApp(
+  overrides: ConfigOverrides = {},
+  shared?: DatabaseConfig,
+  hooks: { beforeListen?(app: App, config: Config): void } = {},
+) {
   const queries: string[] = [];
   const routes: { method: string | string[]; url: string }[] = [];
   const ends: (() => unknown)[] = [];
@@ -139,6 +147,7 @@ export async function startTestApp(overrides: ConfigOverrides = {}, shared?: Dat
       onRoute: ({ method, url }) => void routes.push({ method, url }),
     });
     ends.push(() => app.close());
+    hooks.beforeListen?.(app, config);
     url = await app.listen({ port: 0, host: '127.0.0.1' });
   } catch (e) {
     await end().catch(() => {});
