@@ -418,7 +418,7 @@ export const settings = {
       meaning:
         "how long the instance reading a running deployment's updates holds it without renewing (renewed every third of it); another instance takes it over this long after the holder dies",
     }),
-    chatMessagesPerMinute: setting('DEPLOYMENT_CHAT_MESSAGES_PER_MINUTE', positiveInt, {
+    chatMessagesPerMinute: setting('DEPLOYMENT_CHAT_RATE', positiveInt, {
       default: 10,
       meaning: "messages a deployed agent answers per chat per minute, unless the deployment's `config` sets its own",
     }),

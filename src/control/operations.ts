@@ -64,6 +64,8 @@ export const operations = {
     const result = await services.search.reembed({ all, onProgress: progress });
     return { reembedded: result.reembedded, provider: result.provider };
   }),
+  'secrets.reseal': operation(z.object({}), ({ services }) => services.deployments.resealAll()),
+  'secrets.rotate': operation(z.object({}), ({ services }) => services.deployments.rotateKey()),
   migrate: operation(z.object({}), async ({ database }) => {
     const applied = await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
     return { newDatabase: Boolean(database.fromSnapshot), applied, pgvector: await upgradeToPgvector(database.prisma) };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { credit } from '../../src/domain/core/stores/ledger.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
-import { type FakeOpenAI, type RecordedRequest, type Script, startFakeOpenAI } from '../helpers/fake-openai.ts';
+import type { FakeOpenAI, RecordedRequest, Script } from '../helpers/fake-openai.ts';
 import { type FakeTelegram, startFakeTelegram, type TgChat, type TgUser } from '../helpers/fake-telegram.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { setUp } from '../helpers/set-up.ts';

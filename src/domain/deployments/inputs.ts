@@ -24,7 +24,7 @@ const MAX_ALLOWLIST = 500;
 /**
  * A deployment's `config`. `telegram.topic_allowlist`: when it lists chats, only those are
  * answered. `daily_manna_cap` and `chat_messages_per_minute` override the service's defaults
- * (`DEPLOYMENT_DAILY_MANNA_CAP`, `DEPLOYMENT_CHAT_MESSAGES_PER_MINUTE`); null goes back to them.
+ * (`DEPLOYMENT_DAILY_MANNA_CAP`, `DEPLOYMENT_CHAT_RATE`); null goes back to them.
  * Other keys are dropped.
  */
 export const deploymentConfigSchema = z.object({

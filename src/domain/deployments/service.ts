@@ -220,6 +220,18 @@ export function deploymentService(deps: DeploymentServiceDependencies) {
         after = batch.at(-1)!.id;
       }
     },
+
+    /**
+     * Where the sealer keeps its key itself (the data directory's key file): a new key, every
+     * secret sealed again under it, and the old keys forgotten once nothing needs them.
+     */
+    async rotateKey() {
+      if (sealer.problem) throw unavailable(sealer.problem);
+      await sealer.rotate();
+      const result = await this.resealAll();
+      if (!result.unreadable.length) await sealer.forgetPrevious();
+      return result;
+    },
   };
 }
 
