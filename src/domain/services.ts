@@ -12,6 +12,7 @@ import { creationService } from './creations/service.ts';
 import { creationStore } from './creations/store.ts';
 import { creatorService } from './creators/service.ts';
 import { creatorStore } from './creators/store.ts';
+import { deploymentAnnouncer } from './deployments/announce.ts';
 import { type Connector, noSealer, type SecretSealer } from './deployments/ports.ts';
 import { type Conversations, relayRules } from './deployments/relay.ts';
 import { deploymentRuntime } from './deployments/runtime.ts';
@@ -178,6 +179,8 @@ function composeDeployments(
       (await parts.sessions.send({ id: ownerId }, { sessionId, content }, { relay })).startSeq,
   };
   const store = deploymentRuntimeStore(db);
+  const rows = deploymentStore(db);
+  const announce = deploymentAnnouncer(parts.bus, parts.log);
   const runtime = deploymentRuntime({
     store,
     relay: relayRules({ store, conversations, bus: parts.bus, defaults: dependencies.config.deployments }),
@@ -187,8 +190,19 @@ function composeDeployments(
     leaseMs: dependencies.config.deployments.leaseMs,
     log: parts.log,
     pause: (attempt, signal) => sleep(retryDelay(attempt), signal),
-    changed: async () => {},
+    async changed(id) {
+      const row = await rows.byId(id);
+      if (row) await announce(row);
+    },
   });
-  const service = deploymentService({ store: deploymentStore(db), sealer, connectors, changed: () => runtime.nudge() });
+  const service = deploymentService({
+    store: rows,
+    sealer,
+    connectors,
+    changed: (row) => {
+      runtime.nudge();
+      void announce(row);
+    },
+  });
   return { service, runtime };
 }

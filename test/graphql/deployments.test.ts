@@ -1,7 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { type FakeTelegram, startFakeTelegram } from '../helpers/fake-telegram.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError, postDocument } from './support.ts';
@@ -25,6 +26,14 @@ const DeleteDeployment = graphql(`
 const AgentDeployments = graphql(`
   query AgentDeployments($id: ID!) { agent(id: $id) { deployments { rawId state account chats { title } } } }
 `);
+const DeploymentUpdates = graphql(`
+  subscription DeploymentUpdates($agentId: ID, $after: Seq) {
+    deploymentUpdates(agentId: $agentId, after: $after) {
+      __typename seq type
+      ... on DeploymentStateChanged { deploymentId agentId platform state valid lastError }
+    }
+  }
+`);
 const DeploymentNode = graphql(`
   query DeploymentNode($id: ID!) { node(id: $id) { __typename ... on Deployment { rawId state } } }
 `);
@@ -34,6 +43,7 @@ let tg: FakeTelegram;
 let f: ReturnType<typeof fixtures>;
 let alice: TestUser;
 let bob: TestUser;
+const ws = graphqlWsClients(() => t.url);
 
 setUp(async (start) => {
   tg = await start.service(startFakeTelegram());
@@ -42,6 +52,7 @@ setUp(async (start) => {
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
 });
+afterAll(() => ws.disposeAll());
 
 describe('deployments in GraphQL', () => {
   it('deployAgent checks the token with Telegram: a refused one is BAD_USER_INPUT on secrets.telegram.token, and nothing is made', async () => {
@@ -104,5 +115,41 @@ describe('deployments in GraphQL', () => {
     expect(deleted).toBe(deployed.id);
     expectGraphQLError(await t.gql(DeploymentNode, { id: deployed.id }, alice.apiKey), 'NOT_FOUND');
     expectGraphQLError(await t.gql(DeleteDeployment, { agentId: agent.id }, alice.apiKey), 'NOT_FOUND');
+  });
+
+  it("follows the owner's deployments' state live: deployed, then INVALID with why once Telegram refuses the token; no one else's, never the token", async () => {
+    const agent = await f.agent(alice);
+    const other = await f.agent(alice);
+    const token = tg.addBot('live_bot');
+    const before = t.services.bus.subscriberCount();
+    const mine = wsSubscribe(ws.connect(alice.apiKey), DeploymentUpdates, { agentId: agent.id });
+    const all = wsSubscribe(ws.connect(alice.apiKey), DeploymentUpdates, {});
+    const bobs = wsSubscribe(ws.connect(bob.apiKey), DeploymentUpdates, {});
+    // Each follows the feed from the moment it is open: all three are, before anything is deployed.
+    await expect.poll(() => t.services.bus.subscriberCount()).toBe(before + 3);
+
+    const deployed = expectData(
+      await t.gql(Deploy, { agentId: agent.id, input: { platform: 'TELEGRAM', secrets: { telegram: { token } } } }, alice.apiKey),
+    ).deployAgent;
+    await t.gql(
+      Deploy,
+      { agentId: other.id, input: { platform: 'TELEGRAM', secrets: { telegram: { token: tg.addBot() } } } },
+      alice.apiKey,
+    );
+    await tg.until(() => tg.polling(token).now === 1, 20_000, 'a long poll');
+    tg.revoke(token);
+
+    const invalid = await mine.waitFor((r) => (r.data as any)?.deploymentUpdates.state === 'INVALID');
+    const states = mine.results.map((r) => (r.data as any).deploymentUpdates);
+    expect(states.map((e) => [e.__typename, e.type, e.deploymentId, e.agentId, e.platform, e.state, e.valid])).toEqual([
+      ['DeploymentStateChanged', 'deployment_state', deployed.rawId, agent.id, 'TELEGRAM', 'RUNNING', true],
+      ['DeploymentStateChanged', 'deployment_state', deployed.rawId, agent.id, 'TELEGRAM', 'INVALID', false],
+    ]);
+    expect((invalid.data as any).deploymentUpdates.lastError).toBe('Telegram refused the bot token (it was revoked or changed)');
+    // Without agentId, every one of the owner's deployments; another user hears of none of them.
+    await all.waitFor((r) => (r.data as any)?.deploymentUpdates.state === 'INVALID');
+    expect(new Set(all.results.map((r) => (r.data as any).deploymentUpdates.agentId))).toEqual(new Set([agent.id, other.id]));
+    expect(bobs.results).toEqual([]);
+    expect(JSON.stringify([mine.results, all.results])).not.toContain(token.split(':')[1]);
   });
 });

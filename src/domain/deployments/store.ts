@@ -46,6 +46,8 @@ export interface DeploymentStore {
   listOwned<Q extends DeploymentQuery = object>(ownerId: string, query?: Q): Promise<DeploymentRead<Q>[]>;
   /** The owner of an agent, or null for no such agent. */
   agentOwner(agentId: string): Promise<string | null>;
+  /** A deployment by its id, without its secrets. */
+  byId(id: string): Promise<DeploymentRow | null>;
   /** The agent's deployment to a platform, with its sealed secrets. */
   forAgent(agentId: string, platform: DeploymentPlatform): Promise<(DeploymentRow & { sealed: string | null }) | null>;
   /** The agent's deployments, newest first. */
@@ -72,6 +74,10 @@ export function deploymentStore(db: Db): DeploymentStore {
 
     async agentOwner(agentId) {
       return (await db.agent.findUnique({ where: { id: agentId }, select: { ownerId: true } }))?.ownerId ?? null;
+    },
+
+    async byId(id) {
+      return db.deployment.findUnique({ where: { id } });
     },
 
     async forAgent(agentId, platform) {
