@@ -28,6 +28,8 @@ import { replyStore } from './replies/store.ts';
 import { chooseProvider } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
 import type { JobQueue } from './core/jobs.ts';
+import { autonomyRules } from './sessions/autonomy.ts';
+import { prismaAutonomyStore } from './sessions/autonomy-store.ts';
 import { sessionService } from './sessions/service.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate } from './sessions/access-gate.ts';
@@ -109,7 +111,12 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   });
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
   const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
-  const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
+  const autonomy = autonomyRules({ store: prismaAutonomyStore(db), bus, jobs: dependencies.jobs, replies, log });
+  const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, {
+    gate: access,
+    signals,
+    autonomy,
+  });
   const deployments = composeDeployments(db, dependencies, {
     bus,
     sessions,
@@ -117,7 +124,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     log: { warn: warnings.warn, error: (obj, msg) => log.error(obj, msg), info: (obj, msg) => log.info?.(obj, msg) },
   });
   /** What each service that works jobs starts on this instance. */
-  const workers: (() => Promise<void>)[] = [];
+  const workers: (() => Promise<void>)[] = [autonomy.startWork];
   return {
     db,
     jobs: dependencies.jobs,
