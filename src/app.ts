@@ -4,6 +4,7 @@ import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.ts';
+import { connectorsFor } from './connectors/index.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
 import { recoverAbandonedReplies, watchForDeadInstances, type RecoveredReply } from './domain/replies/recovery.ts';
@@ -35,6 +36,7 @@ import { instanceRegistry } from './realtime/instances.ts';
 import { connectRedis } from './redis/client.ts';
 import { mediaRoutes } from './rest/media.ts';
 import { restRoutes } from './rest/routes.ts';
+import { loadSealer } from './secrets/keyring.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
 /** How often signals the bus could not take at once (revocations) are tried again. */
@@ -75,6 +77,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const http = createHttpServer(config, options);
   const metrics = createMetrics({ process: true });
   const adapters = connectAdapters(config, http.log);
+  const sealer = await loadSealer(config.secrets, http.log);
   const jobs = pgBossQueue(database.jobs, config.jobs, http.log);
   const services = createServices(database.prisma, tools, {
     jobs,
@@ -85,6 +88,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     log: http.log,
     publicUrl: () => config.publicUrl ?? listeningAt(http.server),
     metrics,
+    deployments: { sealer, connectors: connectorsFor(config) },
   });
   reportRecovered(http.log, recovered);
   const stopWatchingInstances = watchInstances(database, adapters, config, http.log);
@@ -124,6 +128,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         await listenForCommands(config.database.dataDir, { services, database: { ...database, fromSnapshot: false } }, http.log)
       : null;
   metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
+  // After recovery closed what an earlier process left: a deployment answers what it read then.
+  services.deploymentRuntime.start();
   closeInOrder(http, config, {
     services,
     jobs,
@@ -265,9 +271,12 @@ function closeInOrder(
     log: http.log,
   });
   http.addHook('preClose', async () => {
+    // Deployments read nothing more; what they answer now gets the replies' grace, then their leases go to another instance.
+    await services.deploymentRuntime.quiesce();
     // Jobs under way here (an autonomous turn writing its reply) get the same grace as replies;
     // past it they are failed, and another instance tries them again.
     await Promise.all([services.replies.drain(config.shutdownGraceMs), parts.jobs.stop(config.shutdownGraceMs)]);
+    await services.deploymentRuntime.stop();
     for (const stop of parts.stop) stop();
     services.access.stop();
     await adapters.instances?.close();

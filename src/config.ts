@@ -27,6 +27,23 @@ export type DatabaseConfig =
   /** `dataDir` undefined means an in-memory database (tests). */
   | { kind: 'pglite'; dataDir: string | undefined };
 
+/**
+ * Where the key that seals deployments' secrets comes from: `key` (and `previous` keys, for
+ * opening only) from settings, else a key generated once into `keyFile` (the embedded
+ * database's data directory). `shared`: several instances share the database (PostgreSQL), so
+ * a key of one instance's own would not open what another sealed: `SECRETS_KEY` is required.
+ */
+export interface SecretsConfig {
+  key: Buffer | undefined;
+  previous: Buffer[];
+  keyFile: string | undefined;
+  shared: boolean;
+}
+
+/** A 256-bit key as settings give it: base64 (or base64url) of 32 bytes. */
+const isKey = (value: string) => /^[A-Za-z0-9+/_-]{43}=?$/.test(value.trim()) && Buffer.from(value.trim(), 'base64').length === 32;
+const KEY_PROBLEM = 'must be 32 random bytes in base64 (openssl rand -base64 32)';
+
 export type EmbeddingsConfig =
   | { kind: 'hashed-ngrams' }
   | { kind: 'http'; url: string; model: string; apiKey?: string; batchSize: number; timeoutMs: number; retries: number };
@@ -98,6 +115,17 @@ const embeddingSettings = {
     meaning: 'retries of an embeddings request that failed for a transient reason',
   }),
 };
+
+const secretsKey = setting('SECRETS_KEY', z.string().refine(isKey, KEY_PROBLEM), {
+  unset: 'a key generated into `DATA_DIR/secrets.key` (embedded database only)',
+  meaning:
+    "the key deployments' secrets (bot tokens) are sealed with (AES-256-GCM): 32 random bytes in base64; required with `DATABASE_URL`, the same on every instance (`docs/security.md`)",
+});
+const previousSecretsKeys = setting(
+  'SECRETS_PREVIOUS_KEYS',
+  z.string().refine((v) => listed(v).every(isKey), `must be a comma-separated list of keys that each ${KEY_PROBLEM}`),
+  { meaning: 'keys secrets were sealed with before `SECRETS_KEY`, for opening only while `parley secrets reseal` moves them over' },
+);
 
 export const settings = {
   port: setting('PORT', z.coerce.number().int().min(0).max(65535), { default: 4000, meaning: 'the port to listen on' }),
@@ -386,6 +414,46 @@ export const settings = {
       meaning: 'reactions one user may have on one message',
     }),
   },
+  secrets: derive(
+    [secretsKey, previousSecretsKeys, databaseUrl, dataDir],
+    (v): SecretsConfig => ({
+      key: v.SECRETS_KEY ? Buffer.from(v.SECRETS_KEY.trim(), 'base64') : undefined,
+      previous: listed(v.SECRETS_PREVIOUS_KEYS ?? '').map((k) => Buffer.from(k, 'base64')),
+      keyFile: v.DATABASE_URL ? undefined : join(resolve(v.DATA_DIR), 'secrets.key'),
+      shared: Boolean(v.DATABASE_URL),
+    }),
+  ),
+  deployments: {
+    leaseMs: setting('DEPLOYMENT_LEASE_MS', z.coerce.number().int().min(500), {
+      default: 10_000,
+      meaning:
+        "how long the instance reading a running deployment's updates holds it without renewing (renewed every third of it); another instance takes it over this long after the holder dies",
+    }),
+    chatMessagesPerMinute: setting('DEPLOYMENT_CHAT_RATE', positiveInt, {
+      default: 10,
+      meaning: "messages a deployed agent answers per chat per minute, unless the deployment's `config` sets its own",
+    }),
+    dailyMannaCap: setting('DEPLOYMENT_DAILY_MANNA_CAP', wholeNumber, {
+      default: 100,
+      meaning:
+        "manna a deployment's chats may spend per UTC day, unless its `config` sets its own; past it, chats are told and not answered",
+    }),
+    telegram: {
+      apiUrl: derive(
+        [
+          setting('TELEGRAM_API_URL', httpUrl('must be an http(s) URL'), {
+            default: 'https://api.telegram.org',
+            meaning: "where Telegram's Bot API is reached (a test or a local Bot API server elsewhere)",
+          }),
+        ],
+        (v) => withoutTrailingSlash(v.TELEGRAM_API_URL)!,
+      ),
+      pollTimeoutS: setting('TELEGRAM_POLL_TIMEOUT_S', z.coerce.number().int().min(0).max(50), {
+        default: 25,
+        meaning: 'how long one `getUpdates` long poll waits for messages, in seconds',
+      }),
+    },
+  },
   apq: {
     maxEntries: setting('APQ_MAX_ENTRIES', positiveInt, {
       default: 1_000,
@@ -439,6 +507,8 @@ export type ApqConfig = Config['apq'];
 export type SearchConfig = Config['search'];
 /** How large collections and their pages may grow. */
 export type CollectionsConfig = Config['collections'];
+/** Running deployments: the lease, their chats' bounds, the platforms' addresses. */
+export type DeploymentsConfig = Config['deployments'];
 /** The job queue's polling, supervision and connections (`docs/jobs.md`). */
 export type JobsConfig = Config['jobs'];
 

@@ -70,6 +70,14 @@ export async function main(argv: string[]): Promise<number | null> {
         }
         return await (await import('./commands/manna.ts')).grant(username, amount, values.subscription ? 'subscription' : 'forever', json);
       }
+      case 'secrets': {
+        const [sub] = rest;
+        if (values.help || (sub !== 'reseal' && sub !== 'rotate')) {
+          console[values.help ? 'log' : 'error'](usage.secrets);
+          return values.help ? 0 : 2;
+        }
+        return await (await import('./commands/secrets.ts')).secrets(sub, json);
+      }
       case 'backup':
       case 'restore': {
         const [file] = rest;

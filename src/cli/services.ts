@@ -4,12 +4,14 @@ import { type OperationArgs, type OperationName, type OperationResult, operation
 import { liveLockHolder } from '../db/data-dir-lock.ts';
 import { type Database, openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
+import { connectorsFor } from '../connectors/index.ts';
 import { createServices, type Services } from '../domain/services.ts';
 import { loadToolRegistry, type ToolRegistry } from '../domain/tools/registry.ts';
 import { pgBossQueue } from '../jobs/pg-boss.ts';
 import { createLimits } from '../limits/index.ts';
 import { createMetrics } from '../observability/metrics.ts';
 import { createEventBus } from '../realtime/index.ts';
+import { loadSealer } from '../secrets/keyring.ts';
 
 const log = {
   error: (obj: unknown, msg?: string) => console.error(msg, obj),
@@ -75,8 +77,17 @@ export async function withServices<T>(
   // Opened only if the command sends a job (none works any).
   const jobs = pgBossQueue(database.jobs, config.jobs, log);
   try {
+    const deployments = { sealer: await loadSealer(config.secrets, log), connectors: connectorsFor(config) };
     return await work(
-      createServices(database.prisma, tools, { config, bus, streamLimits: limits.streams, log, metrics: createMetrics(), jobs }),
+      createServices(database.prisma, tools, {
+        config,
+        bus,
+        streamLimits: limits.streams,
+        log,
+        metrics: createMetrics(),
+        jobs,
+        deployments,
+      }),
     );
   } finally {
     await jobs.stop(config.shutdownGraceMs);

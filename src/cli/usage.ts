@@ -13,6 +13,7 @@ Commands:
   backup <file>              write a backup of the embedded database, also while it serves
   restore <file>             restore a backup into DATA_DIR (new or stopped)
   db copy --to <url>         copy the embedded database into PostgreSQL
+  secrets rotate|reseal      seal deployments' secrets under a new key (docs/deployments.md)
 
 Run "parley <command> --help" for a command's options. Settings come from the environment:
 DATABASE_URL (else embedded PGlite in DATA_DIR, default ./data), PORT, HOST, and more;
@@ -21,6 +22,21 @@ DATABASE_URL (else embedded PGlite in DATA_DIR, default ./data), PORT, HOST, and
   migrate: `Usage: parley migrate\n\nApplies pending migrations from prisma/migrations to the configured database and exits.`,
   keys: `Usage: parley keys create <username> [--json]\n\nCreates <username> if it does not exist and prints a new API key for it.\nThe key is shown only this once; only its hash is stored.\n\n  --json   print {"userId","username","apiKey"} as JSON`,
   manna: `Usage: parley manna grant <username> <amount> [--subscription] [--json]\n\nAdds <amount> of manna (up to 4 decimals) to the user's balance, with a ledger row.\nForever manna (purchased, never expires) unless --subscription.\n\n  --subscription   add subscription manna (spent first, granted per billing period)\n  --json           print {"ledgerId","amount","kind","subscriptionBalance","foreverBalance"}`,
+  secrets: `Usage: parley secrets rotate [--json]
+       parley secrets reseal [--json]
+
+rotate: with the key generated into DATA_DIR/secrets.key (no SECRETS_KEY), makes a new key,
+seals every deployment's secrets (bot tokens) again under it, and forgets the old key once none
+needs it. With SECRETS_KEY it refuses and says what to do instead.
+
+reseal: seals again, under SECRETS_KEY, every secret still sealed under a key listed in
+SECRETS_PREVIOUS_KEYS. To rotate SECRETS_KEY: set the new key in SECRETS_KEY and the old one in
+SECRETS_PREVIOUS_KEYS on every instance, restart them, run this, then remove the old key.
+
+Both print how many were sealed again, how many already were, and the ids of deployments no key
+opens (deploy those again with their token). Running either again does nothing twice.
+
+  --json   print {"resealed","current","unreadable"} as JSON`,
   backup: `Usage: parley backup <file> [--json]
 
 Writes a backup of the embedded database in DATA_DIR (and the media files in MEDIA_DIR) to

@@ -14,8 +14,14 @@ import { creationService } from './creations/service.ts';
 import { creationStore } from './creations/store.ts';
 import { creatorService } from './creators/service.ts';
 import { creatorStore } from './creators/store.ts';
+import { deploymentAnnouncer } from './deployments/announce.ts';
+import { type Connector, noSealer, type SecretSealer } from './deployments/ports.ts';
+import { type Conversations, relayRules } from './deployments/relay.ts';
+import { deploymentRuntime } from './deployments/runtime.ts';
+import { deploymentRuntimeStore } from './deployments/runtime-store.ts';
 import { deploymentService } from './deployments/service.ts';
 import { deploymentStore } from './deployments/store.ts';
+import { retryDelay, sleep } from './deployments/waits.ts';
 import { feedService } from './feeds/service.ts';
 import { modelService } from './models/service.ts';
 import { modelStore } from './models/store.ts';
@@ -55,19 +61,32 @@ import { triggerStore } from './triggers/store.ts';
 export interface ServiceDependencies {
   config: Pick<
     Config,
-    'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work' | 'collections'
+    | 'llm'
+    | 'events'
+    | 'search'
+    | 'mediaDir'
+    | 'publicUrl'
+    | 'host'
+    | 'port'
+    | 'maxAgentsPerUser'
+    | 'limits'
+    | 'work'
+    | 'collections'
+    | 'deployments'
   >;
   /** Live events: in process, or shared by every instance through Redis. */
   bus: EventBus;
   /** Subscriptions and streams per key, counted where the bus's deployment counts them. */
   streamLimits: StreamLimits;
-  log: { error(obj: unknown, msg?: string): void; warn?(obj: unknown, msg?: string): void };
+  log: { error(obj: unknown, msg?: string): void; warn?(obj: unknown, msg?: string): void; info?(obj: unknown, msg?: string): void };
   /** Where services count what they do. */
   metrics: Metrics;
   /** Where clients reach the service (for links to media), once it is known. */
   publicUrl?: () => string;
-  /** Names this process on the replies it writes; a new one by default. */
+  /** Names this process on the replies it writes and the deployments' leases it holds; a new one by default. */
   instanceId?: string;
+  /** The platforms agents can be deployed to, and the sealer of their secrets; none by default. */
+  deployments?: { sealer: SecretSealer; connectors: readonly Connector[] };
   /** Background work that must happen later, once, on any instance (`core/jobs.ts`). */
   jobs: JobQueue;
 }
@@ -75,6 +94,7 @@ export interface ServiceDependencies {
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
 export function createServices(db: Db, registry: ToolRegistry, dependencies: ServiceDependencies) {
   const { config, bus, log, metrics } = dependencies;
+  const instanceId = dependencies.instanceId ?? randomUUID();
   const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(searchStore(db), config.search);
@@ -98,7 +118,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     llm: config.llm,
     tools,
     memory: memories.host,
-    instanceId: dependencies.instanceId ?? randomUUID(),
+    instanceId,
     log,
     metrics: metrics.replies,
   });
@@ -109,6 +129,12 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     gate: access,
     signals,
     autonomy,
+  });
+  const deployments = composeDeployments(db, dependencies, {
+    bus,
+    sessions,
+    instanceId,
+    log: { warn: warnings.warn, error: (obj, msg) => log.error(obj, msg), info: (obj, msg) => log.info?.(obj, msg) },
   });
   /** What each service that works jobs starts on this instance. */
   const workers: (() => Promise<void>)[] = [autonomy.startWork];
@@ -136,7 +162,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     creations: creationService(creationStore(db)),
     collections: collectionService(collectionStore(db), config.collections),
     search,
-    deployments: deploymentService(deploymentStore(db)),
+    deployments: deployments.service,
+    deploymentRuntime: deployments.runtime,
     triggers: triggerService(triggerStore(db)),
     /** Users' own feeds (triggers, tasks, deployments): features publish on `bus.feeds` and watch through this. */
     feeds: feedService({ bus, limits: dependencies.streamLimits, gate: access }),
@@ -150,3 +177,53 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+/**
+ * Deployments: their rules, and the runtime that runs them on the instance holding each one's
+ * lease (started by the app only). Sessions are what a chat becomes; the deployments' rules
+ * reach them through `Conversations`.
+ */
+function composeDeployments(
+  db: Db,
+  dependencies: ServiceDependencies,
+  parts: {
+    bus: EventBus;
+    sessions: ReturnType<typeof sessionService>;
+    instanceId: string;
+    log: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
+  },
+) {
+  const { sealer, connectors } = dependencies.deployments ?? { sealer: noSealer('no deployments run in this process'), connectors: [] };
+  const conversations: Conversations = {
+    open: async (ownerId, agentId, title) => (await parts.sessions.send({ id: ownerId }, { agentIds: [agentId], title })).sessionId,
+    post: async (ownerId, sessionId, content, relay) =>
+      (await parts.sessions.send({ id: ownerId }, { sessionId, content }, { relay })).startSeq,
+  };
+  const store = deploymentRuntimeStore(db);
+  const rows = deploymentStore(db);
+  const announce = deploymentAnnouncer(parts.bus, parts.log);
+  const runtime = deploymentRuntime({
+    store,
+    relay: relayRules({ store, conversations, bus: parts.bus, defaults: dependencies.config.deployments }),
+    connectors,
+    sealer,
+    instanceId: parts.instanceId,
+    leaseMs: dependencies.config.deployments.leaseMs,
+    log: parts.log,
+    pause: (attempt, signal) => sleep(retryDelay(attempt), signal),
+    async changed(id) {
+      const row = await rows.byId(id);
+      if (row) await announce(row);
+    },
+  });
+  const service = deploymentService({
+    store: rows,
+    sealer,
+    connectors,
+    changed: (row) => {
+      runtime.nudge();
+      void announce(row);
+    },
+  });
+  return { service, runtime };
+}

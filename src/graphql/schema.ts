@@ -9,6 +9,7 @@ import './types/creation.ts';
 import './types/creation-search.ts';
 import './types/creator.ts';
 import './types/deployment.ts';
+import './types/deployment-event.ts';
 import './types/discovery.ts';
 import './types/ledger.ts';
 import './types/memory.ts';

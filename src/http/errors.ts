@@ -35,6 +35,7 @@ const defaultStatus: Record<ErrorCode, number> = {
   RATE_LIMITED: 429,
   TOO_MANY_SUBSCRIPTIONS: 429,
   TOO_MANY_STREAMS: 429,
+  UNAVAILABLE: 503,
 };
 
 declare module 'fastify' {

@@ -15,6 +15,7 @@ const MEANING: Record<ErrorCode, string> = {
   RATE_LIMITED: 'over the rate limit of your tier (see Retry-After)',
   TOO_MANY_SUBSCRIPTIONS: 'too many open subscriptions and streams for this key',
   TOO_MANY_STREAMS: 'too many replies streaming to this key at once',
+  UNAVAILABLE: 'cannot be done now (a platform out of reach, a setting missing); nothing changed',
 };
 
 /** What an event stream answers, named by the schema of its frames (`SessionStreamFrame`). */

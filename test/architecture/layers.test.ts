@@ -28,7 +28,9 @@ const folder = (path: string) => path.split('/')[0]!;
 
 /** Which top-level folders of src/ each folder may import (docs/decisions.md, "Layers"). */
 const outward: Record<string, string[]> = {
-  domain: ['realtime', 'rest', 'graphql', 'http', 'limits', 'redis', 'cli', 'demo', 'jobs'],
+  domain: ['realtime', 'rest', 'graphql', 'http', 'limits', 'redis', 'cli', 'demo', 'connectors', 'secrets', 'jobs'],
+  connectors: ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'db', 'secrets', 'jobs'],
+  secrets: ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'db', 'connectors', 'jobs'],
   jobs: ['graphql', 'rest', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo'],
   realtime: ['graphql', 'rest', 'http', 'cli', 'jobs'],
   limits: ['graphql', 'rest', 'http', 'realtime', 'cli'],

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,12 +12,14 @@ import {
   type CollectionsConfig,
   type Config,
   type DatabaseConfig,
+  type DeploymentsConfig,
   type EventsConfig,
   type HttpConfig,
   type JobsConfig,
   type LimitsConfig,
   type LlmConfig,
   type SearchConfig,
+  type SecretsConfig,
   type WebSocketConfig,
   type WorkConfig,
 } from '../../src/config.ts';
@@ -57,6 +59,9 @@ export interface ConfigOverrides {
   apq?: ApqConfig;
   redisUrl?: string;
   collections?: Partial<CollectionsConfig>;
+  /** The key deployments' secrets are sealed with; by default one of the test's own (never a file in the tree). */
+  secrets?: SecretsConfig;
+  deployments?: Partial<Omit<DeploymentsConfig, 'telegram'>> & { telegram?: Partial<DeploymentsConfig['telegram']> };
   jobs?: Partial<JobsConfig>;
 }
 
@@ -92,6 +97,12 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     limits: { ...base.limits, ...overrides.limits, rate: { ...base.limits.rate, ...overrides.limits?.rate } },
     apq: overrides.apq ?? base.apq,
     collections: { ...base.collections, ...overrides.collections },
+    secrets: overrides.secrets ?? { key: randomBytes(32), previous: [], keyFile: undefined, shared: false },
+    deployments: {
+      ...base.deployments,
+      ...overrides.deployments,
+      telegram: { ...base.deployments.telegram, ...overrides.deployments?.telegram },
+    },
     jobs: { ...base.jobs, ...overrides.jobs },
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,

@@ -79,9 +79,15 @@ describe('REST agent deployments and triggers', () => {
           agent: d.agentId,
           user: alice.id,
           platform: d.platform,
-          config: { channel: `chan-${d.platform}` },
+          // The SDK's allowlists are always there, empty when the deployment has none.
+          config: { channel: `chan-${d.platform}`, discord: { channel_allowlist: [] }, telegram: { topic_allowlist: [] } },
           valid: d.platform !== 'twitter',
+          // Made behind the service's back: never deployed, so stopped (or invalid once refused).
+          state: d.platform === 'twitter' ? 'invalid' : 'stopped',
+          last_error: null,
+          account: null,
           createdAt: d.createdAt.toISOString(),
+          updatedAt: d.updatedAt.toISOString(),
         })),
       );
       expect(res.body.deployments.map((d: any) => d.id)).not.toContain(bobs.id);
@@ -104,7 +110,20 @@ describe('REST agent deployments and triggers', () => {
       expect(raw.text).not.toMatch(/secrets/i);
       const body = JSON.parse(raw.text);
       for (const item of body.deployments)
-        expect(Object.keys(item).sort()).toEqual(['_id', 'agent', 'config', 'createdAt', 'id', 'platform', 'user', 'valid']);
+        expect(Object.keys(item).sort()).toEqual([
+          '_id',
+          'account',
+          'agent',
+          'config',
+          'createdAt',
+          'id',
+          'last_error',
+          'platform',
+          'state',
+          'updatedAt',
+          'user',
+          'valid',
+        ]);
     });
 
     it('lists deployments by agent ownership: one made by another user on my agent is mine to see, not theirs', async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restOperations } from '../../src/rest/routes.ts';
 import { startTestApp, type RestResponse, type TestApp, type TestUser } from '../helpers/app.ts';
+import { type FakeTelegram, startFakeTelegram } from '../helpers/fake-telegram.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { deref, refsIn, resolveRef, routesFromPrintout, schemaProblems, type SchemaObject } from '../helpers/openapi.ts';
 import { settledSession } from '../helpers/sessions.ts';
@@ -9,12 +10,14 @@ import { callCollectionsAndSdkRoutes } from './openapi-v2-calls.ts';
 import { searchableCreation } from '../search/support.ts';
 
 let t: TestApp;
+let tg: FakeTelegram;
 let doc: any;
 let alice: TestUser;
 let bob: TestUser;
 
 beforeAll(async () => {
-  t = await startTestApp();
+  tg = await startFakeTelegram();
+  t = await startTestApp({ deployments: { telegram: { apiUrl: tg.apiUrl, pollTimeoutS: 1 } } });
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
   const res = await fetch(`${t.url}/v2/openapi.json`);
@@ -22,7 +25,10 @@ beforeAll(async () => {
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   doc = await res.json();
 });
-afterAll(() => t.close());
+afterAll(async () => {
+  await t?.close();
+  await tg?.close();
+});
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 const operationsOf = () =>
@@ -328,6 +334,22 @@ describe('what the server answers matches what the document says', () => {
     await call('PATCH', '/v2/agents/{agentId}', `/v2/agents/${agent.id}`, a, { llm_settings: { model_profile: 'huge' } });
     await call('PATCH', '/v2/agents/{agentId}', `/v2/agents/${agent.id}`, bob.apiKey, { name: 'Mine now' });
     await call('GET', '/v2/agents/deployments', '/v2/agents/deployments', a);
+    const deployments = `/v2/agents/${agent.id}/deployments`;
+    const deploy = (key: string, body: unknown) => call('POST', '/v2/agents/{agentId}/deployments', deployments, key, body);
+    await deploy(a, { platform: 'telegram', secrets: { telegram: { token: tg.addBot('openapi_bot') } } });
+    await deploy(a, { platform: 'telegram', secrets: { telegram: { token: 'not a token' } } });
+    await deploy(bob.apiKey, { platform: 'telegram' });
+    tg.down();
+    await deploy(a, { platform: 'telegram', secrets: { telegram: { token: tg.addBot() } } });
+    tg.up();
+    await call('GET', '/v2/agents/deployments', '/v2/agents/deployments', a);
+    await call('GET', '/v2/agents/{agentId}/deployments', deployments, a);
+    await call('GET', '/v2/agents/{agentId}/deployments', '/v2/agents/nope/deployments', a);
+    await call('PATCH', '/v2/agents/{agentId}/deployments', deployments, a, { platform: 'telegram', config: { daily_manna_cap: 5 } });
+    await call('PATCH', '/v2/agents/{agentId}/deployments', deployments, a, { platform: 'telegram', config: { daily_manna_cap: -1 } });
+    await call('POST', '/v2/agents/{agentId}/deployments/stop', `${deployments}/stop`, a, { platform: 'telegram' });
+    await call('DELETE', '/v2/agents/{agentId}/deployments/{platform}', `${deployments}/telegram`, a);
+    await call('DELETE', '/v2/agents/{agentId}/deployments/{platform}', `${deployments}/telegram`, a);
     await call('GET', '/v2/agents/triggers', '/v2/agents/triggers', a);
     await call('GET', '/v2/concepts/{conceptId}', `/v2/concepts/${concept.id}`, a);
     await call('GET', '/v2/concepts/{conceptId}', `/v2/concepts/${concept.id}`, bob.apiKey);

@@ -54,11 +54,6 @@ function servedBy(method: string, url: string) {
 
 /** Methods on `/v2` paths whose routes other wave-2 branches build (tasks, deployments); empty once they have landed. */
 const OTHER_BRANCHES = [
-  'agents.deleteDeployment',
-  'agents.deploy',
-  'agents.getDeployments',
-  'agents.stopDeployment',
-  'agents.updateDeployment',
   'tasks.cancelV2',
   'tasks.costV2',
   'tasks.createV2',

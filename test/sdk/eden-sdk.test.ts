@@ -1,6 +1,7 @@
 import { EdenClient } from '@edenlabs/eden-sdk';
 import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
+import { type FakeTelegram, startFakeTelegram } from '../helpers/fake-telegram.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { sdkTypes } from '../helpers/sdk-types.ts';
 import { setUp } from '../helpers/set-up.ts';
@@ -18,6 +19,7 @@ describe('the original SDK (@edenlabs/eden-sdk) against parley', () => {
   let bob: TestUser;
   let sdk: EdenClient;
   let bobSdk: EdenClient;
+  let telegram: FakeTelegram;
   const types = sdkTypes();
 
   /** The SDK's promise for a document: no problems, and not vacuously (the type has required fields). */
@@ -32,7 +34,8 @@ describe('the original SDK (@edenlabs/eden-sdk) against parley', () => {
   };
 
   setUp(async (start) => {
-    t = await start.app();
+    telegram = await start.service(startFakeTelegram());
+    t = await start.app({ deployments: { telegram: { apiUrl: telegram.apiUrl, pollTimeoutS: 1 } } });
     f = fixtures(t);
     alice = await t.createUser('alice');
     bob = await t.createUser('bob');
@@ -255,6 +258,67 @@ describe('the original SDK (@edenlabs/eden-sdk) against parley', () => {
       const { status, body } = await failure(sdk.tools.get({ toolKey: 'sdxl' }));
       expect(status).toBe(404);
       expect(body.error).toBe('Tool not found');
+    });
+  });
+
+  describe('agents.deploy, getDeployments, updateDeployment, stopDeployment, deleteDeployment (v2/agents/{id}/deployments)', () => {
+    it("take the SDK's arguments and answer in its types: a Telegram deployment made, listed, changed, stopped and deleted", async () => {
+      const agent = await richAgent(alice);
+      const token = telegram.addBot('sdk_bot');
+      const deployed = await sdk.agents.deploy({
+        agentId: agent.id,
+        platform: 'telegram',
+        secrets: { telegram: { token } },
+        config: { telegram: { topic_allowlist: [{ id: '4242', note: 'the team' }] } },
+      });
+      expectConforms('AgentsDeployResponse', deployed);
+      const id = deployed.deployment_id;
+      expect(id).toMatch(/^[0-9a-f-]{36}$/);
+
+      const listed = await sdk.agents.getDeployments({ agentId: agent.id });
+      expectResponse('AgentsGetDeploymentsResponse', listed, ['deployments']);
+      expect(listed.deployments).toHaveLength(1);
+      expectConforms('Deployment', listed.deployments[0]);
+      expect(listed.deployments[0]).toMatchObject({
+        _id: id,
+        platform: 'telegram',
+        agent: { _id: agent.id, username: agent.user.username },
+        config: { telegram: { topic_allowlist: [{ id: '4242', note: 'the team' }] }, discord: { channel_allowlist: [] } },
+      });
+      expect(JSON.stringify(listed)).not.toContain(token);
+
+      const updated = await sdk.agents.updateDeployment({
+        agentId: agent.id,
+        platform: 'telegram',
+        config: { telegram: { topic_allowlist: [] } },
+      });
+      expectConforms('AgentsUpdateDeploymentResponse', updated);
+      expect(updated.deploymentId).toBe(id);
+
+      const stopped = await sdk.agents.stopDeployment({ agentId: agent.id, platform: 'telegram' });
+      expectResponse('AgentsStopDeploymentResponse', stopped, ['success']);
+      expect(stopped.success).toBe(true);
+      expect((await sdk.agents.getDeployments({ agentId: agent.id })).deployments[0]).toMatchObject({ state: 'stopped' });
+
+      const deleted = await sdk.agents.deleteDeployment({ agentId: agent.id, platform: 'telegram' });
+      expectResponse('AgentsDeleteDeploymentResponse', deleted, ['success']);
+      expect((await sdk.agents.getDeployments({ agentId: agent.id })).deployments).toEqual([]);
+    });
+
+    it('fail as the original did: 401 {error} for an agent that is not yours, 400 {error} naming the field for a token Telegram refuses', async () => {
+      const agent = await richAgent(alice);
+      const theirs = await failure(
+        bobSdk.agents.deploy({ agentId: agent.id, platform: 'telegram', secrets: { telegram: { token: telegram.addBot() } } }),
+      );
+      expect(theirs).toEqual({ status: 401, body: { error: "Only the agent's owner can deploy it or change its deployments" } });
+      const revoked = telegram.addBot();
+      telegram.revoke(revoked);
+      const refused = await failure(
+        sdk.agents.deploy({ agentId: agent.id, platform: 'telegram', secrets: { telegram: { token: revoked } } }),
+      );
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toMatch(/^secrets\.telegram\.token: Telegram refused this bot token/);
+      expect((await sdk.agents.getDeployments({ agentId: agent.id })).deployments).toEqual([]);
     });
   });
 });

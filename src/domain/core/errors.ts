@@ -12,7 +12,9 @@ export type ErrorCode =
   | 'CONFLICT'
   | 'RATE_LIMITED'
   | 'TOO_MANY_SUBSCRIPTIONS'
-  | 'TOO_MANY_STREAMS';
+  | 'TOO_MANY_STREAMS'
+  /** Something the request needs is not there now (a platform out of reach, a setting missing): nothing changed. */
+  | 'UNAVAILABLE';
 
 export class DomainError extends Error {
   constructor(
@@ -35,6 +37,9 @@ export const notFound = (message: string) => new DomainError('NOT_FOUND', messag
 export const conflict = (message: string) => new DomainError('CONFLICT', message);
 export const badInput = (message: string, path?: (string | number)[]) => new DomainError('BAD_USER_INPUT', message, path);
 export const unprocessable = (message: string, path?: (string | number)[]) => new DomainError('UNPROCESSABLE', message, path);
+
+/** The request cannot be done now, for a reason outside it; REST answers 503. */
+export const unavailable = (message: string) => new DomainError('UNAVAILABLE', message);
 
 /** Over a limit of the caller's key; REST answers 429. */
 export const tooMany = (code: 'RATE_LIMITED' | 'TOO_MANY_SUBSCRIPTIONS' | 'TOO_MANY_STREAMS', message: string) =>

@@ -143,7 +143,7 @@ export async function savePrompt(tx: Tx, p: PromptToSession): Promise<SavedPromp
   if (stopped) throw new BudgetStop(stopped);
   const firstExchange = await isUntitledAndUnprompted(tx, sessionId);
   const messages: Prisma.MessageCreateManyInput[] = [];
-  const promptId = newId();
+  const promptId = p.promptId ?? newId();
   messages.push(
     { id: promptId, sessionId, role: 'user', senderId: p.userId, content: p.prompt.content, attachments: p.prompt.attachments },
     ...p.prompt.responders.map((agentId) => ({

@@ -53,6 +53,17 @@ const settingsOf = (input: SendMessageInput) => ({
   actorSelection: input.autonomySettings?.actorSelectionMethod,
 });
 
+/**
+ * A prompt the session's owner relays for someone else: a deployment passes on what a person
+ * wrote on a platform. Access is the owner's (who may post, which agents answer); the message is
+ * the person's (its sender, what the agent remembers of them). `promptId` is chosen by the
+ * relay, so a prompt relayed twice (after a crash) is saved once: the second save fails.
+ */
+export interface Relay {
+  sender: string;
+  promptId: string;
+}
+
 export interface PromptDependencies {
   store: SessionStore;
   bus: EventBus;
@@ -98,8 +109,9 @@ export function promptRules({ store, bus, replies, access, autonomy }: PromptDep
    * prompt, so concurrent prompts can never run more model calls than the budget allows; a
    * prompt past a budget saves nothing.
    */
-  async function send(viewer: Viewer, raw: unknown, options: { confirmKey?: boolean } = {}): Promise<PromptStarted> {
+  async function send(viewer: Viewer, raw: unknown, options: { confirmKey?: boolean; relay?: Relay } = {}): Promise<PromptStarted> {
     const input = parseInput(sendMessageSchema, raw);
+    if (options.relay && !input.sessionId) throw new Error('a relayed prompt goes to a session that exists');
     const settings = settingsOf(input);
     const changesSettings = Object.values(settings).some((v) => v !== undefined);
     if (input.sessionId) {
@@ -121,7 +133,8 @@ export function promptRules({ store, bus, replies, access, autonomy }: PromptDep
       throw badInput(BUDGET_EXCEEDED.turns);
 
     const toSave = {
-      userId: viewer.id,
+      userId: options.relay?.sender ?? viewer.id,
+      promptId: options.relay?.promptId,
       prompt: hasPrompt ? { content, attachments, responders } : null,
       instance: replies.instanceId,
       keyId: options.confirmKey ? viewer.keyId : null,
@@ -165,7 +178,7 @@ export function promptRules({ store, bus, replies, access, autonomy }: PromptDep
     replies.start({
       sessionId,
       promptId: message.id,
-      userId: viewer.id,
+      userId: options.relay?.sender ?? viewer.id,
       replies: saved.replies,
       thinking: input.thinking ?? false,
       excludeMemory: input.extras?.excludeMemory ?? false,

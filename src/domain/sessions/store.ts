@@ -73,6 +73,8 @@ export interface SessionSettings {
 
 interface PromptParts {
   userId: string;
+  /** The prompt's id when the caller chose it (a relayed prompt); else a new one. */
+  promptId?: string;
   /** Null: the request only creates or changes the session. */
   prompt: { content: string; attachments: string[]; responders: string[] } | null;
   /** The process that will write the replies (kept on them for recovery if it dies). */

@@ -1,0 +1,82 @@
+import type { InboundMessage, ReceiveHooks, Receiver } from '../../domain/deployments/ports.ts';
+import { type BotApi, BotApiError, type TelegramMessage, type TelegramUpdate, isRefusedToken } from './bot-api.ts';
+import { retryDelay, sleep } from '../../domain/deployments/waits.ts';
+
+/** What people see of a Telegram user: their name, else their @username. */
+export function nameOf(user: { first_name?: string; last_name?: string; username?: string }): string {
+  const name = [user.first_name, user.last_name]
+    .filter(Boolean)
+    .join(' ')
+    .replace(/[\p{Cc}\p{Cf}]/gu, '')
+    .trim();
+  return (name || (user.username ? `@${user.username}` : 'Telegram user')).slice(0, 64);
+}
+
+/** A message people wrote, as the deployments' rules take it; null for what is not one (a bot's, no text). */
+function inbound(updateId: number, m: TelegramMessage): InboundMessage | null {
+  if (!m.from || m.from.is_bot || typeof m.text !== 'string' || !m.text.trim()) return null;
+  const chat = m.chat;
+  return {
+    eventId: String(updateId),
+    conversation: {
+      id: String(chat.id),
+      title: chat.type === 'private' ? nameOf(chat) : (chat.title ?? 'Telegram group').slice(0, 128),
+      kind: chat.type === 'private' ? 'private' : 'group',
+    },
+    messageRef: String(m.message_id),
+    sender: { ref: String(m.from.id), name: nameOf(m.from) },
+    text: m.text,
+  };
+}
+
+/**
+ * Long-polls `getUpdates` from the cursor (the next `update_id`). Each batch is handed to `take`
+ * with the offset past it before the next poll, which is what confirms the batch to Telegram:
+ * a batch that could not be recorded is asked for again. A refused token ends it; Telegram's 429
+ * waits `retry_after`; anything else (network, 5xx, 409 while another poll is still open) is
+ * retried after a growing pause, never at once.
+ */
+export function startReceiver(api: BotApi, hooks: ReceiveHooks, pollTimeoutS: number): Receiver {
+  const controller = new AbortController();
+  const { signal } = controller;
+
+  async function poll() {
+    let cursor = hooks.cursor;
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        const updates = await api.call<TelegramUpdate[]>(
+          'getUpdates',
+          { ...(cursor ? { offset: Number(cursor) } : {}), timeout: pollTimeoutS, allowed_updates: ['message'] },
+          { signal, timeoutMs: (pollTimeoutS + 10) * 1000 },
+        );
+        if (failures) hooks.healthy();
+        failures = 0;
+        if (!updates.length) continue;
+        const next = String(Math.max(...updates.map((u) => u.update_id)) + 1);
+        const messages = updates.flatMap((u) => (u.message ? (inbound(u.update_id, u.message) ?? []) : []));
+        if (!(await hooks.take(messages, next))) return;
+        cursor = next;
+      } catch (e) {
+        if (signal.aborted) return;
+        if (isRefusedToken(e)) {
+          await hooks.revoked('Telegram refused the bot token (it was revoked or changed)');
+          return;
+        }
+        const told = e instanceof BotApiError && e.retryAfterS !== undefined ? e.retryAfterS * 1000 : undefined;
+        const wait = told ?? retryDelay(++failures);
+        hooks.fault(e instanceof Error ? e.message : 'Telegram could not be read', wait);
+        await sleep(wait, signal);
+      }
+    }
+  }
+
+  const ended = poll();
+  return {
+    ended,
+    async stop() {
+      controller.abort();
+      await ended;
+    },
+  };
+}

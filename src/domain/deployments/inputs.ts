@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { DeploymentPlatform } from '../../generated/prisma/enums.ts';
+
+/**
+ * What owners send to deploy an agent, in the original's spelling (its SDK's `config` and
+ * `secrets`, keyed by platform), plus the bounds parley adds for strangers writing to an agent.
+ */
+
+const allowlistItem = z.object({
+  id: z
+    .string()
+    .trim()
+    .regex(/^-?\d{1,20}$/, 'must be a Telegram chat id (a whole number; groups are negative)'),
+  note: z.string().max(200, 'must be at most 200 characters').optional(),
+});
+
+const channelItem = z.object({
+  id: z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
+  note: z.string().max(200, 'must be at most 200 characters').optional(),
+});
+
+const MAX_ALLOWLIST = 500;
+
+/**
+ * A deployment's `config`. `telegram.topic_allowlist`: when it lists chats, only those are
+ * answered. `daily_manna_cap` and `chat_messages_per_minute` override the service's defaults
+ * (`DEPLOYMENT_DAILY_MANNA_CAP`, `DEPLOYMENT_CHAT_RATE`); null goes back to them.
+ * Other keys are dropped.
+ */
+export const deploymentConfigSchema = z.object({
+  telegram: z
+    .object({ topic_allowlist: z.array(allowlistItem).max(MAX_ALLOWLIST, `must list at most ${MAX_ALLOWLIST} chats`).optional() })
+    .optional(),
+  discord: z
+    .object({ channel_allowlist: z.array(channelItem).max(MAX_ALLOWLIST, `must list at most ${MAX_ALLOWLIST} channels`).optional() })
+    .optional(),
+  daily_manna_cap: z
+    .number({ error: 'must be a number' })
+    .min(0, 'must be at least 0')
+    .max(1_000_000, 'must be at most 1000000')
+    .nullable()
+    .optional(),
+  chat_messages_per_minute: z
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(600, 'must be at most 600')
+    .nullable()
+    .optional(),
+});
+export type DeploymentConfig = z.output<typeof deploymentConfigSchema>;
+
+const secretValue = z.string({ error: 'must be text' }).min(1, 'must not be empty').max(1_000, 'must be at most 1000 characters');
+
+/** Secrets per platform, write-only: checked with the platform, sealed, never shown again. */
+export const secretsSchema = z.object({
+  telegram: z.object({ token: secretValue }).optional(),
+  discord: z.object({ token: secretValue }).optional(),
+  farcaster: z.record(z.string(), secretValue).optional(),
+  twitter: z.record(z.string(), secretValue).optional(),
+});
+export type SecretsInput = z.output<typeof secretsSchema>;
+
+const platform = z.enum(DeploymentPlatform, { error: `must be one of ${Object.values(DeploymentPlatform).join(', ')}` });
+
+export const deploySchema = z.object({
+  platform,
+  config: deploymentConfigSchema.optional(),
+  secrets: secretsSchema.optional(),
+});
+export type DeployInput = z.output<typeof deploySchema>;
+
+export const updateDeploymentSchema = deploySchema;
+
+export const platformSchema = z.object({ platform });

@@ -1,0 +1,152 @@
+import type { Connector, PlatformSecrets, Receiver } from './ports.ts';
+import { type DeploymentRun, LeftForLater, type RelayRules } from './relay.ts';
+import type { DeploymentRuntimeStore, HeldDeployment, RecordedUpdate } from './runtime-store.ts';
+
+/** Chats of one deployment answered at once on an instance; the others wait their turn. */
+const CHATS_AT_ONCE = 4;
+
+export interface RunnerDependencies {
+  store: DeploymentRuntimeStore;
+  relay: RelayRules;
+  instanceId: string;
+  log: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void };
+  /** The platform refused the secrets: the runtime invalidates the deployment and tells its owner. */
+  revoked(deployment: HeldDeployment, reason: string): Promise<void>;
+  /** Waits before trying again after the `attempt`th failure in a row, or less if `signal` aborts. */
+  pause(attempt: number, signal: AbortSignal): Promise<void>;
+}
+
+export interface Runner {
+  readonly deployment: HeldDeployment;
+  /** Until when this instance holds the lease, by its own clock (renewed by the runtime). */
+  holdUntil: number;
+  /** Whether its receiver has stopped by itself (lease lost, revoked). */
+  readonly ended: boolean;
+  /** Stop taking updates; answers under way go on (a shutdown's grace). */
+  quiesce(): Promise<void>;
+  /** Stops everything and waits for it. */
+  stop(): Promise<void>;
+}
+
+/**
+ * One running deployment on the instance that holds its lease: the connector's receiver records
+ * each batch with the cursor past it (only while the lease holds), then its updates are answered
+ * in order per chat, a few chats at once. An update that cannot be answered now is retried after
+ * a pause while the lease holds, and otherwise left recorded for whoever holds it next.
+ */
+export function startRunner(
+  deps: RunnerDependencies,
+  held: HeldDeployment,
+  secrets: PlatformSecrets,
+  connector: Connector,
+  holdUntil: number,
+): Runner {
+  const { store, relay, log } = deps;
+  const controller = new AbortController();
+  const { signal } = controller;
+  let accepting = true;
+  let cursor = held.cursor;
+  let ended = false;
+  const queued = new Set<string>();
+  const chats = new Map<string, Promise<void>>();
+  let running = 0;
+  const waiting: (() => void)[] = [];
+
+  const self: Runner = {
+    deployment: held,
+    holdUntil,
+    get ended() {
+      return ended;
+    },
+    async quiesce() {
+      accepting = false;
+      await receiver.stop();
+    },
+    async stop() {
+      accepting = false;
+      controller.abort();
+      await receiver.stop();
+      await Promise.allSettled([...chats.values()]);
+    },
+  };
+
+  const run: DeploymentRun = {
+    deployment: held,
+    secrets,
+    connector,
+    signal,
+    holds: () => !signal.aborted && Date.now() < self.holdUntil,
+    accepting: () => accepting && !signal.aborted,
+    revoked: async (reason) => {
+      accepting = false;
+      controller.abort();
+      await deps.revoked(held, reason);
+    },
+  };
+
+  /** A slot among CHATS_AT_ONCE, waited for in turn. */
+  const slot = async () => {
+    if (running >= CHATS_AT_ONCE) await new Promise<void>((resolve) => waiting.push(resolve));
+    running++;
+  };
+  const release = () => {
+    running--;
+    waiting.shift()?.();
+  };
+
+  async function answer(update: RecordedUpdate) {
+    await slot();
+    try {
+      for (let attempt = 1; run.holds(); attempt++) {
+        try {
+          await relay.answer(run, update, (n) => deps.pause(n, signal));
+          return;
+        } catch (e) {
+          if (e instanceof LeftForLater || !run.holds()) return;
+          log.error({ err: e, deployment: held.id, update: update.id }, 'could not answer a message of a deployment; trying again');
+          await store.noteError(held.id, 'An answer could not be sent; trying again').catch(() => {});
+          await deps.pause(attempt, signal);
+        }
+      }
+    } finally {
+      release();
+      queued.delete(update.id);
+    }
+  }
+
+  /** Queues what is recorded and not yet queued, each behind the earlier updates of its chat. */
+  async function queuePending() {
+    for (const update of await store.pending(held.id)) {
+      if (queued.has(update.id)) continue;
+      queued.add(update.id);
+      const key = update.conversation.id;
+      const next = (chats.get(key) ?? Promise.resolve()).then(() => answer(update));
+      chats.set(key, next);
+      void next.then(() => {
+        if (chats.get(key) === next) chats.delete(key);
+      });
+    }
+  }
+
+  const receiver: Receiver = connector.start(secrets, {
+    cursor,
+    async take(messages, to) {
+      if (!run.accepting() || !run.holds()) return false;
+      if (!(await store.receive(held.id, deps.instanceId, cursor, to, messages))) return false;
+      cursor = to;
+      await queuePending();
+      return true;
+    },
+    revoked: (reason) => run.revoked(reason),
+    fault(reason, retryInMs) {
+      log.warn({ deployment: held.id, retryInMs }, reason);
+      void store.noteError(held.id, reason).catch(() => {});
+    },
+    healthy() {
+      void store.noteError(held.id, null).catch(() => {});
+    },
+  });
+  void receiver.ended.finally(() => (ended = true));
+  void queuePending().catch((err) => log.error({ err, deployment: held.id }, 'could not read the messages a deployment has to answer'));
+  return self;
+}

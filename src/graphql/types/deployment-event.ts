@@ -1,0 +1,32 @@
+import { feedFamilies } from '../../domain/core/feed-events.ts';
+import { builder } from '../builder.ts';
+import { feedEventInterface, followFeed } from '../feed.ts';
+import { DeploymentStateEnum } from './deployment.ts';
+import { DeploymentPlatformEnum } from './enums.ts';
+
+const DeploymentEvent = feedEventInterface('DeploymentEvent', 'A change of state of one of your deployments.', {
+  deployment_state: {
+    name: 'DeploymentStateChanged',
+    description:
+      'A deployment was deployed, changed, stopped or deleted (its last state), or stopped by itself because the platform refused its secrets (INVALID, with why in lastError).',
+    fields: (t) => ({
+      deploymentId: t.exposeID('deploymentId', { description: 'The raw id of the deployment.' }),
+      agentId: t.exposeID('agentId', { description: 'The raw id of its agent.' }),
+      platform: t.field({ type: DeploymentPlatformEnum, resolve: (e) => e.platform }),
+      state: t.field({ type: DeploymentStateEnum, resolve: (e) => e.state }),
+      valid: t.exposeBoolean('valid'),
+      lastError: t.exposeString('lastError', { nullable: true, description: 'What it last failed at (never a secret).' }),
+    }),
+  },
+});
+
+builder.subscriptionFields((t) => ({
+  deploymentUpdates: t.field({
+    type: DeploymentEvent,
+    description: "Changes of state of your deployments (of one agent's, given agentId), live; resume with after.",
+    args: { agentId: t.arg.id(), after: t.arg({ type: 'Seq' }) },
+    ...followFeed(feedFamilies.deployment, ({ agentId }: { agentId?: string | number | null; after?: number | null }) =>
+      agentId ? (e) => e.agentId === String(agentId) : undefined,
+    ),
+  }),
+}));
