@@ -36,7 +36,10 @@ export interface WebSocketOptions {
 const TRY_AGAIN_LATER = 1013;
 const KEY_DELETED = 4403;
 const TOO_MANY_SOCKETS = 4429;
-/** How long a closing socket may take to hand its last bytes to a client that does not read. */
+/**
+ * How long a closing socket may go without its client taking any of its last bytes; one that
+ * reads on, however slowly, gets to the close frame behind them.
+ */
 const LINGER_MS = 10_000;
 /** On shutdown, how long subscriptions may take to send their last result before sockets close. */
 const LAST_RESULTS_MS = 2_000;
@@ -217,7 +220,25 @@ class SlowConsumers {
     if (socket.readyState !== socket.OPEN) return;
     this.dropped++;
     socket.close(TRY_AGAIN_LATER, 'Slow consumer: messages went unread; reconnect and resume subscriptions with after');
-    setTimeout(() => socket.terminate(), LINGER_MS).unref();
+    this.lingerWhileRead(socket);
+  }
+
+  /**
+   * Ends the connection once its client stops taking what is on its way. A fixed linger cut off
+   * a client that had resumed reading but, on a busy machine, had not reached the close frame
+   * in time: it saw an abnormal closure (1006) instead of the reason. Once nothing is left
+   * unsent here, one more period covers what the kernel still holds.
+   */
+  private lingerWhileRead(socket: WebSocket) {
+    let unsent = socket.bufferedAmount;
+    const timer = setInterval(() => {
+      if (socket.readyState === socket.CLOSED) return clearInterval(timer);
+      const now = socket.bufferedAmount;
+      if (now < unsent) return void (unsent = now);
+      clearInterval(timer);
+      socket.terminate();
+    }, LINGER_MS);
+    timer.unref();
   }
 
   stop() {
