@@ -324,6 +324,17 @@ export const settings = {
     }),
   },
   maxAgentsPerUser: setting('MAX_AGENTS_PER_USER', positiveInt, { default: 100, meaning: 'agents one user may own' }),
+  triggers: {
+    minIntervalS: setting('TRIGGER_MIN_INTERVAL_S', positiveInt, {
+      default: 60,
+      meaning: 'the shortest time between two scheduled runs of a trigger, in seconds (a schedule that runs more often is refused)',
+    }),
+    perUser: setting('TRIGGERS_PER_USER', positiveInt, { default: 100, meaning: 'triggers one user may have, over all their agents' }),
+    runTimeoutS: setting('TRIGGER_RUN_TIMEOUT_S', positiveInt, {
+      default: 900,
+      meaning: 'a trigger run whose reply has not ended after this many seconds is stopped, failed and released',
+    }),
+  },
   work: {
     messagePageMaxBytes: setting('MESSAGE_PAGE_MAX_BYTES', positiveInt, {
       default: 1024 * 1024,
@@ -403,6 +414,8 @@ export type HttpConfig = Config['http'];
 export type LimitsConfig = Config['limits'];
 /** How much work one request, prompt or user may cause (see docs/security.md). */
 export type WorkConfig = Config['work'];
+/** When triggers may run and how many a user may have (docs/agents-at-work.md). */
+export type TriggersConfig = Config['triggers'];
 /** Automatic persisted queries: the hash-to-query store, bounded. */
 export type ApqConfig = Config['apq'];
 export type SearchConfig = Config['search'];

@@ -39,6 +39,9 @@ import { searchStore } from './search/store.ts';
 import { createToolHost, toolExecutors } from './tools/host.ts';
 import { toolStore } from './tools/store.ts';
 import type { ToolRegistry } from './tools/registry.ts';
+import type { TriggerEvents } from './triggers/ports.ts';
+import { type TriggerQueuePort, triggerJobs, workTriggers } from './triggers/queue.ts';
+import { triggerRunner } from './triggers/runner.ts';
 import { triggerService } from './triggers/service.ts';
 import { triggerStore } from './triggers/store.ts';
 
@@ -47,7 +50,10 @@ import { triggerStore } from './triggers/store.ts';
  * adapters it runs on are chosen there, never here.
  */
 export interface ServiceDependencies {
-  config: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work'>;
+  config: Pick<
+    Config,
+    'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work' | 'triggers'
+  >;
   /** Live events: in process, or shared by every instance through Redis. */
   bus: EventBus;
   /** Subscriptions and streams per key, counted where the bus's deployment counts them. */
@@ -59,6 +65,8 @@ export interface ServiceDependencies {
   publicUrl?: () => string;
   /** Names this process on the replies it writes; a new one by default. */
   instanceId?: string;
+  /** Background work that must happen later, once, on any instance. */
+  jobs: TriggerQueuePort;
 }
 
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
@@ -94,6 +102,17 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
   const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
   const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
+  const triggerEvents: TriggerEvents = { publish: async () => {} };
+  const triggersRun = triggerRunner({
+    store: triggerStore(db),
+    jobs: triggerJobs(dependencies.jobs),
+    events: triggerEvents,
+    send: (viewer, input) => sessions.send(viewer, input),
+    subscribe: (sessionId, after) => bus.subscribe(sessionId, { after }),
+    cancel: (sessionId, promptId) => bus.cancelReplies({ sessionId, promptId, reason: 'cancelled' }),
+    runTimeoutMs: config.triggers.runTimeoutS * 1000,
+    log,
+  });
   return {
     db,
     metrics,
@@ -110,7 +129,10 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     creations: creationService(creationStore(db)),
     search,
     deployments: deploymentService(deploymentStore(db)),
-    triggers: triggerService(triggerStore(db)),
+    triggers: triggerService(triggerStore(db), triggersRun, triggerEvents, config.triggers),
+    /** Works the triggers' jobs on this instance (once it listens); how to stop. */
+    workTriggers: () => workTriggers(dependencies.jobs, triggersRun, log),
+    triggerRunner: triggersRun,
     sessions,
     signals,
     access,

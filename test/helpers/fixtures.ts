@@ -54,9 +54,9 @@ export function fixtures(t: TestApp) {
           agentId,
           userId: ownerId,
           name: `Trigger ${next()}`,
-          cron: '0 9 * * *',
+          cron: '0 0 9 * * *',
           timezone: 'Europe/Paris',
-          triggerPrompt: 'Say good morning',
+          prompt: 'Say good morning',
         },
       });
     },
