@@ -36,8 +36,8 @@ const ranges: Record<CronField, string> = {
 };
 
 const DAY_SECONDS = 86_400;
-/** How many days are searched for two days in a row that both run (over 8 years: every leap-day pattern). */
-const DAY_SEARCH = 3_000;
+/** How many days are searched for two days in a row that both run (four years: a leap day among them). */
+const DAY_SEARCH = 1_500;
 
 /** A field as callers send it: text (a step, a range `1-5`, a name `mon`) or a number. */
 const fieldValue = z
@@ -86,6 +86,8 @@ function smallestGapWithinADay(seconds: number[], minutes: number[], hours: numb
 
 /** Whether two days in a row both match the day fields (both run, the last time of one then the first of the next). */
 function runsOnTwoDaysInARow(dayOfMonth: string, month: string, dayOfWeek: string) {
+  const any = (field: string) => field === '*' || field === '?';
+  if (any(dayOfMonth) && any(dayOfWeek)) return true;
   const days = CronExpressionParser.parse(`0 0 0 ${dayOfMonth} ${month} ${dayOfWeek}`, {
     currentDate: new Date(Date.UTC(2000, 0, 1)),
     tz: 'UTC',
