@@ -6,6 +6,7 @@ import { AGENTS, type Agent, CREATE_AGENT, ME, SEND, SESSIONS } from './operatio
 import { save } from './session-state.ts';
 import { SessionView } from './session-view.tsx';
 import { SharePage } from './share-page.tsx';
+import { TriggersPanel } from './triggers.tsx';
 import './style.css';
 
 const KEY = 'parley.apiKey';
@@ -28,7 +29,7 @@ const useRoute = () => {
     addEventListener('hashchange', onChange);
     return () => removeEventListener('hashchange', onChange);
   }, []);
-  const [, kind, id] = hash.match(/^#\/(session|share)\/([^/]+)$/) ?? [];
+  const [, kind, id] = hash.match(/^#\/(session|share|triggers)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
 
@@ -212,6 +213,11 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
                   />{' '}
                   {a.name} <span class="muted">{a.owner.username === me.username ? 'yours' : `by ${a.owner.username}`}</span>
                 </label>
+                {a.owner.username === me.username && (
+                  <a class="triggers-link" href={`#/triggers/${encodeURIComponent(a.id)}`}>
+                    triggers
+                  </a>
+                )}
               </li>
             ))}
           </ul>
@@ -238,7 +244,9 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
             Connection to the service lost: reconnecting…
           </div>
         )}
-        {route.kind === 'session' && route.id ? (
+        {route.kind === 'triggers' && route.id ? (
+          <TriggersPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
+        ) : route.kind === 'session' && route.id ? (
           <SessionView key={route.id} apiKey={apiKey} client={client} sessionId={route.id} agents={agents} onProblem={onProblem} />
         ) : (
           <NewSession apiKey={apiKey} agents={agents} selected={selected} onProblem={onProblem} />
