@@ -16,6 +16,7 @@ import {
   type LimitsConfig,
   type LlmConfig,
   type SearchConfig,
+  type TriggersConfig,
   type WebSocketConfig,
   type WorkConfig,
 } from '../../src/config.ts';
@@ -50,6 +51,7 @@ export interface ConfigOverrides {
   toolsDir?: string;
   http?: Partial<HttpConfig>;
   maxAgentsPerUser?: number;
+  triggers?: Partial<TriggersConfig>;
   work?: Partial<WorkConfig>;
   limits?: Partial<Omit<LimitsConfig, 'rate'>> & { rate?: Partial<LimitsConfig['rate']> };
   apq?: ApqConfig;
@@ -84,6 +86,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     shutdownGraceMs: overrides.shutdownGraceMs ?? base.shutdownGraceMs,
     http: { ...base.http, ...overrides.http },
     maxAgentsPerUser: overrides.maxAgentsPerUser ?? base.maxAgentsPerUser,
+    triggers: { ...base.triggers, ...overrides.triggers },
     work: { ...base.work, ...overrides.work },
     limits: { ...base.limits, ...overrides.limits, rate: { ...base.limits.rate, ...overrides.limits?.rate } },
     apq: overrides.apq ?? base.apq,

@@ -1,4 +1,4 @@
-import { isDomainError } from '../../domain/core/errors.ts';
+import { badInput, isDomainError } from '../../domain/core/errors.ts';
 import { classicCron, splitCron } from '../../domain/triggers/schedule.ts';
 import { statusOf } from '../../domain/triggers/service.ts';
 import type { Trigger as TriggerRow } from '../../generated/prisma/client.ts';
@@ -105,6 +105,8 @@ export const Trigger = builder.prismaObject('Trigger', {
       description: 'Newest first (forward paging: first/after).',
       resolve: async (trigger, args, ctx) => {
         viewerOf(ctx);
+        if (args.last != null || args.before != null)
+          throw badInput('Runs page forwards only: use first and after', [args.last != null ? 'last' : 'before']);
         const { runs, hasNextPage, cursor } = await ctx.services.triggers.runsOf(trigger.id, { first: args.first, after: args.after });
         return toConnection(runs, cursor, { hasNextPage, hasPreviousPage: Boolean(args.after) });
       },
@@ -141,7 +143,8 @@ builder.objectField(Agent, 'triggers', (t) =>
     resolve: async (agent, args, ctx) => {
       const viewer = viewerOf(ctx);
       if (agent.ownerId !== viewer.id) return null;
-      if (args.last != null || args.before != null) return null;
+      if (args.last != null || args.before != null)
+        throw badInput('Triggers page forwards only: use first and after', [args.last != null ? 'last' : 'before']);
       const all = await ctx.services.triggers.listForAgent(viewer, agent.id);
       const start = args.after ? all.findIndex((x) => x.id === args.after) + 1 : 0;
       const first = Math.min(Math.max(args.first ?? 20, 1), 100);
