@@ -247,7 +247,8 @@ export function triggerStore(db: Db): TriggerStore {
     },
 
     async markQueued(id, at) {
-      await db.trigger.updateMany({ where: { id, nextRun: at }, data: { queuedFor: at } });
+      // Bookkeeping, not a change of the trigger: `updatedAt` stays.
+      await db.$executeRaw`UPDATE "Trigger" SET "queuedFor" = ${at} WHERE "id" = ${id} AND "nextRun" = ${at}`;
     },
 
     unqueued: (take) =>
