@@ -20,6 +20,7 @@ import { createReplyEngine } from './replies/engine.ts';
 import { replyStore } from './replies/store.ts';
 import { chooseProvider } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
+import type { JobQueue } from './core/jobs.ts';
 import { sessionService } from './sessions/service.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate } from './sessions/access-gate.ts';
@@ -40,7 +41,7 @@ import { createToolHost, toolExecutors } from './tools/host.ts';
 import { toolStore } from './tools/store.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import type { TriggerEvents } from './triggers/ports.ts';
-import { type TriggerQueuePort, triggerJobs, workTriggers } from './triggers/queue.ts';
+import { triggerJobs, workTriggers } from './triggers/queue.ts';
 import { triggerRunner } from './triggers/runner.ts';
 import { triggerService } from './triggers/service.ts';
 import { triggerStore } from './triggers/store.ts';
@@ -65,8 +66,8 @@ export interface ServiceDependencies {
   publicUrl?: () => string;
   /** Names this process on the replies it writes; a new one by default. */
   instanceId?: string;
-  /** Background work that must happen later, once, on any instance. */
-  jobs: TriggerQueuePort;
+  /** Background work that must happen later, once, on any instance (`core/jobs.ts`). */
+  jobs: JobQueue;
 }
 
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
@@ -113,8 +114,28 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     runTimeoutMs: config.triggers.runTimeoutS * 1000,
     log,
   });
+  /** What each service that works jobs starts on this instance. */
+  const workers: (() => Promise<void>)[] = [
+    async () => {
+      stopSweeping = await workTriggers(dependencies.jobs, triggersRun, log);
+    },
+  ];
+  let stopSweeping = () => {};
   return {
     db,
+    jobs: dependencies.jobs,
+    /**
+     * Declares the job queues and starts working them on this instance; the composition root
+     * calls it once the service listens.
+     */
+    async startWork() {
+      await Promise.all(workers.map((start) => start()));
+    },
+    /** Stops what `startWork` started beside the queue's workers (the triggers' sweep, the replies runs follow). */
+    stopWork() {
+      stopSweeping();
+      triggersRun.close();
+    },
     metrics,
     tools: registry,
     media,
@@ -130,9 +151,6 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     search,
     deployments: deploymentService(deploymentStore(db)),
     triggers: triggerService(triggerStore(db), triggersRun, triggerEvents, config.triggers),
-    /** Works the triggers' jobs on this instance (once it listens); how to stop. */
-    workTriggers: () => workTriggers(dependencies.jobs, triggersRun, log),
-    triggerRunner: triggersRun,
     sessions,
     signals,
     access,

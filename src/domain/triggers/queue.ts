@@ -1,12 +1,6 @@
+import type { JobQueue } from '../core/jobs.ts';
 import type { TriggerJob, TriggerJobs } from './ports.ts';
 import type { TriggerRunner } from './runner.ts';
-
-/** The part of the job queue (`core/jobs.ts`) the triggers use. */
-export interface TriggerQueuePort {
-  declare(spec: { name: string; retries: number; retryDelaySeconds: number; runSeconds: number }): Promise<void>;
-  send<T extends object>(queue: string, data: T, options?: { at?: Date }): Promise<string | null>;
-  work<T extends object>(queue: string, options: { concurrency: number }, handler: (job: { data: T }) => Promise<void>): Promise<void>;
-}
 
 export const TRIGGER_QUEUE = 'triggers';
 /**
@@ -20,7 +14,7 @@ const CONCURRENCY = 16;
 export const SWEEP_MS = 60_000;
 
 /** The triggers' jobs on the queue: each handed to `at` goes to the runner of one instance. */
-export const triggerJobs = (queue: TriggerQueuePort): TriggerJobs => ({
+export const triggerJobs = (queue: JobQueue): TriggerJobs => ({
   async at(at, job) {
     await queue.send(TRIGGER_QUEUE, job, { at });
   },
@@ -30,7 +24,7 @@ export const triggerJobs = (queue: TriggerQueuePort): TriggerJobs => ({
  * Declares the queue and works it on this instance, then plans what earlier processes left
  * unplanned, at once and every `SWEEP_MS`; returns how to stop sweeping.
  */
-export async function workTriggers(queue: TriggerQueuePort, runner: TriggerRunner, log: { error(obj: unknown, msg?: string): void }) {
+export async function workTriggers(queue: JobQueue, runner: TriggerRunner, log: { error(obj: unknown, msg?: string): void }) {
   await queue.declare({ name: TRIGGER_QUEUE, retries: 5, retryDelaySeconds: 1, runSeconds: RUN_SECONDS });
   await queue.work<TriggerJob>(TRIGGER_QUEUE, { concurrency: CONCURRENCY }, (job) => runner.handle(job.data));
   const sweep = () => runner.sweep().catch((err) => log.error({ err }, 'triggers could not be planned'));
