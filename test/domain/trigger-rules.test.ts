@@ -291,11 +291,29 @@ describe('firing', () => {
     await h.at('2027-03-01T12:01:05.000Z');
     expect(h.prompts).toHaveLength(1);
     await h.reply('prompt-1');
-    expect(h.runsOf(t.id)).toHaveLength(1);
-    expect(h.runsOf(t.id)[0]!.scheduledFor?.toISOString()).toBe('2027-03-01T12:00:10.000Z');
+    // One run for everything missed; the occurrence of the last 10 s (12:01:00) is only late, and runs too.
+    await h.at('2027-03-01T12:01:05.500Z');
+    await h.reply('prompt-2');
+    expect(h.runsOf(t.id).map((r) => r.scheduledFor?.toISOString())).toEqual(['2027-03-01T12:00:10.000Z', '2027-03-01T12:01:00.000Z']);
     expect(h.trigger(t.id).nextRun?.toISOString()).toBe('2027-03-01T12:01:10.000Z');
     await h.at('2027-03-01T12:01:10.000Z');
-    expect(h.prompts).toHaveLength(2);
+    expect(h.prompts).toHaveLength(3);
+  });
+
+  it('a job only seconds late still runs every occurrence it is late for, once each', async () => {
+    const h = harness();
+    const t = await h.service.create(owner, 'agent', { prompt: 'Tick', schedule: { second: '*/2' } });
+    // The 12:00:02 job is handled at 12:00:05 (a busy instance): 12:00:04 is late, not missed.
+    await h.at('2027-03-01T12:00:05.000Z');
+    await h.reply('prompt-1');
+    await h.at('2027-03-01T12:00:05.100Z');
+    await h.reply('prompt-2');
+    await h.at('2027-03-01T12:00:06.000Z');
+    expect(h.runsOf(t.id).map((r) => r.scheduledFor?.toISOString())).toEqual([
+      '2027-03-01T12:00:02.000Z',
+      '2027-03-01T12:00:04.000Z',
+      '2027-03-01T12:00:06.000Z',
+    ]);
   });
 
   it('an occurrence due while a run goes on waits for it, then runs once', async () => {

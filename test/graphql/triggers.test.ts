@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
@@ -52,12 +53,14 @@ const TriggerRuns = graphql(`
 `);
 
 let t: TestApp;
+let llm: FakeOpenAI;
 let f: ReturnType<typeof fixtures>;
 let alice: TestUser;
 let bob: TestUser;
 
 setUp(async (start) => {
-  t = await start.app({ triggers: { minIntervalS: 1, perUser: 50, runTimeoutS: 900 } });
+  llm = await start.fakeOpenAI({ tokens: ['Hello', '.'] });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl }, triggers: { minIntervalS: 1, perUser: 50, runTimeoutS: 900 } });
   f = fixtures(t);
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
@@ -175,9 +178,16 @@ describe('GraphQL triggers', () => {
     const made = expectData(
       await t.gql(CreateTrigger, { agentId: agent.id, input: { name: 'Now', prompt: 'Say hello' } }, alice.apiKey),
     ).createTrigger;
+    // The reply is held until the test has seen the run under way.
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    llm.choose((request) =>
+      request.body.messages.some((m) => m.content === 'Say hello') ? { tokens: ['Hello', '.'], gate: () => held } : undefined,
+    );
     const run = expectData(await t.gql(RunTrigger, { id: made.id }, alice.apiKey)).runTrigger;
     expect(run).toMatchObject({ status: 'RUNNING', scheduledFor: null });
     expectGraphQLError(await t.gql(RunTrigger, { id: made.id }, alice.apiKey), 'CONFLICT');
+    release();
 
     let seen = expectData(await t.gql(TriggerRuns, { id: made.id }, alice.apiKey)).node;
     for (let i = 0; i < 500 && seen && 'status' in seen && seen.status === 'RUNNING'; i++) {

@@ -3,6 +3,7 @@ import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { setUp } from '../helpers/set-up.ts';
 
 // The trigger routes as an integration calls them: bodies in the original's spelling, the
@@ -10,12 +11,14 @@ import { setUp } from '../helpers/set-up.ts';
 // test/triggers/firing.test.ts.
 
 let t: TestApp;
+let llm: FakeOpenAI;
 let f: ReturnType<typeof fixtures>;
 let alice: TestUser;
 let bob: TestUser;
 
 setUp(async (start) => {
-  t = await start.app({ triggers: { minIntervalS: 5, perUser: 6, runTimeoutS: 900 } });
+  llm = await start.fakeOpenAI({ tokens: ['Here', '.'] });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl }, triggers: { minIntervalS: 5, perUser: 6, runTimeoutS: 900 } });
   f = fixtures(t);
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
@@ -221,7 +224,10 @@ describe('REST triggers', () => {
       /^schedule\.end_date: /,
     ],
     [{ prompt: 'x', schedule: { second: '0', end_date: '2020-01-01T00:00:00Z' } }, /^schedule\.end_date: never fires/],
-    [{ prompt: 'x', schedule: { second: '*/2' } }, /^schedule\.second: runs every 2 s at the closest; the shortest interval allowed is 5 s/],
+    [
+      { prompt: 'x', schedule: { second: '*/2' } },
+      /^schedule\.second: runs every 2 s at the closest; the shortest interval allowed is 5 s/,
+    ],
     [{ prompt: 'x' }, /^schedule: is required/],
     [{ schedule: null }, /^prompt: /],
     [{ prompt: 'x', schedule: null, session_target: 'existing' }, /^session: is required/],
@@ -274,6 +280,12 @@ describe('REST triggers', () => {
       body: { name: 'Roll call', prompt: 'Who is here?', schedule: null },
     });
     const path = `/v2/agents/${agent.id}/triggers/${made.body.triggerId}`;
+    // The reply is held until the test has seen the run under way.
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    llm.choose((request) =>
+      request.body.messages.some((m) => m.content === 'Who is here?') ? { tokens: ['Here', '.'], gate: () => held } : undefined,
+    );
     const ran = await t.rest('POST', `${path}/run`, { key: alice.apiKey });
     expect(ran.status, JSON.stringify(ran.body)).toBe(200);
     expect(Object.keys(ran.body).sort()).toEqual(['run', 'trigger']);
@@ -281,6 +293,7 @@ describe('REST triggers', () => {
     expect(ran.body.trigger.status).toBe('running');
     const again = await t.rest('POST', `${path}/run`, { key: alice.apiKey });
     expect(again).toMatchObject({ status: 409, body: { error: 'This trigger is already running' } });
+    release();
 
     let trigger = ran.body.trigger;
     for (let i = 0; i < 500 && trigger.status === 'running'; i++) {

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { DatabaseConfig } from '../../src/config.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { freshDatabase } from '../helpers/database.ts';
+import { LATE_GRACE_MS } from '../../src/domain/triggers/runner.ts';
 import { startTestApp } from '../helpers/app.ts';
 import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
@@ -17,7 +18,9 @@ import { setUp } from '../helpers/set-up.ts';
 
 const TRIGGERS = { minIntervalS: 1, perUser: 100, runTimeoutS: 900 };
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+// Far enough apart that a run (a reply from the fake model, on a busy machine) ends before the next.
 const everyTwoSeconds = { second: '*/2' };
+const everyThreeSeconds = { second: '*/3' };
 
 /** Polls until `check` holds (or gives up after `limitMs`), returning the last value read. */
 async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, limitMs = 30_000): Promise<T> {
@@ -31,10 +34,10 @@ async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, li
 
 const runsOf = (t: TestApp, triggerId: string) => t.db.triggerRun.findMany({ where: { triggerId }, orderBy: { startedAt: 'asc' } });
 
-/** Occurrences of a two-second schedule from `first` to `last`, as ISO strings. */
-const everyTwoFrom = (first: Date, last: Date) => {
+/** Occurrences `stepS` seconds apart from `first` to `last`, as ISO strings. */
+const occurrencesFrom = (first: Date, last: Date, stepS: number) => {
   const out: string[] = [];
-  for (let at = first.getTime(); at <= last.getTime(); at += 2000) out.push(new Date(at).toISOString());
+  for (let at = first.getTime(); at <= last.getTime(); at += stepS * 1000) out.push(new Date(at).toISOString());
   return out;
 };
 
@@ -59,9 +62,9 @@ describe('triggers firing on one instance', () => {
 
   it('runs every occurrence once, each a prompt of the owner in a session of its own, even after the key that made it is deleted', async () => {
     const agent = await f.agent(alice, { name: 'Clock' });
-    const trigger = await create(alice, agent.id, { name: 'Tick', prompt: 'What time is it?', schedule: everyTwoSeconds });
+    const trigger = await create(alice, agent.id, { name: 'Tick', prompt: 'What time is it?', schedule: everyThreeSeconds });
     const first = new Date(trigger.next_scheduled_run);
-    expect(first.getUTCSeconds() % 2).toBe(0);
+    expect(first.getUTCSeconds() % 3).toBe(0);
     await until(
       () => runsOf(t, trigger.id),
       (runs) => runs.length >= 2,
@@ -71,11 +74,11 @@ describe('triggers firing on one instance', () => {
     await t.services.apiKeys.delete({ id: alice.id, keyId: key.id }, alice.apiKey);
     const runs = await until(
       () => runsOf(t, trigger.id),
-      (r) => r.length >= 5 && r.every((x) => x.status !== 'running'),
+      (r) => r.length >= 4 && r.every((x) => x.status !== 'running'),
     );
     const scheduled = runs.map((r) => r.scheduledFor!.toISOString());
     // Every occurrence from the first, once each, none skipped while the instance was up.
-    expect(scheduled).toEqual(everyTwoFrom(first, runs.at(-1)!.scheduledFor!));
+    expect(scheduled).toEqual(occurrencesFrom(first, runs.at(-1)!.scheduledFor!, 3));
     for (const run of runs.filter((r) => r.status !== 'running')) {
       expect(run).toMatchObject({ status: 'completed', error: null });
       const messages = await t.db.message.findMany({ where: { sessionId: run.sessionId! }, orderBy: { ordinal: 'asc' } });
@@ -132,8 +135,8 @@ describe('triggers firing on one instance', () => {
 describe('an outage', () => {
   // The instance runs the trigger, stops for several occurrences, and a new one starts on the
   // same database: done in the hook (starting apps is slow on a busy machine), checked in the test.
-  const everySecond = { second: '*' };
-  const OUTAGE_MS = 5_000;
+  // Longer than the grace for late jobs (LATE_GRACE_MS): occurrences before its last 10 s were missed, not late.
+  const OUTAGE_MS = 15_000;
   let second: TestApp;
   let triggerId: string;
   let before: { runs: number; stoppedAt: Date };
@@ -149,7 +152,7 @@ describe('an outage', () => {
       const agent = await fixtures(first).agent(dana);
       const made = await first.rest('POST', `/v2/agents/${agent.id}/triggers`, {
         key: dana.apiKey,
-        body: { prompt: 'Ping', schedule: everySecond },
+        body: { prompt: 'Ping', schedule: everyTwoSeconds },
       });
       triggerId = made.body.triggerId;
       await until(
@@ -171,12 +174,13 @@ describe('an outage', () => {
       (r) => r.length >= before.runs + 3,
       20_000,
     );
-    const afterOutage = runs.slice(before.runs);
-    // One catch-up run, for the first occurrence missed, then the schedule goes on from the restart.
+    const afterOutage = runs.slice(before.runs).map((r) => r.scheduledFor!.getTime());
+    // One run for the first occurrence missed, standing for all those missed...
     const [catchUp, ...next] = afterOutage;
-    expect(catchUp!.scheduledFor!.getTime()).toBeLessThanOrEqual(before.stoppedAt.getTime() + 1_000);
-    expect(next[0]!.scheduledFor!.getTime()).toBeGreaterThan(before.stoppedAt.getTime() + OUTAGE_MS);
-    const seconds = next.map((r) => r.scheduledFor!.getTime());
-    expect(seconds).toEqual(seconds.map((_, i) => seconds[0]! + i * 1000));
+    expect(catchUp!).toBeLessThanOrEqual(before.stoppedAt.getTime() + 2_000);
+    expect(next[0]! - catchUp!, JSON.stringify(runs)).toBeGreaterThanOrEqual(OUTAGE_MS - LATE_GRACE_MS - 2_000);
+    // ...then occurrences of the schedule again, each once. (A run every two seconds on a busy
+    // machine may not keep up with its backlog; the test on one instance checks that none is skipped.)
+    expect(next.every((at, i) => at % 2000 === 0 && (i === 0 || at > next[i - 1]!))).toBe(true);
   });
 });

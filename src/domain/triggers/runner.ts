@@ -17,6 +17,12 @@ export const FAILURES_TO_PAUSE = 2;
 export const PROMPT_LEASE_MS = 30_000;
 /** While an earlier run is still under way, how often a due occurrence looks again. */
 export const RECHECK_MS = 2_000;
+/**
+ * How late an occurrence's job may be and still count as late rather than missed: a busy
+ * instance (or one taking over a dead one's jobs) is seconds late. Occurrences due longer ago
+ * than this, after the one being run, were missed in an outage: they fold into this run.
+ */
+export const LATE_GRACE_MS = 10_000;
 
 export const ALREADY_RUNNING = 'This trigger is already running';
 
@@ -237,8 +243,9 @@ export function triggerRunner(deps: RunnerDependencies) {
     }
     trigger = await store.find(triggerId);
     if (!trigger || trigger.status !== 'active' || trigger.nextRun?.getTime() !== scheduledFor.getTime()) return;
-    // Computed from now, not from the occurrence: after an outage, one run catches up, then the schedule goes on.
-    const next = nextAfter(trigger, new Date(Math.max(now().getTime(), scheduledFor.getTime())));
+    // Computed from (nearly) now, not from the occurrence: after an outage, one run catches up for
+    // all it missed, then the schedule goes on; occurrences only late (within the grace) each run.
+    const next = nextAfter(trigger, new Date(Math.max(now().getTime() - LATE_GRACE_MS, scheduledFor.getTime())));
     await start(trigger, { scheduledFor, next });
   }
 
