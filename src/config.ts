@@ -349,6 +349,11 @@ export const settings = {
       meaning: 'the shortest time between two scheduled runs of a trigger, in seconds (a schedule that runs more often is refused)',
     }),
     perUser: setting('TRIGGERS_PER_USER', positiveInt, { default: 100, meaning: 'triggers one user may have, over all their agents' }),
+    lateGraceS: setting('TRIGGER_LATE_GRACE_S', wholeNumber, {
+      default: 60,
+      meaning:
+        'an occurrence due less than this many seconds ago is late, not missed: it still runs; older ones missed in an outage fold into one catch-up run',
+    }),
     runTimeoutS: setting('TRIGGER_RUN_TIMEOUT_S', positiveInt, {
       default: 900,
       meaning: 'a trigger run whose reply has not ended after this many seconds is stopped, failed and released',

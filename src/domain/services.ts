@@ -53,7 +53,7 @@ import { triggerStore } from './triggers/store.ts';
 export interface ServiceDependencies {
   config: Pick<
     Config,
-    'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work' | 'triggers'
+    'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work' | 'triggers' | 'jobs'
   >;
   /** Live events: in process, or shared by every instance through Redis. */
   bus: EventBus;
@@ -112,6 +112,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     subscribe: (sessionId, after) => bus.subscribe(sessionId, { after }),
     cancel: (sessionId, promptId) => bus.cancelReplies({ sessionId, promptId, reason: 'cancelled' }),
     runTimeoutMs: config.triggers.runTimeoutS * 1000,
+    lateGraceMs: config.triggers.lateGraceS * 1000,
+    promptLeaseMs: config.jobs.takeoverS * 1000,
     log,
   });
   /** What each service that works jobs starts on this instance. */

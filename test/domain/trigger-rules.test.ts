@@ -62,6 +62,8 @@ function harness(limits = { minIntervalS: 1, perUser: 5 }) {
     subscribe: (sessionId, after) => sessions.subscribe(sessionId, after),
     cancel: async (_sessionId, promptId) => void cancelled.push(promptId),
     runTimeoutMs: RUN_TIMEOUT_MS,
+    lateGraceMs: 10_000,
+    promptLeaseMs: 10_000,
     log: { error: () => {} },
     now,
   });
@@ -408,6 +410,52 @@ describe('failures', () => {
     expect(h.prompts).toHaveLength(2);
   });
 });
+
+describe('an instance that dies mid-run', () => {
+  it('between the claim and the prompt: after the lease, another sends the prompt once, and the next occurrence runs after it', async () => {
+    const h = harness();
+    const t = await h.service.create(owner, 'agent', { prompt: 'Orphan', schedule: everyTenSeconds });
+    // What a dead instance leaves: the occurrence claimed, its prompt never sent.
+    await memoryClaim(h, t.id, '2027-03-01T12:00:10.000Z', '2027-03-01T12:00:20.000Z');
+    await h.at('2027-03-01T12:00:20.000Z');
+    expect(h.prompts).toEqual([]);
+    // Past the lease (10 s here) the 12:00:20 occurrence, waiting on it, sends its prompt: once.
+    await h.at('2027-03-01T12:00:22.500Z');
+    expect(h.prompts.map((p) => p.input.content)).toEqual(['Orphan']);
+    await h.at('2027-03-01T12:00:25.000Z');
+    expect(h.prompts).toHaveLength(1);
+    await h.reply('prompt-1');
+    await h.at('2027-03-01T12:00:25.500Z');
+    expect(h.runsOf(t.id).map((r) => [r.scheduledFor?.toISOString(), r.status])).toEqual([
+      ['2027-03-01T12:00:10.000Z', 'completed'],
+      ['2027-03-01T12:00:20.000Z', 'running'],
+    ]);
+  });
+});
+
+/** Claims an occurrence as an instance would just before it died (no prompt sent, no job for the run's end). */
+async function memoryClaim(h: ReturnType<typeof harness>, triggerId: string, scheduledFor: string, next: string) {
+  h.db.runs.set('orphan', {
+    id: 'orphan',
+    triggerId,
+    scheduledFor: new Date(scheduledFor),
+    status: 'running',
+    error: null,
+    sessionId: null,
+    messageId: null,
+    startedAt: new Date(scheduledFor),
+    finishedAt: null,
+  });
+  const t = h.db.triggers.get(triggerId)!;
+  h.db.triggers.set(triggerId, {
+    ...t,
+    runningRunId: 'orphan',
+    runningSince: new Date(scheduledFor),
+    lastRunTime: new Date(scheduledFor),
+    nextRun: new Date(next),
+  });
+  h.queue.splice(0, h.queue.length, { at: new Date(next), job: { kind: 'occurrence', triggerId, scheduledFor: next } });
+}
 
 describe('changes', () => {
   it('pausing drops the next run (its job then does nothing); a new schedule replaces the next run', async () => {

@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 import type { DatabaseConfig } from '../../src/config.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { freshDatabase } from '../helpers/database.ts';
-import { LATE_GRACE_MS } from '../../src/domain/triggers/runner.ts';
 import { startTestApp } from '../helpers/app.ts';
 import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
@@ -16,7 +15,7 @@ import { setUp } from '../helpers/set-up.ts';
 // occurrence runs once, as the owner's prompt, and the rules on failures, pauses, keys, agents
 // and outages hold. The test waits on what the database shows, never on a clock reading.
 
-const TRIGGERS = { minIntervalS: 1, perUser: 100, runTimeoutS: 900 };
+const TRIGGERS = { minIntervalS: 1, perUser: 100, runTimeoutS: 900, lateGraceS: 5 };
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // Far enough apart that a run (a reply from the fake model, on a busy machine) ends before the next.
 const everyTwoSeconds = { second: '*/2' };
@@ -135,8 +134,9 @@ describe('triggers firing on one instance', () => {
 describe('an outage', () => {
   // The instance runs the trigger, stops for several occurrences, and a new one starts on the
   // same database: done in the hook (starting apps is slow on a busy machine), checked in the test.
-  // Longer than the grace for late jobs (LATE_GRACE_MS): occurrences before its last 10 s were missed, not late.
-  const OUTAGE_MS = 15_000;
+  // Longer than the grace for late jobs (TRIGGER_LATE_GRACE_S, 5 s here): occurrences before its last 5 s were missed, not late.
+  const OUTAGE_MS = 10_000;
+  const LATE_GRACE_MS = TRIGGERS.lateGraceS * 1000;
   let second: TestApp;
   let triggerId: string;
   let before: { runs: number; stoppedAt: Date };

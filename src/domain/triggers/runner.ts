@@ -10,19 +10,8 @@ import type { ReplyOutcome, RunOutcome, Trigger, TriggerRun, TriggerStore } from
 
 /** Failures in a row that pause a trigger (the original's rule). */
 export const FAILURES_TO_PAUSE = 2;
-/**
- * How long a run may sit claimed without its prompt sent before another instance sends it: the
- * instance that claimed it died between the two (sending takes milliseconds).
- */
-export const PROMPT_LEASE_MS = 30_000;
 /** While an earlier run is still under way, how often a due occurrence looks again. */
 export const RECHECK_MS = 2_000;
-/**
- * How late an occurrence's job may be and still count as late rather than missed: a busy
- * instance (or one taking over a dead one's jobs) is seconds late. Occurrences due longer ago
- * than this, after the one being run, were missed in an outage: they fold into this run.
- */
-export const LATE_GRACE_MS = 10_000;
 
 export const ALREADY_RUNNING = 'This trigger is already running';
 
@@ -44,6 +33,19 @@ export interface RunnerDependencies {
   cancel(sessionId: string, promptId: string): Promise<void>;
   /** `TRIGGER_RUN_TIMEOUT_S`, in milliseconds: a run longer than this is failed and released. */
   runTimeoutMs: number;
+  /**
+   * `TRIGGER_LATE_GRACE_S`, in milliseconds: how late an occurrence's job may be and still count
+   * as late rather than missed (a busy instance, or one taking over a dead one's jobs, is seconds
+   * late). Occurrences due longer ago than this, after the one being run, were missed in an
+   * outage: they fold into this run.
+   */
+  lateGraceMs: number;
+  /**
+   * How long a run may sit claimed without its prompt sent before another instance sends it: the
+   * instance that claimed it died between the two (sending takes milliseconds). The queue's own
+   * takeover time (`JOBS_TAKEOVER_S`).
+   */
+  promptLeaseMs: number;
   log: { error(obj: unknown, msg?: string): void };
   now?: () => Date;
 }
@@ -213,7 +215,7 @@ export function triggerRunner(deps: RunnerDependencies) {
         await settle(run, outcome, trigger.userId, trigger.agentId);
         return { free: true };
       }
-    } else if (age <= deps.runTimeoutMs && now().getTime() - (trigger.runningSince ?? run.startedAt).getTime() > PROMPT_LEASE_MS) {
+    } else if (age <= deps.runTimeoutMs && now().getTime() - (trigger.runningSince ?? run.startedAt).getTime() > deps.promptLeaseMs) {
       // Whoever renews the lease first sends the prompt the dead instance did not.
       if (await store.renewLease(trigger.id, run.id, trigger.runningSince, now())) await sendPrompt(trigger, run);
       return { free: false, until: new Date(now().getTime() + RECHECK_MS) };
@@ -245,7 +247,7 @@ export function triggerRunner(deps: RunnerDependencies) {
     if (!trigger || trigger.status !== 'active' || trigger.nextRun?.getTime() !== scheduledFor.getTime()) return;
     // Computed from (nearly) now, not from the occurrence: after an outage, one run catches up for
     // all it missed, then the schedule goes on; occurrences only late (within the grace) each run.
-    const next = nextAfter(trigger, new Date(Math.max(now().getTime() - LATE_GRACE_MS, scheduledFor.getTime())));
+    const next = nextAfter(trigger, new Date(Math.max(now().getTime() - deps.lateGraceMs, scheduledFor.getTime())));
     await start(trigger, { scheduledFor, next });
   }
 
