@@ -134,6 +134,8 @@ export function memoryTriggerStore(db: MemoryTriggerDatabase, now: () => Date): 
       return true;
     },
     promptOf: async (messageId) => db.replies.get(messageId)?.promptId ?? null,
+    // Prompts live in the sessions' store, which this one does not hold: the rules tests send through a fake.
+    unlinkedPrompt: async () => null,
     async linkRun(runId, sessionId, messageId) {
       const run = db.runs.get(runId);
       if (run) db.runs.set(runId, { ...run, sessionId, messageId });

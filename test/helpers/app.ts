@@ -58,6 +58,7 @@ export interface ConfigOverrides {
   apq?: ApqConfig;
   redisUrl?: string;
   jobs?: Partial<JobsConfig>;
+  instanceHeartbeatMs?: number;
 }
 
 /**
@@ -95,6 +96,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     jobs: { ...base.jobs, ...overrides.jobs },
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
+    instanceHeartbeatMs: overrides.instanceHeartbeatMs ?? base.instanceHeartbeatMs,
     // On CI's shared Redis every test app is a deployment of its own: counts and slots must not
     // add up across them. Apps given a Redis of their test's share it, as instances do.
     redisKeyPrefix: 'redisUrl' in overrides ? '' : `test-${randomUUID()}:`,

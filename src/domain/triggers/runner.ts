@@ -216,8 +216,13 @@ export function triggerRunner(deps: RunnerDependencies) {
         return { free: true };
       }
     } else if (age <= deps.runTimeoutMs && now().getTime() - (trigger.runningSince ?? run.startedAt).getTime() > deps.promptLeaseMs) {
-      // Whoever renews the lease first sends the prompt the dead instance did not.
-      if (await store.renewLease(trigger.id, run.id, trigger.runningSince, now())) await sendPrompt(trigger, run);
+      // Whoever renews the lease first sends the prompt the dead instance did not; or, when it
+      // died between sending it and linking it, links the one it sent.
+      if (await store.renewLease(trigger.id, run.id, trigger.runningSince, now())) {
+        const sent = await store.unlinkedPrompt(run, trigger, promptText(trigger));
+        if (sent) await store.linkRun(run.id, sent.sessionId, sent.replyId);
+        else await sendPrompt(trigger, run);
+      }
       return { free: false, until: new Date(now().getTime() + RECHECK_MS) };
     }
     if (age > deps.runTimeoutMs) {

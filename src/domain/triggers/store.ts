@@ -92,6 +92,16 @@ export interface TriggerStore {
   renewLease(triggerId: string, runId: string, since: Date | null, at: Date): Promise<boolean>;
   /** The prompt a reply answers. */
   promptOf(messageId: string): Promise<string | null>;
+  /**
+   * The prompt a run sent that was never linked to it (its instance died between the two): the
+   * owner's message with the run's text, made since the run began, in a session no other run
+   * links (or in the trigger's own session); with the reply that answers it.
+   */
+  unlinkedPrompt(
+    run: Pick<TriggerRun, 'startedAt'>,
+    trigger: Pick<Trigger, 'userId' | 'agentId' | 'sessionTarget' | 'sessionId'>,
+    content: string,
+  ): Promise<{ sessionId: string; replyId: string | null } | null>;
   /** Links the session and reply a run's prompt went into. */
   linkRun(runId: string, sessionId: string, messageId: string | null): Promise<void>;
   /**
@@ -203,6 +213,26 @@ export function triggerStore(db: Db): TriggerStore {
 
     promptOf: async (messageId) =>
       (await db.message.findUnique({ where: { id: messageId }, select: { promptId: true } }))?.promptId ?? null,
+
+    async unlinkedPrompt(run, trigger, content) {
+      const prompt = await db.message.findFirst({
+        where: {
+          role: 'user',
+          senderId: trigger.userId,
+          content,
+          createdAt: { gte: run.startedAt },
+          session:
+            trigger.sessionTarget === 'existing'
+              ? { id: trigger.sessionId ?? '' }
+              : { ownerId: trigger.userId, agents: { some: { agentId: trigger.agentId } }, triggerRuns: { none: {} } },
+        },
+        orderBy: { createdAt: 'asc' },
+        select: { id: true, sessionId: true },
+      });
+      if (!prompt) return null;
+      const reply = await db.message.findFirst({ where: { promptId: prompt.id, role: 'assistant' }, select: { id: true } });
+      return { sessionId: prompt.sessionId, replyId: reply?.id ?? null };
+    },
 
     async linkRun(runId, sessionId, messageId) {
       await db.triggerRun.updateMany({ where: { id: runId }, data: { sessionId, messageId } });
