@@ -358,7 +358,11 @@ async function idleCost(count: number) {
 
 const commit = (() => {
   try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: import.meta.dirname, encoding: 'utf8' }).trim();
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: import.meta.dirname,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   } catch {
     return process.env.BENCH_COMMIT ?? 'unknown';
   }
