@@ -104,7 +104,13 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
   const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
   const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
-  const triggerEvents: TriggerEvents = { publish: async () => {} };
+  // Told after the change is stored; a feed that cannot be reached loses the news, not the run.
+  const triggerEvents: TriggerEvents = {
+    publish: (userId, event) =>
+      bus.feeds
+        .publish(userId, event)
+        .catch((error: unknown) => warnings.warn({ err: error, event: event.type }, 'a trigger event was not published')),
+  };
   const triggersRun = triggerRunner({
     store: triggerStore(db),
     jobs: triggerJobs(dependencies.jobs),

@@ -1,4 +1,4 @@
-import type { TriggerStatus } from '../../generated/prisma/enums.ts';
+import type { FeedEventPayload, feedFamilies } from '../core/feed-events.ts';
 
 /**
  * What the triggers ask of the job queue: to be handed a job once its time has come, by one
@@ -16,29 +16,8 @@ export interface TriggerJobs {
   at(at: Date, job: TriggerJob): Promise<void>;
 }
 
-/** A trigger as its owner's feed shows it after a change: its schedule's state, not its prompt or context. */
-export interface TriggerFeedView {
-  id: string;
-  agentId: string;
-  name: string;
-  status: TriggerStatus;
-  lastRunTime: string | null;
-  nextScheduledRun: string | null;
-  errorCount: number;
-  lastError: string | null;
-}
-
-/** Why a trigger stopped firing by itself. */
-export type TriggerPauseReason = 'failures' | 'stuck' | 'owner';
-
-/** What a trigger's owner is told. */
-export type TriggerEvent =
-  | { type: 'trigger_run_started'; triggerId: string; agentId: string; runId: string; scheduledFor: string | null }
-  | { type: 'trigger_run_completed'; triggerId: string; agentId: string; runId: string; sessionId: string; messageId: string }
-  | { type: 'trigger_run_failed'; triggerId: string; agentId: string; runId: string; reason: string; errorCount: number }
-  | { type: 'trigger_paused'; triggerId: string; agentId: string; reason: TriggerPauseReason; message: string }
-  | { type: 'trigger_finished'; triggerId: string; agentId: string }
-  | { type: 'trigger_changed'; triggerId: string; change: 'created' | 'updated' | 'deleted'; trigger: TriggerFeedView };
+/** What a trigger's owner is told, on their feed (`core/feed-events.ts`, the trigger family). */
+export type TriggerEvent = Extract<FeedEventPayload, { type: (typeof feedFamilies.trigger)[number] }>;
 
 /** Where a user's trigger events go (their feed). */
 export interface TriggerEvents {

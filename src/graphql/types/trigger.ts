@@ -1,11 +1,13 @@
 import { badInput, isDomainError } from '../../domain/core/errors.ts';
+import { feedFamilies } from '../../domain/core/feed-events.ts';
 import { classicCron, splitCron } from '../../domain/triggers/schedule.ts';
 import { statusOf } from '../../domain/triggers/service.ts';
 import type { Trigger as TriggerRow } from '../../generated/prisma/client.ts';
 import { TriggerRunStatus, TriggerSessionTarget } from '../../generated/prisma/enums.ts';
 import { builder } from '../builder.ts';
 import { toConnection } from '../connection.ts';
-import { viewerOf } from '../context.ts';
+import { type GraphQLContext, viewerOf } from '../context.ts';
+import { feedEventInterface, followFeed } from '../feed.ts';
 import { Agent } from './agent.ts';
 import { TriggerStatusEnum } from './enums.ts';
 import { Message } from './message.ts';
@@ -222,5 +224,110 @@ builder.mutationFields((t) => ({
     description: 'Runs a trigger now, whatever its schedule; CONFLICT while a run is under way.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_query, _root, { id }, ctx) => ctx.services.triggers.runNow(viewerOf(ctx), String(id)),
+  }),
+}));
+
+// ---- Following your triggers: their events on your feed (docs/feeds.md), over graphql-ws and GraphQL over SSE.
+
+/** The trigger as it is now (null once deleted): the event names it, this reads it. */
+const triggerNow = (e: { triggerId: string }, _args: unknown, ctx: GraphQLContext) =>
+  ctx.services.triggers.get(viewerOf(ctx), e.triggerId).catch((error: unknown) => {
+    if (isDomainError(error) && error.code === 'NOT_FOUND') return null;
+    throw error;
+  });
+
+type OfTrigger = { triggerId: string; agentId: string };
+const ofTrigger = <E extends OfTrigger>(t: PothosSchemaTypes.ObjectFieldBuilder<PothosSchemaTypes.ExtendDefaultTypes<any>, E>) => ({
+  triggerId: t.exposeID('triggerId', { description: "The trigger's raw id." }),
+  agentId: t.exposeID('agentId', { description: "Its agent's raw id." }),
+  trigger: t.field({ type: Trigger, nullable: true, description: 'The trigger now; null once deleted.', resolve: triggerNow }),
+});
+
+const TriggerEvent = feedEventInterface('TriggerEvent', 'A change of one of your triggers.', {
+  trigger_run_started: {
+    name: 'TriggerRunStarted',
+    description: 'A run began: on schedule (scheduledFor, the occurrence it is for) or by hand (scheduledFor null).',
+    fields: (t) => ({
+      ...ofTrigger(t),
+      runId: t.exposeID('runId'),
+      scheduledFor: t.field({ type: 'DateTime', nullable: true, resolve: (e) => (e.scheduledFor ? new Date(e.scheduledFor) : null) }),
+    }),
+  },
+  trigger_run_completed: {
+    name: 'TriggerRunCompleted',
+    description: "A run's prompt was answered: the session it went into and the agent's reply (read them through the trigger's runs).",
+    fields: (t) => ({
+      ...ofTrigger(t),
+      runId: t.exposeID('runId'),
+      sessionId: t.exposeID('sessionId'),
+      messageId: t.exposeID('messageId', { description: "The agent's reply." }),
+    }),
+  },
+  trigger_run_failed: {
+    name: 'TriggerRunFailed',
+    description: 'A run failed, with its reason; errorCount counts failures in a row (two pause the trigger).',
+    fields: (t) => ({
+      ...ofTrigger(t),
+      runId: t.exposeID('runId'),
+      reason: t.exposeString('reason'),
+      errorCount: t.exposeInt('errorCount'),
+    }),
+  },
+  trigger_paused: {
+    name: 'TriggerPaused',
+    description: 'The trigger stopped firing until you resume it: FAILURES (two in a row), STUCK, or OWNER (you paused it).',
+    fields: (t) => ({
+      ...ofTrigger(t),
+      reason: t.string({ resolve: (e) => e.reason.toUpperCase() }),
+      message: t.exposeString('message'),
+    }),
+  },
+  trigger_finished: {
+    name: 'TriggerFinished',
+    description: 'Past its end date: it will not run again.',
+    fields: (t) => ofTrigger(t),
+  },
+  trigger_changed: {
+    name: 'TriggerChanged',
+    description: 'You created, changed or deleted it (change: CREATED, UPDATED, DELETED); name and status as they are after.',
+    fields: (t) => ({
+      triggerId: t.exposeID('triggerId'),
+      agentId: t.id({ resolve: (e) => e.trigger.agentId }),
+      change: t.string({ resolve: (e) => e.change.toUpperCase() }),
+      name: t.string({ resolve: (e) => e.trigger.name }),
+      status: t.field({ type: TriggerStatusEnum, resolve: (e) => e.trigger.status }),
+      nextScheduledRun: t.field({
+        type: 'DateTime',
+        nullable: true,
+        resolve: (e) => (e.trigger.nextScheduledRun ? new Date(e.trigger.nextScheduledRun) : null),
+      }),
+      trigger: t.field({ type: Trigger, nullable: true, description: 'The trigger now; null once deleted.', resolve: triggerNow }),
+    }),
+  },
+});
+
+builder.subscriptionFields((t) => ({
+  triggerEvents: t.field({
+    type: TriggerEvent,
+    description:
+      'Your triggers, live: runs started, completed and failed, pauses, ends and your changes. Narrowed to one agent or one trigger of yours when given (another’s: NOT_FOUND or FORBIDDEN, as for reading them); with after, first every event after that seq.',
+    args: { agentId: t.arg.id(), triggerId: t.arg.id(), after: t.arg({ type: 'Seq' }) },
+    ...followFeed(
+      feedFamilies.trigger,
+      async (
+        { agentId, triggerId }: { agentId?: string | number | null; triggerId?: string | number | null; after?: number | null },
+        viewer,
+        ctx,
+      ) => {
+        const agent = agentId == null ? undefined : String(agentId);
+        const trigger = triggerId == null ? undefined : String(triggerId);
+        if (agent !== undefined) await ctx.services.triggers.listForAgent(viewer, agent);
+        if (trigger !== undefined) await ctx.services.triggers.get(viewer, trigger);
+        if (agent === undefined && trigger === undefined) return undefined;
+        return (e) =>
+          (trigger === undefined || e.triggerId === trigger) &&
+          (agent === undefined || (e.type === 'trigger_changed' ? e.trigger.agentId : e.agentId) === agent);
+      },
+    ),
   }),
 }));
