@@ -5,12 +5,14 @@ import type { TestApp, TestUser } from '../helpers/app.ts';
 import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
+import { schemaProblems } from '../helpers/openapi.ts';
 import { setUp } from '../helpers/set-up.ts';
+import { openSse, type SseClient } from '../helpers/sse.ts';
 
-// Following your triggers (the triggerEvents subscription over your feed): runs started,
-// completed and failed, the pause after two failures, your own changes; over graphql-ws and
-// GraphQL over SSE; never another user's; narrowed to one trigger. Runs are started by hand, so
-// nothing waits on a schedule.
+// Following your triggers over your feed: the GraphQL triggerEvents subscription (graphql-ws and
+// GraphQL over SSE) and the REST stream GET /v2/agents/triggers/events. Runs started, completed
+// and failed, the pause after two failures, your own changes; never another user's; narrowed to
+// one trigger. Runs are started by hand, so nothing waits on a schedule.
 
 let t: TestApp;
 let llm: FakeOpenAI;
@@ -26,7 +28,11 @@ setUp(async (start) => {
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
 });
-afterAll(() => ws.disposeAll());
+const streams: SseClient[] = [];
+afterAll(async () => {
+  for (const s of streams.splice(0)) s.close();
+  await ws.disposeAll();
+});
 
 const FOLLOW = parse(`subscription Follow($agentId: ID, $triggerId: ID, $after: Seq) {
   triggerEvents(agentId: $agentId, triggerId: $triggerId, after: $after) {
@@ -147,5 +153,57 @@ describe('triggerEvents', () => {
     const strangerByAgent = wsSubscribe<Follow, object>(ws.connect(bob.apiKey), FOLLOW as never, { agentId: agent.id });
     const refused = await strangerByAgent.ended;
     expect(refused.at(-1)?.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+  });
+});
+
+describe('GET /v2/agents/triggers/events', () => {
+  it('streams one trigger of the caller as update frames OpenAPI documents, resumes with Last-Event-ID, and refuses a stranger', async () => {
+    const agent = await f.agent(alice);
+    const triggerId = (await byHand(alice, agent.id, 'Streamed')).body.triggerId as string;
+    const open = async (query: string, headers: Record<string, string> = {}, key = alice.apiKey) => {
+      const s = await openSse(`${t.url}/v2/agents/triggers/events${query}`, { headers: { 'x-api-key': key, ...headers } });
+      streams.push(s);
+      return s;
+    };
+    const before = t.services.bus.subscriberCount();
+    const stream = await open(`?trigger_id=${triggerId}`);
+    await subscribed(before);
+    await t.rest('PATCH', `/v2/agents/${agent.id}/triggers/${triggerId}`, { key: alice.apiKey, body: { name: 'Renamed' } });
+    await t.rest('POST', `/v2/agents/${agent.id}/triggers/${triggerId}/run`, { key: alice.apiKey });
+    await stream.waitFor((f) => f.data?.data?.type === 'trigger_run_completed');
+    const run = await t.db.triggerRun.findFirstOrThrow({ where: { triggerId } });
+    expect(stream.frames.map((f) => f.data)).toEqual([
+      {
+        event: 'update',
+        data: expect.objectContaining({ type: 'trigger_changed', trigger_id: triggerId, agent_id: agent.id, change: 'updated' }),
+      },
+      {
+        event: 'update',
+        data: { type: 'trigger_run_started', trigger_id: triggerId, agent_id: agent.id, run_id: run.id, scheduled_for: null },
+      },
+      {
+        event: 'update',
+        data: {
+          type: 'trigger_run_completed',
+          trigger_id: triggerId,
+          agent_id: agent.id,
+          run_id: run.id,
+          session_id: run.sessionId,
+          message_id: run.messageId,
+        },
+      },
+    ]);
+    expect(stream.frames[0]!.data.data.trigger).toMatchObject({ name: 'Renamed', status: 'active' });
+    const doc = (await (await fetch(`${t.url}/v2/openapi.json`)).json()) as any;
+    const schema = doc.paths['/v2/agents/triggers/events'].get.responses['200'].content['text/event-stream'].schema;
+    for (const frame of stream.frames) expect(schemaProblems(doc, schema, frame.data, { closed: true })).toEqual([]);
+
+    const resumed = await open(`?trigger_id=${triggerId}`, { 'last-event-id': String(stream.frames[1]!.id) });
+    await resumed.waitFor((f) => f.id === stream.frames[2]!.id);
+    expect(resumed.frames.map((f) => f.id)).toEqual([stream.frames[2]!.id]);
+
+    const stranger = await fetch(`${t.url}/v2/agents/triggers/events?trigger_id=${triggerId}`, { headers: { 'x-api-key': bob.apiKey } });
+    expect(stranger.status).toBe(404);
+    await stranger.body?.cancel();
   });
 });
