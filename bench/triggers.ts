@@ -8,7 +8,7 @@
 // as a trigger's run is); the triggers' lateness is given as a ratio to its. Then the cost of idle
 // triggers: two embedded instances side by side, one with 10,000 triggers waiting (due next year)
 // and one with none, their CPU time over the same interleaved windows.
-//   npm run bench:triggers [-- --levels 100,1000 --deployments embedded,postgres --idle 10000 --window 10000 --rounds 3]
+//   npm run bench:triggers [-- --levels 100,1000 --deployments embedded,postgres --idle 10000 --window 10000 --rounds 3 --make-concurrency 4]
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -28,6 +28,7 @@ const { values } = parseArgs({
     idle: { type: 'string', default: '10000' },
     window: { type: 'string', default: '10000' },
     rounds: { type: 'string', default: '3' },
+    'make-concurrency': { type: 'string', default: '4' },
   },
 });
 const levels = values.levels.split(',').map(Number);
@@ -35,6 +36,7 @@ const deployments = values.deployments.split(',') as ('embedded' | 'postgres')[]
 const idleCount = Number(values.idle);
 const windowMs = Number(values.window);
 const rounds = Number(values.rounds);
+const makeConcurrency = Number(values['make-concurrency']);
 
 // Replies of five pieces at 100 a second: the run is the prompt, not the model.
 const provider = await startPacedProvider(5, 100);
@@ -138,7 +140,7 @@ const yearlyAt = (at: Date) => ({
 });
 
 /** Makes `n` triggers over the deployment's instances, `concurrency` requests at a time (16 at once for one user met 503s on PostgreSQL under load: each create locks its user's row). */
-async function makeTriggers(d: Deployment, who: { key: string; agentId: string }, n: number, at: Date, concurrency = 4) {
+async function makeTriggers(d: Deployment, who: { key: string; agentId: string }, n: number, at: Date, concurrency = makeConcurrency) {
   let next = 0;
   const ids: string[] = [];
   await Promise.all(
@@ -335,7 +337,8 @@ async function idleCost(count: number) {
   try {
     // Settled: the instance with triggers has planned and queued them (a burst at start).
     const started = Date.now();
-    for (let last = 0; ; ) {
+    // Two quiet windows in a row (the first window after the start never counts as one).
+    for (let last = Number.POSITIVE_INFINITY; ; ) {
       const before = cpuMs(many.pids[0]!);
       await sleep(5_000);
       const spent = cpuMs(many.pids[0]!) - before;
