@@ -31,7 +31,10 @@ const { values } = parseArgs({
     'make-concurrency': { type: 'string', default: '4' },
   },
 });
-const levels = values.levels.split(',').map(Number).filter((n) => n > 0);
+const levels = values.levels
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const deployments = values.deployments.split(',') as ('embedded' | 'postgres')[];
 const idleCount = Number(values.idle);
 const windowMs = Number(values.window);

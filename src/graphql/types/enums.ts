@@ -1,6 +1,8 @@
 import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/inputs.ts';
+import { autonomyStopReasons } from '../../domain/core/events.ts';
 import { sortDirections } from '../../domain/search/inputs.ts';
 import {
+  ActorSelection,
   BalanceKind,
   CreatorType,
   DeploymentPlatform,
@@ -31,6 +33,8 @@ export const MessageStatusEnum = builder.enumType('MessageStatus', { values: upp
 export const SessionPermissionEnum = builder.enumType('SessionPermission', { values: upper(Object.values(SessionPermission)) });
 export const ToolCallStatusEnum = builder.enumType('ToolCallStatus', { values: upper(Object.values(ToolCallStatus)) });
 export const SortDirectionEnum = builder.enumType('SortDirection', { values: upper(sortDirections) });
+export const ActorSelectionEnum = builder.enumType('ActorSelection', { values: upper(Object.values(ActorSelection)) });
+export const AutonomyStopReasonEnum = builder.enumType('AutonomyStopReason', { values: upper(autonomyStopReasons) });
 export const CreationSearchOrderEnum = builder.enumType('CreationSearchOrder', {
   values: {
     SCORE: { value: 'score', description: 'Similarity to the query.' },
