@@ -2,6 +2,7 @@ import type { Client } from 'graphql-ws';
 import { render } from 'preact';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { type ConnectionState, liveClient, type Problem, problemOf, request } from './api.ts';
+import { CollectionsView } from './collections-view.tsx';
 import { AGENTS, type Agent, CREATE_AGENT, ME, SEND, SESSIONS } from './operations.ts';
 import { AutonomySwitch } from './autonomy-switch.tsx';
 import { save } from './session-state.ts';
@@ -30,6 +31,7 @@ const useRoute = () => {
     addEventListener('hashchange', onChange);
     return () => removeEventListener('hashchange', onChange);
   }, []);
+  if (hash === '#/collections') return { kind: 'collections', id: undefined };
   const [, kind, id] = hash.match(/^#\/(session|share|triggers)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
@@ -226,6 +228,13 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
         </section>
         <section>
           <h3>
+            <a href="#/collections" class={route.kind === 'collections' ? 'current' : ''}>
+              Collections
+            </a>
+          </h3>
+        </section>
+        <section>
+          <h3>
             Sessions <a href="#/">+ new</a>
           </h3>
           <ul class="sessions">
@@ -245,7 +254,9 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
             Connection to the service lost: reconnecting…
           </div>
         )}
-        {route.kind === 'triggers' && route.id ? (
+        {route.kind === 'collections' ? (
+          <CollectionsView apiKey={apiKey} onProblem={onProblem} />
+        ) : route.kind === 'triggers' && route.id ? (
           <TriggersPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
         ) : route.kind === 'session' && route.id ? (
           <>

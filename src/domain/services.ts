@@ -6,6 +6,8 @@ import { agentService } from './agents/service.ts';
 import { agentStore } from './agents/store.ts';
 import { prismaApiKeyStore } from './api-keys/prisma-store.ts';
 import { apiKeyService } from './api-keys/service.ts';
+import { collectionService } from './collections/service.ts';
+import { collectionStore } from './collections/store.ts';
 import { conceptService } from './concepts/service.ts';
 import { conceptStore } from './concepts/store.ts';
 import { creationService } from './creations/service.ts';
@@ -56,7 +58,19 @@ import { triggerStore } from './triggers/store.ts';
 export interface ServiceDependencies {
   config: Pick<
     Config,
-    'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work' | 'triggers' | 'jobs'
+    | 'llm'
+    | 'events'
+    | 'search'
+    | 'mediaDir'
+    | 'publicUrl'
+    | 'host'
+    | 'port'
+    | 'maxAgentsPerUser'
+    | 'limits'
+    | 'work'
+    | 'triggers'
+    | 'jobs'
+    | 'collections'
   >;
   /** Live events: in process, or shared by every instance through Redis. */
   bus: EventBus;
@@ -165,6 +179,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     concepts: conceptService(conceptStore(db)),
     models: modelService(modelStore(db)),
     creations: creationService(creationStore(db)),
+    collections: collectionService(collectionStore(db), config.collections),
     search,
     deployments: deploymentService(deploymentStore(db)),
     triggers: triggerService(triggerStore(db), triggersRun, triggerEvents, config.triggers),

@@ -3,6 +3,7 @@ import type { EventsConfig } from '../config.ts';
 import type { Services } from '../domain/services.ts';
 import { agentOperations } from './agents.ts';
 import { apiKeyOperations } from './api-keys.ts';
+import { collectionOperations } from './collections.ts';
 import { conceptOperations } from './concepts.ts';
 import { creationOperations } from './creations.ts';
 import { creatorOperations } from './creators.ts';
@@ -14,6 +15,7 @@ import { serve, type RestContext, type RestOperation } from './operation.ts';
 import { senderDirectory } from './senders.ts';
 import { sessionSharingOperations } from './session-sharing.ts';
 import { sessionOperations } from './sessions.ts';
+import { threadOperations } from './threads.ts';
 import { toolOperations } from './tools.ts';
 import { triggerOperations } from './triggers.ts';
 
@@ -30,6 +32,8 @@ const resources: readonly RestOperation[] = [
   ...creatorOperations,
   ...sessionOperations,
   ...sessionSharingOperations,
+  ...collectionOperations,
+  ...threadOperations,
 ];
 
 /** Every REST operation under `/v2` and `/apikeys`: the routes and the OpenAPI document both come from this list. */

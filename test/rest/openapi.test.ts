@@ -5,6 +5,7 @@ import { fixtures } from '../helpers/fixtures.ts';
 import { deref, refsIn, resolveRef, routesFromPrintout, schemaProblems, type SchemaObject } from '../helpers/openapi.ts';
 import { settledSession } from '../helpers/sessions.ts';
 import { openSse } from '../helpers/sse.ts';
+import { callCollectionsAndSdkRoutes } from './openapi-v2-calls.ts';
 import { searchableCreation } from '../search/support.ts';
 
 let t: TestApp;
@@ -455,6 +456,7 @@ describe('what the server answers matches what the document says', () => {
     await call('DELETE', '/apikeys', '/apikeys', a, { apiKey: spare });
     await call('DELETE', '/apikeys', '/apikeys', a, {});
     await call('GET', '/v2/openapi.json', '/v2/openapi.json', null);
+    await callCollectionsAndSdkRoutes(t, alice, bob, call);
 
     const untried = operationsOf()
       .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
