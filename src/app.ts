@@ -275,6 +275,7 @@ function closeInOrder(
     await services.deploymentRuntime.quiesce();
     // Jobs under way here (an autonomous turn writing its reply) get the same grace as replies;
     // past it they are failed, and another instance tries them again.
+    services.stopWork();
     await Promise.all([services.replies.drain(config.shutdownGraceMs), parts.jobs.stop(config.shutdownGraceMs)]);
     await services.deploymentRuntime.stop();
     for (const stop of parts.stop) stop();

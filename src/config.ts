@@ -372,6 +372,22 @@ export const settings = {
     }),
   },
   maxAgentsPerUser: setting('MAX_AGENTS_PER_USER', positiveInt, { default: 100, meaning: 'agents one user may own' }),
+  triggers: {
+    minIntervalS: setting('TRIGGER_MIN_INTERVAL_S', positiveInt, {
+      default: 60,
+      meaning: 'the shortest time between two scheduled runs of a trigger, in seconds (a schedule that runs more often is refused)',
+    }),
+    perUser: setting('TRIGGERS_PER_USER', positiveInt, { default: 100, meaning: 'triggers one user may have, over all their agents' }),
+    lateGraceS: setting('TRIGGER_LATE_GRACE_S', wholeNumber, {
+      default: 60,
+      meaning:
+        'an occurrence due less than this many seconds ago is late, not missed: it still runs; older ones missed in an outage fold into one catch-up run',
+    }),
+    runTimeoutS: setting('TRIGGER_RUN_TIMEOUT_S', positiveInt, {
+      default: 900,
+      meaning: 'a trigger run whose reply has not ended after this many seconds is stopped, failed and released',
+    }),
+  },
   collections: {
     maxPerUser: setting('MAX_COLLECTIONS_PER_USER', positiveInt, { default: 100, meaning: 'collections one user may own' }),
     maxCreations: setting('COLLECTION_MAX_CREATIONS', positiveInt, {
@@ -502,6 +518,8 @@ export type HttpConfig = Config['http'];
 export type LimitsConfig = Config['limits'];
 /** How much work one request, prompt or user may cause (see docs/security.md). */
 export type WorkConfig = Config['work'];
+/** When triggers may run and how many a user may have (docs/agents-at-work.md). */
+export type TriggersConfig = Config['triggers'];
 /** Automatic persisted queries: the hash-to-query store, bounded. */
 export type ApqConfig = Config['apq'];
 export type SearchConfig = Config['search'];

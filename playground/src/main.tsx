@@ -8,6 +8,7 @@ import { AutonomySwitch } from './autonomy-switch.tsx';
 import { save } from './session-state.ts';
 import { SessionView } from './session-view.tsx';
 import { SharePage } from './share-page.tsx';
+import { TriggersPanel } from './triggers.tsx';
 import './style.css';
 
 const KEY = 'parley.apiKey';
@@ -31,7 +32,7 @@ const useRoute = () => {
     return () => removeEventListener('hashchange', onChange);
   }, []);
   if (hash === '#/collections') return { kind: 'collections', id: undefined };
-  const [, kind, id] = hash.match(/^#\/(session|share)\/([^/]+)$/) ?? [];
+  const [, kind, id] = hash.match(/^#\/(session|share|triggers)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
 
@@ -215,6 +216,11 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
                   />{' '}
                   {a.name} <span class="muted">{a.owner.username === me.username ? 'yours' : `by ${a.owner.username}`}</span>
                 </label>
+                {a.owner.username === me.username && (
+                  <a class="triggers-link" href={`#/triggers/${encodeURIComponent(a.id)}`}>
+                    triggers
+                  </a>
+                )}
               </li>
             ))}
           </ul>
@@ -250,6 +256,8 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
         )}
         {route.kind === 'collections' ? (
           <CollectionsView apiKey={apiKey} onProblem={onProblem} />
+        ) : route.kind === 'triggers' && route.id ? (
+          <TriggersPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
         ) : route.kind === 'session' && route.id ? (
           <>
             <AutonomySwitch key={`autonomy-${route.id}`} apiKey={apiKey} client={client} sessionId={route.id} onProblem={onProblem} />

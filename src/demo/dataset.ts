@@ -88,7 +88,7 @@ export const demoTriggers = [
   {
     agent: 'muse',
     name: 'Morning moodboard',
-    cron: '0 9 * * 1-5',
+    cron: '0 0 9 * * 1-5',
     timezone: 'Europe/Paris',
     prompt: 'Post three fresh palette ideas to #zine-club.',
     status: 'active',
@@ -96,7 +96,7 @@ export const demoTriggers = [
   {
     agent: 'archivist',
     name: 'Weekly credits digest',
-    cron: '0 17 * * 5',
+    cron: '0 0 17 * * 5',
     timezone: 'Europe/Paris',
     prompt: 'Summarise the credits filed this week.',
     status: 'paused',

@@ -124,7 +124,7 @@ async function loadAgentWork(tx: Tx, { userId, agentId }: DemoIds) {
       userId: ownerOfAgent(t.agent),
       cron: t.cron,
       timezone: t.timezone,
-      triggerPrompt: t.prompt,
+      prompt: t.prompt,
       status: t.status,
     })),
   });

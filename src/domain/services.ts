@@ -51,6 +51,9 @@ import { searchStore } from './search/store.ts';
 import { createToolHost, toolExecutors } from './tools/host.ts';
 import { toolStore } from './tools/store.ts';
 import type { ToolRegistry } from './tools/registry.ts';
+import type { TriggerEvents } from './triggers/ports.ts';
+import { triggerJobs, workTriggers } from './triggers/queue.ts';
+import { triggerRunner } from './triggers/runner.ts';
 import { triggerService } from './triggers/service.ts';
 import { triggerStore } from './triggers/store.ts';
 
@@ -73,6 +76,8 @@ export interface ServiceDependencies {
     | 'work'
     | 'collections'
     | 'deployments'
+    | 'triggers'
+    | 'jobs'
   >;
   /** Live events: in process, or shared by every instance through Redis. */
   bus: EventBus;
@@ -136,8 +141,33 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     instanceId,
     log: { warn: warnings.warn, error: (obj, msg) => log.error(obj, msg), info: (obj, msg) => log.info?.(obj, msg) },
   });
+  // Told after the change is stored; a feed that cannot be reached loses the news, not the run.
+  const triggerEvents: TriggerEvents = {
+    publish: (userId, event) =>
+      bus.feeds
+        .publish(userId, event)
+        .catch((error: unknown) => warnings.warn({ err: error, event: event.type }, 'a trigger event was not published')),
+  };
+  const triggersRun = triggerRunner({
+    store: triggerStore(db),
+    jobs: triggerJobs(dependencies.jobs),
+    events: triggerEvents,
+    send: (viewer, input) => sessions.send(viewer, input),
+    subscribe: (sessionId, after) => bus.subscribe(sessionId, { after }),
+    cancel: (sessionId, promptId) => bus.cancelReplies({ sessionId, promptId, reason: 'cancelled' }),
+    runTimeoutMs: config.triggers.runTimeoutS * 1000,
+    lateGraceMs: config.triggers.lateGraceS * 1000,
+    promptLeaseMs: config.jobs.takeoverS * 1000,
+    log,
+  });
   /** What each service that works jobs starts on this instance. */
-  const workers: (() => Promise<void>)[] = [autonomy.startWork];
+  const workers: (() => Promise<void>)[] = [
+    autonomy.startWork,
+    async () => {
+      stopSweeping = await workTriggers(dependencies.jobs, triggersRun, log);
+    },
+  ];
+  let stopSweeping = () => {};
   return {
     db,
     jobs: dependencies.jobs,
@@ -147,6 +177,11 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
      */
     async startWork() {
       await Promise.all(workers.map((start) => start()));
+    },
+    /** Stops what `startWork` started beside the queue's workers (the triggers' sweep, the replies runs follow). */
+    stopWork() {
+      stopSweeping();
+      triggersRun.close();
     },
     metrics,
     tools: registry,
@@ -164,7 +199,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     search,
     deployments: deployments.service,
     deploymentRuntime: deployments.runtime,
-    triggers: triggerService(triggerStore(db)),
+    triggers: triggerService(triggerStore(db), triggersRun, triggerEvents, config.triggers),
     /** Users' own feeds (triggers, tasks, deployments): features publish on `bus.feeds` and watch through this. */
     feeds: feedService({ bus, limits: dependencies.streamLimits, gate: access }),
     sessions,

@@ -36,10 +36,28 @@ async function contents(sql: Sql, tables?: Table[]) {
   return out;
 }
 
-/** Today's tables of `sql`, limited to the columns they had in `earlier` (later migrations may add some). */
+/**
+ * Columns a later migration renamed, by table: their values are kept under the new name
+ * (20261201100000_triggers; its conversion of the rows is test/db/triggers-migration.test.ts).
+ */
+const RENAMED: Record<string, Record<string, string>> = { Trigger: { triggerPrompt: 'prompt', lastRun: 'lastRunTime' } };
+
+/**
+ * Tables whose rows a later migration converts on purpose: compared by their count of rows only
+ * (20261201100000_triggers gives each cron a seconds field and the rows the new fields; what it
+ * makes of them is test/db/triggers-migration.test.ts).
+ */
+const CONVERTED = new Set(['Trigger']);
+const comparable = (c: Record<string, { rows: number; checksum: string }>) =>
+  Object.fromEntries(Object.entries(c).map(([name, v]) => [name, CONVERTED.has(name) ? { rows: v.rows, checksum: 'converted' } : v]));
+
+/** Today's tables of `sql`, limited to the columns they had in `earlier` (later migrations may add some, or rename them). */
 async function asEarlier(sql: Sql, earlier: Table[]): Promise<Table[]> {
   const now = new Map((await describeTables(sql)).map((t) => [t.name, t]));
-  return earlier.map((t) => ({ ...now.get(t.name)!, columns: t.columns.map((c) => column(now.get(t.name)!, c.name)) }));
+  return earlier.map((t) => ({
+    ...now.get(t.name)!,
+    columns: t.columns.map((c) => column(now.get(t.name)!, RENAMED[t.name]?.[c.name] ?? c.name)),
+  }));
 }
 
 async function serve(dataDir: string): Promise<ServerProcess> {
@@ -105,7 +123,7 @@ describe('a data directory made by the previous release', () => {
 
   it('the restored directory holds every row, column for column', async () => {
     await withPGlite(join(scratch, 'restored', 'pgdata'), async (sql) => {
-      expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
+      expect(comparable(await contents(sql, await asEarlier(sql, tables)))).toEqual(comparable(before));
     });
   });
 
@@ -128,7 +146,7 @@ describe('a data directory made by the previous release', () => {
   it('keeps every row: each table holds what it held, column for column', async () => {
     await withPGlite(join(dataDir, 'pgdata'), async (sql) => {
       expect((await appliedMigrations(sql)).map((m) => m.name)).toEqual((await readMigrations()).map((m) => m.name));
-      expect(await contents(sql, await asEarlier(sql, tables))).toEqual(before);
+      expect(comparable(await contents(sql, await asEarlier(sql, tables)))).toEqual(comparable(before));
     });
   });
 });

@@ -234,7 +234,7 @@ describe('deployments and triggers', () => {
         triggerPrompt: 'Say good morning',
         status: 'ACTIVE',
         lastRun: null,
-        nextRun: null,
+        nextRun: expect.stringMatching(/T0[78]:00:00\.000Z$/),
         session: null,
         owner: { username: 'lea' },
       });

@@ -20,6 +20,7 @@ import {
   type LlmConfig,
   type SearchConfig,
   type SecretsConfig,
+  type TriggersConfig,
   type WebSocketConfig,
   type WorkConfig,
 } from '../../src/config.ts';
@@ -54,6 +55,7 @@ export interface ConfigOverrides {
   toolsDir?: string;
   http?: Partial<HttpConfig>;
   maxAgentsPerUser?: number;
+  triggers?: Partial<TriggersConfig>;
   work?: Partial<WorkConfig>;
   limits?: Partial<Omit<LimitsConfig, 'rate'>> & { rate?: Partial<LimitsConfig['rate']> };
   apq?: ApqConfig;
@@ -63,6 +65,7 @@ export interface ConfigOverrides {
   secrets?: SecretsConfig;
   deployments?: Partial<Omit<DeploymentsConfig, 'telegram'>> & { telegram?: Partial<DeploymentsConfig['telegram']> };
   jobs?: Partial<JobsConfig>;
+  instanceHeartbeatMs?: number;
 }
 
 /**
@@ -93,6 +96,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     shutdownGraceMs: overrides.shutdownGraceMs ?? base.shutdownGraceMs,
     http: { ...base.http, ...overrides.http },
     maxAgentsPerUser: overrides.maxAgentsPerUser ?? base.maxAgentsPerUser,
+    triggers: { ...base.triggers, ...overrides.triggers },
     work: { ...base.work, ...overrides.work },
     limits: { ...base.limits, ...overrides.limits, rate: { ...base.limits.rate, ...overrides.limits?.rate } },
     apq: overrides.apq ?? base.apq,
@@ -106,6 +110,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     jobs: { ...base.jobs, ...overrides.jobs },
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
+    instanceHeartbeatMs: overrides.instanceHeartbeatMs ?? base.instanceHeartbeatMs,
     // On CI's shared Redis every test app is a deployment of its own: counts and slots must not
     // add up across them. Apps given a Redis of their test's share it, as instances do.
     redisKeyPrefix: 'redisUrl' in overrides ? '' : `test-${randomUUID()}:`,

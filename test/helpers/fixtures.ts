@@ -48,16 +48,12 @@ export function fixtures(t: TestApp) {
         data: { agentId, userId: ownerId, platform, config: { channel: 'general' }, secrets: { bot_token: `secret-${next()}` } },
       });
     },
+    /** A trigger made as its owner makes one: 09:00 in Paris every day, its next run planned. */
     async trigger(agentId: string, ownerId: string) {
-      return t.db.trigger.create({
-        data: {
-          agentId,
-          userId: ownerId,
-          name: `Trigger ${next()}`,
-          cron: '0 9 * * *',
-          timezone: 'Europe/Paris',
-          triggerPrompt: 'Say good morning',
-        },
+      return t.services.triggers.create({ id: ownerId }, agentId, {
+        name: `Trigger ${next()}`,
+        prompt: 'Say good morning',
+        schedule: { second: '0', minute: '0', hour: '9', timezone: 'Europe/Paris' },
       });
     },
   };

@@ -42,9 +42,9 @@ describe('REST agent deployments and triggers', () => {
         agentId,
         userId,
         name: `Trigger at ${createdAt.toISOString()}`,
-        cron: '0 9 * * 1-5',
+        cron: '0 0 9 * * 1-5',
         timezone: 'Europe/Paris',
-        triggerPrompt: 'Say good morning',
+        prompt: 'Say good morning',
         createdAt,
         ...fields,
       },
@@ -146,53 +146,80 @@ describe('REST agent deployments and triggers', () => {
   });
 
   describe('GET /v2/agents/triggers', () => {
-    it('lists the triggers of my agents only, newest first, with every field', async () => {
+    it("lists the triggers of my agents only, newest first, with every field, the earlier body's among them", async () => {
       const frank = await t.createUser('frank');
       const a1 = await f.agent(frank);
       const a2 = await f.agent(frank, { public: false });
       const other = await f.agent(bob);
       const session = await t.db.session.create({ data: { ownerId: frank.id, title: 'Mornings' } });
-      const older = await trigger(a1.id, frank.id, at(1));
+      // Rows written here, not through the service: no job waits for them (`queuedFor` says one does).
+      const older = await trigger(a1.id, frank.id, at(1), { cron: null });
       const newer = await trigger(a2.id, frank.id, at(2), {
         sessionId: session.id,
+        sessionTarget: 'existing',
         status: 'paused',
-        lastRun: at(3),
+        lastRunTime: at(3),
         nextRun: at(4),
+        queuedFor: at(4),
         timezone: 'UTC',
       });
-      const bobs = await trigger(other.id, bob.id, at(9));
+      const bobs = await trigger(other.id, bob.id, at(9), { cron: null });
 
       const res = await t.rest('GET', '/v2/agents/triggers', { key: frank.apiKey });
       expect(res.status).toBe(200);
+      const common = {
+        name: expect.any(String),
+        user: frank.id,
+        prompt: 'Say good morning',
+        trigger_prompt: 'Say good morning',
+        context: null,
+        error_count: 0,
+        last_error: null,
+        runs: [],
+        updatedAt: isoDate,
+      };
       expect(res.body).toEqual({
         triggers: [
           {
+            ...common,
             _id: newer.id,
             id: newer.id,
-            name: newer.name,
             agent: a2.id,
-            user: frank.id,
             session: session.id,
-            schedule: { cron: '0 9 * * 1-5', timezone: 'UTC' },
-            trigger_prompt: 'Say good morning',
+            session_target: 'existing',
+            schedule: {
+              second: '0',
+              minute: '0',
+              hour: '9',
+              day_of_month: '*',
+              month: '*',
+              day_of_week: '1-5',
+              timezone: 'UTC',
+              start_date: null,
+              end_date: null,
+              cron: '0 9 * * 1-5',
+            },
             status: 'paused',
+            last_run_time: at(3).toISOString(),
+            next_scheduled_run: at(4).toISOString(),
             last_run: at(3).toISOString(),
             next_run: at(4).toISOString(),
             createdAt: at(2).toISOString(),
           },
           {
+            ...common,
             _id: older.id,
             id: older.id,
-            name: older.name,
             agent: a1.id,
-            user: frank.id,
             session: null,
-            schedule: { cron: '0 9 * * 1-5', timezone: 'Europe/Paris' },
-            trigger_prompt: 'Say good morning',
+            session_target: 'new',
+            schedule: null,
             status: 'active',
+            last_run_time: null,
+            next_scheduled_run: null,
             last_run: null,
             next_run: null,
-            createdAt: isoDate,
+            createdAt: at(1).toISOString(),
           },
         ],
       });

@@ -322,7 +322,7 @@ describe('what the server answers matches what the document says', () => {
     const model = await f.model(alice, { public: false });
     const creation = await searchableCreation(t, bob, { name: 'Lighthouse at dusk', prompt: 'a lighthouse at dusk' });
     await f.deployment(agent.id, alice.id);
-    await f.trigger(agent.id, alice.id);
+    const daily = await f.trigger(agent.id, alice.id);
     const a = alice.apiKey;
 
     await call('GET', '/v2/agents/{agentId}', `/v2/agents/${agent.id}`, a);
@@ -442,6 +442,32 @@ describe('what the server answers matches what the document says', () => {
     await call('DELETE', '/v2/agents/{agentId}/memories/{memoryId}', `/v2/agents/${agent.id}/memories/${memories.body.memories[0].id}`, a);
     await call('DELETE', '/v2/agents/{agentId}/memories/{memoryId}', `/v2/agents/${agent.id}/memories/${memories.body.memories[0].id}`, a);
     await call('DELETE', '/v2/agents/{agentId}/memories', `/v2/agents/${agent.id}/memories`, a);
+
+    const triggers = `/v2/agents/${agent.id}/triggers`;
+    const triggerEvents = await openSse(`${t.url}/v2/agents/triggers/events`, { headers: { 'x-api-key': a } });
+    expect(triggerEvents.status).toBe(200);
+    await call('GET', '/v2/agents/{agentId}/triggers', triggers, a);
+    await call('GET', '/v2/agents/{agentId}/triggers', triggers, bob.apiKey);
+    const made = await call('POST', '/v2/agents/{agentId}/triggers', triggers, a, {
+      name: 'Weekly',
+      prompt: 'Sum up the week',
+      schedule: { second: '0', minute: '0', hour: '17', day_of_week: 'fri', timezone: 'Europe/Paris' },
+    });
+    await call('POST', '/v2/agents/{agentId}/triggers', triggers, a, { prompt: 'Hi', schedule: { hour: '99' } });
+    const one = `${triggers}/${made.body.triggerId}`;
+    await call('GET', '/v2/agents/{agentId}/triggers/{triggerId}', one, a);
+    await call('GET', '/v2/agents/{agentId}/triggers/{triggerId}', `${triggers}/nope`, a);
+    await call('PATCH', '/v2/agents/{agentId}/triggers/{triggerId}', one, a, { status: 'paused' });
+    await call('PATCH', '/v2/agents/{agentId}/triggers/{triggerId}', one, a, { schedule: { timezone: 'Moon/Base' } });
+    await call('POST', '/v2/agents/{agentId}/triggers/{triggerId}/run', `${triggers}/${daily.id}/run`, a);
+    await call('POST', '/v2/agents/{agentId}/triggers/{triggerId}/run', `${triggers}/nope/run`, a);
+    await call('DELETE', '/v2/agents/{agentId}/triggers/{triggerId}', one, a);
+    await call('DELETE', '/v2/agents/{agentId}/triggers/{triggerId}', one, a);
+    await triggerEvents.waitFor((f) => f.data?.data?.change === 'deleted');
+    triggerEvents.close();
+    const triggerFrames = operation('GET', '/v2/agents/triggers/events').responses['200'].content['text/event-stream'].schema;
+    for (const frame of triggerEvents.frames) expect(schemaProblems(doc, triggerFrames, frame.data, { closed: true })).toEqual([]);
+    seen.add('GET /v2/agents/triggers/events');
 
     await call('DELETE', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}`, bob.apiKey);
     await call('DELETE', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}`, a);

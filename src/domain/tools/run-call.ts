@@ -26,12 +26,17 @@ export interface CallRunnerDeps {
 /** What the model is told when a call does not give a result. */
 type Refusal = { error: string };
 
+const NOT_ENOUGH_MANNA = 'Not enough manna:';
+
 const refusalText = (why: HoldRefused, cost: Decimal) =>
   why.refused === 'budget'
     ? BUDGET_EXCEEDED.manna
     : why.refused === 'balance'
-      ? `Not enough manna: this call costs ${cost}, the balance is ${why.balance}`
+      ? `${NOT_ENOUGH_MANNA} this call costs ${cost}, the balance is ${why.balance}`
       : 'The session was deleted';
+
+/** Whether a call's error says it could not be paid for: the payer's balance, or the session's manna budget. */
+export const isPaymentRefusal = (error: string) => error === BUDGET_EXCEEDED.manna || error.startsWith(NOT_ENOUGH_MANNA);
 
 /** The media a tool produced, as creations of the user. */
 const creationsOf = (output: ToolOutput, tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolRunContext): CallCreation[] =>

@@ -1,28 +1,296 @@
 import type { Db } from '../../db/database.ts';
-import type { Prisma, Trigger } from '../../generated/prisma/client.ts';
+import type { Prisma, Trigger, TriggerRun } from '../../generated/prisma/client.ts';
+import type { TriggerSessionTarget, TriggerStatus } from '../../generated/prisma/enums.ts';
 import { newestFirst } from '../core/ordering.ts';
+import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 
 /** The relations a reader wants with a trigger (GraphQL's selection), passed through to the read. */
 export type TriggerQuery = { include?: Prisma.TriggerInclude };
 /** A trigger as read with `Q`: its columns and the relations `Q` includes. */
 export type TriggerRead<Q extends TriggerQuery> = Trigger & Prisma.TriggerGetPayload<Q>;
+export type { Trigger, TriggerRun };
 
-/** Where agents' scheduled prompts are kept. */
+/** What a trigger is made of, as the rules decided it. */
+export interface TriggerData {
+  /** Given when the rules chose it (a new trigger); else the database's. */
+  id?: string;
+  name: string;
+  prompt: string;
+  context: string | null;
+  cron: string | null;
+  timezone: string;
+  startDate: Date | null;
+  endDate: Date | null;
+  sessionTarget: TriggerSessionTarget;
+  sessionId: string | null;
+  status: Exclude<TriggerStatus, 'running'>;
+  nextRun: Date | null;
+  errorCount?: number;
+}
+
+/** A run about to start: on schedule (the occurrence it is for, and what comes after it) or by hand. */
+export type Claim =
+  | { runId: string; at: Date; scheduledFor: Date; next: Date | null; status: 'active' | 'finished' }
+  | { runId: string; at: Date; scheduledFor: null };
+
+/** How a run ended. */
+export type RunOutcome = { status: 'completed' } | { status: 'failed'; error: string };
+
+/** A position in a trigger's runs (newest first). */
+export interface RunPosition {
+  startedAt: Date;
+  id: string;
+}
+
+/** What a session is to a trigger that posts into it. */
+export type SessionFit = 'fits' | 'missing' | 'not-owner' | 'agent-absent';
+
+/** A reply as a run reads its outcome: its status, error, and the errors of its tool calls. */
+export interface ReplyOutcome {
+  status: string;
+  error: string | null;
+  toolErrors: string[];
+}
+
+/** Where agents' scheduled prompts and their runs are kept. */
 export interface TriggerStore {
-  /** One trigger of an agent `ownerId` owns. */
-  findOwned<Q extends TriggerQuery = object>(ownerId: string, id: string, query?: Q): Promise<TriggerRead<Q> | null>;
-  /** The triggers of every agent `ownerId` owns, newest first. */
-  listOwned<Q extends TriggerQuery = object>(ownerId: string, query?: Q): Promise<TriggerRead<Q>[]>;
+  /** The agent's owner and visibility, or null when there is no such agent. */
+  agent(agentId: string): Promise<{ id: string; ownerId: string; public: boolean } | null>;
+  /** Whether `sessionId` is `userId`'s own session with `agentId` in it. */
+  sessionFit(sessionId: string, userId: string, agentId: string): Promise<SessionFit>;
+  /** One trigger of an agent `ownerId` owns (of `agentId`, when given). */
+  findOwned<Q extends TriggerQuery = object>(ownerId: string, id: string, query?: Q, agentId?: string): Promise<TriggerRead<Q> | null>;
+  /** The triggers of every agent `ownerId` owns (or of one), newest first. */
+  listOwned<Q extends TriggerQuery = object>(ownerId: string, query?: Q, agentId?: string): Promise<TriggerRead<Q>[]>;
+  /** A trigger by id, whoever owns it (for the runner). */
+  find(id: string): Promise<Trigger | null>;
+  /** A trigger's runs, newest first, from a position. */
+  runs(triggerId: string, from: RunPosition | null, take: number): Promise<TriggerRun[]>;
+  /** One run. */
+  run(runId: string): Promise<TriggerRun | null>;
+  /** Creates a trigger unless its user has `cap` already (counted under a lock on the user). */
+  createWithin<Q extends TriggerQuery = object>(
+    userId: string,
+    agentId: string,
+    cap: number,
+    data: TriggerData,
+    query?: Q,
+  ): Promise<TriggerRead<Q> | null>;
+  update<Q extends TriggerQuery = object>(id: string, data: Partial<TriggerData>, query?: Q): Promise<TriggerRead<Q> | null>;
+  /** Deletes a trigger and its runs; false when it was gone already. */
+  remove(id: string): Promise<boolean>;
+  /**
+   * Starts a run, in one transaction: the trigger must be idle (and, on schedule, active and
+   * due for exactly `scheduledFor`), and the run row is unique per occurrence. The trigger
+   * after, or null when it could not be claimed.
+   */
+  claim(triggerId: string, claim: Claim): Promise<Trigger | null>;
+  /**
+   * Takes over a claimed run whose prompt was never sent: true for the one caller that moved
+   * `runningSince` from `since` to `at`.
+   */
+  renewLease(triggerId: string, runId: string, since: Date | null, at: Date): Promise<boolean>;
+  /** The prompt a reply answers. */
+  promptOf(messageId: string): Promise<string | null>;
+  /**
+   * The prompt a run sent that was never linked to it (its instance died between the two): the
+   * owner's message with the run's text, made since the run began, in a session no other run
+   * links (or in the trigger's own session); with the reply that answers it.
+   */
+  unlinkedPrompt(
+    run: Pick<TriggerRun, 'startedAt'>,
+    trigger: Pick<Trigger, 'userId' | 'agentId' | 'sessionTarget' | 'sessionId'>,
+    content: string,
+  ): Promise<{ sessionId: string; replyId: string | null } | null>;
+  /** Links the session and reply a run's prompt went into. */
+  linkRun(runId: string, sessionId: string, messageId: string | null): Promise<void>;
+  /**
+   * Ends a run still running and frees its trigger, in one transaction: a failure counts
+   * (`pauseAfter` in a row pause an active trigger and drop its next run), a completion resets
+   * the count. The run and trigger after, or null when the run was settled already.
+   */
+  settle(
+    runId: string,
+    outcome: RunOutcome,
+    pauseAfter: number,
+  ): Promise<{ run: TriggerRun; trigger: Trigger | null; paused: boolean } | null>;
+  /** How the replies to a run's prompt ended. */
+  replyOutcomes(messageIds: string[]): Promise<ReplyOutcome[]>;
+  /** Notes that a job waits for the occurrence `at`, unless the next run has moved on since. */
+  markQueued(id: string, at: Date): Promise<void>;
+  /** Active scheduled triggers with no next run planned (kept from before, or loaded as data), a batch at a time. */
+  unplanned(take: number): Promise<Trigger[]>;
+  /** Triggers whose next run has no job queued yet (a process stopped between the two), a batch at a time. */
+  unqueued(take: number): Promise<Trigger[]>;
 }
 
 export function triggerStore(db: Db): TriggerStore {
   return {
-    async findOwned<Q extends TriggerQuery>(ownerId: string, id: string, query?: Q) {
-      return (await db.trigger.findFirst({ where: { id, agent: { ownerId } }, ...query })) as TriggerRead<Q> | null;
+    agent: (agentId) => db.agent.findUnique({ where: { id: agentId }, select: { id: true, ownerId: true, public: true } }),
+
+    async sessionFit(sessionId, userId, agentId) {
+      const session = await db.session.findUnique({
+        where: { id: sessionId },
+        select: { ownerId: true, agents: { where: { agentId }, select: { agentId: true } } },
+      });
+      if (!session) return 'missing';
+      if (session.ownerId !== userId) return 'not-owner';
+      return session.agents.length ? 'fits' : 'agent-absent';
     },
 
-    async listOwned<Q extends TriggerQuery>(ownerId: string, query?: Q) {
-      return (await db.trigger.findMany({ where: { agent: { ownerId } }, orderBy: newestFirst, ...query })) as TriggerRead<Q>[];
+    async findOwned<Q extends TriggerQuery>(ownerId: string, id: string, query?: Q, agentId?: string) {
+      const where = { id, agent: { ownerId }, ...(agentId ? { agentId } : {}) };
+      return (await db.trigger.findFirst({ where, ...query })) as TriggerRead<Q> | null;
     },
+
+    async listOwned<Q extends TriggerQuery>(ownerId: string, query?: Q, agentId?: string) {
+      const where = { agent: { ownerId }, ...(agentId ? { agentId } : {}) };
+      return (await db.trigger.findMany({ where, orderBy: newestFirst, ...query })) as TriggerRead<Q>[];
+    },
+
+    find: (id) => db.trigger.findUnique({ where: { id } }),
+
+    runs: (triggerId, from, take) =>
+      db.triggerRun.findMany({
+        where: {
+          triggerId,
+          ...(from ? { OR: [{ startedAt: { lt: from.startedAt } }, { startedAt: from.startedAt, id: { lt: from.id } }] } : {}),
+        },
+        orderBy: [{ startedAt: 'desc' }, { id: 'desc' }],
+        take,
+      }),
+
+    run: (runId) => db.triggerRun.findUnique({ where: { id: runId } }),
+
+    createWithin: <Q extends TriggerQuery>(userId: string, agentId: string, cap: number, data: TriggerData, query?: Q) =>
+      db.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${userId} FOR UPDATE`;
+        if ((await tx.trigger.count({ where: { userId } })) >= cap) return null;
+        return (await tx.trigger.create({ data: { ...data, userId, agentId }, ...query })) as TriggerRead<Q>;
+      }),
+
+    async update<Q extends TriggerQuery>(id: string, data: Partial<TriggerData>, query?: Q) {
+      const { count } = await db.trigger.updateMany({ where: { id }, data });
+      return count ? ((await db.trigger.findUnique({ where: { id }, ...query })) as TriggerRead<Q> | null) : null;
+    },
+
+    async remove(id) {
+      const { count } = await db.trigger.deleteMany({ where: { id } });
+      return count > 0;
+    },
+
+    async claim(triggerId, claim) {
+      try {
+        return await db.$transaction(async (tx) => {
+          const scheduled = claim.scheduledFor !== null;
+          const { count } = await tx.trigger.updateMany({
+            where: { id: triggerId, runningRunId: null, ...(scheduled ? { status: 'active', nextRun: claim.scheduledFor } : {}) },
+            data: {
+              runningRunId: claim.runId,
+              runningSince: claim.at,
+              lastRunTime: claim.at,
+              ...(scheduled ? { nextRun: claim.next, status: claim.status } : {}),
+            },
+          });
+          if (!count) return null;
+          await tx.triggerRun.create({ data: { id: claim.runId, triggerId, scheduledFor: claim.scheduledFor, startedAt: claim.at } });
+          return tx.trigger.findUnique({ where: { id: triggerId } });
+        });
+      } catch (e) {
+        // This occurrence has a run already: whoever made it runs it.
+        if (isUniqueViolation(e)) return null;
+        throw e;
+      }
+    },
+
+    async renewLease(triggerId, runId, since, at) {
+      const { count } = await db.trigger.updateMany({
+        where: { id: triggerId, runningRunId: runId, runningSince: since },
+        data: { runningSince: at },
+      });
+      return count > 0;
+    },
+
+    promptOf: async (messageId) =>
+      (await db.message.findUnique({ where: { id: messageId }, select: { promptId: true } }))?.promptId ?? null,
+
+    async unlinkedPrompt(run, trigger, content) {
+      const prompt = await db.message.findFirst({
+        where: {
+          role: 'user',
+          senderId: trigger.userId,
+          content,
+          createdAt: { gte: run.startedAt },
+          session:
+            trigger.sessionTarget === 'existing'
+              ? { id: trigger.sessionId ?? '' }
+              : { ownerId: trigger.userId, agents: { some: { agentId: trigger.agentId } }, triggerRuns: { none: {} } },
+        },
+        orderBy: { createdAt: 'asc' },
+        select: { id: true, sessionId: true },
+      });
+      if (!prompt) return null;
+      const reply = await db.message.findFirst({ where: { promptId: prompt.id, role: 'assistant' }, select: { id: true } });
+      return { sessionId: prompt.sessionId, replyId: reply?.id ?? null };
+    },
+
+    async linkRun(runId, sessionId, messageId) {
+      await db.triggerRun.updateMany({ where: { id: runId }, data: { sessionId, messageId } });
+    },
+
+    settle: (runId, outcome, pauseAfter) =>
+      db.$transaction(async (tx) => {
+        const finishedAt = new Date();
+        const error = outcome.status === 'failed' ? outcome.error : null;
+        const ended = await tx.triggerRun.updateMany({
+          where: { id: runId, status: 'running' },
+          data: { status: outcome.status, error, finishedAt },
+        });
+        if (!ended.count) return null;
+        const run = await tx.triggerRun.findUniqueOrThrow({ where: { id: runId } });
+        const [held] = await tx.$queryRaw<
+          { id: string }[]
+        >`SELECT "id" FROM "Trigger" WHERE "id" = ${run.triggerId} AND "runningRunId" = ${runId} FOR UPDATE`;
+        if (!held) return { run, trigger: await tx.trigger.findUnique({ where: { id: run.triggerId } }), paused: false };
+        const before = await tx.trigger.findUniqueOrThrow({ where: { id: run.triggerId } });
+        const errorCount = error === null ? 0 : before.errorCount + 1;
+        const paused = error !== null && errorCount >= pauseAfter && before.status === 'active';
+        const trigger = await tx.trigger.update({
+          where: { id: run.triggerId },
+          data: {
+            runningRunId: null,
+            runningSince: null,
+            errorCount,
+            ...(error !== null ? { lastError: error } : {}),
+            ...(paused ? { status: 'paused', nextRun: null } : {}),
+          },
+        });
+        return { run, trigger, paused };
+      }),
+
+    async replyOutcomes(messageIds) {
+      const rows = await db.message.findMany({
+        where: { id: { in: messageIds } },
+        select: { status: true, error: true, toolCalls: { select: { error: true } } },
+      });
+      return rows.map((m) => ({ status: m.status, error: m.error, toolErrors: m.toolCalls.flatMap((c) => (c.error ? [c.error] : [])) }));
+    },
+
+    async markQueued(id, at) {
+      // Bookkeeping, not a change of the trigger: `updatedAt` stays.
+      await db.$executeRaw`UPDATE "Trigger" SET "queuedFor" = ${at} WHERE "id" = ${id} AND "nextRun" = ${at}`;
+    },
+
+    unqueued: (take) =>
+      db.$queryRaw<
+        Trigger[]
+      >`SELECT * FROM "Trigger" WHERE "nextRun" IS NOT NULL AND "nextRun" IS DISTINCT FROM "queuedFor" ORDER BY "id" LIMIT ${take}`,
+
+    unplanned: (take) =>
+      db.trigger.findMany({
+        where: { status: 'active', nextRun: null, cron: { not: null }, runningRunId: null },
+        orderBy: { id: 'asc' },
+        take,
+      }),
   };
 }

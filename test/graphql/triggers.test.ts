@@ -1,0 +1,209 @@
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
+import { setUp } from '../helpers/set-up.ts';
+import { graphql } from './generated/gql.ts';
+import { expectData, expectGraphQLError } from './support.ts';
+
+// Triggers over GraphQL: the type (a Node), Agent.triggers, the four mutations, and each run's
+// session and reply. Firing on a schedule: test/triggers/firing.test.ts.
+
+const CreateTrigger = graphql(`
+  mutation CreateTriggerDoc($agentId: ID!, $input: CreateTriggerInput!) {
+    createTrigger(agentId: $agentId, input: $input) {
+      id rawId name prompt context status nextScheduledRun lastRunTime errorCount lastError sessionTarget
+      schedule { second minute hour dayOfMonth month dayOfWeek timezone startDate endDate cron }
+      agent { rawId } owner { username }
+    }
+  }
+`);
+const UpdateTrigger = graphql(`
+  mutation UpdateTriggerDoc($id: ID!, $input: UpdateTriggerInput!) {
+    updateTrigger(id: $id, input: $input) { rawId name status nextScheduledRun errorCount schedule { cron timezone } }
+  }
+`);
+const RunTrigger = graphql(`
+  mutation RunTriggerDoc($id: ID!) { runTrigger(id: $id) { rawId status scheduledFor startedAt } }
+`);
+const DeleteTrigger = graphql(`
+  mutation DeleteTriggerDoc($id: ID!) { deleteTrigger(id: $id) }
+`);
+const AgentTriggers = graphql(`
+  query AgentTriggersDoc($id: ID!, $first: Int, $after: String) {
+    agent(id: $id) {
+      triggers(first: $first, after: $after) {
+        edges { cursor node { rawId name status } }
+        pageInfo { hasNextPage endCursor }
+      }
+    }
+  }
+`);
+const TriggerRuns = graphql(`
+  query TriggerRunsDoc($id: ID!) {
+    node(id: $id) {
+      ... on Trigger {
+        status lastRunTime
+        runs(first: 10) {
+          edges { node { rawId status scheduledFor finishedAt error session { rawId title } message { rawId role status content } } }
+        }
+      }
+    }
+  }
+`);
+
+let t: TestApp;
+let llm: FakeOpenAI;
+let f: ReturnType<typeof fixtures>;
+let alice: TestUser;
+let bob: TestUser;
+
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Hello', '.'] });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl }, triggers: { minIntervalS: 1, perUser: 50, runTimeoutS: 900 } });
+  f = fixtures(t);
+  alice = await t.createUser('alice');
+  bob = await t.createUser('bob');
+});
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('GraphQL triggers', () => {
+  it('createTrigger makes one with a schedule, in the schedule’s zone, planned in UTC', async () => {
+    const agent = await f.agent(alice);
+    const made = expectData(
+      await t.gql(
+        CreateTrigger,
+        {
+          agentId: agent.id,
+          input: {
+            name: 'Standup',
+            prompt: 'What is on today?',
+            context: 'Team of four',
+            schedule: { second: '0', minute: '0', hour: '9', dayOfWeek: 'mon-fri', timezone: 'America/New_York' },
+          },
+        },
+        alice.apiKey,
+      ),
+    ).createTrigger;
+    expect(made).toMatchObject({
+      name: 'Standup',
+      prompt: 'What is on today?',
+      context: 'Team of four',
+      status: 'ACTIVE',
+      lastRunTime: null,
+      errorCount: 0,
+      lastError: null,
+      sessionTarget: 'NEW',
+      schedule: {
+        second: '0',
+        minute: '0',
+        hour: '9',
+        dayOfMonth: '*',
+        month: '*',
+        dayOfWeek: 'mon-fri',
+        timezone: 'America/New_York',
+        cron: '0 9 * * mon-fri',
+      },
+      agent: { rawId: agent.id },
+      owner: { username: 'alice' },
+    });
+    expect(made.nextScheduledRun).toMatch(/T1[34]:00:00\.000Z$/);
+    expect(Buffer.from(made.id, 'base64').toString()).toBe(`Trigger:${made.rawId}`);
+  });
+
+  it('refuses a stranger as for an agent they cannot see, and bad schedules naming the field', async () => {
+    const agent = await f.agent(alice, { public: true });
+    const privateAgent = await f.agent(alice, { public: false });
+    const input = { prompt: 'Hi' };
+    const onPublic = expectGraphQLError(await t.gql(CreateTrigger, { agentId: agent.id, input }, bob.apiKey), 'FORBIDDEN');
+    const onPrivate = expectGraphQLError(await t.gql(CreateTrigger, { agentId: privateAgent.id, input }, bob.apiKey), 'FORBIDDEN');
+    expect(onPublic.message).toBe(onPrivate.message);
+    expect(await t.db.trigger.count({ where: { agentId: { in: [agent.id, privateAgent.id] } } })).toBe(0);
+
+    const bad = expectGraphQLError(
+      await t.gql(
+        CreateTrigger,
+        { agentId: agent.id, input: { prompt: 'Hi', schedule: { second: '0', minute: '0', hour: '0', dayOfMonth: '31', month: '2' } } },
+        alice.apiKey,
+      ),
+      'BAD_USER_INPUT',
+    );
+    expect(bad.extensions?.field).toBe('schedule.dayOfMonth');
+    const zone = expectGraphQLError(
+      await t.gql(
+        CreateTrigger,
+        { agentId: agent.id, input: { prompt: 'Hi', schedule: { second: '0', timezone: 'Moon/Base' } } },
+        alice.apiKey,
+      ),
+      'BAD_USER_INPUT',
+    );
+    expect(zone.extensions?.field).toBe('schedule.timezone');
+  });
+
+  it('Agent.triggers pages the agent’s triggers, newest first, for its owner only', async () => {
+    const agent = await f.agent(alice, { public: true });
+    for (const name of ['one', 'two', 'three'])
+      expectData(await t.gql(CreateTrigger, { agentId: agent.id, input: { name, prompt: name } }, alice.apiKey));
+    const first = expectData(await t.gql(AgentTriggers, { id: agent.id, first: 2 }, alice.apiKey)).agent.triggers!;
+    expect(first.edges.map((e) => e.node.name)).toEqual(['three', 'two']);
+    expect(first.pageInfo.hasNextPage).toBe(true);
+    const rest = expectData(await t.gql(AgentTriggers, { id: agent.id, first: 2, after: first.pageInfo.endCursor }, alice.apiKey)).agent
+      .triggers!;
+    expect(rest.edges.map((e) => e.node.name)).toEqual(['one']);
+    expect(rest.pageInfo.hasNextPage).toBe(false);
+    expect(expectData(await t.gql(AgentTriggers, { id: agent.id }, bob.apiKey)).agent.triggers).toBeNull();
+  });
+
+  it('updateTrigger pauses and resumes; deleteTrigger deletes; a stranger changes nothing', async () => {
+    const agent = await f.agent(alice);
+    const made = expectData(
+      await t.gql(CreateTrigger, { agentId: agent.id, input: { prompt: 'Tick', schedule: { second: '0', minute: '*/5' } } }, alice.apiKey),
+    ).createTrigger;
+    expectGraphQLError(await t.gql(UpdateTrigger, { id: made.id, input: { status: 'PAUSED' } }, bob.apiKey), 'NOT_FOUND');
+    const paused = expectData(await t.gql(UpdateTrigger, { id: made.id, input: { status: 'PAUSED' } }, alice.apiKey)).updateTrigger;
+    expect(paused).toMatchObject({ status: 'PAUSED', nextScheduledRun: null });
+    const resumed = expectData(await t.gql(UpdateTrigger, { id: made.rawId, input: { status: 'ACTIVE' } }, alice.apiKey)).updateTrigger;
+    expect(resumed.status).toBe('ACTIVE');
+    expect(resumed.nextScheduledRun).toMatch(/:[0-5][05]:00\.000Z$/);
+    const byHand = expectData(await t.gql(UpdateTrigger, { id: made.id, input: { schedule: null } }, alice.apiKey)).updateTrigger;
+    expect(byHand).toMatchObject({ schedule: null, nextScheduledRun: null, status: 'ACTIVE' });
+    expectGraphQLError(await t.gql(DeleteTrigger, { id: made.id }, bob.apiKey), 'NOT_FOUND');
+    expect(expectData(await t.gql(DeleteTrigger, { id: made.id }, alice.apiKey)).deleteTrigger).toBe(true);
+    expectGraphQLError(await t.gql(DeleteTrigger, { id: made.id }, alice.apiKey), 'NOT_FOUND');
+  });
+
+  it('runTrigger runs it now (CONFLICT while it runs); the run shows its session and the agent’s reply', async () => {
+    const agent = await f.agent(alice);
+    const made = expectData(
+      await t.gql(CreateTrigger, { agentId: agent.id, input: { name: 'Now', prompt: 'Say hello' } }, alice.apiKey),
+    ).createTrigger;
+    // The reply is held until the test has seen the run under way.
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    llm.choose((request) =>
+      request.body.messages.some((m) => m.content === 'Say hello') ? { tokens: ['Hello', '.'], gate: () => held } : undefined,
+    );
+    const run = expectData(await t.gql(RunTrigger, { id: made.id }, alice.apiKey)).runTrigger;
+    expect(run).toMatchObject({ status: 'RUNNING', scheduledFor: null });
+    expectGraphQLError(await t.gql(RunTrigger, { id: made.id }, alice.apiKey), 'CONFLICT');
+    release();
+
+    let seen = expectData(await t.gql(TriggerRuns, { id: made.id }, alice.apiKey)).node;
+    for (let i = 0; i < 500 && seen && 'status' in seen && seen.status === 'RUNNING'; i++) {
+      await pause(20);
+      seen = expectData(await t.gql(TriggerRuns, { id: made.id }, alice.apiKey)).node;
+    }
+    if (!seen || !('runs' in seen)) throw new Error('not a trigger');
+    expect(seen.status).toBe('ACTIVE');
+    const [edge] = seen.runs.edges;
+    expect(edge!.node).toMatchObject({
+      rawId: run.rawId,
+      status: 'COMPLETED',
+      error: null,
+      session: { title: 'Now' },
+      message: { role: 'ASSISTANT', status: 'COMPLETE' },
+    });
+    expect(edge!.node.message!.content.length).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,312 @@
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
+import { newSession, settledSession } from '../helpers/sessions.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
+import { setUp } from '../helpers/set-up.ts';
+
+// The trigger routes as an integration calls them: bodies in the original's spelling, the
+// earlier operation-16 fields beside them, errors in the agents' style. Firing on a schedule is
+// test/triggers/firing.test.ts.
+
+let t: TestApp;
+let llm: FakeOpenAI;
+let f: ReturnType<typeof fixtures>;
+let alice: TestUser;
+let bob: TestUser;
+
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['Here', '.'] });
+  t = await start.app({ llm: { baseUrl: llm.baseUrl }, triggers: { minIntervalS: 5, perUser: 6, runTimeoutS: 900 } });
+  f = fixtures(t);
+  alice = await t.createUser('alice');
+  bob = await t.createUser('bob');
+});
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const weekdayMornings = { second: '0', minute: '0', hour: '9', day_of_week: '1-5', timezone: 'America/New_York' };
+const triggerKeys = [
+  '_id',
+  'agent',
+  'context',
+  'createdAt',
+  'error_count',
+  'id',
+  'last_error',
+  'last_run',
+  'last_run_time',
+  'name',
+  'next_run',
+  'next_scheduled_run',
+  'prompt',
+  'runs',
+  'schedule',
+  'session',
+  'session_target',
+  'status',
+  'trigger_prompt',
+  'updatedAt',
+  'user',
+];
+
+describe('REST triggers', () => {
+  it('refuse every bad key on every route', async () => {
+    const agent = await f.agent(alice);
+    for (const [method, path] of [
+      ['GET', `/v2/agents/${agent.id}/triggers`],
+      ['POST', `/v2/agents/${agent.id}/triggers`],
+      ['GET', `/v2/agents/${agent.id}/triggers/x`],
+      ['PATCH', `/v2/agents/${agent.id}/triggers/x`],
+      ['DELETE', `/v2/agents/${agent.id}/triggers/x`],
+      ['POST', `/v2/agents/${agent.id}/triggers/x/run`],
+    ])
+      expect(await expectRejectsBadKeys(t, method!, path!, method === 'POST' || method === 'PATCH' ? {} : undefined)).toBe(true);
+  });
+
+  it('are made with the original’s fields, listed by operation 16 with the next run, read, changed, paused, resumed and deleted', async () => {
+    alice = await t.createUser();
+    const agent = await f.agent(alice, { name: 'Herald' });
+    const made = await t.rest('POST', `/v2/agents/${agent.id}/triggers`, {
+      key: alice.apiKey,
+      body: { name: 'Morning digest', instruction: 'Summarise the news', context: 'Keep it short', schedule: weekdayMornings },
+    });
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    expect(Object.keys(made.body).sort()).toEqual(['trigger', 'triggerId']);
+    const trigger = made.body.trigger;
+    expect(Object.keys(trigger).sort()).toEqual(triggerKeys);
+    expect(trigger).toMatchObject({
+      _id: made.body.triggerId,
+      id: made.body.triggerId,
+      name: 'Morning digest',
+      agent: agent.id,
+      user: alice.id,
+      prompt: 'Summarise the news',
+      trigger_prompt: 'Summarise the news',
+      context: 'Keep it short',
+      schedule: {
+        second: '0',
+        minute: '0',
+        hour: '9',
+        day_of_month: '*',
+        month: '*',
+        day_of_week: '1-5',
+        timezone: 'America/New_York',
+        start_date: null,
+        end_date: null,
+        cron: '0 9 * * 1-5',
+      },
+      session_target: 'new',
+      session: null,
+      status: 'active',
+      last_run_time: null,
+      last_run: null,
+      error_count: 0,
+      last_error: null,
+      runs: [],
+      createdAt: isoDate,
+    });
+    // 09:00 in New York is 13:00 or 14:00 UTC, on a weekday, in the future.
+    const next = new Date(trigger.next_scheduled_run);
+    expect(next.getTime()).toBeGreaterThan(Date.now());
+    expect([13, 14]).toContain(next.getUTCHours());
+    expect([1, 2, 3, 4, 5]).toContain(new Date(next.getTime() - 5 * 3600_000).getUTCDay());
+    expect(trigger.next_run).toBe(trigger.next_scheduled_run);
+
+    const listed = await t.rest('GET', '/v2/agents/triggers', { key: alice.apiKey });
+    expect(listed.status).toBe(200);
+    expect(listed.body.triggers).toEqual([trigger]);
+    expect((await t.rest('GET', `/v2/agents/${agent.id}/triggers`, { key: alice.apiKey })).body).toEqual({ triggers: [trigger] });
+    expect((await t.rest('GET', `/v2/agents/${agent.id}/triggers/${trigger.id}`, { key: alice.apiKey })).body).toEqual({ trigger });
+
+    const renamed = await t.rest('PATCH', `/v2/agents/${agent.id}/triggers/${trigger.id}`, {
+      key: alice.apiKey,
+      body: { name: 'Evening digest', trigger_prompt: 'Summarise the day', schedule: { second: '0', minute: '30', hour: '18' } },
+    });
+    expect(renamed.status, JSON.stringify(renamed.body)).toBe(200);
+    expect(renamed.body.trigger).toMatchObject({
+      name: 'Evening digest',
+      prompt: 'Summarise the day',
+      schedule: { cron: '30 18 * * *', timezone: 'UTC' },
+    });
+    expect(new Date(renamed.body.trigger.next_scheduled_run).toISOString()).toMatch(/T18:30:00\.000Z$/);
+
+    const paused = await t.rest('PATCH', `/v2/agents/${agent.id}/triggers/${trigger.id}`, {
+      key: alice.apiKey,
+      body: { status: 'paused' },
+    });
+    expect(paused.body.trigger).toMatchObject({ status: 'paused', next_scheduled_run: null, next_run: null });
+    const resumed = await t.rest('PATCH', `/v2/agents/${agent.id}/triggers/${trigger.id}`, {
+      key: alice.apiKey,
+      body: { status: 'active' },
+    });
+    expect(resumed.body.trigger).toMatchObject({ status: 'active', next_scheduled_run: renamed.body.trigger.next_scheduled_run });
+
+    expect((await t.rest('DELETE', `/v2/agents/${agent.id}/triggers/${trigger.id}`, { key: alice.apiKey })).body).toEqual({
+      success: true,
+    });
+    const gone = await t.rest('GET', `/v2/agents/${agent.id}/triggers/${trigger.id}`, { key: alice.apiKey });
+    expect(gone).toMatchObject({ status: 404, body: { error: 'Trigger not found' } });
+    expect((await t.rest('DELETE', `/v2/agents/${agent.id}/triggers/${trigger.id}`, { key: alice.apiKey })).status).toBe(404);
+  });
+
+  it('take the prompt as prompt, trigger_prompt or instruction, and a schedule of null as by hand only', async () => {
+    alice = await t.createUser();
+    const agent = await f.agent(alice);
+    for (const [field, text] of [
+      ['prompt', 'A'],
+      ['trigger_prompt', 'B'],
+      ['instruction', 'C'],
+    ]) {
+      const res = await t.rest('POST', `/v2/agents/${agent.id}/triggers`, { key: alice.apiKey, body: { [field!]: text, schedule: null } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.trigger).toMatchObject({
+        prompt: text,
+        name: 'Untitled Task',
+        schedule: null,
+        next_scheduled_run: null,
+        status: 'active',
+      });
+    }
+  });
+
+  it('are only the agent owner’s: a stranger is told what a private agent tells them, and nothing is made or changed', async () => {
+    alice = await t.createUser();
+    const publicAgent = await f.agent(alice, { public: true });
+    const privateAgent = await f.agent(alice, { public: false });
+    const mine = await t.rest('POST', `/v2/agents/${publicAgent.id}/triggers`, {
+      key: alice.apiKey,
+      body: { prompt: 'Mine', schedule: null },
+    });
+    const before = await t.db.trigger.count();
+    const onPublic = await t.rest('POST', `/v2/agents/${publicAgent.id}/triggers`, {
+      key: bob.apiKey,
+      body: { prompt: 'Hi', schedule: null },
+    });
+    const onPrivate = await t.rest('POST', `/v2/agents/${privateAgent.id}/triggers`, {
+      key: bob.apiKey,
+      body: { prompt: 'Hi', schedule: null },
+    });
+    const seenPrivate = await t.rest('GET', `/v2/agents/${privateAgent.id}`, { key: bob.apiKey });
+    expect(onPublic).toMatchObject({ status: seenPrivate.status, body: seenPrivate.body });
+    expect(onPrivate).toMatchObject({ status: seenPrivate.status, body: seenPrivate.body });
+    expect(onPublic).toMatchObject({ status: 401, body: { error: 'You do not have access to this agent' } });
+    const id = mine.body.triggerId;
+    for (const [method, path, body] of [
+      ['GET', `/v2/agents/${publicAgent.id}/triggers`, undefined],
+      ['GET', `/v2/agents/${publicAgent.id}/triggers/${id}`, undefined],
+      ['PATCH', `/v2/agents/${publicAgent.id}/triggers/${id}`, { name: 'Taken' }],
+      ['DELETE', `/v2/agents/${publicAgent.id}/triggers/${id}`, undefined],
+      ['POST', `/v2/agents/${publicAgent.id}/triggers/${id}/run`, undefined],
+    ] as const)
+      expect(await t.rest(method, path, { key: bob.apiKey, body }), `${method} ${path}`).toMatchObject({ status: 401 });
+    expect((await t.rest('GET', '/v2/agents/triggers', { key: bob.apiKey })).body).toEqual({ triggers: [] });
+    // Under another agent of hers, her trigger is not found.
+    const other = await f.agent(alice);
+    expect((await t.rest('GET', `/v2/agents/${other.id}/triggers/${id}`, { key: alice.apiKey })).status).toBe(404);
+    expect((await t.rest('POST', '/v2/agents/nope/triggers', { key: alice.apiKey, body: { prompt: 'x', schedule: null } })).body).toEqual({
+      error: 'Agent not found',
+    });
+    expect(await t.db.trigger.count()).toBe(before);
+    expect((await t.db.trigger.findUniqueOrThrow({ where: { id } })).name).toBe('Untitled Task');
+    expect(await t.db.triggerRun.count({ where: { triggerId: id } })).toBe(0);
+  });
+
+  it.each([
+    [{ prompt: 'x', schedule: { second: '0', minute: '0', hour: '25' } }, /^schedule\.hour: /],
+    [
+      { prompt: 'x', schedule: { second: '0', minute: '0', hour: '0', day_of_month: '30', month: '2' } },
+      /^schedule\.day_of_month: never fires/,
+    ],
+    [{ prompt: 'x', schedule: { second: '0', timezone: 'Europe/Atlantis' } }, /^schedule\.timezone: must be an IANA time zone/],
+    [
+      { prompt: 'x', schedule: { second: '0', start_date: '2030-01-02T00:00:00Z', end_date: '2030-01-01T00:00:00Z' } },
+      /^schedule\.end_date: /,
+    ],
+    [{ prompt: 'x', schedule: { second: '0', end_date: '2020-01-01T00:00:00Z' } }, /^schedule\.end_date: never fires/],
+    [
+      { prompt: 'x', schedule: { second: '*/2' } },
+      /^schedule\.second: runs every 2 s at the closest; the shortest interval allowed is 5 s/,
+    ],
+    [{ prompt: 'x' }, /^schedule: is required/],
+    [{ schedule: null }, /^prompt: /],
+    [{ prompt: 'x', schedule: null, session_target: 'existing' }, /^session: is required/],
+    [{ prompt: 'x', schedule: null, session_target: 'sometimes' }, /^session_target: /],
+  ])('%j is a 400 naming the field, and makes nothing', async (body, message) => {
+    alice = await t.createUser();
+    const agent = await f.agent(alice);
+    const res = await t.rest('POST', `/v2/agents/${agent.id}/triggers`, { key: alice.apiKey, body });
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(Object.keys(res.body)).toEqual(['error']);
+    expect(res.body.error).toMatch(message);
+    expect(await t.db.trigger.count({ where: { agentId: agent.id } })).toBe(0);
+  });
+
+  it('refuse a schedule closer than TRIGGER_MIN_INTERVAL_S apart, and more than TRIGGERS_PER_USER triggers', async () => {
+    const carol = await t.createUser('carol');
+    const agent = await f.agent(carol);
+    const made = [];
+    for (let i = 0; i < 6; i++)
+      made.push(
+        (await t.rest('POST', `/v2/agents/${agent.id}/triggers`, { key: carol.apiKey, body: { prompt: `n${i}`, schedule: null } })).status,
+      );
+    expect(made).toEqual([200, 200, 200, 200, 200, 200]);
+    const seventh = await t.rest('POST', `/v2/agents/${agent.id}/triggers`, { key: carol.apiKey, body: { prompt: 'n7', schedule: null } });
+    expect(seventh).toMatchObject({ status: 422, body: { error: 'Trigger limit reached: a user may have at most 6 triggers' } });
+  });
+
+  it('post into an existing session only when it is yours with the agent in it', async () => {
+    alice = await t.createUser();
+    const agent = await f.agent(alice);
+    const sessionId = await newSession(t, alice, [agent.id]);
+    const bobsSession = await newSession(t, bob, [agent.id]);
+    const refused = await t.rest('POST', `/v2/agents/${agent.id}/triggers`, {
+      key: alice.apiKey,
+      body: { prompt: 'x', schedule: null, session: bobsSession },
+    });
+    expect(refused).toMatchObject({ status: 400, body: { error: 'session: must be one of your sessions' } });
+    const made = await t.rest('POST', `/v2/agents/${agent.id}/triggers`, {
+      key: alice.apiKey,
+      body: { prompt: 'Into it', schedule: null, session: sessionId },
+    });
+    expect(made.body.trigger, JSON.stringify(made.body)).toMatchObject({ session_target: 'existing', session: sessionId });
+  });
+
+  it('run now: the prompt goes into a new session titled after the trigger as the owner’s message, the run links its reply; 409 while it runs', async () => {
+    alice = await t.createUser();
+    const agent = await f.agent(alice, { name: 'Runner' });
+    const made = await t.rest('POST', `/v2/agents/${agent.id}/triggers`, {
+      key: alice.apiKey,
+      body: { name: 'Roll call', prompt: 'Who is here?', schedule: null },
+    });
+    const path = `/v2/agents/${agent.id}/triggers/${made.body.triggerId}`;
+    // The reply is held until the test has seen the run under way.
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    llm.choose((request) =>
+      request.body.messages.some((m) => m.content === 'Who is here?') ? { tokens: ['Here', '.'], gate: () => held } : undefined,
+    );
+    const ran = await t.rest('POST', `${path}/run`, { key: alice.apiKey });
+    expect(ran.status, JSON.stringify(ran.body)).toBe(200);
+    expect(Object.keys(ran.body).sort()).toEqual(['run', 'trigger']);
+    expect(ran.body.run).toMatchObject({ status: 'running', scheduled_for: null, error: null });
+    expect(ran.body.trigger.status).toBe('running');
+    const again = await t.rest('POST', `${path}/run`, { key: alice.apiKey });
+    expect(again).toMatchObject({ status: 409, body: { error: 'This trigger is already running' } });
+    release();
+
+    let trigger = ran.body.trigger;
+    for (let i = 0; i < 500 && trigger.status === 'running'; i++) {
+      await pause(20);
+      trigger = (await t.rest('GET', path, { key: alice.apiKey })).body.trigger;
+    }
+    expect(trigger).toMatchObject({ status: 'active', error_count: 0, last_run_time: isoDate });
+    const [run] = trigger.runs;
+    expect(run).toMatchObject({ id: ran.body.run.id, status: 'completed', message_id: expect.any(String), session_id: expect.any(String) });
+    const session = await settledSession(t, alice, run.session_id);
+    expect(session.session.title).toBe('Roll call');
+    const [prompt, reply] = session.messages.filter((m: { role: string }) => m.role === 'user' || m.role === 'assistant');
+    expect(prompt).toMatchObject({ role: 'user', content: 'Who is here?', sender: expect.objectContaining({ _id: alice.id }) });
+    expect(reply).toMatchObject({ id: run.message_id, role: 'assistant', status: 'complete' });
+  });
+});

@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
+import { type ServerProcess, startServerProcess } from '../helpers/process.ts';
+import { startRedis } from '../helpers/redis.ts';
+import { setUp } from '../helpers/set-up.ts';
+import { until } from '../helpers/until.ts';
+
+// Two instances on one PostgreSQL and one Redis: this test's app, and the built service as a
+// process of its own. Triggers due every five seconds are run by both; the process is killed
+// with SIGKILL while it is writing replies; every occurrence still has exactly one run and one
+// prompt. The waits are for what the database shows.
+
+const TRIGGER_COUNT = 12;
+const EVERY_S = 5;
+const settings = { minIntervalS: 1, perUser: 100, runTimeoutS: 120, lateGraceS: 60 };
+const jobs = { pollMs: 500, superviseS: 1 };
+const HEARTBEAT_MS = 500;
+
+describe('triggers across two instances, one killed mid-way', () => {
+  let app: TestApp;
+  let other: ServerProcess;
+  let llm: FakeOpenAI;
+  let owner: TestUser;
+  let triggerIds: string[];
+  let killedAt: number;
+
+  setUp(async (start) => {
+    const db = await start.service(freshPostgresDatabase(), (d) => d.drop());
+    const redisUrl = process.env.TEST_REDIS_URL ?? (await start.service(startRedis())).url;
+    // Replies long enough to be cut off: ten pieces 150 ms apart.
+    llm = await start.fakeOpenAI({ tokens: Array.from({ length: 10 }, (_, i) => `piece ${i} `), delayMs: 150 });
+    app = await start.app(
+      { llm: { baseUrl: llm.baseUrl }, triggers: settings, jobs, redisUrl, instanceHeartbeatMs: HEARTBEAT_MS },
+      { kind: 'postgres', url: db.url },
+    );
+    other = await startServerProcess({
+      DATABASE_URL: db.url,
+      REDIS_URL: redisUrl,
+      LLM_BASE_URL: llm.baseUrl,
+      LOG_LEVEL: 'warn',
+      TRIGGER_MIN_INTERVAL_S: '1',
+      TRIGGER_LATE_GRACE_S: String(settings.lateGraceS),
+      JOBS_POLL_MS: String(jobs.pollMs),
+      JOBS_SUPERVISE_S: String(jobs.superviseS),
+      INSTANCE_HEARTBEAT_MS: String(HEARTBEAT_MS),
+    });
+    await until('the other instance to answer', async () => (await fetch(`${other.url}/healthz`).catch(() => null))?.ok, {
+      timeoutMs: 60_000,
+    });
+    owner = await app.createUser('owner');
+    const agent = await fixtures(app).agent(owner);
+    triggerIds = [];
+    for (let i = 0; i < TRIGGER_COUNT; i++) {
+      const made = await app.rest('POST', `/v2/agents/${agent.id}/triggers`, {
+        key: owner.apiKey,
+        body: { name: `T${i}`, prompt: `Occurrence check ${i}`, schedule: { second: `*/${EVERY_S}` } },
+      });
+      expect(made.status, JSON.stringify(made.body)).toBe(200);
+      triggerIds.push(made.body.triggerId);
+    }
+  });
+
+  /** The instances that wrote replies to the triggers' prompts. */
+  const writers = async () =>
+    new Set(
+      (await app.db.message.findMany({ where: { role: 'assistant', session: { ownerId: owner.id } }, select: { instance: true } })).map(
+        (m) => m.instance,
+      ),
+    );
+
+  it('both instances run occurrences; the process is killed while writing replies', async () => {
+    await until('both instances to have run occurrences', async () => (await writers()).size >= 2);
+    const appInstance = app.services.replies.instanceId;
+    await until('the other instance to be writing a reply', async () =>
+      app.db.message.count({ where: { role: 'assistant', status: 'streaming', instance: { not: appInstance } } }),
+    );
+    other.child.kill('SIGKILL');
+    await other.exited;
+    killedAt = Date.now();
+  });
+
+  it('every occurrence due until after the kill has run, once, with one prompt', async () => {
+    const horizon = killedAt + EVERY_S * 1000;
+    const runs = await until(
+      'the occurrences until after the kill to have settled runs',
+      async () => {
+        const all = await app.db.triggerRun.findMany({ where: { triggerId: { in: triggerIds } }, orderBy: { scheduledFor: 'asc' } });
+        const settled = triggerIds.every((id) =>
+          all.some((r) => r.triggerId === id && r.scheduledFor!.getTime() >= horizon && r.status !== 'running'),
+        );
+        return settled ? all : null;
+      },
+      { timeoutMs: 28_000, everyMs: 250 },
+    );
+    // Stopped, so that what is counted below stays put.
+    for (const id of triggerIds) await app.services.triggers.update({ id: owner.id }, id, { status: 'paused' });
+    const final = await until('the runs under way to end', async () => {
+      const all = await app.db.triggerRun.findMany({ where: { triggerId: { in: triggerIds } }, orderBy: { scheduledFor: 'asc' } });
+      return all.every((r) => r.status !== 'running') ? all : null;
+    });
+    expect(final.length).toBeGreaterThanOrEqual(runs.length);
+    for (const id of triggerIds) {
+      const times = final.filter((r) => r.triggerId === id).map((r) => r.scheduledFor!.getTime());
+      // Consecutive occurrences from the first: none missed, none twice.
+      expect(times, id).toEqual(times.map((_, i) => times[0]! + i * EVERY_S * 1000));
+    }
+    // One prompt per run, and no prompt without a run.
+    const prompts = await app.db.message.findMany({
+      where: { role: 'user', session: { ownerId: owner.id }, content: { startsWith: 'Occurrence check' } },
+      select: { sessionId: true },
+    });
+    const withSession = final.filter((r) => r.sessionId);
+    expect(prompts.length).toBe(withSession.length);
+    expect(new Set(prompts.map((p) => p.sessionId))).toEqual(new Set(withSession.map((r) => r.sessionId)));
+    // Runs cut off by the kill failed with their reason; the others completed.
+    for (const run of final.filter((r) => r.status === 'failed')) expect(run.error).toEqual(expect.any(String));
+    expect(final.filter((r) => r.status === 'completed').length).toBeGreaterThan(TRIGGER_COUNT);
+  });
+});
