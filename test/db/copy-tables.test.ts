@@ -11,20 +11,21 @@ import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
 
 /**
  * Tables that later issues add (tasks, collections, deployment state) must be copied by the same
- * command, unchanged: here a migration of the test's own adds such tables, with what makes
+ * command, unchanged: here a migration of the test's own adds such tables (named apart from the
+ * real ones, which land in time), with what makes
  * copying hard: a table referring to itself, two referring to each other, an identity column, a
  * composite key, keys whose order depends on collation, and awkward values. Pages of two rows,
  * so that every table takes several statements and a copy can stop between any two.
  */
 const LATER_TABLES = `
-CREATE TABLE "Task" ("id" TEXT PRIMARY KEY, "userId" TEXT NOT NULL REFERENCES "User"("id") ON DELETE CASCADE,
-  "parentId" TEXT REFERENCES "Task"("id"), "title" TEXT NOT NULL, "due" TIMESTAMP(3), "done" BOOLEAN NOT NULL DEFAULT false,
+CREATE TABLE "Chore" ("id" TEXT PRIMARY KEY, "userId" TEXT NOT NULL REFERENCES "User"("id") ON DELETE CASCADE,
+  "parentId" TEXT REFERENCES "Chore"("id"), "title" TEXT NOT NULL, "due" TIMESTAMP(3), "done" BOOLEAN NOT NULL DEFAULT false,
   "tags" TEXT[] NOT NULL DEFAULT '{}', "meta" JSONB);
-CREATE TABLE "Collection" ("id" TEXT PRIMARY KEY, "userId" TEXT NOT NULL REFERENCES "User"("id"), "name" TEXT NOT NULL, "coverItemId" BIGINT);
-CREATE TABLE "CollectionItem" ("id" BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  "collectionId" TEXT NOT NULL REFERENCES "Collection"("id") ON DELETE CASCADE, "creationId" TEXT REFERENCES "Creation"("id"),
+CREATE TABLE "Album" ("id" TEXT PRIMARY KEY, "userId" TEXT NOT NULL REFERENCES "User"("id"), "name" TEXT NOT NULL, "coverItemId" BIGINT);
+CREATE TABLE "AlbumItem" ("id" BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  "collectionId" TEXT NOT NULL REFERENCES "Album"("id") ON DELETE CASCADE, "creationId" TEXT REFERENCES "Creation"("id"),
   "position" INTEGER NOT NULL, UNIQUE ("collectionId", "position"));
-ALTER TABLE "Collection" ADD CONSTRAINT "Collection_coverItemId_fkey" FOREIGN KEY ("coverItemId") REFERENCES "CollectionItem"("id") ON DELETE SET NULL;
+ALTER TABLE "Album" ADD CONSTRAINT "Album_coverItemId_fkey" FOREIGN KEY ("coverItemId") REFERENCES "AlbumItem"("id") ON DELETE SET NULL;
 CREATE TABLE "DeploymentState" ("deploymentId" TEXT NOT NULL, "key" TEXT NOT NULL, "value" NUMERIC(20,4), PRIMARY KEY ("deploymentId", "key"));
 `;
 
@@ -34,15 +35,15 @@ INSERT INTO "MannaLedger" (id, "userId", kind, amount, "balanceAfter", reason) V
 INSERT INTO "Creation" (id, "userId", tool, name, url, "updatedAt", embedding, "embeddingProvider", "embeddingDimensions")
   VALUES ('c1', 'u1', 'flux_dev', 'Lighthouse', 'https://x/1.png', now(), ('[' || array_to_string(array_fill(0.036::real, ARRAY[768]), ',') || ']')::vector(768), 'p', 768);
 -- Children sort before their parents, in C and in any other order.
-INSERT INTO "Task" (id, "userId", "title") VALUES ('z-root', 'u1', 'Root');
-INSERT INTO "Task" (id, "userId", "parentId", "title", "due", "done", "tags", "meta") VALUES
+INSERT INTO "Chore" (id, "userId", "title") VALUES ('z-root', 'u1', 'Root');
+INSERT INTO "Chore" (id, "userId", "parentId", "title", "due", "done", "tags", "meta") VALUES
   ('a-child', 'u1', 'z-root', E'Quote '' backslash \\\\ tab\\t newline\\n', '2026-01-02 03:04:05.678', true, '{"a b","c,d",""}', '{"k": [1, null, "ü"]}'),
   ('B-child', 'U2', 'a-child', 'Ünïcödé 🌊', NULL, false, '{}', NULL),
   ('_under', 'U2', NULL, 'underscore', NULL, false, '{NULL}', 'null'),
   ('m-mid', 'u1', 'B-child', 'mid', NULL, false, '{}', '[]');
-INSERT INTO "Collection" (id, "userId", name) VALUES ('col-b', 'u1', 'Second'), ('col-a', 'U2', 'First');
-INSERT INTO "CollectionItem" ("collectionId", "creationId", position) VALUES ('col-a', 'c1', 1), ('col-a', NULL, 2), ('col-b', 'c1', 1);
-UPDATE "Collection" SET "coverItemId" = (SELECT max(id) FROM "CollectionItem" WHERE "collectionId" = "Collection".id);
+INSERT INTO "Album" (id, "userId", name) VALUES ('col-b', 'u1', 'Second'), ('col-a', 'U2', 'First');
+INSERT INTO "AlbumItem" ("collectionId", "creationId", position) VALUES ('col-a', 'c1', 1), ('col-a', NULL, 2), ('col-b', 'c1', 1);
+UPDATE "Album" SET "coverItemId" = (SELECT max(id) FROM "AlbumItem" WHERE "collectionId" = "Album".id);
 INSERT INTO "DeploymentState" VALUES ('d1', 'b', 1.5), ('d1', 'a', NULL), ('D0', 'z', -2.25), ('d1', 'B', 0);
 `;
 
@@ -84,12 +85,12 @@ describe('db copy of tables it has never heard of', () => {
     await queue.stop(0);
     const url = await target();
     const report = await copyToPostgres(source.sql, 'test-source', url, { migrations, withoutPgvector: true, pageRows: 2 });
-    const later = report.tables.filter((t) => ['Task', 'Collection', 'CollectionItem', 'DeploymentState'].includes(t.name));
+    const later = report.tables.filter((t) => ['Chore', 'Album', 'AlbumItem', 'DeploymentState'].includes(t.name));
     expect(later.map((t) => [t.name, t.source.rows])).toEqual(
       expect.arrayContaining([
-        ['Task', 5],
-        ['Collection', 2],
-        ['CollectionItem', 3],
+        ['Chore', 5],
+        ['Album', 2],
+        ['AlbumItem', 3],
         ['DeploymentState', 4],
       ]),
     );
@@ -103,26 +104,24 @@ describe('db copy of tables it has never heard of', () => {
     expect(report.tables.map((t) => t.name)).not.toContain('pgboss.version');
     for (const t of report.tables) expect(t.target, t.name).toEqual(t.source);
     const names = report.tables.map((t) => t.name);
-    expect(names.indexOf('User')).toBeLessThan(names.indexOf('Task'));
-    expect(names.indexOf('Creation')).toBeLessThan(names.indexOf('CollectionItem'));
+    expect(names.indexOf('User')).toBeLessThan(names.indexOf('Chore'));
+    expect(names.indexOf('Creation')).toBeLessThan(names.indexOf('AlbumItem'));
 
     const db = await connectPostgres(url);
     try {
-      expect(await db.rows(`SELECT id, "parentId" FROM "Task" ORDER BY id COLLATE "C"`)).toEqual([
+      expect(await db.rows(`SELECT id, "parentId" FROM "Chore" ORDER BY id COLLATE "C"`)).toEqual([
         ['B-child', 'a-child'],
         ['_under', null],
         ['a-child', 'z-root'],
         ['m-mid', 'B-child'],
         ['z-root', null],
       ]);
-      expect(await db.rows(`SELECT title, tags::text, meta::text, due::text FROM "Task" WHERE id = 'a-child'`)).toEqual([
+      expect(await db.rows(`SELECT title, tags::text, meta::text, due::text FROM "Chore" WHERE id = 'a-child'`)).toEqual([
         ["Quote ' backslash \\ tab\t newline\n", '{"a b","c,d",""}', '{"k": [1, null, "ü"]}', '2026-01-02 03:04:05.678'],
       ]);
       // The identity goes on after the copied rows, and the cycle's keys are filled in.
-      expect(await db.rows(`INSERT INTO "CollectionItem" ("collectionId", position) VALUES ('col-b', 2) RETURNING id::text`)).toEqual([
-        ['4'],
-      ]);
-      expect(await db.rows(`SELECT id, "coverItemId"::text FROM "Collection" ORDER BY id`)).toEqual([
+      expect(await db.rows(`INSERT INTO "AlbumItem" ("collectionId", position) VALUES ('col-b', 2) RETURNING id::text`)).toEqual([['4']]);
+      expect(await db.rows(`SELECT id, "coverItemId"::text FROM "Album" ORDER BY id`)).toEqual([
         ['col-a', '2'],
         ['col-b', '3'],
       ]);
@@ -160,7 +159,7 @@ describe('db copy of tables it has never heard of', () => {
     const db = await connectPostgres(url);
     try {
       const [[copied, marker]] = (await db.rows(`SELECT
-        (SELECT sum(n) FROM (SELECT count(*) AS n FROM "User" UNION ALL SELECT count(*) FROM "Task" UNION ALL SELECT count(*) FROM "CollectionItem" UNION ALL SELECT count(*) FROM "DeploymentState") AS c)::text,
+        (SELECT sum(n) FROM (SELECT count(*) AS n FROM "User" UNION ALL SELECT count(*) FROM "Chore" UNION ALL SELECT count(*) FROM "AlbumItem" UNION ALL SELECT count(*) FROM "DeploymentState") AS c)::text,
         to_regclass('"_parley_copy"')::text`)) as [[string, string]];
       expect(Number(copied)).toBeGreaterThan(0);
       expect(Number(copied)).toBeLessThan(14);
