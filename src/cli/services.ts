@@ -5,6 +5,7 @@ import { liveLockHolder } from '../db/data-dir-lock.ts';
 import { type Database, openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { connectorsFor } from '../connectors/index.ts';
+import { parseInput } from '../domain/core/validation.ts';
 import { createServices, type Services } from '../domain/services.ts';
 import { loadToolRegistry, type ToolRegistry } from '../domain/tools/registry.ts';
 import { pgBossQueue } from '../jobs/pg-boss.ts';
@@ -29,6 +30,8 @@ export async function runCommand<N extends OperationName>(
   args: OperationArgs<N>,
   progress: (done: number, total: number) => void = () => {},
 ): Promise<OperationResult<N>> {
+  // Bad arguments are refused before a database is opened or a service asked (each costs seconds).
+  parseInput(operations[command].args, args);
   const config = loadConfig();
   const { database: db } = config;
   if (db.kind === 'pglite' && db.dataDir) {

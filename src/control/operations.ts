@@ -7,6 +7,8 @@ import type { Database } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { upgradeToPgvector } from '../db/vector-column.ts';
 import { loadDemo } from '../demo/load.ts';
+import { usernameSchema } from '../domain/creators/service.ts';
+import { amountSchema } from '../domain/manna/service.ts';
 import type { Services } from '../domain/services.ts';
 
 /**
@@ -24,12 +26,12 @@ export interface OperationContext {
 const operation = <S extends z.ZodType, R>(args: S, run: (ctx: OperationContext, args: z.infer<S>) => Promise<R>) => ({ args, run });
 
 export const operations = {
-  'keys.create': operation(z.object({ username: z.string() }), async ({ services }, { username }) => {
+  'keys.create': operation(z.object({ username: usernameSchema }), async ({ services }, { username }) => {
     const user = await services.creators.ensureUser(username);
     return { userId: user.id, username: user.username, apiKey: (await services.apiKeys.create(user.id)).apiKey };
   }),
   'manna.grant': operation(
-    z.object({ username: z.string(), amount: z.string(), kind: z.enum(['subscription', 'forever']) }),
+    z.object({ username: z.string(), amount: amountSchema, kind: z.enum(['subscription', 'forever']) }),
     async ({ services }, { username, amount, kind }) => {
       const granted = await services.manna.grant(username, amount, kind);
       return {

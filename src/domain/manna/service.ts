@@ -5,7 +5,8 @@ import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import type { LedgerPosition, MannaStore } from './store.ts';
 
-const amountSchema = z
+/** A grant's amount, as the CLI gives it: checked before a database is opened, and again here. */
+export const amountSchema = z
   .string()
   .regex(/^\d{1,12}(\.\d{1,4})?$/, 'must be a positive amount with at most 4 decimals')
   .refine((a) => Number(a) > 0, 'must be more than 0');
