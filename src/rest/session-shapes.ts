@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Session } from '../generated/prisma/client.ts';
-import { MessageRole, MessageStatus, SessionPermission, SessionStatus, ToolCallStatus } from '../generated/prisma/enums.ts';
+import { MessageRole, MessageStatus, SessionPermission, SessionStatus, TaskStatus } from '../generated/prisma/enums.ts';
 import type { MessageView, SessionEvent, SessionEventOf, SessionEventType, ToolCallView } from '../domain/core/events.ts';
 import { type WatchEnd, watchEndCodes } from '../domain/sessions/stream.ts';
 import type { SharedSession } from '../domain/shares/service.ts';
@@ -68,7 +68,7 @@ export const restToolCallSchema = z
     id: z.string(),
     tool: z.string(),
     args: z.unknown(),
-    status: z.enum(ToolCallStatus),
+    status: z.enum(TaskStatus),
     result: z.unknown(),
     cost: z.number().nullable(),
     error: z.string().nullable(),

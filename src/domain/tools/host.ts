@@ -97,7 +97,7 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       // The session's owner pays, unless the agent's owner pays for everything it does.
       const payer = payers.ownerPays === 'full' ? payers.agentOwnerId : payers.sessionOwnerId;
       const enabled = payers.tools as Record<string, boolean>;
-      const rows = await store.record(ctx.messageId, requested);
+      const rows = await store.record({ messageId: ctx.messageId, sessionId: ctx.sessionId, agentId: ctx.agentId, payer }, requested);
       return {
         async run() {
           const results = await Promise.all(

@@ -17,6 +17,12 @@ export interface CallPlace {
   messageId: string;
 }
 
+/** Where a reply's calls belong, and whose they are: a call is a task of the user who pays for it. */
+export interface CallOwner extends CallPlace {
+  agentId: string;
+  payer: string;
+}
+
 /** How a call ended. */
 export interface Settlement {
   status: 'completed' | 'failed' | 'cancelled';
@@ -48,8 +54,8 @@ export interface ToolStore {
     agentId: string,
     sessionId: string,
   ): Promise<{ tools: unknown; ownerPays: OwnerPays; agentOwnerId: string; sessionOwnerId: string }>;
-  /** Saves the calls, pending, after the message's earlier ones; returns them in order. */
-  record(messageId: string, calls: RequestedToolCall[]): Promise<RecordedCall[]>;
+  /** Saves the calls as tasks of the payer, pending, after the message's earlier ones; returns them in order. */
+  record(owner: CallOwner, calls: RequestedToolCall[]): Promise<RecordedCall[]>;
   /**
    * Charges a call before it runs, in one transaction with its ledger rows: `cost` (if any) within
    * the session's manna budget and from the payer's balance, and the call moved to running. Null

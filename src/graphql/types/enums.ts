@@ -8,7 +8,7 @@ import {
   MessageStatus,
   SessionPermission,
   SessionStatus,
-  ToolCallStatus,
+  TaskStatus,
   TriggerStatus,
 } from '../../generated/prisma/enums.ts';
 import { builder } from '../builder.ts';
@@ -29,7 +29,7 @@ export const MessageRoleEnum = builder.enumType('MessageRole', { values: upper(O
 export const BalanceKindEnum = builder.enumType('BalanceKind', { values: upper(Object.values(BalanceKind)) });
 export const MessageStatusEnum = builder.enumType('MessageStatus', { values: upper(Object.values(MessageStatus)) });
 export const SessionPermissionEnum = builder.enumType('SessionPermission', { values: upper(Object.values(SessionPermission)) });
-export const ToolCallStatusEnum = builder.enumType('ToolCallStatus', { values: upper(Object.values(ToolCallStatus)) });
+export const ToolCallStatusEnum = builder.enumType('ToolCallStatus', { values: upper(Object.values(TaskStatus)) });
 export const SortDirectionEnum = builder.enumType('SortDirection', { values: upper(sortDirections) });
 export const CreationSearchOrderEnum = builder.enumType('CreationSearchOrder', {
   values: {
