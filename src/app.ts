@@ -84,7 +84,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     metrics,
   });
   reportRecovered(http.log, recovered);
+  // As with replies: alone, every task left unsettled was left by an earlier process that died.
+  if (!config.redisUrl) reportSettledTasks(http.log, await services.tasks.recoverAbandoned());
   const stopWatchingInstances = watchInstances(database, adapters, config, http.log);
+  const stopWatchingRunners = adapters.instances
+    ? services.tasks.watchForDeadRunners({ gone: adapters.instances.gone, everyMs: config.instanceHeartbeatMs, log: http.log })
+    : () => {};
   // Signals the bus could not take when they were made (Redis out of reach) go out once it is back;
   // those an earlier process left, now.
   await services.signals.flush();
@@ -121,7 +126,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         await listenForCommands(config.database.dataDir, { services, database: { ...database, fromSnapshot: false } }, http.log)
       : null;
   metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
-  closeInOrder(http, config, { services, websocket, commands, database, adapters, stop: [stopWatchingInstances, stopFlushingSignals] });
+  closeInOrder(http, config, {
+    services,
+    websocket,
+    commands,
+    database,
+    adapters,
+    stop: [stopWatchingInstances, stopWatchingRunners, stopFlushingSignals],
+  });
 
   return { http, services, database, websocket, listen: (options) => listen(http, options), close: () => http.close() };
 }
@@ -188,6 +200,11 @@ function reportRecovered(log: FastifyBaseLogger, recovered: RecoveredReply[]) {
   );
 }
 
+function reportSettledTasks(log: FastifyBaseLogger, settled: { id: string }[]) {
+  if (!settled.length) return;
+  log.warn({ tasks: settled.map((t) => t.id) }, `${settled.length} tasks left unfinished by a stopped process were settled as failed`);
+}
+
 /** With several instances, each closes the replies of one that stopped beating. */
 function watchInstances(database: Database, adapters: Adapters, config: Config, log: FastifyBaseLogger) {
   if (!adapters.instances) return () => {};
@@ -238,7 +255,7 @@ function closeInOrder(
     log: http.log,
   });
   http.addHook('preClose', async () => {
-    await services.replies.drain(config.shutdownGraceMs);
+    await Promise.all([services.replies.drain(config.shutdownGraceMs), services.tasks.drain(config.shutdownGraceMs)]);
     for (const stop of parts.stop) stop();
     services.access.stop();
     await adapters.instances?.close();

@@ -39,6 +39,11 @@ import { searchStore } from './search/store.ts';
 import { createToolHost, toolExecutors } from './tools/host.ts';
 import { toolStore } from './tools/store.ts';
 import type { ToolRegistry } from './tools/registry.ts';
+import { toolRunQueue } from './tools/run-queue.ts';
+import type { TaskEvents } from './tasks/events.ts';
+import { taskRunner } from './tasks/runner.ts';
+import { taskService } from './tasks/service.ts';
+import { taskStore } from './tasks/store.ts';
 import { triggerService } from './triggers/service.ts';
 import { triggerStore } from './triggers/store.ts';
 
@@ -68,15 +73,19 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(searchStore(db), config.search);
   const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
+  const instanceId = dependencies.instanceId ?? randomUUID();
+  const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
+  const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers });
   const tools = createToolHost({
     store: toolStore(db),
     registry,
-    executors: toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers }),
+    executors,
     search,
     bus,
     log,
     metrics: metrics.manna,
     work: config.work,
+    queue,
   });
   const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
@@ -87,9 +96,21 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     llm: config.llm,
     tools,
     memory: memories.host,
-    instanceId: dependencies.instanceId ?? randomUUID(),
+    instanceId,
     log,
     metrics: metrics.replies,
+  });
+  const taskEvents: TaskEvents = { publish: async () => undefined };
+  const tasksStore = taskStore(db);
+  const tasks = taskService({
+    store: tasksStore,
+    registry,
+    runnable: new Set(executors.keys()),
+    runner: taskRunner({ store: tasksStore, registry, executors, queue, search, events: taskEvents, log }),
+    events: taskEvents,
+    instanceId,
+    unsettledPerUser: config.work.tasksPerUser,
+    log,
   });
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
   const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
@@ -117,6 +138,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     shares: shareService(prismaShareStore(db), sessions),
     memories,
     manna: mannaService(prismaMannaStore(db)),
+    tasks,
   };
 }
 

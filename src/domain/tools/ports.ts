@@ -34,7 +34,7 @@ export interface Settlement {
 export interface CallCreation {
   id: string;
   userId: string;
-  agentId: string;
+  agentId: string | null;
   tool: string;
   args: Record<string, unknown>;
   name: string;
@@ -42,6 +42,8 @@ export interface CallCreation {
   thumbnail: string | null;
   filename: string | null;
   mediaAttributes: Record<string, unknown>;
+  /** A task made public makes public creations. */
+  public?: boolean;
 }
 
 /** Why a hold took nothing: the session's manna budget, the payer's balance, or the call gone. */
