@@ -27,6 +27,7 @@ import { rateLimitRequests } from './http/rate-limit.ts';
 import { installCors, installSecurityHeaders } from './http/security-headers.ts';
 import { createLimits } from './limits/index.ts';
 import { throttledWarnings } from './limits/throttled-log.ts';
+import { pgBossQueue, type RunningJobQueue } from './jobs/pg-boss.ts';
 import { installObservability, requestId, requestLogFields } from './observability/http.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { createEventBus } from './realtime/index.ts';
@@ -74,7 +75,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const http = createHttpServer(config, options);
   const metrics = createMetrics({ process: true });
   const adapters = connectAdapters(config, http.log);
+  const jobs = pgBossQueue(database.jobs, config.jobs, http.log);
   const services = createServices(database.prisma, tools, {
+    jobs,
     config,
     bus: adapters.bus,
     streamLimits: adapters.limits.streams,
@@ -128,6 +131,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   metrics.watch({ eventSubscribers: () => services.bus.subscriberCount(), graphqlSockets: () => websocket.stats().open });
   closeInOrder(http, config, {
     services,
+    jobs,
     websocket,
     commands,
     database,
@@ -135,7 +139,22 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     stop: [stopWatchingInstances, stopWatchingRunners, stopFlushingSignals],
   });
 
-  return { http, services, database, websocket, listen: (options) => listen(http, options), close: () => http.close() };
+  return {
+    http,
+    services,
+    database,
+    websocket,
+    async listen(options) {
+      const address = await listen(http, options);
+      // After listening, not before: the queue's start is none of /healthz's business.
+      void jobs
+        .start()
+        .then(() => services.startWork())
+        .catch((err) => http.log.error({ err }, 'the job queue could not start'));
+      return address;
+    },
+    close: () => http.close(),
+  };
 }
 
 /** Opens the database and migrates it; without a shared Redis, closes replies a dead process left. */
@@ -241,6 +260,7 @@ function closeInOrder(
   config: Config,
   parts: {
     services: Services;
+    jobs: RunningJobQueue;
     websocket: ReturnType<typeof attachGraphQLWebSocket>;
     commands: { close(): Promise<void> } | null;
     database: Database;
@@ -255,7 +275,14 @@ function closeInOrder(
     log: http.log,
   });
   http.addHook('preClose', async () => {
-    await Promise.all([services.replies.drain(config.shutdownGraceMs), services.tasks.drain(config.shutdownGraceMs)]);
+    // Jobs under way here (an autonomous turn writing its reply) get the same grace as replies;
+    // past it they are failed, and another instance tries them again. Tasks past it are failed
+    // with their holds returned.
+    await Promise.all([
+      services.replies.drain(config.shutdownGraceMs),
+      parts.jobs.stop(config.shutdownGraceMs),
+      services.tasks.drain(config.shutdownGraceMs),
+    ]);
     for (const stop of parts.stop) stop();
     services.access.stop();
     await adapters.instances?.close();

@@ -153,6 +153,25 @@ export const settings = {
     default: 10_000,
     meaning: 'on SIGTERM, how long replies being written may take to finish',
   }),
+  jobs: {
+    pollMs: setting('JOBS_POLL_MS', z.coerce.number().int().min(500), {
+      default: 1_000,
+      meaning: 'how often each worker of the job queue looks for a job that is due (one indexed query; the lateness of a due job)',
+    }),
+    superviseS: setting('JOBS_SUPERVISE_S', z.coerce.number().int().min(1).max(3_600), {
+      default: 5,
+      meaning: 'how often the job queue looks for jobs whose instance stopped saying it is alive, and tidies finished ones',
+    }),
+    takeoverS: setting('JOBS_TAKEOVER_S', z.coerce.number().int().min(10).max(3_600), {
+      default: 10,
+      meaning:
+        'a running job whose instance has not said it is alive for this long is tried again elsewhere (every `takeoverS / 2` while it runs; 10 at least)',
+    }),
+    poolSize: setting('JOBS_POOL_SIZE', z.coerce.number().int().min(1).max(100), {
+      default: 3,
+      meaning: "with `DATABASE_URL`: the job queue's own PostgreSQL connections, beside Prisma's",
+    }),
+  },
   http: {
     requestTimeoutMs: setting('REQUEST_TIMEOUT_MS', positiveInt, {
       default: 30_000,
@@ -410,6 +429,8 @@ export type WorkConfig = Config['work'];
 /** Automatic persisted queries: the hash-to-query store, bounded. */
 export type ApqConfig = Config['apq'];
 export type SearchConfig = Config['search'];
+/** The job queue's polling, supervision and connections (`docs/jobs.md`). */
+export type JobsConfig = Config['jobs'];
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const result = read(settings, env);

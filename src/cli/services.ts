@@ -6,6 +6,7 @@ import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { createServices } from '../domain/services.ts';
 import { loadToolRegistry } from '../domain/tools/registry.ts';
+import { pgBossQueue } from '../jobs/pg-boss.ts';
 import { createLimits } from '../limits/index.ts';
 import { createMetrics } from '../observability/metrics.ts';
 import { createEventBus } from '../realtime/index.ts';
@@ -48,11 +49,21 @@ export async function runCommand<N extends OperationName>(
   const bus = createEventBus(config);
   // A command streams nothing to clients, so its stream slots need not be shared.
   const limits = createLimits(config.limits, undefined, log);
+  // Opened only if the command sends a job (none works any).
+  const jobs = pgBossQueue(database.jobs, config.jobs, log);
   try {
     if (command !== 'migrate') await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
-    const services = createServices(database.prisma, tools, { config, bus, streamLimits: limits.streams, log, metrics: createMetrics() });
+    const services = createServices(database.prisma, tools, {
+      config,
+      bus,
+      streamLimits: limits.streams,
+      log,
+      metrics: createMetrics(),
+      jobs,
+    });
     return (await operations[command].run({ services, database, progress }, args as never)) as OperationResult<N>;
   } finally {
+    await jobs.stop(config.shutdownGraceMs);
     await bus.close();
     await limits.close();
     await database.close();

@@ -32,8 +32,17 @@ function createClient(adapter: Adapter, onQuery?: (sql: string) => void) {
 
 export type Db = ReturnType<typeof createClient>;
 
+/**
+ * Where the job queue (`src/jobs/`) keeps its jobs: on PostgreSQL a small pool of its own; on
+ * the embedded database the one connection, through the database thread.
+ */
+export type JobsConnection =
+  | { kind: 'postgres'; url: string }
+  | { kind: 'embedded'; executeSql(text: string, values?: unknown[]): Promise<{ rows: any[] }> };
+
 export interface Database {
   prisma: Db;
+  jobs: JobsConnection;
   /** What the schema engine applies migrations through. */
   migrationAdapterFactory: SqlMigrationAwareDriverAdapterFactory;
   /**
@@ -88,6 +97,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     const url = new URL(config.url);
     return {
       prisma,
+      jobs: { kind: 'postgres', url: config.url },
       migrationAdapterFactory: new PostgresMigrationAdapterFactory({ connectionString: config.url, max: 1 }),
       exclusively: (work) => holdingAdvisoryLock(config.url, work),
       description: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
@@ -121,6 +131,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   }
   return {
     prisma,
+    jobs: { kind: 'embedded', executeSql: pglite.executeSql },
     migrationAdapterFactory: pglite.factory,
     // The data directory's lock already keeps every other process out.
     exclusively: (work) => work(),

@@ -148,6 +148,8 @@ export function startPGliteThread(dataDir: string | undefined) {
   return {
     factory,
     ready,
+    /** Runs the job queue's SQL (one statement with parameters, or a script without) on the database thread. */
+    executeSql: (text: string, values?: unknown[]) => channel.call<{ rows: any[] }>('jobSql', { text, values }),
     async close() {
       await channel.call('close');
       await worker.terminate();

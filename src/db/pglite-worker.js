@@ -65,6 +65,17 @@ const ops = {
     await queryable(args).dispose();
     handles.delete(args.handle);
   },
+  // The job queue's statements (pg-boss), on the same connection as Prisma's. PGlite runs each
+  // call below only while no interactive transaction of Prisma's holds the connection.
+  jobSql: async ({ text, values }) => {
+    if (values?.length) return { rows: (await pglite.query(text, values)).rows };
+    // Without parameters a call may be several statements, its own BEGIN ... COMMIT among them. Run
+    // inside one PGlite transaction, a statement that fails rolls back before anything else runs on
+    // the connection; otherwise the failed block would stay open for the next caller's statements.
+    // (pg-boss's own BEGIN then only warns, and PGlite's closing COMMIT finds nothing to commit.)
+    const results = await pglite.transaction((tx) => tx.exec(text));
+    return { rows: results.flatMap((r) => r.rows ?? []) };
+  },
   close: () => pglite.close(),
 };
 

@@ -20,6 +20,7 @@ import { createReplyEngine } from './replies/engine.ts';
 import { replyStore } from './replies/store.ts';
 import { chooseProvider } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
+import type { JobQueue } from './core/jobs.ts';
 import { sessionService } from './sessions/service.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate } from './sessions/access-gate.ts';
@@ -64,6 +65,8 @@ export interface ServiceDependencies {
   publicUrl?: () => string;
   /** Names this process on the replies it writes; a new one by default. */
   instanceId?: string;
+  /** Background work that must happen later, once, on any instance (`core/jobs.ts`). */
+  jobs: JobQueue;
 }
 
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
@@ -115,8 +118,18 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
   const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
   const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
+  /** What each service that works jobs starts on this instance. */
+  const workers: (() => Promise<void>)[] = [];
   return {
     db,
+    jobs: dependencies.jobs,
+    /**
+     * Declares the job queues and starts working them on this instance; the composition root
+     * calls it once the service listens.
+     */
+    async startWork() {
+      await Promise.all(workers.map((start) => start()));
+    },
     metrics,
     tools: registry,
     media,

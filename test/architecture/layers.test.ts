@@ -28,10 +28,11 @@ const folder = (path: string) => path.split('/')[0]!;
 
 /** Which top-level folders of src/ each folder may import (docs/decisions.md, "Layers"). */
 const outward: Record<string, string[]> = {
-  domain: ['realtime', 'rest', 'graphql', 'http', 'limits', 'redis', 'cli', 'demo'],
-  realtime: ['graphql', 'rest', 'http', 'cli'],
+  domain: ['realtime', 'rest', 'graphql', 'http', 'limits', 'redis', 'cli', 'demo', 'jobs'],
+  jobs: ['graphql', 'rest', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo'],
+  realtime: ['graphql', 'rest', 'http', 'cli', 'jobs'],
   limits: ['graphql', 'rest', 'http', 'realtime', 'cli'],
-  db: ['domain', 'graphql', 'rest', 'http', 'realtime', 'limits', 'cli'],
+  db: ['domain', 'graphql', 'rest', 'http', 'realtime', 'limits', 'cli', 'jobs'],
   rest: ['graphql', 'cli'],
   graphql: ['rest', 'cli'],
   http: ['rest', 'graphql', 'cli'],

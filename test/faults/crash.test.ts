@@ -1,3 +1,4 @@
+import { pgBossQueue } from '../../src/jobs/pg-boss.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/database.ts';
@@ -64,6 +65,7 @@ describe('SIGKILL during a burst of writes', () => {
         streamLimits: createLimits(config.limits, undefined, console).streams,
         log: console,
         metrics: createMetrics(),
+        jobs: pgBossQueue(database.jobs, config.jobs, console),
       });
       const person = async (username: string) => {
         const user = await services.creators.ensureUser(username);

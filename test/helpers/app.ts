@@ -13,6 +13,7 @@ import {
   type DatabaseConfig,
   type EventsConfig,
   type HttpConfig,
+  type JobsConfig,
   type LimitsConfig,
   type LlmConfig,
   type SearchConfig,
@@ -54,6 +55,7 @@ export interface ConfigOverrides {
   limits?: Partial<Omit<LimitsConfig, 'rate'>> & { rate?: Partial<LimitsConfig['rate']> };
   apq?: ApqConfig;
   redisUrl?: string;
+  jobs?: Partial<JobsConfig>;
 }
 
 /**
@@ -87,6 +89,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     work: { ...base.work, ...overrides.work },
     limits: { ...base.limits, ...overrides.limits, rate: { ...base.limits.rate, ...overrides.limits?.rate } },
     apq: overrides.apq ?? base.apq,
+    jobs: { ...base.jobs, ...overrides.jobs },
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
     // On CI's shared Redis every test app is a deployment of its own: counts and slots must not

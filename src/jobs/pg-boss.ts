@@ -1,0 +1,121 @@
+import { PgBoss } from 'pg-boss';
+import type { JobsConfig } from '../config.ts';
+import type { JobsConnection } from '../db/database.ts';
+import type { Job, JobQueue, QueueSpec, SendOptions, WorkOptions } from '../domain/core/jobs.ts';
+
+/** The schema pg-boss keeps its tables in; made by our migration `20261201000000_jobs_autonomy`. */
+export const JOBS_SCHEMA = 'pgboss';
+
+export interface RunningJobQueue extends JobQueue {
+  /** Opens the queue; the first call of any other method does too. */
+  start(): Promise<void>;
+  /**
+   * Stops claiming jobs, lets those running here finish for up to `graceMs`, then gives up the
+   * rest: each is failed, so another instance tries it again (per its queue's `retries`).
+   */
+  stop(graceMs: number): Promise<void>;
+}
+
+interface Log {
+  error(obj: unknown, msg?: string): void;
+  warn?(obj: unknown, msg?: string): void;
+}
+
+function connectionOptions(connection: JobsConnection, config: JobsConfig) {
+  if (connection.kind === 'postgres')
+    return { connectionString: connection.url, max: config.poolSize, application_name: 'parley-jobs', connectionTimeoutMillis: 5_000 };
+  return { db: { executeSql: connection.executeSql }, backend: 'pglite' as const };
+}
+
+/**
+ * The job queue on pg-boss (`docs/jobs.md`): jobs are rows of its tables, claimed with
+ * `FOR UPDATE SKIP LOCKED`, so each is run by one instance at a time; a running job's instance
+ * beats every `takeoverS / 2`, and one that stops beating has its jobs failed by the next
+ * supervision pass of any instance and tried again.
+ */
+export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log: Log): RunningJobQueue {
+  const boss = new PgBoss({
+    ...connectionOptions(connection, config),
+    schema: JOBS_SCHEMA,
+    // The schema is ours to create, in a migration: pg-boss only checks its version at start.
+    createSchema: false,
+    supervise: true,
+    superviseIntervalSeconds: config.superviseS,
+    // Expiry and lost heartbeats are found in the monitor's pass, which waits for both intervals.
+    monitorIntervalSeconds: config.superviseS,
+    // No cron schedules: our schedules are delayed jobs, sent by the rules that own them.
+    schedule: false,
+    registerInstance: false,
+    // A rebuild of its indexes is DDL the embedded database would run inside the service.
+    reindex: false,
+  });
+  boss.on('error', (err) => log.error({ err }, 'the job queue failed'));
+  boss.on('warning', (warning) => (log.warn ?? log.error)({ warning }, 'the job queue warns'));
+
+  let starting: Promise<unknown> | undefined;
+  /** Starts the queue on first use: a process that never uses it (most CLI commands) never opens it. */
+  const ready = async () => {
+    starting ??= boss.start();
+    await starting;
+  };
+  const heartbeatSeconds = config.takeoverS;
+
+  return {
+    start: ready,
+
+    async stop(graceMs) {
+      if (!starting) return;
+      await starting.catch(() => {});
+      await boss.stop({ graceful: true, timeout: graceMs, close: true });
+    },
+
+    async declare(spec: QueueSpec) {
+      await ready();
+      const options = {
+        policy: spec.oneAtATimePerKey ? 'stately' : 'standard',
+        retryLimit: spec.retries,
+        retryDelay: spec.retryDelaySeconds,
+        expireInSeconds: spec.runSeconds,
+        heartbeatSeconds,
+      };
+      await boss.createQueue(spec.name, options);
+      const { policy: _fixed, ...changeable } = options;
+      await boss.updateQueue(spec.name, changeable);
+    },
+
+    async send(queue, data, options: SendOptions = {}) {
+      await ready();
+      return boss.send(queue, data, { singletonKey: options.key, startAfter: options.at });
+    },
+
+    async work<T extends object>(queue: string, options: WorkOptions, handler: (job: Job<T>) => Promise<void>) {
+      await ready();
+      await boss.work<T>(
+        queue,
+        { localConcurrency: options.concurrency, batchSize: 1, pollingIntervalSeconds: config.pollMs / 1000 },
+        async ([job]) => {
+          if (job) await handler({ id: job.id, data: job.data, retry: job.retryCount, signal: job.signal });
+        },
+      );
+    },
+
+    async cancelWaiting(queue, key) {
+      await ready();
+      const waiting = await boss.findJobs(queue, { key, queued: true });
+      if (!waiting.length) return 0;
+      // pg-boss cancels by id whatever has not finished: a job claimed between the two statements
+      // is cancelled too, and its handler's end then settles nothing (handlers check their own rules).
+      const result = await boss.cancel(
+        queue,
+        waiting.map((j) => j.id),
+      );
+      // pg-boss answers `{jobs, requested, affected}`; its declared type names none of them.
+      return (result as { affected?: number }).affected ?? 0;
+    },
+
+    async waiting(queue, key) {
+      await ready();
+      return (await boss.findJobs(queue, { key, queued: true, limit: 1 })).length > 0;
+    },
+  };
+}
