@@ -14,6 +14,7 @@ import { serve, type RestContext, type RestOperation } from './operation.ts';
 import { senderDirectory } from './senders.ts';
 import { sessionSharingOperations } from './session-sharing.ts';
 import { sessionOperations } from './sessions.ts';
+import { taskOperations } from './tasks.ts';
 import { toolOperations } from './tools.ts';
 import { triggerOperations } from './triggers.ts';
 
@@ -30,6 +31,7 @@ const resources: readonly RestOperation[] = [
   ...creatorOperations,
   ...sessionOperations,
   ...sessionSharingOperations,
+  ...taskOperations,
 ];
 
 /** Every REST operation under `/v2` and `/apikeys`: the routes and the OpenAPI document both come from this list. */

@@ -132,8 +132,10 @@ export function taskService(deps: TaskServiceDeps) {
           createdAt: made.createdAt.toISOString(),
         },
       });
+      // Read as created (pending), before the runner moves it on.
+      const shown = query ? ((await store.find(made.id, query)) as TaskRead<Q>) : (made as TaskRead<Q>);
       void runner.start(made);
-      return query ? ((await store.find(made.id, query)) as TaskRead<Q>) : (made as TaskRead<Q>);
+      return shown;
     },
 
     get: readable,
