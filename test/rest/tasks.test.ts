@@ -38,7 +38,10 @@ beforeEach(() => {
   svc.reset();
 });
 
-const balances = async (user: TestUser) => (await t.rest('GET', '/v2/creators/me', { key: user.apiKey })).body;
+const balances = async (user: TestUser) => {
+  const { balance, subscriptionBalance, foreverBalance } = (await t.rest('GET', '/v2/creators/me', { key: user.apiKey })).body;
+  return { balance, subscriptionBalance, foreverBalance };
+};
 const ledgerOf = (user: TestUser) =>
   t.db.mannaLedger.findMany({ where: { userId: user.id }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
 const create = (user: TestUser, body: unknown) => t.rest('POST', '/v2/tasks/create', { key: user.apiKey, body });
@@ -302,5 +305,159 @@ describe('GET /v2/tasks/{taskId} and GET /v2/tasks', () => {
     expect(whole.args.prompt).toBe(big);
     expect(whole.result[0].data.text).toBe(big);
     expect(whole).not.toHaveProperty('truncated');
+  });
+});
+
+describe('POST /v2/tasks/cancel, progress and failures', () => {
+  it('cancels a running task: the tool service is let go, the hold comes back once, and cancelling again changes nothing', async () => {
+    const before = await balances(alice);
+    svc.enqueue({ hang: true });
+    const task = (await create(alice, { tool: 'remote', args: { prompt: 'forever', n: 2 } })).body.task;
+    await settled(alice, task._id, ['running']);
+    while (svc.calls.length === 0) await new Promise((r) => setTimeout(r, 10));
+    expect((await balances(alice)).balance).toBe(before.balance - 2);
+
+    const res = await t.rest('POST', '/v2/tasks/cancel', { key: alice.apiKey, body: { taskId: task._id } });
+    expect(res).toMatchObject({ status: 200, body: { taskStatus: 'cancelled' } });
+    await svc.calls[0]!.abandoned;
+    expect(await settled(alice, task._id)).toMatchObject({ status: 'cancelled', error: 'Cancelled by its owner', result: [] });
+    expect(await balances(alice)).toEqual(before);
+    const rows = (await ledgerOf(alice)).filter((r) => r.taskId === task._id);
+    expect(rows.map((r) => [r.amount.toNumber(), r.reason])).toEqual([
+      [-2, 'task: remote'],
+      [2, 'refund: remote cancelled'],
+    ]);
+    const again = await t.rest('POST', '/v2/tasks/cancel', { key: alice.apiKey, body: { taskId: task._id } });
+    expect(again).toMatchObject({ status: 200, body: { taskStatus: 'cancelled' } });
+    expect((await ledgerOf(alice)).filter((r) => r.taskId === task._id)).toHaveLength(2);
+  });
+
+  it('leaves an ended task as it is, and refuses what is not the caller’s to cancel, changing nothing', async () => {
+    svc.enqueue({ answer: { result: 'done' } });
+    const done = (await create(alice, { tool: 'remote', args: { prompt: 'quick' }, makePublic: true })).body.task;
+    await settled(alice, done._id);
+    const before = await footprint(alice);
+    const cancel = (user: TestUser, body: unknown) => t.rest('POST', '/v2/tasks/cancel', { key: user.apiKey, body });
+    expect((await cancel(alice, { taskId: done._id })).body).toEqual({ taskStatus: 'completed' });
+    expect(await cancel(bob, { taskId: done._id })).toMatchObject({ status: 403, body: { error: 'Only the task’s owner may cancel it' } });
+    expect(await cancel(alice, { taskId: 'nope' })).toMatchObject({ status: 404, body: { error: 'Task not found' } });
+    expect(await cancel(alice, {})).toMatchObject({ status: 400, body: { error: 'taskId: is required' } });
+    expect(await cancel(alice, { taskId: 5 })).toMatchObject({ status: 400, body: { error: 'taskId: must be a string' } });
+    expect(await footprint(alice)).toEqual(before);
+    expect(await settled(alice, done._id)).toMatchObject({ status: 'completed' });
+  });
+
+  it('a tool call of a reply stops with its reply, not on its own', async () => {
+    const frank = await t.createUser('frank');
+    await t.services.manna.grant('frank', '5', 'forever');
+    const agent = await fixtures(t).agent(frank, { tools: { remote: true } });
+    llm.enqueue({ toolCalls: [{ id: 'c1', name: 'remote', arguments: JSON.stringify({ prompt: 'x' }) }] }, { tokens: ['ok'] });
+    svc.enqueue({ answer: { result: 1 } });
+    const sent = await t.rest('POST', '/v2/sessions', { key: frank.apiKey, body: { agent_ids: [agent.id], content: 'go' } });
+    await settledSession(t, frank, sent.body.session_id);
+    const [call] = (await t.rest('GET', '/v2/tasks', { key: frank.apiKey })).body.docs;
+    const res = await t.rest('POST', '/v2/tasks/cancel', { key: frank.apiKey, body: { taskId: call._id } });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatch(/^taskId: is a tool call of a reply/);
+  });
+
+  it('cancels a task still waiting for its turn, before anything ran', async () => {
+    const gina = await t.createUser('gina');
+    await t.services.manna.grant('gina', '20', 'forever');
+    const gates = [deferred(), deferred(), deferred(), deferred()];
+    // Four long tasks take gina's four turns (TOOL_RUNS_PER_USER); the fifth waits.
+    for (const gate of gates) svc.enqueue({ answer: { result: 'slow' }, gate: gate.promise });
+    const long = [];
+    for (let i = 0; i < 4; i++) long.push((await create(gina, { tool: 'remote', args: { prompt: `long ${i}` } })).body.task);
+    for (const task of long) await settled(gina, task._id, ['running']);
+    const waiting = (await create(gina, { tool: 'remote', args: { prompt: 'waiting' } })).body.task;
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await t.rest('GET', `/v2/tasks/${waiting._id}`, { key: gina.apiKey })).body.task.status).toBe('pending');
+    const res = await t.rest('POST', '/v2/tasks/cancel', { key: gina.apiKey, body: { taskId: waiting._id } });
+    expect(res.body).toEqual({ taskStatus: 'cancelled' });
+    for (const gate of gates) gate.resolve();
+    for (const task of long) expect(await settled(gina, task._id)).toMatchObject({ status: 'completed' });
+    // The cancelled one never reached the tool service.
+    expect(svc.calls.map((c) => c.body.arguments.prompt)).not.toContain('waiting');
+    expect((await balances(gina)).balance).toBe(16);
+  });
+
+  it('follows the progress a tool service streams, in order, then its answer', async () => {
+    const steps = [deferred(), deferred(), deferred()];
+    svc.enqueue({
+      lines: [{ progress: 0.25, message: 'sketching' }, { progress: 0.75 }, { result: { ok: true } }],
+      before: (i) => (i === 0 ? Promise.resolve() : steps[i - 1]!.promise),
+    });
+    const task = (await create(alice, { tool: 'remote', args: { prompt: 'slowly' } })).body.task;
+    const progressOf = async () => (await t.rest('GET', `/v2/tasks/${task._id}`, { key: alice.apiKey })).body.task.progress;
+    while ((await progressOf()) !== 0.25) await new Promise((r) => setTimeout(r, 10));
+    steps[0]!.resolve();
+    while ((await progressOf()) !== 0.75) await new Promise((r) => setTimeout(r, 10));
+    steps[1]!.resolve();
+    expect(await settled(alice, task._id)).toMatchObject({ status: 'completed', progress: 1, result: [{ data: { ok: true } }] });
+  });
+
+  it('a tool that fails gives the hold back, with its own ledger row', async () => {
+    const before = await balances(alice);
+    svc.enqueue({ status: 422, answer: { error: 'no' } });
+    const task = (await create(alice, { tool: 'remote', args: { prompt: 'refused' } })).body.task;
+    expect(await settled(alice, task._id)).toMatchObject({ status: 'failed', error: 'The tool service answered HTTP 422', result: [] });
+    expect(await balances(alice)).toEqual(before);
+    expect((await ledgerOf(alice)).filter((r) => r.taskId === task._id).map((r) => r.reason)).toEqual([
+      'task: remote',
+      'refund: remote failed',
+    ]);
+  });
+
+  it('refuses a task past the tasks a user may have waiting, with 429, taking nothing', async () => {
+    const hank = await t.createUser('hank');
+    await t.services.manna.grant('hank', '100', 'forever');
+    const gate = deferred();
+    for (let i = 0; i < 40; i++) svc.enqueue({ answer: { result: i }, gate: gate.promise });
+    const made = [];
+    for (let i = 0; i < 40; i++) made.push((await create(hank, { tool: 'remote', args: { prompt: `n${i}` } })).body.task);
+    const before = await footprint(hank);
+    const refused = await create(hank, { tool: 'remote', args: { prompt: 'one too many' } });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toBe('Too many tasks waiting: at most 40 of yours may be pending or running at once');
+    expect(await footprint(hank)).toEqual(before);
+    gate.resolve();
+    for (const task of made) await settled(hank, task._id);
+  });
+});
+
+describe('manna under concurrency', () => {
+  it('creations and cancels at once against a balance for ten: none overdraws, each hold settles once, the ledger equals the balances', async () => {
+    const ivy = await t.createUser('ivy');
+    await t.services.manna.grant('ivy', '6', 'subscription');
+    await t.services.manna.grant('ivy', '4', 'forever');
+    const gate = deferred();
+    svc.reset();
+    for (let i = 0; i < 40; i++) svc.enqueue({ answer: { result: i }, gate: gate.promise });
+    const attempts = await Promise.all(Array.from({ length: 40 }, (_, i) => create(ivy, { tool: 'remote', args: { prompt: `p${i}` } })));
+    const made = attempts.filter((r) => r.status === 200).map((r) => r.body.task);
+    expect(made).toHaveLength(10);
+    expect(attempts.filter((r) => r.status === 402)).toHaveLength(30);
+    // Cancel half of them, each twice at once, while the others run.
+    const cancels = made.filter((_, i) => i % 2 === 0);
+    const answers = await Promise.all(
+      cancels.flatMap((task) => [0, 1].map(() => t.rest('POST', '/v2/tasks/cancel', { key: ivy.apiKey, body: { taskId: task._id } }))),
+    );
+    expect(answers.every((a) => a.status === 200 && a.body.taskStatus === 'cancelled')).toBe(true);
+    gate.resolve();
+    const ended = await Promise.all(made.map((task) => settled(ivy, task._id)));
+    expect(ended.filter((e) => e.status === 'cancelled')).toHaveLength(5);
+    expect(ended.filter((e) => e.status === 'completed')).toHaveLength(5);
+
+    const user = await t.db.user.findUniqueOrThrow({ where: { id: ivy.id } });
+    const ledger = await ledgerOf(ivy);
+    const sumOf = (kind: string) => ledger.filter((r) => r.kind === kind).reduce((s, r) => s + r.amount.toNumber(), 0);
+    expect(sumOf('subscription')).toBe(user.subscriptionBalance.toNumber());
+    expect(sumOf('forever')).toBe(user.foreverBalance.toNumber());
+    expect(user.subscriptionBalance.plus(user.foreverBalance).toNumber()).toBe(5);
+    for (const task of ended) {
+      const rows = ledger.filter((r) => r.taskId === task._id);
+      expect(rows.reduce((s, r) => s + r.amount.toNumber(), 0)).toBe(task.status === 'completed' ? -1 : 0);
+    }
   });
 });
