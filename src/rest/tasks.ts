@@ -45,16 +45,22 @@ export const taskOperations = [
     tag: 'Tasks',
     summary: 'A numbered page of your tasks, the tool calls of your replies among them (everything your manna paid for)',
     query: listQuery,
-    ok: { json: restSearchPageSchema.extend({ docs: z.array(restTaskSchema) }).meta({ id: 'TaskPage' }) },
+    ok: {
+      json: restSearchPageSchema
+        .extend({
+          docs: z.array(restTaskSchema),
+          prevPage: z.number().int().optional().meta({ description: 'Absent on the first page' }),
+          nextPage: z.number().int().optional().meta({ description: 'Absent on the last page' }),
+        })
+        .meta({ id: 'TaskPage' }),
+    },
     errors: { style: errors, codes: ['BAD_USER_INPUT'] },
     handler: async (request, _reply, { services }) => {
       const { tasks, total, page, limit } = await services.tasks.page(request.viewer, taskNames.toDomain(request.query), restTaskQuery);
-      return paginate(
-        tasks.map((t) => toRestTask(request.viewer, services.tools, t)),
-        total,
-        page,
-        limit,
-      );
+      const docs = tasks.map((t) => toRestTask(request.viewer, services.tools, t));
+      // The SDK types these two as a number or absent (docs/compatibility.md), so no page is no field.
+      const { prevPage, nextPage, ...numbers } = paginate(docs, total, page, limit);
+      return { ...numbers, ...(prevPage === null ? {} : { prevPage }), ...(nextPage === null ? {} : { nextPage }) };
     },
   }),
   operation({

@@ -408,6 +408,27 @@ describe('what the server answers matches what the document says', () => {
     await call('DELETE', '/apikeys', '/apikeys', a, {});
     await call('GET', '/v2/openapi.json', '/v2/openapi.json', null);
 
+    // Tasks: created, estimated, listed, read and cancelled; refused for bad input, a balance too small, or not found.
+    await t.services.manna.grant('alice', '5', 'forever');
+    await call('POST', '/v2/tasks/cost', '/v2/tasks/cost', a, { tool: 'flux_dev', args: { prompt: 'a lighthouse' } });
+    await call('POST', '/v2/tasks/cost', '/v2/tasks/cost', a, { tool: 'flux_dev', args: {} });
+    const task = await call('POST', '/v2/tasks/create', '/v2/tasks/create', a, {
+      tool: 'flux_schnell',
+      args: { prompt: 'a lighthouse', n_samples: 1 },
+      makePublic: true,
+    });
+    await call('POST', '/v2/tasks/create', '/v2/tasks/create', a, { tool: 'nope' });
+    await call('POST', '/v2/tasks/create', '/v2/tasks/create', bob.apiKey, { tool: 'flux_dev', args: { prompt: 'x' } });
+    await expect.poll(async () => (await t.rest('GET', `/v2/tasks/${task.body.task._id}`, { key: a })).body.task.status).toBe('completed');
+    await call('GET', '/v2/tasks/{taskId}', `/v2/tasks/${task.body.task._id}`, a);
+    await call('GET', '/v2/tasks/{taskId}', '/v2/tasks/nope', a);
+    await call('GET', '/v2/tasks', '/v2/tasks?status=completed&limit=5', a);
+    await call('GET', '/v2/tasks', '/v2/tasks?status=finished', a);
+    await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', a, { taskId: task.body.task._id });
+    await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', bob.apiKey, { taskId: task.body.task._id });
+    await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', a, { taskId: 'nope' });
+    await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', a, {});
+
     const untried = operationsOf()
       .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
       .filter((o) => !seen.has(o));
