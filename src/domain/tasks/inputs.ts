@@ -96,8 +96,12 @@ export const taskPageSchema = taskFilterSchema.extend({
   limit: wholeNumber(1, MAX_TASK_PAGE, 20),
 });
 
+const forwardOnly = z.never({ error: 'is not supported: tasks page forward, with first and after' }).optional();
+
 /** Forward pages for a connection: `first` after a cursor. */
 export const taskConnectionPage = z.object({
   first: wholeNumber(1, MAX_TASK_PAGE, 20),
   after: z.string().max(200).optional(),
+  last: forwardOnly,
+  before: forwardOnly,
 });

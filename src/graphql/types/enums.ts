@@ -1,5 +1,6 @@
 import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/inputs.ts';
 import { sortDirections } from '../../domain/search/inputs.ts';
+import { outputTypes, taskOrders, taskTypes } from '../../domain/tasks/inputs.ts';
 import {
   BalanceKind,
   CreatorType,
@@ -30,6 +31,17 @@ export const BalanceKindEnum = builder.enumType('BalanceKind', { values: upper(O
 export const MessageStatusEnum = builder.enumType('MessageStatus', { values: upper(Object.values(MessageStatus)) });
 export const SessionPermissionEnum = builder.enumType('SessionPermission', { values: upper(Object.values(SessionPermission)) });
 export const ToolCallStatusEnum = builder.enumType('ToolCallStatus', { values: upper(Object.values(TaskStatus)) });
+export const TaskStatusEnum = builder.enumType('TaskStatus', { values: upper(Object.values(TaskStatus)) });
+export const OutputTypeEnum = builder.enumType('OutputType', { values: upper(outputTypes) });
+export const TaskTypeEnum = builder.enumType('TaskType', {
+  values: {
+    CREATIONS: { value: taskTypes[0], description: 'Tools that make creations (every one but trainings).' },
+    CONCEPTS: { value: taskTypes[1], description: 'Trainings, which make concepts (LoRAs).' },
+  } as const,
+});
+export const TaskOrderEnum = builder.enumType('TaskOrder', {
+  values: { CREATED_AT: { value: taskOrders[0] }, UPDATED_AT: { value: taskOrders[1] } } as const,
+});
 export const SortDirectionEnum = builder.enumType('SortDirection', { values: upper(sortDirections) });
 export const CreationSearchOrderEnum = builder.enumType('CreationSearchOrder', {
   values: {
