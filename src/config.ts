@@ -268,15 +268,16 @@ export const settings = {
   events: {
     replayLimit: setting('EVENT_REPLAY_LIMIT', positiveInt, {
       default: 5_000,
-      meaning: 'events kept per session for clients that resume (`after`, `Last-Event-ID`)',
+      meaning: "events kept per session (and per user's feed) for clients that resume (`after`, `Last-Event-ID`)",
     }),
     replayBytes: setting('EVENT_REPLAY_BYTES', positiveInt, {
       default: 16 * 1024 * 1024,
-      meaning: "bytes of events a session's replay log keeps, besides `EVENT_REPLAY_LIMIT`; the oldest go first past either",
+      meaning:
+        "bytes of events a session's (or user's feed's) replay log keeps, besides `EVENT_REPLAY_LIMIT`; the oldest go first past either",
     }),
     idleTtlMs: setting('EVENT_IDLE_TTL_MS', positiveInt, {
       default: 600_000,
-      meaning: 'a session with no watcher and no event for this long forgets its replay log',
+      meaning: "a session (or user's feed) with no watcher and no event for this long forgets its replay log",
     }),
     streamBufferBytes: setting('STREAM_BUFFER_BYTES', positiveInt, {
       default: 1024 * 1024,

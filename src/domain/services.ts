@@ -14,6 +14,7 @@ import { creatorService } from './creators/service.ts';
 import { creatorStore } from './creators/store.ts';
 import { deploymentService } from './deployments/service.ts';
 import { deploymentStore } from './deployments/store.ts';
+import { feedService } from './feeds/service.ts';
 import { modelService } from './models/service.ts';
 import { modelStore } from './models/store.ts';
 import { createReplyEngine } from './replies/engine.ts';
@@ -145,6 +146,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     search,
     deployments: deploymentService(deploymentStore(db)),
     triggers: triggerService(triggerStore(db)),
+    /** Users' own feeds (triggers, tasks, deployments): features publish on `bus.feeds` and watch through this. */
+    feeds: feedService({ bus, limits: dependencies.streamLimits, gate: access }),
     sessions,
     signals,
     access,

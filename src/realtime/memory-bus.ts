@@ -1,20 +1,22 @@
 import type { EventsConfig } from '../config.ts';
-import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/core/bus.ts';
-import type { SessionEvent, SessionEventPayload } from '../domain/core/events.ts';
-import { type EventSource, ends, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
+import type { CancelRequest, EventBus, EventChannels, Numbered, SubscribeOptions } from '../domain/core/bus.ts';
+import { type ChannelKind, type Ends, feedKind, sessionKind } from './channel-kind.ts';
+import { type EventSource, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
 
 /**
- * A session's events in this process: the window is the whole log. The first seq comes from the
+ * A channel's events in this process: the window is the whole log. The first seq comes from the
  * clock (in microseconds): a channel forgotten and made again never reuses a number a client may hold.
  */
-class Channel implements EventSource {
-  readonly window: ReplayWindow;
+class Channel<E extends Numbered> implements EventSource<E> {
+  readonly window: ReplayWindow<E>;
   readonly ready = Promise.resolve();
-  readonly subscribers = new Set<Subscriber>();
+  readonly subscribers = new Set<Subscriber<E>>();
+  readonly ends: Ends;
   lastEventAt = Date.now();
 
-  constructor(retain: number, retainBytes: number) {
-    this.window = new ReplayWindow(retain, Date.now() * 1000, retainBytes);
+  constructor(kind: ChannelKind<never, E>, config: EventsConfig) {
+    this.window = new ReplayWindow(config.replayLimit, Date.now() * 1000, config.replayBytes, kind.sizeOf);
+    this.ends = kind.ends;
   }
 
   get seq() {
@@ -30,58 +32,87 @@ class Channel implements EventSource {
     return [];
   }
 
-  append(event: SessionEvent) {
+  append(event: E) {
     this.window.push(event);
     this.lastEventAt = Date.now();
     for (const s of this.subscribers) s.wake();
   }
 }
 
-/** The in-process event bus: one instance's sessions, each with a bounded replay log. */
-export function createMemoryBus(config: EventsConfig): EventBus {
-  const channels = new Map<string, Channel>();
-  const revokedKeys = new Listeners<string>();
-  const cancels = new Listeners<CancelRequest>();
-  let subscriberCount = 0;
-  let closed = false;
+/** What every kind's channels share in one bus: the count of subscriptions, and whether it closed. */
+interface Shared {
+  subscribers: number;
+  closed: boolean;
+}
 
-  const channel = (sessionId: string) => {
-    let c = channels.get(sessionId);
-    if (!c) channels.set(sessionId, (c = new Channel(config.replayLimit, config.replayBytes)));
+/** One kind of channel in this process, each with a bounded replay log. */
+function memoryChannels<P extends { type: string }, E extends Numbered>(kind: ChannelKind<P, E>, config: EventsConfig, shared: Shared) {
+  const channels = new Map<string, Channel<E>>();
+
+  const channel = (id: string) => {
+    let c = channels.get(id);
+    if (!c) channels.set(id, (c = new Channel(kind, config)));
     return c;
   };
 
-  // Sessions nobody watches and nothing happens in are forgotten after a while, with their
-  // replay log (a later resume gets EVENTS_EXPIRED and re-reads the session).
+  const events: EventChannels<P, E> = {
+    async publish(id, payload) {
+      const c = channel(id);
+      const event = kind.stamp(id, payload, c.seq + 1, new Date().toISOString());
+      c.append(event);
+      return event;
+    },
+
+    subscribe(id: string, options: SubscribeOptions = {}) {
+      const c = channel(id);
+      const subscriber = new Subscriber(c, options.after, c.seq, (s) => {
+        if (c.subscribers.delete(s)) shared.subscribers--;
+      });
+      c.subscribers.add(subscriber);
+      shared.subscribers++;
+      if (shared.closed) subscriber.end(kind.ends.shuttingDown(null));
+      return subscriber;
+    },
+
+    position: async (id) => channel(id).seq,
+  };
+
+  return {
+    events,
+    /**
+     * Channels nobody watches and nothing happens in are forgotten after a while, with their
+     * replay log (a later resume gets EVENTS_EXPIRED and reads the state again).
+     */
+    sweep(cutoff: number) {
+      for (const [id, c] of channels) if (c.subscribers.size === 0 && c.lastEventAt < cutoff) channels.delete(id);
+    },
+    close() {
+      for (const c of channels.values()) for (const s of c.subscribers) s.end(kind.ends.shuttingDown(null));
+    },
+  };
+}
+
+/** The in-process event bus: one instance's sessions and users' feeds, each with a bounded replay log. */
+export function createMemoryBus(config: EventsConfig): EventBus {
+  const shared: Shared = { subscribers: 0, closed: false };
+  const sessions = memoryChannels(sessionKind, config, shared);
+  const feeds = memoryChannels(feedKind, config, shared);
+  const revokedKeys = new Listeners<string>();
+  const cancels = new Listeners<CancelRequest>();
+
   const sweep = setInterval(
     () => {
       const cutoff = Date.now() - config.idleTtlMs;
-      for (const [id, c] of channels) if (c.subscribers.size === 0 && c.lastEventAt < cutoff) channels.delete(id);
+      sessions.sweep(cutoff);
+      feeds.sweep(cutoff);
     },
     Math.min(config.idleTtlMs, 60_000),
   );
   sweep.unref();
 
   return {
-    async publish(sessionId: string, payload: SessionEventPayload) {
-      const c = channel(sessionId);
-      const event = { ...payload, seq: c.seq + 1, sessionId, at: new Date().toISOString() } as SessionEvent;
-      c.append(event);
-      return event;
-    },
-
-    subscribe(sessionId: string, options: SubscribeOptions = {}) {
-      const c = channel(sessionId);
-      const subscriber = new Subscriber(c, options.after, c.seq, (s) => {
-        if (c.subscribers.delete(s)) subscriberCount--;
-      });
-      c.subscribers.add(subscriber);
-      subscriberCount++;
-      if (closed) subscriber.end(ends.shuttingDown(null));
-      return subscriber;
-    },
-
-    position: async (sessionId) => channel(sessionId).seq,
+    ...sessions.events,
+    feeds: feeds.events,
 
     async revokeKey(keyId: string) {
       revokedKeys.emit(keyId);
@@ -96,13 +127,14 @@ export function createMemoryBus(config: EventsConfig): EventBus {
     onCancelReplies: (listener) => cancels.add(listener),
 
     async close() {
-      closed = true;
+      shared.closed = true;
       clearInterval(sweep);
-      for (const c of channels.values()) for (const s of c.subscribers) s.end(ends.shuttingDown(null));
+      sessions.close();
+      feeds.close();
     },
 
     describe: async () => ({ events: 'in process (one instance; set REDIS_URL to share events between instances)', reachable: true }),
 
-    subscriberCount: () => subscriberCount,
+    subscriberCount: () => shared.subscribers,
   };
 }

@@ -1,62 +1,63 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { EventsConfig } from '../config.ts';
-import type { SessionEvent } from '../domain/core/events.ts';
 import type { WarnLog } from '../limits/throttled-log.ts';
 import { connectRedis } from '../redis/client.ts';
+import { type ChannelKind, type Ends, feedKind, sessionKind } from './channel-kind.ts';
 import { Publisher, type PublisherOptions } from './redis-publisher.ts';
-import { defineScripts, liveChannel, type Scripts, seqKey, streamKey } from './redis-scripts.ts';
-import { type EventSource, ends, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
-import type { CancelRequest, EventBus, SubscribeOptions } from '../domain/core/bus.ts';
+import { defineScripts, livePrefix, type Scripts, seqKey, streamKey } from './redis-scripts.ts';
+import { type EventSource, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
+import type { CancelRequest, EventBus, EventChannels, Numbered, SubscribeOptions } from '../domain/core/bus.ts';
 import { within } from '../domain/core/within.ts';
 
 const CONTROL = 'parley:control';
-const LIVE_PREFIX = 'parley:live:';
 
 type Entry = [id: string, fields: string[]];
 
 /**
- * A session as this instance sees it: the events that arrived live since someone here started
- * watching (the window), in front of the Redis stream that holds the rest.
+ * A channel (a session, a user's feed) as this instance sees it: the events that arrived live
+ * since someone here started watching (the window), in front of the Redis stream that holds the rest.
  */
-class Channel implements EventSource {
-  readonly window: ReplayWindow;
-  readonly subscribers = new Set<Subscriber>();
+class Channel<E extends Numbered> implements EventSource<E> {
+  readonly window: ReplayWindow<E>;
+  readonly subscribers = new Set<Subscriber<E>>();
   /** Incoming events are handled one after another: a gap is filled before what follows it. */
   queue: Promise<void> = Promise.resolve();
   ready: Promise<void>;
+  readonly ends: Ends;
 
   constructor(
-    readonly sessionId: string,
-    retain: number,
-    retainBytes: number,
-    private readonly reader: Reader,
-    init: (c: Channel) => Promise<void>,
+    readonly id: string,
+    kind: ChannelKind<never, E>,
+    config: EventsConfig,
+    private readonly reader: Reader<E>,
+    init: (c: Channel<E>) => Promise<void>,
   ) {
-    this.window = new ReplayWindow(retain, null, retainBytes);
+    this.window = new ReplayWindow(config.replayLimit, null, config.replayBytes, kind.sizeOf);
+    this.ends = kind.ends;
     this.ready = init(this);
   }
 
   current() {
-    return this.reader.current(this.sessionId);
+    return this.reader.current(this.id);
   }
 
   range(fromSeq: number, count: number) {
-    return this.reader.range(this.sessionId, fromSeq, count);
+    return this.reader.range(this.id, fromSeq, count);
   }
 
-  append(event: SessionEvent) {
+  append(event: E) {
     if (this.window.push(event)) for (const s of this.subscribers) s.wake();
   }
 
   /**
    * Events this instance showed here were refused by Redis: their watchers are told to read the
-   * session again, and the window starts again from where Redis has the session.
+   * channel's state again, and the window starts again from where Redis has the channel.
    */
   renumbered() {
     this.window.clear();
-    for (const s of this.subscribers) s.end(ends.unstored(null));
-    this.ready = Promise.resolve(this.reader.current(this.sessionId)).then(
+    for (const s of this.subscribers) s.end(this.ends.unstored(null));
+    this.ready = Promise.resolve(this.reader.current(this.id)).then(
       (at) => this.window.advance(at),
       () => {},
     );
@@ -64,17 +65,12 @@ class Channel implements EventSource {
 }
 
 /** Where a channel reads what its window does not hold. */
-interface Reader {
-  range(sessionId: string, fromSeq: number, count: number): Promise<SessionEvent[]>;
-  current(sessionId: string): number | Promise<number>;
+interface Reader<E extends Numbered> {
+  range(id: string, fromSeq: number, count: number): Promise<E[]>;
+  current(id: string): number | Promise<number>;
+  /** Events from after the window's last up to (not including) `untilSeq`, in order, to close a gap. */
+  catchUp(c: Channel<E>, untilSeq?: number): Promise<void>;
 }
-
-/** A stream entry as an event: its id is its seq, and a field `p` names the seq it follows across a skip. */
-const decode = (sessionId: string, [id, fields]: Entry): SessionEvent => {
-  const event: SessionEvent = { ...JSON.parse(fields[1]!), seq: Number(id.slice(0, id.indexOf('-'))), sessionId };
-  if (fields[2] === 'p') event.prev = Number(fields[3]);
-  return event;
-};
 
 type Signal = { type: 'revoke_key'; keyId: string } | ({ type: 'cancel' } & CancelRequest);
 
@@ -115,102 +111,57 @@ class ControlSignals {
   }
 }
 
+/** What every kind of channel on one bus shares: the two connections, the settings, and the count of subscriptions. */
+interface Shared {
+  commands: Redis & Scripts;
+  listener: Redis;
+  instance: string;
+  config: EventsConfig;
+  leases: PublisherOptions;
+  state: { subscribers: number; closed: boolean };
+}
+
 /**
- * Live events shared by every instance through Redis. Each event goes into its session's
- * Redis Stream (the replay log, bounded by EVENT_REPLAY_LIMIT and forgotten after
- * EVENT_IDLE_TTL_MS of quiet) and out on a pub/sub channel to the instances whose clients watch
- * that session. Resuming with `after` reads the stream, so it works on any instance and across
- * restarts of parley. Pub/sub can drop messages while a connection is re-established: seqs are
- * consecutive, so a gap is seen and filled from the stream.
+ * Live events shared by every instance through Redis. Each event goes into its channel's Redis
+ * Stream (the replay log, bounded by EVENT_REPLAY_LIMIT and forgotten after EVENT_IDLE_TTL_MS of
+ * quiet) and out on a pub/sub channel to the instances whose clients watch that channel. Resuming
+ * with `after` reads the stream, so it works on any instance and across restarts of parley.
+ * Pub/sub can drop messages while a connection is re-established: seqs are consecutive, so a gap
+ * is seen and filled from the stream. Sessions and users' feeds are two kinds of channel on the
+ * same two connections (`docs/decisions.md`, "Users' feeds").
  */
 export function createRedisBus(url: string, config: EventsConfig, keyPrefix = '', log?: WarnLog, leases: PublisherOptions = {}): EventBus {
   const instance = randomUUID();
   const commands = defineScripts(connectRedis(url, 'events', keyPrefix, log));
   const listener = connectRedis(url, 'events-listener', keyPrefix, log);
-  const channels = new Map<string, Channel>();
-  const publisher = new Publisher(
-    commands,
-    config,
-    instance,
-    {
-      show: (event) => channels.get(event.sessionId)?.append(event),
-      lost: (sessionId) => channels.get(sessionId)?.renumbered(),
-      released(sessionId) {
-        const c = channels.get(sessionId);
-        if (c) forget(c);
-      },
-    },
-    leases,
-  );
-  const reader = streamReader(commands, publisher, config.idleTtlMs);
+  const shared: Shared = { commands, listener, instance, config, leases, state: { subscribers: 0, closed: false } };
+  const sessions = redisChannels(sessionKind, shared);
+  const feeds = redisChannels(feedKind, shared);
+  const kinds = [sessions, feeds];
   const control = new ControlSignals(commands, instance);
-  let subscriberCount = 0;
-  let closed = false;
-
-  function channel(sessionId: string) {
-    let c = channels.get(sessionId);
-    if (!c) {
-      c = new Channel(sessionId, config.replayLimit, config.replayBytes, reader, async (ch) => {
-        await listener.subscribe(liveChannel(sessionId));
-        // Whatever was published before the subscription took effect is read from the stream
-        // (once what this instance numbered itself is stored there); what this instance numbers
-        // from now on is in the window already.
-        await publisher.stored(sessionId);
-        ch.window.advance(await reader.current(sessionId));
-      });
-      channels.set(sessionId, c);
-    }
-    return c;
-  }
-
-  /** A session this instance numbers keeps its window: a watcher resuming here finds what Redis may not hold yet. */
-  function forget(c: Channel) {
-    if (c.subscribers.size > 0 || channels.get(c.sessionId) !== c || publisher.holds(c.sessionId)) return;
-    channels.delete(c.sessionId);
-    void listener.unsubscribe(liveChannel(c.sessionId)).catch(() => {});
-  }
 
   listener.on('message', (name: string, message: string) => {
     if (name === CONTROL) return control.receive(message);
-    const c = name.startsWith(LIVE_PREFIX) ? channels.get(name.slice(LIVE_PREFIX.length)) : undefined;
-    if (c) receiveLive(c, message, instance, reader);
+    for (const kind of kinds) if (kind.receive(name, message)) return;
   });
   // After a reconnect (ioredis subscribes again by itself) events may have gone by unseen.
   listener.on('ready', () => {
-    for (const c of channels.values()) c.queue = c.queue.then(() => reader.catchUp(c)).catch(() => {});
+    for (const kind of kinds) kind.catchUp();
   });
   void listener.subscribe(CONTROL);
 
-  // Sessions someone here watches keep their seq alive, so a quiet hour does not restart it.
+  // Channels someone here watches keep their seq alive, so a quiet hour does not restart it.
   const keepAlive = setInterval(
     () => {
-      for (const c of channels.values())
-        if (c.subscribers.size > 0) void commands.pexpire(seqKey(c.sessionId), config.idleTtlMs).catch(() => {});
-        else forget(c);
+      for (const kind of kinds) kind.keepAlive();
     },
     Math.max(1_000, Math.floor(config.idleTtlMs / 3)),
   );
   keepAlive.unref();
 
   return {
-    publish: (sessionId, payload) => publisher.publish(sessionId, payload),
-
-    subscribe(sessionId: string, options: SubscribeOptions = {}) {
-      const c = channel(sessionId);
-      // Asked now, on the connection later publishes go through: nothing published after this
-      // call is missed, however long the pub/sub subscription takes.
-      const start = options.after === undefined ? reader.current(sessionId) : undefined;
-      const subscriber = new Subscriber(c, options.after, start, (s) => {
-        if (c.subscribers.delete(s)) subscriberCount--;
-        forget(c);
-      });
-      c.subscribers.add(subscriber);
-      subscriberCount++;
-      if (closed) subscriber.end(ends.shuttingDown(null));
-      return subscriber;
-    },
-
-    position: async (sessionId) => reader.current(sessionId),
+    ...sessions.events,
+    feeds: feeds.events,
 
     revokeKey: (keyId: string) => control.revokeKey(keyId),
 
@@ -221,14 +172,14 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
     onCancelReplies: (l) => control.cancels.add(l),
 
     async close() {
-      if (closed) return;
-      closed = true;
+      if (shared.state.closed) return;
+      shared.state.closed = true;
       clearInterval(keepAlive);
-      for (const c of channels.values()) for (const s of c.subscribers) s.end(ends.shuttingDown(null));
+      for (const kind of kinds) kind.endAll();
       // Subscribers read their final item from memory; the connections can go once what was
       // published is stored.
       listener.disconnect();
-      await publisher.close();
+      await Promise.all(kinds.map((kind) => kind.publisher.close()));
       await commands.quit().catch(() => commands.disconnect());
     },
 
@@ -240,38 +191,139 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
       return { events, reachable };
     },
 
-    subscriberCount: () => subscriberCount,
+    subscriberCount: () => shared.state.subscribers,
   };
 }
 
-/** Reads sessions' streams; where this instance numbers a session itself, Redis may not have heard of the newest yet. */
-function streamReader(commands: Redis & Scripts, publisher: Publisher, idleTtlMs: number) {
-  return {
-    async range(sessionId: string, fromSeq: number, count: number) {
-      const entries = (await commands.xrange(streamKey(sessionId), `${fromSeq}`, '+', 'COUNT', count)) as Entry[];
-      return entries.map((e) => decode(sessionId, e));
+/** One kind of channel on the bus's connections: its channels watched here, its publisher, its live messages. */
+function redisChannels<P extends { type: string }, E extends Numbered>(kind: ChannelKind<P, E>, shared: Shared) {
+  const { commands, listener, instance, config, state } = shared;
+  const live = livePrefix(kind.space);
+  const channels = new Map<string, Channel<E>>();
+  const publisher = new Publisher(
+    kind,
+    commands,
+    config,
+    instance,
+    {
+      show: (event) => channels.get(kind.channelOf(event))?.append(event),
+      lost: (id) => channels.get(id)?.renumbered(),
+      released(id) {
+        const c = channels.get(id);
+        if (c) forget(c);
+      },
     },
-    current: (sessionId: string) =>
-      publisher.position(sessionId) ?? commands.parleyCurrent(seqKey(sessionId), streamKey(sessionId), idleTtlMs),
-    /** Events from after the window's last up to (not including) `untilSeq`, in order, to close a gap. */
-    async catchUp(c: Channel, untilSeq?: number) {
+    shared.leases,
+  );
+  const reader = streamReader(kind, commands, publisher, config.idleTtlMs);
+
+  function channel(id: string) {
+    let c = channels.get(id);
+    if (!c) {
+      c = new Channel(id, kind, config, reader, async (ch) => {
+        await listener.subscribe(live + id);
+        // Whatever was published before the subscription took effect is read from the stream
+        // (once what this instance numbered itself is stored there); what this instance numbers
+        // from now on is in the window already.
+        await publisher.stored(id);
+        ch.window.advance(await reader.current(id));
+      });
+      channels.set(id, c);
+    }
+    return c;
+  }
+
+  /** A channel this instance numbers keeps its window: a watcher resuming here finds what Redis may not hold yet. */
+  function forget(c: Channel<E>) {
+    if (c.subscribers.size > 0 || channels.get(c.id) !== c || publisher.holds(c.id)) return;
+    channels.delete(c.id);
+    void listener.unsubscribe(live + c.id).catch(() => {});
+  }
+
+  const events: EventChannels<P, E> = {
+    publish: (id, payload) => publisher.publish(id, payload),
+
+    subscribe(id: string, options: SubscribeOptions = {}) {
+      const c = channel(id);
+      // Asked now, on the connection later publishes go through: nothing published after this
+      // call is missed, however long the pub/sub subscription takes.
+      const start = options.after === undefined ? reader.current(id) : undefined;
+      const subscriber = new Subscriber(c, options.after, start, (s) => {
+        if (c.subscribers.delete(s)) state.subscribers--;
+        forget(c);
+      });
+      c.subscribers.add(subscriber);
+      state.subscribers++;
+      if (state.closed) subscriber.end(kind.ends.shuttingDown(null));
+      return subscriber;
+    },
+
+    position: async (id) => reader.current(id),
+  };
+
+  return {
+    events,
+    publisher,
+    /** A pub/sub message, if it is one of this kind's; false when it is not. */
+    receive(name: string, message: string): boolean {
+      if (!name.startsWith(live)) return false;
+      const c = channels.get(name.slice(live.length));
+      if (c) receiveLive(kind, c, message, instance, reader);
+      return true;
+    },
+    catchUp() {
+      for (const c of channels.values()) c.queue = c.queue.then(() => reader.catchUp(c)).catch(() => {});
+    },
+    keepAlive() {
+      for (const c of channels.values())
+        if (c.subscribers.size > 0) void commands.pexpire(seqKey(kind.space, c.id), config.idleTtlMs).catch(() => {});
+        else forget(c);
+    },
+    endAll() {
+      for (const c of channels.values()) for (const s of c.subscribers) s.end(kind.ends.shuttingDown(null));
+    },
+  };
+}
+
+/** A stream entry as an event: its id is its seq, and a field `p` names the seq it follows across a skip. */
+function decode<E extends Numbered>(kind: ChannelKind<never, E>, channelId: string, [id, fields]: Entry): E {
+  const body = JSON.parse(fields[1]!);
+  const event = kind.stamp(channelId, body as never, Number(id.slice(0, id.indexOf('-'))), body.at);
+  if (fields[2] === 'p') event.prev = Number(fields[3]);
+  return event;
+}
+
+/** Reads channels' streams; where this instance numbers a channel itself, Redis may not have heard of the newest yet. */
+function streamReader<P extends { type: string }, E extends Numbered>(
+  kind: ChannelKind<P, E>,
+  commands: Redis & Scripts,
+  publisher: Publisher<P, E>,
+  idleTtlMs: number,
+): Reader<E> {
+  return {
+    async range(id, fromSeq, count) {
+      const entries = (await commands.xrange(streamKey(kind.space, id), `${fromSeq}`, '+', 'COUNT', count)) as Entry[];
+      return entries.map((e) => decode(kind, id, e));
+    },
+    current: (id) => publisher.position(id) ?? commands.parleyCurrent(seqKey(kind.space, id), streamKey(kind.space, id), idleTtlMs),
+    async catchUp(c, untilSeq) {
       const last = c.window.last;
       if (last === null) return;
       const entries = (await commands.xrange(
-        streamKey(c.sessionId),
+        streamKey(kind.space, c.id),
         `${last + 1}`,
         untilSeq === undefined ? '+' : `${untilSeq - 1}`,
       )) as Entry[];
-      for (const e of entries) c.append(decode(c.sessionId, e));
+      for (const e of entries) c.append(decode(kind, c.id, e));
     },
   };
 }
 
 /**
- * Events another instance published for a session watched here, in order behind what the channel
+ * Events another instance published for a channel watched here, in order behind what the channel
  * is handling already: a gap before them (pub/sub dropped a message) is filled from the stream first.
  */
-function receiveLive(c: Channel, message: string, instance: string, reader: ReturnType<typeof streamReader>) {
+function receiveLive<E extends Numbered>(kind: ChannelKind<never, E>, c: Channel<E>, message: string, instance: string, reader: Reader<E>) {
   // One pub/sub message (see PUBLISH in redis-scripts.ts): a line with the first seq, the seq it
   // follows across a skip (`-` for none) and the instance that numbered them itself, then one
   // event per line.
@@ -279,7 +331,10 @@ function receiveLive(c: Channel, message: string, instance: string, reader: Retu
   const [first, prev, numberedBy] = head!.split(' ');
   // Events this instance numbered itself were shown here as they were published.
   if (numberedBy === instance) return;
-  const events = lines.map((json, i) => ({ ...JSON.parse(json), seq: Number(first) + i, sessionId: c.sessionId }) as SessionEvent);
+  const events = lines.map((json, i) => {
+    const body = JSON.parse(json);
+    return kind.stamp(c.id, body as never, Number(first) + i, body.at);
+  });
   if (prev !== '-') events[0]!.prev = Number(prev);
   c.queue = c.queue
     .then(async () => {

@@ -1,16 +1,16 @@
 import type { Redis } from 'ioredis';
 import type { EventsConfig } from '../config.ts';
-import type { SessionEvent, SessionEventPayload } from '../domain/core/events.ts';
+import type { Numbered } from '../domain/core/bus.ts';
+import type { ChannelKind } from './channel-kind.ts';
 import { MAX_AHEAD, ownerKey, publishArgs, type Scripts, WriteMode } from './redis-scripts.ts';
 
-/** Events a reply streams many of: publishing one asks for the session's lease. */
-const streamed = (payload: SessionEventPayload) => payload.type === 'assistant_token' || payload.type === 'assistant_thinking';
-
-/** Events published together for one session, and the callers waiting for them to be stored. */
-class Batch {
-  readonly events: SessionEvent[] = [];
+/** Events published together for one channel, and the callers waiting for them to be stored. */
+class Batch<E extends Numbered> {
+  readonly events: E[] = [];
   readonly json: string[] = [];
-  readonly settle: { resolve(event: SessionEvent): void; reject(e: unknown): void }[] = [];
+  readonly settle: { resolve(event: E): void; reject(e: unknown): void }[] = [];
+  /** Whether any of them is of a kind published many a second (a reply's tokens): those ask for the lease. */
+  streamed = false;
   private finish!: () => void;
   /** Settles once Redis has answered for the batch (stored or refused). */
   readonly answered = new Promise<void>((resolve) => (this.finish = resolve));
@@ -18,7 +18,8 @@ class Batch {
   /** `numbered`: numbered here under the lease, shown to watchers here already; Redis only stores them. */
   constructor(public numbered: boolean) {}
 
-  take(other: Batch) {
+  take(other: Batch<E>) {
+    this.streamed ||= other.streamed;
     this.events.push(...other.events);
     this.json.push(...other.json);
     this.settle.push(...other.settle);
@@ -35,17 +36,17 @@ class Batch {
   }
 }
 
-/** How this instance is publishing to one session. */
-class SessionWrites {
+/** How this instance is publishing to one channel (a session, a user's feed). */
+class ChannelWrites<E extends Numbered> {
   /** Events published and not yet sent, in order. */
-  due: Batch | null = null;
-  /** The call for this session on its way: the next waits for its answer, so order holds. */
-  sending: Batch | null = null;
+  due: Batch<E> | null = null;
+  /** The call for this channel on its way: the next waits for its answer, so order holds. */
+  sending: Batch<E> | null = null;
   /** While held, the next seq this instance gives and the last one Redis confirmed. */
   lease: { next: number; confirmed: number } | null = null;
   /** The lease goes back once what was numbered under it is confirmed; events meanwhile wait here. */
   yielding = false;
-  later: Batch | null = null;
+  later: Batch<E> | null = null;
   /** Refused while another instance holds the lease: tried again after `backoff` ms. */
   waiting = false;
   backoff = 0;
@@ -57,18 +58,18 @@ class SessionWrites {
    * How `batch` is written: confirmed under the lease, numbered past a lease lost, or numbered by
    * Redis (asking for the lease while a reply streams, unless this instance is shutting down).
    */
-  modeFor(batch: Batch, closing: boolean): WriteMode {
+  modeFor(batch: Batch<E>, closing: boolean): WriteMode {
     if (batch.numbered) return WriteMode.confirm;
     if (this.skipSince !== null) return WriteMode.skip;
-    return !closing && batch.events.some(streamed) ? WriteMode.lease : WriteMode.redis;
+    return !closing && batch.streamed ? WriteMode.lease : WriteMode.redis;
   }
 }
 
 /** A batch on its way to Redis, and how it was written. */
-interface Sent {
-  sessionId: string;
-  w: SessionWrites;
-  batch: Batch;
+interface Sent<E extends Numbered> {
+  id: string;
+  w: ChannelWrites<E>;
+  batch: Batch<E>;
   mode: WriteMode;
 }
 
@@ -81,12 +82,12 @@ export interface PublisherOptions {
 
 /**
  * Events this instance numbered, for its own watchers; `lost` when Redis refused what they were
- * shown; `released` once the session's lease is no longer held here.
+ * shown; `released` once the channel's lease is no longer held here.
  */
-export interface Here {
-  show(event: SessionEvent): void;
-  lost(sessionId: string): void;
-  released(sessionId: string): void;
+export interface Here<E extends Numbered> {
+  show(event: E): void;
+  lost(id: string): void;
+  released(id: string): void;
 }
 
 /** How long events numbered here may wait to be sent to Redis (see `schedule`). */
@@ -96,22 +97,23 @@ const CONFIRM_EVERY_MS = 5;
 const CLOSE_WAIT_MS = 5_000;
 
 /**
- * Publishes session events through Redis. What one instance publishes for a session in a tick
- * goes in one script call, every session's in one pipeline; a session has one call on its way
- * at a time, so its events keep the order they were published in.
+ * Publishes one kind's events (sessions', users' feeds') through Redis. What one instance
+ * publishes for a channel in a tick goes in one script call, every channel's in one pipeline; a
+ * channel has one call on its way at a time, so its events keep the order they were published in.
  *
  * A reply streaming tokens would otherwise wait a round trip to Redis (and for Redis to get a
  * core) before its own watchers see each token. So the instance writing a reply takes the
  * session's lease: it numbers the session's events itself and hands them to `here.show` at once,
- * as the in-process bus does, while Redis stores them and tells the other instances. A publish
+ * as the in-process bus does, while Redis stores them and tells the other instances (a task
+ * reporting progress takes its owner's feed the same way: `ChannelKind.streamed`). A publish
  * still settles only once Redis has stored the event, so a seq a caller is given can be resumed
  * from anywhere.
  */
-export class Publisher {
+export class Publisher<P extends { type: string }, E extends Numbered> {
   private readonly leaseMs: number;
   private readonly leaseIdleMs: number;
-  private readonly sessions = new Map<string, SessionWrites>();
-  /** Sessions with something to send at the next flush. */
+  private readonly channels = new Map<string, ChannelWrites<E>>();
+  /** Channels with something to send at the next flush. */
   private readonly ready = new Set<string>();
   private flushing: NodeJS.Immediate | null = null;
   private confirming: NodeJS.Timeout | null = null;
@@ -119,10 +121,11 @@ export class Publisher {
   private readonly idle: NodeJS.Timeout;
 
   constructor(
+    private readonly kind: ChannelKind<P, E>,
     private readonly commands: Redis & Scripts,
     private readonly config: EventsConfig,
     private readonly instance: string,
-    private readonly here: Here,
+    private readonly here: Here<E>,
     options: PublisherOptions = {},
   ) {
     this.leaseMs = options.leaseMs ?? 2_000;
@@ -131,64 +134,65 @@ export class Publisher {
     this.idle.unref();
   }
 
-  publish(sessionId: string, payload: SessionEventPayload): Promise<SessionEvent> {
-    const w = this.writes(sessionId);
+  publish(id: string, payload: P): Promise<E> {
+    const w = this.writes(id);
     w.lastPublishAt = Date.now();
     // A holder far ahead of Redis hands the lease back rather than show more it may not store.
     if (w.lease && w.lease.next - w.lease.confirmed > MAX_AHEAD) w.yielding = true;
     const numbered = w.lease !== null && !w.yielding;
     const at = new Date().toISOString();
-    const event = { ...payload, at, seq: 0, sessionId } as SessionEvent;
+    const event = this.kind.stamp(id, payload, 0, at);
     if (numbered) this.number(w, event);
-    const batch = w.lease && !numbered ? (w.later ??= new Batch(false)) : (w.due ??= new Batch(numbered));
-    const published = new Promise<SessionEvent>((resolve, reject) => {
+    const batch = w.lease && !numbered ? (w.later ??= new Batch<E>(false)) : (w.due ??= new Batch<E>(numbered));
+    if (this.kind.streamed(payload)) batch.streamed = true;
+    const published = new Promise<E>((resolve, reject) => {
       batch.events.push(event);
       batch.json.push(JSON.stringify({ ...payload, at }));
       batch.settle.push({ resolve, reject });
     });
-    this.schedule(sessionId);
+    this.schedule(id);
     return published;
   }
 
-  /** The seq this instance last gave the session under its lease; null when Redis numbers it. */
-  position(sessionId: string): number | null {
-    const lease = this.sessions.get(sessionId)?.lease;
+  /** The seq this instance last gave the channel under its lease; null when Redis numbers it. */
+  position(id: string): number | null {
+    const lease = this.channels.get(id)?.lease;
     return lease ? lease.next - 1 : null;
   }
 
-  holds(sessionId: string) {
-    return this.sessions.get(sessionId)?.lease != null;
+  holds(id: string) {
+    return this.channels.get(id)?.lease != null;
   }
 
-  /** Settles once the events this instance has shown for the session so far are stored (or refused). */
-  async stored(sessionId: string) {
-    const w = this.sessions.get(sessionId);
-    const shown = [w?.sending, w?.due].filter((b): b is Batch => b?.numbered === true);
+  /** Settles once the events this instance has shown for the channel so far are stored (or refused). */
+  async stored(id: string) {
+    const w = this.channels.get(id);
+    const shown = [w?.sending, w?.due].filter((b): b is Batch<E> => b?.numbered === true);
     await Promise.all(shown.map((b) => b.answered));
   }
 
   /**
-   * Sends what is due, waits (a while at most) for every session's events to be stored, then
+   * Sends what is due, waits (a while at most) for every channel's events to be stored, then
    * hands every lease back: the connection may close after.
    */
   async close() {
     this.closed = true;
     clearInterval(this.idle);
-    for (const sessionId of this.sessions.keys()) this.ready.add(sessionId);
+    for (const id of this.channels.keys()) this.ready.add(id);
     this.flush();
     const deadline = Date.now() + CLOSE_WAIT_MS;
-    const busy = () => [...this.sessions.values()].some((w) => w.sending || w.due || w.later);
+    const busy = () => [...this.channels.values()].some((w) => w.sending || w.due || w.later);
     while (busy() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     await Promise.all(
-      [...this.sessions]
+      [...this.channels]
         .filter(([, w]) => w.lease)
-        .map(([sessionId]) => this.commands.parleyRelease(ownerKey(sessionId), this.instance).catch(() => {})),
+        .map(([id]) => this.commands.parleyRelease(ownerKey(this.kind.space, id), this.instance).catch(() => {})),
     );
   }
 
-  private writes(sessionId: string) {
-    let w = this.sessions.get(sessionId);
-    if (!w) this.sessions.set(sessionId, (w = new SessionWrites()));
+  private writes(id: string) {
+    let w = this.channels.get(id);
+    if (!w) this.channels.set(id, (w = new ChannelWrites<E>()));
     return w;
   }
 
@@ -196,29 +200,29 @@ export class Publisher {
    * Events numbered here are sent a few milliseconds later, many ticks' worth together: their
    * watchers here have them already, so only other instances wait, and Redis is woken far less.
    */
-  private schedule(sessionId: string) {
-    this.ready.add(sessionId);
+  private schedule(id: string) {
+    this.ready.add(id);
     if (this.flushing) return;
-    if (this.sessions.get(sessionId)?.due?.numbered) this.confirming ??= setTimeout(() => this.flush(), CONFIRM_EVERY_MS);
+    if (this.channels.get(id)?.due?.numbered) this.confirming ??= setTimeout(() => this.flush(), CONFIRM_EVERY_MS);
     else this.flushing = setImmediate(() => this.flush());
   }
 
   /** Numbers `event` under the lease and shows it here. */
-  private number(w: SessionWrites, event: SessionEvent) {
+  private number(w: ChannelWrites<E>, event: E) {
     event.seq = w.lease!.next++;
     this.here.show(event);
   }
 
-  /** Sends every ready session's due batch, all in one pipeline. */
+  /** Sends every ready channel's due batch, all in one pipeline. */
   private flush() {
     if (this.flushing) clearImmediate(this.flushing);
     if (this.confirming) clearTimeout(this.confirming);
     this.flushing = null;
     this.confirming = null;
     const pipeline = this.commands.pipeline() as unknown as Scripts & { exec(): Promise<[Error | null, unknown][] | null> };
-    const sent: Sent[] = [];
-    for (const sessionId of this.ready) {
-      const w = this.sessions.get(sessionId);
+    const sent: Sent<E>[] = [];
+    for (const id of this.ready) {
+      const w = this.channels.get(id);
       if (!w?.due || w.sending || w.waiting) continue;
       const batch = w.due;
       w.due = null;
@@ -226,8 +230,9 @@ export class Publisher {
       const mode = w.modeFor(batch, this.closed);
       const { config, instance, leaseMs } = this;
       const expected = batch.numbered ? batch.events[0]!.seq : 0;
-      pipeline.parleyPublish(...publishArgs({ sessionId, config, instance, mode, expected, leaseMs, events: batch.json }));
-      sent.push({ sessionId, w, batch, mode });
+      const call = { space: this.kind.space, id, config, instance, mode, expected, leaseMs, events: batch.json };
+      pipeline.parleyPublish(...publishArgs(call));
+      sent.push({ id, w, batch, mode });
     }
     this.ready.clear();
     if (sent.length === 0) return;
@@ -237,40 +242,40 @@ export class Publisher {
     );
   }
 
-  private answer(s: Sent, [error, result]: [Error | null, unknown]) {
+  private answer(s: Sent<E>, [error, result]: [Error | null, unknown]) {
     try {
       const [first, lease, prev] = error ? [Number.NaN, 0, -1] : (result as [number, number, number]);
       if (first === -1) return this.refused(s);
       s.w.backoff = 0;
       if (error || first === -2)
-        return this.failed(s, error ?? new Error('The session was numbered elsewhere while this instance held it'), !!error);
+        return this.failed(s, error ?? new Error(`The ${this.kind.noun} was numbered elsewhere while this instance held it`), !!error);
       this.accepted(s, first, lease, prev);
     } catch (error) {
-      // One session's watcher throwing must not leave the others' answers unread.
+      // One channel's watcher throwing must not leave the others' answers unread.
       if (s.w.sending === s.batch) {
         s.batch.reject(error);
-        this.settled(s.sessionId, s.w);
+        this.settled(s.id, s.w);
       }
     }
   }
 
-  /** Another instance numbers this session for now: try again, with what came since behind. */
-  private refused({ sessionId, w, batch }: Sent) {
+  /** Another instance numbers this channel for now: try again, with what came since behind. */
+  private refused({ id, w, batch }: Sent<E>) {
     if (w.due) batch.take(w.due);
     w.due = batch;
     w.waiting = true;
     w.backoff = Math.min(Math.max(w.backoff * 2, 1), 10);
     setTimeout(() => {
       w.waiting = false;
-      this.settled(sessionId, w);
+      this.settled(id, w);
     }, w.backoff).unref();
   }
 
   /** Redis failed the call, or refused a confirmation (-2): nothing of the batch is stored. */
-  private failed({ sessionId, w, batch, mode }: Sent, why: Error, unreachable: boolean) {
+  private failed({ id, w, batch, mode }: Sent<E>, why: Error, unreachable: boolean) {
     batch.reject(why);
     if (mode === WriteMode.confirm) {
-      // Watchers here were shown events Redis may not hold: they read the session again, and
+      // Watchers here were shown events Redis may not hold: they read the channel again, and
       // whatever follows is numbered past anything they saw.
       w.lease = null;
       w.yielding = false;
@@ -281,8 +286,8 @@ export class Publisher {
       }
       w.due ??= w.later;
       w.later = null;
-      this.here.lost(sessionId);
-      this.here.released(sessionId);
+      this.here.lost(id);
+      this.here.released(id);
     }
     if (unreachable && this.commands.status !== 'ready') {
       // Redis is out of reach: what waited behind this call fails with it now, instead of each
@@ -290,11 +295,11 @@ export class Publisher {
       w.due?.reject(why);
       w.due = null;
     }
-    this.settled(sessionId, w);
+    this.settled(id, w);
   }
 
   /** Stored from seq `first`: the callers learn their seqs, and a lease granted or kept is noted. */
-  private accepted({ sessionId, w, batch, mode }: Sent, first: number, lease: number, prev: number) {
+  private accepted({ id, w, batch, mode }: Sent<E>, first: number, lease: number, prev: number) {
     if (!batch.numbered) {
       batch.events.forEach((e, i) => (e.seq = first + i));
       if (prev >= 0) batch.events[0]!.prev = prev;
@@ -304,7 +309,7 @@ export class Publisher {
       w.lease!.confirmed = first + batch.events.length - 1;
       if (lease === 2) w.yielding = true;
     } else if (lease === 1) {
-      // Granted: from here this instance numbers the session, what was published since included.
+      // Granted: from here this instance numbers the channel, what was published since included.
       w.lease = { next: first + batch.events.length, confirmed: first + batch.events.length - 1 };
       for (const e of batch.events) this.here.show(e);
       if (w.due) {
@@ -313,42 +318,42 @@ export class Publisher {
       }
     }
     batch.resolve();
-    this.settled(sessionId, w);
+    this.settled(id, w);
   }
 
-  /** The session's call is answered: send what is due, hand a yielded lease back, or forget the session. */
-  private settled(sessionId: string, w: SessionWrites) {
+  /** The channel's call is answered: send what is due, hand a yielded lease back, or forget the channel. */
+  private settled(id: string, w: ChannelWrites<E>) {
     w.sending = null;
-    if (w.due) this.schedule(sessionId);
-    else if (w.lease && w.yielding) this.release(sessionId, w);
-    else if (!w.lease && !w.later && !w.waiting && w.skipSince === null) this.sessions.delete(sessionId);
+    if (w.due) this.schedule(id);
+    else if (w.lease && w.yielding) this.release(id, w);
+    else if (!w.lease && !w.later && !w.waiting && w.skipSince === null) this.channels.delete(id);
   }
 
   /**
    * Hands the lease back; what was published meanwhile goes after, numbered by Redis. Nothing waits
    * for the answer: one connection keeps order, so whatever is sent next runs after the release.
    */
-  private release(sessionId: string, w: SessionWrites) {
+  private release(id: string, w: ChannelWrites<E>) {
     w.lease = null;
     w.yielding = false;
     w.due = w.later;
     w.later = null;
-    void this.commands.parleyRelease(ownerKey(sessionId), this.instance).catch(() => {});
-    this.here.released(sessionId);
-    this.settled(sessionId, w);
+    void this.commands.parleyRelease(ownerKey(this.kind.space, id), this.instance).catch(() => {});
+    this.here.released(id);
+    this.settled(id, w);
   }
 
   /**
    * A lease nothing was published under for a while goes back, so that other instances number
-   * the session again without waiting for it to run out. A session whose numbers must skip is
-   * remembered until Redis has forgotten the session anyway.
+   * the channel again without waiting for it to run out. A channel whose numbers must skip is
+   * remembered until Redis has forgotten the channel anyway.
    */
   private sweep() {
     const now = Date.now();
-    for (const [sessionId, w] of this.sessions) {
-      if (w.lease && !w.sending && !w.due && w.lastPublishAt < now - this.leaseIdleMs) this.release(sessionId, w);
+    for (const [id, w] of this.channels) {
+      if (w.lease && !w.sending && !w.due && w.lastPublishAt < now - this.leaseIdleMs) this.release(id, w);
       else if (!w.lease && !w.sending && !w.due && w.skipSince !== null && w.skipSince < now - this.config.idleTtlMs)
-        this.sessions.delete(sessionId);
+        this.channels.delete(id);
     }
   }
 }

@@ -6,16 +6,21 @@ import type { EventsConfig } from '../config.ts';
  * with no other client's command in between. That is what makes a session's numbering safe across
  * instances without locks of our own: checking who holds the session's lease, giving the next
  * seq, storing the events under it, trimming the log and telling the watching instances happen as
- * one step, so two instances never give the same seq, no instance is told of an event the stream
+ * one step (the same for a user's feed, in keys of its own), so two instances never give the same seq, no instance is told of an event the stream
  * does not hold yet, and a trim never races a write.
  */
 
-export const seqKey = (sessionId: string) => `parley:seq:{${sessionId}}`;
-export const streamKey = (sessionId: string) => `parley:events:{${sessionId}}`;
-const bytesKey = (sessionId: string) => `parley:event-bytes:{${sessionId}}`;
-export const ownerKey = (sessionId: string) => `parley:seq-owner:{${sessionId}}`;
-const wantedKey = (sessionId: string) => `parley:seq-wanted:{${sessionId}}`;
-export const liveChannel = (sessionId: string) => `parley:live:${sessionId}`;
+/**
+ * A channel's keys, in its kind's space (`parley` for sessions, `parley:feed` for users' feeds).
+ * The braces keep a channel's keys in one hash slot of a Redis Cluster, as a script needs.
+ */
+export const seqKey = (space: string, id: string) => `${space}:seq:{${id}}`;
+export const streamKey = (space: string, id: string) => `${space}:events:{${id}}`;
+const bytesKey = (space: string, id: string) => `${space}:event-bytes:{${id}}`;
+export const ownerKey = (space: string, id: string) => `${space}:seq-owner:{${id}}`;
+const wantedKey = (space: string, id: string) => `${space}:seq-wanted:{${id}}`;
+/** Where a kind's live events go out on pub/sub: this prefix, then the channel's id. */
+export const livePrefix = (space: string) => `${space}:live:`;
 
 /**
  * How many events a lease holder may show its watchers beyond what Redis has confirmed. A lease
@@ -187,7 +192,9 @@ export function defineScripts(commands: Redis): Redis & Scripts {
 
 /** What one batch tells PUBLISH: its five keys, then ARGV in the order the script reads it. */
 export interface PublishCall {
-  sessionId: string;
+  /** The kind's key space, and the channel (a session, a user's feed). */
+  space: string;
+  id: string;
   config: Pick<EventsConfig, 'replayLimit' | 'idleTtlMs' | 'replayBytes'>;
   instance: string;
   mode: WriteMode;
@@ -197,15 +204,15 @@ export interface PublishCall {
   events: readonly string[];
 }
 
-export const publishArgs = ({ sessionId, config, instance, mode, expected, leaseMs, events }: PublishCall): (string | number)[] => [
-  seqKey(sessionId),
-  streamKey(sessionId),
-  bytesKey(sessionId),
-  ownerKey(sessionId),
-  wantedKey(sessionId),
+export const publishArgs = ({ space, id, config, instance, mode, expected, leaseMs, events }: PublishCall): (string | number)[] => [
+  seqKey(space, id),
+  streamKey(space, id),
+  bytesKey(space, id),
+  ownerKey(space, id),
+  wantedKey(space, id),
   config.replayLimit,
   config.idleTtlMs,
-  liveChannel(sessionId),
+  livePrefix(space) + id,
   config.replayBytes,
   instance,
   mode,

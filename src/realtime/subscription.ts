@@ -1,58 +1,12 @@
-import type { BusItem, BusSubscription, StreamEnd } from '../domain/core/bus.ts';
-import type { SessionEvent } from '../domain/core/events.ts';
-
-/** How every bus ends a subscription early, in the words clients see. */
-export const ends = {
-  shuttingDown: (lastSeq: number | null): StreamEnd => ({
-    end: true,
-    code: 'SHUTTING_DOWN',
-    reason: 'The server is shutting down; reconnect to resume',
-    lastSeq,
-  }),
-  slowConsumer: (lastSeq: number | null): StreamEnd => ({
-    end: true,
-    code: 'SLOW_CONSUMER',
-    reason: 'The client fell so far behind that the events it missed are gone; read the session again',
-    lastSeq,
-  }),
-  expired: (after: number): StreamEnd => ({
-    end: true,
-    code: 'EVENTS_EXPIRED',
-    reason: `Events after ${after} are no longer available; read the session again and subscribe without "after"`,
-    lastSeq: after,
-  }),
-  unstored: (lastSeq: number | null): StreamEnd => ({
-    end: true,
-    code: 'EVENTS_EXPIRED',
-    reason: 'Events this stream showed could not be stored; read the session again and subscribe again',
-    lastSeq,
-  }),
-  unreadable: (lastSeq: number | null): StreamEnd => ({
-    end: true,
-    code: 'EVENTS_EXPIRED',
-    reason: 'The event log could not be read; read the session again and subscribe again',
-    lastSeq,
-  }),
-};
-
-/** Above what the fields of a streamed piece of text other than the text take in JSON (ids, seq, time). */
-const STREAMED_TEXT_OVERHEAD = 320;
+import type { BusItem, BusSubscription, Numbered, StreamEnd } from '../domain/core/bus.ts';
+import type { Ends } from './channel-kind.ts';
 
 /**
- * About the bytes an event holds: its JSON, estimated for the pieces of text a reply streams
- * (nearly every event, and nearly all of each is its text) instead of written out for each.
- */
-const sizeOf = (event: SessionEvent) =>
-  event.type === 'assistant_token' || event.type === 'assistant_thinking'
-    ? STREAMED_TEXT_OVERHEAD + event.text.length
-    : JSON.stringify(event).length;
-
-/**
- * The newest events of a session held in this process: consecutive seqs, at most about
+ * The newest events of a channel held in this process: consecutive seqs, at most about
  * `retain` of them. `last` is the highest seq taken in (null while unknown).
  */
-export class ReplayWindow {
-  private log: SessionEvent[] = [];
+export class ReplayWindow<E extends Numbered> {
+  private log: E[] = [];
   /** The size of each event in `log` (its JSON), and their sum. */
   private sizes: number[] = [];
   private bytes = 0;
@@ -61,17 +15,19 @@ export class ReplayWindow {
     private readonly retain: number,
     public last: number | null,
     /** Events are also dropped, oldest first, to keep about this many bytes at most. */
-    private readonly retainBytes = Number.POSITIVE_INFINITY,
+    private readonly retainBytes: number,
+    /** About the bytes an event holds (its kind's `sizeOf`). */
+    private readonly sizeOf: (event: E) => number,
   ) {}
 
   /**
    * Takes an event in; one already seen is ignored, and one after a hole starts the window again
    * (`after` still finds it when the event names the seq it follows, `prev`).
    */
-  push(event: SessionEvent): boolean {
+  push(event: E): boolean {
     if (this.last !== null && event.seq <= this.last) return false;
     if (this.last !== null && event.seq !== this.last + 1) this.drop(this.log.length);
-    const size = sizeOf(event);
+    const size = this.sizeOf(event);
     this.log.push(event);
     this.sizes.push(size);
     this.bytes += size;
@@ -87,7 +43,7 @@ export class ReplayWindow {
   }
 
   /**
-   * The session is known to have reached `seq`: a window behind it is dropped (its reader fetches
+   * The channel is known to have reached `seq`: a window behind it is dropped (its reader fetches
    * what lies between from the log), one at or past it is kept.
    */
   advance(seq: number) {
@@ -108,7 +64,7 @@ export class ReplayWindow {
   }
 
   /** The event after `seq`: null if there is none yet, undefined if it is not held here. */
-  after(seq: number): SessionEvent | null | undefined {
+  after(seq: number): E | null | undefined {
     if (this.last !== null && seq >= this.last) return null;
     const first = this.log[0]?.seq;
     if (first === undefined || seq + 1 < first) return this.log[0]?.prev === seq ? this.log[0] : undefined;
@@ -117,47 +73,49 @@ export class ReplayWindow {
 }
 
 /** Where a subscription reads: the window in memory, and behind it whatever log the bus keeps. */
-export interface EventSource {
-  readonly window: ReplayWindow;
+export interface EventSource<E extends Numbered> {
+  readonly window: ReplayWindow<E>;
   /** Settles when the window's `last` is known (a shared bus asks its server first). */
   readonly ready: Promise<void>;
-  /** The session's current seq, as the log that holds every event knows it. */
+  /** How its subscriptions end early, in its kind's words. */
+  readonly ends: Ends;
+  /** The channel's current seq, as the log that holds every event knows it. */
   current(): number | Promise<number>;
   /** Up to `count` events from `fromSeq` on, from the log behind the window (none where there is no such log). */
-  range(fromSeq: number, count: number): Promise<SessionEvent[]>;
+  range(fromSeq: number, count: number): Promise<E[]>;
 }
 
-const DONE: IteratorResult<BusItem> = { value: undefined, done: true };
+const DONE: IteratorResult<never> = { value: undefined, done: true };
 
-/** How long a resume from a seq beyond the session's waits for it to be stored, in steps. */
+/** How long a resume from a seq beyond the channel's waits for it to be stored, in steps. */
 const STORE_WAITS_MS = [20, 200];
 
 /** Whether `event` is the one after `seq`: the next number, or the first after numbers skipped there. */
-const follows = (event: SessionEvent, seq: number) => event.seq === seq + 1 || event.prev === seq;
+const follows = (event: Numbered, seq: number) => event.seq === seq + 1 || event.prev === seq;
 
 /**
- * One subscription, the same on every bus: a position (the last seq handed out) in its session's
- * events, read from the window in memory or, when it is behind that (a resume, a slow reader),
- * from the source's log. It holds no events of its own beyond one batch read from the log, so a
+ * One subscription, the same on every bus and every kind of channel: a position (the last seq
+ * handed out) in its channel's events, read from the window in memory or, when it is behind
+ * that (a resume, a slow reader), from the source's log. It holds no events of its own beyond one batch read from the log, so a
  * consumer that stops reading costs next to nothing; one so far behind that its next event is
  * gone everywhere is ended with SLOW_CONSUMER. An end (shutdown, say) is delivered before any
  * event still waiting.
  */
-export class Subscriber implements BusSubscription {
+export class Subscriber<E extends Numbered> implements BusSubscription<E> {
   private waiting: (() => void) | null = null;
-  private pending: SessionEvent[] = [];
+  private pending: E[] = [];
   private final: StreamEnd | null = null;
   private done = false;
   private position: number | null;
   private started = false;
 
   constructor(
-    private readonly source: EventSource,
+    private readonly source: EventSource<E>,
     /** Resume after this seq (checked at the first read), or from `start`. */
     private readonly after: number | undefined,
-    /** Without `after`: the session's seq when the subscription was asked for. */
+    /** Without `after`: the channel's seq when the subscription was asked for. */
     private readonly start: number | Promise<number> | undefined,
-    private readonly onClose: (s: Subscriber) => void,
+    private readonly onClose: (s: Subscriber<E>) => void,
   ) {
     this.position = after ?? null;
     if (start instanceof Promise) start.catch(() => {});
@@ -182,7 +140,7 @@ export class Subscriber implements BusSubscription {
     this.onClose(this);
   }
 
-  /** A resume point must be a seq this session issued whose successors are all still held. */
+  /** A resume point must be a seq this channel issued whose successors are all still held. */
   private async resumable(after: number) {
     let current = await this.source.current();
     // A seq the instance writing the reply showed a moment ago may not be stored yet (a client
@@ -203,9 +161,9 @@ export class Subscriber implements BusSubscription {
     try {
       await this.source.ready;
       this.position ??= await this.start!;
-      if (this.after !== undefined && !(await this.resumable(this.after))) this.end(ends.expired(this.after));
+      if (this.after !== undefined && !(await this.resumable(this.after))) this.end(this.source.ends.expired(this.after));
     } catch {
-      this.end(ends.unreadable(this.position));
+      this.end(this.source.ends.unreadable(this.position));
     }
   }
 
@@ -214,13 +172,13 @@ export class Subscriber implements BusSubscription {
     try {
       const events = await this.source.range(position + 1, 256);
       if (events[0] && follows(events[0], position)) this.pending = events;
-      else if (this.source.window.last !== null && position < this.source.window.last) this.end(ends.slowConsumer(position));
+      else if (this.source.window.last !== null && position < this.source.window.last) this.end(this.source.ends.slowConsumer(position));
     } catch {
-      this.end(ends.unreadable(position));
+      this.end(this.source.ends.unreadable(position));
     }
   }
 
-  async next(): Promise<IteratorResult<BusItem>> {
+  async next(): Promise<IteratorResult<BusItem<E>>> {
     if (!this.started) await this.begin();
     for (;;) {
       if (this.done) return DONE;
@@ -244,7 +202,7 @@ export class Subscriber implements BusSubscription {
     this.wake();
   }
 
-  return(): Promise<IteratorResult<BusItem>> {
+  return(): Promise<IteratorResult<BusItem<E>>> {
     this.close();
     return Promise.resolve(DONE);
   }

@@ -4,7 +4,6 @@ import { z } from 'zod';
 import type { ErrorCode } from '../domain/core/errors.ts';
 import { errorBodies, statusOf } from '../http/errors.ts';
 import { operation, type RestOperation } from './operation.ts';
-import { restStreamFrameSchema } from './session-shapes.ts';
 
 const MEANING: Record<ErrorCode, string> = {
   UNAUTHENTICATED: 'not signed in',
@@ -19,8 +18,9 @@ const MEANING: Record<ErrorCode, string> = {
   TOO_MANY_STREAMS: 'too many replies streaming to this key at once',
 };
 
-const STREAM_NOTE =
-  'An event stream: each `data:` line is a SessionStreamFrame, with an `id:` line for Last-Event-ID. `update` frames carry the events; a stream that ends early sends an `error` frame saying why and where to resume; the last frame is `done`.';
+/** What an event stream answers, named by the schema of its frames (`SessionStreamFrame`). */
+const streamNote = (frames: z.ZodType) =>
+  `An event stream: each \`data:\` line is a ${z.globalRegistry.get(frames)?.id ?? 'frame'}, with an \`id:\` line for Last-Event-ID. \`update\` frames carry the events; a stream that ends early sends an \`error\` frame saying why and where to resume; the last frame is \`done\`.`;
 
 /** Every error a route may answer, grouped by status; a status with more than one body shape lists them all. */
 function errorResponses(op: RestOperation): Record<string, ResponseConfig> {
@@ -54,16 +54,13 @@ function errorResponses(op: RestOperation): Record<string, ResponseConfig> {
 
 function successResponse(op: RestOperation): ResponseConfig {
   const { json, events } = op.ok;
+  const note = events ? streamNote(events) : '';
   return {
     description:
-      events && !json
-        ? STREAM_NOTE
-        : events
-          ? `The session id; with \`stream: true\`, ${STREAM_NOTE[0]!.toLowerCase()}${STREAM_NOTE.slice(1)}`
-          : 'OK',
+      events && !json ? note : events ? `The session id; with \`stream: true\`, ${note[0]!.toLowerCase()}${note.slice(1)}` : 'OK',
     content: {
       ...(json ? { 'application/json': { schema: json } } : {}),
-      ...(events ? { 'text/event-stream': { schema: restStreamFrameSchema } } : {}),
+      ...(events ? { 'text/event-stream': { schema: events } } : {}),
     },
   };
 }

@@ -45,8 +45,11 @@ export interface RestOperation<P extends string = string, Q extends z.ZodObject 
    * has with `parseBody`.
    */
   body?: z.ZodType;
-  /** The success body: JSON, an event stream, or either (`stream: true`). */
-  ok: { json?: J; events?: true };
+  /**
+   * The success body: JSON, an event stream (the schema of its frames: `restStreamFrameSchema`
+   * for a session's, `feedFrameSchema` for a feed's), or either (`stream: true`).
+   */
+  ok: { json?: J; events?: z.ZodType };
   /** 201 instead of 200, where the original answered so. */
   created?: true;
   /**

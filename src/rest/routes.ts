@@ -37,10 +37,13 @@ const resources: readonly RestOperation[] = [
 /** Every REST operation under `/v2` and `/apikeys`: the routes and the OpenAPI document both come from this list. */
 export const restOperations: readonly RestOperation[] = [...resources, openApiOperation(resources)];
 
+/** What every REST handler is given besides its request. */
+export const restContext = (services: Services, events: EventsConfig): RestContext => ({
+  services,
+  stream: { events, streams: services.metrics.streams, senders: senderDirectory(services.creators) },
+});
+
 export function restRoutes(app: FastifyInstance, services: Services, events: EventsConfig) {
-  const context: RestContext = {
-    services,
-    stream: { events, streams: services.metrics.streams, senders: senderDirectory(services.creators) },
-  };
+  const context = restContext(services, events);
   for (const op of restOperations) serve(app, op, context);
 }

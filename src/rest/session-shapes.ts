@@ -2,9 +2,9 @@ import { z } from 'zod';
 import type { Session } from '../generated/prisma/client.ts';
 import { MessageRole, MessageStatus, SessionPermission, SessionStatus, TaskStatus } from '../generated/prisma/enums.ts';
 import type { MessageView, SessionEvent, SessionEventOf, SessionEventType, ToolCallView } from '../domain/core/events.ts';
-import { type WatchEnd, watchEndCodes } from '../domain/sessions/stream.ts';
 import type { SharedSession } from '../domain/shares/service.ts';
 import { type CreatorRow, restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
+import { doneFrameSchema, endFrameSchema } from './event-stream.ts';
 import { fieldNames } from './field-names.ts';
 import type { SenderLookup } from './senders.ts';
 
@@ -309,17 +309,8 @@ const [firstEvent, ...otherEvents] = Object.values(restEvents).map((r) => r.sche
 const restEventSchema = z.discriminatedUnion('type', [firstEvent!, ...otherEvents]);
 
 export const restUpdateFrameSchema = z.object({ event: z.literal('update'), data: restEventSchema }).meta({ id: 'SessionUpdateFrame' });
-export const restEndFrameSchema = z
-  .object({
-    event: z.literal('error'),
-    data: z.object({
-      error: z.string(),
-      code: z.enum(watchEndCodes),
-      last_event_id: z.number().int().nullable().meta({ description: 'Resume after it with Last-Event-ID' }),
-    }),
-  })
-  .meta({ id: 'SessionStreamEndFrame' });
-export const restDoneFrameSchema = z.object({ event: z.literal('done'), data: z.literal('') }).meta({ id: 'SessionStreamDoneFrame' });
+const restEndFrameSchema = endFrameSchema('SessionStreamEndFrame');
+const restDoneFrameSchema = doneFrameSchema('SessionStreamDoneFrame');
 /** The JSON on each `data:` line of a session's event stream. */
 export const restStreamFrameSchema = z
   .union([restUpdateFrameSchema, restEndFrameSchema, restDoneFrameSchema])
@@ -335,11 +326,3 @@ export function toRestFrame<T extends SessionEventType>(
 
 /** The sender a frame of this event shows (its message's), to look up before it is written. */
 export const senderOfFrame = (e: SessionEvent): string | null => ('message' in e ? e.message.senderId : null);
-
-/** A stream that ends early says why, and from which event a client can resume. */
-export const toRestEndFrame = (end: Pick<WatchEnd, 'code' | 'reason' | 'lastSeq'>): z.input<typeof restEndFrameSchema> => ({
-  event: 'error',
-  data: { error: end.reason, code: end.code, last_event_id: end.lastSeq },
-});
-
-export const DONE_FRAME: z.input<typeof restDoneFrameSchema> = { event: 'done', data: '' };

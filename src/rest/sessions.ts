@@ -7,9 +7,18 @@ import { numberedPageSchema, reactionSchema, sendMessageSchema } from '../domain
 import { AGENT_IDS_REQUIRED, DEFAULT_MESSAGE_PAGE, MAX_MESSAGE_PAGE } from '../domain/sessions/service.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restSearchPageSchema } from './creations.ts';
+import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';
 import { fieldNames } from './field-names.ts';
 import { operation, parseBody } from './operation.ts';
-import { restMessageSchema, restSessionInclude, restSessionSchema, sessionNames, toRestMessage, toRestSession } from './session-shapes.ts';
+import {
+  restMessageSchema,
+  restSessionInclude,
+  restSessionSchema,
+  restStreamFrameSchema,
+  sessionNames,
+  toRestMessage,
+  toRestSession,
+} from './session-shapes.ts';
 import { streamEvents } from './session-stream.ts';
 
 /** Sessions, prompts and reactions answer `{message}` (403 when not yours), as in the original. */
@@ -57,15 +66,6 @@ function objectBody(body: unknown): Record<string, unknown> {
   const value = body ?? {};
   if (typeof value !== 'object' || Array.isArray(value)) throw badInput('The request body must be a JSON object');
   return value as Record<string, unknown>;
-}
-
-/** `Last-Event-ID` (or `?after=`): the seq of the last event the client received. */
-function resumePoint(header: unknown, query: unknown): number | undefined {
-  const raw = typeof header === 'string' && header !== '' ? header : typeof query === 'string' && query !== '' ? query : undefined;
-  if (raw === undefined) return undefined;
-  if (!/^\d{1,16}$/.test(raw) || !Number.isSafeInteger(Number(raw)))
-    throw badInput('Last-Event-ID (or after) must be the id of an event from this stream');
-  return Number(raw);
 }
 
 /** Sessions, their messages and replies: the spec's send, react and delete, and the original's routes around them. */
@@ -142,7 +142,7 @@ export const sessionOperations = [
         session_id: z.string(),
         message_id: z.string().nullable().meta({ description: 'The saved message (null when only settings were sent)' }),
       }),
-      events: true,
+      events: restStreamFrameSchema,
     },
     errors: { style: sessionErrors, codes: ['BAD_USER_INPUT', 'FORBIDDEN', 'NOT_FOUND'] },
     handler: async (request, reply, { services, stream }) => {
@@ -260,11 +260,9 @@ export const sessionOperations = [
     path: '/v2/sessions/:session_id/events',
     tag: 'Sessions',
     summary: 'Everything that happens in a session, live; resumable with Last-Event-ID',
-    query: z.object({
-      after: z.string().regex(/^\d+$/).optional().meta({ description: 'The id of the last event received (same as Last-Event-ID)' }),
-    }),
-    headers: z.object({ 'last-event-id': z.string().regex(/^\d+$/).optional() }),
-    ok: { events: true },
+    query: resumeQuery,
+    headers: resumeHeaders,
+    ok: { events: restStreamFrameSchema },
     errors: { style: sessionErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
     handler: async (request, reply, { services, stream }) => {
       const after = resumePoint(request.headers['last-event-id'], request.query.after);

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { isMemoryRequest, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
@@ -41,8 +41,14 @@ function holdMemories(facts: string) {
 }
 
 describe('draining the reply engine', () => {
+  // Started before each test, not inside it: what a test times is its drain, not a start-up.
+  let s: Awaited<ReturnType<typeof service>>;
+  beforeEach(async () => {
+    s = await service();
+  });
+
   it('waits for the memories of replies that completed, within the grace period', async () => {
-    const { t, memories, exchange } = await service();
+    const { t, memories, exchange } = s;
     const release = holdMemories('Lives in Porto');
     await exchange('I live in Porto.');
     const drained = t.services.replies.drain(30_000);
@@ -53,7 +59,7 @@ describe('draining the reply engine', () => {
   });
 
   it('gives up an extraction still running when the grace period ends', async () => {
-    const { t, memories, exchange } = await service();
+    const { t, memories, exchange } = s;
     const release = holdMemories('Likes rain');
     await exchange('I like rain.');
     await t.services.replies.drain(200);

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/core/ids.ts';
-import type { WatchStream } from '../../src/domain/sessions/stream.ts';
+import type { WatchStream } from '../../src/domain/core/watch.ts';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';

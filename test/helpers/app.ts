@@ -103,8 +103,13 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
  * over `shared` (one that several instances use; it is left in place when this one closes).
  * `queries` records every SQL statement Prisma sends, for N+1 checks. A start that fails halfway
  * undoes what it did (the app, its media folder, a database made on CI's server) before throwing.
+ * `beforeListen` may add routes of a test's own (a route a feature would declare) to the built app.
  */
-export async function startTestApp(overrides: ConfigOverrides = {}, shared?: DatabaseConfig) {
+export async function startTestApp(
+  overrides: ConfigOverrides = {},
+  shared?: DatabaseConfig,
+  hooks: { beforeListen?(app: App, config: Config): void } = {},
+) {
   const queries: string[] = [];
   const routes: { method: string | string[]; url: string }[] = [];
   const ends: (() => unknown)[] = [];
@@ -131,6 +136,7 @@ export async function startTestApp(overrides: ConfigOverrides = {}, shared?: Dat
       onRoute: ({ method, url }) => void routes.push({ method, url }),
     });
     ends.push(() => app.close());
+    hooks.beforeListen?.(app, config);
     url = await app.listen({ port: 0, host: '127.0.0.1' });
   } catch (e) {
     await end().catch(() => {});

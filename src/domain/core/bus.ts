@@ -1,4 +1,5 @@
 import type { SessionEvent, SessionEventPayload } from './events.ts';
+import type { FeedEvent, FeedEventPayload } from './feed-events.ts';
 
 /** Why a bus ends a subscription early (watches add their own reasons: `watchEndCodes`). */
 export const streamEndCodes = ['SLOW_CONSUMER', 'EVENTS_EXPIRED', 'SHUTTING_DOWN'] as const;
@@ -14,10 +15,21 @@ export interface StreamEnd {
   lastSeq: number | null;
 }
 
-export type BusItem = SessionEvent | StreamEnd;
-export const isStreamEnd = (item: BusItem): item is StreamEnd => 'end' in item;
+/**
+ * What the bus adds to every event it carries, whatever its channel: its number there (`seq`
+ * only grows), its time, and where numbers were skipped (an instance that numbered the channel
+ * went away) the seq it follows. Watchers carry on across a skip; clients never see `prev`.
+ */
+export interface Numbered {
+  seq: number;
+  at: string;
+  prev?: number;
+}
 
-export interface BusSubscription extends AsyncIterableIterator<BusItem> {
+export type BusItem<E extends Numbered = SessionEvent> = E | StreamEnd;
+export const isStreamEnd = <E extends Numbered>(item: BusItem<E>): item is StreamEnd => 'end' in item;
+
+export interface BusSubscription<E extends Numbered = SessionEvent> extends AsyncIterableIterator<BusItem<E>> {
   /** Stops delivery and frees the subscription (also what `return()` does). */
   close(): void;
 }
@@ -40,18 +52,28 @@ export interface CancelRequest {
 }
 
 /**
- * The one publish/replay interface for live events. The in-process implementation serves a
- * single instance; a shared implementation (Redis) slots in behind the same interface.
+ * Channels of one kind (sessions, users' feeds), each named by an id: every channel has its own
+ * numbering, replay log and watchers, and the same guarantees whatever its kind.
  */
-export interface EventBus {
-  /** Numbers the event (seq grows per session) and delivers it to every subscriber. */
-  publish(sessionId: string, event: SessionEventPayload): Promise<SessionEvent>;
-  subscribe(sessionId: string, options?: SubscribeOptions): BusSubscription;
+export interface EventChannels<P, E extends Numbered> {
+  /** Numbers the event (seq grows per channel) and delivers it to every subscriber. */
+  publish(id: string, event: P): Promise<E>;
+  subscribe(id: string, options?: SubscribeOptions): BusSubscription<E>;
   /**
-   * The session's seq now: a subscription with `after` set to it misses nothing published from
+   * The channel's seq now: a subscription with `after` set to it misses nothing published from
    * the moment this answers (what a watch takes before it checks access).
    */
-  position(sessionId: string): Promise<number>;
+  position(id: string): Promise<number>;
+}
+
+/**
+ * The one publish/replay interface for live events. The in-process implementation serves a
+ * single instance; a shared implementation (Redis) slots in behind the same interface. Its own
+ * channels are sessions'; `feeds` are users' (`feed-events.ts`), carried by the same machinery.
+ */
+export interface EventBus extends EventChannels<SessionEventPayload, SessionEvent> {
+  /** Each user's own feed of changes to their triggers, tasks and deployments, named by the user's id. */
+  readonly feeds: EventChannels<FeedEventPayload, FeedEvent>;
   /** Tells every connection authenticated with this key to close. */
   revokeKey(keyId: string): Promise<void>;
   onKeyRevoked(listener: (keyId: string) => void): () => void;
@@ -62,6 +84,6 @@ export interface EventBus {
   close(): Promise<void>;
   /** For the start-up line and /healthz: where events go, and whether that is reachable now. */
   describe(): Promise<{ events: string; reachable: boolean }>;
-  /** For metrics and tests: subscriptions open right now. */
+  /** For metrics and tests: subscriptions open right now, of every kind. */
   subscriberCount(): number;
 }

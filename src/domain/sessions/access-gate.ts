@@ -1,27 +1,12 @@
 import { coalesced } from '../core/coalesce.ts';
 import type { Viewer } from '../core/viewer.ts';
 import type { WatchAccessStore } from './store.ts';
-import type { WatchEnd } from './stream.ts';
-
-/** How a watch ends once the API key it was opened with is gone. */
-export const KEY_DELETED_END: WatchEnd = {
-  end: true,
-  code: 'ACCESS_REVOKED',
-  reason: 'The API key of this stream was deleted',
-  lastSeq: null,
-};
-
-export interface AccessTicket {
-  /** Null when the watch may deliver now; else a promise that settles once its access was checked again. */
-  admit(): Promise<void> | null;
-  /** Holds delivery until the watcher's API key is seen to exist, or ends the watch if it is gone. */
-  confirmKey(): void;
-  close(): void;
-}
+import { type AccessTicket, KEY_DELETED_END, type WatchEnd, type WatchGate } from '../core/watch.ts';
 
 interface Ticket {
   viewer: Viewer;
-  sessionId: string;
+  /** Null for a watch of the viewer's own feed: only its key is checked. */
+  sessionId: string | null;
   freshUntil: number;
   waiters: (() => void)[];
   lost(end: WatchEnd): void;
@@ -30,11 +15,15 @@ interface Ticket {
 /**
  * Keeps open watches honest about access whatever happened to the signals that announce its
  * loss (a `user_removed` published before the watch began, a revocation Redis never carried): a
- * watch delivers only while its viewer's membership and API key were confirmed within `everyMs`.
- * Every open watch is checked together, in a few statements whatever their number, so a stream
+ * watch delivers only while its viewer's membership and API key were confirmed within `everyMs`
+ * (a watch of the viewer's own feed: its key). Every open watch is checked together, in a few statements whatever their number, so a stream
  * under load costs nothing per event; one found without access ends with the reason.
  */
-export function accessGate(store: WatchAccessStore, everyMs: number, log: { warn(obj: unknown, msg?: string): void }) {
+export function accessGate(
+  store: WatchAccessStore,
+  everyMs: number,
+  log: { warn(obj: unknown, msg?: string): void },
+): WatchGate & { stop(): void } {
   const open = new Set<Ticket>();
   let checking: Promise<void> | null = null;
   /** Which API keys still exist: the periodic check and newly opened watches ask together. */
@@ -56,15 +45,17 @@ export function accessGate(store: WatchAccessStore, everyMs: number, log: { warn
         if (live instanceof Error) throw live;
         if (live) alive.add(keyIds[i]!);
       }
-      const sessionIds = [...new Set(tickets.map((t) => t.sessionId))];
-      const userIds = [...new Set(tickets.map((t) => t.viewer.id))];
+      const inSessions = tickets.filter((t) => t.sessionId !== null);
+      const sessionIds = [...new Set(inSessions.map((t) => t.sessionId!))];
+      const userIds = [...new Set(inSessions.map((t) => t.viewer.id))];
       const members = await store.members(sessionIds, userIds);
       for (const t of tickets) {
         if (!open.has(t)) continue;
-        const people = members.get(t.sessionId);
+        // A watch of the viewer's own feed has no session to be removed from (null).
+        const people = t.sessionId === null ? null : members.get(t.sessionId);
         if (t.viewer.keyId && !alive.has(t.viewer.keyId)) t.lost(KEY_DELETED_END);
-        else if (!people) t.lost({ end: true, code: 'SESSION_DELETED', reason: 'This session was deleted', lastSeq: null });
-        else if (!people.has(t.viewer.id))
+        else if (people === undefined) t.lost({ end: true, code: 'SESSION_DELETED', reason: 'This session was deleted', lastSeq: null });
+        else if (people !== null && !people.has(t.viewer.id))
           t.lost({ end: true, code: 'ACCESS_REVOKED', reason: 'You were removed from this session', lastSeq: null });
         else {
           t.freshUntil = started + everyMs;
@@ -100,7 +91,7 @@ export function accessGate(store: WatchAccessStore, everyMs: number, log: { warn
 
   return {
     /** A watch whose access was confirmed just now; `lost` ends it when a later check finds none. */
-    open(viewer: Viewer, sessionId: string, lost: (end: WatchEnd) => void): AccessTicket {
+    open(viewer: Viewer, sessionId: string | null, lost: (end: WatchEnd) => void): AccessTicket {
       const ticket: Ticket = {
         viewer,
         sessionId,

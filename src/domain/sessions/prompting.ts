@@ -10,7 +10,7 @@ import type { Viewer } from '../core/viewer.ts';
 import type { ReplyEngine, ReplyJob } from '../replies/engine.ts';
 import { chooseResponders } from '../replies/routing.ts';
 import { canManage, canPost, NO_ACCESS, type SessionAccess } from './access.ts';
-import { KEY_DELETED_END } from './access-gate.ts';
+import { KEY_DELETED_END } from '../core/watch.ts';
 import { type SendMessageInput, sendMessageSchema } from './inputs.ts';
 import { type AgentAsk, BudgetStop, KeyGone, type NewSessionAgent, type SavedPrompt, type SessionStore } from './store.ts';
 

@@ -4,9 +4,10 @@ import { canNameARow } from '../core/ids.ts';
 import type { StreamLimits } from '../core/stream-limits.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { SESSION_NOT_FOUND, type SessionAccess } from './access.ts';
-import { type AccessGate, KEY_DELETED_END } from './access-gate.ts';
+import type { AccessGate } from './access-gate.ts';
 import type { PromptStarted } from './prompting.ts';
-import { sessionWatchStep, watchStream, type WatchStream } from './stream.ts';
+import { KEY_DELETED_END, watchStream, type WatchStream } from '../core/watch.ts';
+import { sessionWatchStep } from './stream.ts';
 
 export interface WatchDependencies {
   bus: EventBus;

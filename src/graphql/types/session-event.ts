@@ -1,8 +1,8 @@
-import { GraphQLError } from 'graphql';
 import type { SessionEventOf, SessionEvent as SessionEventView, SessionEventType } from '../../domain/core/events.ts';
-import { isWatchEnd, type WatchEnd, type WatchItem } from '../../domain/sessions/stream.ts';
+import type { WatchItem } from '../../domain/core/watch.ts';
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
+import { deliver } from '../watch-results.ts';
 import { SessionPermissionEnum } from './enums.ts';
 import { Message, ReactionCountRef, ReactionTotalRef, ToolCall } from './message.ts';
 import { SendMessageInput } from './session.ts';
@@ -161,20 +161,6 @@ function eventType<T extends SessionEventType>(type: T, { name, description, fie
   });
 }
 for (const type of Object.keys(eventTypes) as SessionEventType[]) eventType(type, eventTypes[type] as EventTypeSpec<typeof type>);
-
-const endCodes: Record<WatchEnd['code'], string> = {
-  SESSION_DELETED: 'SESSION_DELETED',
-  ACCESS_REVOKED: 'FORBIDDEN',
-  SLOW_CONSUMER: 'SLOW_CONSUMER',
-  EVENTS_EXPIRED: 'EVENTS_EXPIRED',
-  SHUTTING_DOWN: 'SHUTTING_DOWN',
-};
-
-/** An early end reaches the client as an error with a code and the seq to resume after. */
-const deliver = (item: WatchItem) => {
-  if (!isWatchEnd(item)) return item;
-  throw new GraphQLError(item.reason, { extensions: { code: endCodes[item.code], lastSeq: item.lastSeq } });
-};
 
 const nothing = (): AsyncIterableIterator<WatchItem> => ({
   next: async () => ({ value: undefined, done: true }),
