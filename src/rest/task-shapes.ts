@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { FeedEventOf, feedFamilies } from '../domain/core/feed-events.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import { isVisibleTo } from '../domain/core/visibility.ts';
 import { outputTypes, taskStatuses } from '../domain/tasks/inputs.ts';
@@ -107,3 +108,90 @@ export function toRestTask(viewer: Viewer, registry: ToolRegistry, t: RestTaskRo
     updatedAt: t.updatedAt,
   };
 }
+
+/** The events of a task, as `GET /v2/tasks/events` streams them (`data` of its update frames). */
+type TaskFeedEvent = FeedEventOf<(typeof feedFamilies.task)[number]>;
+
+const eventBase = {
+  taskId: z.string(),
+  at: z.string().meta({ description: 'When it happened (ISO 8601)' }),
+};
+const restTaskEventOutputSchema = z
+  .object({ creationId: z.string(), url: z.string(), thumbnail: z.string().nullable() })
+  .meta({ id: 'TaskEventOutput' });
+
+export const restTaskEventSchema = z
+  .discriminatedUnion('type', [
+    z
+      .object({
+        type: z.literal('task_created'),
+        ...eventBase,
+        task: z.object({
+          _id: z.string(),
+          tool: z.string(),
+          output_type: z.string().nullable(),
+          status: z.enum(taskStatuses),
+          cost: z.number().meta({ description: 'Manna held for it' }),
+          agent: z.string().nullable(),
+          session: z.string().nullable(),
+          createdAt: z.string(),
+        }),
+      })
+      .meta({ id: 'TaskCreatedEvent', description: 'A task of yours was created (its hold taken)' }),
+    z
+      .object({ type: z.literal('task_started'), ...eventBase })
+      .meta({ id: 'TaskStartedEvent', description: 'It got its turn, and its tool is running' }),
+    z
+      .object({
+        type: z.literal('task_progress'),
+        ...eventBase,
+        progress: z.number().min(0).max(1),
+        message: z.string().nullable().meta({ description: 'What it is doing, when the tool says' }),
+      })
+      .meta({ id: 'TaskProgressEvent', description: 'How far it is; progress only grows' }),
+    z
+      .object({
+        type: z.literal('task_completed'),
+        ...eventBase,
+        result: z.unknown().meta({ description: "The tool's own answer" }),
+        outputs: z.array(restTaskEventOutputSchema).meta({ description: 'The creations it made' }),
+        cost: z.number().meta({ description: 'What it was charged (its hold)' }),
+      })
+      .meta({ id: 'TaskCompletedEvent', description: 'It completed: its hold is its charge' }),
+    z
+      .object({ type: z.literal('task_failed'), ...eventBase, error: z.string() })
+      .meta({ id: 'TaskFailedEvent', description: 'It failed: its hold was returned' }),
+    z
+      .object({ type: z.literal('task_cancelled'), ...eventBase })
+      .meta({ id: 'TaskCancelledEvent', description: 'Its owner cancelled it: its hold was returned' }),
+  ])
+  .meta({ id: 'TaskEvent' });
+
+type RestTaskEvent = z.input<typeof restTaskEventSchema>;
+
+/** One entry per type of the task family: a type added to the family does not compile until it is here. */
+const restTaskEventOf: { [T in TaskFeedEvent['type']]: (e: FeedEventOf<T>) => RestTaskEvent } = {
+  task_created: (e) => ({
+    type: e.type,
+    taskId: e.taskId,
+    at: e.at,
+    task: {
+      _id: e.task.id,
+      tool: e.task.tool,
+      output_type: e.task.outputType,
+      status: e.task.status,
+      cost: e.task.cost,
+      agent: e.task.agentId,
+      session: e.task.sessionId,
+      createdAt: e.task.createdAt,
+    },
+  }),
+  task_started: (e) => ({ type: e.type, taskId: e.taskId, at: e.at }),
+  task_progress: (e) => ({ type: e.type, taskId: e.taskId, at: e.at, progress: e.progress, message: e.message }),
+  task_completed: (e) => ({ type: e.type, taskId: e.taskId, at: e.at, result: e.result, outputs: e.outputs, cost: e.cost }),
+  task_failed: (e) => ({ type: e.type, taskId: e.taskId, at: e.at, error: e.error }),
+  task_cancelled: (e) => ({ type: e.type, taskId: e.taskId, at: e.at }),
+};
+
+/** A task event as REST streams it: named fields, never the stored event passed through. */
+export const toRestTaskEvent = (e: TaskFeedEvent): RestTaskEvent => (restTaskEventOf[e.type] as (e: TaskFeedEvent) => RestTaskEvent)(e);

@@ -4,7 +4,10 @@ import { paginate } from '../domain/search/page.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restSearchPageSchema } from './creations.ts';
 import { operation } from './operation.ts';
-import { restTaskQuery, restTaskSchema, taskNames, toRestTask } from './task-shapes.ts';
+import { feedFamilies } from '../domain/core/feed-events.ts';
+import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';
+import { feedFrameSchema, streamFeed } from './feed-stream.ts';
+import { restTaskEventSchema, restTaskQuery, restTaskSchema, taskNames, toRestTask, toRestTaskEvent } from './task-shapes.ts';
 
 /** The original's clients read `error` or `message`: both, with the field named in REST's spelling. */
 const errors: RestErrorStyle = { bodyKey: 'both', fieldName: taskNames.toRest };
@@ -61,6 +64,28 @@ export const taskOperations = [
       // The SDK types these two as a number or absent (docs/compatibility.md), so no page is no field.
       const { prevPage, nextPage, ...numbers } = paginate(docs, total, page, limit);
       return { ...numbers, ...(prevPage === null ? {} : { prevPage }), ...(nextPage === null ? {} : { nextPage }) };
+    },
+  }),
+  operation({
+    operationId: 'streamTaskEvents',
+    method: 'get',
+    path: '/v2/tasks/events',
+    tag: 'Tasks',
+    summary:
+      'Your tasks as they change, live (Server-Sent Events): created, started, progress, completed, failed, cancelled; one task with taskId; resumable with Last-Event-ID or ?after',
+    query: resumeQuery.extend({ taskId: z.string().min(1).max(100).optional().meta({ description: 'Only this task of yours' }) }),
+    headers: resumeHeaders,
+    ok: { events: feedFrameSchema('TaskStream', restTaskEventSchema) },
+    errors: { style: errors, codes: ['BAD_USER_INPUT', 'NOT_FOUND', 'TOO_MANY_SUBSCRIPTIONS'] },
+    handler: async (request, reply, { services, stream }) => {
+      const { taskId } = request.query;
+      const where = taskId === undefined ? undefined : await services.tasks.followed(request.viewer, taskId);
+      const events = await services.feeds.watch(request.viewer, {
+        after: resumePoint(request.headers['last-event-id'], request.query.after),
+        types: feedFamilies.task,
+        where,
+      });
+      return streamFeed(reply, events, stream, toRestTaskEvent);
     },
   }),
   operation({

@@ -62,6 +62,7 @@ export function taskRunner(deps: TaskRunnerDeps) {
         type: 'task_completed',
         taskId: task.id,
         result: (saved.result ?? null) as never,
+        outputs: creations.map((c) => ({ creationId: c.id, url: c.url, thumbnail: c.thumbnail })),
         cost: saved.cost?.toNumber() ?? 0,
       });
     else if (outcome.status === 'failed')

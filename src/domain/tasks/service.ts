@@ -140,6 +140,17 @@ export function taskService(deps: TaskServiceDeps) {
 
     get: readable,
 
+    /**
+     * What narrows a watch of the caller's feed to one task (`GET /v2/tasks/events?taskId=`,
+     * `taskUpdates(taskId:)`): the task must be the caller's own, whose events are on their feed
+     * (another's, public or not, is not found). Checked before the watch opens.
+     */
+    async followed(viewer: Viewer, taskId: string): Promise<(event: { taskId: string }) => boolean> {
+      const task = canNameARow(taskId) ? await store.find(taskId) : null;
+      if (!task || task.userId !== viewer.id) throw notFound(TASK_NOT_FOUND);
+      return (event) => event.taskId === task.id;
+    },
+
     /** A numbered page of the caller's tasks (reply tool calls among them), as the original's list. */
     async page<Q extends TaskQuery = object>(viewer: Viewer, raw: unknown, query?: Q) {
       const { page, limit, ...filters } = parseInput(taskPageSchema, raw);

@@ -1,7 +1,10 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import { visibleCreations } from '../../domain/discovery/store.ts';
 import { canReadTask, outputTypeOf } from '../../domain/tasks/service.ts';
+import { type FeedEventOf, feedFamilies } from '../../domain/core/feed-events.ts';
 import { builder } from '../builder.ts';
+import { feedEventInterface, followFeed } from '../feed.ts';
+import { rawIdOf } from '../global-ids.ts';
 import { toConnection } from '../connection.ts';
 import { viewerOf } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';
@@ -154,3 +157,97 @@ builder.prismaObjectField(Creation, 'task', (t) =>
     resolve: (creation, _args, ctx) => (creation.task && canReadTask(viewerOf(ctx), creation.task) ? creation.task : null),
   }),
 );
+
+type TaskFeedEvent = FeedEventOf<(typeof feedFamilies.task)[number]>;
+
+const TaskEventOutput = builder.objectRef<{ creationId: string; url: string; thumbnail: string | null }>('TaskEventOutput').implement({
+  description: 'A creation a task made, as its completion names it.',
+  fields: (t) => ({
+    creationId: t.globalID({ resolve: (o) => ({ type: 'Creation', id: o.creationId }) }),
+    rawCreationId: t.exposeID('creationId', { description: RAW_ID }),
+    url: t.exposeString('url'),
+    thumbnail: t.exposeString('thumbnail', { nullable: true }),
+  }),
+});
+
+// Typed with the whole family: an event type added to it does not compile until it is shown here.
+const TaskEvent = feedEventInterface<TaskFeedEvent['type']>('TaskEvent', 'A change of one of your tasks.', {
+  task_created: {
+    name: 'TaskCreated',
+    description: 'A task of yours was created, its cost held.',
+    fields: (t) => ({
+      taskId: t.globalID({ resolve: (e) => ({ type: 'Task', id: e.taskId }) }),
+      rawTaskId: t.exposeID('taskId', { description: RAW_ID }),
+      toolKey: t.string({ resolve: (e) => e.task.tool }),
+      cost: t.float({ description: 'Manna held for it.', resolve: (e) => e.task.cost }),
+      task: t.field({
+        type: Task,
+        description: 'The task as it is now.',
+        resolve: (e, _args, ctx) => ctx.services.tasks.get(viewerOf(ctx), e.taskId),
+      }),
+    }),
+  },
+  task_started: {
+    name: 'TaskStarted',
+    description: 'It got its turn, and its tool is running.',
+    fields: (t) => ({
+      taskId: t.globalID({ resolve: (e) => ({ type: 'Task', id: e.taskId }) }),
+      rawTaskId: t.exposeID('taskId', { description: RAW_ID }),
+    }),
+  },
+  task_progress: {
+    name: 'TaskProgressed',
+    description: 'How far it is; progress only grows.',
+    fields: (t) => ({
+      taskId: t.globalID({ resolve: (e) => ({ type: 'Task', id: e.taskId }) }),
+      rawTaskId: t.exposeID('taskId', { description: RAW_ID }),
+      progress: t.exposeFloat('progress', { description: 'From 0 to 1.' }),
+      message: t.exposeString('message', { nullable: true, description: 'What it is doing, when the tool says.' }),
+    }),
+  },
+  task_completed: {
+    name: 'TaskCompleted',
+    description: 'It completed: its hold is its charge.',
+    fields: (t) => ({
+      taskId: t.globalID({ resolve: (e) => ({ type: 'Task', id: e.taskId }) }),
+      rawTaskId: t.exposeID('taskId', { description: RAW_ID }),
+      result: t.expose('result', { type: 'JSON', nullable: true, description: "The tool's answer." }),
+      outputs: t.field({ type: [TaskEventOutput], description: 'The creations it made.', resolve: (e) => e.outputs }),
+      cost: t.exposeFloat('cost', { description: 'What it was charged.' }),
+      task: t.field({
+        type: Task,
+        description: 'The task as it is now.',
+        resolve: (e, _args, ctx) => ctx.services.tasks.get(viewerOf(ctx), e.taskId),
+      }),
+    }),
+  },
+  task_failed: {
+    name: 'TaskFailed',
+    description: 'It failed: its hold was returned.',
+    fields: (t) => ({
+      taskId: t.globalID({ resolve: (e) => ({ type: 'Task', id: e.taskId }) }),
+      rawTaskId: t.exposeID('taskId', { description: RAW_ID }),
+      error: t.exposeString('error'),
+    }),
+  },
+  task_cancelled: {
+    name: 'TaskCancelled',
+    description: 'You cancelled it: its hold was returned.',
+    fields: (t) => ({
+      taskId: t.globalID({ resolve: (e) => ({ type: 'Task', id: e.taskId }) }),
+      rawTaskId: t.exposeID('taskId', { description: RAW_ID }),
+    }),
+  },
+});
+
+builder.subscriptionFields((t) => ({
+  taskUpdates: t.field({
+    type: TaskEvent,
+    description:
+      'Your tasks as they change, live: created, started, progress, completed (with the result), failed, cancelled. With taskId, one task of yours; with after, first every event of your feed after that seq.',
+    args: { taskId: t.arg.id(), after: t.arg({ type: 'Seq' }) },
+    ...followFeed(feedFamilies.task, ({ taskId }: { taskId?: string | number | null; after?: number | null }, viewer, ctx) =>
+      taskId == null ? undefined : ctx.services.tasks.followed(viewer, rawIdOf(String(taskId))),
+    ),
+  }),
+}));
