@@ -1,12 +1,11 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { DatabaseConfig } from '../config.ts';
 import { PrismaClient } from '../generated/prisma/client.ts';
 import { lockDataDir } from './data-dir-lock.ts';
-import { startPGliteThread } from './pglite-thread.ts';
+import { startAdapterThread } from './adapter-thread.ts';
 import { PostgresMigrationAdapterFactory } from './postgres-migrations.ts';
 import { buildSnapshot, preparePgdata } from './snapshot.ts';
 
@@ -89,11 +88,14 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   if (config.kind === 'postgres') {
     // Without a connect timeout, a database host that stops answering (rather than refusing)
     // would hold every request that needs a connection until the operating system gives up.
-    const adapterFactory = new PrismaPg({
-      connectionString: config.url,
-      connectionTimeoutMillis: config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-    });
-    const prisma = createClient(adapterFactory, options.onQuery);
+    const connectTimeoutMs = config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    const thread = startAdapterThread(
+      new URL('./pg-worker.js', import.meta.url),
+      { url: config.url, connectTimeoutMs },
+      '@prisma/adapter-pg',
+    );
+    const prisma = createClient(thread.factory, options.onQuery);
+    await started(thread, prisma, async () => {});
     const url = new URL(config.url);
     return {
       prisma,
@@ -102,7 +104,10 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       exclusively: (work) => holdingAdvisoryLock(config.url, work),
       description: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
       ping: (timeoutMs) => ping(prisma, timeoutMs),
-      close: () => prisma.$disconnect(),
+      async close() {
+        await prisma.$disconnect();
+        await thread.close();
+      },
     };
   }
   // DATA_DIR holds the lock file and, in pgdata/, PGlite's own files (it wants a directory to itself).
@@ -120,15 +125,9 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     await unlock();
     throw e;
   }
-  const pglite = startPGliteThread(pgdata);
+  const pglite = startAdapterThread(new URL('./pglite-worker.js', import.meta.url), { dataDir: pgdata }, 'pglite-prisma-adapter');
   const prisma = createClient(pglite.factory, options.onQuery);
-  // Prisma compiles its query compiler (WebAssembly) on this thread while PGlite starts on its own.
-  const failed = (await Promise.allSettled([pglite.ready, prisma.$connect()])).find((r) => r.status === 'rejected');
-  if (failed) {
-    await pglite.stop();
-    await unlock();
-    throw failed.reason;
-  }
+  await started(pglite, prisma, unlock);
   return {
     prisma,
     jobs: { kind: 'embedded', executeSql: pglite.executeSql },
@@ -146,6 +145,19 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       await unlock();
     },
   };
+}
+
+/**
+ * Waits for the database thread and for Prisma: Prisma compiles its query compiler
+ * (WebAssembly) on this thread while the worker starts on its own. A start that fails stops
+ * the thread and lets go of what was taken (`release`).
+ */
+async function started(thread: ReturnType<typeof startAdapterThread>, prisma: Db, release: () => Promise<void>) {
+  const failed = (await Promise.allSettled([thread.ready, prisma.$connect()])).find((r) => r.status === 'rejected');
+  if (!failed) return;
+  await thread.stop();
+  await release();
+  throw failed.reason;
 }
 
 /** A session-level advisory lock of parley's own, waited for as long as it takes. */

@@ -2,6 +2,7 @@ import { PgBoss } from 'pg-boss';
 import type { JobsConfig } from '../config.ts';
 import type { JobsConnection } from '../db/database.ts';
 import type { Job, JobQueue, QueueSpec, SendOptions, WorkOptions } from '../domain/core/jobs.ts';
+import { isDatabaseUnavailable } from '../domain/core/stores/prisma-errors.ts';
 
 /** The schema pg-boss keeps its tables in; made by our migration `20261201000000_jobs_autonomy`. */
 export const JOBS_SCHEMA = 'pgboss';
@@ -49,8 +50,13 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
     // A rebuild of its indexes is DDL the embedded database would run inside the service.
     reindex: false,
   });
-  boss.on('error', (err) => log.error({ err }, 'the job queue failed'));
-  boss.on('warning', (warning) => (log.warn ?? log.error)({ warning }, 'the job queue warns'));
+  // pino's methods need their logger as `this`.
+  const warn = (obj: unknown, msg: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg));
+  // An outage is expected weather (the queue polls again once the database is back), not a fault.
+  boss.on('error', (err) =>
+    isDatabaseUnavailable(err) ? warn({ err }, 'the job queue cannot reach the database') : log.error({ err }, 'the job queue failed'),
+  );
+  boss.on('warning', (warning) => warn({ warning }, 'the job queue warns'));
 
   let starting: Promise<unknown> | undefined;
   /** Starts the queue on first use: a process that never uses it (most CLI commands) never opens it. */

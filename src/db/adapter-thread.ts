@@ -14,7 +14,7 @@ import {
 interface Reply {
   id: number;
   value?: unknown;
-  error?: { name: string; message: string; cause?: ConstructorParameters<typeof DriverAdapterError>[0] };
+  error?: { name: string; message: string; code?: string; cause?: ConstructorParameters<typeof DriverAdapterError>[0] };
 }
 
 /** Calls into the database thread; each call resolves with its reply. */
@@ -28,10 +28,10 @@ class Channel {
       if (!call) return;
       this.pending.delete(reply.id);
       if (!reply.error) return call.resolve(reply.value);
-      const { name, message, cause } = reply.error;
-      call.reject(cause ? new DriverAdapterError(cause) : Object.assign(new Error(message), { name }));
+      const { name, message, code, cause } = reply.error;
+      call.reject(cause ? new DriverAdapterError(cause) : Object.assign(new Error(message), { name, code }));
     });
-    worker.on('exit', () => this.failAll(new Error('The embedded database stopped')));
+    worker.on('exit', () => this.failAll(new Error('The database thread stopped')));
     worker.on('error', (e) => this.failAll(e));
   }
 
@@ -124,24 +124,26 @@ class RemoteAdapter extends RemoteQueryable implements SqlDriverAdapter {
 }
 
 /**
- * Starts the embedded database (PGlite) on a worker thread and returns at once a Prisma
- * driver-adapter factory that forwards to it, and `ready`, which settles when PGlite has started
- * (calls made before wait in the thread's queue). Statements then run beside the event loop
- * instead of on it, so a burst of writes does not hold up the tokens of every reply being
- * streamed; and the caller can go on with its own start-up while PGlite starts.
+ * Starts a database's driver adapter on a worker thread (`pglite-worker.js`: the embedded
+ * database; `pg-worker.js`: a PostgreSQL server's connections) and returns at once a Prisma
+ * driver-adapter factory that forwards to it, and `ready`, which settles when the worker has
+ * started (calls made before wait in the thread's queue). Statements, and the parsing and
+ * converting of their results, then run beside the event loop instead of on it, so a burst of
+ * writes does not hold up the tokens of every reply being streamed; and the caller can go on
+ * with its own start-up meanwhile.
  */
-export function startPGliteThread(dataDir: string | undefined) {
-  const worker = new Worker(new URL('./pglite-worker.js', import.meta.url), { workerData: { dataDir } });
+export function startAdapterThread(script: URL, workerData: object, adapterName: string) {
+  const worker = new Worker(script, { workerData });
   const ready = new Promise<void>((resolve, reject) => {
     worker.once('message', (m: { ready: boolean; error?: { message: string } }) =>
-      m.ready ? resolve() : reject(new Error(m.error?.message ?? 'The embedded database did not start')),
+      m.ready ? resolve() : reject(new Error(m.error?.message ?? 'The database thread did not start')),
     );
     worker.once('error', reject);
   });
   const channel = new Channel(worker);
   const factory: SqlMigrationAwareDriverAdapterFactory = {
     provider: 'postgres',
-    adapterName: 'pglite-prisma-adapter',
+    adapterName,
     connect: async () => new RemoteAdapter(channel, await channel.call<Connected>('connect')),
     connectToShadowDb: async () => new RemoteAdapter(channel, await channel.call<Connected>('connectToShadowDb')),
   };
