@@ -1,18 +1,30 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { DatabaseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/database.ts';
+import { preparePgdata } from '../../src/db/snapshot.ts';
 import { Prisma } from '../../src/generated/prisma/client.ts';
 import { SERVER_STOPPED } from '../../src/domain/tasks/runner.ts';
 import { taskStore } from '../../src/domain/tasks/store.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { freshDatabase } from '../helpers/database.ts';
 import { startFakeToolService } from '../helpers/fake-tool-service.ts';
 import { viewerOf } from '../helpers/rest-helpers.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { httpTool, toolRegistryWith } from '../helpers/tool-registry.ts';
+
+/**
+ * A new embedded data directory as the service makes one: a copy of the build's migrated snapshot
+ * (test/global-setup.ts brings dist/ up to date first), sparing PGlite's initdb and every migration.
+ */
+async function migratedDataDir() {
+  const dataDir = await mkdtemp(join(tmpdir(), 'parley-tasks-'));
+  expect(await preparePgdata(join(dataDir, 'pgdata'), fileURLToPath(new URL('../../dist/db/pgdata-snapshot', import.meta.url)))).toBe(true);
+  return dataDir;
+}
 
 /** Every user's balances equal the sums of their ledger rows. */
 const ledgerMatches = async (t: Pick<TestApp, 'db'>) =>
@@ -72,34 +84,35 @@ describe('recovering tasks made by themselves', () => {
 });
 
 describe('closing the service with a task running', () => {
+  // Started before the test, as every app is: under load a start-up alone can take most of a test's time.
+  let tools: Awaited<ReturnType<typeof startFakeToolService>>;
+  let database: DatabaseConfig;
+  let t: TestApp;
+  setUp(async (start) => {
+    tools = await start.service(startFakeToolService({ hang: true }));
+    const fresh = await start.service(freshDatabase(), (f) => f.drop());
+    database = fresh.config.kind === 'postgres' ? fresh.config : { kind: 'pglite', dataDir: await migratedDataDir() };
+    const toolsDir = await toolRegistryWith({ slow: httpTool('slow', tools.url) });
+    t = await start.app({ toolsDir, shutdownGraceMs: 200 }, database);
+  });
+
   it('lets it run for the grace period, then settles it as failed with its hold given back', async () => {
-    const tools = await startFakeToolService({ hang: true });
-    const fresh = await freshDatabase();
-    const database: DatabaseConfig =
-      fresh.config.kind === 'postgres' ? fresh.config : { kind: 'pglite', dataDir: await mkdtemp(join(tmpdir(), 'parley-tasks-')) };
+    const user = await t.createUser('closer');
+    await t.services.manna.grant(user.username, '3', 'forever');
+    const task = await t.services.tasks.create(await viewerOf(t, user), { tool: 'slow', args: { prompt: 'x' } });
+    while (tools.calls.length === 0) await new Promise((r) => setTimeout(r, 10));
+    await t.close();
+    await tools.calls[0]!.abandoned;
+    const reopened = await openDatabase(database);
     try {
-      const toolsDir = await toolRegistryWith({ slow: httpTool('slow', tools.url) });
-      const t = await startTestApp({ toolsDir, shutdownGraceMs: 200 }, database);
-      const user = await t.createUser('closer');
-      await t.services.manna.grant(user.username, '3', 'forever');
-      const task = await t.services.tasks.create(await viewerOf(t, user), { tool: 'slow', args: { prompt: 'x' } });
-      while (tools.calls.length === 0) await new Promise((r) => setTimeout(r, 10));
-      await t.close();
-      await tools.calls[0]!.abandoned;
-      const reopened = await openDatabase(database);
-      try {
-        expect(await reopened.prisma.task.findUniqueOrThrow({ where: { id: task.id } })).toMatchObject({
-          status: 'failed',
-          error: SERVER_STOPPED,
-        });
-        expect((await reopened.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).foreverBalance.toNumber()).toBe(3);
-        expect(await ledgerMatches({ db: reopened.prisma as never })).toEqual([]);
-      } finally {
-        await reopened.close();
-      }
+      expect(await reopened.prisma.task.findUniqueOrThrow({ where: { id: task.id } })).toMatchObject({
+        status: 'failed',
+        error: SERVER_STOPPED,
+      });
+      expect((await reopened.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).foreverBalance.toNumber()).toBe(3);
+      expect(await ledgerMatches({ db: reopened.prisma as never })).toEqual([]);
     } finally {
-      await tools.close();
-      await fresh.drop();
+      await reopened.close();
     }
   });
 });
