@@ -113,11 +113,13 @@ async function build(wanted) {
 async function makeSnapshot() {
   const { openDatabase } = await import(pathToFileURL(join(dist, 'db/database.js')).href);
   const { applyMigrations } = await import(pathToFileURL(join(dist, 'db/migrate.js')).href);
+  const { trimSnapshot } = await import(pathToFileURL(join(dist, 'db/snapshot.js')).href);
   const work = join(dist, `.snapshot-${process.pid}`);
   await rm(work, { recursive: true, force: true });
   const database = await openDatabase({ kind: 'pglite', dataDir: work }, { snapshot: false });
   try {
     await applyMigrations(database.migrationAdapterFactory);
+    await trimSnapshot(database.migrationAdapterFactory);
   } finally {
     await database.close();
   }

@@ -3,6 +3,7 @@ import { render } from 'preact';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { type ConnectionState, liveClient, type Problem, problemOf, request } from './api.ts';
 import { AGENTS, type Agent, CREATE_AGENT, ME, SEND, SESSIONS } from './operations.ts';
+import { AutonomySwitch } from './autonomy-switch.tsx';
 import { save } from './session-state.ts';
 import { SessionView } from './session-view.tsx';
 import { SharePage } from './share-page.tsx';
@@ -239,7 +240,10 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
           </div>
         )}
         {route.kind === 'session' && route.id ? (
-          <SessionView key={route.id} apiKey={apiKey} client={client} sessionId={route.id} agents={agents} onProblem={onProblem} />
+          <>
+            <AutonomySwitch key={`autonomy-${route.id}`} apiKey={apiKey} client={client} sessionId={route.id} onProblem={onProblem} />
+            <SessionView key={route.id} apiKey={apiKey} client={client} sessionId={route.id} agents={agents} onProblem={onProblem} />
+          </>
         ) : (
           <NewSession apiKey={apiKey} agents={agents} selected={selected} onProblem={onProblem} />
         )}

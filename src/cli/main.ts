@@ -16,6 +16,9 @@ export async function main(argv: string[]): Promise<number | null> {
         json: { type: 'boolean' },
         all: { type: 'boolean' },
         subscription: { type: 'boolean' },
+        force: { type: 'boolean' },
+        to: { type: 'string' },
+        'without-pgvector': { type: 'boolean' },
       },
     });
   } catch (e) {
@@ -36,6 +39,7 @@ export async function main(argv: string[]): Promise<number | null> {
         return help(usage.main);
       case 'serve': {
         if (values.help) return help(await serveUsage());
+        await startDatabaseEarly();
         const { serve } = await import('../server.ts');
         await serve();
         return null;
@@ -66,6 +70,24 @@ export async function main(argv: string[]): Promise<number | null> {
         }
         return await (await import('./commands/manna.ts')).grant(username, amount, values.subscription ? 'subscription' : 'forever', json);
       }
+      case 'backup':
+      case 'restore': {
+        const [file] = rest;
+        if (values.help || !file) {
+          console[values.help ? 'log' : 'error'](usage[command]);
+          return values.help ? 0 : 2;
+        }
+        if (command === 'backup') return await (await import('./commands/backup.ts')).backup(file, json);
+        return await (await import('./commands/restore.ts')).restore(file, Boolean(values.force), json);
+      }
+      case 'db': {
+        if (values.help || rest[0] !== 'copy' || !values.to) {
+          console[values.help ? 'log' : 'error'](usage.db);
+          return values.help ? 0 : 2;
+        }
+        const { copy } = await import('./commands/db-copy.ts');
+        return await copy(values.to, { force: Boolean(values.force), withoutPgvector: Boolean(values['without-pgvector']), json });
+      }
       case 'demo':
         if (values.help) return help(usage.demo);
         return await (await import('./commands/demo.ts')).demo(json);
@@ -78,4 +100,20 @@ export async function main(argv: string[]): Promise<number | null> {
     console.error(describeError(e));
     return 1;
   }
+}
+
+/**
+ * The embedded database starts (its files copied for a new data directory, PGlite on its thread)
+ * while the service's modules load, instead of after them. A configuration that does not load is
+ * left to `serve`, which reports it.
+ */
+async function startDatabaseEarly() {
+  const { loadConfig } = await import('../config.ts');
+  let database;
+  try {
+    database = loadConfig().database;
+  } catch {
+    return;
+  }
+  if (database.kind === 'pglite' && database.dataDir) (await import('../db/embedded.ts')).startEarly(database.dataDir);
 }

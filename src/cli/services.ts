@@ -1,11 +1,11 @@
-import { loadConfig } from '../config.ts';
+import { type Config, loadConfig } from '../config.ts';
 import { callService, NoServiceError } from '../control/socket.ts';
 import { type OperationArgs, type OperationName, type OperationResult, operations } from '../control/operations.ts';
 import { liveLockHolder } from '../db/data-dir-lock.ts';
-import { openDatabase } from '../db/database.ts';
+import { type Database, openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
-import { createServices } from '../domain/services.ts';
-import { loadToolRegistry } from '../domain/tools/registry.ts';
+import { createServices, type Services } from '../domain/services.ts';
+import { loadToolRegistry, type ToolRegistry } from '../domain/tools/registry.ts';
 import { pgBossQueue } from '../jobs/pg-boss.ts';
 import { createLimits } from '../limits/index.ts';
 import { createMetrics } from '../observability/metrics.ts';
@@ -20,8 +20,7 @@ const log = {
  * Runs one of the CLI's writing commands. On the embedded database held by a running service,
  * the service runs it (over its command socket, src/control/socket.ts); otherwise this process is
  * the composition root: it opens the configured database (migrated) and runs the command with
- * the domain services over it, on the event bus the configuration names, so what a command
- * publishes (a revoked key, say) reaches every instance when they share Redis.
+ * the domain services over it.
  */
 export async function runCommand<N extends OperationName>(
   command: N,
@@ -46,26 +45,42 @@ export async function runCommand<N extends OperationName>(
   }
   const tools = await loadToolRegistry(config.toolsDir);
   const database = await openDatabase(config.database);
+  try {
+    if (command !== 'migrate') await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
+    return await withServices(
+      config,
+      database,
+      tools,
+      (services) => operations[command].run({ services, database, progress }, args as never) as Promise<OperationResult<N>>,
+    );
+  } finally {
+    await database.close();
+  }
+}
+
+/**
+ * The domain services over an open database, as a command in this process uses them: on the
+ * event bus the configuration names, so what a command publishes (a revoked key, say) reaches
+ * every instance when they share Redis. Closed (but not the database) once `work` is done.
+ */
+export async function withServices<T>(
+  config: Config,
+  database: Database,
+  tools: ToolRegistry,
+  work: (services: Services) => Promise<T>,
+): Promise<T> {
   const bus = createEventBus(config);
   // A command streams nothing to clients, so its stream slots need not be shared.
   const limits = createLimits(config.limits, undefined, log);
   // Opened only if the command sends a job (none works any).
   const jobs = pgBossQueue(database.jobs, config.jobs, log);
   try {
-    if (command !== 'migrate') await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));
-    const services = createServices(database.prisma, tools, {
-      config,
-      bus,
-      streamLimits: limits.streams,
-      log,
-      metrics: createMetrics(),
-      jobs,
-    });
-    return (await operations[command].run({ services, database, progress }, args as never)) as OperationResult<N>;
+    return await work(
+      createServices(database.prisma, tools, { config, bus, streamLimits: limits.streams, log, metrics: createMetrics(), jobs }),
+    );
   } finally {
     await jobs.stop(config.shutdownGraceMs);
     await bus.close();
     await limits.close();
-    await database.close();
   }
 }

@@ -10,6 +10,9 @@ Commands:
   creations import <file>    import creations from a JSON-lines file (resumable)
   creations reembed          embed creations again with the configured embedding provider
   manna grant <user> <amount>  add manna to a user's balance (a ledger row records it)
+  backup <file>              write a backup of the embedded database, also while it serves
+  restore <file>             restore a backup into DATA_DIR (new or stopped)
+  db copy --to <url>         copy the embedded database into PostgreSQL
 
 Run "parley <command> --help" for a command's options. Settings come from the environment:
 DATABASE_URL (else embedded PGlite in DATA_DIR, default ./data), PORT, HOST, and more;
@@ -18,6 +21,31 @@ DATABASE_URL (else embedded PGlite in DATA_DIR, default ./data), PORT, HOST, and
   migrate: `Usage: parley migrate\n\nApplies pending migrations from prisma/migrations to the configured database and exits.`,
   keys: `Usage: parley keys create <username> [--json]\n\nCreates <username> if it does not exist and prints a new API key for it.\nThe key is shown only this once; only its hash is stored.\n\n  --json   print {"userId","username","apiKey"} as JSON`,
   manna: `Usage: parley manna grant <username> <amount> [--subscription] [--json]\n\nAdds <amount> of manna (up to 4 decimals) to the user's balance, with a ledger row.\nForever manna (purchased, never expires) unless --subscription.\n\n  --subscription   add subscription manna (spent first, granted per billing period)\n  --json           print {"ledgerId","amount","kind","subscriptionBalance","foreverBalance"}`,
+  backup: `Usage: parley backup <file> [--json]
+
+Writes a backup of the embedded database in DATA_DIR (and the media files in MEDIA_DIR) to
+<file>: through the running service if there is one, which pauses for a copy of its files, or
+directly while it is stopped. Everything acknowledged before the backup began is in it. The
+file appears only once complete. See docs/operations.md.
+
+  --json   print the summary (tables with their row counts and checksums) as JSON`,
+  restore: `Usage: parley restore <file> [--force] [--json]
+
+Restores a backup into DATA_DIR, which must not be in use; it is checked whole first (a
+truncated file, another program's, or one from a newer parley is refused before anything
+changes). Media files go to MEDIA_DIR.
+
+  --force   replace the database DATA_DIR holds (refused otherwise when it has data)
+  --json    print the summary as JSON`,
+  db: `Usage: parley db copy --to <postgres url> [--force] [--without-pgvector] [--json]
+
+Copies everything in the embedded database (DATA_DIR, stopped) into the PostgreSQL database at
+<url>, migrating it first; then start with DATABASE_URL=<url>. Run it again after an
+interruption to finish the copy. Prints each table's row count and checksum on both sides.
+
+  --force              replace what the target holds (refused otherwise when it has parley data)
+  --without-pgvector   copy into a server without pgvector: embeddings as real[], exact search
+  --json               print the per-table counts and checksums as JSON`,
   demo: `Usage: parley demo [--json]\n\nLoads the demo data set (users alice and bob, agents, deployments, triggers, a concept,\nmodels, 240 creations, sessions and shares). Running it again adds nothing twice.\nA fresh API key for each demo user is printed on every run.\n\n  --json   print the manifest as one JSON object on stdout`,
   creations: `Usage: parley creations import <file.jsonl> [--json]
        parley creations reembed [--all]

@@ -1,4 +1,6 @@
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import type { Database } from '../db/database.ts';
@@ -63,6 +65,22 @@ export const operations = {
   'creations.reembed': operation(z.object({ all: z.boolean() }), async ({ services, progress }, { all }) => {
     const result = await services.search.reembed({ all, onProgress: progress });
     return { reembedded: result.reembedded, provider: result.provider };
+  }),
+  // `parley backup` while the service runs: only the service may touch its database's files, so it
+  // makes the copy the backup is then written from (by the CLI, off the service's threads).
+  'backup.copy': operation(z.object({ dir: z.string(), manifest: z.string().optional() }), async ({ database }, { dir, manifest }) => {
+    if (!database.copyTo) throw new Error("This service's database is not an embedded one in a data directory: there are no files to copy");
+    if (!isAbsolute(dir)) throw new Error(`The copy's directory must be an absolute path, not ${dir}`);
+    // A first copy goes into a new directory; a manifest names the copy made there already.
+    const exists = await stat(dir).then(
+      () => true,
+      () => false,
+    );
+    if (exists !== Boolean(manifest))
+      throw new Error(exists ? `${dir} exists already: the copy goes into a new directory` : `${dir} does not exist`);
+    const started = performance.now();
+    await database.copyTo(dir, manifest);
+    return { ms: Math.round(performance.now() - started) };
   }),
   migrate: operation(z.object({}), async ({ database }) => {
     const applied = await database.exclusively(() => applyMigrations(database.migrationAdapterFactory));

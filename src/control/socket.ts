@@ -45,7 +45,8 @@ export async function listenForCommands(
     open.add(socket);
     socket.on('close', () => open.delete(socket));
     socket.on('error', () => socket.destroy());
-    void answer(socket, context, log);
+    // A client gone mid-request (its error reaches the line reader too) ends only its own answer.
+    answer(socket, context, log).catch(() => socket.destroy());
   });
   // The data directory's lock is ours, so a socket file left there is from a process that died.
   await rm(path, { force: true });
@@ -127,22 +128,34 @@ export function callService<N extends OperationName>(
   return new Promise((resolve, reject) => {
     const socket = createConnection(commandSocketPath(dataDir));
     let answered = false;
-    socket.on('connect', () => socket.write(`${JSON.stringify({ command, args })}\n`));
-    socket.on('error', (e: NodeJS.ErrnoException) => {
+    const settle = (outcome: () => void) => {
       if (answered) return;
       answered = true;
-      reject(['ENOENT', 'ECONNREFUSED'].includes(e.code ?? '') ? new NoServiceError(e.message) : e);
-    });
+      outcome();
+      socket.destroy();
+    };
+    // A socket file with no listener (left by a service that was killed) refuses the connection:
+    // that is "no service", for the caller to say so or to go on without one. readline re-emits
+    // the socket's errors on itself, so it needs the handler too, or the error ends the process.
+    const failed = (e: NodeJS.ErrnoException) =>
+      settle(() => reject(['ENOENT', 'ECONNREFUSED'].includes(e.code ?? '') ? new NoServiceError(e.message) : e));
+    socket.on('connect', () => socket.write(`${JSON.stringify({ command, args })}\n`));
+    socket.on('error', failed);
     const lines = createInterface({ input: socket, crlfDelay: Infinity });
+    lines.on('error', failed);
     lines.on('line', (line) => {
-      const reply = JSON.parse(line) as Reply;
+      let reply: Reply;
+      try {
+        reply = JSON.parse(line) as Reply;
+      } catch {
+        return settle(() => reject(new Error('The running service answered something that is not a parley reply')));
+      }
       if ('progress' in reply) return onProgress?.(...reply.progress);
-      answered = true;
-      if ('result' in reply) resolve(reply.result as OperationResult<N>);
-      else reject(new Error(reply.error));
+      if ('result' in reply) settle(() => resolve(reply.result as OperationResult<N>));
+      else settle(() => reject(new Error(reply.error)));
     });
-    socket.on('close', () => {
-      if (!answered) reject(new Error('The running service closed the command socket without an answer (did it stop?)'));
-    });
+    socket.on('close', () =>
+      settle(() => reject(new Error('The running service closed the command socket without an answer (did it stop?)'))),
+    );
   });
 }

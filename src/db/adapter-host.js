@@ -12,14 +12,18 @@ const serialize = (e) => ({
   name: e?.name ?? 'Error',
   message: e?.message ?? String(e),
   code: typeof e?.code === 'string' ? e.code : undefined,
+  // PostgreSQL's own detail and hint (a migration that fails says what to do about it).
+  detail: e?.detail,
+  hint: e?.hint,
   cause: e?.name === 'DriverAdapterError' ? e.cause : undefined,
 });
 
 /**
  * Serves `factory`'s adapters and their transactions to the main thread; `close` ends the
- * database, and `extraOps` are calls of this database's own (the embedded one's job queue SQL).
+ * database, and `extraOps` are calls of this database's own (the embedded one's job queue SQL,
+ * plain SQL and file copies); `started` goes with the message that says the worker is ready.
  */
-export function serveAdapters(factory, close, extraOps = {}) {
+export function serveAdapters(factory, close, extraOps = {}, started = {}) {
   /** Adapters and open transactions by the handles the main thread holds. */
   const handles = new Map();
   let lastHandle = 0;
@@ -68,5 +72,5 @@ export function serveAdapters(factory, close, extraOps = {}) {
       parentPort.postMessage({ id, error: serialize(e) });
     }
   });
-  parentPort.postMessage({ ready: true });
+  parentPort.postMessage({ ...started, ready: true });
 }

@@ -10,15 +10,23 @@ import {
   type Transaction,
   type TransactionOptions,
 } from '@prisma/driver-adapter-utils';
+import type { Sql, SqlDatabase } from './sql.ts';
 
 interface Reply {
   id: number;
   value?: unknown;
-  error?: { name: string; message: string; code?: string; cause?: ConstructorParameters<typeof DriverAdapterError>[0] };
+  error?: {
+    name: string;
+    message: string;
+    code?: string;
+    detail?: string;
+    hint?: string;
+    cause?: ConstructorParameters<typeof DriverAdapterError>[0];
+  };
 }
 
 /** Calls into the database thread; each call resolves with its reply. */
-class Channel {
+export class Channel {
   private next = 0;
   private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
 
@@ -28,8 +36,8 @@ class Channel {
       if (!call) return;
       this.pending.delete(reply.id);
       if (!reply.error) return call.resolve(reply.value);
-      const { name, message, code, cause } = reply.error;
-      call.reject(cause ? new DriverAdapterError(cause) : Object.assign(new Error(message), { name, code }));
+      const { name, message, code, detail, hint, cause } = reply.error;
+      call.reject(cause ? new DriverAdapterError(cause) : Object.assign(new Error(message), { name, code, detail, hint }));
     });
     worker.on('exit', () => this.failAll(new Error('The database thread stopped')));
     worker.on('error', (e) => this.failAll(e));
@@ -123,6 +131,31 @@ class RemoteAdapter extends RemoteQueryable implements SqlDriverAdapter {
   }
 }
 
+/** Plain SQL on the database thread, beside Prisma's adapter (see sql.ts); the embedded database's. */
+export function plainSql(channel: Channel): SqlDatabase {
+  return {
+    rows: (sql, params = []) => channel.call('rows', { sql, params }),
+    exec: (script) => channel.call('exec', { script }),
+    async transaction(work) {
+      const handle = await channel.call<number>('begin');
+      const tx: Sql = {
+        rows: (sql, params = []) => channel.call('txRows', { handle, sql, params }),
+        exec: (script) => channel.call('txExec', { handle, script }),
+      };
+      let result;
+      try {
+        result = await work(tx);
+      } catch (e) {
+        // The failure that made it roll back is the one to report.
+        await channel.call('end', { handle, commit: false }).catch(() => {});
+        throw e;
+      }
+      await channel.call('end', { handle, commit: true });
+      return result;
+    },
+  };
+}
+
 /**
  * Starts a database's driver adapter on a worker thread (`pglite-worker.js`: the embedded
  * database; `pg-worker.js`: a PostgreSQL server's connections) and returns at once a Prisma
@@ -130,16 +163,19 @@ class RemoteAdapter extends RemoteQueryable implements SqlDriverAdapter {
  * started (calls made before wait in the thread's queue). Statements, and the parsing and
  * converting of their results, then run beside the event loop instead of on it, so a burst of
  * writes does not hold up the tokens of every reply being streamed; and the caller can go on
- * with its own start-up meanwhile.
+ * with its own start-up meanwhile. `ready` gives what the worker said when it started.
  */
 export function startAdapterThread(script: URL, workerData: object, adapterName: string) {
   const worker = new Worker(script, { workerData });
-  const ready = new Promise<void>((resolve, reject) => {
+  const ready = new Promise<Record<string, unknown>>((resolve, reject) => {
     worker.once('message', (m: { ready: boolean; error?: { message: string } }) =>
-      m.ready ? resolve() : reject(new Error(m.error?.message ?? 'The database thread did not start')),
+      m.ready ? resolve(m) : reject(new Error(m.error?.message ?? 'The database thread did not start')),
     );
     worker.once('error', reject);
   });
+  // Reported to whoever awaits `ready`, which a service started early does only once its modules
+  // have loaded: until then a failure must not count as unhandled (which ends the process).
+  ready.catch(() => {});
   const channel = new Channel(worker);
   const factory: SqlMigrationAwareDriverAdapterFactory = {
     provider: 'postgres',
@@ -150,6 +186,7 @@ export function startAdapterThread(script: URL, workerData: object, adapterName:
   return {
     factory,
     ready,
+    channel,
     /** Runs the job queue's SQL (one statement with parameters, or a script without) on the database thread. */
     executeSql: (text: string, values?: unknown[]) => channel.call<{ rows: any[] }>('jobSql', { text, values }),
     async close() {

@@ -1,7 +1,7 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-const isRunning = (pid: number) => {
+export const isRunning = (pid: number) => {
   try {
     process.kill(pid, 0);
     return true;

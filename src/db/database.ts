@@ -1,13 +1,11 @@
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import pg from 'pg';
-import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { DatabaseConfig } from '../config.ts';
 import { PrismaClient } from '../generated/prisma/client.ts';
-import { lockDataDir } from './data-dir-lock.ts';
 import { startAdapterThread } from './adapter-thread.ts';
-import { PostgresMigrationAdapterFactory } from './postgres-migrations.ts';
-import { buildSnapshot, preparePgdata } from './snapshot.ts';
+import { startEmbedded } from './embedded.ts';
+import { startPGliteThread } from './pglite-thread.ts';
+import { buildSnapshot } from './snapshot.ts';
+import { connectPostgres, type SqlDatabase } from './sql.ts';
 
 type Adapter = NonNullable<ConstructorParameters<typeof PrismaClient>[0]['adapter']>;
 
@@ -42,8 +40,8 @@ export type JobsConnection =
 export interface Database {
   prisma: Db;
   jobs: JobsConnection;
-  /** What the schema engine applies migrations through. */
-  migrationAdapterFactory: SqlMigrationAwareDriverAdapterFactory;
+  /** What migrations are applied through (migrate.ts): plain SQL, below Prisma. */
+  migrationAdapterFactory: SqlDatabase;
   /**
    * Runs `work` (applying migrations) while no other process does the same on this database:
    * instances started together would otherwise race for the schema engine's own lock, which
@@ -56,6 +54,14 @@ export interface Database {
   ping(timeoutMs: number): Promise<boolean>;
   /** This open made a new embedded data directory from the build's migrated snapshot. */
   fromSnapshot?: boolean;
+  /**
+   * An embedded database in a data directory: copies its files into `dir` as they are at one
+   * instant between two transactions, a cluster PGlite opens as if this one had stopped there.
+   * Statements wait meanwhile. With `manifest`, `dir` holds a copy made while the database ran
+   * (cluster-files.js `copyTreeSync`), and only the files changed since are copied again: the
+   * wait is as long as copying those, not the whole database.
+   */
+  copyTo?(dir: string, manifest?: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -100,7 +106,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     return {
       prisma,
       jobs: { kind: 'postgres', url: config.url },
-      migrationAdapterFactory: new PostgresMigrationAdapterFactory({ connectionString: config.url, max: 1 }),
+      migrationAdapterFactory: postgresOnDemand(config.url, config.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS),
       exclusively: (work) => holdingAdvisoryLock(config.url, work),
       description: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
       ping: (timeoutMs) => ping(prisma, timeoutMs),
@@ -110,34 +116,30 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       },
     };
   }
-  // DATA_DIR holds the lock file and, in pgdata/, PGlite's own files (it wants a directory to itself).
-  let unlock = async () => {};
-  let fromSnapshot = false;
-  const pgdata = config.dataDir ? join(config.dataDir, 'pgdata') : undefined;
-  if (config.dataDir) {
-    // Owner-only: it holds the database files and the service's command socket.
-    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-    unlock = await lockDataDir(config.dataDir);
-  }
-  try {
-    if (pgdata) fromSnapshot = await preparePgdata(pgdata, options.snapshot ?? buildSnapshot);
-  } catch (e) {
-    await unlock();
-    throw e;
-  }
-  const pglite = startAdapterThread(new URL('./pglite-worker.js', import.meta.url), { dataDir: pgdata }, 'pglite-prisma-adapter');
+  const embedded = config.dataDir ? await startEmbedded(config.dataDir, options.snapshot ?? buildSnapshot) : undefined;
+  const pglite = embedded?.pglite ?? startPGliteThread(undefined);
+  const unlock = embedded?.unlock ?? (async () => {});
+  const pgdata = embedded?.pgdata;
   const prisma = createClient(pglite.factory, options.onQuery);
-  await started(pglite, prisma, unlock);
+  const { fromSnapshot } = await started(pglite, prisma, unlock);
   return {
     prisma,
     jobs: { kind: 'embedded', executeSql: pglite.executeSql },
-    migrationAdapterFactory: pglite.factory,
+    migrationAdapterFactory: pglite.sql,
     // The data directory's lock already keeps every other process out.
     exclusively: (work) => work(),
     description: config.dataDir
       ? `embedded PGlite in ${config.dataDir}${fromSnapshot ? ' (new: copied from the migrated snapshot)' : ''}`
       : 'embedded PGlite in memory',
     fromSnapshot,
+    copyTo: pgdata
+      ? (dir, manifest) =>
+          pglite.sql.transaction(async (tx) => {
+            // Written-back pages make the copy quick to open: little of the log to replay.
+            await tx.exec('CHECKPOINT');
+            await pglite.copyFiles(dir, manifest);
+          })
+      : undefined,
     ping: (timeoutMs) => ping(prisma, timeoutMs),
     async close() {
       await prisma.$disconnect();
@@ -147,14 +149,32 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   };
 }
 
+/** PostgreSQL for migrations: a connection of its own for each call, closed after it. */
+function postgresOnDemand(url: string, connectTimeoutMs: number): SqlDatabase {
+  const using = async <T>(work: (db: SqlDatabase) => Promise<T>) => {
+    const db = await connectPostgres(url, connectTimeoutMs);
+    try {
+      return await work(db);
+    } finally {
+      await db.close();
+    }
+  };
+  return {
+    rows: (sql, params) => using((db) => db.rows(sql, params)),
+    exec: (script) => using((db) => db.exec(script)),
+    transaction: (work) => using((db) => db.transaction(work)),
+  };
+}
+
 /**
  * Waits for the database thread and for Prisma: Prisma compiles its query compiler
  * (WebAssembly) on this thread while the worker starts on its own. A start that fails stops
  * the thread and lets go of what was taken (`release`).
  */
-async function started(thread: ReturnType<typeof startAdapterThread>, prisma: Db, release: () => Promise<void>) {
-  const failed = (await Promise.allSettled([thread.ready, prisma.$connect()])).find((r) => r.status === 'rejected');
-  if (!failed) return;
+async function started<R>(thread: { ready: Promise<R>; stop(): Promise<unknown> }, prisma: Db, release: () => Promise<void>): Promise<R> {
+  const [ready, connected] = await Promise.allSettled([thread.ready, prisma.$connect()]);
+  if (ready.status === 'fulfilled' && connected.status === 'fulfilled') return ready.value;
+  const failed = ready.status === 'rejected' ? ready : (connected as PromiseRejectedResult);
   await thread.stop();
   await release();
   throw failed.reason;

@@ -1,53 +1,35 @@
-import { copyFile, mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Sql } from './sql.ts';
 
 /**
  * The build (scripts/build.mjs) leaves here a PGlite cluster with every migration applied and no
- * data; running from the TypeScript sources there is none.
+ * data, which new data directories start as copies of (cluster-files.js); running from the
+ * TypeScript sources there is none.
  */
 export const buildSnapshot = fileURLToPath(new URL('./pgdata-snapshot', import.meta.url));
 
-const isCluster = (dir: string) =>
+export const isCluster = (dir: string) =>
   stat(join(dir, 'PG_VERSION')).then(
     () => true,
     () => false,
   );
 
-/** Copies a directory tree, files in parallel: about 1,000 small files, mostly waiting on the disk. */
-async function copyTree(from: string, to: string) {
-  const entries = await readdir(from, { recursive: true, withFileTypes: true });
-  const path = (e: (typeof entries)[number]) => relative(from, join(e.parentPath, e.name));
-  await mkdir(to, { recursive: true });
-  for (const dir of entries
-    .filter((e) => e.isDirectory())
-    .map(path)
-    .sort())
-    await mkdir(join(to, dir), { recursive: true });
-  await Promise.all(entries.filter((e) => e.isFile()).map((e) => copyFile(join(from, path(e)), join(to, path(e)))));
-}
-
 /**
- * Makes `pgdata` ready for PGlite. A directory PGlite already wrote to is left to it. A new one
- * starts as a copy of `snapshot` (when given and present), which spares PGlite's initdb and the
- * migrations: the copy is made beside it and renamed into place, so an interrupted copy never
- * looks like a cluster. Returns whether the snapshot was used. The caller holds the data
- * directory's lock.
+ * Leaves in the snapshot's cluster only the database PGlite opens (template1): initdb also makes
+ * `postgres` and `template0`, which PGlite never uses, and which are more than half of its files
+ * (596 of 1,087). Every new data directory is a copy of the snapshot, made while the service
+ * starts: copying 493 files took 0.33-0.44 s here against 0.82-0.89 s for all of them.
  */
-export async function preparePgdata(pgdata: string, snapshot: string | false): Promise<boolean> {
-  const existing = await readdir(pgdata).catch((e: NodeJS.ErrnoException) => {
-    if (e.code === 'ENOENT') return null;
-    throw e;
-  });
-  if (existing?.length) return false;
-  if (!snapshot || !(await isCluster(snapshot))) {
-    await mkdir(pgdata, { recursive: true });
-    return false;
+export async function trimSnapshot(sql: Sql) {
+  for (const statement of [
+    'DROP DATABASE postgres',
+    'ALTER DATABASE template0 IS_TEMPLATE false',
+    'DROP DATABASE template0',
+    'CHECKPOINT',
+  ]) {
+    // One by one: DROP DATABASE may not share a script (an implicit transaction) with others.
+    await sql.exec(statement);
   }
-  const partial = `${pgdata}.partial`;
-  await rm(partial, { recursive: true, force: true });
-  await copyTree(snapshot, partial);
-  if (existing) await rmdir(pgdata);
-  await rename(partial, pgdata);
-  return true;
 }

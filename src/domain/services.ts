@@ -22,6 +22,8 @@ import { replyStore } from './replies/store.ts';
 import { chooseProvider } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
 import type { JobQueue } from './core/jobs.ts';
+import { autonomyRules } from './sessions/autonomy.ts';
+import { prismaAutonomyStore } from './sessions/autonomy-store.ts';
 import { sessionService } from './sessions/service.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate } from './sessions/access-gate.ts';
@@ -125,9 +127,14 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   });
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
   const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
-  const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, { gate: access, signals });
+  const autonomy = autonomyRules({ store: prismaAutonomyStore(db), bus, jobs: dependencies.jobs, replies, log });
+  const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, {
+    gate: access,
+    signals,
+    autonomy,
+  });
   /** What each service that works jobs starts on this instance. */
-  const workers: (() => Promise<void>)[] = [];
+  const workers: (() => Promise<void>)[] = [autonomy.startWork];
   return {
     db,
     jobs: dependencies.jobs,

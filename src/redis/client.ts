@@ -1,5 +1,10 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import { throttledWarnings, type WarnLog } from '../limits/throttled-log.ts';
+
+// Loaded on first use: a service without REDIS_URL never needs it, and it is one of the larger
+// modules a start would otherwise load (about 0.1 s of it).
+const require = createRequire(import.meta.url);
 
 /**
  * A connection to the Redis named by REDIS_URL. Commands wait (bounded by a few reconnects, or by
@@ -8,7 +13,8 @@ import { throttledWarnings, type WarnLog } from '../limits/throttled-log.ts';
  * the name, which also shows in `CLIENT LIST`.
  */
 export function connectRedis(url: string, role: string, keyPrefix = '', log?: WarnLog, commandTimeoutMs?: number): Redis {
-  const redis = new Redis(url, {
+  const { Redis: Client } = require('ioredis') as typeof import('ioredis');
+  const redis = new Client(url, {
     // For work a request waits on: past this it gives up on Redis rather than wait out reconnects.
     commandTimeout: commandTimeoutMs,
     connectionName: `parley:${role}`,

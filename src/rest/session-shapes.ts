@@ -1,7 +1,14 @@
 import { z } from 'zod';
 import type { Session } from '../generated/prisma/client.ts';
-import { MessageRole, MessageStatus, SessionPermission, SessionStatus, TaskStatus } from '../generated/prisma/enums.ts';
-import type { MessageView, SessionEvent, SessionEventOf, SessionEventType, ToolCallView } from '../domain/core/events.ts';
+import { ActorSelection, MessageRole, MessageStatus, SessionPermission, SessionStatus, TaskStatus } from '../generated/prisma/enums.ts';
+import {
+  autonomyStopReasons,
+  type MessageView,
+  type SessionEvent,
+  type SessionEventOf,
+  type SessionEventType,
+  type ToolCallView,
+} from '../domain/core/events.ts';
 import type { SharedSession } from '../domain/shares/service.ts';
 import { type CreatorRow, restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
 import { doneFrameSchema, endFrameSchema } from './event-stream.ts';
@@ -17,7 +24,13 @@ export const sessionNames = fieldNames({
   turnBudget: 'turn_budget',
   excludeMemory: 'exclude_memory',
   messageId: 'message_id',
+  autonomySettings: 'autonomy_settings',
+  autoReply: 'auto_reply',
+  replyInterval: 'reply_interval',
+  actorSelectionMethod: 'actor_selection_method',
 });
+/** The REST fields of a session body whose contents are renamed too. */
+export const nestedSessionFields = ['budget', 'extras', 'autonomy_settings'] as const;
 
 type PersonRow = CreatorRow;
 export type RestSessionRow = Session & {
@@ -58,6 +71,10 @@ export const restSessionSchema = z
       turns_spent: z.number().int(),
     }),
     spent: z.object({ manna: z.number(), tokens: z.number().int(), turns: z.number().int() }),
+    autonomy_settings: z
+      .object({ auto_reply: z.boolean(), reply_interval: z.number().int(), actor_selection_method: z.enum(ActorSelection) })
+      .nullable()
+      .meta({ description: 'Null until set; auto_reply turns false when the loop stops (a budget spent, cancel)' }),
     createdAt: z.date(),
     updatedAt: z.date(),
   })
@@ -146,6 +163,10 @@ export const toRestSession = (s: RestSessionRow): z.input<typeof restSessionSche
     turns_spent: s.turnsSpent,
   },
   spent: { manna: s.mannaSpent.toNumber(), tokens: s.tokensSpent, turns: s.turnsSpent },
+  autonomy_settings:
+    s.autoReply === null || s.replyInterval === null || s.actorSelection === null
+      ? null
+      : { auto_reply: s.autoReply, reply_interval: s.replyInterval, actor_selection_method: s.actorSelection },
   createdAt: s.createdAt,
   updatedAt: s.updatedAt,
 });
@@ -272,6 +293,20 @@ const restEvents: { [T in SessionEventType]: RestEvent<T> } = {
     message: toRestMessage(e.message, senders),
   })),
   end_prompt: restEvent('end_prompt', ofPrompt, (e) => ({ session_id: e.sessionId, prompt_id: e.promptId })),
+  autonomous_turn: restEvent(
+    'autonomous_turn',
+    {
+      ...ofPrompt,
+      agent: z.string(),
+      reply_id: z.string().meta({ description: "The turn's reply; prompt_id is its id too (a turn answers no message)" }),
+    },
+    (e) => ({ session_id: e.sessionId, prompt_id: e.promptId, agent: e.agentId, reply_id: e.replyId }),
+  ),
+  autonomy_stopped: restEvent('autonomy_stopped', { ...inSession, reason: z.enum(autonomyStopReasons), detail: z.string() }, (e) => ({
+    session_id: e.sessionId,
+    reason: e.reason,
+    detail: e.detail,
+  })),
   reaction: restEvent(
     'reaction',
     {

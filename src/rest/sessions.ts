@@ -3,7 +3,7 @@ import { pageSchema } from '../domain/core/cursors.ts';
 import { badInput, forbidden, notFound } from '../domain/core/errors.ts';
 import { paginate } from '../domain/search/page.ts';
 import { SESSION_NOT_FOUND } from '../domain/sessions/access.ts';
-import { numberedPageSchema, reactionSchema, sendMessageSchema } from '../domain/sessions/inputs.ts';
+import { autonomySettingsSchema, numberedPageSchema, reactionSchema, sendMessageSchema } from '../domain/sessions/inputs.ts';
 import { AGENT_IDS_REQUIRED, DEFAULT_MESSAGE_PAGE, MAX_MESSAGE_PAGE } from '../domain/sessions/service.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restSearchPageSchema } from './creations.ts';
@@ -11,6 +11,7 @@ import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';
 import { fieldNames } from './field-names.ts';
 import { operation, parseBody } from './operation.ts';
 import {
+  nestedSessionFields,
   restMessageSchema,
   restSessionInclude,
   restSessionSchema,
@@ -39,9 +40,12 @@ const numberedNames = fieldNames({ agentKey: 'agent_id' });
 /** A session's messages page with `?limit` and `?before` / `?after`. */
 const messageNames = fieldNames({ first: 'limit', last: 'limit' }).toRest;
 
-/** `PATCH /v2/sessions/{id}`: the original's rename, 1 to 100 characters. */
-const renameBodySchema = z.object({
-  title: z.string().trim().min(1, 'Title not provided').max(100, 'must be at most 100 characters'),
+/** `PATCH /v2/sessions/{id}`: the original's rename (1 to 100 characters) and its autonomy settings. */
+const titleSchema = z.string().trim().min(1, 'Title not provided').max(100, 'must be at most 100 characters');
+const renameBodySchema = z.object({ title: titleSchema });
+const patchBodySchema = z.object({
+  title: titleSchema.optional(),
+  autonomy_settings: sessionNames.schema(autonomySettingsSchema).optional(),
 });
 /** `POST /v2/sessions/{id}/cancel`: parley's `prompt_id`, or the original's tool call fields (which stop the whole reply). */
 const cancelBodySchema = z.object({
@@ -123,7 +127,7 @@ export const sessionOperations = [
     handler: async (request, _reply, { services }) => {
       const { content: _c, attachments: _a, session_id: _s, stream: _st, ...settings } = objectBody(request.body);
       if (!Array.isArray(settings.agent_ids) || settings.agent_ids.length === 0) throw badInput(AGENT_IDS_REQUIRED);
-      const started = await services.sessions.send(request.viewer, sessionNames.toDomain(settings, ['budget', 'extras']));
+      const started = await services.sessions.send(request.viewer, sessionNames.toDomain(settings, nestedSessionFields));
       const session = await services.sessions.get(request.viewer, started.sessionId, { include: restSessionInclude });
       return { success: true, session: toRestSession(session) };
     },
@@ -148,7 +152,7 @@ export const sessionOperations = [
     handler: async (request, reply, { services, stream }) => {
       const body = objectBody(request.body);
       if (body.stream !== undefined && typeof body.stream !== 'boolean') throw badInput('must be true or false', ['stream']);
-      const input = sessionNames.toDomain(body, ['budget', 'extras']);
+      const input = sessionNames.toDomain(body, nestedSessionFields);
       if (!body.stream) {
         const started = await services.sessions.send(request.viewer, input);
         // The spec's `{session_id}`, and the saved prompt's id as the original answered it (null when none was sent).
@@ -224,20 +228,26 @@ export const sessionOperations = [
     },
   }),
   operation({
-    operationId: 'renameSession',
+    operationId: 'updateSession',
     method: 'patch',
     path: '/v2/sessions/:session_id',
     tag: 'Sessions',
-    summary: 'Rename a session you own',
-    body: renameBodySchema,
+    summary: 'Rename a session you own, or set its autonomy (auto_reply needs a budget; false stops the loop)',
+    body: patchBodySchema,
     ok: { json: z.object({ success: z.boolean() }) },
     errors: { style: renameErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
     handler: async (request, _reply, { services }) => {
-      const title = titleOf(request.body);
+      const body = objectBody(request.body);
+      // The original's rename needs a title; a body that sets autonomy may leave it out.
+      const title = body.title === undefined && body.autonomy_settings !== undefined ? undefined : titleOf(body);
       const existing = await services.sessions.permissionIn(request.viewer, request.params.session_id);
       if (existing === null) throw notFound(SESSION_NOT_FOUND);
-      if (existing !== 'owner') throw forbidden('You are not allowed to rename this session');
-      await services.sessions.send(request.viewer, { sessionId: request.params.session_id, title });
+      if (existing !== 'owner')
+        throw forbidden(title === undefined ? 'You are not allowed to change this session' : 'You are not allowed to rename this session');
+      const { autonomySettings } = sessionNames.toDomain({ autonomy_settings: body.autonomy_settings }, nestedSessionFields) as {
+        autonomySettings?: unknown;
+      };
+      await services.sessions.send(request.viewer, { sessionId: request.params.session_id, title, autonomySettings });
       return { success: true };
     },
   }),

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -99,5 +99,36 @@ describe('CLI commands while the service runs (embedded database)', () => {
     const created = await runCli(['keys', 'create', 'frank', '--json'], env());
     expect(created.code, created.stderr).toBe(0);
     expect(JSON.parse(created.stdout).username).toBe('frank');
+  });
+
+  it('a socket left by a killed service, while a live process that takes no commands holds the directory: the CLI says so, without a crash', async () => {
+    const socket = join(dataDir, 'parley.sock');
+    // A socket file that nothing listens on any more: its process was killed before it could remove it.
+    const binder = spawn(process.execPath, [
+      '-e',
+      `require('node:net').createServer().listen(process.argv[1], () => process.kill(process.pid, 'SIGKILL'))`,
+      socket,
+    ]);
+    await new Promise((resolve) => binder.on('close', resolve));
+    expect((await stat(socket)).isSocket()).toBe(true);
+    // The directory's holder is alive but listens nowhere (the killed service's pid, taken by another process).
+    const holder = spawn('sleep', ['60']);
+    try {
+      await writeFile(join(dataDir, 'parley.pid'), String(holder.pid));
+      for (const args of [
+        ['keys', 'create', 'grace'],
+        ['backup', join(dataDir, '..', 'refused.backup')],
+      ]) {
+        const refused = await runCli(args, env());
+        expect(refused.code, args[0]).toBe(1);
+        expect(refused.stderr, args[0]).toMatch(
+          new RegExp(`is in use by another parley process \\(pid ${holder.pid}\\) that takes no commands`),
+        );
+        expect(refused.stderr, args[0]).not.toMatch(/ECONNREFUSED|Unhandled|\n\s+at /);
+      }
+    } finally {
+      holder.kill('SIGKILL');
+      await new Promise((resolve) => holder.on('close', resolve));
+    }
   });
 });

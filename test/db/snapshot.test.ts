@@ -98,7 +98,7 @@ describe('a data directory started from the migrated snapshot', () => {
   });
 });
 
-describe('the check that skips the schema engine', () => {
+describe('a database with a failed migration on record', () => {
   let db: Database;
 
   beforeAll(async () => {
@@ -107,7 +107,7 @@ describe('the check that skips the schema engine', () => {
   });
   afterAll(() => db.close());
 
-  it('leaves a failed migration to the engine, which refuses to go on as `prisma migrate deploy` does', async () => {
+  it('is refused, as `prisma migrate deploy` refuses it, naming the migration', async () => {
     await db.prisma.$executeRawUnsafe(`INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at, applied_steps_count)
       VALUES ('failed-one', 'x', '29991231000000_half_done', now(), 0)`);
     await expect(applyMigrations(db.migrationAdapterFactory)).rejects.toThrow(/failed migrations[\s\S]*29991231000000_half_done/);

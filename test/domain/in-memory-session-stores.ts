@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MessageView } from '../../src/domain/core/events.ts';
+import type { AutonomyStore } from '../../src/domain/sessions/autonomy-store.ts';
+import type { ActorSelection } from '../../src/generated/prisma/enums.ts';
 import { reactionsView } from '../../src/domain/core/views.ts';
 import type { Permission } from '../../src/domain/sessions/access.ts';
 import type { Signal } from '../../src/domain/sessions/signals.ts';
@@ -14,6 +16,7 @@ import {
   type SessionFilter,
   type SessionQuery,
   type SessionRead,
+  type SessionSettings,
   type SessionStore,
   type SignalStore,
   type WatchAccessStore,
@@ -44,6 +47,13 @@ export interface MemSession {
   scenario: string | null;
   turnBudget: number | null;
   turnsSpent: number;
+  tokenBudget: number | null;
+  tokensSpent: number;
+  mannaBudget: number | null;
+  mannaSpent: number;
+  autoReply: boolean | null;
+  replyInterval: number | null;
+  actorSelection: ActorSelection | null;
   agentIds: string[];
   members: Map<string, Permission>;
   createdAt: Date;
@@ -91,7 +101,13 @@ export class World {
     return agent;
   }
 
-  session(ownerId: string, agentIds: string[], settings: { title?: string; turnBudget?: number } = {}) {
+  session(
+    ownerId: string,
+    agentIds: string[],
+    settings: Partial<Pick<MemSession, 'turnBudget' | 'tokenBudget' | 'mannaBudget' | 'autoReply' | 'replyInterval' | 'actorSelection'>> & {
+      title?: string;
+    } = {},
+  ) {
     const now = new Date();
     const session: MemSession = {
       id: randomUUID(),
@@ -100,6 +116,13 @@ export class World {
       scenario: null,
       turnBudget: settings.turnBudget ?? null,
       turnsSpent: 0,
+      tokenBudget: settings.tokenBudget ?? null,
+      tokensSpent: 0,
+      mannaBudget: settings.mannaBudget ?? null,
+      mannaSpent: 0,
+      autoReply: settings.autoReply ?? null,
+      replyInterval: settings.replyInterval ?? null,
+      actorSelection: settings.actorSelection ?? null,
       agentIds,
       members: new Map([[ownerId, 'owner']]),
       createdAt: now,
@@ -155,10 +178,19 @@ export class World {
   }
 }
 
-/** The settings the rules change and these stores keep (budgets other than turns are not kept). */
-const settingsIn = (s: { title?: string; scenario?: string; turnBudget?: number } | undefined) =>
+/** The settings the rules change and these stores keep. */
+const settingsIn = (s: SessionSettings | undefined) =>
   Object.fromEntries(
-    Object.entries({ title: s?.title, scenario: s?.scenario, turnBudget: s?.turnBudget }).filter(([, v]) => v !== undefined),
+    Object.entries({
+      title: s?.title,
+      scenario: s?.scenario,
+      turnBudget: s?.turnBudget,
+      tokenBudget: s?.tokenBudget,
+      mannaBudget: s?.mannaBudget,
+      autoReply: s?.autoReply,
+      replyInterval: s?.replyInterval,
+      actorSelection: s?.actorSelection,
+    }).filter(([, v]) => v !== undefined),
   );
 
 const byActivity = (a: MemSession, b: MemSession) =>
@@ -431,5 +463,56 @@ export const inMemoryShareStore = (world: World): ShareStore => ({
   ownerOf: async (shareId) => world.shares.find((s) => s.id === shareId)?.ownerId ?? null,
   async delete(shareId) {
     world.shares = world.shares.filter((s) => s.id !== shareId);
+  },
+});
+
+/** The autonomy rules' statements over the world: a turn is spent and its reply saved at once, as in one transaction. */
+export const inMemoryAutonomyStore = (world: World): AutonomyStore => ({
+  async state(sessionId) {
+    const s = world.sessions.get(sessionId);
+    if (!s || s.autoReply === null || s.replyInterval === null || s.actorSelection === null) return null;
+    const messages = world.messages.filter((m) => m.sessionId === sessionId);
+    const finished = messages.filter((m) => (m.role === 'user' || m.role === 'assistant') && m.status !== 'streaming');
+    return {
+      autoReply: s.autoReply,
+      replyInterval: s.replyInterval,
+      actorSelection: s.actorSelection,
+      ownerId: s.ownerId,
+      agents: s.agentIds.map((id) => {
+        const a = world.agents.get(id)!;
+        return { id, name: a.name, key: world.users.get(id)!.username, public: a.public, ownerId: a.ownerId };
+      }),
+      lastSpeakerId: messages.filter((m) => m.role === 'assistant').at(-1)?.senderId ?? null,
+      lastActivityAt: finished.length ? new Date(Math.max(...finished.map((m) => m.updatedAt.getTime()))) : null,
+      replying: messages.some((m) => m.status === 'streaming'),
+      budget: { turns: s.turnBudget, tokens: s.tokenBudget, manna: s.mannaBudget },
+      spent: { turns: s.turnsSpent, tokens: s.tokensSpent, manna: s.mannaSpent },
+    };
+  },
+  async standing(sessionId) {
+    const s = world.sessions.get(sessionId);
+    if (!s) return null;
+    return { autoReply: s.autoReply === true, budgeted: s.turnBudget !== null || s.tokenBudget !== null || s.mannaBudget !== null };
+  },
+  async startTurn(sessionId, agentId) {
+    const s = world.sessions.get(sessionId)!;
+    if (s.tokenBudget !== null && s.tokensSpent >= s.tokenBudget) return { stopped: 'tokens' };
+    if (s.mannaBudget !== null && s.mannaSpent >= s.mannaBudget) return { stopped: 'manna' };
+    if (s.turnBudget !== null && s.turnsSpent + 1 > s.turnBudget) return { stopped: 'turns' };
+    if (world.messages.some((m) => m.sessionId === sessionId && m.status === 'streaming')) return { busy: true };
+    s.turnsSpent += 1;
+    const id = randomUUID();
+    const reply = world.message(sessionId, { id, role: 'assistant', senderId: agentId, promptId: id, status: 'streaming' });
+    return { started: { messageId: reply.id, agentId, ordinal: reply.ordinal, createdAt: new Date(reply.createdAt) } };
+  },
+  async turnOff(sessionId) {
+    const s = world.sessions.get(sessionId);
+    if (!s?.autoReply) return false;
+    s.autoReply = false;
+    return true;
+  },
+  async replyOutcome(messageId) {
+    const m = world.messages.find((x) => x.id === messageId);
+    return m ? { status: m.status, error: m.error } : null;
   },
 });

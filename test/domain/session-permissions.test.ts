@@ -5,13 +5,16 @@ import type { EventBus } from '../../src/domain/core/bus.ts';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
 import type { ReplyJob } from '../../src/domain/replies/engine.ts';
 import { accessGate } from '../../src/domain/sessions/access-gate.ts';
+import { autonomyRules } from '../../src/domain/sessions/autonomy.ts';
 import { sessionService } from '../../src/domain/sessions/service.ts';
 import { signalOutbox } from '../../src/domain/sessions/signals.ts';
 import { shareService } from '../../src/domain/shares/service.ts';
 import { memorySlotStore } from '../../src/limits/slots.ts';
 import { streamLimits } from '../../src/limits/streams.ts';
 import { createMemoryBus } from '../../src/realtime/memory-bus.ts';
+import { inMemoryJobQueue } from './in-memory-jobs.ts';
 import {
+  inMemoryAutonomyStore,
   inMemoryShareStore,
   inMemorySessionStore,
   inMemorySignalStore,
@@ -24,7 +27,7 @@ import {
 // checks what the caller gets back, what the store holds after, and what watchers were told.
 
 const config = loadConfig({});
-const quiet = { warn: () => {} };
+const quiet = { warn: () => {}, error: () => {} };
 
 /** A session of Olivia's with Ada: Cora added as owner, Eddie and Dave as editors; Sam is not in it. */
 function arrange() {
@@ -43,14 +46,24 @@ function arrange() {
   const started: ReplyJob[] = [];
   const cancels: unknown[] = [];
   bus.onCancelReplies((request) => cancels.push(request));
+  const replies = {
+    instanceId: 'test-instance',
+    start: async (job: ReplyJob) => {
+      started.push(job);
+    },
+  };
   const gate = accessGate(inMemoryWatchAccessStore(world), config.events.accessRecheckMs, quiet);
   const sessions = sessionService(
     inMemorySessionStore(world),
     bus,
-    { instanceId: 'test-instance', start: (job) => void started.push(job) },
+    replies,
     config.work,
     streamLimits(memorySlotStore(), config.limits, quiet),
-    { gate, signals: signalOutbox(inMemorySignalStore(world), bus, quiet) },
+    {
+      gate,
+      signals: signalOutbox(inMemorySignalStore(world), bus, quiet),
+      autonomy: autonomyRules({ store: inMemoryAutonomyStore(world), bus, jobs: inMemoryJobQueue().queue, replies, log: quiet }),
+    },
   );
   const shares = shareService(inMemoryShareStore(world), sessions);
   const viewers = {

@@ -1,11 +1,9 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { DatabaseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/database.ts';
-import { preparePgdata } from '../../src/db/snapshot.ts';
 import { Prisma } from '../../src/generated/prisma/client.ts';
 import { SERVER_STOPPED } from '../../src/domain/tasks/runner.ts';
 import { taskStore } from '../../src/domain/tasks/store.ts';
@@ -15,16 +13,6 @@ import { startFakeToolService } from '../helpers/fake-tool-service.ts';
 import { viewerOf } from '../helpers/rest-helpers.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { httpTool, toolRegistryWith } from '../helpers/tool-registry.ts';
-
-/**
- * A new embedded data directory as the service makes one: a copy of the build's migrated snapshot
- * (test/global-setup.ts brings dist/ up to date first), sparing PGlite's initdb and every migration.
- */
-async function migratedDataDir() {
-  const dataDir = await mkdtemp(join(tmpdir(), 'parley-tasks-'));
-  expect(await preparePgdata(join(dataDir, 'pgdata'), fileURLToPath(new URL('../../dist/db/pgdata-snapshot', import.meta.url)))).toBe(true);
-  return dataDir;
-}
 
 /** Every user's balances equal the sums of their ledger rows. */
 const ledgerMatches = async (t: Pick<TestApp, 'db'>) =>
@@ -91,7 +79,8 @@ describe('closing the service with a task running', () => {
   setUp(async (start) => {
     tools = await start.service(startFakeToolService({ hang: true }));
     const fresh = await start.service(freshDatabase(), (f) => f.drop());
-    database = fresh.config.kind === 'postgres' ? fresh.config : { kind: 'pglite', dataDir: await migratedDataDir() };
+    database =
+      fresh.config.kind === 'postgres' ? fresh.config : { kind: 'pglite', dataDir: await mkdtemp(join(tmpdir(), 'parley-tasks-')) };
     const toolsDir = await toolRegistryWith({ slow: httpTool('slow', tools.url) });
     t = await start.app({ toolsDir, shutdownGraceMs: 200 }, database);
   });

@@ -184,6 +184,31 @@ describe('the playground in a real browser', () => {
     await stranger.close();
   });
 
+  it('lets the agents take turns on their own with the autonomy switch, until the turns it was given are spent', async () => {
+    await page.bringToFront();
+    await page.waitForSelector('.autonomy[data-autonomy="off"]');
+    const before = (await replies(page)).length;
+    // The session has no budget: the switch asks how many turns it may take in all (two more than it has).
+    const spent = Number(await page.$eval('.autonomy [data-turns]', (el) => el.getAttribute('data-turns')));
+    await page.$eval('.autonomy input[name="turn-budget"]', (el) => ((el as HTMLInputElement).value = ''));
+    await page.type('.autonomy input[name="turn-budget"]', String(spent + 2));
+    await page.$eval('.autonomy input[name="reply-interval"]', (el) => ((el as HTMLInputElement).value = ''));
+    await page.type('.autonomy input[name="reply-interval"]', '0');
+    await page.click('.autonomy input[name="auto-reply"]');
+    await page.waitForSelector('.autonomy[data-autonomy="on"]');
+    // Two replies nobody asked for stream in, and the switch says why it stopped.
+    await page.waitForSelector('.autonomy [data-stop-reason="TURN_BUDGET"]', { timeout: 60_000 });
+    await page.waitForSelector('.autonomy[data-autonomy="off"]');
+    expect(await page.$eval('.autonomy [data-stop-reason]', (el) => (el as HTMLElement).innerText)).toBe(
+      'Stopped: Session turn budget exceeded',
+    );
+    await completeReply(page, before + 1);
+    const shown = await replies(page);
+    const saved = await savedReplies(sessionId);
+    expect(shown).toHaveLength(before + 2);
+    expect(shown.map((r) => r.text)).toEqual(saved.map((r) => r.content));
+  });
+
   it('loaded everything from the service itself, with nothing blocked or thrown', () => {
     const origin = new URL(t.url).origin;
     for (const url of [...requested, ...second.requested]) expect(new URL(url).origin).toBe(origin);

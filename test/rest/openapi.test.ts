@@ -164,7 +164,19 @@ describe('GET /v2/openapi.json', () => {
         'POST',
         '/v2/sessions',
         [],
-        ['session_id', 'content', 'attachments', 'stream', 'thinking', 'agent_ids', 'scenario', 'budget', 'title', 'extras'],
+        [
+          'session_id',
+          'content',
+          'attachments',
+          'stream',
+          'thinking',
+          'agent_ids',
+          'scenario',
+          'budget',
+          'title',
+          'extras',
+          'autonomy_settings',
+        ],
         ['session_id'],
       ],
       ['PATCH', '/v2/concepts/{conceptId}', ['conceptId'], ['name', 'agent', 'usage_instructions', 'images'], ['concept']],
@@ -205,6 +217,8 @@ describe('GET /v2/openapi.json', () => {
     const send = jsonBody(operation('POST', '/v2/sessions'));
     expect(fields(send, 'budget').sort()).toEqual(['manna_budget', 'token_budget', 'turn_budget']);
     expect(fields(send, 'extras')).toEqual(['exclude_memory']);
+    expect(fields(send, 'autonomy_settings').sort()).toEqual(['actor_selection_method', 'auto_reply', 'reply_interval']);
+    expect(deref(doc, send).properties.autonomy_settings.properties.reply_interval).toMatchObject({ minimum: 0, maximum: 3600 });
     expect(deref(doc, send).properties.agent_ids).toMatchObject({ type: 'array', maxItems: 10 });
     expect(deref(doc, send).properties.budget.properties.manna_budget).toMatchObject({ minimum: 100, maximum: 50000 });
     const agent = jsonBody(operation('PATCH', '/v2/agents/{agentId}'));
@@ -365,6 +379,14 @@ describe('what the server answers matches what the document says', () => {
     await call('PATCH', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}`, a, { title: 'Renamed' });
     await call('PATCH', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}`, a, {});
     await call('PATCH', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}`, bob.apiKey, { title: 'Mine' });
+    await call('PATCH', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}`, a, {
+      autonomy_settings: { auto_reply: false, reply_interval: 5, actor_selection_method: 'random_exclude_last' },
+    });
+    await call('PATCH', '/v2/sessions/{session_id}', `/v2/sessions/${sessionId}`, a, { autonomy_settings: { auto_reply: true } });
+    await call('POST', '/v2/sessions/create', '/v2/sessions/create', a, {
+      agent_ids: [agent.id],
+      autonomy_settings: { auto_reply: true, reply_interval: 0, actor_selection_method: 'random' },
+    });
     await call('POST', '/v2/sessions/create', '/v2/sessions/create', a, { agent_ids: [agent.id], title: 'Empty for now' });
     await call('POST', '/v2/sessions/create', '/v2/sessions/create', a, { agent_ids: [] });
     await call('POST', '/v2/sessions/{session_id}/users', `/v2/sessions/${sessionId}/users`, a, { username: 'bob', permission: 'editor' });

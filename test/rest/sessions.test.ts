@@ -302,6 +302,7 @@ describe('reading and listing sessions', () => {
         turns_spent: 1,
       },
       spent: { manna: 0, tokens: expect.any(Number), turns: 1 },
+      autonomy_settings: null,
       createdAt: isoDate,
       updatedAt: isoDate,
     });

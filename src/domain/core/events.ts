@@ -43,6 +43,10 @@ export interface MessageView {
   createdAt: string;
 }
 
+/** Why an autonomous session stopped: a budget is spent, its owner turned it off, no agent can speak, a turn failed. */
+export const autonomyStopReasons = ['turn_budget', 'token_budget', 'manna_budget', 'turned_off', 'no_agent', 'reply_failed'] as const;
+export type AutonomyStopReason = (typeof autonomyStopReasons)[number];
+
 /**
  * Every event a session's watchers are told, by type: the one list of them. Each transport maps
  * it with a record keyed by these types, so an event added here does not compile until GraphQL
@@ -59,6 +63,13 @@ export interface SessionEventPayloads {
   /** One reply failed; `message` is the saved (failed) assistant message with its partial text. */
   error: { promptId: string; agentId: string; error: string; message: MessageView };
   end_prompt: { promptId: string };
+  /**
+   * An agent of an autonomous session takes its turn, with no user message: its reply `replyId`
+   * streams like any other, under `promptId`, the turn's own id (the reply's).
+   */
+  autonomous_turn: { promptId: string; agentId: string; replyId: string };
+  /** An autonomous session stopped taking turns, and why (`docs/sessions.md`, "Autonomy"). */
+  autonomy_stopped: { reason: AutonomyStopReason; detail: string };
   /**
    * One user's reactions on a message changed: what they have now, and the message's totals. Not
    * every reaction with its user: that grows with every reaction, and each event would carry it.

@@ -15,6 +15,7 @@ export const CANCELLED = Symbol('cancelled');
 export const SHUTTING_DOWN = Symbol('shutting down');
 
 export const DATABASE_LOST = 'The database became unavailable while the reply was being written';
+export const SHUT_DOWN = 'The server shut down before the reply was finished';
 const UNSETTLED_TOOL = 'The reply ended before the tool call was settled';
 /** Retries of a reply that could not be saved because the database was away: from 1 s, doubling, up to 30 s apart. */
 const SAVE_RETRY_FIRST_MS = 1_000;
@@ -26,7 +27,7 @@ const SAVE_RETRY_MAX_MS = 30_000;
  */
 export function failureOf(reason: unknown): { status: 'failed' | 'cancelled'; error: string; expected: boolean } {
   if (reason === CANCELLED) return { status: 'cancelled', error: 'The reply was cancelled', expected: true };
-  if (reason === SHUTTING_DOWN) return { status: 'failed', error: 'The server shut down before the reply was finished', expected: true };
+  if (reason === SHUTTING_DOWN) return { status: 'failed', error: SHUT_DOWN, expected: true };
   if (reason instanceof ProviderError || reason instanceof ReplyStopped || reason instanceof CallLimitReached)
     return { status: 'failed', error: reason.message, expected: true };
   if (isDatabaseUnavailable(reason)) return { status: 'failed', error: DATABASE_LOST, expected: true };

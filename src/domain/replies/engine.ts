@@ -83,21 +83,21 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
   bus.onCancelReplies(({ sessionId, promptId, reason }) => stop(sessionId, promptId, reason === 'deleted' ? SESSION_GONE : CANCELLED));
 
   return {
-    /** Starts a prompt's replies in the background. */
-    start(job: ReplyJob) {
+    /** Starts a prompt's replies in the background; resolves when every one has ended (never rejects). */
+    start(job: ReplyJob): Promise<void> {
       const entry = { promptId: job.promptId, controller: new AbortController() };
       const set = running.get(job.sessionId) ?? new Set();
       running.set(job.sessionId, set.add(entry));
-      track(
-        answerPrompt(rt, job, entry.controller.signal)
-          .catch((err) => {
-            if (!isRecordGone(err)) log.error({ err }, 'a prompt could not be answered');
-          })
-          .finally(() => {
-            set.delete(entry);
-            if (set.size === 0) running.delete(job.sessionId);
-          }),
-      );
+      const answered = answerPrompt(rt, job, entry.controller.signal)
+        .catch((err) => {
+          if (!isRecordGone(err)) log.error({ err }, 'a prompt could not be answered');
+        })
+        .finally(() => {
+          set.delete(entry);
+          if (set.size === 0) running.delete(job.sessionId);
+        });
+      track(answered);
+      return answered;
     },
 
     /**

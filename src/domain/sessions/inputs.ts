@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SessionPermission } from '../../generated/prisma/enums.ts';
+import { ActorSelection, SessionPermission } from '../../generated/prisma/enums.ts';
 import { text, urlField } from '../core/validation.ts';
 import { REACTIONS } from './reactions.ts';
 
@@ -29,6 +29,21 @@ export const budgetSchema = z
   })
   .partial();
 
+/** The original's limit on the wait between autonomous turns. */
+export const MAX_REPLY_INTERVAL_S = 3600;
+
+/** Autonomy (`docs/sessions.md`): the three fields together, as the original required them. */
+export const autonomySettingsSchema = z.object({
+  autoReply: z.boolean({ error: 'must be true or false' }),
+  replyInterval: z
+    .number({ error: 'must be a number of seconds' })
+    .int('must be a whole number of seconds')
+    .min(0, 'must be at least 0')
+    .max(MAX_REPLY_INTERVAL_S, `must be at most ${MAX_REPLY_INTERVAL_S}`),
+  actorSelectionMethod: z.enum(ActorSelection, { error: `must be one of ${Object.values(ActorSelection).join(', ')}` }),
+});
+export type AutonomySettings = z.output<typeof autonomySettingsSchema>;
+
 /** Operation 4: a prompt to an existing session, or a new session with its first prompt. */
 export const sendMessageSchema = z.object({
   sessionId: id.optional(),
@@ -44,6 +59,7 @@ export const sendMessageSchema = z.object({
   budget: budgetSchema.optional(),
   title: text(1000).optional(),
   extras: z.object({ excludeMemory: z.boolean().optional() }).optional(),
+  autonomySettings: autonomySettingsSchema.optional(),
 });
 export type SendMessageInput = z.output<typeof sendMessageSchema>;
 

@@ -74,11 +74,15 @@ async function insertSessions(db: Pick<Tx, '$queryRaw'>, batch: readonly NewSess
         ${sessions.map((x) => x.id)}::text[], ${sessions.map((x) => x.p.userId)}::text[], ${sessions.map((x) => x.s.title ?? null)}::text[],
         ${sessions.map((x) => x.s.scenario ?? null)}::text[], ${sessions.map((x) => text(x.s.mannaBudget))}::text[],
         ${sessions.map((x) => text(x.s.tokenBudget))}::text[], ${sessions.map((x) => text(x.s.turnBudget))}::text[],
-        ${sessions.map((x) => x.turnsSpent)}::int[], ${sessions.map((x) => x.p.keyId ?? null)}::text[]
-      ) AS s(id, owner, title, scenario, manna_budget, token_budget, turn_budget, turns_spent, key_id)
+        ${sessions.map((x) => x.turnsSpent)}::int[], ${sessions.map((x) => x.p.keyId ?? null)}::text[],
+        ${sessions.map((x) => x.s.autoReply ?? null)}::boolean[], ${sessions.map((x) => x.s.replyInterval ?? null)}::int[],
+        ${sessions.map((x) => x.s.actorSelection ?? null)}::text[]
+      ) AS s(id, owner, title, scenario, manna_budget, token_budget, turn_budget, turns_spent, key_id, auto_reply, reply_interval, actor_selection)
     ), session AS (
-      INSERT INTO "Session" ("id", "ownerId", "title", "scenario", "mannaBudget", "tokenBudget", "turnBudget", "turnsSpent", "updatedAt")
-      SELECT s.id, s.owner, s.title, s.scenario, s.manna_budget::decimal, s.token_budget::int, s.turn_budget::int, s.turns_spent, now()
+      INSERT INTO "Session" ("id", "ownerId", "title", "scenario", "mannaBudget", "tokenBudget", "turnBudget", "turnsSpent",
+        "autoReply", "replyInterval", "actorSelection", "updatedAt")
+      SELECT s.id, s.owner, s.title, s.scenario, s.manna_budget::decimal, s.token_budget::int, s.turn_budget::int, s.turns_spent,
+        s.auto_reply, s.reply_interval, s.actor_selection::"ActorSelection", now()
       FROM s WHERE s.key_id IS NULL OR EXISTS (SELECT 1 FROM "ApiKey" WHERE "id" = s.key_id)
       RETURNING "id", "ownerId"
     ), agents AS (

@@ -9,6 +9,7 @@ import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import type { ReplyEngine, ReplyJob } from '../replies/engine.ts';
 import { chooseResponders } from '../replies/routing.ts';
+import type { AutonomyRules } from './autonomy.ts';
 import { canManage, canPost, NO_ACCESS, type SessionAccess } from './access.ts';
 import { KEY_DELETED_END } from '../core/watch.ts';
 import { type SendMessageInput, sendMessageSchema } from './inputs.ts';
@@ -47,6 +48,9 @@ const settingsOf = (input: SendMessageInput) => ({
   mannaBudget: input.budget?.mannaBudget,
   tokenBudget: input.budget?.tokenBudget,
   turnBudget: input.budget?.turnBudget,
+  autoReply: input.autonomySettings?.autoReply,
+  replyInterval: input.autonomySettings?.replyInterval,
+  actorSelection: input.autonomySettings?.actorSelectionMethod,
 });
 
 export interface PromptDependencies {
@@ -54,10 +58,11 @@ export interface PromptDependencies {
   bus: EventBus;
   replies: Pick<ReplyEngine, 'instanceId' | 'start'>;
   access: SessionAccess;
+  autonomy: Pick<AutonomyRules, 'check' | 'changed' | 'turnOff'>;
 }
 
 /** Prompts and their replies: sending one (operation 4), and stopping the replies being written. */
-export function promptRules({ store, bus, replies, access }: PromptDependencies) {
+export function promptRules({ store, bus, replies, access, autonomy }: PromptDependencies) {
   /**
    * The agents a new session's prompt names, with what each remembers of the user when the
    * prompt will be answered: the reads of prompts that arrive together go in one statement.
@@ -103,6 +108,8 @@ export function promptRules({ store, bus, replies, access }: PromptDependencies)
       if (changesSettings && !canManage(permission))
         throw forbidden('Only an owner of this session can change its title, scenario or budget');
     }
+    const setsBudget = Object.values(input.budget ?? {}).some((v) => v !== undefined);
+    const autonomyWasOn = await autonomy.check(input.sessionId, input.autonomySettings, setsBudget);
     const agents = await agentsFor(viewer, input);
     const content = input.content ?? '';
     const attachments = input.attachments ?? [];
@@ -146,6 +153,7 @@ export function promptRules({ store, bus, replies, access }: PromptDependencies)
       const s = await store.settingsOf(sessionId);
       if (s) await bus.publish(sessionId, { type: 'session_updated', title: s.title, scenario: s.scenario });
     }
+    if (input.autonomySettings) await autonomy.changed(sessionId, input.autonomySettings, autonomyWasOn);
     if (!message) return { sessionId, created: !input.sessionId, promptId: null, message: null, replies: [], startSeq: null };
     const started = await bus.publish(sessionId, {
       type: 'start_prompt',
@@ -176,6 +184,8 @@ export function promptRules({ store, bus, replies, access }: PromptDependencies)
       if (promptId !== undefined && !canNameARow(promptId)) return 0;
       // Counted from the rows, because the replies may be written by another instance.
       const prompts = await store.promptsAnswering(sessionId, promptId);
+      // Stopping everything stops the session's autonomous turns too; one prompt's, only its replies.
+      if (promptId === undefined) await autonomy.turnOff(sessionId);
       await bus.cancelReplies({ sessionId, promptId, reason: 'cancelled' });
       return prompts;
     },

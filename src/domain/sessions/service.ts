@@ -5,7 +5,7 @@ import type { ReplyEngine } from '../replies/engine.ts';
 import { sessionAccess } from './access.ts';
 import type { AccessGate } from './access-gate.ts';
 import { memberRules } from './members.ts';
-import { promptRules } from './prompting.ts';
+import { type PromptDependencies, promptRules } from './prompting.ts';
 import { reactionRules } from './reacting.ts';
 import { readRules } from './reads.ts';
 import type { SignalOutbox } from './signals.ts';
@@ -27,10 +27,14 @@ export function sessionService(
   replies: Pick<ReplyEngine, 'instanceId' | 'start'>,
   work: Pick<WorkConfig, 'messagePageMaxBytes' | 'reactionsPerUserMessage'>,
   limits: StreamLimits,
-  { gate, signals }: { gate: Pick<AccessGate, 'open'>; signals: Pick<SignalOutbox, 'deliver'> },
+  {
+    gate,
+    signals,
+    autonomy,
+  }: { gate: Pick<AccessGate, 'open'>; signals: Pick<SignalOutbox, 'deliver'>; autonomy: PromptDependencies['autonomy'] },
 ) {
   const access = sessionAccess(store);
-  const { send, cancel } = promptRules({ store, bus, replies, access });
+  const { send, cancel } = promptRules({ store, bus, replies, access, autonomy });
   return {
     permissionIn: access.permissionIn,
     ...readRules(store, access, work),

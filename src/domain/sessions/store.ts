@@ -1,4 +1,5 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
+import type { ActorSelection } from '../../generated/prisma/enums.ts';
 import type { Budget } from '../core/budgets.ts';
 import type { MessageView } from '../core/events.ts';
 import type { ReplyJob } from '../replies/engine.ts';
@@ -64,6 +65,10 @@ export interface SessionSettings {
   mannaBudget?: number;
   tokenBudget?: number;
   turnBudget?: number;
+  /** Autonomy: the three together or none (`autonomy.ts`). */
+  autoReply?: boolean;
+  replyInterval?: number;
+  actorSelection?: ActorSelection;
 }
 
 interface PromptParts {

@@ -1,7 +1,9 @@
 import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/inputs.ts';
+import { autonomyStopReasons } from '../../domain/core/events.ts';
 import { sortDirections } from '../../domain/search/inputs.ts';
 import { outputTypes, taskOrders, taskTypes } from '../../domain/tasks/inputs.ts';
 import {
+  ActorSelection,
   BalanceKind,
   CreatorType,
   DeploymentPlatform,
@@ -43,6 +45,8 @@ export const TaskOrderEnum = builder.enumType('TaskOrder', {
   values: { CREATED_AT: { value: taskOrders[0] }, UPDATED_AT: { value: taskOrders[1] } } as const,
 });
 export const SortDirectionEnum = builder.enumType('SortDirection', { values: upper(sortDirections) });
+export const ActorSelectionEnum = builder.enumType('ActorSelection', { values: upper(Object.values(ActorSelection)) });
+export const AutonomyStopReasonEnum = builder.enumType('AutonomyStopReason', { values: upper(autonomyStopReasons) });
 export const CreationSearchOrderEnum = builder.enumType('CreationSearchOrder', {
   values: {
     SCORE: { value: 'score', description: 'Similarity to the query.' },

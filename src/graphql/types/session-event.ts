@@ -3,7 +3,7 @@ import type { WatchItem } from '../../domain/core/watch.ts';
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
 import { deliver } from '../watch-results.ts';
-import { SessionPermissionEnum } from './enums.ts';
+import { AutonomyStopReasonEnum, SessionPermissionEnum } from './enums.ts';
 import { Message, ReactionCountRef, ReactionTotalRef, ToolCall } from './message.ts';
 import { SendMessageInput } from './session.ts';
 
@@ -105,8 +105,25 @@ const eventTypes: { [T in SessionEventType]: EventTypeSpec<T> } = {
   },
   end_prompt: {
     name: 'PromptEnded',
-    description: 'Every reply to a prompt has finished or failed.',
+    description: 'Every reply to a prompt (or to an autonomous turn) has finished or failed.',
     fields: (t) => ({ promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }) }),
+  },
+  autonomous_turn: {
+    name: 'AutonomousTurnStarted',
+    description: "An agent of an autonomous session takes its turn, with no user message; promptId is the turn's reply (replyId) itself.",
+    fields: (t) => ({
+      promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+      agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
+      replyId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.replyId }) }),
+    }),
+  },
+  autonomy_stopped: {
+    name: 'AutonomyStopped',
+    description: 'An autonomous session stopped taking turns (auto-reply is now off), and why.',
+    fields: (t) => ({
+      reason: t.expose('reason', { type: AutonomyStopReasonEnum }),
+      detail: t.exposeString('detail'),
+    }),
   },
   reaction: {
     name: 'ReactionsChanged',

@@ -1,16 +1,30 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { GraphQLResolveInfo } from 'graphql';
 import { badInput } from '../../domain/core/errors.ts';
-import { BUDGET_LIMITS } from '../../domain/sessions/inputs.ts';
+import { BUDGET_LIMITS, MAX_REPLY_INTERVAL_S } from '../../domain/sessions/inputs.ts';
 import type { MessagePage } from '../../domain/sessions/service.ts';
 import type { Session as SessionRow } from '../../generated/prisma/client.ts';
+import type { ActorSelection } from '../../generated/prisma/enums.ts';
 import { builder } from '../builder.ts';
 import { toConnection } from '../connection.ts';
 import { viewerOf, type GraphQLContext } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';
-import { SessionPermissionEnum, SessionStatusEnum } from './enums.ts';
+import { ActorSelectionEnum, SessionPermissionEnum, SessionStatusEnum } from './enums.ts';
 import { Message } from './message.ts';
 import { nodeInterfaces, RAW_ID } from './node.ts';
+
+const AutonomySettings = builder
+  .objectRef<{ autoReply: boolean; replyInterval: number; actorSelectionMethod: ActorSelection }>('AutonomySettings')
+  .implement({
+    description: 'Whether the agents take turns on their own, how long they wait between turns, and who speaks next.',
+    fields: (t) => ({
+      autoReply: t.exposeBoolean('autoReply', { description: 'Turns false when the loop stops (a budget spent, turned off).' }),
+      replyInterval: t.exposeInt('replyInterval', {
+        description: `Seconds between a reply and the next turn (0–${MAX_REPLY_INTERVAL_S}).`,
+      }),
+      actorSelectionMethod: t.expose('actorSelectionMethod', { type: ActorSelectionEnum }),
+    }),
+  });
 
 const SessionBudget = builder.objectRef<{ manna: number | null; tokens: number | null; turns: number | null }>('SessionBudget').implement({
   description: 'Limits on what the session may spend (null: no limit), or what it has spent.',
@@ -65,6 +79,15 @@ export const Session = builder.prismaObject('Session', {
     spent: t.field({
       type: SessionBudget,
       resolve: (s) => ({ manna: s.mannaSpent.toNumber(), tokens: s.tokensSpent, turns: s.turnsSpent }),
+    }),
+    autonomySettings: t.field({
+      type: AutonomySettings,
+      nullable: true,
+      description: 'Null until set (see sendMessage and updateSession).',
+      resolve: (s) =>
+        s.autoReply === null || s.replyInterval === null || s.actorSelection === null
+          ? null
+          : { autoReply: s.autoReply, replyInterval: s.replyInterval, actorSelectionMethod: s.actorSelection },
     }),
     messages: t.connection({
       type: Message,
@@ -123,6 +146,14 @@ builder.queryFields((t) => ({
 const SessionBudgetInput = builder.inputType('SessionBudgetInput', {
   fields: (t) => ({ mannaBudget: t.float(), tokenBudget: t.int(), turnBudget: t.int() }),
 });
+const AutonomySettingsInput = builder.inputType('AutonomySettingsInput', {
+  description: "All three together. autoReply needs a budget (the session's, or one set with it); false stops the loop.",
+  fields: (t) => ({
+    autoReply: t.boolean({ required: true }),
+    replyInterval: t.int({ required: true, description: `Seconds, 0–${MAX_REPLY_INTERVAL_S}.` }),
+    actorSelectionMethod: t.field({ type: ActorSelectionEnum, required: true }),
+  }),
+});
 const SendExtrasInput = builder.inputType('SendExtrasInput', {
   fields: (t) => ({ excludeMemory: t.boolean({ description: "Keep this exchange out of the agents' memory of you." }) }),
 });
@@ -140,6 +171,17 @@ export const SendMessageInput = builder.inputType('SendMessageInput', {
     budget: t.field({ type: SessionBudgetInput }),
     title: t.string(),
     extras: t.field({ type: SendExtrasInput }),
+    autonomySettings: t.field({ type: AutonomySettingsInput, description: 'Agents that take turns on their own (owners only).' }),
+  }),
+});
+
+const UpdateSessionInput = builder.inputType('UpdateSessionInput', {
+  description: 'What to change (owners only); what is left out stays as it is.',
+  fields: (t) => ({
+    title: t.string(),
+    scenario: t.string(),
+    budget: t.field({ type: SessionBudgetInput, description: 'What the session may spend in all (what it has spent counts).' }),
+    autonomySettings: t.field({ type: AutonomySettingsInput }),
   }),
 });
 
@@ -179,9 +221,27 @@ builder.mutationFields((t) => ({
       };
     },
   }),
+  updateSession: t.prismaField({
+    type: 'Session',
+    description:
+      'Changes a session you own: its title, scenario or autonomy (autoReply false stops the loop, with an AutonomyStopped event).',
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateSessionInput, required: true }) },
+    resolve: async (query, _root, { id, input }, ctx) => {
+      const viewer = viewerOf(ctx);
+      const changes = {
+        title: input.title ?? undefined,
+        scenario: input.scenario ?? undefined,
+        budget: input.budget ?? undefined,
+        autonomySettings: input.autonomySettings ?? undefined,
+      };
+      if (Object.values(changes).every((v) => v === undefined)) throw badInput('Nothing to change', ['input']);
+      await ctx.services.sessions.send(viewer, { sessionId: String(id), ...changes });
+      return ctx.services.sessions.get(viewer, String(id), query);
+    },
+  }),
   cancelReplies: t.int({
     description:
-      'Stops the replies being written in a session (to one prompt, or all); returns how many prompts were stopped. Their running tools are cancelled and refunded.',
+      'Stops the replies being written in a session (to one prompt, or all); returns how many prompts were stopped. Their running tools are cancelled and refunded. Stopping all also turns auto-reply off.',
     args: { sessionId: t.arg.id({ required: true }), promptId: t.arg.id() },
     resolve: (_root, { sessionId, promptId }, ctx) =>
       ctx.services.sessions.cancel(viewerOf(ctx), String(sessionId), promptId == null ? undefined : String(promptId)),

@@ -1,0 +1,58 @@
+import { randomUUID } from 'node:crypto';
+import type { Job, JobQueue, QueueSpec } from '../../src/domain/core/jobs.ts';
+
+interface Waiting {
+  id: string;
+  queue: string;
+  data: object;
+  key: string | undefined;
+  at: Date | undefined;
+}
+
+/**
+ * The job queue's promises kept in memory, for testing rules without a database: a key has at
+ * most one job waiting in a `oneAtATimePerKey` queue, and nothing runs until the test says so
+ * (`runDue`), so a test decides when time has passed.
+ */
+export function inMemoryJobQueue() {
+  const specs = new Map<string, QueueSpec>();
+  const handlers = new Map<string, (job: Job<object>) => Promise<void>>();
+  const waiting: Waiting[] = [];
+  const queue: JobQueue = {
+    async declare(spec) {
+      specs.set(spec.name, spec);
+    },
+    async send(name, data, options = {}) {
+      if (!specs.has(name)) throw new Error(`queue ${name} was not declared`);
+      if (specs.get(name)!.oneAtATimePerKey && waiting.some((w) => w.queue === name && w.key === (options.key ?? ''))) return null;
+      const id = randomUUID();
+      waiting.push({ id, queue: name, data, key: options.key ?? '', at: options.at });
+      return id;
+    },
+    async work(name, _options, handler) {
+      handlers.set(name, handler as (job: Job<object>) => Promise<void>);
+    },
+    async cancelWaiting(name, key) {
+      const before = waiting.length;
+      waiting.splice(0, waiting.length, ...waiting.filter((w) => !(w.queue === name && w.key === key)));
+      return before - waiting.length;
+    },
+    async waiting(name, key) {
+      return waiting.some((w) => w.queue === name && w.key === key);
+    },
+  };
+  return {
+    queue,
+    /** The jobs waiting, in the order they were sent. */
+    waiting: () => waiting.map((w) => ({ ...w })),
+    /** Runs, one at a time, each job due by `now` (taking it off the list first, as a claim does). */
+    async runDue(now: Date) {
+      const due = waiting.filter((w) => !w.at || w.at.getTime() <= now.getTime());
+      for (const job of due) {
+        waiting.splice(waiting.indexOf(job), 1);
+        await handlers.get(job.queue)!({ id: job.id, data: job.data, retry: 0, signal: new AbortController().signal });
+      }
+      return due.length;
+    },
+  };
+}
