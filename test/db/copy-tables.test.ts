@@ -17,8 +17,8 @@ import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
  * so that every table takes several statements and a copy can stop between any two.
  */
 const LATER_TABLES = `
-CREATE TABLE "Task" ("id" TEXT PRIMARY KEY, "userId" TEXT NOT NULL REFERENCES "User"("id") ON DELETE CASCADE,
-  "parentId" TEXT REFERENCES "Task"("id"), "title" TEXT NOT NULL, "due" TIMESTAMP(3), "done" BOOLEAN NOT NULL DEFAULT false,
+CREATE TABLE "Todo" ("id" TEXT PRIMARY KEY, "userId" TEXT NOT NULL REFERENCES "User"("id") ON DELETE CASCADE,
+  "parentId" TEXT REFERENCES "Todo"("id"), "title" TEXT NOT NULL, "due" TIMESTAMP(3), "done" BOOLEAN NOT NULL DEFAULT false,
   "tags" TEXT[] NOT NULL DEFAULT '{}', "meta" JSONB);
 CREATE TABLE "Collection" ("id" TEXT PRIMARY KEY, "userId" TEXT NOT NULL REFERENCES "User"("id"), "name" TEXT NOT NULL, "coverItemId" BIGINT);
 CREATE TABLE "CollectionItem" ("id" BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -34,8 +34,8 @@ INSERT INTO "MannaLedger" (id, "userId", kind, amount, "balanceAfter", reason) V
 INSERT INTO "Creation" (id, "userId", tool, name, url, "updatedAt", embedding, "embeddingProvider", "embeddingDimensions")
   VALUES ('c1', 'u1', 'flux_dev', 'Lighthouse', 'https://x/1.png', now(), ('[' || array_to_string(array_fill(0.036::real, ARRAY[768]), ',') || ']')::vector(768), 'p', 768);
 -- Children sort before their parents, in C and in any other order.
-INSERT INTO "Task" (id, "userId", "title") VALUES ('z-root', 'u1', 'Root');
-INSERT INTO "Task" (id, "userId", "parentId", "title", "due", "done", "tags", "meta") VALUES
+INSERT INTO "Todo" (id, "userId", "title") VALUES ('z-root', 'u1', 'Root');
+INSERT INTO "Todo" (id, "userId", "parentId", "title", "due", "done", "tags", "meta") VALUES
   ('a-child', 'u1', 'z-root', E'Quote '' backslash \\\\ tab\\t newline\\n', '2026-01-02 03:04:05.678', true, '{"a b","c,d",""}', '{"k": [1, null, "ü"]}'),
   ('B-child', 'U2', 'a-child', 'Ünïcödé 🌊', NULL, false, '{}', NULL),
   ('_under', 'U2', NULL, 'underscore', NULL, false, '{NULL}', 'null'),
@@ -84,10 +84,10 @@ describe('db copy of tables it has never heard of', () => {
     await queue.stop(0);
     const url = await target();
     const report = await copyToPostgres(source.sql, 'test-source', url, { migrations, withoutPgvector: true, pageRows: 2 });
-    const later = report.tables.filter((t) => ['Task', 'Collection', 'CollectionItem', 'DeploymentState'].includes(t.name));
+    const later = report.tables.filter((t) => ['Todo', 'Collection', 'CollectionItem', 'DeploymentState'].includes(t.name));
     expect(later.map((t) => [t.name, t.source.rows])).toEqual(
       expect.arrayContaining([
-        ['Task', 5],
+        ['Todo', 5],
         ['Collection', 2],
         ['CollectionItem', 3],
         ['DeploymentState', 4],
@@ -103,19 +103,19 @@ describe('db copy of tables it has never heard of', () => {
     expect(report.tables.map((t) => t.name)).not.toContain('pgboss.version');
     for (const t of report.tables) expect(t.target, t.name).toEqual(t.source);
     const names = report.tables.map((t) => t.name);
-    expect(names.indexOf('User')).toBeLessThan(names.indexOf('Task'));
+    expect(names.indexOf('User')).toBeLessThan(names.indexOf('Todo'));
     expect(names.indexOf('Creation')).toBeLessThan(names.indexOf('CollectionItem'));
 
     const db = await connectPostgres(url);
     try {
-      expect(await db.rows(`SELECT id, "parentId" FROM "Task" ORDER BY id COLLATE "C"`)).toEqual([
+      expect(await db.rows(`SELECT id, "parentId" FROM "Todo" ORDER BY id COLLATE "C"`)).toEqual([
         ['B-child', 'a-child'],
         ['_under', null],
         ['a-child', 'z-root'],
         ['m-mid', 'B-child'],
         ['z-root', null],
       ]);
-      expect(await db.rows(`SELECT title, tags::text, meta::text, due::text FROM "Task" WHERE id = 'a-child'`)).toEqual([
+      expect(await db.rows(`SELECT title, tags::text, meta::text, due::text FROM "Todo" WHERE id = 'a-child'`)).toEqual([
         ["Quote ' backslash \\ tab\t newline\n", '{"a b","c,d",""}', '{"k": [1, null, "ü"]}', '2026-01-02 03:04:05.678'],
       ]);
       // The identity goes on after the copied rows, and the cycle's keys are filled in.
@@ -160,7 +160,7 @@ describe('db copy of tables it has never heard of', () => {
     const db = await connectPostgres(url);
     try {
       const [[copied, marker]] = (await db.rows(`SELECT
-        (SELECT sum(n) FROM (SELECT count(*) AS n FROM "User" UNION ALL SELECT count(*) FROM "Task" UNION ALL SELECT count(*) FROM "CollectionItem" UNION ALL SELECT count(*) FROM "DeploymentState") AS c)::text,
+        (SELECT sum(n) FROM (SELECT count(*) AS n FROM "User" UNION ALL SELECT count(*) FROM "Todo" UNION ALL SELECT count(*) FROM "CollectionItem" UNION ALL SELECT count(*) FROM "DeploymentState") AS c)::text,
         to_regclass('"_parley_copy"')::text`)) as [[string, string]];
       expect(Number(copied)).toBeGreaterThan(0);
       expect(Number(copied)).toBeLessThan(14);
