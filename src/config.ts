@@ -344,6 +344,17 @@ export const settings = {
     }),
   },
   maxAgentsPerUser: setting('MAX_AGENTS_PER_USER', positiveInt, { default: 100, meaning: 'agents one user may own' }),
+  collections: {
+    maxPerUser: setting('MAX_COLLECTIONS_PER_USER', positiveInt, { default: 100, meaning: 'collections one user may own' }),
+    maxCreations: setting('COLLECTION_MAX_CREATIONS', positiveInt, {
+      default: 1_000,
+      meaning: 'creations one collection may hold (a request adds or removes at most 100)',
+    }),
+    pageMaxBytes: setting('COLLECTION_PAGE_MAX_BYTES', positiveInt, {
+      default: 1024 * 1024,
+      meaning: "a page of a collection's creations, or of the collections list, stops before about this many bytes (it holds at least one)",
+    }),
+  },
   work: {
     messagePageMaxBytes: setting('MESSAGE_PAGE_MAX_BYTES', positiveInt, {
       default: 1024 * 1024,
@@ -430,6 +441,8 @@ export type WorkConfig = Config['work'];
 /** Automatic persisted queries: the hash-to-query store, bounded. */
 export type ApqConfig = Config['apq'];
 export type SearchConfig = Config['search'];
+/** How large collections and their pages may grow. */
+export type CollectionsConfig = Config['collections'];
 /** The job queue's polling, supervision and connections (`docs/jobs.md`). */
 export type JobsConfig = Config['jobs'];
 

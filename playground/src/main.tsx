@@ -2,6 +2,7 @@ import type { Client } from 'graphql-ws';
 import { render } from 'preact';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { type ConnectionState, liveClient, type Problem, problemOf, request } from './api.ts';
+import { CollectionsView } from './collections-view.tsx';
 import { AGENTS, type Agent, CREATE_AGENT, ME, SEND, SESSIONS } from './operations.ts';
 import { AutonomySwitch } from './autonomy-switch.tsx';
 import { save } from './session-state.ts';
@@ -29,6 +30,7 @@ const useRoute = () => {
     addEventListener('hashchange', onChange);
     return () => removeEventListener('hashchange', onChange);
   }, []);
+  if (hash === '#/collections') return { kind: 'collections', id: undefined };
   const [, kind, id] = hash.match(/^#\/(session|share)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
@@ -220,6 +222,13 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
         </section>
         <section>
           <h3>
+            <a href="#/collections" class={route.kind === 'collections' ? 'current' : ''}>
+              Collections
+            </a>
+          </h3>
+        </section>
+        <section>
+          <h3>
             Sessions <a href="#/">+ new</a>
           </h3>
           <ul class="sessions">
@@ -239,7 +248,9 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
             Connection to the service lost: reconnecting…
           </div>
         )}
-        {route.kind === 'session' && route.id ? (
+        {route.kind === 'collections' ? (
+          <CollectionsView apiKey={apiKey} onProblem={onProblem} />
+        ) : route.kind === 'session' && route.id ? (
           <>
             <AutonomySwitch key={`autonomy-${route.id}`} apiKey={apiKey} client={client} sessionId={route.id} onProblem={onProblem} />
             <SessionView key={route.id} apiKey={apiKey} client={client} sessionId={route.id} agents={agents} onProblem={onProblem} />

@@ -6,6 +6,8 @@ import { agentService } from './agents/service.ts';
 import { agentStore } from './agents/store.ts';
 import { prismaApiKeyStore } from './api-keys/prisma-store.ts';
 import { apiKeyService } from './api-keys/service.ts';
+import { collectionService } from './collections/service.ts';
+import { collectionStore } from './collections/store.ts';
 import { conceptService } from './concepts/service.ts';
 import { conceptStore } from './concepts/store.ts';
 import { creationService } from './creations/service.ts';
@@ -56,7 +58,10 @@ import { triggerStore } from './triggers/store.ts';
  * adapters it runs on are chosen there, never here.
  */
 export interface ServiceDependencies {
-  config: Pick<Config, 'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work'>;
+  config: Pick<
+    Config,
+    'llm' | 'events' | 'search' | 'mediaDir' | 'publicUrl' | 'host' | 'port' | 'maxAgentsPerUser' | 'limits' | 'work' | 'collections'
+  >;
   /** Live events: in process, or shared by every instance through Redis. */
   bus: EventBus;
   /** Subscriptions and streams per key, counted where the bus's deployment counts them. */
@@ -157,6 +162,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     concepts: conceptService(conceptStore(db)),
     models: modelService(modelStore(db)),
     creations: creationService(creationStore(db)),
+    collections: collectionService(collectionStore(db), config.collections),
     search,
     deployments: deploymentService(deploymentStore(db)),
     triggers: triggerService(triggerStore(db)),

@@ -91,6 +91,14 @@ function checkArgs(args: ConnectionArgs, shapes: FieldType[][]) {
   }
 }
 
+/**
+ * The same checks for a connection built with `prismaConnectionHelpers` (a page of join rows of
+ * `model` by its unique field `cursor`), which this plugin cannot recognise: its field calls this
+ * where it plans its query. Such a helper pages by that one field, so only its shape is a cursor.
+ */
+export const checkHelperConnectionArgs = (args: ConnectionArgs, model: string, cursor: string) =>
+  checkArgs(args, [[getDatamodel().datamodel.models[model]!.fields.find((f) => f.name === cursor)!.type]]);
+
 /** Calls `fn` after checking the connection arguments at position `at` of its parameters. */
 const guarded = <F extends (...params: never[]) => unknown>(fn: F, at: number, shapes: FieldType[][]): F =>
   ((...params: Parameters<F>) => {

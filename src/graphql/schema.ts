@@ -3,6 +3,7 @@ import { builder } from './builder.ts';
 import './scalars.ts';
 import './types/agent.ts';
 import './types/api-key.ts';
+import './types/collection.ts';
 import './types/concept.ts';
 import './types/creation.ts';
 import './types/creation-search.ts';

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { agentLlmSettings, agentModels, agentSuggestions, agentTools } from '../domain/agents/fields.ts';
-import { agentPatchSchema, modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../domain/agents/inputs.ts';
+import {
+  agentCreateSchema,
+  agentPatchSchema,
+  modelProfiles,
+  ownerPaysValues,
+  thinkingEffortCaps,
+  thinkingPolicies,
+} from '../domain/agents/inputs.ts';
 import { visiblePersona, type AgentWithKey } from '../domain/agents/service.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import type { User } from '../generated/prisma/client.ts';
@@ -103,7 +110,42 @@ export function toRestAgent(agent: RestAgentRow, viewer: Viewer): z.input<typeof
   };
 }
 
+/** `tools` as either client sends it: parley's switches, or the original's lists (each turns its tool on). */
+const toolsInput = z
+  .record(z.string(), z.union([z.boolean(), z.array(z.string())]))
+  .optional()
+  .meta({ description: "Tool key to true (on) or false (off); the original's list of strings also turns a tool on" });
+
 export const agentOperations = [
+  operation({
+    operationId: 'createAgent',
+    method: 'post',
+    path: '/v2/agents',
+    tag: 'Agents',
+    summary: 'Create an agent (name and key required); it is private unless `public: true`',
+    body: names.schema(agentCreateSchema).extend({ tools: toolsInput }),
+    ok: { json: z.object({ agentId: z.string(), agent: restAgentSchema }) },
+    created: true,
+    errors: { style: errors, codes: ['BAD_USER_INPUT', 'CONFLICT', 'UNPROCESSABLE'] },
+    handler: async (request, _reply, { services }) => {
+      const input = names.toDomain(acceptToolLists(request.body ?? {}), ['llm_settings', 'models']);
+      const agent = (await services.agents.create(request.viewer, input, restAgentQuery)) as RestAgentRow;
+      return { agentId: agent.id, agent: toRestAgent(agent, request.viewer) };
+    },
+  }),
+  operation({
+    operationId: 'deleteAgent',
+    method: 'delete',
+    path: '/v2/agents/:agentId',
+    tag: 'Agents',
+    summary: 'Delete an agent you own, with its triggers, deployments and memories; sessions keep its messages',
+    ok: { json: z.object({ success: z.boolean() }) },
+    errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => {
+      await services.agents.delete(request.viewer, request.params.agentId);
+      return { success: true };
+    },
+  }),
   operation({
     operationId: 'getAgent',
     method: 'get',
@@ -125,12 +167,7 @@ export const agentOperations = [
     path: '/v2/agents/:agentId',
     tag: 'Agents',
     summary: 'Update an agent you own (only the fields sent change)',
-    body: names.schema(agentPatchSchema).extend({
-      tools: z
-        .record(z.string(), z.union([z.boolean(), z.array(z.string())]))
-        .optional()
-        .meta({ description: "Tool key to true (on) or false (off); the original's list of strings also turns a tool on" }),
-    }),
+    body: names.schema(agentPatchSchema).extend({ tools: toolsInput }),
     ok: { json: z.object({ agentId: z.string(), agent: restAgentSchema }) },
     errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'CONFLICT', 'UNPROCESSABLE'] },
     handler: async (request, _reply, { services }) => {

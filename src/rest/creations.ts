@@ -1,13 +1,16 @@
 import { z } from 'zod';
 import { canReadAgent } from '../domain/agents/service.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
+import { creationBulkPatchSchema, creationPatchSchema } from '../domain/creations/inputs.ts';
 import { searchInput } from '../domain/search/inputs.ts';
 import type { Scored } from '../domain/search/service.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
+import { type RestCreationRow, restCreationInclude, restCreationSchema, toRestCreation } from './creation-shapes.ts';
 import { operation } from './operation.ts';
 
 const errors: RestErrorStyle = { bodyKey: 'message' };
+const creationQuery = { include: restCreationInclude };
 
 const searchDocInclude = {
   user: { select: { id: true, username: true } },
@@ -121,6 +124,47 @@ export const creationOperations = [
     handler: async (request, _reply, { services }) => {
       await services.creations.unlike(request.viewer, request.params.creationId);
       return { message: 'Creation unliked successfully' };
+    },
+  }),
+  operation({
+    operationId: 'getCreation',
+    method: 'get',
+    path: '/v2/creations/:creationId',
+    tag: 'Creations',
+    summary: 'A creation of yours, or a public one',
+    ok: { json: z.object({ creation: restCreationSchema }) },
+    errors: { style: errors, codes: ['NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => {
+      const creation = await services.creations.get(request.viewer, request.params.creationId, creationQuery);
+      return { creation: toRestCreation(creation as RestCreationRow, services.tools) };
+    },
+  }),
+  operation({
+    operationId: 'updateCreation',
+    method: 'patch',
+    path: '/v2/creations/:creationId',
+    tag: 'Creations',
+    summary: 'Rename a creation of yours, make it public or private, or delete it (it then leaves every collection)',
+    body: creationPatchSchema,
+    ok: { json: z.object({ creation: restCreationSchema }) },
+    errors: { style: errors, codes: ['NOT_FOUND', 'FORBIDDEN', 'BAD_USER_INPUT'] },
+    handler: async (request, _reply, { services }) => {
+      const creation = await services.creations.update(request.viewer, request.params.creationId, request.body ?? {}, creationQuery);
+      return { creation: toRestCreation(creation as RestCreationRow, services.tools) };
+    },
+  }),
+  operation({
+    operationId: 'updateCreations',
+    method: 'patch',
+    path: '/v2/creations/bulk',
+    tag: 'Creations',
+    summary: 'The same change to up to 100 creations of yours, all or none',
+    body: creationBulkPatchSchema,
+    ok: { json: z.object({ creations: z.array(restCreationSchema) }) },
+    errors: { style: errors, codes: ['NOT_FOUND', 'FORBIDDEN', 'BAD_USER_INPUT'] },
+    handler: async (request, _reply, { services }) => {
+      const creations = await services.creations.updateMany(request.viewer, request.body ?? {}, creationQuery);
+      return { creations: creations.map((c) => toRestCreation(c as RestCreationRow, services.tools)) };
     },
   }),
 ];

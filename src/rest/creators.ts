@@ -84,4 +84,17 @@ export const creatorOperations = [
     ok: { json: restProfileSchema },
     handler: async (request, _reply, { services }) => toRestProfile(await services.creators.me(request.viewer)),
   }),
+  operation({
+    operationId: 'getCreator',
+    method: 'get',
+    path: '/v2/creators/:userId',
+    tag: 'Creators',
+    summary: "A creator's public profile (a user, or an agent you may see); balances only on /v2/creators/me",
+    ok: { json: z.object({ creator: restCreatorRefSchema.extend({ id: z.string() }).meta({ id: 'CreatorPublicProfile' }) }) },
+    errors: { style: { bodyKey: 'both' }, codes: ['NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => {
+      const creator = await services.creators.get(request.viewer, request.params.userId);
+      return { creator: { ...toRestCreatorRef(creator), id: creator.id } };
+    },
+  }),
 ];

@@ -1,7 +1,10 @@
 import { z } from 'zod';
+import { modelPatchSchema } from '../domain/models/inputs.ts';
+import { paginate } from '../domain/search/page.ts';
 import type { Model, User } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
+import { restSearchPageSchema } from './creations.ts';
 import { operation } from './operation.ts';
 
 /** A private model of someone else is a 401 in the original. */
@@ -102,6 +105,44 @@ export const modelOperations = [
     errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND'] },
     handler: async (request, _reply, { services }) => ({
       model: toRestModel((await services.models.get(request.viewer, request.params.modelId, restModelQuery)) as RestModelRow),
+    }),
+  }),
+  operation({
+    operationId: 'listModels',
+    method: 'get',
+    path: '/v2/models',
+    tag: 'Models',
+    summary: 'A numbered page of the models you may use (yours and public ones), newest first',
+    query: z.object({
+      page: z.string().optional().meta({ description: 'From 1' }),
+      limit: z.string().optional().meta({ description: '25 unless told, at most 100' }),
+      userId: z.string().optional().meta({ description: "Only this creator's models" }),
+      modelId: z
+        .union([z.string(), z.array(z.string())])
+        .optional()
+        .meta({ description: 'Only these models (repeat it for several)' }),
+      public: z.enum(['true', 'false']).optional().meta({ description: 'true: public ones only; false: your private ones only' }),
+    }),
+    ok: { json: restSearchPageSchema.extend({ docs: z.array(restModelSchema) }) },
+    errors: { style: errors, codes: ['BAD_USER_INPUT'] },
+    handler: async (request, _reply, { services }) => {
+      const { models, total, page, limit } = await services.models.page(request.viewer, request.query, restModelQuery);
+      return paginate((models as RestModelRow[]).map(toRestModel), total, page, limit);
+    },
+  }),
+  operation({
+    operationId: 'updateModel',
+    method: 'patch',
+    path: '/v2/models/:modelId',
+    tag: 'Models',
+    summary: 'Rename a model of yours, or make it public or private',
+    body: modelPatchSchema,
+    ok: { json: z.object({ model: restModelSchema }) },
+    errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
+    handler: async (request, _reply, { services }) => ({
+      model: toRestModel(
+        (await services.models.update(request.viewer, request.params.modelId, request.body ?? {}, restModelQuery)) as RestModelRow,
+      ),
     }),
   }),
 ];

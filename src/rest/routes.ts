@@ -3,6 +3,7 @@ import type { EventsConfig } from '../config.ts';
 import type { Services } from '../domain/services.ts';
 import { agentOperations } from './agents.ts';
 import { apiKeyOperations } from './api-keys.ts';
+import { collectionOperations } from './collections.ts';
 import { conceptOperations } from './concepts.ts';
 import { creationOperations } from './creations.ts';
 import { creatorOperations } from './creators.ts';
@@ -15,6 +16,7 @@ import { senderDirectory } from './senders.ts';
 import { sessionSharingOperations } from './session-sharing.ts';
 import { sessionOperations } from './sessions.ts';
 import { taskOperations } from './tasks.ts';
+import { threadOperations } from './threads.ts';
 import { toolOperations } from './tools.ts';
 import { triggerOperations } from './triggers.ts';
 
@@ -32,6 +34,8 @@ const resources: readonly RestOperation[] = [
   ...sessionOperations,
   ...sessionSharingOperations,
   ...taskOperations,
+  ...collectionOperations,
+  ...threadOperations,
 ];
 
 /** Every REST operation under `/v2` and `/apikeys`: the routes and the OpenAPI document both come from this list. */

@@ -20,11 +20,11 @@ const LATER_TABLES = `
 CREATE TABLE "Todo" ("id" TEXT PRIMARY KEY, "userId" TEXT NOT NULL REFERENCES "User"("id") ON DELETE CASCADE,
   "parentId" TEXT REFERENCES "Todo"("id"), "title" TEXT NOT NULL, "due" TIMESTAMP(3), "done" BOOLEAN NOT NULL DEFAULT false,
   "tags" TEXT[] NOT NULL DEFAULT '{}', "meta" JSONB);
-CREATE TABLE "Collection" ("id" TEXT PRIMARY KEY, "userId" TEXT NOT NULL REFERENCES "User"("id"), "name" TEXT NOT NULL, "coverItemId" BIGINT);
-CREATE TABLE "CollectionItem" ("id" BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  "collectionId" TEXT NOT NULL REFERENCES "Collection"("id") ON DELETE CASCADE, "creationId" TEXT REFERENCES "Creation"("id"),
+CREATE TABLE "Album" ("id" TEXT PRIMARY KEY, "userId" TEXT NOT NULL REFERENCES "User"("id"), "name" TEXT NOT NULL, "coverItemId" BIGINT);
+CREATE TABLE "AlbumItem" ("id" BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  "collectionId" TEXT NOT NULL REFERENCES "Album"("id") ON DELETE CASCADE, "creationId" TEXT REFERENCES "Creation"("id"),
   "position" INTEGER NOT NULL, UNIQUE ("collectionId", "position"));
-ALTER TABLE "Collection" ADD CONSTRAINT "Collection_coverItemId_fkey" FOREIGN KEY ("coverItemId") REFERENCES "CollectionItem"("id") ON DELETE SET NULL;
+ALTER TABLE "Album" ADD CONSTRAINT "Album_coverItemId_fkey" FOREIGN KEY ("coverItemId") REFERENCES "AlbumItem"("id") ON DELETE SET NULL;
 CREATE TABLE "DeploymentState" ("deploymentId" TEXT NOT NULL, "key" TEXT NOT NULL, "value" NUMERIC(20,4), PRIMARY KEY ("deploymentId", "key"));
 `;
 
@@ -40,9 +40,9 @@ INSERT INTO "Todo" (id, "userId", "parentId", "title", "due", "done", "tags", "m
   ('B-child', 'U2', 'a-child', 'Ünïcödé 🌊', NULL, false, '{}', NULL),
   ('_under', 'U2', NULL, 'underscore', NULL, false, '{NULL}', 'null'),
   ('m-mid', 'u1', 'B-child', 'mid', NULL, false, '{}', '[]');
-INSERT INTO "Collection" (id, "userId", name) VALUES ('col-b', 'u1', 'Second'), ('col-a', 'U2', 'First');
-INSERT INTO "CollectionItem" ("collectionId", "creationId", position) VALUES ('col-a', 'c1', 1), ('col-a', NULL, 2), ('col-b', 'c1', 1);
-UPDATE "Collection" SET "coverItemId" = (SELECT max(id) FROM "CollectionItem" WHERE "collectionId" = "Collection".id);
+INSERT INTO "Album" (id, "userId", name) VALUES ('col-b', 'u1', 'Second'), ('col-a', 'U2', 'First');
+INSERT INTO "AlbumItem" ("collectionId", "creationId", position) VALUES ('col-a', 'c1', 1), ('col-a', NULL, 2), ('col-b', 'c1', 1);
+UPDATE "Album" SET "coverItemId" = (SELECT max(id) FROM "AlbumItem" WHERE "collectionId" = "Album".id);
 INSERT INTO "DeploymentState" VALUES ('d1', 'b', 1.5), ('d1', 'a', NULL), ('D0', 'z', -2.25), ('d1', 'B', 0);
 `;
 
@@ -84,12 +84,12 @@ describe('db copy of tables it has never heard of', () => {
     await queue.stop(0);
     const url = await target();
     const report = await copyToPostgres(source.sql, 'test-source', url, { migrations, withoutPgvector: true, pageRows: 2 });
-    const later = report.tables.filter((t) => ['Todo', 'Collection', 'CollectionItem', 'DeploymentState'].includes(t.name));
+    const later = report.tables.filter((t) => ['Todo', 'Album', 'AlbumItem', 'DeploymentState'].includes(t.name));
     expect(later.map((t) => [t.name, t.source.rows])).toEqual(
       expect.arrayContaining([
         ['Todo', 5],
-        ['Collection', 2],
-        ['CollectionItem', 3],
+        ['Album', 2],
+        ['AlbumItem', 3],
         ['DeploymentState', 4],
       ]),
     );
@@ -104,7 +104,7 @@ describe('db copy of tables it has never heard of', () => {
     for (const t of report.tables) expect(t.target, t.name).toEqual(t.source);
     const names = report.tables.map((t) => t.name);
     expect(names.indexOf('User')).toBeLessThan(names.indexOf('Todo'));
-    expect(names.indexOf('Creation')).toBeLessThan(names.indexOf('CollectionItem'));
+    expect(names.indexOf('Creation')).toBeLessThan(names.indexOf('AlbumItem'));
 
     const db = await connectPostgres(url);
     try {
@@ -119,10 +119,8 @@ describe('db copy of tables it has never heard of', () => {
         ["Quote ' backslash \\ tab\t newline\n", '{"a b","c,d",""}', '{"k": [1, null, "ü"]}', '2026-01-02 03:04:05.678'],
       ]);
       // The identity goes on after the copied rows, and the cycle's keys are filled in.
-      expect(await db.rows(`INSERT INTO "CollectionItem" ("collectionId", position) VALUES ('col-b', 2) RETURNING id::text`)).toEqual([
-        ['4'],
-      ]);
-      expect(await db.rows(`SELECT id, "coverItemId"::text FROM "Collection" ORDER BY id`)).toEqual([
+      expect(await db.rows(`INSERT INTO "AlbumItem" ("collectionId", position) VALUES ('col-b', 2) RETURNING id::text`)).toEqual([['4']]);
+      expect(await db.rows(`SELECT id, "coverItemId"::text FROM "Album" ORDER BY id`)).toEqual([
         ['col-a', '2'],
         ['col-b', '3'],
       ]);
@@ -160,7 +158,7 @@ describe('db copy of tables it has never heard of', () => {
     const db = await connectPostgres(url);
     try {
       const [[copied, marker]] = (await db.rows(`SELECT
-        (SELECT sum(n) FROM (SELECT count(*) AS n FROM "User" UNION ALL SELECT count(*) FROM "Todo" UNION ALL SELECT count(*) FROM "CollectionItem" UNION ALL SELECT count(*) FROM "DeploymentState") AS c)::text,
+        (SELECT sum(n) FROM (SELECT count(*) AS n FROM "User" UNION ALL SELECT count(*) FROM "Todo" UNION ALL SELECT count(*) FROM "AlbumItem" UNION ALL SELECT count(*) FROM "DeploymentState") AS c)::text,
         to_regclass('"_parley_copy"')::text`)) as [[string, string]];
       expect(Number(copied)).toBeGreaterThan(0);
       expect(Number(copied)).toBeLessThan(14);

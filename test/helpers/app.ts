@@ -9,6 +9,7 @@ import { buildApp, type App } from '../../src/app.ts';
 import {
   loadConfig,
   type ApqConfig,
+  type CollectionsConfig,
   type Config,
   type DatabaseConfig,
   type EventsConfig,
@@ -55,6 +56,7 @@ export interface ConfigOverrides {
   limits?: Partial<Omit<LimitsConfig, 'rate'>> & { rate?: Partial<LimitsConfig['rate']> };
   apq?: ApqConfig;
   redisUrl?: string;
+  collections?: Partial<CollectionsConfig>;
   jobs?: Partial<JobsConfig>;
 }
 
@@ -89,6 +91,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     work: { ...base.work, ...overrides.work },
     limits: { ...base.limits, ...overrides.limits, rate: { ...base.limits.rate, ...overrides.limits?.rate } },
     apq: overrides.apq ?? base.apq,
+    collections: { ...base.collections, ...overrides.collections },
     jobs: { ...base.jobs, ...overrides.jobs },
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { launchChromium, recordingPage } from '../helpers/browser.ts';
 import { setUp } from '../helpers/set-up.ts';
+import { searchableCreation } from '../search/support.ts';
 
 /**
  * The playground as a person uses it, in Debian's Chromium against a real server: a key, an
@@ -213,5 +214,53 @@ describe('the playground in a real browser', () => {
     const origin = new URL(t.url).origin;
     for (const url of [...requested, ...second.requested]) expect(new URL(url).origin).toBe(origin);
     expect([...problems, ...second.problems]).toEqual([]);
+  });
+});
+
+describe('building a collection from search results in the playground', () => {
+  it('finds creations by meaning, keeps the ticked ones in a new collection, then adds to it; the server holds what the page shows', async () => {
+    const carol = await t.createUser('carol');
+    const lighthouse = await searchableCreation(t, carol, { name: 'Lighthouse at dusk', prompt: 'a lighthouse at dusk by the sea' });
+    const harbour = await searchableCreation(t, carol, { name: 'Harbour at night', prompt: 'boats in a harbour at night' });
+    await searchableCreation(t, carol, { name: 'Mountain pass', prompt: 'snow on a mountain pass' });
+    const { page, requested, problems } = await openPage();
+    await page.evaluateOnNewDocument((key) => localStorage.setItem('parley.apiKey', key), carol.apiKey);
+    await page.goto(`${t.url}/playground/#/collections`, { waitUntil: 'load' });
+
+    const find = async (words: string, name: string) => {
+      await page.waitForSelector('.collection-search input[name="search"]');
+      await page.$eval('.collection-search input[name="search"]', (el) => ((el as HTMLInputElement).value = ''));
+      await page.type('.collection-search input[name="search"]', words);
+      await page.click('.collection-search button[type="submit"]');
+      await page.waitForSelector(`.search-results li[data-creation="${name}"]`);
+      await page.click(`.search-results li[data-creation="${name}"] input[type="checkbox"]`);
+    };
+    await find('lighthouse', 'Lighthouse at dusk');
+    await page.type('.collection-save input[name="collection-name"]', 'Seaside');
+    await page.click('.collection-save button[type="submit"]');
+    await page.waitForSelector('.collections li[data-collection="Seaside"][data-count="1"]');
+
+    // Into the collection just made, picked from the list of yours.
+    await find('harbour', 'Harbour at night');
+    const seaside = await page.$eval(
+      '.collection-save select[name="target"]',
+      (el) => [...(el as HTMLSelectElement).options].find((o) => o.text === 'Seaside')!.value,
+    );
+    await page.select('.collection-save select[name="target"]', seaside);
+    await page.click('.collection-save button[type="submit"]');
+    await page.waitForSelector('.collections li[data-collection="Seaside"][data-count="2"]');
+    const shown = await page.$eval('.collections li[data-collection="Seaside"]', (el) =>
+      [...el.querySelectorAll('ol li')].map((li) => (li as HTMLElement).innerText),
+    );
+    expect(shown).toEqual(['Lighthouse at dusk', 'Harbour at night']);
+    // No request of the view was refused (the page shows a problem banner for any).
+    expect(await page.$('[data-problem]')).toBeNull();
+
+    const light = await t.rest('GET', '/v2/collections/light', { key: carol.apiKey });
+    expect(light.body.collections).toEqual([expect.objectContaining({ name: 'Seaside', creations: [lighthouse.id, harbour.id] })]);
+    const origin = new URL(t.url).origin;
+    for (const url of requested) expect(new URL(url).origin).toBe(origin);
+    expect(problems).toEqual([]);
+    await page.close();
   });
 });

@@ -5,6 +5,7 @@ import { fixtures } from '../helpers/fixtures.ts';
 import { deref, refsIn, resolveRef, routesFromPrintout, schemaProblems, type SchemaObject } from '../helpers/openapi.ts';
 import { settledSession } from '../helpers/sessions.ts';
 import { openSse } from '../helpers/sse.ts';
+import { callCollectionsAndSdkRoutes } from './openapi-v2-calls.ts';
 import { searchableCreation } from '../search/support.ts';
 
 let t: TestApp;
@@ -429,6 +430,7 @@ describe('what the server answers matches what the document says', () => {
     await call('DELETE', '/apikeys', '/apikeys', a, { apiKey: spare });
     await call('DELETE', '/apikeys', '/apikeys', a, {});
     await call('GET', '/v2/openapi.json', '/v2/openapi.json', null);
+    await callCollectionsAndSdkRoutes(t, alice, bob, call);
 
     // Tasks: created, estimated, listed, read and cancelled; refused for bad input, a balance too small, or not found.
     await t.services.manna.grant('alice', '5', 'forever');

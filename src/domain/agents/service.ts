@@ -60,6 +60,17 @@ export function agentService(store: AgentStore, tools: ToolRegistry, limits: { m
       }
     },
 
+    /**
+     * Deletes an agent its owner no longer wants (see the store for what goes with it). Someone
+     * else's private agent is not found; someone else's public one is forbidden.
+     */
+    async delete(viewer: Viewer, id: string): Promise<void> {
+      const agent = canNameARow(id) ? await store.find(id) : null;
+      if (!agent || !canReadAgent(viewer, agent)) throw notFound(AGENT_NOT_FOUND);
+      if (agent.ownerId !== viewer.id) throw forbidden('Only the owner of this agent can delete it');
+      await store.delete(id);
+    },
+
     /** Only the fields present change; `llmSettings` is merged field by field. */
     async update(viewer: Viewer, id: string, raw: unknown, query?: AgentQuery): Promise<AgentWithKey> {
       const ownerId = canNameARow(id) ? await store.ownerOf(id) : null;

@@ -55,6 +55,20 @@ export function agentStore(db: Db) {
         });
       }),
 
+    /**
+     * Deletes the agent with what is only its: its triggers, its deployments (their secrets with
+     * them) and its memories, in one transaction. Its creator row stays, so the messages it wrote
+     * keep their sender; sessions stay with their owners and lose it from their agents; creations
+     * and concepts made with it stay, without it.
+     */
+    delete: (id: string) =>
+      db.$transaction(async (tx) => {
+        await tx.trigger.deleteMany({ where: { agentId: id } });
+        await tx.deployment.deleteMany({ where: { agentId: id } });
+        await tx.memory.deleteMany({ where: { agentId: id } });
+        await tx.agent.deleteMany({ where: { id } });
+      }),
+
     /** Changes only the fields present; `llmSettings` is merged field by field. */
     update: (id: string, patch: AgentPatch, query?: AgentQuery) =>
       db.$transaction(async (tx): Promise<AgentWithKey> => {

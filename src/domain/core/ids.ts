@@ -19,3 +19,15 @@ export function newId(): string {
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+
+/**
+ * `count` new ids in the form of `newId`, each greater than the one before (the same millisecond,
+ * the random tail counted up from a random start): rows written together keep the order they were
+ * named in when listed by id.
+ */
+export function newIds(count: number): string[] {
+  const first = newId();
+  // The last 12 hex digits are random; with their top bit cleared, adding up to 2^47 cannot overflow.
+  const tail = BigInt(`0x${first.slice(-12)}`) & 0x7fffffffffffn;
+  return Array.from({ length: count }, (_, i) => `${first.slice(0, -12)}${(tail + BigInt(i)).toString(16).padStart(12, '0')}`);
+}

@@ -32,6 +32,21 @@ export interface CreationStore {
   unlike<Q extends CreationQuery = object>(viewer: Viewer, id: string, query?: Q): Promise<CreationRead<Q> | LikeRefusal>;
   /** Which of these creations the viewer liked. */
   likedAmong(viewer: Viewer, ids: readonly string[]): Promise<Set<string>>;
+  /** The owners of those of these creations the viewer may see. */
+  ownersAmong(viewer: Viewer, ids: readonly string[]): Promise<Map<string, string>>;
+  /**
+   * Changes these creations together, in one transaction; deleting them takes them out of every
+   * collection in it too. The creations as that left them, in the order named.
+   */
+  update<Q extends CreationQuery = object>(ids: readonly string[], patch: CreationPatch, query?: Q): Promise<CreationRead<Q>[]>;
+}
+
+/** What an owner may change of their creations. */
+export interface CreationPatch {
+  name?: string;
+  public?: boolean;
+  /** true deletes (a deleted creation is seen by no one, and leaves every collection); false changes nothing. */
+  deleted?: boolean;
 }
 
 type Tx = Prisma.TransactionClient;
@@ -72,6 +87,24 @@ export function creationStore(db: Db): CreationStore {
 
     like: (viewer, id, query) => changeLike(viewer, id, query, addLike, { increment: 1 }),
     unlike: (viewer, id, query) => changeLike(viewer, id, query, removeLike, { decrement: 1 }),
+
+    async ownersAmong(viewer, ids) {
+      const rows = await db.creation.findMany({
+        where: { id: { in: [...ids] }, ...visibleCreations(viewer) },
+        select: { id: true, userId: true },
+      });
+      return new Map(rows.map((r) => [r.id, r.userId]));
+    },
+
+    update: <Q extends CreationQuery>(ids: readonly string[], { deleted, ...patch }: CreationPatch, query?: Q) =>
+      db.$transaction(async (tx) => {
+        const where = { id: { in: [...ids] } };
+        await tx.creation.updateMany({ where, data: { ...patch, ...(deleted ? { deleted: true } : {}) } });
+        if (deleted) await tx.collectionCreation.deleteMany({ where: { creationId: { in: [...ids] } } });
+        const rows = (await tx.creation.findMany({ where, ...query })) as CreationRead<Q>[];
+        const byId = new Map(rows.map((r) => [r.id, r]));
+        return ids.map((id) => byId.get(id)!);
+      }),
 
     async likedAmong(viewer, ids) {
       const likes = await db.like.findMany({ where: { userId: viewer.id, creationId: { in: [...ids] } }, select: { creationId: true } });

@@ -19,6 +19,14 @@ export interface ModelStore {
   /** The models the viewer may use, narrowed by `filter`, newest first. */
   list(viewer: Viewer, filter: ModelFilter, window: ModelWindow): Promise<Model[]>;
   find<Q extends ModelQuery = object>(id: string, query?: Q): Promise<ModelRead<Q> | null>;
+  /** A numbered page of the list (`ids`: only these), and how many the whole list has, as of one moment. */
+  page<Q extends ModelQuery = object>(
+    viewer: Viewer,
+    filter: ModelFilter & { ids?: string[] },
+    page: { skip: number; take: number },
+    query?: Q,
+  ): Promise<{ models: ModelRead<Q>[]; total: number }>;
+  update<Q extends ModelQuery = object>(id: string, patch: { name?: string; public?: boolean }, query?: Q): Promise<ModelRead<Q>>;
 }
 
 export function modelStore(db: Db): ModelStore {
@@ -27,6 +35,23 @@ export function modelStore(db: Db): ModelStore {
 
     async find<Q extends ModelQuery>(id: string, query?: Q) {
       return (await db.model.findUnique({ where: { id }, ...query })) as ModelRead<Q> | null;
+    },
+
+    page: <Q extends ModelQuery>(
+      viewer: Viewer,
+      { ids, ...filter }: ModelFilter & { ids?: string[] },
+      page: { skip: number; take: number },
+      query?: Q,
+    ) => {
+      const where = { AND: [modelListWhere(viewer, filter), ids ? { id: { in: ids } } : {}] };
+      return db.$transaction(async (tx) => ({
+        models: (await tx.model.findMany({ where, orderBy: newestFirst, ...page, ...query })) as ModelRead<Q>[],
+        total: await tx.model.count({ where }),
+      }));
+    },
+
+    async update<Q extends ModelQuery>(id: string, patch: { name?: string; public?: boolean }, query?: Q) {
+      return (await db.model.update({ where: { id }, data: patch, ...query })) as ModelRead<Q>;
     },
   };
 }

@@ -93,4 +93,6 @@ export const numberedPageSchema = z.object({
     .max(100, 'must be at most 100')
     .default(25),
   agentKey: z.string().min(1).max(100).optional(),
+  /** The same filter by the agent's id (the original's threads name agents so). */
+  agentId: id.optional(),
 });

@@ -17,7 +17,7 @@ import { type AgentAsk, BudgetStop, KeyGone, type NewSessionAgent, type SavedPro
 
 export const AGENT_IDS_REQUIRED = 'agent_ids must be provided when creating a new session';
 export const AGENT_NO_LONGER_USABLE = 'This agent is no longer usable by you (its owner made it private)';
-export const NO_USABLE_AGENT = "This session's agents are no longer usable by you (their owners made them private)";
+export const NO_USABLE_AGENT = "This session's agents are no longer usable by you (their owners made them private or deleted them)";
 
 /** The result of operation 4: the session, and the prompt whose replies are now being written. */
 export interface PromptStarted {

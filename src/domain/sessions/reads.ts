@@ -87,8 +87,8 @@ export function readRules(store: SessionStore, access: SessionAccess, work: { me
      * with the total (the original's `GET /v2/sessions`); `agentKey` keeps those with that agent.
      */
     async pageOf<Q extends SessionQuery = object>(viewer: Viewer, raw: unknown, query: Q = {} as Q) {
-      const { page, limit, agentKey } = parseInput(numberedPageSchema, raw);
-      let agentId: string | undefined;
+      const { page, limit, agentKey, ...byId } = parseInput(numberedPageSchema, raw);
+      let agentId = byId.agentId;
       if (agentKey !== undefined) {
         const agent = await store.userNamed(agentKey);
         if (agent?.type !== 'agent') throw notFound('Agent not found');

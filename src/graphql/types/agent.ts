@@ -127,6 +127,14 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: CreateAgentInput, required: true }) },
     resolve: (query, _root, { input }, ctx) => ctx.services.agents.create(viewerOf(ctx), input, query),
   }),
+  deleteAgent: t.boolean({
+    description: 'Deletes an agent you own with its triggers, deployments and memories; sessions keep its messages and go on without it.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, ctx) => {
+      await ctx.services.agents.delete(viewerOf(ctx), String(id));
+      return true;
+    },
+  }),
   updateAgent: t.prismaField({
     type: 'Agent',
     description: 'Changes only the fields given; llmSettings is merged field by field.',

@@ -45,7 +45,33 @@ builder.queryField('creation', (t) =>
   }),
 );
 
+const UpdateCreationInput = builder.inputType('UpdateCreationInput', {
+  fields: (t) => ({ name: t.string(), public: t.boolean() }),
+});
+const given = (input: Record<string, unknown>) => Object.fromEntries(Object.entries(input).filter(([, v]) => v != null));
+
 builder.mutationFields((t) => ({
+  updateCreation: t.prismaField({
+    type: 'Creation',
+    description: 'Renames a creation of yours, or makes it public or private.',
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateCreationInput, required: true }) },
+    resolve: (query, _root, { id, input }, ctx) => ctx.services.creations.update(viewerOf(ctx), String(id), given(input), query),
+  }),
+  updateCreations: t.prismaField({
+    type: ['Creation'],
+    description: 'The same change to up to 100 creations of yours, all or none; in the order named.',
+    args: { ids: t.arg.idList({ required: true }), input: t.arg({ type: UpdateCreationInput, required: true }) },
+    resolve: (query, _root, { ids, input }, ctx) =>
+      ctx.services.creations.updateMany(viewerOf(ctx), { ...given(input), creationIds: ids.map(String) }, query),
+  }),
+  deleteCreations: t.boolean({
+    description: 'Deletes up to 100 creations of yours, all or none; they leave every collection.',
+    args: { ids: t.arg.idList({ required: true }) },
+    resolve: async (_root, { ids }, ctx) => {
+      await ctx.services.creations.updateMany(viewerOf(ctx), { creationIds: ids.map(String), deleted: true });
+      return true;
+    },
+  }),
   likeCreation: t.prismaField({
     type: 'Creation',
     args: { id: t.arg.id({ required: true }) },

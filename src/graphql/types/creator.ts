@@ -52,6 +52,15 @@ export const Creator = builder.prismaObject('User', {
   }),
 });
 
+builder.queryField('creator', (t) =>
+  t.prismaField({
+    type: 'User',
+    description: 'A creator by id: a user, or an agent you may see. Balances show only on your own profile.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (query, _root, { id }, ctx) => ctx.services.creators.get(viewerOf(ctx), String(id), query),
+  }),
+);
+
 builder.queryField('me', (t) =>
   t.prismaField({
     type: 'User',

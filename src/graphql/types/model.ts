@@ -20,6 +20,20 @@ export const Model = builder.prismaObject('Model', {
   }),
 });
 
+const UpdateModelInput = builder.inputType('UpdateModelInput', {
+  fields: (t) => ({ name: t.string(), public: t.boolean() }),
+});
+
+builder.mutationField('updateModel', (t) =>
+  t.prismaField({
+    type: 'Model',
+    description: 'Renames a model of yours, or makes it public or private.',
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateModelInput, required: true }) },
+    resolve: (query, _root, { id, input }, ctx) =>
+      ctx.services.models.update(viewerOf(ctx), String(id), Object.fromEntries(Object.entries(input).filter(([, v]) => v != null)), query),
+  }),
+);
+
 builder.queryField('model', (t) =>
   t.prismaField({
     type: 'Model',

@@ -28,6 +28,7 @@ const loaders: Record<string, Loader> = {
   Concept: (ctx, id, info) => ctx.services.concepts.get(viewerOf(ctx), id, planFor(ctx, info, 'Concept')),
   Model: (ctx, id, info) => ctx.services.models.get(viewerOf(ctx), id, planFor(ctx, info, 'Model')),
   Creation: (ctx, id, info) => ctx.services.creations.get(viewerOf(ctx), id, planFor(ctx, info, 'Creation')),
+  Collection: (ctx, id, info) => ctx.services.collections.get(viewerOf(ctx), id, planFor(ctx, info, 'Collection')),
   Creator: (ctx, id, info) => ctx.services.creators.get(viewerOf(ctx), id, planFor(ctx, info, 'Creator')),
   Session: (ctx, id, info) => ctx.services.sessions.get(viewerOf(ctx), id, planFor(ctx, info, 'Session')),
   Deployment: (ctx, id, info) => ctx.services.deployments.get(viewerOf(ctx), id, planFor(ctx, info, 'Deployment')),
