@@ -52,18 +52,13 @@ function servedBy(method: string, url: string) {
   return matches.sort((a, b) => a.path.split(':').length - b.path.split(':').length)[0];
 }
 
-/** Methods on `/v2` paths whose routes other wave-2 branches build (tasks, deployments); empty once they have landed. */
+/** Methods on `/v2` paths whose routes other wave-2 branches build (deployments); empty once they have landed. */
 const OTHER_BRANCHES = [
   'agents.deleteDeployment',
   'agents.deploy',
   'agents.getDeployments',
   'agents.stopDeployment',
   'agents.updateDeployment',
-  'tasks.cancelV2',
-  'tasks.costV2',
-  'tasks.createV2',
-  'tasks.getV2',
-  'tasks.listV2',
 ];
 
 describe("the SDK's methods on /v2 paths", () => {
@@ -81,6 +76,8 @@ describe("the SDK's methods on /v2 paths", () => {
     expect(route('creators.getV2')).toBe('getCreator');
     expect(route('creators.meV2')).toBe('getMyProfile');
     expect(route('threads.message')).toBe('sendThreadMessage');
+    expect(route('tasks.getV2')).toBe('getTask');
+    expect(route('tasks.cancelV2')).toBe('cancelTask');
   });
 });
 
