@@ -91,7 +91,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     deployments: { sealer, connectors: connectorsFor(config) },
   });
   reportRecovered(http.log, recovered);
+  // As with replies: alone, every task left unsettled was left by an earlier process that died.
+  if (!config.redisUrl) reportSettledTasks(http.log, await services.tasks.recoverAbandoned());
   const stopWatchingInstances = watchInstances(database, adapters, config, http.log);
+  const stopWatchingRunners = adapters.instances
+    ? services.tasks.watchForDeadRunners({ gone: adapters.instances.gone, everyMs: config.instanceHeartbeatMs, log: http.log })
+    : () => {};
   // Signals the bus could not take when they were made (Redis out of reach) go out once it is back;
   // those an earlier process left, now.
   await services.signals.flush();
@@ -137,7 +142,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     commands,
     database,
     adapters,
-    stop: [stopWatchingInstances, stopFlushingSignals],
+    stop: [stopWatchingInstances, stopWatchingRunners, stopFlushingSignals],
   });
 
   return {
@@ -220,6 +225,11 @@ function reportRecovered(log: FastifyBaseLogger, recovered: RecoveredReply[]) {
   );
 }
 
+function reportSettledTasks(log: FastifyBaseLogger, settled: { id: string }[]) {
+  if (!settled.length) return;
+  log.warn({ tasks: settled.map((t) => t.id) }, `${settled.length} tasks left unfinished by a stopped process were settled as failed`);
+}
+
 /** With several instances, each closes the replies of one that stopped beating. */
 function watchInstances(database: Database, adapters: Adapters, config: Config, log: FastifyBaseLogger) {
   if (!adapters.instances) return () => {};
@@ -274,9 +284,14 @@ function closeInOrder(
     // Deployments read nothing more; what they answer now gets the replies' grace, then their leases go to another instance.
     await services.deploymentRuntime.quiesce();
     // Jobs under way here (an autonomous turn writing its reply) get the same grace as replies;
-    // past it they are failed, and another instance tries them again.
+    // past it they are failed, and another instance tries them again. Tasks past it are failed
+    // with their holds returned.
     services.stopWork();
-    await Promise.all([services.replies.drain(config.shutdownGraceMs), parts.jobs.stop(config.shutdownGraceMs)]);
+    await Promise.all([
+      services.replies.drain(config.shutdownGraceMs),
+      parts.jobs.stop(config.shutdownGraceMs),
+      services.tasks.drain(config.shutdownGraceMs),
+    ]);
     await services.deploymentRuntime.stop();
     for (const stop of parts.stop) stop();
     services.access.stop();

@@ -420,6 +420,10 @@ export const settings = {
       default: 8,
       meaning: 'tool calls executing at once in this process; more wait their turn',
     }),
+    tasksPerUser: setting('TASKS_PER_USER', positiveInt, {
+      default: 100,
+      meaning: 'tasks (`POST /v2/tasks/create`) one user may have pending or running at once; more are refused with 429',
+    }),
     imageWorkers: setting('IMAGE_WORKERS', positiveInt, { default: 2, meaning: 'worker threads painting images off the event loop' }),
     graphqlInFlightPerKey: setting('GRAPHQL_IN_FLIGHT_PER_KEY', positiveInt, {
       default: 16,

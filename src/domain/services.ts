@@ -54,6 +54,11 @@ import type { ToolRegistry } from './tools/registry.ts';
 import type { TriggerEvents } from './triggers/ports.ts';
 import { triggerJobs, workTriggers } from './triggers/queue.ts';
 import { triggerRunner } from './triggers/runner.ts';
+import { toolRunQueue } from './tools/run-queue.ts';
+import type { TaskEvents } from './tasks/events.ts';
+import { taskRunner } from './tasks/runner.ts';
+import { taskService } from './tasks/service.ts';
+import { taskStore } from './tasks/store.ts';
 import { triggerService } from './triggers/service.ts';
 import { triggerStore } from './triggers/store.ts';
 
@@ -104,15 +109,18 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(searchStore(db), config.search);
   const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
+  const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
+  const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers });
   const tools = createToolHost({
     store: toolStore(db),
     registry,
-    executors: toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers }),
+    executors,
     search,
     bus,
     log,
     metrics: metrics.manna,
     work: config.work,
+    queue,
   });
   const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
@@ -126,6 +134,25 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     instanceId,
     log,
     metrics: metrics.replies,
+  });
+  /**
+   * A task's changes go to its owner's feed (docs/feeds.md), once stored: a bus out of reach
+   * loses the announcement (a watcher reads the task again), never the change or a settlement.
+   */
+  const taskEvents: TaskEvents = {
+    publish: (userId, event) =>
+      bus.feeds.publish(userId, event).catch((err) => warnings.warn({ err, task: event.taskId }, 'could not publish a task event')),
+  };
+  const tasksStore = taskStore(db);
+  const tasks = taskService({
+    store: tasksStore,
+    registry,
+    runnable: new Set(executors.keys()),
+    runner: taskRunner({ store: tasksStore, registry, executors, queue, search, events: taskEvents, log }),
+    events: taskEvents,
+    instanceId,
+    unsettledPerUser: config.work.tasksPerUser,
+    log,
   });
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
   const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
@@ -208,6 +235,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     shares: shareService(prismaShareStore(db), sessions),
     memories,
     manna: mannaService(prismaMannaStore(db)),
+    tasks,
   };
 }
 

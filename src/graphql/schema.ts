@@ -19,6 +19,7 @@ import './types/node.ts';
 import './types/session.ts';
 import './types/session-event.ts';
 import './types/share.ts';
+import './types/task.ts';
 import './types/tool.ts';
 import './types/trigger.ts';
 

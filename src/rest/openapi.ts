@@ -12,6 +12,7 @@ const MEANING: Record<ErrorCode, string> = {
   BAD_USER_INPUT: 'invalid input; the message names the field',
   UNPROCESSABLE: 'over a limit',
   CONFLICT: 'already taken',
+  INSUFFICIENT_MANNA: 'the balance cannot cover it (nothing was taken)',
   RATE_LIMITED: 'over the rate limit of your tier (see Retry-After)',
   TOO_MANY_SUBSCRIPTIONS: 'too many open subscriptions and streams for this key',
   TOO_MANY_STREAMS: 'too many replies streaming to this key at once',

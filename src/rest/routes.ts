@@ -15,6 +15,7 @@ import { serve, type RestContext, type RestOperation } from './operation.ts';
 import { senderDirectory } from './senders.ts';
 import { sessionSharingOperations } from './session-sharing.ts';
 import { sessionOperations } from './sessions.ts';
+import { taskOperations } from './tasks.ts';
 import { threadOperations } from './threads.ts';
 import { toolOperations } from './tools.ts';
 import { triggerOperations } from './triggers.ts';
@@ -32,6 +33,7 @@ const resources: readonly RestOperation[] = [
   ...creatorOperations,
   ...sessionOperations,
   ...sessionSharingOperations,
+  ...taskOperations,
   ...collectionOperations,
   ...threadOperations,
 ];

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Session } from '../generated/prisma/client.ts';
-import { ActorSelection, MessageRole, MessageStatus, SessionPermission, SessionStatus, ToolCallStatus } from '../generated/prisma/enums.ts';
+import { ActorSelection, MessageRole, MessageStatus, SessionPermission, SessionStatus, TaskStatus } from '../generated/prisma/enums.ts';
 import {
   autonomyStopReasons,
   type MessageView,
@@ -85,7 +85,7 @@ export const restToolCallSchema = z
     id: z.string(),
     tool: z.string(),
     args: z.unknown(),
-    status: z.enum(ToolCallStatus),
+    status: z.enum(TaskStatus),
     result: z.unknown(),
     cost: z.number().nullable(),
     error: z.string().nullable(),

@@ -5,7 +5,7 @@ import type { Viewer } from '../domain/core/viewer.ts';
 import { paginate } from '../domain/search/page.ts';
 import { MAX_ATTACHMENTS, MAX_CONTENT } from '../domain/sessions/inputs.ts';
 import type { Services } from '../domain/services.ts';
-import { ToolCallStatus } from '../generated/prisma/enums.ts';
+import { TaskStatus } from '../generated/prisma/enums.ts';
 import type { Session } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restSearchPageSchema } from './creations.ts';
@@ -77,7 +77,7 @@ const threadToolCallSchema = z.object({
   id: z.string(),
   name: z.string().meta({ description: 'The tool' }),
   tool: z.string(),
-  status: z.enum(ToolCallStatus),
+  status: z.enum(TaskStatus),
   args: z.unknown(),
   error: z.string().optional(),
   result: z

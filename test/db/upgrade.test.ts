@@ -40,7 +40,14 @@ async function contents(sql: Sql, tables?: Table[]) {
  * Columns a later migration renamed, by table: their values are kept under the new name
  * (20261201100000_triggers; its conversion of the rows is test/db/triggers-migration.test.ts).
  */
-const RENAMED: Record<string, Record<string, string>> = { Trigger: { triggerPrompt: 'prompt', lastRun: 'lastRunTime' } };
+const RENAMED: Record<string, Record<string, string>> = {
+  Trigger: { triggerPrompt: 'prompt', lastRun: 'lastRunTime' },
+  // 20261202000000_tasks: the ledger's link to a tool call is named after the task it now is.
+  MannaLedger: { toolCallId: 'taskId' },
+};
+
+/** Tables a later migration renamed (20261202000000_tasks: the tool calls are the tasks). */
+const RENAMED_TABLES: Record<string, string> = { ToolCall: 'Task' };
 
 /**
  * Tables whose rows a later migration converts on purpose: compared by their count of rows only
@@ -49,15 +56,17 @@ const RENAMED: Record<string, Record<string, string>> = { Trigger: { triggerProm
  */
 const CONVERTED = new Set(['Trigger']);
 const comparable = (c: Record<string, { rows: number; checksum: string }>) =>
-  Object.fromEntries(Object.entries(c).map(([name, v]) => [name, CONVERTED.has(name) ? { rows: v.rows, checksum: 'converted' } : v]));
+  Object.fromEntries(
+    Object.entries(c).map(([name, v]) => [RENAMED_TABLES[name] ?? name, CONVERTED.has(name) ? { rows: v.rows, checksum: 'converted' } : v]),
+  );
 
 /** Today's tables of `sql`, limited to the columns they had in `earlier` (later migrations may add some, or rename them). */
 async function asEarlier(sql: Sql, earlier: Table[]): Promise<Table[]> {
   const now = new Map((await describeTables(sql)).map((t) => [t.name, t]));
-  return earlier.map((t) => ({
-    ...now.get(t.name)!,
-    columns: t.columns.map((c) => column(now.get(t.name)!, RENAMED[t.name]?.[c.name] ?? c.name)),
-  }));
+  return earlier.map((t) => {
+    const today = now.get(RENAMED_TABLES[t.name] ?? t.name)!;
+    return { ...today, columns: t.columns.map((c) => column(today, RENAMED[t.name]?.[c.name] ?? c.name)) };
+  });
 }
 
 async function serve(dataDir: string): Promise<ServerProcess> {

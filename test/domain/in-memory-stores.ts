@@ -191,7 +191,7 @@ export function memoryToolStore(db: MemoryDatabase): ToolStore {
       };
     },
 
-    async record(messageId, calls) {
+    async record({ messageId }, calls) {
       const start = [...db.calls.values()].filter((c) => c.messageId === messageId).length;
       return calls.map((c, i) => {
         const row: CallRow = {

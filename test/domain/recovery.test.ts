@@ -32,17 +32,21 @@ describe('recoverAbandonedReplies', () => {
       data: { sessionId: session.id, role: 'assistant', senderId: agentId, promptId: prompt.id, status: 'streaming', content, instance },
     });
     const running = await t.db.$transaction(async (tx) => {
-      const call = await tx.toolCall.create({ data: { messageId: reply.id, position: 0, tool: 'flux_dev', status: 'running', cost: 1 } });
+      const call = await tx.task.create({
+        data: { userId: alice.id, sessionId: session.id, messageId: reply.id, position: 0, tool: 'flux_dev', status: 'running', cost: 1 },
+      });
       await tx.session.update({ where: { id: session.id }, data: { mannaSpent: { increment: 1 } } });
       await debit(tx, alice.id, new Prisma.Decimal(1), {
         reason: 'tool: flux_dev',
         sessionId: session.id,
         messageId: reply.id,
-        toolCallId: call.id,
+        taskId: call.id,
       });
       return call;
     });
-    const pending = await t.db.toolCall.create({ data: { messageId: reply.id, position: 1, tool: 'flux_dev' } });
+    const pending = await t.db.task.create({
+      data: { userId: alice.id, sessionId: session.id, messageId: reply.id, position: 1, tool: 'flux_dev' },
+    });
     return { sessionId: session.id, promptId: prompt.id, replyId: reply.id, running: running.id, pending: pending.id };
   }
 
@@ -67,7 +71,7 @@ describe('recoverAbandonedReplies', () => {
       });
       expect(reply).toMatchObject({ status: 'failed', error: ABANDONED_REPLY });
       expect(reply.toolCalls.map((c) => c.status)).toEqual(['cancelled', 'cancelled']);
-      const rows = await t.db.mannaLedger.findMany({ where: { toolCallId: g.running }, orderBy: { createdAt: 'asc' } });
+      const rows = await t.db.mannaLedger.findMany({ where: { taskId: g.running }, orderBy: { createdAt: 'asc' } });
       expect(rows.map((r) => [r.amount.toNumber(), r.reason])).toEqual([
         [-1, 'tool: flux_dev'],
         [1, 'refund: flux_dev cancelled'],
@@ -78,7 +82,7 @@ describe('recoverAbandonedReplies', () => {
       status: 'streaming',
       content: 'Still writing',
     });
-    expect(await t.db.toolCall.findUniqueOrThrow({ where: { id: alive.running } })).toMatchObject({ status: 'running' });
+    expect(await t.db.task.findUniqueOrThrow({ where: { id: alive.running } })).toMatchObject({ status: 'running' });
     expect(await balance()).toBe(9);
 
     // Watchers of the session (on any instance sharing the bus) see the reply fail and the prompt end.
@@ -108,7 +112,7 @@ describe('recoverAbandonedReplies', () => {
     const recovered = await recoverAbandonedReplies(recoveryStore(t.db));
     expect(recovered.length).toBeGreaterThan(0);
     expect(await t.db.message.count({ where: { status: 'streaming' } })).toBe(0);
-    expect(await t.db.toolCall.count({ where: { status: { in: ['running', 'pending'] } } })).toBe(0);
+    expect(await t.db.task.count({ where: { status: { in: ['running', 'pending'] } } })).toBe(0);
     expect(await balance()).toBe(10);
     expect(await recoverAbandonedReplies(recoveryStore(t.db))).toEqual([]);
   });

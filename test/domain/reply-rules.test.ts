@@ -10,6 +10,7 @@ import { toolDefinitionSchema } from '../../src/domain/tools/definition.ts';
 import { textExecutor } from '../../src/domain/tools/executors/text.ts';
 import type { Executor } from '../../src/domain/tools/executors/types.ts';
 import { createToolHost } from '../../src/domain/tools/host.ts';
+import { toolRunQueue } from '../../src/domain/tools/run-queue.ts';
 import type { ToolRegistry } from '../../src/domain/tools/registry.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { createMemoryBus } from '../../src/realtime/memory-bus.ts';
@@ -190,7 +191,8 @@ function setup(model: ReturnType<typeof scriptedModel>, options: Setup = {}) {
     bus,
     log: { error: () => {} },
     metrics: metrics.manna,
-    work: { toolCallsPerModelCall: 4, toolCallsPerReply: 8, toolRunsPerUser: 4, toolRunsPerProcess: 8, ...options.work },
+    work: { toolCallsPerModelCall: 4, toolCallsPerReply: 8, ...options.work },
+    queue: toolRunQueue({ perUser: 4, total: 8 }),
   });
   const engine = createReplyEngine({
     store: memoryReplyStore(db),

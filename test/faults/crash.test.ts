@@ -230,7 +230,7 @@ describe('SIGKILL during a burst of writes', () => {
           WHERE s."mannaSpent" <> -(SELECT coalesce(sum("amount"), 0) FROM "MannaLedger" WHERE "sessionId" = s."id")`,
       ).toEqual([]);
 
-      const calls = await sql.toolCall.findMany({
+      const calls = await sql.task.findMany({
         select: { id: true, status: true, cost: true, error: true, ledger: { select: { amount: true } } },
       });
       expect(calls.filter((c) => c.status === 'running' || c.status === 'pending')).toEqual([]);

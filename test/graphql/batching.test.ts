@@ -33,6 +33,14 @@ const AgentsWithOwners = graphql(`
   }
 `);
 
+const TasksWithRelations = graphql(`
+  query TasksWithRelations($first: Int!) {
+    tasks(first: $first) {
+      edges { node { rawId status args result owner { username } agent { key owner { username } } outputs { url task { rawId } } } }
+    }
+  }
+`);
+
 /**
  * Relations resolve through Prisma's relation loading and per-request DataLoaders, so the
  * number of SQL statements must not grow with the number of rows.
@@ -81,5 +89,35 @@ describe('query batching', () => {
     const large = await statementsFor(AgentsWithOwners);
     expect(large.data.me.agents.edges.length).toBe(small.data.me.agents.edges.length + 30);
     expect(large.count).toBe(small.count);
+  });
+
+  it('50 tasks with owner, agent and outputs cost the same statements as 5, on GraphQL and on REST', async () => {
+    const f = fixtures(t);
+    const agent = await f.agent(alice);
+    const addTasks = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const task = await t.db.task.create({
+          data: { userId: alice.id, agentId: agent.id, tool: 'flux_dev', args: { prompt: `p${i}` }, status: 'completed', result: { i } },
+        });
+        await t.db.creation.create({
+          data: { userId: alice.id, taskId: task.id, tool: 'flux_dev', name: `c${i}`, url: `https://cdn.example.com/${i}.png` },
+        });
+      }
+    };
+    await addTasks(5);
+    const small = await statementsFor(TasksWithRelations, { first: 50 });
+    const smallRest = await t.countQueries(() => t.rest('GET', '/v2/tasks?limit=50', { key: alice.apiKey }));
+    await addTasks(45);
+    const large = await statementsFor(TasksWithRelations, { first: 50 });
+    expect(large.data.tasks.edges).toHaveLength(50);
+    expect(large.data.tasks.edges.every((e) => e.node.outputs.length === 1 && e.node.agent?.owner.username === 'alice')).toBe(true);
+    expect(large.count).toBe(small.count);
+    const largeRest = await t.countQueries(async () => {
+      const res = await t.rest('GET', '/v2/tasks?limit=50', { key: alice.apiKey });
+      expect(res.body.docs).toHaveLength(50);
+    });
+    expect(largeRest).toBe(smallRest);
+    // auth, the page, its bounded fields, then one per relation level (owner, agent, its owner, outputs).
+    expect(large.count).toBeLessThanOrEqual(9);
   });
 });

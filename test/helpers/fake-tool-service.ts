@@ -5,7 +5,9 @@ import type { AddressInfo, Socket } from 'node:net';
 export type ToolBehaviour =
   | { answer: unknown; status?: number; gate?: Promise<void> }
   /** Never answers; reports when the caller gave up (the connection closed). */
-  | { hang: true };
+  | { hang: true }
+  /** Answers as a stream of JSON lines (progress, then the answer), waiting for `before(i)` ahead of line i. */
+  | { lines: unknown[]; before?: (index: number) => Promise<void> };
 
 export interface ToolServiceCall {
   body: { tool: string; arguments: Record<string, unknown>; session_id: string };
@@ -25,6 +27,15 @@ export async function startFakeToolService(defaultBehaviour: ToolBehaviour = { a
     calls.push({ body, abandoned });
     const behaviour = queue.shift() ?? defaultBehaviour;
     if ('hang' in behaviour) return;
+    if ('lines' in behaviour) {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      for (const [i, line] of behaviour.lines.entries()) {
+        await behaviour.before?.(i);
+        if (res.destroyed) return;
+        res.write(`${JSON.stringify(line)}\n`);
+      }
+      return void res.end();
+    }
     await behaviour.gate;
     res
       .writeHead(behaviour.status ?? 200, { 'content-type': 'application/json' })

@@ -271,7 +271,13 @@ for (const [kind, make] of Object.entries(kinds)) {
         updates.push(...Array.from({ length: 100 }, (_, i) => pair.bus.feeds.publish(user, progress('u', i / 100))));
         await pair.bus.close();
         const stored = await Promise.all(updates);
-        const next = await pair.peer.feeds.publish(user, { type: 'task_completed', taskId: 't', result: { url: 'x' }, cost: 5 });
+        const next = await pair.peer.feeds.publish(user, {
+          type: 'task_completed',
+          taskId: 't',
+          result: { url: 'x' },
+          outputs: [],
+          cost: 5,
+        });
         expect(next.seq).toBe(stored.at(-1)!.seq + 1);
         const got = (await take(elsewhere, 201)) as FeedEvent[];
         expect(seqs(got)).toEqual(got.map((_, i) => got[0]!.seq + i));

@@ -27,6 +27,11 @@ const ProbeEvent = feedEventInterface('FeedProbeEvent', 'A change of one of your
     description: 'A task was created.',
     fields: (t) => ({ taskId: t.exposeString('taskId'), tool: t.string({ resolve: (e) => e.task.tool }) }),
   },
+  task_started: {
+    name: 'FeedProbeTaskStarted',
+    description: 'A task started.',
+    fields: (t) => ({ taskId: t.exposeString('taskId') }),
+  },
   task_progress: {
     name: 'FeedProbeTaskProgress',
     description: 'A task progressed.',
@@ -129,7 +134,7 @@ describe('REST SSE over a feed (streamFeed)', () => {
     await publish(bob.id, progress('bobs-task', 0.5));
     const published = [await publish(alice.id, progress('t1', 0.5)), await publish(alice.id, progress('t1', 1))];
     await publish(alice.id, { type: 'trigger_finished', triggerId: 'not-a-task', agentId: 'a' });
-    const done = await publish(alice.id, { type: 'task_completed', taskId: 't1', result: null, cost: 3 });
+    const done = await publish(alice.id, { type: 'task_completed', taskId: 't1', result: null, outputs: [], cost: 3 });
     await alices.waitFor((f) => f.id === done.seq);
     expect(alices.frames.map((f) => [f.id, f.data])).toEqual([
       [published[0]!.seq, { event: 'update', data: { type: 'task_progress', task_id: 't1' } }],
@@ -180,7 +185,7 @@ describe('GraphQL subscription over a feed (feedEventInterface, followFeed)', ()
     await subscribed(before, 2);
     await publish(bob.id, progress('bobs', 0.9));
     const sent = await publish(alice.id, progress('t3', 0.25));
-    const completed = await publish(alice.id, { type: 'task_completed', taskId: 't3', result: { url: 'u' }, cost: 1 });
+    const completed = await publish(alice.id, { type: 'task_completed', taskId: 't3', result: { url: 'u' }, outputs: [], cost: 1 });
     await mine.waitFor((r) => r.data?.feedProbe.seq === completed.seq);
     expect(mine.results.map((r) => r.data?.feedProbe)).toEqual([
       { __typename: 'FeedProbeTaskProgress', seq: sent.seq, type: 'task_progress', taskId: 't3', progress: 0.25 },

@@ -480,6 +480,38 @@ describe('what the server answers matches what the document says', () => {
     await call('GET', '/v2/openapi.json', '/v2/openapi.json', null);
     await callCollectionsAndSdkRoutes(t, alice, bob, call);
 
+    // Tasks: created, estimated, listed, read and cancelled; refused for bad input, a balance too small, or not found.
+    await t.services.manna.grant('alice', '5', 'forever');
+    await call('POST', '/v2/tasks/cost', '/v2/tasks/cost', a, { tool: 'flux_dev', args: { prompt: 'a lighthouse' } });
+    await call('POST', '/v2/tasks/cost', '/v2/tasks/cost', a, { tool: 'flux_dev', args: {} });
+    const taskEvents = await openSse(`${t.url}/v2/tasks/events`, { headers: { 'x-api-key': a } });
+    expect(taskEvents.status).toBe(200);
+    const task = await call('POST', '/v2/tasks/create', '/v2/tasks/create', a, {
+      tool: 'flux_schnell',
+      args: { prompt: 'a lighthouse', n_samples: 1 },
+      makePublic: true,
+    });
+    await call('POST', '/v2/tasks/create', '/v2/tasks/create', a, { tool: 'nope' });
+    await call('POST', '/v2/tasks/create', '/v2/tasks/create', bob.apiKey, { tool: 'flux_dev', args: { prompt: 'x' } });
+    // Completed once its stream says so (which GET /v2/tasks/{taskId} then shows).
+    await taskEvents.waitFor((f) => f.data?.data?.type === 'task_completed');
+    expect((await call('GET', '/v2/tasks/{taskId}', `/v2/tasks/${task.body.task._id}`, a)).body.task.status).toBe('completed');
+    taskEvents.close();
+    const taskEventsSchema = operation('GET', '/v2/tasks/events').responses['200'].content['text/event-stream'].schema;
+    const types = taskEvents.frames.map((f) => f.data.data.type);
+    expect([...types.slice(0, 2), types.at(-1)]).toEqual(['task_created', 'task_started', 'task_completed']);
+    for (const frame of taskEvents.frames) expect(schemaProblems(doc, taskEventsSchema, frame.data, { closed: true })).toEqual([]);
+    seen.add('GET /v2/tasks/events');
+    await call('GET', '/v2/tasks/events', '/v2/tasks/events?taskId=nope', a);
+    await call('GET', '/v2/tasks/events', '/v2/tasks/events?after=x', a);
+    await call('GET', '/v2/tasks/{taskId}', '/v2/tasks/nope', a);
+    await call('GET', '/v2/tasks', '/v2/tasks?status=completed&limit=5', a);
+    await call('GET', '/v2/tasks', '/v2/tasks?status=finished', a);
+    await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', a, { taskId: task.body.task._id });
+    await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', bob.apiKey, { taskId: task.body.task._id });
+    await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', a, { taskId: 'nope' });
+    await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', a, {});
+
     const untried = operationsOf()
       .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
       .filter((o) => !seen.has(o));

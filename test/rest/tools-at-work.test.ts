@@ -153,7 +153,7 @@ describe('tools in replies', () => {
       kind: 'subscription',
       sessionId: events[0].session_id,
       messageId: final.message.id,
-      toolCallId: done.id,
+      taskId: done.id,
       reason: 'tool: flux_dev',
     });
     expect(row.amount.toNumber()).toBe(-1);
@@ -314,7 +314,7 @@ describe('tools in replies', () => {
 
     // Both were held and given back: the balance is where it was, with a refund row for each.
     expect(await balances(alice)).toMatchObject({ balance: before.balance, subscriptionBalance: before.subscriptionBalance });
-    const rows = await t.db.mannaLedger.findMany({ where: { toolCallId: failedCall.id }, orderBy: { createdAt: 'asc' } });
+    const rows = await t.db.mannaLedger.findMany({ where: { taskId: failedCall.id }, orderBy: { createdAt: 'asc' } });
     expect(rows.map((r) => [r.amount.toNumber(), r.reason])).toEqual([
       [-1, 'tool: remote_maker'],
       [1, 'refund: remote_maker failed'],
@@ -379,7 +379,7 @@ describe('tools in replies', () => {
     );
     expect(started.every((r) => r.status === 200)).toBe(true);
     for (const r of started) await settledSession(t, carol, r.body.session_id);
-    const calls = await t.db.toolCall.findMany({ where: { message: { session: { ownerId: carol.id } } } });
+    const calls = await t.db.task.findMany({ where: { message: { session: { ownerId: carol.id } } } });
     expect(calls).toHaveLength(50);
     expect(calls.filter((c) => c.status === 'completed')).toHaveLength(5);
     expect(calls.filter((c) => c.status === 'failed').every((c) => c.error?.startsWith('Not enough manna'))).toBe(true);

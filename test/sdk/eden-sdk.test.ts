@@ -261,6 +261,70 @@ describe('the original SDK (@edenlabs/eden-sdk) against parley', () => {
     });
   });
 
+  describe('tasks (v2/tasks…)', () => {
+    const settledTask = async (client: EdenClient, taskId: string) => {
+      for (;;) {
+        const { task } = await client.tasks.getV2({ taskId });
+        if (task && ['completed', 'failed', 'cancelled'].includes(task.status)) return task;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+
+    it('tasks.costV2 then tasks.createV2: the estimate is what is held, and the task the SDK types describe', async () => {
+      await t.services.manna.grant('alice', '10', 'forever');
+      const args = { prompt: 'a lighthouse by the SDK', n_samples: 2 };
+      const cost = await sdk.tasks.costV2({ tool: 'flux_schnell', args });
+      expectResponse('TasksV2CreateResponse', cost, ['cost']);
+      const before = (await sdk.creators.meV2()).balance as number;
+      const res = await sdk.tasks.createV2({ tool: 'flux_schnell', args });
+      expectResponse('TasksV2CreateResponse', res, ['task']);
+      const task = (res as { task: Record<string, unknown> }).task;
+      expectConforms('TaskV2', task);
+      expect(task).toMatchObject({ tool: 'flux_schnell', status: 'pending', cost: cost.cost, user: { _id: alice.id } });
+      expect((await sdk.creators.meV2()).balance).toBe(before - (cost.cost as number));
+
+      const done = await settledTask(sdk, task._id as string);
+      expectConforms('TaskV2', done);
+      expect(done.status).toBe('completed');
+      for (const result of done.result) {
+        expectConforms('TaskV2Result', result);
+        for (const output of result.output) expectConforms('TasksV2ResultOutput', output);
+      }
+      expect(done.result[0]!.output).toHaveLength(2);
+    });
+
+    it('tasks.getV2 and tasks.listV2 answer in the SDK’s shapes; a stranger’s private task is not found', async () => {
+      await t.services.manna.grant('alice', '5', 'forever');
+      const made = (await sdk.tasks.createV2({ tool: 'flux_schnell', args: { prompt: 'listed' } })) as { task: { _id: string } };
+      await settledTask(sdk, made.task._id);
+      const got = await sdk.tasks.getV2({ taskId: made.task._id });
+      expectResponse('TasksV2GetResponse', got, ['task']);
+      const list = await sdk.tasks.listV2({ status: ['completed', 'failed'], tool: 'flux_schnell', limit: 5, page: 1 });
+      expectResponse('TasksV2ListResponse', list, ['docs', 'total', 'page', 'pages', 'limit']);
+      for (const doc of list.docs!) expectConforms('TaskV2', doc);
+      expect(list.docs!.map((d) => d._id)).toContain(made.task._id);
+      const { status, body } = await failure(bobSdk.tasks.getV2({ taskId: made.task._id }));
+      expect(status).toBe(404);
+      expect(body.error).toBe('Task not found');
+      const bad = await failure(sdk.tasks.listV2({ output_type: 'hologram' as never }));
+      expect(bad.status).toBe(400);
+      expect(bad.body.error).toMatch(/^output_type: /);
+    });
+
+    it('tasks.cancelV2 answers {taskStatus}; a task the balance cannot cover fails with the original’s words', async () => {
+      await t.services.manna.grant('bob', '1', 'forever');
+      const made = (await bobSdk.tasks.createV2({ tool: 'flux_schnell', args: { prompt: 'soon cancelled', n_samples: 1 } })) as {
+        task: { _id: string };
+      };
+      const cancelled = await bobSdk.tasks.cancelV2({ taskId: made.task._id });
+      expectResponse('TasksV2CancelResponse', cancelled, ['taskStatus']);
+      expect(['cancelled', 'completed']).toContain(cancelled.taskStatus);
+      const broke = await failure(bobSdk.tasks.createV2({ tool: 'flux_dev', args: { prompt: 'x', n_samples: 4 } }));
+      expect(broke.status).toBe(402);
+      expect(broke.body.error).toMatch(/^Insufficient manna balance\. Need 4 but only have /);
+    });
+  });
+
   describe('agents.deploy, getDeployments, updateDeployment, stopDeployment, deleteDeployment (v2/agents/{id}/deployments)', () => {
     it("take the SDK's arguments and answer in its types: a Telegram deployment made, listed, changed, stopped and deleted", async () => {
       const agent = await richAgent(alice);

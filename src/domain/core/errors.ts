@@ -10,6 +10,8 @@ export type ErrorCode =
   | 'BAD_USER_INPUT'
   | 'UNPROCESSABLE'
   | 'CONFLICT'
+  /** The balance cannot cover what was asked for; REST answers 402. */
+  | 'INSUFFICIENT_MANNA'
   | 'RATE_LIMITED'
   | 'TOO_MANY_SUBSCRIPTIONS'
   | 'TOO_MANY_STREAMS'
@@ -36,6 +38,7 @@ export const forbidden = (message: string) => new DomainError('FORBIDDEN', messa
 export const notFound = (message: string) => new DomainError('NOT_FOUND', message);
 export const conflict = (message: string) => new DomainError('CONFLICT', message);
 export const badInput = (message: string, path?: (string | number)[]) => new DomainError('BAD_USER_INPUT', message, path);
+export const insufficientManna = (message: string) => new DomainError('INSUFFICIENT_MANNA', message);
 export const unprocessable = (message: string, path?: (string | number)[]) => new DomainError('UNPROCESSABLE', message, path);
 
 /** The request cannot be done now, for a reason outside it; REST answers 503. */

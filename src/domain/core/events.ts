@@ -1,4 +1,4 @@
-import type { MessageRole, MessageStatus, SessionPermission, ToolCallStatus } from '../../generated/prisma/enums.ts';
+import type { MessageRole, MessageStatus, SessionPermission, TaskStatus } from '../../generated/prisma/enums.ts';
 
 /**
  * What a session's watchers are told, independent of transport: REST writes these as SSE frames,
@@ -9,7 +9,7 @@ export interface ToolCallView {
   id: string;
   tool: string;
   args: unknown;
-  status: ToolCallStatus;
+  status: TaskStatus;
   result: unknown;
   cost: number | null;
   error: string | null;

@@ -42,6 +42,13 @@ export interface TaskFeedView {
   createdAt: string;
 }
 
+/** A creation a task made, as its feed names it: its id and where it is. */
+export interface TaskOutputView {
+  creationId: string;
+  url: string;
+  thumbnail: string | null;
+}
+
 /** JSON as a tool returns it: a task's result is what its tool produced (urls, text, ids). */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
@@ -66,9 +73,13 @@ export interface FeedEventPayloads {
   /** Created, changed by its owner, or deleted: `trigger` is its state after (or last, when deleted). */
   trigger_changed: { triggerId: string; change: 'created' | 'updated' | 'deleted'; trigger: TriggerFeedView };
   task_created: { taskId: string; task: TaskFeedView };
+  /** It got its turn (a task made by itself) or its hold (a reply's tool call), and its tool is running. */
+  task_started: { taskId: string };
   /** How far it is, from 0 to 1, with what it is doing when the tool says. */
   task_progress: { taskId: string; progress: number; message: string | null };
-  task_completed: { taskId: string; result: JsonValue; cost: number };
+  /** Its tool's answer, the creations it made, and what it was charged. */
+  task_completed: { taskId: string; result: JsonValue; outputs: TaskOutputView[]; cost: number };
+  /** Its hold (if any) was returned. */
   task_failed: { taskId: string; error: string };
   task_cancelled: { taskId: string };
   /** A deployment started, stopped or was found invalid (a revoked token), with the last error it met. */
@@ -95,6 +106,6 @@ export type FeedEventOf<T extends FeedEventType> = Extract<FeedEvent, { type: T 
 /** The event types of each family, for a transport showing one family (and for narrowing a watch to it). */
 export const feedFamilies = {
   trigger: ['trigger_run_started', 'trigger_run_completed', 'trigger_run_failed', 'trigger_paused', 'trigger_finished', 'trigger_changed'],
-  task: ['task_created', 'task_progress', 'task_completed', 'task_failed', 'task_cancelled'],
+  task: ['task_created', 'task_started', 'task_progress', 'task_completed', 'task_failed', 'task_cancelled'],
   deployment: ['deployment_state'],
 } as const satisfies Record<string, readonly FeedEventType[]>;

@@ -48,9 +48,37 @@ function parameterSchema(p: ToolParameter): z.ZodType {
 
 const schemas = new Map<string, z.ZodType<Record<string, unknown>>>();
 
+/** A tool's parameters as one schema (types, required, min/max, choices; nothing unknown), made once per tool. */
+function argumentsSchema(tool: ToolDefinition) {
+  let schema = schemas.get(tool.key);
+  if (!schema) {
+    schema = z.strictObject(Object.fromEntries(tool.parameters.map((p) => [p.name, parameterSchema(p)]))) as z.ZodType<
+      Record<string, unknown>
+    >;
+    schemas.set(tool.key, schema);
+  }
+  return schema;
+}
+
 /**
- * Checks a model's arguments against the tool's parameters (types, required, min/max, choices;
- * nothing unknown) and fills in defaults. Returns the arguments, or why they are wrong.
+ * Checks arguments against the tool's parameters and fills in defaults. Returns the arguments,
+ * or the first thing wrong with them and the argument it is about (`path`, empty when it is the
+ * arguments as a whole).
+ */
+export function checkArgumentValues(
+  tool: ToolDefinition,
+  values: unknown,
+): { args: Record<string, unknown> } | { path: (string | number)[]; message: string } {
+  const result = argumentsSchema(tool).safeParse(values);
+  if (result.success) return { args: result.data };
+  const issue = result.error.issues[0]!;
+  if (issue.code === 'unrecognized_keys') return { path: [], message: `unknown argument "${issue.keys[0]}"` };
+  return { path: issue.path.filter((p): p is string | number => typeof p !== 'symbol'), message: issue.message };
+}
+
+/**
+ * Checks a model's arguments (JSON text) against the tool's parameters and fills in defaults.
+ * Returns the arguments, or why they are wrong, in words for the model.
  */
 export function checkArguments(tool: ToolDefinition, raw: string): { args: Record<string, unknown> } | { error: string } {
   let parsed: unknown;
@@ -59,17 +87,8 @@ export function checkArguments(tool: ToolDefinition, raw: string): { args: Recor
   } catch {
     return { error: 'The arguments are not valid JSON' };
   }
-  let schema = schemas.get(tool.key);
-  if (!schema) {
-    schema = z.strictObject(Object.fromEntries(tool.parameters.map((p) => [p.name, parameterSchema(p)]))) as z.ZodType<
-      Record<string, unknown>
-    >;
-    schemas.set(tool.key, schema);
-  }
-  const result = schema.safeParse(parsed);
-  if (result.success) return { args: result.data };
-  const issue = result.error.issues[0]!;
-  const where = issue.path.join('.');
-  const unknownKey = issue.code === 'unrecognized_keys' ? `unknown argument "${issue.keys[0]}"` : null;
-  return { error: unknownKey ?? (where ? `${where}: ${issue.message}` : issue.message) };
+  const checked = checkArgumentValues(tool, parsed);
+  if ('args' in checked) return checked;
+  const where = checked.path.join('.');
+  return { error: where ? `${where}: ${checked.message}` : checked.message };
 }

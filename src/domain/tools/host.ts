@@ -16,7 +16,7 @@ import type { Executor } from './executors/types.ts';
 import type { ToolStore } from './ports.ts';
 import type { ToolRegistry } from './registry.ts';
 import { callRunner } from './run-call.ts';
-import { toolRunQueue } from './run-queue.ts';
+import type { ToolRunQueue } from './run-queue.ts';
 
 export interface ToolHostDeps {
   /** Where calls are saved and charged (`store.ts` on the database). */
@@ -29,7 +29,9 @@ export interface ToolHostDeps {
   bus: EventBus;
   log: { error(obj: unknown, msg?: string): void };
   metrics: Metrics['manna'];
-  work: Pick<WorkConfig, 'toolCallsPerModelCall' | 'toolCallsPerReply' | 'toolRunsPerUser' | 'toolRunsPerProcess'>;
+  work: Pick<WorkConfig, 'toolCallsPerModelCall' | 'toolCallsPerReply'>;
+  /** Turns for running tools, shared with tasks made by themselves (one per-user and per-process limit for both). */
+  queue: ToolRunQueue;
 }
 
 /** Who runs each tool of the registry that has a handler: an executor built in, or a service over HTTP. */
@@ -68,8 +70,7 @@ function overCap(index: number, position: number, work: ToolHostDeps['work']) {
  * a crash.
  */
 export function createToolHost(deps: ToolHostDeps): ToolHost {
-  const { store, registry, bus, log, work, executors } = deps;
-  const queue = toolRunQueue({ perUser: work.toolRunsPerUser, total: work.toolRunsPerProcess });
+  const { store, registry, bus, log, work, executors, queue } = deps;
   const emit = (sessionId: string, event: SessionEventPayload) =>
     bus.publish(sessionId, event).catch((err) => log.error({ err }, 'could not publish a tool event'));
   const calls = callRunner({ store, executors, queue, search: deps.search, emit, log, metrics: deps.metrics });
@@ -97,7 +98,7 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       // The session's owner pays, unless the agent's owner pays for everything it does.
       const payer = payers.ownerPays === 'full' ? payers.agentOwnerId : payers.sessionOwnerId;
       const enabled = payers.tools as Record<string, boolean>;
-      const rows = await store.record(ctx.messageId, requested);
+      const rows = await store.record({ messageId: ctx.messageId, sessionId: ctx.sessionId, agentId: ctx.agentId, payer }, requested);
       return {
         async run() {
           const results = await Promise.all(

@@ -17,6 +17,12 @@ export interface CallPlace {
   messageId: string;
 }
 
+/** Where a reply's calls belong, and whose they are: a call is a task of the user who pays for it. */
+export interface CallOwner extends CallPlace {
+  agentId: string;
+  payer: string;
+}
+
 /** How a call ended. */
 export interface Settlement {
   status: 'completed' | 'failed' | 'cancelled';
@@ -28,7 +34,7 @@ export interface Settlement {
 export interface CallCreation {
   id: string;
   userId: string;
-  agentId: string;
+  agentId: string | null;
   tool: string;
   args: Record<string, unknown>;
   name: string;
@@ -36,6 +42,8 @@ export interface CallCreation {
   thumbnail: string | null;
   filename: string | null;
   mediaAttributes: Record<string, unknown>;
+  /** A task made public makes public creations. */
+  public?: boolean;
 }
 
 /** Why a hold took nothing: the session's manna budget, the payer's balance, or the call gone. */
@@ -48,8 +56,8 @@ export interface ToolStore {
     agentId: string,
     sessionId: string,
   ): Promise<{ tools: unknown; ownerPays: OwnerPays; agentOwnerId: string; sessionOwnerId: string }>;
-  /** Saves the calls, pending, after the message's earlier ones; returns them in order. */
-  record(messageId: string, calls: RequestedToolCall[]): Promise<RecordedCall[]>;
+  /** Saves the calls as tasks of the payer, pending, after the message's earlier ones; returns them in order. */
+  record(owner: CallOwner, calls: RequestedToolCall[]): Promise<RecordedCall[]>;
   /**
    * Charges a call before it runs, in one transaction with its ledger rows: `cost` (if any) within
    * the session's manna budget and from the payer's balance, and the call moved to running. Null

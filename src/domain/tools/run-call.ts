@@ -10,13 +10,13 @@ import { costOf } from './cost-of.ts';
 import type { ToolDefinition } from './definition.ts';
 import { ToolError, type Executor, type ToolOutput } from './executors/types.ts';
 import type { CallCreation, HoldRefused, RecordedCall, Settlement, ToolStore } from './ports.ts';
-import type { toolRunQueue } from './run-queue.ts';
+import type { ToolRunQueue } from './run-queue.ts';
 
 /** What running a call takes. */
 export interface CallRunnerDeps {
   store: ToolStore;
   executors: ReadonlyMap<string, Executor>;
-  queue: ReturnType<typeof toolRunQueue>;
+  queue: ToolRunQueue;
   search: Pick<SearchService, 'indexCreations'>;
   emit(sessionId: string, event: SessionEventPayload): Promise<unknown>;
   log: { error(obj: unknown, msg?: string): void };

@@ -59,3 +59,5 @@ export function toolRunQueue(limits: { perUser: number; total: number }) {
     running: () => running,
   };
 }
+
+export type ToolRunQueue = ReturnType<typeof toolRunQueue>;

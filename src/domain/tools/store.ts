@@ -1,6 +1,6 @@
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/database.ts';
-import { claimToolCall, returnHold } from '../core/stores/holds.ts';
+import { claimTask, returnHold } from '../core/stores/holds.ts';
 import { debit } from '../core/stores/ledger.ts';
 import { toToolCallView } from '../core/stores/message-rows.ts';
 import type { HoldRefused, ToolStore } from './ports.ts';
@@ -33,11 +33,14 @@ export function toolStore(db: Db): ToolStore {
       return { tools: agent.tools, ownerPays: agent.ownerPays, agentOwnerId: agent.ownerId, sessionOwnerId: session.ownerId };
     },
 
-    async record(messageId, calls) {
+    async record({ messageId, sessionId, agentId, payer }, calls) {
       const rows = await db.$transaction(async (tx) => {
-        const start = await tx.toolCall.count({ where: { messageId } });
-        return tx.toolCall.createManyAndReturn({
+        const start = await tx.task.count({ where: { messageId } });
+        return tx.task.createManyAndReturn({
           data: calls.map((c, i) => ({
+            userId: payer,
+            agentId,
+            sessionId,
             messageId,
             position: start + i,
             callId: c.id,
@@ -46,7 +49,9 @@ export function toolStore(db: Db): ToolStore {
           })),
         });
       });
-      return rows.sort((a, b) => a.position - b.position).map((r) => ({ id: r.id, position: r.position, tool: r.tool }));
+      // Every row here was given its position just above.
+      const position = (r: (typeof rows)[number]) => r.position!;
+      return rows.sort((a, b) => position(a) - position(b)).map((r) => ({ id: r.id, position: position(r), tool: r.tool }));
     },
 
     async hold(call, cost, payer, place) {
@@ -61,7 +66,7 @@ export function toolStore(db: Db): ToolStore {
               reason: `tool: ${call.tool}`,
               sessionId: place.sessionId,
               messageId: place.messageId,
-              toolCallId: call.id,
+              taskId: call.id,
             });
             if (!taken) {
               const { subscriptionBalance, foreverBalance } = await tx.user.findUniqueOrThrow({
@@ -72,7 +77,7 @@ export function toolStore(db: Db): ToolStore {
             }
           }
           // A call whose session was deleted meanwhile is gone: roll the charge back.
-          if (!(await claimToolCall(tx, call.id, 'pending', { status: 'running', cost }))) throw new Refusal({ refused: 'gone' });
+          if (!(await claimTask(tx, call.id, 'pending', { status: 'running', cost }))) throw new Refusal({ refused: 'gone' });
         });
         return null;
       } catch (e) {
@@ -92,7 +97,7 @@ export function toolStore(db: Db): ToolStore {
         // The session's row before the call's, in the order a session delete takes them, so the two never deadlock.
         if (refunding) await tx.$queryRaw`SELECT 1 FROM "Session" WHERE "id" = ${place.sessionId} FOR UPDATE`;
         // Someone else settled it: its session was deleted while it ran, and the hold given back then.
-        if (!(await claimToolCall(tx, call.id, held ? 'running' : 'pending', data))) return null;
+        if (!(await claimTask(tx, call.id, held ? 'running' : 'pending', data))) return null;
         if (refunding)
           await returnHold(tx, call.id, {
             reason: `refund: ${call.tool} ${outcome.status}`,
@@ -103,11 +108,12 @@ export function toolStore(db: Db): ToolStore {
           await tx.creation.createMany({
             data: creations.map((c) => ({
               ...c,
+              taskId: call.id,
               args: c.args as Prisma.InputJsonValue,
               mediaAttributes: c.mediaAttributes as Prisma.InputJsonValue,
             })),
           });
-        return tx.toolCall.findUniqueOrThrow({ where: { id: call.id } });
+        return tx.task.findUniqueOrThrow({ where: { id: call.id } });
       });
       return saved && toToolCallView(saved);
     },

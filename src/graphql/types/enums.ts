@@ -1,6 +1,7 @@
 import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/inputs.ts';
 import { autonomyStopReasons } from '../../domain/core/events.ts';
 import { sortDirections } from '../../domain/search/inputs.ts';
+import { outputTypes, taskOrders, taskTypes } from '../../domain/tasks/inputs.ts';
 import {
   ActorSelection,
   BalanceKind,
@@ -10,7 +11,7 @@ import {
   MessageStatus,
   SessionPermission,
   SessionStatus,
-  ToolCallStatus,
+  TaskStatus,
   TriggerStatus,
 } from '../../generated/prisma/enums.ts';
 import { builder } from '../builder.ts';
@@ -31,7 +32,18 @@ export const MessageRoleEnum = builder.enumType('MessageRole', { values: upper(O
 export const BalanceKindEnum = builder.enumType('BalanceKind', { values: upper(Object.values(BalanceKind)) });
 export const MessageStatusEnum = builder.enumType('MessageStatus', { values: upper(Object.values(MessageStatus)) });
 export const SessionPermissionEnum = builder.enumType('SessionPermission', { values: upper(Object.values(SessionPermission)) });
-export const ToolCallStatusEnum = builder.enumType('ToolCallStatus', { values: upper(Object.values(ToolCallStatus)) });
+export const ToolCallStatusEnum = builder.enumType('ToolCallStatus', { values: upper(Object.values(TaskStatus)) });
+export const TaskStatusEnum = builder.enumType('TaskStatus', { values: upper(Object.values(TaskStatus)) });
+export const OutputTypeEnum = builder.enumType('OutputType', { values: upper(outputTypes) });
+export const TaskTypeEnum = builder.enumType('TaskType', {
+  values: {
+    CREATIONS: { value: taskTypes[0], description: 'Tools that make creations (every one but trainings).' },
+    CONCEPTS: { value: taskTypes[1], description: 'Trainings, which make concepts (LoRAs).' },
+  } as const,
+});
+export const TaskOrderEnum = builder.enumType('TaskOrder', {
+  values: { CREATED_AT: { value: taskOrders[0] }, UPDATED_AT: { value: taskOrders[1] } } as const,
+});
 export const SortDirectionEnum = builder.enumType('SortDirection', { values: upper(sortDirections) });
 export const ActorSelectionEnum = builder.enumType('ActorSelection', { values: upper(Object.values(ActorSelection)) });
 export const AutonomyStopReasonEnum = builder.enumType('AutonomyStopReason', { values: upper(autonomyStopReasons) });

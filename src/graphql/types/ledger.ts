@@ -16,7 +16,12 @@ export const LedgerEntry = builder.prismaObject('MannaLedger', {
     reason: t.exposeString('reason'),
     sessionId: t.globalID({ nullable: true, resolve: (e) => (e.sessionId ? { type: 'Session', id: e.sessionId } : null) }),
     messageId: t.globalID({ nullable: true, resolve: (e) => (e.messageId ? { type: 'Message', id: e.messageId } : null) }),
-    toolCallId: t.exposeID('toolCallId', { nullable: true }),
+    toolCallId: t.id({
+      nullable: true,
+      description: 'The tool call (a task) the move was for; the same as taskId.',
+      resolve: (e) => e.taskId,
+    }),
+    taskId: t.exposeID('taskId', { nullable: true, description: 'The task the move was for (a tool call of a reply is one too).' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });

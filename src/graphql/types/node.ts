@@ -33,6 +33,7 @@ const loaders: Record<string, Loader> = {
   Session: (ctx, id, info) => ctx.services.sessions.get(viewerOf(ctx), id, planFor(ctx, info, 'Session')),
   Deployment: (ctx, id, info) => ctx.services.deployments.get(viewerOf(ctx), id, planFor(ctx, info, 'Deployment')),
   Trigger: (ctx, id, info) => ctx.services.triggers.get(viewerOf(ctx), id, planFor(ctx, info, 'Trigger')),
+  Task: (ctx, id, info) => ctx.services.tasks.get(viewerOf(ctx), id, planFor(ctx, info, 'Task')),
   Message: (ctx, id) => ctx.services.sessions.message(viewerOf(ctx), id),
   // A share is public by its id, as `share(shareId:)` is.
   Share: (ctx, id) => ctx.services.shares.read(id),

@@ -8,7 +8,7 @@ export interface MannaContext {
   reason: string;
   sessionId?: string | null;
   messageId?: string | null;
-  toolCallId?: string | null;
+  taskId?: string | null;
 }
 
 export interface MannaMove extends MannaContext {
@@ -28,7 +28,7 @@ const row = (move: MannaContext & { userId: string; kind: BalanceKind; amount: P
   reason: move.reason,
   sessionId: move.sessionId ?? null,
   messageId: move.messageId ?? null,
-  toolCallId: move.toolCallId ?? null,
+  taskId: move.taskId ?? null,
 });
 
 /**
@@ -81,11 +81,11 @@ export async function debit(tx: Tx, userId: string, amount: Prisma.Decimal, cont
 }
 
 /** Gives back what a tool call's hold took, to the balances it came from, with its own rows. */
-export async function refund(tx: Tx, toolCallId: string, context: MannaContext) {
+export async function refund(tx: Tx, taskId: string, context: MannaContext) {
   const held = await tx.mannaLedger.findMany({
-    where: { toolCallId, amount: { lt: 0 } },
+    where: { taskId, amount: { lt: 0 } },
     select: { userId: true, kind: true, amount: true },
   });
-  for (const h of held) await credit(tx, { ...context, toolCallId, userId: h.userId, kind: h.kind, amount: h.amount.negated() });
+  for (const h of held) await credit(tx, { ...context, taskId, userId: h.userId, kind: h.kind, amount: h.amount.negated() });
   return held.reduce((sum, h) => sum.plus(h.amount.negated()), new Prisma.Decimal(0));
 }

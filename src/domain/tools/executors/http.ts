@@ -22,6 +22,12 @@ const answerSchema = z.object({
     .optional(),
 });
 
+/** A line of a streamed answer before its last: how far the tool is. */
+const progressSchema = z.object({ progress: z.number().min(0).max(1), message: z.string().max(500).optional() });
+
+/** The longest line a streamed answer may send. */
+const MAX_LINE = 1024 * 1024;
+
 class ToolServiceError extends ToolError {
   constructor(
     message: string,
@@ -38,12 +44,46 @@ const pause = (ms: number, signal: AbortSignal) =>
   });
 
 /**
+ * The answer: one JSON document, or (`application/x-ndjson`) lines of `{progress, message}` as
+ * the tool goes, each passed on to `progress`, then the answer itself as the last line.
+ */
+async function readAnswer(response: Response, progress: ((fraction: number, message?: string) => void) | undefined): Promise<unknown> {
+  if (!/^application\/(x-)?ndjson/.test(response.headers.get('content-type') ?? '')) return response.json().catch(() => undefined);
+  let last: unknown;
+  let buffered = '';
+  const decoder = new TextDecoder();
+  const take = (line: string) => {
+    if (line.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      throw new ToolServiceError('The tool service sent a line that is not JSON', false);
+    }
+    const step = progressSchema.safeParse(value);
+    const isAnswer = typeof value === 'object' && value !== null && ('result' in value || 'media' in value);
+    if (step.success && !isAnswer) progress?.(step.data.progress, step.data.message);
+    else last = value;
+  };
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    buffered += decoder.decode(chunk, { stream: true });
+    const lines = buffered.split('\n');
+    buffered = lines.pop()!;
+    if (buffered.length > MAX_LINE) throw new ToolServiceError('The tool service sent a line over 1 MiB', false);
+    for (const line of lines) take(line);
+  }
+  take(buffered + decoder.decode());
+  return last;
+}
+
+/**
  * Runs a tool served elsewhere: POSTs `{tool, arguments, session_id}` as JSON and reads
- * `{result, media}` back. Each attempt has a time limit; a 5xx, a network failure or a timeout is
- * retried with growing pauses; cancelling the reply stops the call.
+ * `{result, media}` back, or progress lines and then that (`readAnswer`). Each attempt has a time
+ * limit; a 5xx, a network failure or a timeout is retried with growing pauses; cancelling the
+ * reply or the task stops the call.
  */
 export function httpExecutor(url: string, timeoutMs: number, retries: number): Executor {
-  return async ({ tool, args, sessionId, signal }) => {
+  return async ({ tool, args, sessionId, signal, progress }) => {
     for (let attempt = 0; ; attempt++) {
       try {
         const response = await fetch(url, {
@@ -53,7 +93,7 @@ export function httpExecutor(url: string, timeoutMs: number, retries: number): E
           signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
         });
         if (!response.ok) throw new ToolServiceError(`The tool service answered HTTP ${response.status}`, response.status >= 500);
-        const answer = answerSchema.safeParse(await response.json().catch(() => undefined));
+        const answer = answerSchema.safeParse(await readAnswer(response, progress));
         if (!answer.success) throw new ToolServiceError('The tool service sent an answer that is not {result, media}', false);
         const media = (answer.data.media ?? []).map((m) => ({
           id: newId(),

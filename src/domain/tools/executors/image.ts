@@ -89,7 +89,7 @@ export function imageSize(args: Record<string, unknown>, resolutions: string[]):
 /** Renders `n_samples` PNGs (default 1) for the prompt and keeps them with their thumbnails. */
 export function imageExecutor(media: MediaStore, workers: number): Executor {
   const painter = paintPool(workers);
-  return async ({ tool, args, signal }) => {
+  return async ({ tool, args, signal, progress }) => {
     const prompt = String(args.prompt ?? '');
     const { width, height } = imageSize(args, tool.resolutions);
     const count = typeof args.n_samples === 'number' ? args.n_samples : 1;
@@ -110,6 +110,7 @@ export function imageExecutor(media: MediaStore, workers: number): Executor {
         filename: `${id}.png`,
         mediaAttributes: { mimeType: 'image/png', width, height, aspectRatio: Number((width / height).toFixed(4)) },
       });
+      progress?.((n + 1) / count, `Painted ${n + 1} of ${count}`);
     }
     return {
       result: {

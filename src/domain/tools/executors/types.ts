@@ -6,9 +6,12 @@ export interface ToolRun {
   args: Record<string, unknown>;
   /** The user whose prompt this is: whose creations the outputs become, whose search it is. */
   userId: string;
-  agentId: string;
-  sessionId: string;
+  /** The agent and session of a reply's call; null for a task made by itself. */
+  agentId: string | null;
+  sessionId: string | null;
   signal: AbortSignal;
+  /** Told how far the run is, from 0 to 1 (`message`: what it is doing), where the runner follows it. */
+  progress?: (fraction: number, message?: string) => void;
 }
 
 /** A file a tool made, to become a creation of the user. */

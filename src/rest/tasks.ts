@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { cancelTaskSchema, costTaskSchema, createTaskSchema, taskPageSchema, taskStatuses } from '../domain/tasks/inputs.ts';
+import { paginate } from '../domain/search/page.ts';
+import type { RestErrorStyle } from '../http/errors.ts';
+import { restSearchPageSchema } from './creations.ts';
+import { operation } from './operation.ts';
+import { feedFamilies } from '../domain/core/feed-events.ts';
+import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';
+import { feedFrameSchema, streamFeed } from './feed-stream.ts';
+import { restTaskEventSchema, restTaskQuery, restTaskSchema, taskNames, toRestTask, toRestTaskEvent } from './task-shapes.ts';
+
+/** The original's clients read `error` or `message`: both, with the field named in REST's spelling. */
+const errors: RestErrorStyle = { bodyKey: 'both', fieldName: taskNames.toRest };
+
+/** The query of `GET /v2/tasks` as callers spell it; repeated or comma-separated values for the lists. */
+const listQuery = taskNames.schema(taskPageSchema);
+
+/** Tasks: a tool run by itself, charged as it is created and followed as it runs (`docs/agents-at-work.md`). */
+export const taskOperations = [
+  operation({
+    operationId: 'createTask',
+    method: 'post',
+    path: '/v2/tasks/create',
+    tag: 'Tasks',
+    summary: 'Run a tool: its cost is held at once (402 when the balance cannot cover it), charged if it completes, returned otherwise',
+    body: createTaskSchema,
+    ok: { json: z.object({ task: restTaskSchema }) },
+    errors: { style: errors, codes: ['BAD_USER_INPUT', 'INSUFFICIENT_MANNA'] },
+    handler: async (request, _reply, { services }) => ({
+      task: toRestTask(request.viewer, services.tools, await services.tasks.create(request.viewer, request.body ?? {}, restTaskQuery)),
+    }),
+  }),
+  operation({
+    operationId: 'estimateTaskCost',
+    method: 'post',
+    path: '/v2/tasks/cost',
+    tag: 'Tasks',
+    summary: 'What creating this task would take, in manna',
+    body: costTaskSchema,
+    ok: { json: z.object({ cost: z.number().meta({ description: 'The manna POST /v2/tasks/create holds for the same tool and args' }) }) },
+    errors: { style: errors, codes: ['BAD_USER_INPUT'] },
+    handler: async (request, _reply, { services }) => services.tasks.estimate(request.viewer, request.body ?? {}),
+  }),
+  operation({
+    operationId: 'listTasks',
+    method: 'get',
+    path: '/v2/tasks',
+    tag: 'Tasks',
+    summary: 'A numbered page of your tasks, the tool calls of your replies among them (everything your manna paid for)',
+    query: listQuery,
+    ok: {
+      json: restSearchPageSchema
+        .extend({
+          docs: z.array(restTaskSchema),
+          prevPage: z.number().int().optional().meta({ description: 'Absent on the first page' }),
+          nextPage: z.number().int().optional().meta({ description: 'Absent on the last page' }),
+        })
+        .meta({ id: 'TaskPage' }),
+    },
+    errors: { style: errors, codes: ['BAD_USER_INPUT'] },
+    handler: async (request, _reply, { services }) => {
+      const { tasks, total, page, limit } = await services.tasks.page(request.viewer, taskNames.toDomain(request.query), restTaskQuery);
+      const docs = tasks.map((t) => toRestTask(request.viewer, services.tools, t));
+      // The SDK types these two as a number or absent (docs/compatibility.md), so no page is no field.
+      const { prevPage, nextPage, ...numbers } = paginate(docs, total, page, limit);
+      return { ...numbers, ...(prevPage === null ? {} : { prevPage }), ...(nextPage === null ? {} : { nextPage }) };
+    },
+  }),
+  operation({
+    operationId: 'streamTaskEvents',
+    method: 'get',
+    path: '/v2/tasks/events',
+    tag: 'Tasks',
+    summary:
+      'Your tasks as they change, live (Server-Sent Events): created, started, progress, completed, failed, cancelled; one task with taskId; resumable with Last-Event-ID or ?after',
+    query: resumeQuery.extend({ taskId: z.string().min(1).max(100).optional().meta({ description: 'Only this task of yours' }) }),
+    headers: resumeHeaders,
+    ok: { events: feedFrameSchema('TaskStream', restTaskEventSchema) },
+    errors: { style: errors, codes: ['BAD_USER_INPUT', 'NOT_FOUND', 'TOO_MANY_SUBSCRIPTIONS'] },
+    handler: async (request, reply, { services, stream }) => {
+      const { taskId } = request.query;
+      const where = taskId === undefined ? undefined : await services.tasks.followed(request.viewer, taskId);
+      const events = await services.feeds.watch(request.viewer, {
+        after: resumePoint(request.headers['last-event-id'], request.query.after),
+        types: feedFamilies.task,
+        where,
+      });
+      return streamFeed(reply, events, stream, toRestTaskEvent);
+    },
+  }),
+  operation({
+    operationId: 'getTask',
+    method: 'get',
+    path: '/v2/tasks/:taskId',
+    tag: 'Tasks',
+    summary: 'A task of yours, or a public one',
+    ok: { json: z.object({ task: restTaskSchema }) },
+    errors: { style: errors, codes: ['NOT_FOUND'] },
+    handler: async (request, _reply, { services }) => ({
+      task: toRestTask(request.viewer, services.tools, await services.tasks.get(request.viewer, request.params.taskId, restTaskQuery)),
+    }),
+  }),
+  operation({
+    operationId: 'cancelTask',
+    method: 'post',
+    path: '/v2/tasks/cancel',
+    tag: 'Tasks',
+    summary: 'Cancel a pending or running task of yours (its hold comes back); an ended one stays as it is',
+    body: cancelTaskSchema,
+    ok: { json: z.object({ taskStatus: z.enum(taskStatuses).meta({ description: 'The status after: cancelled, or how it had ended' }) }) },
+    errors: { style: errors, codes: ['BAD_USER_INPUT', 'NOT_FOUND', 'FORBIDDEN'] },
+    handler: async (request, _reply, { services }) => services.tasks.cancel(request.viewer, request.body ?? {}),
+  }),
+];
