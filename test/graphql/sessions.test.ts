@@ -312,7 +312,13 @@ describe('queries and mutations', () => {
         sessions(first: $first) { edges { node { id owner { username } agents { key owner { username } } users { user { username } } myPermission } } }
       }
     `);
-    const count = async (first: number) => t.countQueries(async () => expectData(await t.gql(Page, { first }, erin.apiKey)));
+    // The fewest of three tries: work an earlier test left running (a title, a memory) may write
+    // inside one window, while a statement per row would show in every try.
+    const count = async (first: number) => {
+      const tries: number[] = [];
+      for (let i = 0; i < 3; i++) tries.push(await t.countQueries(async () => expectData(await t.gql(Page, { first }, erin.apiKey))));
+      return Math.min(...tries);
+    };
     expect(await count(20)).toBe(await count(2));
   });
 });

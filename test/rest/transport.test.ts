@@ -56,8 +56,8 @@ describe('REST transport', () => {
   });
 
   it.each([
-    ['POST', '/v2/agents/some-id', 'GET, HEAD, PATCH', true],
-    ['DELETE', '/v2/agents/some-id', 'GET, HEAD, PATCH', false],
+    ['POST', '/v2/agents/some-id', 'GET, HEAD, PATCH, DELETE', true],
+    ['PUT', '/v2/agents/some-id', 'GET, HEAD, PATCH, DELETE', false],
     ['PUT', '/v2/concepts/some-id', 'GET, HEAD, PATCH', true],
     ['GET', '/apikeys', 'DELETE', true],
     ['DELETE', '/graphql', 'GET, HEAD, POST, OPTIONS', false],
