@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import { isDatabaseUnavailable } from './core/stores/prisma-errors.ts';
 import { agentService } from './agents/service.ts';
 import { agentStore } from './agents/store.ts';
 import { prismaApiKeyStore } from './api-keys/prisma-store.ts';
@@ -101,9 +102,26 @@ export interface ServiceDependencies {
   jobs: JobQueue;
 }
 
+type Log = ServiceDependencies['log'];
+
+/**
+ * The services' log, where a failure because the database is out of reach is a warning, as the
+ * transports' 503s are: each background loop (trigger sweeps, leases, recoveries) tries again
+ * on its next pass, so an outage is weather to watch, not a fault in the code.
+ */
+function outageAware(log: Log): Log {
+  const unreachable = (obj: unknown) => isDatabaseUnavailable((obj as { err?: unknown } | null)?.err);
+  return {
+    error: (obj, msg) => (unreachable(obj) && log.warn ? log.warn(obj, msg) : log.error(obj, msg)),
+    warn: log.warn && ((obj, msg) => log.warn?.(obj, msg)),
+    info: log.info && ((obj, msg) => log.info?.(obj, msg)),
+  };
+}
+
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
 export function createServices(db: Db, registry: ToolRegistry, dependencies: ServiceDependencies) {
-  const { config, bus, log, metrics } = dependencies;
+  const { config, bus, metrics } = dependencies;
+  const log = outageAware(dependencies.log);
   const instanceId = dependencies.instanceId ?? randomUUID();
   const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
