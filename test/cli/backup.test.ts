@@ -166,6 +166,16 @@ describe('backup and restore of the embedded database', () => {
       expect(refused.stderr).toMatch(/holds a database with data \(.*User \d+.*\)\. Restoring replaces it: run again with --force/);
     });
 
+    it('restore needs no --force for a data directory a service only started in', async () => {
+      const target = join(root, 'started-only');
+      const started = await startServerProcess({ DATA_DIR: target });
+      await started.waitFor(/parley listening on/);
+      started.child.kill('SIGTERM');
+      expect(await started.exited).toBe(0);
+      const restored = await runCli(['restore', backupFile(), '--json'], { DATA_DIR: target });
+      expect(restored.code, restored.stderr).toBe(0);
+    });
+
     it('restore --force replaces the database a data directory holds', async () => {
       const target = restoredDir();
       const forced = await runCli(['restore', backupFile(), '--force', '--json'], { DATA_DIR: target });

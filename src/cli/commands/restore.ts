@@ -10,13 +10,18 @@ import { checksum, column, describeTables } from '../../db/tables.ts';
 import { type Progress, progress } from '../progress.ts';
 import { embeddedConfig } from './embedded.ts';
 
-/** Rows in the database of `pgdata`, by table (tables with none left out); empty for no database. */
+/**
+ * The job queue's declared queues: every service start writes them, so a directory a service only
+ * started in has them and nothing a user made.
+ */
+const WRITTEN_BY_EVERY_START = new Set(['pgboss.queue']);
+
+/** Rows a user's use left in the database of `pgdata`, by table (tables with none left out); empty for no database. */
 async function rowsIn(pgdata: string): Promise<[string, number][]> {
   if (!(await isCluster(pgdata))) return [];
   return withPGlite(pgdata, async (sql) => {
-    const counts = await Promise.all(
-      (await describeTables(sql)).map(async (t) => [t.name, (await checksum(sql, t)).rows] as [string, number]),
-    );
+    const tables = (await describeTables(sql)).filter((t) => !WRITTEN_BY_EVERY_START.has(t.name));
+    const counts = await Promise.all(tables.map(async (t) => [t.name, (await checksum(sql, t)).rows] as [string, number]));
     return counts.filter(([, n]) => n > 0);
   });
 }
