@@ -1,4 +1,4 @@
-import { PgBoss } from 'pg-boss';
+import { type Job as PgBossJob, PgBoss } from 'pg-boss';
 import type { JobsConfig } from '../config.ts';
 import type { JobsConnection } from '../db/database.ts';
 import type { Job, JobQueue, QueueSpec, SendOptions, WorkOptions } from '../domain/core/jobs.ts';
@@ -65,11 +65,15 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
     await starting;
   };
   const heartbeatSeconds = config.takeoverS;
+  /** Pollers not started yet (`work`); a stop cancels them. */
+  const staggered = new Set<NodeJS.Timeout>();
 
   return {
     start: ready,
 
     async stop(graceMs) {
+      for (const timer of staggered) clearTimeout(timer);
+      staggered.clear();
       if (!starting) return;
       await starting.catch(() => {});
       await boss.stop({ graceful: true, timeout: graceMs, close: true });
@@ -96,13 +100,26 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
 
     async work<T extends object>(queue: string, options: WorkOptions, handler: (job: Job<T>) => Promise<void>) {
       await ready();
-      await boss.work<T>(
-        queue,
-        { localConcurrency: options.concurrency, batchSize: 1, pollingIntervalSeconds: config.pollMs / 1000 },
-        async ([job]) => {
-          if (job) await handler({ id: job.id, data: job.data, retry: job.retryCount, signal: job.signal });
-        },
-      );
+      const poll = { batchSize: 1, pollingIntervalSeconds: config.pollMs / 1000 };
+      const run = async ([job]: PgBossJob<T>[]) => {
+        if (job) await handler({ id: job.id, data: job.data, retry: job.retryCount, signal: job.signal });
+      };
+      await boss.work<T>(queue, poll, run);
+      // pg-boss starts a `localConcurrency` of pollers in the same instant, and each then polls on a
+      // fixed period: all of an instance's pollers tick together, and the instance whose tick comes
+      // first after a due time claims every job due then, at every due time. Pollers started
+      // `pollMs / concurrency` apart tick in turn with the other instances', so work is shared.
+      for (let i = 1; i < options.concurrency; i++) {
+        const timer = setTimeout(
+          () => {
+            staggered.delete(timer);
+            boss.work<T>(queue, poll, run).catch((err) => log.error({ err, queue }, 'a job poller could not start'));
+          },
+          (i * config.pollMs) / options.concurrency,
+        );
+        timer.unref();
+        staggered.add(timer);
+      }
     },
 
     async cancelWaiting(queue, key) {

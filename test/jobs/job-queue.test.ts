@@ -103,6 +103,29 @@ describe('the job queue, with two instances over one PostgreSQL', () => {
     expect(runs[1]!.length).toBeGreaterThan(0);
   });
 
+  it('shares jobs due at one moment between the instances, rather than the quicker one taking them all', async () => {
+    const name = 'due-together';
+    const concurrency = 4;
+    const runs = await Promise.all(
+      apps.map(async (app) => {
+        await app.services.jobs.declare({ name, ...spec });
+        return worked<{ n: number }>(app.services.jobs, name, concurrency);
+      }),
+    );
+    // Rounds of as many jobs as one instance runs at once, each round due at one moment.
+    const rounds = 3;
+    const start = Date.now() + 1_000;
+    for (let round = 0; round < rounds; round++) {
+      const at = new Date(start + round * 1_000);
+      await Promise.all(
+        Array.from({ length: concurrency }, (_, i) => apps[0]!.services.jobs.send(name, { n: round * concurrency + i }, { at })),
+      );
+    }
+    await until('every job to run', () => runs.flat().length >= rounds * concurrency, { timeoutMs: 20_000 });
+    const total = rounds * concurrency;
+    for (const ran of runs) expect(ran.length, JSON.stringify(runs.map((r) => r.length))).toBeGreaterThanOrEqual(total / 4);
+  });
+
   it("tries a killed instance's job again on another, within seconds", async () => {
     const name = 'killed';
     const worker = trackChild(
