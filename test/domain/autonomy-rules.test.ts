@@ -248,6 +248,20 @@ describe('an autonomous loop', () => {
     expect(session.autoReply).toBe(true);
     expect(told.some((e) => e.type === 'autonomy_stopped')).toBe(false);
   });
+
+  it('a turn cut off on every try stops the loop once the queue gives up on it, and says so', async () => {
+    const { session, jobs, told, rules, tick } = arrange({ fail: 'shutdown', turnBudget: 20 });
+    await rules.startWork();
+    await rules.changed(session.id, { autoReply: true, replyInterval: 0, actorSelectionMethod: 'random' }, false);
+    let tries = 0;
+    // A try that throws ran one job; the queue sends it again two seconds later.
+    for (let second = 0; second < 60 && session.autoReply; second++) tries += await tick(second).catch(() => 1);
+    // The first try and five more (the turn queue's retries), then no more.
+    expect(tries).toBe(6);
+    expect(session.autoReply).toBe(false);
+    expect(told.at(-1)).toMatchObject({ type: 'autonomy_stopped', reason: 'reply_failed' });
+    expect(jobs.waiting()).toEqual([]);
+  });
 });
 
 describe('turning it on', () => {
