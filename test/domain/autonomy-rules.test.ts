@@ -192,6 +192,21 @@ describe('an autonomous loop', () => {
     expect(jobs.waiting()).toHaveLength(1);
   });
 
+  it('a shorter reply_interval set while a turn waits brings that turn forward', async () => {
+    const { session, jobs, replies, rules, tick } = arrange({ turnBudget: 10, replyInterval: 3600 });
+    await rules.startWork();
+    await rules.changed(session.id, { autoReply: true, replyInterval: 3600, actorSelectionMethod: 'random' }, false);
+    await tick(0);
+    expect(jobs.waiting()).toMatchObject([{ at: at(3600) }]);
+    // The owner shortens the interval to 10 s (the session is saved first, as the service does).
+    session.replyInterval = 10;
+    await rules.changed(session.id, { autoReply: true, replyInterval: 10, actorSelectionMethod: 'random' }, true);
+    await tick(1);
+    expect(jobs.waiting()).toMatchObject([{ key: session.id, at: at(10) }]);
+    await tick(10);
+    expect(replies).toHaveLength(2);
+  });
+
   it('a turn due while a person is being answered waits for the answer (no second reply at once)', async () => {
     const { world, session, jobs, replies, rules, tick } = arrange({ turnBudget: 10 });
     await rules.startWork();

@@ -204,8 +204,12 @@ export function autonomyRules({ store, bus, jobs, replies, log, random = Math.ra
 
     /** After a change of the settings is saved: starts the loop, or stops it (`wasOn`: before the change). */
     async changed(sessionId: string, settings: AutonomySettings, wasOn: boolean) {
-      if (settings.autoReply) await schedule(sessionId);
-      else if (wasOn) {
+      if (settings.autoReply) {
+        // A turn waiting for the old interval would keep its time: it is sent again, to decide
+        // from the new settings when it runs (and wait again if its time has not come).
+        if (wasOn) await jobs.cancelWaiting(TURN_QUEUE, sessionId);
+        await schedule(sessionId);
+      } else if (wasOn) {
         await jobs.cancelWaiting(TURN_QUEUE, sessionId);
         await bus.publish(sessionId, { type: 'autonomy_stopped', reason: 'turned_off', detail: STOP_TEXT.turned_off });
       }
