@@ -31,8 +31,11 @@ export interface DeploymentServiceDependencies {
   store: DeploymentStore;
   sealer: SecretSealer;
   connectors: readonly Connector[];
-  /** Told when a deployment changed here: its runner starts or stops now, its owner's feed hears of it. */
-  changed(deployment: DeploymentRow): void;
+  /**
+   * Told when a deployment changed here (`deleted`: it is gone): its runner starts or stops now,
+   * its owner's feed hears of it.
+   */
+  changed(deployment: DeploymentRow, deleted?: boolean): void;
 }
 
 /** `config` as written: the keys sent replace the ones kept, a key sent as null goes back to the default. */
@@ -146,7 +149,7 @@ export function deploymentService(deps: DeploymentServiceDependencies) {
       await ownAgent(store, viewer, agentId);
       const { sealed: _sealed, ...kept } = await existing(store, agentId, platform);
       if (!(await store.remove(agentId, platform))) throw notFound(DEPLOYMENT_NOT_FOUND);
-      deps.changed({ ...kept, running: false });
+      deps.changed({ ...kept, running: false }, true);
       return kept.id;
     },
 
