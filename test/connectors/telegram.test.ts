@@ -622,6 +622,22 @@ describe('Telegram particulars', () => {
     expect(telegram.shown(chat)).toMatchObject([{ ref: refs[0], text: 'Now.' }]);
   });
 
+  it('after a 429 on getUpdates waits retry_after, tells of it, then that it is healthy again', async () => {
+    const { secrets } = telegram.account('busy_poll_bot');
+    const chat = telegram.conversation('private');
+    tg.failNext(secrets.token!, 'getUpdates', 429, 'Too Many Requests: retry after 1', 1);
+    const heard = listening(null);
+    receive(telegram.connector, secrets, heard.hooks);
+    await heard.until(() => heard.faults().length === 1, 'the fault');
+    expect(heard.faults()[0]!.retryInMs).toBe(1_000);
+    telegram.write(secrets, chat, 'Ann Lee', 'after the wait');
+    await heard.until(() => heard.texts().length === 1 && heard.heard.some((h) => h.hook === 'healthy'), 'the message, healthy');
+    expect(heard.heard.map((h) => h.hook)).toEqual(['fault', 'healthy', 'take']);
+    const polls = tg.calls(secrets.token, 'getUpdates');
+    expect(polls[0]!.answer).toBe(429);
+    expect(polls[1]!.at - polls[0]!.at).toBeGreaterThanOrEqual(1_000);
+  });
+
   it('stop ends the pause Telegram asked for at once', async () => {
     const { secrets } = telegram.account('long_pause_bot');
     tg.failNext(secrets.token!, 'getUpdates', 429, 'Too Many Requests: retry after 50', 50);
