@@ -30,7 +30,7 @@ const PRIVATE_CHAT_GAP_MS = 1_000;
  * can take longer on its way than the next on a busy machine: gaps are checked with this much
  * allowed for that trip, which is still far from no pace at all (a few milliseconds apart).
  */
-const TRIP_ALLOWANCE_MS = 200;
+const TRIP_ALLOWANCE_MS = 300;
 /** Every wait in this file: well inside a test's 30 s, so a miss fails with what was awaited. */
 const WAIT_MS = 20_000;
 
