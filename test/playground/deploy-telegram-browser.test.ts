@@ -3,7 +3,7 @@ import type { Browser, Page } from 'puppeteer-core';
 import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { launchChromium, recordingPage } from '../helpers/browser.ts';
-import { type FakeOpenAI, isMemoryRequest, isTitleRequest } from '../helpers/fake-openai.ts';
+import { type FakeOpenAI, isMemoryRequest, isTitleRequest, type RecordedRequest } from '../helpers/fake-openai.ts';
 import { type FakeTelegram, startFakeTelegram, type TgChat, type TgUser } from '../helpers/fake-telegram.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { setUp } from '../helpers/set-up.ts';
@@ -11,8 +11,9 @@ import { setUp } from '../helpers/set-up.ts';
 /**
  * An agent's owner deploys it to (the fake) Telegram in the playground, in Debian's Chromium
  * against a real server: a token Telegram refuses, one it accepts, a person writing to the bot,
- * the session that chat becomes with the reply streaming in it, and a stop. The model's reply is
- * held mid-stream until the page shows it being written, so "live" does not depend on timing.
+ * the session that chat becomes, the next reply streaming in it, and a stop. That reply is held
+ * mid-stream by the fake model until the page shows it being written, so "live" does not depend
+ * on timing.
  */
 let t: TestApp;
 let tg: FakeTelegram;
@@ -21,23 +22,26 @@ let alice: TestUser;
 let agentId: string;
 let browser: Browser;
 
-const QUESTION = 'Is the harbour open tonight?';
-const ANSWER = [' The', ' harbour', ' is', ' open', ' until', ' midnight', '.'];
+/** What Ann asks on Telegram, and the model's answers, token by token. */
+const FIRST = { asks: 'Is the harbour open tonight?', tokens: [' Yes', ',', ' until', ' midnight', '.'] };
+const NEXT = { asks: 'Can I moor at the north pier?', tokens: [' The', ' north', ' pier', ' is', ' free', ' tonight', '.'] };
 let release!: () => void;
 const held = new Promise<void>((resolve) => (release = resolve));
 
 const ann: TgUser = { id: 501, first_name: 'Ann', last_name: 'Lee', username: 'annlee' };
 const chat: TgChat = { id: 4242, type: 'private', first_name: 'Ann', last_name: 'Lee' };
 
+const lastSaid = (r: RecordedRequest) => String(r.body.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '');
+
 setUp(async (start) => {
   tg = await start.service(startFakeTelegram());
   llm = await start.fakeOpenAI({ tokens: ['OK', '.'] });
-  // The reply to the question stops after three tokens until the test lets it go on.
-  llm.choose((r) =>
-    !isTitleRequest(r) && !isMemoryRequest(r) && String(r.body.messages.at(-1)?.content ?? '').includes(QUESTION)
-      ? { tokens: ANSWER, gate: (i) => (i >= 3 ? held : undefined) }
-      : undefined,
-  );
+  // The answer to the next question stops after three tokens until the test lets it go on.
+  llm.choose((r) => {
+    if (isTitleRequest(r) || isMemoryRequest(r)) return undefined;
+    if (lastSaid(r).includes(NEXT.asks)) return { tokens: NEXT.tokens, gate: (i) => (i >= 3 ? held : undefined) };
+    return lastSaid(r).includes(FIRST.asks) ? { tokens: FIRST.tokens } : undefined;
+  });
   t = await start.app({
     llm: { baseUrl: llm.baseUrl },
     deployments: { leaseMs: 1_500, telegram: { apiUrl: tg.apiUrl, pollTimeoutS: 1 } },
@@ -115,48 +119,72 @@ describe('deploying an agent to Telegram in the playground', () => {
     await tg.until(() => tg.polling(token).now === 1, 20_000, 'the deployment to poll');
   });
 
-  it('shows the session a Telegram chat becomes, with the reply streaming in it, and Telegram gets the reply', async () => {
-    const asked = tg.message(token, chat, ann, QUESTION);
+  /** The bot's one answer on Telegram to a message, once it is `text`. */
+  const answeredOnTelegram = (messageId: number, text: string) =>
+    tg.until(
+      () => {
+        const answers = tg.answersTo(chat.id, messageId);
+        return answers.length === 1 && answers[0]!.text === text && answers[0]!;
+      },
+      20_000,
+      `the answer "${text}" on Telegram`,
+    );
+  const userMessages = (page: Page) =>
+    page.$$eval('article.message[data-role="USER"]', (els) =>
+      els.map((el) => [
+        (el.querySelector('header strong') as HTMLElement).innerText,
+        (el.querySelector('.content') as HTMLElement).innerText,
+      ]),
+    );
+  const replies = (page: Page) =>
+    page.$$eval('article.message[data-role="ASSISTANT"]', (els) =>
+      els.map((el) => [el.getAttribute('data-status'), (el.querySelector('.content') as HTMLElement).innerText]),
+    );
+
+  it('shows the session a Telegram chat becomes in the list, and opens it with the conversation as saved', async () => {
+    const asked = tg.message(token, chat, ann, FIRST.asks);
     await page.waitForSelector(`.chats li[data-chat="${chat.id}"] a.chat-session`);
     sessionId = await page.$eval(`.chats li[data-chat="${chat.id}"]`, (el) => el.getAttribute('data-session-id')!);
-    expect(await textOf(page, `.chats li[data-chat="${chat.id}"]`)).toMatch(/^Ann Lee open session$/);
+    expect(await textOf(page, `.chats li[data-chat="${chat.id}"]`)).toBe('Ann Lee open session');
 
-    // It appears in the list of sessions on the left; open it from there.
+    // It appears in the list of sessions on the left as well.
     const listed = `aside .sessions a[href="#/session/${encodeURIComponent(sessionId)}"]`;
     await page.waitForSelector(listed);
     expect(await textOf(page, listed)).toBe('Ann Lee (telegram)');
+    // Ann has the whole answer on Telegram: the reply is over, and the owner opens the session.
+    await answeredOnTelegram(asked, 'Yes, until midnight.');
     await page.click(listed);
-    await page.waitForSelector(`.session[data-session-id="${sessionId}"] article.message[data-role="USER"]`);
-    expect(await textOf(page, 'article.message[data-role="USER"] header strong')).toBe('Ann Lee (telegram 501)');
-    expect(await textOf(page, 'article.message[data-role="USER"] .content')).toBe(QUESTION);
+    await page.waitForSelector(`.session[data-session-id="${sessionId}"] article.message[data-role="ASSISTANT"][data-status="COMPLETE"]`);
+    expect(await userMessages(page)).toEqual([['Ann Lee (telegram 501)', FIRST.asks]]);
+    expect(await replies(page)).toEqual([['COMPLETE', FIRST.tokens.join('')]]);
+  });
 
-    // The reply is being written (held after three tokens), then goes on while the page watches.
-    const reply = 'article.message[data-role="ASSISTANT"]';
+  it("shows Ann's next message and the reply streaming in the open session while Telegram receives it", async () => {
+    const asked = tg.message(token, chat, ann, NEXT.asks);
+    // Her message arrives live, then the reply, held after three tokens: it is being written.
     await page.waitForFunction(
       (sel, text) => {
-        const el = document.querySelector(sel);
+        const el = document.querySelectorAll(sel)[1];
         return el?.getAttribute('data-status') === 'STREAMING' && (el.querySelector('.content') as HTMLElement).innerText === text;
       },
       { polling: 50 },
-      reply,
-      ANSWER.slice(0, 3).join(''),
+      'article.message[data-role="ASSISTANT"]',
+      NEXT.tokens.slice(0, 3).join(''),
     );
+    expect(await userMessages(page)).toEqual([
+      ['Ann Lee (telegram 501)', FIRST.asks],
+      ['Ann Lee (telegram 501)', NEXT.asks],
+    ]);
     release();
-    await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('data-status') === 'COMPLETE', { polling: 50 }, reply);
-    const answer = (await savedMessages(sessionId)).find((m) => m.role === 'ASSISTANT')!;
-    expect(answer.content).toBe(ANSWER.join(''));
-    expect(await textOf(page, `${reply} .content`)).toBe(answer.content);
-
-    // The person on Telegram has the whole reply, as one answer to their message.
-    const got = await tg.until(
-      () => {
-        const answers = tg.answersTo(chat.id, asked);
-        return answers.length === 1 && answers[0]!.text === answer.content.trim() && answers[0]!;
-      },
-      20_000,
-      'the reply on Telegram',
+    await page.waitForFunction(
+      () => document.querySelectorAll('article.message[data-role="ASSISTANT"]')[1]?.getAttribute('data-status') === 'COMPLETE',
+      { polling: 50 },
     );
-    expect(got.texts.at(-1)).toBe('The harbour is open until midnight.');
+    const saved = (await savedMessages(sessionId)).filter((m) => m.role === 'ASSISTANT').map((m) => m.content);
+    expect(saved).toEqual([FIRST.tokens.join(''), NEXT.tokens.join('')]);
+    expect(await replies(page)).toEqual(saved.map((text) => ['COMPLETE', text]));
+    // Ann has the same reply on Telegram, as one answer to her message.
+    await answeredOnTelegram(asked, 'The north pier is free tonight.');
   });
 
   it('stops the deployment and shows it stopped; operation 15 holds what the page showed, and the token is nowhere', async () => {
