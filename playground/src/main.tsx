@@ -3,6 +3,7 @@ import { render } from 'preact';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { type ConnectionState, liveClient, type Problem, problemOf, request } from './api.ts';
 import { CollectionsView } from './collections-view.tsx';
+import { DeployPanel } from './deploy-panel.tsx';
 import { AGENTS, type Agent, CREATE_AGENT, ME, SEND, SESSIONS } from './operations.ts';
 import { AutonomySwitch } from './autonomy-switch.tsx';
 import { save } from './session-state.ts';
@@ -32,6 +33,8 @@ const useRoute = () => {
     return () => removeEventListener('hashchange', onChange);
   }, []);
   if (hash === '#/collections') return { kind: 'collections', id: undefined };
+  const [, deployId] = hash.match(/^#\/deploy\/([^/]+)$/) ?? [];
+  if (deployId) return { kind: 'deploy', id: decodeURIComponent(deployId) };
   const [, kind, id] = hash.match(/^#\/(session|share|triggers)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
@@ -221,6 +224,11 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
                     triggers
                   </a>
                 )}
+                {a.owner.username === me.username && (
+                  <a class="deploy-link" href={`#/deploy/${encodeURIComponent(a.id)}`}>
+                    telegram
+                  </a>
+                )}
               </li>
             ))}
           </ul>
@@ -256,6 +264,8 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
         )}
         {route.kind === 'collections' ? (
           <CollectionsView apiKey={apiKey} onProblem={onProblem} />
+        ) : route.kind === 'deploy' && route.id ? (
+          <DeployPanel key={route.id} apiKey={apiKey} client={client} agentId={route.id} onChats={loadSessions} onProblem={onProblem} />
         ) : route.kind === 'triggers' && route.id ? (
           <TriggersPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
         ) : route.kind === 'session' && route.id ? (
