@@ -8,6 +8,7 @@ import { AutonomySwitch } from './autonomy-switch.tsx';
 import { save } from './session-state.ts';
 import { SessionView } from './session-view.tsx';
 import { SharePage } from './share-page.tsx';
+import { TasksView } from './tasks-view.tsx';
 import { TriggersPanel } from './triggers.tsx';
 import './style.css';
 
@@ -32,6 +33,7 @@ const useRoute = () => {
     return () => removeEventListener('hashchange', onChange);
   }, []);
   if (hash === '#/collections') return { kind: 'collections', id: undefined };
+  if (hash === '#/tasks') return { kind: 'tasks', id: undefined };
   const [, kind, id] = hash.match(/^#\/(session|share|triggers)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
@@ -235,6 +237,13 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
         </section>
         <section>
           <h3>
+            <a href="#/tasks" class={route.kind === 'tasks' ? 'current' : ''}>
+              Tasks
+            </a>
+          </h3>
+        </section>
+        <section>
+          <h3>
             Sessions <a href="#/">+ new</a>
           </h3>
           <ul class="sessions">
@@ -256,6 +265,8 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
         )}
         {route.kind === 'collections' ? (
           <CollectionsView apiKey={apiKey} onProblem={onProblem} />
+        ) : route.kind === 'tasks' ? (
+          <TasksView apiKey={apiKey} client={client} onProblem={onProblem} />
         ) : route.kind === 'triggers' && route.id ? (
           <TriggersPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
         ) : route.kind === 'session' && route.id ? (
