@@ -301,9 +301,9 @@ function composeDeployments(
     store: rows,
     sealer,
     connectors,
-    changed: (row) => {
+    changed: (row, deleted) => {
       runtime.nudge();
-      void announce(row);
+      void announce(row, deleted);
     },
   });
   return { service, runtime };

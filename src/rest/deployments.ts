@@ -1,10 +1,13 @@
 import { z } from 'zod';
+import { type FeedEvent, feedFamilies } from '../domain/core/feed-events.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import { deploySchema, platformSchema } from '../domain/deployments/inputs.ts';
 import { type DeploymentRow, stateOf } from '../domain/deployments/service.ts';
 import { DeploymentPlatform } from '../generated/prisma/enums.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { type RestAgentRow, restAgentSchema, toRestAgent } from './agents.ts';
+import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';
+import { feedFrameSchema, streamFeed } from './feed-stream.ts';
 import { operation } from './operation.ts';
 
 /** Under `/v2/agents/{agentId}`, deployments answer as agents do: `{error}`, and 401 to someone who does not own the agent. */
@@ -76,6 +79,31 @@ const toRestAgentDeployment = (d: DeploymentRow & { agent: RestAgentRow }, viewe
   agent: toRestAgent(d.agent, viewer),
 });
 
+/** A deployment's change of state as REST streams it: the feed's fields, in snake case. */
+const restDeploymentEventSchema = z
+  .object({
+    type: z.enum(feedFamilies.deployment),
+    deployment_id: z.string(),
+    agent_id: z.string(),
+    platform: z.enum(DeploymentPlatform),
+    state: deploymentFields.state,
+    valid: z.boolean(),
+    last_error: z.string().nullable(),
+    deleted: z.boolean().meta({ description: 'The deployment was deleted: this is its last event, with the state it ended in' }),
+  })
+  .meta({ id: 'DeploymentEvent' });
+
+const toRestDeploymentEvent = (e: Extract<FeedEvent, { type: 'deployment_state' }>): z.infer<typeof restDeploymentEventSchema> => ({
+  type: e.type,
+  deployment_id: e.deploymentId,
+  agent_id: e.agentId,
+  platform: e.platform,
+  state: e.state,
+  valid: e.valid,
+  last_error: e.lastError,
+  deleted: e.deleted,
+});
+
 const path = '/v2/agents/:agentId/deployments';
 const tag = 'Agents - Deployments';
 const body = deploySchema.extend({
@@ -84,6 +112,28 @@ const body = deploySchema.extend({
 const success = z.object({ success: z.boolean() });
 
 export const deploymentOperations = [
+  operation({
+    operationId: 'streamDeploymentEvents',
+    method: 'get',
+    path: '/v2/agents/deployments/events',
+    tag,
+    summary:
+      "Your deployments' changes of state, live (SSE): deployed, stopped, found invalid (with why), deleted; `agent_id` narrows it to one agent of yours; resume with Last-Event-ID or `after`",
+    query: resumeQuery.extend({ agent_id: z.string().optional() }),
+    headers: resumeHeaders,
+    ok: { events: feedFrameSchema('DeploymentStream', restDeploymentEventSchema) },
+    errors: { style: errors, codes: ['BAD_USER_INPUT', 'FORBIDDEN', 'NOT_FOUND'] },
+    handler: async (request, reply, { services, stream }) => {
+      const { agent_id: agentId } = request.query;
+      if (agentId !== undefined) await services.deployments.listForAgent(request.viewer, agentId);
+      const events = await services.feeds.watch(request.viewer, {
+        after: resumePoint(request.headers['last-event-id'], request.query.after),
+        types: feedFamilies.deployment,
+        where: agentId === undefined ? undefined : (e) => e.agentId === agentId,
+      });
+      return streamFeed(reply, events, stream, toRestDeploymentEvent);
+    },
+  }),
   operation({
     operationId: 'listDeployments',
     method: 'get',

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const src = fileURLToPath(new URL('../../src', import.meta.url));
@@ -102,5 +103,41 @@ describe('layers', () => {
     expect(reaching).toContain('domain/services.ts');
     const wrong = reaching.filter((f) => !mayReachDatabase(f));
     expect(wrong).toEqual([]);
+  });
+});
+
+/** Every source file under src/ (generated code left out), as paths relative to src/. */
+function sourceFiles(dir = src): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'generated' ? [] : sourceFiles(path);
+    return /\.(ts|js)$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [relative(src, path)] : [];
+  });
+}
+
+/** Every function with a body (nested ones too) longer than `most` lines, as `file:line (n lines)`. */
+function longFunctions(most: number): string[] {
+  const found: string[] = [];
+  for (const file of sourceFiles()) {
+    const source = ts.createSourceFile(file, readFileSync(join(src, file), 'utf8'), ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node) => {
+      if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+        const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+        const last = source.getLineAndCharacterOfPosition(node.body.getEnd()).line + 1;
+        if (last - first + 1 > most) found.push(`${file}:${first} (${last - first + 1} lines)`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+  return found;
+}
+
+describe('size', () => {
+  // A reader holds a function in one screen; a service that grows past that is split into named
+  // parts (docs/decisions.md, "Layers"), not left to grow with each feature.
+  it('no function in src/ is longer than 150 lines', () => {
+    expect(sourceFiles()).toContain('domain/services.ts');
+    expect(longFunctions(150)).toEqual([]);
   });
 });

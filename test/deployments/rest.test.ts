@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { type FakeTelegram, startFakeTelegram } from '../helpers/fake-telegram.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { openSse } from '../helpers/sse.ts';
 import { expectRejectsBadKeys } from '../helpers/rest-helpers.ts';
 import { setUp } from '../helpers/set-up.ts';
 
@@ -183,6 +184,8 @@ describe('deploying an agent to Telegram', () => {
     const agent = await f.agent(alice);
     const first = newToken();
     const path = `/v2/agents/${agent.id}/deployments`;
+    const events = await openSse(`${t.url}/v2/agents/deployments/events?agent_id=${agent.id}`, { headers: { 'x-api-key': alice.apiKey } });
+    expect(events.status).toBe(200);
     const made = await rest('POST', path, alice.apiKey, { platform: 'telegram', secrets: { telegram: { token: first } } });
     await tg.until(() => tg.polling(first).now === 1, 20_000, 'polling with the first token');
 
@@ -221,6 +224,40 @@ describe('deploying an agent to Telegram', () => {
     expect(await rest('DELETE', `${path}/telegram`, alice.apiKey)).toMatchObject({ status: 404, body: { error: 'Deployment not found' } });
     expect(await rest('POST', `${path}/stop`, alice.apiKey, { platform: 'telegram' })).toMatchObject({ status: 404 });
     expect(await rest('DELETE', `${path}/nowhere`, alice.apiKey)).toMatchObject({ status: 400 });
+
+    // Its owner followed it all on the stream: its last event says it was deleted, stopped.
+    await events.waitFor((e) => e.data.data.deleted === true);
+    events.close();
+    const states = events.frames.map((e) => e.data.data);
+    expect(states[0]).toMatchObject({
+      type: 'deployment_state',
+      deployment_id: made.body.deploymentId,
+      agent_id: agent.id,
+      state: 'running',
+    });
+    expect(states.map((s) => s.state)).toContain('stopped');
+    expect(states.at(-1)).toEqual({
+      type: 'deployment_state',
+      deployment_id: made.body.deploymentId,
+      agent_id: agent.id,
+      platform: 'telegram',
+      state: 'stopped',
+      valid: true,
+      last_error: null,
+      deleted: true,
+    });
+    expect(states.slice(0, -1).every((s) => s.deleted === false)).toBe(true);
+    seen.push(JSON.stringify(events.frames));
+  });
+
+  it("streams only the caller's own deployments: another user's agent is 401, an unknown one 404", async () => {
+    const agent = await f.agent(alice);
+    const streamOf = (key: string, agentId: string) =>
+      fetch(`${t.url}/v2/agents/deployments/events?agent_id=${agentId}`, { headers: { 'x-api-key': key } });
+    const theirs = await streamOf(bob.apiKey, agent.id);
+    expect([theirs.status, await theirs.json()]).toEqual([401, { error: expect.any(String) }]);
+    const unknown = await streamOf(alice.apiKey, 'nope');
+    expect([unknown.status, await unknown.json()]).toEqual([404, { error: 'Agent not found' }]);
   });
 
   it('never put a token in any response', () => {

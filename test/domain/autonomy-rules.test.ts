@@ -192,6 +192,21 @@ describe('an autonomous loop', () => {
     expect(jobs.waiting()).toHaveLength(1);
   });
 
+  it('a shorter reply_interval set while a turn waits brings that turn forward', async () => {
+    const { session, jobs, replies, rules, tick } = arrange({ turnBudget: 10, replyInterval: 3600 });
+    await rules.startWork();
+    await rules.changed(session.id, { autoReply: true, replyInterval: 3600, actorSelectionMethod: 'random' }, false);
+    await tick(0);
+    expect(jobs.waiting()).toMatchObject([{ at: at(3600) }]);
+    // The owner shortens the interval to 10 s (the session is saved first, as the service does).
+    session.replyInterval = 10;
+    await rules.changed(session.id, { autoReply: true, replyInterval: 10, actorSelectionMethod: 'random' }, true);
+    await tick(1);
+    expect(jobs.waiting()).toMatchObject([{ key: session.id, at: at(10) }]);
+    await tick(10);
+    expect(replies).toHaveLength(2);
+  });
+
   it('a turn due while a person is being answered waits for the answer (no second reply at once)', async () => {
     const { world, session, jobs, replies, rules, tick } = arrange({ turnBudget: 10 });
     await rules.startWork();
@@ -247,6 +262,20 @@ describe('an autonomous loop', () => {
     await expect(tick(0)).rejects.toThrow(/cut off/);
     expect(session.autoReply).toBe(true);
     expect(told.some((e) => e.type === 'autonomy_stopped')).toBe(false);
+  });
+
+  it('a turn cut off on every try stops the loop once the queue gives up on it, and says so', async () => {
+    const { session, jobs, told, rules, tick } = arrange({ fail: 'shutdown', turnBudget: 20 });
+    await rules.startWork();
+    await rules.changed(session.id, { autoReply: true, replyInterval: 0, actorSelectionMethod: 'random' }, false);
+    let tries = 0;
+    // A try that throws ran one job; the queue sends it again two seconds later.
+    for (let second = 0; second < 60 && session.autoReply; second++) tries += await tick(second).catch(() => 1);
+    // The first try and five more (the turn queue's retries), then no more.
+    expect(tries).toBe(6);
+    expect(session.autoReply).toBe(false);
+    expect(told.at(-1)).toMatchObject({ type: 'autonomy_stopped', reason: 'reply_failed' });
+    expect(jobs.waiting()).toEqual([]);
   });
 });
 

@@ -7,6 +7,7 @@ interface Waiting {
   data: object;
   key: string | undefined;
   at: Date | undefined;
+  retry: number;
 }
 
 /**
@@ -26,7 +27,7 @@ export function inMemoryJobQueue() {
       if (!specs.has(name)) throw new Error(`queue ${name} was not declared`);
       if (specs.get(name)!.oneAtATimePerKey && waiting.some((w) => w.queue === name && w.key === (options.key ?? ''))) return null;
       const id = randomUUID();
-      waiting.push({ id, queue: name, data, key: options.key ?? '', at: options.at });
+      waiting.push({ id, queue: name, data, key: options.key ?? '', at: options.at, retry: 0 });
       return id;
     },
     async work(name, _options, handler) {
@@ -45,12 +46,23 @@ export function inMemoryJobQueue() {
     queue,
     /** The jobs waiting, in the order they were sent. */
     waiting: () => waiting.map((w) => ({ ...w })),
-    /** Runs, one at a time, each job due by `now` (taking it off the list first, as a claim does). */
+    /**
+     * Runs, one at a time, each job due by `now` (taking it off the list first, as a claim does).
+     * A handler that throws fails its try: the job waits again for its queue's `retryDelaySeconds`
+     * while it has tries left, and the error is thrown on.
+     */
     async runDue(now: Date) {
       const due = waiting.filter((w) => !w.at || w.at.getTime() <= now.getTime());
       for (const job of due) {
         waiting.splice(waiting.indexOf(job), 1);
-        await handlers.get(job.queue)!({ id: job.id, data: job.data, retry: 0, signal: new AbortController().signal });
+        try {
+          await handlers.get(job.queue)!({ id: job.id, data: job.data, retry: job.retry, signal: new AbortController().signal });
+        } catch (err) {
+          const spec = specs.get(job.queue)!;
+          if (job.retry < spec.retries)
+            waiting.push({ ...job, retry: job.retry + 1, at: new Date(now.getTime() + spec.retryDelaySeconds * 1000) });
+          throw err;
+        }
       }
       return due.length;
     },

@@ -30,7 +30,7 @@ const DeploymentUpdates = graphql(`
   subscription DeploymentUpdates($agentId: ID, $after: Seq) {
     deploymentUpdates(agentId: $agentId, after: $after) {
       __typename seq type
-      ... on DeploymentStateChanged { deploymentId agentId platform state valid lastError }
+      ... on DeploymentStateChanged { deploymentId agentId platform state valid lastError deleted }
     }
   }
 `);
@@ -149,6 +149,11 @@ describe('deployments in GraphQL', () => {
     // Without agentId, every one of the owner's deployments; another user hears of none of them.
     await all.waitFor((r) => (r.data as any)?.deploymentUpdates.state === 'INVALID');
     expect(new Set(all.results.map((r) => (r.data as any).deploymentUpdates.agentId))).toEqual(new Set([agent.id, other.id]));
+    // Deleted: its last event says so, in the state it ended in.
+    expectData(await t.gql(DeleteDeployment, { agentId: agent.id }, alice.apiKey));
+    const gone = await mine.waitFor((r) => (r.data as any)?.deploymentUpdates.deleted === true);
+    expect((gone.data as any).deploymentUpdates).toMatchObject({ deploymentId: deployed.rawId, state: 'INVALID', deleted: true });
+    expect(mine.results.filter((r) => (r.data as any).deploymentUpdates.deleted)).toHaveLength(1);
     expect(bobs.results).toEqual([]);
     expect(JSON.stringify([mine.results, all.results])).not.toContain(token.split(':')[1]);
   });

@@ -334,6 +334,8 @@ describe('what the server answers matches what the document says', () => {
     await call('PATCH', '/v2/agents/{agentId}', `/v2/agents/${agent.id}`, a, { llm_settings: { model_profile: 'huge' } });
     await call('PATCH', '/v2/agents/{agentId}', `/v2/agents/${agent.id}`, bob.apiKey, { name: 'Mine now' });
     await call('GET', '/v2/agents/deployments', '/v2/agents/deployments', a);
+    const deploymentEvents = await openSse(`${t.url}/v2/agents/deployments/events?agent_id=${agent.id}`, { headers: { 'x-api-key': a } });
+    expect(deploymentEvents.status).toBe(200);
     const deployments = `/v2/agents/${agent.id}/deployments`;
     const deploy = (key: string, body: unknown) => call('POST', '/v2/agents/{agentId}/deployments', deployments, key, body);
     await deploy(a, { platform: 'telegram', secrets: { telegram: { token: tg.addBot('openapi_bot') } } });
@@ -350,6 +352,13 @@ describe('what the server answers matches what the document says', () => {
     await call('POST', '/v2/agents/{agentId}/deployments/stop', `${deployments}/stop`, a, { platform: 'telegram' });
     await call('DELETE', '/v2/agents/{agentId}/deployments/{platform}', `${deployments}/telegram`, a);
     await call('DELETE', '/v2/agents/{agentId}/deployments/{platform}', `${deployments}/telegram`, a);
+    await deploymentEvents.waitFor((f) => f.data?.data?.deleted === true);
+    deploymentEvents.close();
+    const deploymentFrames = operation('GET', '/v2/agents/deployments/events').responses['200'].content['text/event-stream'].schema;
+    for (const frame of deploymentEvents.frames) expect(schemaProblems(doc, deploymentFrames, frame.data, { closed: true })).toEqual([]);
+    seen.add('GET /v2/agents/deployments/events');
+    await call('GET', '/v2/agents/deployments/events', `/v2/agents/deployments/events?agent_id=${agent.id}`, bob.apiKey);
+    await call('GET', '/v2/agents/deployments/events', '/v2/agents/deployments/events?agent_id=nope', a);
     await call('GET', '/v2/agents/triggers', '/v2/agents/triggers', a);
     await call('GET', '/v2/concepts/{conceptId}', `/v2/concepts/${concept.id}`, a);
     await call('GET', '/v2/concepts/{conceptId}', `/v2/concepts/${concept.id}`, bob.apiKey);

@@ -82,7 +82,10 @@ export interface FeedEventPayloads {
   /** Its hold (if any) was returned. */
   task_failed: { taskId: string; error: string };
   task_cancelled: { taskId: string };
-  /** A deployment started, stopped or was found invalid (a revoked token), with the last error it met. */
+  /**
+   * A deployment started, stopped, was found invalid (a revoked token) or was deleted, with the
+   * last error it met. A deleted one's event is its last, with the state it ended in.
+   */
   deployment_state: {
     deploymentId: string;
     agentId: string;
@@ -90,6 +93,7 @@ export interface FeedEventPayloads {
     state: DeploymentState;
     valid: boolean;
     lastError: string | null;
+    deleted: boolean;
   };
 }
 

@@ -97,6 +97,17 @@ export const senderUsername = (platform: string, ref: string, name: string) => `
 
 export function deploymentRuntimeStore(db: Db): DeploymentRuntimeStore {
   return {
+    ...leases(db),
+    ...updates(db),
+    ...chats(db),
+    ...deploymentState(db),
+    sender: (platform, ref, name) => senderOf(db, platform, ref, name),
+  };
+}
+
+/** Who reads each deployment, and how far: the lease, and the cursor moved with what it read. */
+function leases(db: Db): Pick<DeploymentRuntimeStore, 'claim' | 'release' | 'receive'> {
+  return {
     async claim(holder, ttlMs, platforms, skip) {
       const rows = await db.$queryRaw<(Omit<HeldDeployment, 'platform'> & { platform: string })[]>`
         WITH eligible AS (
@@ -149,7 +160,12 @@ export function deploymentRuntimeStore(db: Db): DeploymentRuntimeStore {
         return true;
       });
     },
+  };
+}
 
+/** Updates read and the prompts relayed for them, up to their answer. */
+function updates(db: Db): Pick<DeploymentRuntimeStore, 'pending' | 'promptState' | 'setReplyRefs' | 'finishUpdate' | 'retryUpdate'> {
+  return {
     async pending(deploymentId) {
       const rows = await db.deploymentUpdate.findMany({ where: { deploymentId, status: 'received' }, orderBy: { seq: 'asc' } });
       return rows.map((r) => ({
@@ -166,14 +182,43 @@ export function deploymentRuntimeStore(db: Db): DeploymentRuntimeStore {
       }));
     },
 
-    async relayContext(deploymentId) {
-      const row = await db.deployment.findUnique({
-        where: { id: deploymentId },
-        select: { running: true, valid: true, userId: true, agentId: true, platform: true, config: true },
+    async promptState(promptId) {
+      const prompt = await db.message.findUnique({ where: { id: promptId }, select: { sessionId: true } });
+      if (!prompt) return null;
+      const reply = await db.message.findFirst({
+        where: { promptId, role: 'assistant' },
+        orderBy: { ordinal: 'asc' },
+        select: {
+          status: true,
+          content: true,
+          error: true,
+          toolCalls: { select: { status: true, result: true }, orderBy: { position: 'asc' } },
+        },
       });
-      return row ? { ...row, config: (row.config ?? {}) as DeploymentConfig } : null;
+      return { sessionId: prompt.sessionId, reply };
     },
 
+    async setReplyRefs(updateId, refs) {
+      await db.deploymentUpdate.update({ where: { id: updateId }, data: { replyRefs: refs }, select: { id: true } });
+    },
+
+    async finishUpdate(updateId, status) {
+      await db.deploymentUpdate.updateMany({ where: { id: updateId, status: 'received' }, data: { status } });
+    },
+
+    async retryUpdate(updateId, from, to) {
+      const changed = await db.deploymentUpdate.updateMany({
+        where: { id: updateId, promptId: from, status: 'received' },
+        data: { promptId: to, attempts: { increment: 1 } },
+      });
+      return changed.count > 0;
+    },
+  };
+}
+
+/** A platform conversation's chat: its session, its message window, its notices, what it spent. */
+function chats(db: Db): Pick<DeploymentRuntimeStore, 'chat' | 'setChatSession' | 'countMessage' | 'noticeDue' | 'spentToday'> {
+  return {
     async chat(deploymentId, conversation) {
       return db.deploymentChat.upsert({
         where: { deploymentId_conversationId: { deploymentId, conversationId: conversation.id } },
@@ -213,39 +258,18 @@ export function deploymentRuntimeStore(db: Db): DeploymentRuntimeStore {
           AND l."createdAt" >= date_trunc('day', now() AT TIME ZONE 'UTC')`;
       return Number(row?.spent ?? 0);
     },
+  };
+}
 
-    sender: (platform, ref, name) => senderOf(db, platform, ref, name),
-
-    async promptState(promptId) {
-      const prompt = await db.message.findUnique({ where: { id: promptId }, select: { sessionId: true } });
-      if (!prompt) return null;
-      const reply = await db.message.findFirst({
-        where: { promptId, role: 'assistant' },
-        orderBy: { ordinal: 'asc' },
-        select: {
-          status: true,
-          content: true,
-          error: true,
-          toolCalls: { select: { status: true, result: true }, orderBy: { position: 'asc' } },
-        },
+/** The deployment's own row as its runner reads and marks it. */
+function deploymentState(db: Db): Pick<DeploymentRuntimeStore, 'relayContext' | 'invalidate' | 'noteError'> {
+  return {
+    async relayContext(deploymentId) {
+      const row = await db.deployment.findUnique({
+        where: { id: deploymentId },
+        select: { running: true, valid: true, userId: true, agentId: true, platform: true, config: true },
       });
-      return { sessionId: prompt.sessionId, reply };
-    },
-
-    async setReplyRefs(updateId, refs) {
-      await db.deploymentUpdate.update({ where: { id: updateId }, data: { replyRefs: refs }, select: { id: true } });
-    },
-
-    async finishUpdate(updateId, status) {
-      await db.deploymentUpdate.updateMany({ where: { id: updateId, status: 'received' }, data: { status } });
-    },
-
-    async retryUpdate(updateId, from, to) {
-      const changed = await db.deploymentUpdate.updateMany({
-        where: { id: updateId, promptId: from, status: 'received' },
-        data: { promptId: to, attempts: { increment: 1 } },
-      });
-      return changed.count > 0;
+      return row ? { ...row, config: (row.config ?? {}) as DeploymentConfig } : null;
     },
 
     async invalidate(deploymentId, reason) {

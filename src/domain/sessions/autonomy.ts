@@ -17,6 +17,8 @@ export const AUTO_REPLY_NEEDS_BUDGET = 'Session cannot have auto-reply enabled w
 export const TURN_QUEUE = 'autonomous-turn';
 /** Turns one instance writes at once; more wait in the queue (the reply engine bounds their tools and streams besides). */
 const TURNS_PER_INSTANCE = 4;
+/** Tries of a turn job after its first: a turn cut off (a shutdown, the database lost) goes on from the session as it is. */
+const TURN_RETRIES = 5;
 /** How long a session with a reply under way waits before it looks again, at least. */
 const BUSY_RECHECK_S = 1;
 
@@ -174,10 +176,15 @@ export function autonomyRules({ store, bus, jobs, replies, log, random = Math.ra
   return {
     /** Declares the turn queue and works it on this instance. */
     async startWork() {
-      await jobs.declare({ name: TURN_QUEUE, oneAtATimePerKey: true, retries: 5, retryDelaySeconds: 2, runSeconds: 60 * 60 });
+      await jobs.declare({ name: TURN_QUEUE, oneAtATimePerKey: true, retries: TURN_RETRIES, retryDelaySeconds: 2, runSeconds: 60 * 60 });
       await jobs.work<{ sessionId: string }>(TURN_QUEUE, { concurrency: TURNS_PER_INSTANCE }, (job) =>
-        runTurn(job).catch((err) => {
-          log.error({ err, sessionId: job.data.sessionId }, 'an autonomous turn failed');
+        runTurn(job).catch(async (err) => {
+          const { sessionId } = job.data;
+          log.error({ err, sessionId }, 'an autonomous turn failed');
+          // The queue gives up after this try: left on, the loop would wait for a turn that never
+          // comes, and its watchers would never learn why. It stops, and says so.
+          if (job.retry >= TURN_RETRIES)
+            await stop(sessionId, 'reply_failed').catch((e) => log.error({ err: e, sessionId }, 'an autonomous loop could not be stopped'));
           throw err;
         }),
       );
@@ -197,8 +204,12 @@ export function autonomyRules({ store, bus, jobs, replies, log, random = Math.ra
 
     /** After a change of the settings is saved: starts the loop, or stops it (`wasOn`: before the change). */
     async changed(sessionId: string, settings: AutonomySettings, wasOn: boolean) {
-      if (settings.autoReply) await schedule(sessionId);
-      else if (wasOn) {
+      if (settings.autoReply) {
+        // A turn waiting for the old interval would keep its time: it is sent again, to decide
+        // from the new settings when it runs (and wait again if its time has not come).
+        if (wasOn) await jobs.cancelWaiting(TURN_QUEUE, sessionId);
+        await schedule(sessionId);
+      } else if (wasOn) {
         await jobs.cancelWaiting(TURN_QUEUE, sessionId);
         await bus.publish(sessionId, { type: 'autonomy_stopped', reason: 'turned_off', detail: STOP_TEXT.turned_off });
       }

@@ -58,51 +58,10 @@ const runPosition = (cursor: string) =>
  * changes. Schedules are checked once here (`schedule.ts`); firing is the runner's.
  */
 export function triggerService(store: TriggerStore, runner: TriggerRunner, events: TriggerEvents, limits: TriggerLimits) {
-  const createSchema = triggerCreateSchema(limits.minIntervalS);
-  const patchSchema = triggerPatchSchema(limits.minIntervalS);
-  const changed = (t: Trigger, change: 'created' | 'updated' | 'deleted') =>
-    events.publish(t.userId, { type: 'trigger_changed', triggerId: t.id, change, trigger: feedView(t) });
-
-  /** The agent, when the viewer owns it; otherwise what they would be told of an agent they cannot see. */
-  async function ownAgent(viewer: Viewer, agentId: string) {
-    const agent = canNameARow(agentId) ? await store.agent(agentId) : null;
-    if (!agent) throw notFound(AGENT_NOT_FOUND);
-    if (agent.ownerId !== viewer.id) throw forbidden(NOT_YOUR_AGENT);
-    return agent;
-  }
-
-  /** One of the viewer's triggers (under `agentId`, when the path names one). */
-  async function ownTrigger<Q extends TriggerQuery = object>(viewer: Viewer, id: string, agentId?: string, query?: Q) {
-    if (agentId !== undefined) await ownAgent(viewer, agentId);
-    const row = canNameARow(id) ? await store.findOwned(viewer.id, id, query, agentId) : null;
-    if (!row) throw notFound(TRIGGER_NOT_FOUND);
-    return row;
-  }
-
-  /** A session to post into must be the owner's own, with the trigger's agent in it. */
-  async function checkSession(userId: string, agentId: string, sessionId: string | null) {
-    if (!sessionId) return;
-    const fit = canNameARow(sessionId) ? await store.sessionFit(sessionId, userId, agentId) : 'missing';
-    if (fit === 'missing' || fit === 'not-owner') throw badInput('must be one of your sessions', ['sessionId']);
-    if (fit === 'agent-absent') throw badInput("must be a session the trigger's agent is in", ['sessionId']);
-  }
-
-  /** The first run of a schedule from now; a schedule with none is refused, naming it. */
-  function firstRun(schedule: Schedule | null) {
-    if (!schedule) return null;
-    const next = runner.nextAfter(scheduleColumns(schedule), runner.now());
-    if (!next)
-      throw badInput(schedule.endDate ? 'never fires: no occurrence before end_date' : 'never fires', [
-        'schedule',
-        schedule.endDate ? 'endDate' : 'dayOfMonth',
-      ]);
-    return next;
-  }
-
   return {
     /** One trigger, for the owner of its agent only (`agentId`: the agent the path names). */
     get<Q extends TriggerQuery = object>(viewer: Viewer, id: string, query?: Q, agentId?: string): Promise<TriggerRead<Q>> {
-      return ownTrigger(viewer, id, agentId, query);
+      return ownTrigger(store, viewer, id, agentId, query);
     },
 
     /** Triggers of every agent the caller owns, newest first. */
@@ -112,15 +71,50 @@ export function triggerService(store: TriggerStore, runner: TriggerRunner, event
 
     /** The triggers of one of the caller's agents, newest first. */
     async listForAgent<Q extends TriggerQuery = object>(viewer: Viewer, agentId: string, query?: Q): Promise<TriggerRead<Q>[]> {
-      await ownAgent(viewer, agentId);
+      await ownAgent(store, viewer, agentId);
       return store.listOwned(viewer.id, query, agentId);
     },
 
+    ...triggerChanges({ store, runner, events, limits }),
+
+    /** Runs it now, whatever its schedule; a conflict while a run is under way. The run. */
+    async runNow(viewer: Viewer, id: string, agentId?: string): Promise<TriggerRun> {
+      const trigger = await ownTrigger(store, viewer, id, agentId);
+      const runId = await runner.runNow(trigger);
+      return (await store.run(runId))!;
+    },
+
+    /** A trigger's runs, newest first, a page at a time. */
+    async runs(viewer: Viewer, triggerId: string, page: { first?: unknown; after?: unknown }) {
+      const trigger = await ownTrigger(store, viewer, triggerId);
+      return runsPage(store, trigger.id, page);
+    },
+
+    /** The runs of a trigger already read for its owner (a field of it). */
+    runsOf: (triggerId: string, page: { first?: unknown; after?: unknown }) => runsPage(store, triggerId, page),
+  };
+}
+
+interface TriggerServiceParts {
+  store: TriggerStore;
+  runner: TriggerRunner;
+  events: TriggerEvents;
+  limits: TriggerLimits;
+}
+
+/** Making, changing and deleting triggers, each told on the owner's feed. */
+function triggerChanges({ store, runner, events, limits }: TriggerServiceParts) {
+  const createSchema = triggerCreateSchema(limits.minIntervalS);
+  const patchSchema = triggerPatchSchema(limits.minIntervalS);
+  const changed = (t: Trigger, change: 'created' | 'updated' | 'deleted') =>
+    events.publish(t.userId, { type: 'trigger_changed', triggerId: t.id, change, trigger: feedView(t) });
+
+  return {
     async create<Q extends TriggerQuery = object>(viewer: Viewer, agentId: string, raw: unknown, query?: Q): Promise<TriggerRead<Q>> {
-      const agent = await ownAgent(viewer, agentId);
+      const agent = await ownAgent(store, viewer, agentId);
       const input: TriggerCreateInput = parseInput(createSchema, raw);
-      await checkSession(viewer.id, agent.id, input.sessionId);
-      const nextRun = firstRun(input.schedule);
+      await checkSession(store, viewer.id, agent.id, input.sessionId);
+      const nextRun = firstRun(runner, input.schedule);
       const data: TriggerData = {
         name: input.name,
         prompt: input.prompt,
@@ -146,9 +140,9 @@ export function triggerService(store: TriggerStore, runner: TriggerRunner, event
       query?: Q,
       agentId?: string,
     ): Promise<TriggerRead<Q>> {
-      const current = await ownTrigger(viewer, id, agentId);
+      const current = await ownTrigger(store, viewer, id, agentId);
       const patch: TriggerPatch = nonEmptyPatch(parseInput(patchSchema, raw), 'trigger');
-      const data = await changes(current, patch);
+      const data = await changes(store, runner, current, patch);
       const updated = await store.update(current.id, data, query);
       if (!updated) throw notFound(TRIGGER_NOT_FOUND);
       await runner.queueNext(updated);
@@ -165,58 +159,91 @@ export function triggerService(store: TriggerStore, runner: TriggerRunner, event
     },
 
     async remove(viewer: Viewer, id: string, agentId?: string): Promise<void> {
-      const trigger = await ownTrigger(viewer, id, agentId);
+      const trigger = await ownTrigger(store, viewer, id, agentId);
       if (!(await store.remove(trigger.id))) throw notFound(TRIGGER_NOT_FOUND);
       await changed(trigger, 'deleted');
     },
-
-    /** Runs it now, whatever its schedule; a conflict while a run is under way. The run. */
-    async runNow(viewer: Viewer, id: string, agentId?: string): Promise<TriggerRun> {
-      const trigger = await ownTrigger(viewer, id, agentId);
-      const runId = await runner.runNow(trigger);
-      return (await store.run(runId))!;
-    },
-
-    /** A trigger's runs, newest first, a page at a time. */
-    async runs(viewer: Viewer, triggerId: string, page: { first?: unknown; after?: unknown }) {
-      const trigger = await ownTrigger(viewer, triggerId);
-      return runsPage(store, trigger.id, page);
-    },
-
-    /** The runs of a trigger already read for its owner (a field of it). */
-    runsOf: (triggerId: string, page: { first?: unknown; after?: unknown }) => runsPage(store, triggerId, page),
   };
+}
 
-  /** What a patch changes, with the next run it implies (queued before it is saved). */
-  async function changes(current: Trigger, patch: TriggerPatch): Promise<Partial<TriggerData>> {
-    const sessionTarget = patch.sessionTarget ?? (patch.sessionId ? 'existing' : current.sessionTarget);
-    const sessionId = sessionTarget === 'new' ? null : patch.sessionId !== undefined ? patch.sessionId : current.sessionId;
-    if (sessionTarget === 'existing' && !sessionId) throw badInput('is required when session_target is existing', ['sessionId']);
-    if (patch.sessionId !== undefined || patch.sessionTarget !== undefined) await checkSession(current.userId, current.agentId, sessionId);
-    const data: Partial<TriggerData> = {
-      name: patch.name,
-      prompt: patch.prompt,
-      context: patch.context,
-      sessionTarget,
-      sessionId,
-      ...(patch.schedule !== undefined ? scheduleColumns(patch.schedule) : {}),
-    };
-    const schedule = patch.schedule !== undefined ? patch.schedule : scheduleOf(current);
-    const status = patch.status ?? (current.status === 'finished' && patch.schedule !== undefined ? 'active' : current.status);
-    if (status === 'paused') return { ...data, status, nextRun: null };
-    if (status === 'finished') return data;
-    // Active (resumed, rescheduled, or left so): the next run from now; a resume forgets past failures.
-    const rescheduled = patch.schedule !== undefined || current.status !== 'active';
-    if (!rescheduled) return data;
-    const nextRun = schedule ? runner.nextAfter(scheduleColumns(schedule), runner.now()) : null;
-    if (schedule && !nextRun && patch.schedule !== undefined) throw badInput('never fires from now on', ['schedule']);
-    return {
-      ...data,
-      status: schedule && !nextRun ? 'finished' : 'active',
-      nextRun,
-      ...(current.status !== 'active' ? { errorCount: 0 } : {}),
-    };
-  }
+/** The agent, when the viewer owns it; otherwise what they would be told of an agent they cannot see. */
+async function ownAgent(store: TriggerStore, viewer: Viewer, agentId: string) {
+  const agent = canNameARow(agentId) ? await store.agent(agentId) : null;
+  if (!agent) throw notFound(AGENT_NOT_FOUND);
+  if (agent.ownerId !== viewer.id) throw forbidden(NOT_YOUR_AGENT);
+  return agent;
+}
+
+/** One of the viewer's triggers (under `agentId`, when the path names one). */
+async function ownTrigger<Q extends TriggerQuery = object>(store: TriggerStore, viewer: Viewer, id: string, agentId?: string, query?: Q) {
+  if (agentId !== undefined) await ownAgent(store, viewer, agentId);
+  const row = canNameARow(id) ? await store.findOwned(viewer.id, id, query, agentId) : null;
+  if (!row) throw notFound(TRIGGER_NOT_FOUND);
+  return row;
+}
+
+/** A session to post into must be the owner's own, with the trigger's agent in it. */
+async function checkSession(store: TriggerStore, userId: string, agentId: string, sessionId: string | null) {
+  if (!sessionId) return;
+  const fit = canNameARow(sessionId) ? await store.sessionFit(sessionId, userId, agentId) : 'missing';
+  if (fit === 'missing' || fit === 'not-owner') throw badInput('must be one of your sessions', ['sessionId']);
+  if (fit === 'agent-absent') throw badInput("must be a session the trigger's agent is in", ['sessionId']);
+}
+
+/** The first run of a schedule from now; a schedule with none is refused, naming it. */
+function firstRun(runner: TriggerRunner, schedule: Schedule | null) {
+  if (!schedule) return null;
+  const next = runner.nextAfter(scheduleColumns(schedule), runner.now());
+  if (!next)
+    throw badInput(schedule.endDate ? 'never fires: no occurrence before end_date' : 'never fires', [
+      'schedule',
+      schedule.endDate ? 'endDate' : 'dayOfMonth',
+    ]);
+  return next;
+}
+
+/** What a patch changes, with the next run it implies (queued before it is saved). */
+async function changes(store: TriggerStore, runner: TriggerRunner, current: Trigger, patch: TriggerPatch): Promise<Partial<TriggerData>> {
+  const session = sessionChange(current, patch);
+  if (patch.sessionId !== undefined || patch.sessionTarget !== undefined)
+    await checkSession(store, current.userId, current.agentId, session.sessionId);
+  const data: Partial<TriggerData> = {
+    name: patch.name,
+    prompt: patch.prompt,
+    context: patch.context,
+    ...session,
+    ...(patch.schedule !== undefined ? scheduleColumns(patch.schedule) : {}),
+  };
+  return { ...data, ...runChange(current, patch, (schedule) => runner.nextAfter(scheduleColumns(schedule), runner.now())) };
+}
+
+/** Where a patched trigger posts: sending a session means posting into it; a new session each time needs none. */
+function sessionChange(current: Trigger, patch: TriggerPatch): Pick<TriggerData, 'sessionTarget' | 'sessionId'> {
+  const sessionTarget = patch.sessionTarget ?? (patch.sessionId ? 'existing' : current.sessionTarget);
+  const sessionId = sessionTarget === 'new' ? null : patch.sessionId !== undefined ? patch.sessionId : current.sessionId;
+  if (sessionTarget === 'existing' && !sessionId) throw badInput('is required when session_target is existing', ['sessionId']);
+  return { sessionTarget, sessionId };
+}
+
+/**
+ * The status and next run a patch implies (none when they stay): a pause drops the next run; a
+ * finished trigger given a new schedule is active again.
+ */
+function runChange(current: Trigger, patch: TriggerPatch, fromNow: (schedule: Schedule) => Date | null): Partial<TriggerData> {
+  const status = patch.status ?? (current.status === 'finished' && patch.schedule !== undefined ? 'active' : current.status);
+  if (status === 'paused') return { status, nextRun: null };
+  if (status === 'finished') return {};
+  // Active (resumed, rescheduled, or left so): the next run from now; a resume forgets past failures.
+  const rescheduled = patch.schedule !== undefined || current.status !== 'active';
+  if (!rescheduled) return {};
+  const schedule = patch.schedule !== undefined ? patch.schedule : scheduleOf(current);
+  const nextRun = schedule ? fromNow(schedule) : null;
+  if (schedule && !nextRun && patch.schedule !== undefined) throw badInput('never fires from now on', ['schedule']);
+  return {
+    status: schedule && !nextRun ? 'finished' : 'active',
+    nextRun,
+    ...(current.status !== 'active' ? { errorCount: 0 } : {}),
+  };
 }
 
 const scheduleOf = (t: Trigger): Schedule | null =>

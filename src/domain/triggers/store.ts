@@ -124,7 +124,16 @@ export interface TriggerStore {
   unqueued(take: number): Promise<Trigger[]>;
 }
 
+type Tx = Prisma.TransactionClient;
+
 export function triggerStore(db: Db): TriggerStore {
+  return { ...triggerRows(db), ...runRows(db), ...promptReads(db), ...planning(db) };
+}
+
+/** The triggers themselves, and the agents and sessions their rules check. */
+function triggerRows(
+  db: Db,
+): Pick<TriggerStore, 'agent' | 'sessionFit' | 'findOwned' | 'listOwned' | 'find' | 'createWithin' | 'update' | 'remove'> {
   return {
     agent: (agentId) => db.agent.findUnique({ where: { id: agentId }, select: { id: true, ownerId: true, public: true } }),
 
@@ -150,18 +159,6 @@ export function triggerStore(db: Db): TriggerStore {
 
     find: (id) => db.trigger.findUnique({ where: { id } }),
 
-    runs: (triggerId, from, take) =>
-      db.triggerRun.findMany({
-        where: {
-          triggerId,
-          ...(from ? { OR: [{ startedAt: { lt: from.startedAt } }, { startedAt: from.startedAt, id: { lt: from.id } }] } : {}),
-        },
-        orderBy: [{ startedAt: 'desc' }, { id: 'desc' }],
-        take,
-      }),
-
-    run: (runId) => db.triggerRun.findUnique({ where: { id: runId } }),
-
     createWithin: <Q extends TriggerQuery>(userId: string, agentId: string, cap: number, data: TriggerData, query?: Q) =>
       db.$transaction(async (tx) => {
         await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${userId} FOR UPDATE`;
@@ -178,6 +175,53 @@ export function triggerStore(db: Db): TriggerStore {
       const { count } = await db.trigger.deleteMany({ where: { id } });
       return count > 0;
     },
+  };
+}
+
+/** A trigger's count of failures in a row after a run, and whether that pauses it (only an active one pauses). */
+const afterRun = (before: Pick<Trigger, 'errorCount' | 'status'>, error: string | null, pauseAfter: number) => {
+  const errorCount = error === null ? 0 : before.errorCount + 1;
+  return { errorCount, paused: error !== null && errorCount >= pauseAfter && before.status === 'active' };
+};
+
+/**
+ * Frees the trigger an ended run held, with the run's error counted (its row locked, so that
+ * the count read is the count written over); null when the run no longer held it.
+ */
+async function release(tx: Tx, run: TriggerRun, error: string | null, pauseAfter: number) {
+  const [held] = await tx.$queryRaw<
+    { id: string }[]
+  >`SELECT "id" FROM "Trigger" WHERE "id" = ${run.triggerId} AND "runningRunId" = ${run.id} FOR UPDATE`;
+  if (!held) return null;
+  const before = await tx.trigger.findUniqueOrThrow({ where: { id: run.triggerId } });
+  const { errorCount, paused } = afterRun(before, error, pauseAfter);
+  const trigger = await tx.trigger.update({
+    where: { id: run.triggerId },
+    data: {
+      runningRunId: null,
+      runningSince: null,
+      errorCount,
+      ...(error !== null ? { lastError: error } : {}),
+      ...(paused ? { status: 'paused', nextRun: null } : {}),
+    },
+  });
+  return { trigger, paused };
+}
+
+/** Runs, from their claim to their settlement. */
+function runRows(db: Db): Pick<TriggerStore, 'runs' | 'run' | 'claim' | 'renewLease' | 'linkRun' | 'settle'> {
+  return {
+    runs: (triggerId, from, take) =>
+      db.triggerRun.findMany({
+        where: {
+          triggerId,
+          ...(from ? { OR: [{ startedAt: { lt: from.startedAt } }, { startedAt: from.startedAt, id: { lt: from.id } }] } : {}),
+        },
+        orderBy: [{ startedAt: 'desc' }, { id: 'desc' }],
+        take,
+      }),
+
+    run: (runId) => db.triggerRun.findUnique({ where: { id: runId } }),
 
     async claim(triggerId, claim) {
       try {
@@ -211,6 +255,31 @@ export function triggerStore(db: Db): TriggerStore {
       return count > 0;
     },
 
+    async linkRun(runId, sessionId, messageId) {
+      await db.triggerRun.updateMany({ where: { id: runId }, data: { sessionId, messageId } });
+    },
+
+    settle: (runId, outcome, pauseAfter) =>
+      db.$transaction(async (tx) => {
+        const finishedAt = new Date();
+        const error = outcome.status === 'failed' ? outcome.error : null;
+        const ended = await tx.triggerRun.updateMany({
+          where: { id: runId, status: 'running' },
+          data: { status: outcome.status, error, finishedAt },
+        });
+        if (!ended.count) return null;
+        const run = await tx.triggerRun.findUniqueOrThrow({ where: { id: runId } });
+        const released = await release(tx, run, error, pauseAfter);
+        return released
+          ? { run, ...released }
+          : { run, trigger: await tx.trigger.findUnique({ where: { id: run.triggerId } }), paused: false };
+      }),
+  };
+}
+
+/** What a run reads of the messages its prompt made: the prompt, and how its replies ended. */
+function promptReads(db: Db): Pick<TriggerStore, 'promptOf' | 'unlinkedPrompt' | 'replyOutcomes'> {
+  return {
     promptOf: async (messageId) =>
       (await db.message.findUnique({ where: { id: messageId }, select: { promptId: true } }))?.promptId ?? null,
 
@@ -234,40 +303,6 @@ export function triggerStore(db: Db): TriggerStore {
       return { sessionId: prompt.sessionId, replyId: reply?.id ?? null };
     },
 
-    async linkRun(runId, sessionId, messageId) {
-      await db.triggerRun.updateMany({ where: { id: runId }, data: { sessionId, messageId } });
-    },
-
-    settle: (runId, outcome, pauseAfter) =>
-      db.$transaction(async (tx) => {
-        const finishedAt = new Date();
-        const error = outcome.status === 'failed' ? outcome.error : null;
-        const ended = await tx.triggerRun.updateMany({
-          where: { id: runId, status: 'running' },
-          data: { status: outcome.status, error, finishedAt },
-        });
-        if (!ended.count) return null;
-        const run = await tx.triggerRun.findUniqueOrThrow({ where: { id: runId } });
-        const [held] = await tx.$queryRaw<
-          { id: string }[]
-        >`SELECT "id" FROM "Trigger" WHERE "id" = ${run.triggerId} AND "runningRunId" = ${runId} FOR UPDATE`;
-        if (!held) return { run, trigger: await tx.trigger.findUnique({ where: { id: run.triggerId } }), paused: false };
-        const before = await tx.trigger.findUniqueOrThrow({ where: { id: run.triggerId } });
-        const errorCount = error === null ? 0 : before.errorCount + 1;
-        const paused = error !== null && errorCount >= pauseAfter && before.status === 'active';
-        const trigger = await tx.trigger.update({
-          where: { id: run.triggerId },
-          data: {
-            runningRunId: null,
-            runningSince: null,
-            errorCount,
-            ...(error !== null ? { lastError: error } : {}),
-            ...(paused ? { status: 'paused', nextRun: null } : {}),
-          },
-        });
-        return { run, trigger, paused };
-      }),
-
     async replyOutcomes(messageIds) {
       const rows = await db.message.findMany({
         where: { id: { in: messageIds } },
@@ -275,7 +310,12 @@ export function triggerStore(db: Db): TriggerStore {
       });
       return rows.map((m) => ({ status: m.status, error: m.error, toolErrors: m.toolCalls.flatMap((c) => (c.error ? [c.error] : [])) }));
     },
+  };
+}
 
+/** Which next runs are planned and queued: what `sweep` reads to mend what a stopped process left. */
+function planning(db: Db): Pick<TriggerStore, 'markQueued' | 'unplanned' | 'unqueued'> {
+  return {
     async markQueued(id, at) {
       // Bookkeeping, not a change of the trigger: `updatedAt` stays.
       await db.$executeRaw`UPDATE "Trigger" SET "queuedFor" = ${at} WHERE "id" = ${id} AND "nextRun" = ${at}`;

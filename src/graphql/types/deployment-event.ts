@@ -16,6 +16,9 @@ const DeploymentEvent = feedEventInterface('DeploymentEvent', 'A change of state
       state: t.field({ type: DeploymentStateEnum, resolve: (e) => e.state }),
       valid: t.exposeBoolean('valid'),
       lastError: t.exposeString('lastError', { nullable: true, description: 'What it last failed at (never a secret).' }),
+      deleted: t.exposeBoolean('deleted', {
+        description: 'The deployment was deleted: this is its last event, with the state it ended in.',
+      }),
     }),
   },
 });
