@@ -9,6 +9,7 @@ import { AutonomySwitch } from './autonomy-switch.tsx';
 import { save } from './session-state.ts';
 import { SessionView } from './session-view.tsx';
 import { SharePage } from './share-page.tsx';
+import { TasksView } from './tasks-view.tsx';
 import { TriggersPanel } from './triggers.tsx';
 import './style.css';
 
@@ -35,6 +36,7 @@ const useRoute = () => {
   if (hash === '#/collections') return { kind: 'collections', id: undefined };
   const [, deployId] = hash.match(/^#\/deploy\/([^/]+)$/) ?? [];
   if (deployId) return { kind: 'deploy', id: decodeURIComponent(deployId) };
+  if (hash === '#/tasks') return { kind: 'tasks', id: undefined };
   const [, kind, id] = hash.match(/^#\/(session|share|triggers)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
@@ -243,6 +245,13 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
         </section>
         <section>
           <h3>
+            <a href="#/tasks" class={route.kind === 'tasks' ? 'current' : ''}>
+              Tasks
+            </a>
+          </h3>
+        </section>
+        <section>
+          <h3>
             Sessions <a href="#/">+ new</a>
           </h3>
           <ul class="sessions">
@@ -266,6 +275,8 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
           <CollectionsView apiKey={apiKey} onProblem={onProblem} />
         ) : route.kind === 'deploy' && route.id ? (
           <DeployPanel key={route.id} apiKey={apiKey} client={client} agentId={route.id} onChats={loadSessions} onProblem={onProblem} />
+        ) : route.kind === 'tasks' ? (
+          <TasksView apiKey={apiKey} client={client} onProblem={onProblem} />
         ) : route.kind === 'triggers' && route.id ? (
           <TriggersPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
         ) : route.kind === 'session' && route.id ? (
