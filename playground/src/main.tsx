@@ -3,11 +3,13 @@ import { render } from 'preact';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { type ConnectionState, liveClient, type Problem, problemOf, request } from './api.ts';
 import { CollectionsView } from './collections-view.tsx';
+import { DeployPanel } from './deploy-panel.tsx';
 import { AGENTS, type Agent, CREATE_AGENT, ME, SEND, SESSIONS } from './operations.ts';
 import { AutonomySwitch } from './autonomy-switch.tsx';
 import { save } from './session-state.ts';
 import { SessionView } from './session-view.tsx';
 import { SharePage } from './share-page.tsx';
+import { TasksView } from './tasks-view.tsx';
 import { TriggersPanel } from './triggers.tsx';
 import './style.css';
 
@@ -32,6 +34,9 @@ const useRoute = () => {
     return () => removeEventListener('hashchange', onChange);
   }, []);
   if (hash === '#/collections') return { kind: 'collections', id: undefined };
+  const [, deployId] = hash.match(/^#\/deploy\/([^/]+)$/) ?? [];
+  if (deployId) return { kind: 'deploy', id: decodeURIComponent(deployId) };
+  if (hash === '#/tasks') return { kind: 'tasks', id: undefined };
   const [, kind, id] = hash.match(/^#\/(session|share|triggers)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
@@ -221,6 +226,11 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
                     triggers
                   </a>
                 )}
+                {a.owner.username === me.username && (
+                  <a class="deploy-link" href={`#/deploy/${encodeURIComponent(a.id)}`}>
+                    telegram
+                  </a>
+                )}
               </li>
             ))}
           </ul>
@@ -230,6 +240,13 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
           <h3>
             <a href="#/collections" class={route.kind === 'collections' ? 'current' : ''}>
               Collections
+            </a>
+          </h3>
+        </section>
+        <section>
+          <h3>
+            <a href="#/tasks" class={route.kind === 'tasks' ? 'current' : ''}>
+              Tasks
             </a>
           </h3>
         </section>
@@ -256,6 +273,10 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
         )}
         {route.kind === 'collections' ? (
           <CollectionsView apiKey={apiKey} onProblem={onProblem} />
+        ) : route.kind === 'deploy' && route.id ? (
+          <DeployPanel key={route.id} apiKey={apiKey} client={client} agentId={route.id} onChats={loadSessions} onProblem={onProblem} />
+        ) : route.kind === 'tasks' ? (
+          <TasksView apiKey={apiKey} client={client} onProblem={onProblem} />
         ) : route.kind === 'triggers' && route.id ? (
           <TriggersPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
         ) : route.kind === 'session' && route.id ? (
