@@ -43,6 +43,8 @@ export function startReceiver(api: BotApi, hooks: ReceiveHooks, pollTimeoutS: nu
   async function poll() {
     let cursor = hooks.cursor;
     let failures = 0;
+    // Apart from `failures`: a 429 is a fault the owner sees, but its wait is Telegram's, not a backoff step.
+    let faulted = false;
     while (!signal.aborted) {
       try {
         const updates = await api.call<TelegramUpdate[]>(
@@ -50,7 +52,8 @@ export function startReceiver(api: BotApi, hooks: ReceiveHooks, pollTimeoutS: nu
           { ...(cursor ? { offset: Number(cursor) } : {}), timeout: pollTimeoutS, allowed_updates: ['message'] },
           { signal, timeoutMs: (pollTimeoutS + 10) * 1000 },
         );
-        if (failures) hooks.healthy();
+        if (faulted) hooks.healthy();
+        faulted = false;
         failures = 0;
         if (!updates.length) continue;
         const next = String(Math.max(...updates.map((u) => u.update_id)) + 1);
@@ -65,6 +68,7 @@ export function startReceiver(api: BotApi, hooks: ReceiveHooks, pollTimeoutS: nu
         }
         const told = e instanceof BotApiError && e.retryAfterS !== undefined ? e.retryAfterS * 1000 : undefined;
         const wait = told ?? retryDelay(++failures);
+        faulted = true;
         hooks.fault(e instanceof Error ? e.message : 'Telegram could not be read', wait);
         await sleep(wait, signal);
       }
