@@ -4,6 +4,12 @@ import type { JobsConnection } from '../db/database.ts';
 import type { Job, JobQueue, QueueSpec, SendOptions, WorkOptions } from '../domain/core/jobs.ts';
 import { isDatabaseUnavailable } from '../domain/core/stores/prisma-errors.ts';
 
+/**
+ * Pollers an instance runs for one queue at most. Each polls every `JOBS_POLL_MS` even when idle,
+ * so more would cost idle queries; a queue that runs more jobs at once claims them in batches.
+ */
+const MOST_POLLERS = 16;
+
 /** The schema pg-boss keeps its tables in; made by our migration `20261201000000_jobs_autonomy`. */
 export const JOBS_SCHEMA = 'pgboss';
 
@@ -100,22 +106,34 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
 
     async work<T extends object>(queue: string, options: WorkOptions, handler: (job: Job<T>) => Promise<void>) {
       await ready();
-      const poll = { batchSize: 1, pollingIntervalSeconds: config.pollMs / 1000 };
-      const run = async ([job]: PgBossJob<T>[]) => {
-        if (job) await handler({ id: job.id, data: job.data, retry: job.retryCount, signal: job.signal });
-      };
+      const pollers = Math.min(options.concurrency, MOST_POLLERS);
+      // Each poller claims up to `batch` jobs a poll and runs them together, each settled on its
+      // own: past MOST_POLLERS, concurrency comes from batches, not from more idle polling.
+      const batch = Math.ceil(options.concurrency / pollers);
+      const poll = { batchSize: batch, perJobResults: true as const, pollingIntervalSeconds: config.pollMs / 1000 };
+      const run = (jobs: PgBossJob<T>[]) =>
+        Promise.all(
+          jobs.map(async (job) => {
+            try {
+              await handler({ id: job.id, data: job.data, retry: job.retryCount, signal: job.signal });
+              return { id: job.id, status: 'completed' as const };
+            } catch (err) {
+              return { id: job.id, status: 'failed' as const, output: err };
+            }
+          }),
+        );
       await boss.work<T>(queue, poll, run);
       // pg-boss starts a `localConcurrency` of pollers in the same instant, and each then polls on a
       // fixed period: all of an instance's pollers tick together, and the instance whose tick comes
       // first after a due time claims every job due then, at every due time. Pollers started
-      // `pollMs / concurrency` apart tick in turn with the other instances', so work is shared.
-      for (let i = 1; i < options.concurrency; i++) {
+      // `pollMs / pollers` apart tick in turn with the other instances', so work is shared.
+      for (let i = 1; i < pollers; i++) {
         const timer = setTimeout(
           () => {
             staggered.delete(timer);
             boss.work<T>(queue, poll, run).catch((err) => log.error({ err, queue }, 'a job poller could not start'));
           },
-          (i * config.pollMs) / options.concurrency,
+          (i * config.pollMs) / pollers,
         );
         timer.unref();
         staggered.add(timer);

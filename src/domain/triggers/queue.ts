@@ -8,8 +8,11 @@ export const TRIGGER_QUEUE = 'triggers';
  * milliseconds: a minute is far past any, and an instance that dies with one has it taken over.
  */
 const RUN_SECONDS = 60;
-/** Jobs this instance handles at once: enough for a thousand due in one second to start within it. */
-const CONCURRENCY = 16;
+/**
+ * Jobs this instance handles at once. Each takes milliseconds, so this is how many due at one
+ * moment start within one poll interval (the queue claims them in batches: `src/jobs/pg-boss.ts`).
+ */
+const CONCURRENCY = 64;
 /** How often every instance plans what a stopped process left unplanned (`runner.sweep`). */
 export const SWEEP_MS = 60_000;
 
