@@ -541,6 +541,20 @@ describe('Telegram particulars', () => {
     expect(tg.calls(secrets.token, 'sendChatAction')).toHaveLength(1);
   });
 
+  it('stops showing typing once an answer is given up before any text', async () => {
+    const { secrets } = telegram.account('given_up_bot');
+    const chat = telegram.conversation('private');
+    const asked = telegram.write(secrets, chat, 'Ann Lee', 'Are you there?');
+    const out = telegram.connector.deliver(secrets, chat).answer({ messageRef: asked, refs: [], sent: noting().sent });
+    out.typing();
+    await tg.until(() => tg.actions(chatOf(chat)).length === 1, WAIT_MS, 'typing');
+    out.close();
+    // Telegram's typing fades after 5 s and the outbox renews it every 4.5 s: an absence is only
+    // seen by waiting past one renewal.
+    await new Promise((resolve) => setTimeout(resolve, 5_500));
+    expect(tg.calls(secrets.token, 'sendChatAction')).toHaveLength(1);
+  });
+
   it("grows an answer by edits no faster than Telegram's pace for a private chat, shared by all that chat is sent", async () => {
     const { secrets } = telegram.account('paced_bot');
     const chat = telegram.conversation('private');

@@ -161,6 +161,11 @@ function answerOut(api: BotApi, chat_id: number, pace: Pacer, to: Parameters<Out
       pumping ??= pump().finally(() => (pumping = null));
     },
 
+    close() {
+      latest = null;
+      stopTyping();
+    },
+
     async finish(text) {
       latest = null;
       await pumping;

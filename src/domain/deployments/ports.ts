@@ -76,6 +76,12 @@ export interface AnswerOut {
   show(text: string): void;
   /** Shows the whole answer, then the platform's ids of the messages holding it. Throws SecretsRefused when revoked. */
   finish(text: string): Promise<string[]>;
+  /**
+   * Stops what the answer still shows by itself (Telegram: typing renewed every few seconds):
+   * an answer given up (the deployment stopped, its lease lost) must not look at work forever.
+   * Harmless after `finish`.
+   */
+  close(): void;
 }
 
 export interface Outbox {

@@ -147,20 +147,25 @@ export function relayRules({ store, conversations, bus, defaults }: RelayDepende
       refs: update.replyRefs,
       sent: (refs) => store.setReplyRefs(update.id, refs),
     });
-    for (let attempts = update.attempts; ; attempts++) {
-      out.typing();
-      const state = await followReply({ bus, store }, { ...at, promptId }, (text) => out.show(text.trim()), run.signal);
-      if (!state || !run.holds()) throw new LeftForLater();
-      if (isInterrupted(state.reply) && attempts < ANSWER_AGAIN) {
-        const next = newId();
-        if (!(await store.retryUpdate(update.id, promptId, next))) throw new LeftForLater();
-        promptId = next;
-        at = await relay(run, ctx, chat, update, promptId);
-        continue;
+    try {
+      for (let attempts = update.attempts; ; attempts++) {
+        out.typing();
+        const state = await followReply({ bus, store }, { ...at, promptId }, (text) => out.show(text.trim()), run.signal);
+        if (!state || !run.holds()) throw new LeftForLater();
+        if (isInterrupted(state.reply) && attempts < ANSWER_AGAIN) {
+          const next = newId();
+          if (!(await store.retryUpdate(update.id, promptId, next))) throw new LeftForLater();
+          promptId = next;
+          at = await relay(run, ctx, chat, update, promptId);
+          continue;
+        }
+        await finish(run, out, answerText(state.reply), wait);
+        await store.finishUpdate(update.id, state.reply?.status === 'complete' ? 'answered' : 'failed');
+        return;
       }
-      await finish(run, out, answerText(state.reply), wait);
-      await store.finishUpdate(update.id, state.reply?.status === 'complete' ? 'answered' : 'failed');
-      return;
+    } finally {
+      // Given up or done: nothing of it may go on showing the agent at work.
+      out.close();
     }
   }
 
