@@ -123,7 +123,9 @@ describe('triggers firing on one instance', () => {
       () => runsOf(t, trigger.id),
       (r) => r.length >= 1,
     );
-    await t.db.$executeRaw`DELETE FROM "User" WHERE "id" = ${agent.id}`;
+    // Deleted as its owner deletes it, while its trigger's runs go on.
+    const deleted = await t.rest('DELETE', `/v2/agents/${agent.id}`, { key: carol.apiKey });
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
     expect(await t.db.trigger.findUnique({ where: { id: trigger.id } })).toBeNull();
     const sessionsBefore = await t.db.session.count({ where: { ownerId: carol.id } });
     await pause(4_500);
