@@ -1,20 +1,22 @@
 // Task updates benchmark: N tasks progressing at once, each followed live by its own watcher.
-// N users (made with `parley keys create`) each create one task through `POST /v2/tasks/create`
-// (a tool served by a fake tool service on loopback) and watch it with `taskUpdates(taskId:)`
-// over graphql-ws. Once every watch is open, the tool service sends, for every task at once, P
-// progress lines at a steady pace and then its answer. Counted: tasks created, refused (an HTTP
+// N users (made by `parley keys create`'s command) each create one task through
+// `POST /v2/tasks/create` (a tool served by a fake tool service on loopback) and watch it with
+// `taskUpdates(taskId:)` over graphql-ws. Once every watch is open, the tool service sends for
+// every task P progress lines at a steady pace and then its answer, the tasks' starts spread over
+// one interval (`--ramp`) so they report out of step. Counted: tasks created, refused (an HTTP
 // error status) and broken (no answer); how they ended as the service reads them afterwards
 // (completed, failed, unfinished); per watcher the progress updates lost, reordered and
 // duplicated and whether the completion arrived; and the latency from the tool service's write of
-// a progress line to the watcher's receipt (p50, p99).
+// a progress line to the watcher's receipt (p50, p99), with the part of it before the event was
+// put on the bus (its `at`), and the service's CPU per update delivered.
 // The baseline, in the same run, on the same service and the same users: N watchers of
 // `sessionEvents(sessionId:)` over graphql-ws, one session each, as a reply streams P tokens at the
-// same pace from a paced fake provider (provider write → watcher receipt). The same transport,
-// the same bus, the same number of watchers and events; what differs is what a task update is
+// same pace and spread from a paced fake provider (provider write → watcher receipt). The same
+// transport, the same bus, as many watchers and events; what differs is what a task update is
 // (a stored progress, on its owner's feed) against what a reply token is.
 //   npm run bench:tasks [-- --levels 100,1000 --progress 20 --interval 500 --ramp 500 --rounds 1 --database postgres --make-concurrency 8]
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
@@ -331,18 +333,37 @@ interface Round {
   reasons: Map<string, number>;
   seconds: number;
   /** CPU seconds from the release to the last watch's end: the service, and this process (tool service, provider, every client). */
-  cpu: { service: number; bench: number };
+  cpu: ReturnType<typeof cpuSince>;
 }
 
-/** CPU seconds (user + system) used so far by the service, and by this process. */
+/** CPU seconds (user + system) in a `/proc/.../stat` line. */
+const statSeconds = (stat: string) => {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
+/** CPU seconds used so far by the service (in all, and by each thread, by name and id), and by this process. */
 function cpuNow() {
-  const fields = readFileSync(`/proc/${parley.child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const pid = parley.child.pid!;
+  const threads = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    threads.set(
+      Number(tid) === pid ? 'main thread' : `${stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))}#${tid}`,
+      statSeconds(stat),
+    );
+  }
   const bench = process.cpuUsage();
-  return { service: (Number(fields[11]) + Number(fields[12])) / 100, bench: (bench.user + bench.system) / 1e6 };
+  return { service: statSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8')), threads, bench: (bench.user + bench.system) / 1e6 };
 }
+/** What was used since `start`; of the service's threads, the two busiest (its event loop, its database's). */
 const cpuSince = (start: ReturnType<typeof cpuNow>) => {
   const now = cpuNow();
-  return { service: now.service - start.service, bench: now.bench - start.bench };
+  const busiest = [...now.threads]
+    .map(([thread, seconds]) => ({ thread, seconds: seconds - (start.threads.get(thread) ?? 0) }))
+    .sort((a, b) => b.seconds - a.seconds)
+    .slice(0, 2);
+  return { service: now.service - start.service, busiest, bench: now.bench - start.bench };
 };
 
 /** Sends `requests` all at once; what came back, sorted into made, refused (an HTTP error) and broken (no answer). */
@@ -565,7 +586,7 @@ for (const level of levels) {
       console.log(
         `  round ${r + 1} ${result.what.padEnd(24)} ${String(level).padStart(5)}: ${result.created} created, ${result.refused} refused, ${result.broken} broken; ` +
           `${received}/${result.created * progressLines} updates in ${result.seconds.toFixed(1)} s; ` +
-          `CPU: service ${result.cpu.service.toFixed(1)} s, this process ${result.cpu.bench.toFixed(1)} s; ` +
+          `CPU: service ${result.cpu.service.toFixed(1)} s (${result.cpu.busiest.map((b) => `${b.thread} ${b.seconds.toFixed(1)} s`).join(', ')}), this process ${result.cpu.bench.toFixed(1)} s; ` +
           `${result.unopened} watches not open at the release; load average ${load()}`,
       );
       for (const [reason, n] of result.reasons) console.log(`    ${n} × ${reason}`);
