@@ -223,6 +223,11 @@ async function opened(count: number, ms: number) {
   return false;
 }
 
+/** Waits until no more than `count` subscriptions are open (the round's own have closed), or `ms` pass. */
+async function closed(count: number, ms: number) {
+  for (const until = Date.now() + ms; Date.now() < until && (await subscribers()) > count; ) await sleep(250);
+}
+
 // ---- watchers ----------------------------------------------------------------------------------
 interface Watch {
   latencies: number[];
@@ -438,6 +443,7 @@ async function taskRound(keys: string[], level: number, tag: string): Promise<Ro
   const seconds = (performance.now() - began) / 1000;
   const cpu = cpuSince(cpuAtStart);
   await Promise.all(clients.map((c) => c.dispose()));
+  await closed(before, 30_000);
   // How each task ended, as its owner reads it now.
   const statuses = await pooled(created, 16, async (taskId) => {
     const owner = keys[made.out.indexOf(taskId)]!;
@@ -524,6 +530,7 @@ async function sessionRound(keys: string[], agentId: string, level: number, tag:
   const seconds = (performance.now() - began) / 1000;
   const cpu = cpuSince(cpuAtStart);
   await Promise.all(clients.map((c) => c.dispose()));
+  await closed(before, 30_000);
   const created = sent.out.filter(Boolean).length;
   return {
     what: 'sessionEvents (baseline)',
