@@ -144,6 +144,8 @@ const provider = await startPacedProvider(progressLines, 1000 / intervalMs);
 const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-tasks-'));
 const toolsDir = toolsWith(tools.url);
 const postgres = values.database === 'postgres' ? await startPostgresCluster() : null;
+// Interrupted, it still removes what it made (the handler below runs on exit, not on a signal).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(1));
 process.on('exit', () => {
   postgres?.stop();
   rmSync(dataDir, { recursive: true, force: true });
