@@ -118,12 +118,19 @@ describe('running tools as tasks in the playground', () => {
     await expect.poll(() => svc.calls.length).toBe(2);
 
     await page.click(`.task[data-task-id="${cancelledId}"] button[name="cancel-task"]`);
-    const cancelled = await page.waitForSelector(`.task[data-task-id="${cancelledId}"][data-status="CANCELLED"]`);
-    shown[cancelledId] = await cancelled!.evaluate((el) => ({
-      status: el.getAttribute('data-status')!,
-      cost: (el.querySelector('.cost') as HTMLElement).innerText,
-      error: (el.querySelector('.task-error') as HTMLElement).innerText,
-    }));
+    // Read in one go once the card shows the end whole (its status, what the hold became, why),
+    // which arrive from the cancel's answer and the task's event in either order.
+    const cancelled = await page.waitForFunction(
+      (id) => {
+        const el = document.querySelector(`.task[data-task-id="${id}"][data-status="CANCELLED"]`);
+        const cost = (el?.querySelector('.cost') as HTMLElement | null)?.innerText;
+        const error = (el?.querySelector('.task-error') as HTMLElement | null)?.innerText;
+        return el && cost && error ? { status: el.getAttribute('data-status')!, cost, error } : null;
+      },
+      { polling: 50 },
+      cancelledId,
+    );
+    shown[cancelledId] = (await cancelled.jsonValue()) as { status: string; cost: string; error: string };
     expect(shown[cancelledId]).toEqual({ status: 'CANCELLED', cost: '3 manna returned', error: 'Cancelled by its owner' });
     await balanceShown(14);
     // The tool service was let go.
