@@ -148,7 +148,9 @@ export function createRedisBus(url: string, config: EventsConfig, keyPrefix = ''
   listener.on('ready', () => {
     for (const kind of kinds) kind.catchUp();
   });
-  void listener.subscribe(CONTROL);
+  // Rejected only when the bus is closed before Redis took it (a close right after the start):
+  // until then ioredis holds the command, and subscribes again by itself after a reconnect.
+  listener.subscribe(CONTROL).catch(() => {});
 
   // Channels someone here watches keep their seq alive, so a quiet hour does not restart it.
   const keepAlive = setInterval(
