@@ -300,7 +300,7 @@ async function seedDue(d: Deployment, n: number, at: Date) {
 
 async function triggerIdsOf(d: Deployment, key: string): Promise<string[]> {
   const { triggers } = await call(d.urls[0]!, key, 'GET', '/v2/agents/triggers');
-  return triggers.map((t: any) => t.triggerId);
+  return triggers.map((t: any) => t.id);
 }
 
 /** One level on one deployment: make the triggers, let them all fire in one second, count. */
@@ -314,7 +314,7 @@ async function due(kind: 'embedded' | 'postgres', n: number) {
     const made = Date.now();
     if (seed) {
       // Time for the instance to start and its sweep to queue them, on a loaded machine.
-      at = new Date(Math.ceil((Date.now() + 60_000 + n * 30) / 1000) * 1000);
+      at = new Date(Math.ceil((Date.now() + 90_000 + n * 60) / 1000) * 1000);
       ({ who, ids } = await seedDue(d, n, at));
     } else {
       who = await owner(d, `bench${n}`);
