@@ -93,6 +93,8 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
         retryDelay: spec.retryDelaySeconds,
         expireInSeconds: spec.runSeconds,
         heartbeatSeconds,
+        // pg-boss refuses the key present and undefined.
+        ...(spec.givenUpTo ? { deadLetter: spec.givenUpTo } : {}),
       };
       await boss.createQueue(spec.name, options);
       const { policy: _fixed, ...changeable } = options;
