@@ -384,9 +384,9 @@ async function seedIdle(dataDir: string, count: number) {
 }
 
 /**
- * Two embedded instances side by side, one holding `count` triggers due next year (each with its
- * job waiting on the queue) and one with none: their CPU over the same windows, once the first
- * has planned and queued them all.
+ * Two embedded instances side by side, one holding `count` triggers due next year (planned at its
+ * start, their jobs queued only as they come near) and one with none: their CPU over the same
+ * windows, once the first has planned them all.
  */
 async function idleCost(count: number) {
   const none = await deploy('embedded', 0);
