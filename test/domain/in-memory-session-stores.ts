@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { rowsThatFit } from '../../src/domain/core/byte-pages.ts';
 import type { MessageView } from '../../src/domain/core/events.ts';
 import type { AutonomyStore } from '../../src/domain/sessions/autonomy-store.ts';
 import type { ActorSelection } from '../../src/generated/prisma/enums.ts';
@@ -9,7 +10,6 @@ import {
   BudgetStop,
   KeyGone,
   type MessageWindow,
-  messagesThatFit,
   type NewSessionAgent,
   ReactionLimitReached,
   type SavedNewSession,
@@ -213,7 +213,7 @@ function messageSlice(world: World, sessionId: string, w: MessageWindow) {
     .filter((m) => m.sessionId === sessionId && (w.after === null || m.ordinal > w.after) && (w.before === null || m.ordinal < w.before))
     .sort((a, b) => (w.forwards ? a.ordinal - b.ordinal : b.ordinal - a.ordinal))
     .slice(0, w.take + 1);
-  const fits = messagesThatFit(
+  const fits = rowsThatFit(
     inWindow.map((m) => Buffer.byteLength(m.content) + Buffer.byteLength(m.thought ?? '')),
     w.take,
     w.maxBytes,

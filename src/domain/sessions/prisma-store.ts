@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.ts';
+import { rowsThatFit } from '../core/byte-pages.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { releaseHolds } from '../core/stores/holds.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
@@ -11,7 +12,6 @@ import {
   type AgentAsk,
   type MessageSlice,
   type MessageWindow,
-  messagesThatFit,
   type NewSessionAgent,
   ReactionLimitReached,
   type SessionFilter,
@@ -50,7 +50,7 @@ async function messagePage(client: Pick<Db, 'message' | '$queryRaw'>, sessionId:
       ${w.after !== null ? Prisma.sql`AND "ordinal" > ${w.after}` : Prisma.empty}
       ${w.before !== null ? Prisma.sql`AND "ordinal" < ${w.before}` : Prisma.empty}
     ORDER BY "ordinal" ${w.forwards ? Prisma.sql`ASC` : Prisma.sql`DESC`} LIMIT ${w.take + 1}`;
-  const fits = messagesThatFit(
+  const fits = rowsThatFit(
     sizes.map((s) => Number(s.bytes)),
     w.take,
     w.maxBytes,

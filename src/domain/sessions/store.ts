@@ -139,16 +139,6 @@ export interface MessageSlice {
   more: boolean;
 }
 
-/** How many of the messages (their sizes in reading order) go on a page of `take` within `maxBytes`. */
-export function messagesThatFit(sizes: number[], take: number, maxBytes: number): number {
-  let fits = 0;
-  for (let bytes = 0; fits < Math.min(take, sizes.length); fits++) {
-    bytes += sizes[fits]!;
-    if (fits > 0 && bytes > maxBytes) break;
-  }
-  return fits;
-}
-
 export interface ReactionToggle {
   messageId: string;
   userId: string;
