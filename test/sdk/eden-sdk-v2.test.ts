@@ -276,7 +276,7 @@ describe('the SDK methods parley now serves, called through the SDK', () => {
       expect((await failure(sdk.creations.getV2({ creationId: a.id }))).status).toBe(404);
     });
 
-    it("a creation a task made shows that task, as tasks.getV2 reads it; one whose task the reader may not see shows none of it", async () => {
+    it('a creation a task made shows that task, as tasks.getV2 reads it; one whose task the reader may not see shows none of it', async () => {
       await t.services.manna.grant('alice', '5', 'forever');
       const made = (await sdk.tasks.createV2({ tool: 'flux_schnell', args: { prompt: 'a harbour at dusk', n_samples: 2 } })) as {
         task: { _id: string };

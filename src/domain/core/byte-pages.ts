@@ -38,3 +38,36 @@ export function numberedCut(sizes: readonly number[], page: number, limit: numbe
   }
   return { ...(cut ?? { start: sizes.length, end: sizes.length }), pages: Math.max(1, pages) };
 }
+
+/** A numbered page's window: which page, of how many rows at most, within how many bytes. */
+export interface NumberedWindow {
+  page: number;
+  limit: number;
+  maxBytes: number;
+}
+
+/**
+ * A numbered page cut by bytes, read in three steps a store supplies: the ids of the whole list in
+ * its order, the size of each (as the page would write it), and the rows of the page.
+ */
+export async function numberedByBytes<T extends { id: string }>(
+  window: NumberedWindow,
+  steps: {
+    ids: () => Promise<string[]>;
+    sizes: (ids: string[]) => Promise<Map<string, number>>;
+    rows: (ids: string[]) => Promise<T[]>;
+  },
+): Promise<{ rows: T[]; total: number; cut: NumberedCut }> {
+  const ids = await steps.ids();
+  const sizes = ids.length ? await steps.sizes(ids) : new Map<string, number>();
+  const cut = numberedCut(
+    ids.map((id) => sizes.get(id) ?? 0),
+    window.page,
+    window.limit,
+    window.maxBytes,
+  );
+  const pageIds = ids.slice(cut.start, cut.end);
+  const byId = new Map((pageIds.length ? await steps.rows(pageIds) : []).map((r) => [r.id, r]));
+  // A row gone between the reads is left out rather than shown half.
+  return { rows: pageIds.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : [])), total: ids.length, cut };
+}
