@@ -1,12 +1,21 @@
 import { EdenClient } from '@edenlabs/eden-sdk';
 import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
+import { expectData } from '../graphql/support.ts';
+import { graphql } from '../graphql/generated/gql.ts';
 import { setUp } from '../helpers/set-up.ts';
+
+const TaskPage = graphql(`
+  query TaskPage($first: Int, $after: String) {
+    tasks(first: $first, after: $after) { edges { node { rawId } } pageInfo { hasNextPage endCursor } }
+  }
+`);
 
 /**
  * Numbered lists are bounded in bytes as well as rows (LIST_PAGE_MAX_BYTES): a page of large rows
  * stops before the budget, and following `nextPage` with the same limit reads every row exactly
- * once, in order, through REST and through the SDK that calls these routes.
+ * once, in order, through REST and through the SDK that calls these routes; GraphQL's `tasks`
+ * pages by cursor within the same budget.
  */
 const PAGE_BYTES = 12_000;
 
@@ -87,7 +96,7 @@ describe('numbered lists cut by bytes', () => {
     expect(res.body.docs).toHaveLength(2);
   });
 
-  it('GET /v2/tasks and tasks.listV2: pages of tasks with large arguments and answers stop before the budget and together hold each once', async () => {
+  it('GET /v2/tasks, tasks.listV2 and GraphQL tasks: pages of tasks with large arguments and answers stop before the budget and together hold each once', async () => {
     const made: string[] = [];
     for (let i = 0; i < 8; i++) {
       const task = await t.db.task.create({
@@ -113,5 +122,16 @@ describe('numbered lists cut by bytes', () => {
 
     const viaSdk = await walk(async (page) => (await sdk.tasks.listV2({ page, limit: 6 })) as unknown as NumberedPage);
     expect(viaSdk.flatMap((p) => p.docs.map((d) => d._id))).toEqual(made);
+
+    const connection: string[][] = [];
+    for (let after: string | null | undefined; ; ) {
+      const { edges, pageInfo } = expectData(await t.gql(TaskPage, { first: 6, after }, alice.apiKey)).tasks;
+      expect(edges.length).toBeGreaterThan(0);
+      connection.push(edges.map((e) => e.node.rawId));
+      if (!pageInfo.hasNextPage) break;
+      after = pageInfo.endCursor;
+    }
+    expect(connection[0]!.length).toBeLessThan(6);
+    expect(connection.flat()).toEqual(made);
   });
 });
