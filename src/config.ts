@@ -407,7 +407,7 @@ export const settings = {
     listPageMaxBytes: setting('LIST_PAGE_MAX_BYTES', positiveInt, {
       default: 1024 * 1024,
       meaning:
-        "a numbered page of models or tasks (`GET /v2/models`, `GET /v2/tasks`), and a page of GraphQL's `tasks`, stops before about this many bytes (it holds at least one; the next page goes on from there)",
+        "a numbered page of models, tasks, threads or sessions (`GET /v2/models`, `/v2/tasks`, `/v2/threads`, `/v2/sessions`), and a page of GraphQL's `tasks`, stops before about this many bytes (it holds at least one; the next page goes on from there; `docs/compatibility.md`)",
     }),
     toolCallsPerModelCall: setting('TOOL_CALLS_PER_MODEL_CALL', positiveInt, {
       default: 8,

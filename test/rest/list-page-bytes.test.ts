@@ -88,6 +88,33 @@ describe('numbered lists cut by bytes', () => {
     expect(past).toMatchObject({ docs: [], total: 7, pages: rest.length, hasNextPage: false, prevPage: rest.length });
   });
 
+  it('GET /v2/threads and threads.list: pages of threads with long titles and scenarios (sized as GET /v2/sessions shows them) stop before the budget and together hold each once', async () => {
+    const carol = await t.createUser('carol');
+    const made: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const s = await t.db.session.create({
+        data: {
+          ownerId: carol.id,
+          title: `${i} ${'t'.repeat(990)}`,
+          scenario: 's'.repeat(2000 + 200 * i),
+          updatedAt: new Date(Date.UTC(2026, 0, 1 + i)),
+        },
+      });
+      made.unshift(s.id);
+    }
+    const read = async (page: number) => {
+      const res = await t.rest('GET', `/v2/threads?limit=5&page=${page}`, { key: carol.apiKey });
+      expect(res.status).toBe(200);
+      return res.body as NumberedPage;
+    };
+    const rest = await walk(read);
+    expect(rest[0]!.docs.length).toBeLessThan(5);
+    expect(rest.flatMap((p) => p.docs.map((d) => d._id))).toEqual(made);
+    const carolSdk = new EdenClient({ edenApiUrl: t.url, apiKey: carol.apiKey });
+    const viaSdk = await walk(async (page) => (await carolSdk.threads.list({ page, limit: 5 } as never)) as unknown as NumberedPage);
+    expect(viaSdk.flatMap((p) => p.docs.map((d) => d._id))).toEqual(made);
+  });
+
   it('GET /v2/models with small rows: pages of the limit asked for, as before', async () => {
     const bob = await t.createUser('bob');
     for (let i = 0; i < 5; i++) await t.db.model.create({ data: { userId: bob.id, name: `Small ${i}`, baseModel: 'flux-dev' } });

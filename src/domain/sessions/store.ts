@@ -1,4 +1,5 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
+import type { NumberedCut, NumberedWindow } from '../core/byte-pages.ts';
 import type { ActorSelection } from '../../generated/prisma/enums.ts';
 import type { Budget } from '../core/budgets.ts';
 import type { MessageView } from '../core/events.ts';
@@ -180,12 +181,15 @@ export interface SessionStore {
     page: { from: SessionPosition | null; limit: number },
     query: Q,
   ): Promise<{ sessions: SessionRead<Q>[]; next: SessionPosition | null }>;
-  /** A numbered page of sessions by activity, and how many there are in all, as of one moment. */
+  /**
+   * A numbered page of sessions by activity cut by bytes (`numberedCut`: each session sized by its
+   * title, scenario, agents and members), how many there are in all and where the page falls.
+   */
   numberedSessions<Q extends SessionQuery>(
     filter: SessionFilter,
-    page: { skip: number; take: number },
+    window: NumberedWindow,
     query: Q,
-  ): Promise<{ sessions: SessionRead<Q>[]; total: number }>;
+  ): Promise<{ sessions: SessionRead<Q>[]; total: number; cut: NumberedCut }>;
   /** A user or agent profile by username. */
   userNamed(username: string): Promise<{ id: string; type: 'user' | 'agent' } | null>;
 
