@@ -1,4 +1,4 @@
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect, it, onTestFailed } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
@@ -70,6 +70,24 @@ it('streams each turn to sessionEvents, and the stop with its reason when the ow
   const sent = expectData(await t.gql(Send, { input: { agentIds, budget: { turnBudget: 50 } } }, alice.apiKey));
   const sessionId = sent.sendMessage.session.rawId;
   const events = wsSubscribe(ws.connect(alice.apiKey), Events, { sessionId });
+  // This test once waited out its time on a busy machine, with no trace of which event never
+  // came (issue 39): a failure prints what was seen and where the loop stood.
+  onTestFailed(async () => {
+    console.error(
+      'events seen:',
+      events.results.map((r) => r.data?.sessionEvents.__typename ?? r.errors),
+    );
+    const messages = await t.db.message.findMany({
+      where: { sessionId },
+      select: { role: true, status: true, error: true, updatedAt: true },
+    });
+    console.error('messages:', messages);
+    console.error(
+      'turn jobs:',
+      await t.db.$queryRaw`SELECT state, retry_count, start_after, started_on, completed_on, output FROM pgboss.job
+        WHERE name = 'autonomous-turn' AND singleton_key = ${sessionId}`,
+    );
+  });
   // Once a change is seen, the subscription is live.
   expectData(await t.gql(Update, { id: sessionId, input: { title: 'Open floor' } }, alice.apiKey));
   await events.waitFor((r) => r.data?.sessionEvents.__typename === 'SessionUpdated');
