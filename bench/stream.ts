@@ -109,6 +109,23 @@ async function threadCpu(pid: number): Promise<Map<string, { name: string; secon
   return out;
 }
 
+/**
+ * CPU seconds used so far by a process group: a PostgreSQL cluster started for the run (its
+ * postmaster and every backend; a backend that ended is counted in its postmaster's reaped time).
+ */
+async function groupCpu(pgid: number): Promise<number> {
+  const { readdir } = await import('node:fs/promises');
+  let seconds = 0;
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) !== pgid) continue;
+    seconds += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / 100;
+  }
+  return seconds;
+}
+
 // ---- one run -----------------------------------------------------------------------------------
 type Transport = 'relay (SSE)' | 'relay (graphql-ws)' | 'relay+store (SSE)' | 'parley REST SSE' | 'parley graphql-ws';
 
@@ -128,6 +145,10 @@ interface Run {
   errors: number;
   /** The server's busiest threads during the run (CPU seconds): the event loop, the database. */
   busiest: { tid: string; name: string; seconds: number }[];
+  /** The server process's CPU seconds during the run, every thread together. */
+  serverCpu: number;
+  /** On PostgreSQL: the CPU seconds its cluster (every backend) used during the run, whichever transport ran. */
+  databaseCpu: number | null;
   /** This process (the paced provider and every client): CPU seconds, and its event loop's delay p50/p99 in ms. */
   bench: { seconds: number; delayP50: number; delayP99: number };
 }
@@ -149,6 +170,7 @@ async function run(transport: Transport, level: number, ctx: Context): Promise<R
   const pid = transport.startsWith('relay (') ? ctx.relayPid : transport === 'relay+store (SSE)' ? ctx.storing!.pid : ctx.parleyPid;
   const before = await rssKb(pid);
   const cpuBefore = await threadCpu(pid);
+  const clusterBefore = postgres ? await groupCpu(postgres.child.pid!) : null;
   const benchCpu = process.cpuUsage();
   const benchDelay = monitorEventLoopDelay({ resolution: 1 });
   benchDelay.enable();
@@ -188,8 +210,10 @@ async function run(transport: Transport, level: number, ctx: Context): Promise<R
   await Promise.all(streams);
   clearInterval(sampler);
   const cpuAfter = await threadCpu(pid);
+  const databaseCpu = clusterBefore === null ? null : (await groupCpu(postgres!.child.pid!)) - clusterBefore;
   benchDelay.disable();
   const benchUsed = process.cpuUsage(benchCpu);
+  const serverCpu = [...cpuAfter].reduce((sum, [tid, t]) => sum + t.seconds - (cpuBefore.get(tid)?.seconds ?? 0), 0);
   const busiest = [...cpuAfter]
     .map(([tid, t]) => ({ tid, name: t.name, seconds: t.seconds - (cpuBefore.get(tid)?.seconds ?? 0) }))
     .sort((a, b) => b.seconds - a.seconds)
@@ -210,6 +234,8 @@ async function run(transport: Transport, level: number, ctx: Context): Promise<R
     firstToken: results.filter((r) => r.received > 0).map((r) => r.firstAt - r.startedAt),
     ...faults(results),
     busiest,
+    serverCpu,
+    databaseCpu,
     bench: {
       seconds: (benchUsed.user + benchUsed.system) / 1e6,
       delayP50: benchDelay.percentile(50) / 1e6,
@@ -345,8 +371,9 @@ for (const level of levels) {
       const result = await run(transport, level, ctx);
       runs.push(result);
       const threads = result.busiest.map((b) => `${b.name}#${b.tid} ${b.seconds.toFixed(1)}s`).join(', ');
+      const cluster = result.databaseCpu === null ? '' : `; PostgreSQL processes ${result.databaseCpu.toFixed(1)}s`;
       console.log(
-        `  round ${r + 1} ${transport.padEnd(18)} ${String(level).padStart(5)} streams: ${result.received}/${result.expected} tokens, ${result.reordered} reordered, ${result.failed} failed, ${result.unended} without end frame, ${result.errors} error frames; first token p50 ${median(result.firstToken).toFixed(0)} ms; busiest server threads: ${threads}; this process ${result.bench.seconds.toFixed(1)}s, loop delay p50/p99 ${result.bench.delayP50.toFixed(1)}/${result.bench.delayP99.toFixed(1)} ms`,
+        `  round ${r + 1} ${transport.padEnd(18)} ${String(level).padStart(5)} streams: ${result.received}/${result.expected} tokens, ${result.reordered} reordered, ${result.failed} failed, ${result.unended} without end frame, ${result.errors} error frames; first token p50 ${median(result.firstToken).toFixed(0)} ms; server ${result.serverCpu.toFixed(1)}s of CPU, busiest threads: ${threads}${cluster}; this process ${result.bench.seconds.toFixed(1)}s, loop delay p50/p99 ${result.bench.delayP50.toFixed(1)}/${result.bench.delayP99.toFixed(1)} ms`,
       );
     }
   }

@@ -404,6 +404,11 @@ export const settings = {
       default: 1024 * 1024,
       meaning: 'a page of messages stops before this many bytes of text (it holds at least one message; `docs/security.md`)',
     }),
+    listPageMaxBytes: setting('LIST_PAGE_MAX_BYTES', positiveInt, {
+      default: 1024 * 1024,
+      meaning:
+        "a numbered page of models, tasks, threads or sessions (`GET /v2/models`, `/v2/tasks`, `/v2/threads`, `/v2/sessions`), and a page of GraphQL's `tasks`, stops before about this many bytes (it holds at least one; the next page goes on from there; `docs/compatibility.md`)",
+    }),
     toolCallsPerModelCall: setting('TOOL_CALLS_PER_MODEL_CALL', positiveInt, {
       default: 8,
       meaning: 'tool calls one model call may run; the model is told the rest were not run, and they cost nothing',

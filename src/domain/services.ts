@@ -170,6 +170,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     events: taskEvents,
     instanceId,
     unsettledPerUser: config.work.tasksPerUser,
+    listPageMaxBytes: config.work.listPageMaxBytes,
     log,
   });
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
@@ -238,7 +239,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     creators: creatorService(creatorStore(db)),
     agents: agentService(agentStore(db), registry, config),
     concepts: conceptService(conceptStore(db)),
-    models: modelService(modelStore(db)),
+    models: modelService(modelStore(db), config.work),
     creations: creationService(creationStore(db)),
     collections: collectionService(collectionStore(db), config.collections),
     search,

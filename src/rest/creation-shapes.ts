@@ -1,16 +1,20 @@
 import { z } from 'zod';
+import type { Viewer } from '../domain/core/viewer.ts';
+import { canReadTask } from '../domain/tasks/service.ts';
+import type { TaskRead } from '../domain/tasks/store.ts';
 import type { ToolRegistry } from '../domain/tools/registry.ts';
 import type { Creation } from '../generated/prisma/client.ts';
 import { type CreatorRow, restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
+import { restTaskInclude, restTaskSchema, toRestTask } from './task-shapes.ts';
 
 /** The original's kinds of output (the SDK's `ToolOutputTypeV2`). */
 const outputTypes = ['image', 'video', 'audio', 'text', 'model', 'lora'] as const;
 type OutputType = (typeof outputTypes)[number];
 
 const creatorSelect = { id: true, username: true, userImage: true, type: true, createdAt: true, updatedAt: true } as const;
-/** What REST reads with a creation: its author, populated. */
-export const restCreationInclude = { user: { select: creatorSelect } } as const;
-export type RestCreationRow = Creation & { user: CreatorRow };
+/** What REST reads with a creation: its author, populated, and the task that made it, as REST shows a task. */
+export const restCreationInclude = { user: { select: creatorSelect }, task: { include: restTaskInclude } } as const;
+export type RestCreationRow = Creation & { user: CreatorRow; task: TaskRead<{ include: typeof restTaskInclude }> | null };
 
 const restMediaAttributesSchema = z
   .object({
@@ -31,9 +35,30 @@ const restMediaOutputSchema = z.object({
 });
 
 /**
+ * The stand-in `task` of a creation with no task the viewer may read (made by none, an upload or
+ * an import, or by someone else's private task): the SDK's `CreationV2` requires one, so it is
+ * told from the creation itself, under the creation's id, revealing nothing of a hidden task. It
+ * has no arguments: a tool's stored ones (`resolution: "1024x1024"`) are not the SDK's `TaskV2Args`.
+ */
+const standInTaskSchema = z
+  .object({
+    _id: z.string().meta({ description: "The creation's own id: there is no task of it to show" }),
+    user: restCreatorRefSchema,
+    tool: z.string(),
+    output_type: z.enum(outputTypes),
+    args: z.object({}).strict().meta({ description: "None: the creation's own are its `args`" }),
+    status: z.literal('completed'),
+    error: z.null(),
+    result: z.array(z.object({ output: z.array(restMediaOutputSchema) })),
+    createdAt: z.date(),
+    updatedAt: z.date(),
+  })
+  .meta({ id: 'CreationStandInTask' });
+
+/**
  * A creation as the original's clients read it (the SDK's `CreationV2`): populated `user` and
- * `requester`, and the task that made it. parley keeps no task document for a creation, so `task`
- * is derived from the creation (its tool, arguments, author and dates, and its file as the result).
+ * `requester`, and `task`: the task that made it as `GET /v2/tasks/{id}` shows it, when the viewer
+ * may read that task (theirs, or public), else a stand-in told from the creation.
  */
 export const restCreationSchema = z
   .object({
@@ -47,18 +72,7 @@ export const restCreationSchema = z
     user: restCreatorRefSchema,
     requester: restCreatorRefSchema.meta({ description: 'Who asked for it: the same as user' }),
     agent: z.string().nullable().meta({ description: 'The id of the agent that made it, if any' }),
-    task: z.object({
-      _id: z.string().meta({ description: "The creation's task, or the creation's id when it came from none" }),
-      user: restCreatorRefSchema,
-      tool: z.string(),
-      output_type: z.enum(outputTypes),
-      args: z.unknown(),
-      status: z.literal('completed'),
-      error: z.null(),
-      result: z.array(z.object({ output: z.array(restMediaOutputSchema) })),
-      createdAt: z.date(),
-      updatedAt: z.date(),
-    }),
+    task: z.union([restTaskSchema, standInTaskSchema]),
     likeCount: z.number().int(),
     public: z.boolean(),
     deleted: z.boolean(),
@@ -76,7 +90,7 @@ const kindOfMime = (mime: unknown): OutputType | undefined => {
 const fileNameOf = (c: Pick<Creation, 'filename' | 'url'>) =>
   c.filename ?? decodeURIComponent(new URL(c.url, 'http://x').pathname.split('/').pop() || 'file');
 
-export function toRestCreation(c: RestCreationRow, tools: Pick<ToolRegistry, 'get'>): z.input<typeof restCreationSchema> {
+export function toRestCreation(viewer: Viewer, c: RestCreationRow, tools: ToolRegistry): z.input<typeof restCreationSchema> {
   const stored = (c.mediaAttributes ?? {}) as Record<string, unknown>;
   const outputType = tools.get(c.tool)?.output_type ?? kindOfMime(stored.mimeType) ?? 'image';
   const numeric = (key: string) => (typeof stored[key] === 'number' ? { [key]: stored[key] as number } : {});
@@ -110,18 +124,21 @@ export function toRestCreation(c: RestCreationRow, tools: Pick<ToolRegistry, 'ge
     user,
     requester: user,
     agent: c.agentId,
-    task: {
-      _id: c.taskId ?? c.id,
-      user,
-      tool: c.tool,
-      output_type: outputType,
-      args: c.args,
-      status: 'completed',
-      error: null,
-      result: [{ output: [media] }],
-      createdAt: c.createdAt,
-      updatedAt: c.updatedAt,
-    },
+    task:
+      c.task && canReadTask(viewer, c.task)
+        ? toRestTask(viewer, tools, c.task)
+        : {
+            _id: c.id,
+            user,
+            tool: c.tool,
+            output_type: outputType,
+            args: {},
+            status: 'completed',
+            error: null,
+            result: [{ output: [media] }],
+            createdAt: c.createdAt,
+            updatedAt: c.updatedAt,
+          },
     likeCount: c.likeCount,
     public: c.public,
     deleted: c.deleted,

@@ -136,7 +136,7 @@ export const creationOperations = [
     errors: { style: errors, codes: ['NOT_FOUND'] },
     handler: async (request, _reply, { services }) => {
       const creation = await services.creations.get(request.viewer, request.params.creationId, creationQuery);
-      return { creation: toRestCreation(creation as RestCreationRow, services.tools) };
+      return { creation: toRestCreation(request.viewer, creation as RestCreationRow, services.tools) };
     },
   }),
   operation({
@@ -150,7 +150,7 @@ export const creationOperations = [
     errors: { style: errors, codes: ['NOT_FOUND', 'FORBIDDEN', 'BAD_USER_INPUT'] },
     handler: async (request, _reply, { services }) => {
       const creation = await services.creations.update(request.viewer, request.params.creationId, request.body ?? {}, creationQuery);
-      return { creation: toRestCreation(creation as RestCreationRow, services.tools) };
+      return { creation: toRestCreation(request.viewer, creation as RestCreationRow, services.tools) };
     },
   }),
   operation({
@@ -164,7 +164,7 @@ export const creationOperations = [
     errors: { style: errors, codes: ['NOT_FOUND', 'FORBIDDEN', 'BAD_USER_INPUT'] },
     handler: async (request, _reply, { services }) => {
       const creations = await services.creations.updateMany(request.viewer, request.body ?? {}, creationQuery);
-      return { creations: creations.map((c) => toRestCreation(c as RestCreationRow, services.tools)) };
+      return { creations: creations.map((c) => toRestCreation(request.viewer, c as RestCreationRow, services.tools)) };
     },
   }),
 ];

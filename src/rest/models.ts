@@ -112,7 +112,8 @@ export const modelOperations = [
     method: 'get',
     path: '/v2/models',
     tag: 'Models',
-    summary: 'A numbered page of the models you may use (yours and public ones), newest first',
+    summary:
+      'A numbered page of the models you may use (yours and public ones), newest first; it stops before LIST_PAGE_MAX_BYTES (the next page goes on from there)',
     query: z.object({
       page: z.string().optional().meta({ description: 'From 1' }),
       limit: z.string().optional().meta({ description: '25 unless told, at most 100' }),
@@ -126,8 +127,8 @@ export const modelOperations = [
     ok: { json: restSearchPageSchema.extend({ docs: z.array(restModelSchema) }) },
     errors: { style: errors, codes: ['BAD_USER_INPUT'] },
     handler: async (request, _reply, { services }) => {
-      const { models, total, page, limit } = await services.models.page(request.viewer, request.query, restModelQuery);
-      return paginate((models as RestModelRow[]).map(toRestModel), total, page, limit);
+      const { models, total, page, limit, cut } = await services.models.page(request.viewer, request.query, restModelQuery);
+      return paginate((models as RestModelRow[]).map(toRestModel), total, page, limit, cut);
     },
   }),
   operation({

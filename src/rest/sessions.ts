@@ -108,7 +108,7 @@ export const sessionOperations = [
         { include: restSessionInclude },
       );
       return {
-        ...paginate(numbered.sessions.map(toRestSession), numbered.total, numbered.page, numbered.limit),
+        ...paginate(numbered.sessions.map(toRestSession), numbered.total, numbered.page, numbered.limit, numbered.cut),
         sessions: sessions.map(toRestSession),
         nextCursor,
       };

@@ -46,7 +46,8 @@ export const taskOperations = [
     method: 'get',
     path: '/v2/tasks',
     tag: 'Tasks',
-    summary: 'A numbered page of your tasks, the tool calls of your replies among them (everything your manna paid for)',
+    summary:
+      'A numbered page of your tasks, the tool calls of your replies among them (everything your manna paid for); it stops before LIST_PAGE_MAX_BYTES (the next page goes on from there)',
     query: listQuery,
     ok: {
       json: restSearchPageSchema
@@ -59,10 +60,14 @@ export const taskOperations = [
     },
     errors: { style: errors, codes: ['BAD_USER_INPUT'] },
     handler: async (request, _reply, { services }) => {
-      const { tasks, total, page, limit } = await services.tasks.page(request.viewer, taskNames.toDomain(request.query), restTaskQuery);
+      const { tasks, total, page, limit, cut } = await services.tasks.page(
+        request.viewer,
+        taskNames.toDomain(request.query),
+        restTaskQuery,
+      );
       const docs = tasks.map((t) => toRestTask(request.viewer, services.tools, t));
       // The SDK types these two as a number or absent (docs/compatibility.md), so no page is no field.
-      const { prevPage, nextPage, ...numbers } = paginate(docs, total, page, limit);
+      const { prevPage, nextPage, ...numbers } = paginate(docs, total, page, limit, cut);
       return { ...numbers, ...(prevPage === null ? {} : { prevPage }), ...(nextPage === null ? {} : { nextPage }) };
     },
   }),

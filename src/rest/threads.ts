@@ -257,7 +257,9 @@ export const threadOperations = [
     operationId: 'listThreads',
     method: 'get',
     path: '/v2/threads',
-    ...threadPath('A numbered page of your threads (sessions you own or were added to), latest activity first'),
+    ...threadPath(
+      'A numbered page of your threads (sessions you own or were added to), latest activity first; it stops before LIST_PAGE_MAX_BYTES (the next page goes on from there)',
+    ),
     query: z.object({
       agent_id: z.string().optional().meta({ description: 'Only threads with this agent (its id)' }),
       page: z.string().optional().meta({ description: 'From 1' }),
@@ -273,6 +275,7 @@ export const threadOperations = [
         numbered.total,
         numbered.page,
         numbered.limit,
+        numbered.cut,
       );
     },
   }),

@@ -13,6 +13,7 @@ import {
 } from '../../src/domain/deployments/ports.ts';
 import { type FakeTelegram, startFakeTelegram, type TgChat } from '../helpers/fake-telegram.ts';
 import { setUp } from '../helpers/set-up.ts';
+import { changes } from '../helpers/until.ts';
 
 /**
  * The Telegram connector on its own, through the deployments' `Connector` port only (validate,
@@ -145,29 +146,8 @@ type Heard =
 
 /** Waits on what a test notes itself (hooks called, refs told): `until` looks again at each `changed`. */
 function watcher(state: () => string) {
-  const listeners = new Set<() => void>();
-  return {
-    changed() {
-      for (const l of [...listeners]) l();
-    },
-    until<T>(check: () => T | undefined | null | false, what: string): Promise<T> {
-      return new Promise((resolve, reject) => {
-        const look = () => {
-          const found = check();
-          if (!found) return;
-          listeners.delete(look);
-          clearTimeout(timer);
-          resolve(found);
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(look);
-          reject(new Error(`timed out waiting for ${what}; ${state()}`));
-        }, WAIT_MS);
-        listeners.add(look);
-        look();
-      });
-    },
-  };
+  const seen = changes(state);
+  return { changed: seen.changed, until: <T>(check: () => T | undefined | null | false, what: string) => seen.until(check, what, WAIT_MS) };
 }
 
 /** Hooks that note every call; `take` answers what `accept` says of the nth batch (from 1). */

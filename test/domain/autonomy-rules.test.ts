@@ -236,6 +236,24 @@ describe('an autonomous loop', () => {
     expect(told.filter((e) => e.type === 'autonomy_stopped')).toHaveLength(1);
   });
 
+  it('turned off just as a turn job sends the next turn: the turn it sent is taken back', async () => {
+    const { session, jobs, told, rules, tick } = arrange({ replyInterval: 60 });
+    await rules.startWork();
+    const on = { autoReply: true, replyInterval: 60, actorSelectionMethod: 'random' as const };
+    await rules.changed(session.id, on, false);
+    // The owner's change lands after the turn job read the session, and before its send of the next turn.
+    const send = jobs.queue.send;
+    jobs.queue.send = async (...args: Parameters<typeof send>) => {
+      jobs.queue.send = send;
+      session.autoReply = false;
+      await rules.changed(session.id, { ...on, autoReply: false }, true);
+      return send(...args);
+    };
+    await tick(0);
+    expect(jobs.waiting()).toEqual([]);
+    expect(told.filter((e) => e.type === 'autonomy_stopped')).toHaveLength(1);
+  });
+
   it('stops after a turn whose reply failed, rather than spend the budget on failures', async () => {
     const { session, jobs, told, rules, tick } = arrange({ fail: 'provider' });
     await rules.startWork();

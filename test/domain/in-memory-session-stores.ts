@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { numberedCut, rowsThatFit } from '../../src/domain/core/byte-pages.ts';
 import type { MessageView } from '../../src/domain/core/events.ts';
 import type { AutonomyStore } from '../../src/domain/sessions/autonomy-store.ts';
 import type { ActorSelection } from '../../src/generated/prisma/enums.ts';
@@ -9,7 +10,6 @@ import {
   BudgetStop,
   KeyGone,
   type MessageWindow,
-  messagesThatFit,
   type NewSessionAgent,
   ReactionLimitReached,
   type SavedNewSession,
@@ -213,7 +213,7 @@ function messageSlice(world: World, sessionId: string, w: MessageWindow) {
     .filter((m) => m.sessionId === sessionId && (w.after === null || m.ordinal > w.after) && (w.before === null || m.ordinal < w.before))
     .sort((a, b) => (w.forwards ? a.ordinal - b.ordinal : b.ordinal - a.ordinal))
     .slice(0, w.take + 1);
-  const fits = messagesThatFit(
+  const fits = rowsThatFit(
     inWindow.map((m) => Buffer.byteLength(m.content) + Buffer.byteLength(m.thought ?? '')),
     w.take,
     w.maxBytes,
@@ -308,9 +308,15 @@ function readStatements(
       const page = after.slice(0, limit);
       return { sessions: page.map(asRead<typeof _query>), next: after.length > limit ? page.at(-1)! : null };
     },
-    async numberedSessions(filter, { skip, take }, _query) {
+    async numberedSessions(filter, window, _query) {
       const all = [...world.sessions.values()].filter((s) => matches(s, filter)).sort(byActivity);
-      return { sessions: all.slice(skip, skip + take).map(asRead<typeof _query>), total: all.length };
+      const cut = numberedCut(
+        all.map((s) => Buffer.byteLength(JSON.stringify(s))),
+        window.page,
+        window.limit,
+        window.maxBytes,
+      );
+      return { sessions: all.slice(cut.start, cut.end).map(asRead<typeof _query>), total: all.length, cut };
     },
     userNamed: async (username) => [...world.users.values()].find((u) => u.username === username) ?? null,
     async message(id) {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { changes } from './until.ts';
 
 /**
  * A fake of Telegram's Bot API speaking its wire format, for deployments to run against over
@@ -82,13 +83,11 @@ export async function startFakeTelegram() {
   const chatMessageIds = new Map<number, number>();
   const sent: BotMessage[] = [];
   const actions: { chatId: number; action: string; at: number }[] = [];
-  const listeners = new Set<() => void>();
+  const seen = changes();
   let nextUpdate = 100_000 + Math.floor(Math.random() * 1000);
   let down = false;
 
-  const changed = () => {
-    for (const l of [...listeners]) l();
-  };
+  const changed = seen.changed;
   const nextMessageId = (chatId: number) => {
     const id = (chatMessageIds.get(chatId) ?? 0) + 1;
     chatMessageIds.set(chatId, id);
@@ -264,23 +263,8 @@ export async function startFakeTelegram() {
   };
 
   /** Resolves once `check` holds (looked at on every call and message), or fails after `timeoutMs`. */
-  function until<T>(check: () => T | undefined | null | false, timeoutMs = 30_000, what = 'the fake Telegram to see it'): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const look = () => {
-        const found = check();
-        if (!found) return;
-        listeners.delete(look);
-        clearTimeout(timer);
-        resolve(found);
-      };
-      const timer = setTimeout(() => {
-        listeners.delete(look);
-        reject(new Error(`timed out waiting for ${what}`));
-      }, timeoutMs);
-      listeners.add(look);
-      look();
-    });
-  }
+  const until = <T>(check: () => T | undefined | null | false, timeoutMs = 30_000, what = 'the fake Telegram to see it') =>
+    seen.until(check, what, timeoutMs);
 
   return {
     apiUrl: `http://127.0.0.1:${port}`,

@@ -16,3 +16,34 @@ export async function until<T>(
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }
+
+/**
+ * The event-driven form of `until`, for what a test's own fakes note: `until` looks at `check`
+ * now and again at each `changed()`, and fails after `timeoutMs` with `what` and `state()`.
+ */
+export function changes(state: () => string = () => '') {
+  const looks = new Set<() => void>();
+  return {
+    changed() {
+      for (const look of [...looks]) look();
+    },
+    until<T>(check: () => T | undefined | null | false, what: string, timeoutMs = 30_000): Promise<T> {
+      return new Promise((resolve, reject) => {
+        const look = () => {
+          const found = check();
+          if (!found) return;
+          looks.delete(look);
+          clearTimeout(timer);
+          resolve(found);
+        };
+        const timer = setTimeout(() => {
+          looks.delete(look);
+          const seen = state();
+          reject(new Error(`timed out waiting for ${what}${seen ? `; ${seen}` : ''}`));
+        }, timeoutMs);
+        looks.add(look);
+        look();
+      });
+    },
+  };
+}

@@ -275,6 +275,40 @@ describe('the SDK methods parley now serves, called through the SDK', () => {
       expect(deleted.creations!.every((c) => c.deleted)).toBe(true);
       expect((await failure(sdk.creations.getV2({ creationId: a.id }))).status).toBe(404);
     });
+
+    it('a creation a task made shows that task, as tasks.getV2 reads it; one whose task the reader may not see shows none of it', async () => {
+      await t.services.manna.grant('alice', '5', 'forever');
+      const made = (await sdk.tasks.createV2({ tool: 'flux_schnell', args: { prompt: 'a harbour at dusk', n_samples: 2 } })) as {
+        task: { _id: string };
+      };
+      const taskId = made.task._id;
+      let done = (await sdk.tasks.getV2({ taskId })).task!;
+      while (done.status !== 'completed') {
+        expect(['pending', 'running']).toContain(done.status);
+        await new Promise((r) => setTimeout(r, 20));
+        done = (await sdk.tasks.getV2({ taskId })).task!;
+      }
+      const creationIds = (done.result[0]!.output as unknown as { creationId: string }[]).map((o) => o.creationId);
+      expect(creationIds).toHaveLength(2);
+
+      const res = await sdk.creations.getV2({ creationId: creationIds[1]! });
+      expectResponse('CreationsV2GetResponse', res, ['creation']);
+      expectConforms('CreationV2', res.creation);
+      expectConforms('TaskV2', res.creation!.task);
+      // The task record itself: its id, its arguments as given (not the creation's), both outputs.
+      expect(res.creation!.task).toEqual(JSON.parse(JSON.stringify(done)));
+      expect(res.creation!.task).toMatchObject({ _id: taskId, status: 'completed', args: { prompt: 'a harbour at dusk', n_samples: 2 } });
+      expect(res.creation!.task.result[0]!.output).toHaveLength(2);
+
+      // The task stays private when its creation is made public: a stranger reads the creation, not the task.
+      await sdk.creations.updateV2({ creationId: creationIds[1]!, public: true });
+      const seen = await bobSdk.creations.getV2({ creationId: creationIds[1]! });
+      expectConforms('CreationV2', seen.creation);
+      expectConforms('TaskV2', seen.creation!.task);
+      expect(seen.creation!.task._id).toBe(creationIds[1]);
+      expect(JSON.stringify(seen.creation)).not.toContain(taskId);
+      expect((await failure(bobSdk.tasks.getV2({ taskId }))).status).toBe(404);
+    });
   });
 
   describe('creators.getV2', () => {

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.ts';
 import { type Collection, type Creation, Prisma } from '../../generated/prisma/client.ts';
+import { rowsThatFit } from '../core/byte-pages.ts';
 import { newIds } from '../core/ids.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { visibleCreations, visibleToFilter } from '../discovery/store.ts';
@@ -90,21 +91,16 @@ export const shownItems = (viewer: Viewer): Prisma.CollectionCreationWhereInput 
 /** `canReadCollection` as a Prisma filter. */
 export const readableCollections = (viewer: Viewer): Prisma.CollectionWhereInput => visibleToFilter(viewer, 'userId');
 
-/** Bytes a creation adds to a page, roughly as REST writes it: its text, its arguments twice (its own, its task's), the rest. */
+/**
+ * Bytes a creation adds to a page, roughly as REST writes it: its text, its arguments, its task's
+ * arguments, result and error (`t`, the task joined; else the arguments again, as the stand-in), the rest.
+ */
 const CREATION_BYTES = Prisma.sql`octet_length(c."name") + octet_length(c."url") + coalesce(octet_length(c."thumbnail"), 0)
-  + coalesce(octet_length(c."filename"), 0) + 2 * octet_length(c."args"::text) + octet_length(c."mediaAttributes"::text) + 1000`;
+  + coalesce(octet_length(c."filename"), 0) + octet_length(c."args"::text) + octet_length(c."mediaAttributes"::text) + 1000
+  + coalesce(octet_length(t."args"::text) + coalesce(octet_length(t."result"::text), 0) + coalesce(octet_length(t."error"), 0),
+    octet_length(c."args"::text))`;
 /** An id in a light list: the id and its quotes and comma. */
 const ID_BYTES = 40;
-
-/** How many rows (their sizes in order) go on a page of `take` within `maxBytes`: at least one. */
-export function rowsThatFit(sizes: readonly number[], take: number, maxBytes: number): number {
-  let fits = 0;
-  for (let bytes = 0; fits < Math.min(take, sizes.length); fits++) {
-    bytes += sizes[fits]!;
-    if (fits > 0 && bytes > maxBytes) break;
-  }
-  return fits;
-}
 
 type Tx = Prisma.TransactionClient;
 
@@ -186,7 +182,7 @@ export function collectionStore(db: Db): CollectionStore {
     async shown<Q extends ShownCreationQuery>(viewer: Viewer, collection: CollectionOwner, window: PageWindow, query: Q) {
       const rows = await db.$queryRaw<{ position: string; creationId: string; bytes: number }[]>`
         SELECT cc."id" AS "position", cc."creationId", (${CREATION_BYTES})::int AS "bytes"
-        FROM "CollectionCreation" cc JOIN "Creation" c ON c."id" = cc."creationId"
+        FROM "CollectionCreation" cc JOIN "Creation" c ON c."id" = cc."creationId" LEFT JOIN "Task" t ON t."id" = c."taskId"
         WHERE cc."collectionId" = ${collection.id} AND ${shownSql(viewer.id, collection.userId)}
           ${window.after === null ? Prisma.empty : Prisma.sql`AND cc."id" > ${window.after}`}
         ORDER BY cc."id" LIMIT ${window.take + 1}`;

@@ -9,7 +9,7 @@ import type { ModelQuery, ModelRead, ModelStore, ModelWindow } from './store.ts'
 
 export const MODEL_NOT_FOUND = 'Model not found';
 
-export function modelService(store: ModelStore) {
+export function modelService(store: ModelStore, limits: { listPageMaxBytes: number }) {
   return {
     /** Models the viewer may use (their own and public ones), narrowed by `filter`, newest first. */
     list(viewer: Viewer, filter: RawFilter<typeof modelFilterSchema>, window: ModelWindow) {
@@ -26,13 +26,13 @@ export function modelService(store: ModelStore) {
 
     /**
      * A numbered page of the models the viewer may use (their own and public ones), newest first,
-     * with how many there are in all (the original's `GET /v2/models`).
+     * with how many there are in all (the original's `GET /v2/models`); cut by bytes, `cut` says where.
      */
     async page<Q extends ModelQuery = object>(viewer: Viewer, raw: unknown, query?: Q) {
       const { page, limit, userId, modelId, public: isPublic } = parseInput(modelPageSchema, raw);
       const filter = { ...parseModelFilter({ owner: userId, public: isPublic }), ids: modelId?.filter(canNameARow) };
-      const { models, total } = await store.page(viewer, filter, { skip: (page - 1) * limit, take: limit }, query);
-      return { models, total, page, limit };
+      const { models, total, cut } = await store.page(viewer, filter, { page, limit, maxBytes: limits.listPageMaxBytes }, query);
+      return { models, total, page, limit, cut };
     },
 
     /** Renames a model or makes it public or private: its owner only; someone else's private model is not found. */

@@ -1,3 +1,5 @@
+import type { NumberedCut } from '../core/byte-pages.ts';
+
 /**
  * One page of results with the numbers the "paginate" plugin of document databases gives, which
  * clients of the original service read: `pages` is at least 1, `pagingCounter` is the 1-based
@@ -16,15 +18,16 @@ export interface Page<T> {
   nextPage: number | null;
 }
 
-export function paginate<T>(docs: T[], total: number, page: number, limit: number): Page<T> {
-  const pages = Math.max(1, Math.ceil(total / limit));
+/** `cut`: where a page cut by bytes (`numberedCut`) starts, and the pages the list makes so. */
+export function paginate<T>(docs: T[], total: number, page: number, limit: number, cut?: Pick<NumberedCut, 'start' | 'pages'>): Page<T> {
+  const pages = cut?.pages ?? Math.max(1, Math.ceil(total / limit));
   return {
     docs,
     total,
     limit,
     page,
     pages,
-    pagingCounter: (page - 1) * limit + 1,
+    pagingCounter: (cut?.start ?? (page - 1) * limit) + 1,
     hasPrevPage: page > 1,
     hasNextPage: page < pages,
     prevPage: page > 1 ? page - 1 : null,

@@ -111,6 +111,16 @@ export interface AutonomyDependencies {
 export function autonomyRules({ store, bus, jobs, replies, log, random = Math.random, now = () => new Date() }: AutonomyDependencies) {
   const schedule = (sessionId: string, at?: Date) => jobs.send(TURN_QUEUE, { sessionId }, { key: sessionId, at });
 
+  /**
+   * Sends the turn job for `at` from a turn job's decision. The owner may have turned the loop
+   * off since that decision's state was read, and dropped the waiting turn before this one was
+   * sent: then this one is taken back, or it would wait out its time for nothing.
+   */
+  async function scheduleWhileOn(sessionId: string, at: Date) {
+    await schedule(sessionId, at);
+    if (!(await store.standing(sessionId))?.autoReply) await jobs.cancelWaiting(TURN_QUEUE, sessionId);
+  }
+
   /** Ends the loop once: turns auto-reply off, drops the waiting turn, tells the watchers why. */
   async function stop(sessionId: string, reason: AutonomyStopReason) {
     if (!(await store.turnOff(sessionId))) return false;
@@ -122,7 +132,7 @@ export function autonomyRules({ store, bus, jobs, replies, log, random = Math.ra
   /** Carries out a decision that takes no turn. */
   async function settle(sessionId: string, next: Exclude<Step, { kind: 'turn' }>) {
     if (next.kind === 'stop') await stop(sessionId, next.reason);
-    else if (next.kind === 'wait') await schedule(sessionId, next.until);
+    else if (next.kind === 'wait') await scheduleWhileOn(sessionId, next.until);
   }
 
   /** One agent's turn: its reply to the conversation so far, written to the end; false when it did not start. */
@@ -133,7 +143,7 @@ export function autonomyRules({ store, bus, jobs, replies, log, random = Math.ra
       return false;
     }
     if ('busy' in start) {
-      await schedule(sessionId, new Date(now().getTime() + BUSY_RECHECK_S * 1000));
+      await scheduleWhileOn(sessionId, new Date(now().getTime() + BUSY_RECHECK_S * 1000));
       return false;
     }
     const target = start.started;

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.ts';
+import { numberedByBytes, rowsThatFit } from '../core/byte-pages.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { releaseHolds } from '../core/stores/holds.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
@@ -11,7 +12,6 @@ import {
   type AgentAsk,
   type MessageSlice,
   type MessageWindow,
-  messagesThatFit,
   type NewSessionAgent,
   ReactionLimitReached,
   type SessionFilter,
@@ -50,7 +50,7 @@ async function messagePage(client: Pick<Db, 'message' | '$queryRaw'>, sessionId:
       ${w.after !== null ? Prisma.sql`AND "ordinal" > ${w.after}` : Prisma.empty}
       ${w.before !== null ? Prisma.sql`AND "ordinal" < ${w.before}` : Prisma.empty}
     ORDER BY "ordinal" ${w.forwards ? Prisma.sql`ASC` : Prisma.sql`DESC`} LIMIT ${w.take + 1}`;
-  const fits = messagesThatFit(
+  const fits = rowsThatFit(
     sizes.map((s) => Number(s.bytes)),
     w.take,
     w.maxBytes,
@@ -61,6 +61,15 @@ async function messagePage(client: Pick<Db, 'message' | '$queryRaw'>, sessionId:
     : [];
   return { messages: rows.map(toMessageView), more: sizes.length > fits };
 }
+
+/**
+ * Bytes a session takes in a list, roughly as REST writes it (`GET /v2/sessions`, `GET /v2/threads`):
+ * its title and scenario, each of its agents with its description, each member, the rest.
+ */
+const SESSION_BYTES = Prisma.sql`coalesce(octet_length(s."title"), 0) + coalesce(octet_length(s."scenario"), 0) + 1500
+  + coalesce((SELECT sum(octet_length(a."name") + octet_length(a."description") + 400) FROM "SessionAgent" sa
+      JOIN "Agent" a ON a."id" = sa."agentId" WHERE sa."sessionId" = s."id"), 0)
+  + 300 * (SELECT count(*) FROM "SessionUser" su WHERE su."sessionId" = s."id")`;
 
 /**
  * The agents new sessions' prompts name, with what each remembers of the users whose prompts
@@ -144,14 +153,22 @@ function readStatements(
       return { sessions: sessions.map(asRead<typeof query>), next: rows.length > limit && last ? last : null };
     },
 
-    async numberedSessions(filter, { skip, take }, query) {
-      const where = sessionsWhere(filter);
-      const [total, rows] = await db.$transaction([
-        db.session.count({ where }),
-        db.session.findMany({ where, orderBy: byActivity, skip, take, ...query }),
-      ]);
-      return { sessions: rows.map(asRead<typeof query>), total };
-    },
+    numberedSessions: (filter, window, query) =>
+      db.$transaction(async (tx) => {
+        const where = sessionsWhere(filter);
+        const { rows, total, cut } = await numberedByBytes(window, {
+          ids: async () => (await tx.session.findMany({ where, orderBy: byActivity, select: { id: true } })).map((r) => r.id),
+          sizes: async (ids) =>
+            new Map(
+              (
+                await tx.$queryRaw<{ id: string; bytes: number }[]>`SELECT s."id", (${SESSION_BYTES})::int AS "bytes" FROM "Session" s
+                WHERE s."id" = ANY(${ids}::text[])`
+              ).map((r) => [r.id, Number(r.bytes)]),
+            ),
+          rows: (ids) => tx.session.findMany({ where: { id: { in: ids } }, ...query }),
+        });
+        return { sessions: rows.map(asRead<typeof query>), total, cut };
+      }),
 
     userNamed: (username) => db.user.findUnique({ where: { username }, select: { id: true, type: true } }),
 

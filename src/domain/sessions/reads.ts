@@ -64,7 +64,7 @@ const pageArgs = (page: { first?: unknown; after?: unknown } | undefined) =>
   parseInput(pageSchema, Object.fromEntries(Object.entries(page ?? {}).filter(([, v]) => v != null)));
 
 /** Reading sessions and their messages, for whoever may see them. */
-export function readRules(store: SessionStore, access: SessionAccess, work: { messagePageMaxBytes: number }) {
+export function readRules(store: SessionStore, access: SessionAccess, work: { messagePageMaxBytes: number; listPageMaxBytes: number }) {
   async function list<Q extends SessionQuery>(filter: SessionFilter, page: { first?: unknown; after?: unknown } | undefined, query: Q) {
     const { first: limit, after } = pageArgs(page);
     const { sessions, next } = await store.sessions(filter, { from: after ? sessionPosition(after) : null, limit }, query);
@@ -95,8 +95,9 @@ export function readRules(store: SessionStore, access: SessionAccess, work: { me
         agentId = agent.id;
       }
       const filter = { memberOf: viewer.id, agentId };
-      const { sessions, total } = await store.numberedSessions(filter, { skip: (page - 1) * limit, take: limit }, query);
-      return { sessions, total, page, limit };
+      const window = { page, limit, maxBytes: work.listPageMaxBytes };
+      const { sessions, total, cut } = await store.numberedSessions(filter, window, query);
+      return { sessions, total, page, limit, cut };
     },
 
     /** Sessions other users added the caller to, newest activity first (operation 1). */

@@ -25,7 +25,7 @@ export function sessionService(
   store: SessionStore,
   bus: EventBus,
   replies: Pick<ReplyEngine, 'instanceId' | 'start'>,
-  work: Pick<WorkConfig, 'messagePageMaxBytes' | 'reactionsPerUserMessage'>,
+  work: Pick<WorkConfig, 'messagePageMaxBytes' | 'listPageMaxBytes' | 'reactionsPerUserMessage'>,
   limits: StreamLimits,
   {
     gate,

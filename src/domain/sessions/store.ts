@@ -1,4 +1,5 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
+import type { NumberedCut, NumberedWindow } from '../core/byte-pages.ts';
 import type { ActorSelection } from '../../generated/prisma/enums.ts';
 import type { Budget } from '../core/budgets.ts';
 import type { MessageView } from '../core/events.ts';
@@ -139,16 +140,6 @@ export interface MessageSlice {
   more: boolean;
 }
 
-/** How many of the messages (their sizes in reading order) go on a page of `take` within `maxBytes`. */
-export function messagesThatFit(sizes: number[], take: number, maxBytes: number): number {
-  let fits = 0;
-  for (let bytes = 0; fits < Math.min(take, sizes.length); fits++) {
-    bytes += sizes[fits]!;
-    if (fits > 0 && bytes > maxBytes) break;
-  }
-  return fits;
-}
-
 export interface ReactionToggle {
   messageId: string;
   userId: string;
@@ -190,12 +181,15 @@ export interface SessionStore {
     page: { from: SessionPosition | null; limit: number },
     query: Q,
   ): Promise<{ sessions: SessionRead<Q>[]; next: SessionPosition | null }>;
-  /** A numbered page of sessions by activity, and how many there are in all, as of one moment. */
+  /**
+   * A numbered page of sessions by activity cut by bytes (`numberedCut`: each session sized by its
+   * title, scenario, agents and members), how many there are in all and where the page falls.
+   */
   numberedSessions<Q extends SessionQuery>(
     filter: SessionFilter,
-    page: { skip: number; take: number },
+    window: NumberedWindow,
     query: Q,
-  ): Promise<{ sessions: SessionRead<Q>[]; total: number }>;
+  ): Promise<{ sessions: SessionRead<Q>[]; total: number; cut: NumberedCut }>;
   /** A user or agent profile by username. */
   userNamed(username: string): Promise<{ id: string; type: 'user' | 'agent' } | null>;
 

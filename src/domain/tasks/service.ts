@@ -1,4 +1,5 @@
 import { Decimal } from '@prisma/client/runtime/client';
+import { numberedByBytes, rowsThatFit } from '../core/byte-pages.ts';
 import { badInput, forbidden, insufficientManna, notFound, tooMany } from '../core/errors.ts';
 import { decodeCursor, encodeCursor } from '../core/cursors.ts';
 import { canNameARow } from '../core/ids.ts';
@@ -36,6 +37,8 @@ export interface TaskServiceDeps {
   instanceId: string;
   /** Tasks one user may have pending or running at once. */
   unsettledPerUser: number;
+  /** A page of tasks stops before about this many bytes as a list shows them (at least one task). */
+  listPageMaxBytes: number;
   log: { error(obj: unknown, msg?: string): void };
 }
 
@@ -117,7 +120,7 @@ async function readable<Q extends TaskQuery = object>(store: TaskStore, viewer: 
 }
 
 /** Reading tasks: one, a watch of one, and the caller's lists; none of it changes a task. */
-function taskReads(store: TaskStore, registry: ToolRegistry) {
+function taskReads(store: TaskStore, registry: ToolRegistry, listPageMaxBytes: number) {
   return {
     get: <Q extends TaskQuery = object>(viewer: Viewer, id: string, query?: Q): Promise<TaskRead<Q>> => readable(store, viewer, id, query),
 
@@ -132,23 +135,36 @@ function taskReads(store: TaskStore, registry: ToolRegistry) {
       return (event) => event.taskId === task.id;
     },
 
-    /** A numbered page of the caller's tasks (reply tool calls among them), as the original's list. */
+    /** A numbered page of the caller's tasks (reply tool calls among them), as the original's list; cut by bytes, `cut` says where. */
     async page<Q extends TaskQuery = object>(viewer: Viewer, raw: unknown, query?: Q) {
       const { page, limit, ...filters } = parseInput(taskPageSchema, raw);
       const filter = filterOf(registry, viewer, filters);
-      const [tasks, total] = await Promise.all([store.list(filter, { skip: (page - 1) * limit, take: limit }, query), store.count(filter)]);
-      return { tasks, total, page, limit };
+      const { rows, total, cut } = await numberedByBytes(
+        { page, limit, maxBytes: listPageMaxBytes },
+        {
+          ids: () => store.ids(filter),
+          sizes: (ids) => store.listedSizes(ids),
+          rows: (ids) => store.list({ ...filter, ids }, { skip: 0, take: ids.length }, query),
+        },
+      );
+      return { tasks: rows, total, page, limit, cut };
     },
 
-    /** A forward page of the caller's tasks for a connection, with the cursor of each. */
+    /** A forward page of the caller's tasks for a connection, cut by bytes as `page` is, with the cursor of each. */
     async connection<Q extends TaskQuery = object>(viewer: Viewer, rawFilter: unknown, rawPage: unknown, query?: Q) {
       const filters = parseInput(taskFilterSchema, rawFilter ?? {});
       const { first, after } = parseInput(taskConnectionPage, rawPage);
       const filter = filterOf(registry, viewer, filters);
       const position = after === undefined ? undefined : positionAfter(after);
       const rows = await store.list(filter, { take: first + 1, after: position }, query);
+      const sizes = rows.length ? await store.listedSizes(rows.map((r) => r.id)) : new Map<string, number>();
+      const fit = rowsThatFit(
+        rows.map((r) => sizes.get(r.id) ?? 0),
+        first,
+        listPageMaxBytes,
+      );
       const cursor = (t: Task) => encodeCursor('task', `${t[filter.orderBy].toISOString()}|${t.id}`);
-      return { tasks: rows.slice(0, first), hasNextPage: rows.length > first, cursor };
+      return { tasks: rows.slice(0, fit), hasNextPage: rows.length > fit, cursor };
     },
   };
 }
@@ -186,7 +202,7 @@ export function taskService(deps: TaskServiceDeps) {
       return shown;
     },
 
-    ...taskReads(store, registry),
+    ...taskReads(store, registry, deps.listPageMaxBytes),
 
     /**
      * Cancels a pending or running task of the caller's, giving its hold back; a task that had

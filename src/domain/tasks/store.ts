@@ -77,6 +77,10 @@ export interface TaskStore {
   find<Q extends TaskQuery = object>(id: string, query?: Q): Promise<TaskRead<Q> | null>;
   list<Q extends TaskQuery = object>(filter: TaskFilter, window: TaskWindow, query?: Q): Promise<ListedTask<Q>[]>;
   count(filter: TaskFilter): Promise<number>;
+  /** The ids of the whole list, in its order. */
+  ids(filter: TaskFilter): Promise<string[]>;
+  /** Roughly the bytes each of these tasks takes in a list as REST writes it (`args` and `result` elided as `list` does). */
+  listedSizes(ids: readonly string[]): Promise<Map<string, number>>;
   /** Tasks made by themselves still pending or running, of `instance` (or of any); `take` at most. */
   unsettled(instance: string | undefined, take: number): Promise<Task[]>;
   /** Processes other than `self` with unsettled tasks made by themselves. */
@@ -92,6 +96,16 @@ class Refusal extends Error {
 
 /** Bytes of `args` or `result` a list shows for one task. */
 export const LIST_FIELD_BYTES = 4096;
+
+/**
+ * Bytes a task takes in a list, roughly as REST writes it: `args` and `result` as the list shows
+ * them (left out over LIST_FIELD_BYTES), its error, its outputs (the creations it made), the rest.
+ */
+const LISTED_TASK_BYTES = Prisma.sql`(CASE WHEN octet_length(t."args"::text) <= ${LIST_FIELD_BYTES} THEN octet_length(t."args"::text) ELSE 2 END)
+  + coalesce(CASE WHEN octet_length(t."result"::text) <= ${LIST_FIELD_BYTES} THEN octet_length(t."result"::text) END, 0)
+  + coalesce(octet_length(t."error"), 0) + octet_length(t."tool") + 1000
+  + coalesce((SELECT sum(octet_length(c."url") + coalesce(octet_length(c."thumbnail"), 0) + coalesce(octet_length(c."filename"), 0)
+      + octet_length(c."mediaAttributes"::text) + 200) FROM "Creation" c WHERE c."taskId" = t."id"), 0)`;
 
 const unsettledStatuses: TaskStatus[] = ['pending', 'running'];
 const standalone = { messageId: null, status: { in: unsettledStatuses } } satisfies Prisma.TaskWhereInput;
@@ -222,6 +236,21 @@ export function taskStore(db: Db): TaskStore {
     },
 
     count: (filter) => db.task.count({ where: whereOf(filter) }),
+
+    ids: async (filter) =>
+      (
+        await db.task.findMany({
+          where: whereOf(filter),
+          orderBy: [{ [filter.orderBy]: filter.direction }, { id: filter.direction }],
+          select: { id: true },
+        })
+      ).map((t) => t.id),
+
+    async listedSizes(ids) {
+      const rows = await db.$queryRaw<{ id: string; bytes: number }[]>`
+        SELECT t."id", (${LISTED_TASK_BYTES})::int AS "bytes" FROM "Task" t WHERE t."id" = ANY(${[...ids]}::text[])`;
+      return new Map(rows.map((r) => [r.id, Number(r.bytes)]));
+    },
 
     unsettled: (instance, take) =>
       db.task.findMany({
