@@ -8,7 +8,7 @@
 // as a trigger's run is); the triggers' lateness is given as a ratio to its. Then the cost of idle
 // triggers: two embedded instances side by side, one with 10,000 triggers waiting (due next year)
 // and one with none, their CPU time over the same interleaved windows.
-//   npm run bench:triggers [-- --levels 100,1000 --deployments embedded,postgres --idle 10000 --window 10000 --rounds 3 --make-concurrency 4]
+//   npm run bench:triggers [-- --levels 100,1000 --deployments embedded,postgres --idle 10000 --window 10000 --rounds 3 --make-concurrency 4 --seed]
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -29,6 +29,9 @@ const { values } = parseArgs({
     window: { type: 'string', default: '10000' },
     rounds: { type: 'string', default: '3' },
     'make-concurrency': { type: 'string', default: '4' },
+    // Embedded only: the triggers are written to the database before the instance starts (as the
+    // idle cost's are), so a level of 1,000 does not wait an hour for REST on a loaded machine.
+    seed: { type: 'boolean', default: false },
   },
 });
 const levels = values.levels
@@ -40,6 +43,7 @@ const idleCount = Number(values.idle);
 const windowMs = Number(values.window);
 const rounds = Number(values.rounds);
 const makeConcurrency = Number(values['make-concurrency']);
+const seeded = values.seed ?? false;
 
 // Replies of five pieces at 100 a second: the run is the prompt, not the model.
 const provider = await startPacedProvider(5, 100);
@@ -251,19 +255,77 @@ async function baselineOutcome(database: Deployment['database'], marker: string,
   };
 }
 
+/** Starts one more instance of the deployment. */
+async function startInstance(d: Deployment) {
+  const { child, match } = await start(serveArgs(), { ...d.env, PORT: '0' }, /parley listening on (http:\/\/[\d.:]+)/);
+  d.urls.push(match[1]!);
+  d.pids.push(child.pid!);
+  d.children.push(child);
+}
+
+/**
+ * `--seed`: a key made by `parley keys create`, its user's agent and `n` triggers due at `at`
+ * written straight to the embedded database, then the instance started. The triggers are as
+ * the service plans them (their next run set, no job yet): its sweep at start queues them.
+ */
+async function seedDue(d: Deployment, n: number, at: Date) {
+  if (d.database.kind !== 'pglite') throw new Error('--seed is for the embedded deployment');
+  const name = `seeded${n}`;
+  const { match } = await start(['bin/parley.js', 'keys', 'create', name, '--json'], d.env, /"apiKey":\s*"([^"]+)"/);
+  const db = await openDatabase({ kind: 'pglite', dataDir: d.database.dataDir });
+  let agentId: string;
+  try {
+    const user = await db.prisma.user.findFirstOrThrow({ where: { username: name } });
+    const agentUser = await db.prisma.user.create({ data: { username: `${name}-agent`, type: 'agent' } });
+    await db.prisma.agent.create({ data: { id: agentUser.id, ownerId: user.id, name: 'Bench' } });
+    agentId = agentUser.id;
+    const s = yearlyAt(at);
+    const cron = `${s.second} ${s.minute} ${s.hour} ${s.day_of_month} ${s.month} *`;
+    await db.prisma.trigger.createMany({
+      data: Array.from({ length: n }, (_, i) => ({
+        name: `Bench ${i}`,
+        prompt: `Bench occurrence ${i}`,
+        agentId,
+        userId: user.id,
+        cron,
+        nextRun: at,
+      })),
+    });
+  } finally {
+    await db.close();
+  }
+  await startInstance(d);
+  return { who: { key: match[1]!, agentId }, ids: await triggerIdsOf(d, match[1]!) };
+}
+
+async function triggerIdsOf(d: Deployment, key: string): Promise<string[]> {
+  const { triggers } = await call(d.urls[0]!, key, 'GET', '/v2/agents/triggers');
+  return triggers.map((t: any) => t.id);
+}
+
 /** One level on one deployment: make the triggers, let them all fire in one second, count. */
 async function due(kind: 'embedded' | 'postgres', n: number) {
-  const d = await deploy(kind, kind === 'embedded' ? 1 : 2);
+  const seed = seeded && kind === 'embedded';
+  const d = await deploy(kind, seed ? 0 : kind === 'embedded' ? 1 : 2);
   try {
-    const who = await owner(d, `bench${n}`);
-    // How long making one takes on this machine now (ten due next year, not counted), so that
-    // the second they are all due comes after the last is made.
-    const calibrating = Date.now();
-    await makeTriggers(d, who, 10, new Date(Date.now() + 200 * 86_400_000), 4);
-    const perTrigger = (Date.now() - calibrating) / 10;
-    const at = new Date(Math.ceil((Date.now() + 10_000 + n * perTrigger * 2) / 1000) * 1000);
+    let who: { key: string; agentId: string };
+    let ids: string[];
+    let at: Date;
     const made = Date.now();
-    const ids = await makeTriggers(d, who, n, at);
+    if (seed) {
+      // Time for the instance to start and its sweep to queue them, on a loaded machine.
+      at = new Date(Math.ceil((Date.now() + 90_000 + n * 60) / 1000) * 1000);
+      ({ who, ids } = await seedDue(d, n, at));
+    } else {
+      who = await owner(d, `bench${n}`);
+      // How long making one takes on this machine now (ten due next year, not counted), so that
+      // the second they are all due comes after the last is made.
+      const calibrating = Date.now();
+      await makeTriggers(d, who, 10, new Date(Date.now() + 200 * 86_400_000), 4);
+      const perTrigger = (Date.now() - calibrating) / 10;
+      at = new Date(Math.ceil((Date.now() + 10_000 + n * perTrigger * 2) / 1000) * 1000);
+      ids = await makeTriggers(d, who, n, at);
+    }
     const makeMs = Date.now() - made;
     if (Date.now() > at.getTime()) throw new Error(`making ${n} triggers took past their time (${makeMs} ms)`);
     // Wait for the second, then until operation 16 shows every run ended (or a minute passes).
@@ -322,9 +384,9 @@ async function seedIdle(dataDir: string, count: number) {
 }
 
 /**
- * Two embedded instances side by side, one holding `count` triggers due next year (each with its
- * job waiting on the queue) and one with none: their CPU over the same windows, once the first
- * has planned and queued them all.
+ * Two embedded instances side by side, one holding `count` triggers due next year (planned at its
+ * start, their jobs queued only as they come near) and one with none: their CPU over the same
+ * windows, once the first has planned them all.
  */
 async function idleCost(count: number) {
   const none = await deploy('embedded', 0);
@@ -390,7 +452,7 @@ for (const kind of deployments) {
       `${kind === 'embedded' ? 'embedded, 1 instance' : 'PostgreSQL + Redis, 2 instances'}; ${n} due in one second: ` +
         `duplicated ${r.duplicated}, missed ${r.missed}, failed ${r.failed}, unfinished ${r.unfinished}; ` +
         `lateness p50 ${p50} ms (${ratio(p50, b50)} the baseline), p99 ${p99} ms (${ratio(p99, b99)}), max ${Math.max(...r.lateness)} ms ` +
-        `(${r.lateness.length} prompts; made in ${(r.makeMs / 1000).toFixed(1)} s); load average ${loadavg()[0]!.toFixed(2)}`,
+        `(${r.lateness.length} prompts; ${seeded && kind === 'embedded' ? 'seeded and started' : 'made'} in ${(r.makeMs / 1000).toFixed(1)} s); load average ${loadavg()[0]!.toFixed(2)}`,
     );
     for (const [reason, count] of r.reasons) console.log(`  failed: ${count} × ${reason}`);
     console.log(

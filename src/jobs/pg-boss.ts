@@ -93,6 +93,8 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
         retryDelay: spec.retryDelaySeconds,
         expireInSeconds: spec.runSeconds,
         heartbeatSeconds,
+        // pg-boss refuses the key present and undefined.
+        ...(spec.givenUpTo ? { deadLetter: spec.givenUpTo } : {}),
       };
       await boss.createQueue(spec.name, options);
       const { policy: _fixed, ...changeable } = options;
@@ -108,9 +110,16 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
       await ready();
       const pollers = Math.min(options.concurrency, MOST_POLLERS);
       // Each poller claims up to `batch` jobs a poll and runs them together, each settled on its
-      // own: past MOST_POLLERS, concurrency comes from batches, not from more idle polling.
+      // own: past MOST_POLLERS, concurrency comes from batches, not from more idle polling. A poll
+      // that came back full polls again at once (many jobs due together are claimed as fast as they
+      // run, not one batch a poller per `pollMs`); one that came back short waits as usual.
       const batch = Math.ceil(options.concurrency / pollers);
-      const poll = { batchSize: batch, perJobResults: true as const, pollingIntervalSeconds: config.pollMs / 1000 };
+      const poll = {
+        batchSize: batch,
+        perJobResults: true as const,
+        pollingIntervalSeconds: config.pollMs / 1000,
+        burstWhenBatchFull: true,
+      };
       const run = (jobs: PgBossJob<T>[]) =>
         Promise.all(
           jobs.map(async (job) => {

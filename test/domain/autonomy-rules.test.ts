@@ -283,14 +283,29 @@ describe('an autonomous loop', () => {
   });
 
   it('a turn cut off on every try stops the loop once the queue gives up on it, and says so', async () => {
-    const { session, jobs, told, rules, tick } = arrange({ fail: 'shutdown', turnBudget: 20 });
+    const { session, jobs, told, replies, rules, tick } = arrange({ fail: 'shutdown', turnBudget: 20 });
     await rules.startWork();
     await rules.changed(session.id, { autoReply: true, replyInterval: 0, actorSelectionMethod: 'random' }, false);
-    let tries = 0;
-    // A try that throws ran one job; the queue sends it again two seconds later.
-    for (let second = 0; second < 60 && session.autoReply; second++) tries += await tick(second).catch(() => 1);
-    // The first try and five more (the turn queue's retries), then no more.
-    expect(tries).toBe(6);
+    // A try that throws fails its job; the queue sends it again two seconds later.
+    for (let second = 0; second < 60 && session.autoReply; second++) await tick(second).catch(() => {});
+    // The first try and five more (the turn queue's retries), each a reply cut off, then no more.
+    expect(replies).toHaveLength(6);
+    expect(session.autoReply).toBe(false);
+    expect(told.at(-1)).toMatchObject({ type: 'autonomy_stopped', reason: 'reply_failed' });
+    expect(jobs.waiting()).toEqual([]);
+  });
+
+  it('a turn whose instance died on its last try stops the loop too, though no turn handler saw it end', async () => {
+    const { session, jobs, told, replies, rules, tick } = arrange({ turnBudget: 20 });
+    await rules.startWork();
+    await rules.changed(session.id, { autoReply: true, replyInterval: 0, actorSelectionMethod: 'random' }, false);
+    // Each try's instance dies: the queue's supervision fails it, two seconds apart, six times.
+    let abandoned = 0;
+    for (let second = 0; second < 60 && abandoned < 6; second++) abandoned += jobs.abandonDue(TURN_QUEUE, at(second));
+    expect(abandoned).toBe(6);
+    expect(session.autoReply).toBe(true);
+    await tick(60);
+    expect(replies).toEqual([]);
     expect(session.autoReply).toBe(false);
     expect(told.at(-1)).toMatchObject({ type: 'autonomy_stopped', reason: 'reply_failed' });
     expect(jobs.waiting()).toEqual([]);

@@ -170,9 +170,10 @@ export function memoryTriggerStore(db: MemoryTriggerDatabase, now: () => Date): 
         .filter((t) => t.status === 'active' && !t.nextRun && t.cron && !t.runningRunId)
         .slice(0, take)
         .map(copy),
-    unqueued: async (take) =>
+    unqueued: async (until, take) =>
       [...db.triggers.values()]
-        .filter((t) => t.nextRun && t.nextRun.getTime() !== t.queuedFor?.getTime())
+        .filter((t) => t.nextRun && t.nextRun.getTime() !== t.queuedFor?.getTime() && t.nextRun <= until)
+        .sort((a, b) => a.nextRun!.getTime() - b.nextRun!.getTime())
         .slice(0, take)
         .map(copy),
   };

@@ -74,9 +74,14 @@ function harness(limits = { minIntervalS: 1, perUser: 5 }) {
     for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
   };
 
-  /** Sets the clock and hands every job due by then to the runner, as the queue would. */
+  /**
+   * Sets the clock, queues what comes near as every instance's sweep does each minute (a job is
+   * sent only for an occurrence due soon), and hands every job due by then to the runner, as the
+   * queue would.
+   */
   async function at(iso: string) {
     clock = new Date(iso);
+    await runner.sweep();
     for (;;) {
       await settle();
       const due = queue.filter((q) => q.at <= clock).sort((a, b) => a.at.getTime() - b.at.getTime());
@@ -284,6 +289,22 @@ describe('firing', () => {
       '2027-03-01T12:00:20.000Z',
       '2027-03-01T12:00:30.000Z',
     ]);
+  });
+
+  it('an occurrence due hours ahead waits off the queue until the sweep brings it near, then runs once', async () => {
+    const h = harness();
+    const t = await h.service.create(owner, 'agent', { prompt: 'Daily', schedule: { second: '0', minute: '0', hour: '18' } });
+    expect(t.nextRun?.toISOString()).toBe('2027-03-01T18:00:00.000Z');
+    expect(h.queue.filter((q) => q.job.kind === 'occurrence')).toEqual([]);
+    // Within QUEUE_AHEAD_MS of 18:00 the sweep queues it, once however often it sweeps.
+    await h.at('2027-03-01T17:58:00.000Z');
+    await h.at('2027-03-01T17:59:00.000Z');
+    expect(h.queue.map((q) => q.job)).toEqual([{ kind: 'occurrence', triggerId: t.id, scheduledFor: '2027-03-01T18:00:00.000Z' }]);
+    await h.at('2027-03-01T18:00:00.000Z');
+    expect(h.prompts).toHaveLength(1);
+    // Its next occurrence, a day ahead, sends no job from the run either.
+    expect(h.queue.filter((q) => q.job.kind === 'occurrence')).toEqual([]);
+    expect(h.trigger(t.id).nextRun?.toISOString()).toBe('2027-03-02T18:00:00.000Z');
   });
 
   it('after an outage runs once to catch up, then keeps its schedule', async () => {

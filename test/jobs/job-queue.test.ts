@@ -75,6 +75,20 @@ describe('the job queue, on the database the service runs on', () => {
     await until('the second try', () => runs.length === 2, { timeoutMs: 10_000 });
     expect(runs.map((r) => r.retry)).toEqual([0, 1]);
   });
+
+  it('hands a job whose last try threw to its givenUpTo queue, with its data, once', async () => {
+    const queue = app.services.jobs;
+    await queue.declare({ name: 'hopeless-given-up', ...spec });
+    await queue.declare({ name: 'hopeless', ...spec, retries: 1, givenUpTo: 'hopeless-given-up' });
+    const runs = await worked<{ n: number }>(queue, 'hopeless', 1, async () => {
+      throw new Error('every try fails');
+    });
+    const givenUp = await worked<{ n: number }>(queue, 'hopeless-given-up');
+    await queue.send('hopeless', { n: 6 });
+    await until('the given-up job', () => givenUp.length, { timeoutMs: 10_000 });
+    expect(runs.map((r) => r.retry)).toEqual([0, 1]);
+    expect(givenUp.map((r) => r.data)).toEqual([{ n: 6 }]);
+  });
 });
 
 describe('the job queue, with two instances over one PostgreSQL', () => {
@@ -126,22 +140,33 @@ describe('the job queue, with two instances over one PostgreSQL', () => {
     for (const ran of runs) expect(ran.length, JSON.stringify(runs.map((r) => r.length))).toBeGreaterThanOrEqual(total / 4);
   });
 
+  /** A worker process on `queue` that takes its jobs and never finishes one (`test/helpers/job-worker.ts`), once it is ready. */
+  async function stuckWorker(queue: string, ...spec: string[]) {
+    const worker = trackChild(
+      spawn(
+        process.execPath,
+        ['--import', 'tsx', fileURLToPath(new URL('../helpers/job-worker.ts', import.meta.url)), url, queue, ...spec],
+        {
+          cwd: root,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      ),
+    );
+    const seen = { output: '' };
+    worker.stdout.on('data', (d) => (seen.output += d));
+    worker.stderr.on('data', (d) => (seen.output += d));
+    await until('the worker to start', () => seen.output.includes('ready'), { timeoutMs: 60_000 });
+    return { worker, seen };
+  }
+
   it("tries a killed instance's job again on another, within seconds", async () => {
     const name = 'killed';
-    const worker = trackChild(
-      spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../helpers/job-worker.ts', import.meta.url)), url, name], {
-        cwd: root,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      }),
-    );
-    let output = '';
-    worker.stdout.on('data', (d) => (output += d));
-    worker.stderr.on('data', (d) => (output += d));
-    await until('the worker to start', () => output.includes('ready'), { timeoutMs: 60_000 });
+    const { worker, seen } = await stuckWorker(name);
+    const output = () => seen.output;
     const queue = apps[0]!.services.jobs;
     await queue.declare({ name, ...spec });
     const id = await queue.send(name, { n: 7 });
-    await until('the worker to take the job', () => output.includes(`took ${id}`), { timeoutMs: 10_000 });
+    await until('the worker to take the job', () => output().includes(`took ${id}`), { timeoutMs: 10_000 });
     worker.kill('SIGKILL');
     const killedAt = Date.now();
     const runs = await worked<{ n: number }>(queue, name);
@@ -149,5 +174,19 @@ describe('the job queue, with two instances over one PostgreSQL', () => {
     await until('another instance to take the job', () => runs.length, { timeoutMs: 30_000 });
     expect(runs).toEqual([{ id, data: { n: 7 }, retry: 1, at: expect.any(Number) }]);
     expect(runs[0]!.at - killedAt).toBeLessThan(20_000);
+  });
+
+  it('hands a job whose instance died on its last try to its givenUpTo queue, with its data, and does not run it again', async () => {
+    const [name, givenUp] = ['killed-last', 'killed-last-given-up'];
+    const queue = apps[0]!.services.jobs;
+    await queue.declare({ name: givenUp, ...spec });
+    const { worker, seen } = await stuckWorker(name, '0', givenUp);
+    const id = await queue.send(name, { n: 8 });
+    await until('the worker to take the job', () => seen.output.includes(`took ${id}`), { timeoutMs: 10_000 });
+    worker.kill('SIGKILL');
+    const [runs, givenUpRuns] = [await worked<{ n: number }>(queue, name), await worked<{ n: number }>(queue, givenUp)];
+    await until('the given-up job to run', () => givenUpRuns.length, { timeoutMs: 30_000 });
+    expect(givenUpRuns).toEqual([{ id: expect.any(String), data: { n: 8 }, retry: 0, at: expect.any(Number) }]);
+    expect(runs).toEqual([]);
   });
 });

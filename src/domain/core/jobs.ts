@@ -24,6 +24,12 @@ export interface QueueSpec {
    * jobs taken over within about `takeoverSeconds` (`docs/jobs.md`), however long `runSeconds` is.
    */
   runSeconds: number;
+  /**
+   * A queue (declared before this one) that gets each job of this one that ran out of tries,
+   * with its data, however its last try failed: its handler threw, or its instance died during
+   * it and the queue's supervision failed it. Work it to act on what was given up.
+   */
+  givenUpTo?: string;
 }
 
 export interface SendOptions {

@@ -15,6 +15,8 @@ export const AUTO_REPLY_NEEDS_BUDGET = 'Session cannot have auto-reply enabled w
 
 /** The queue of autonomous turns: one job per session waits or runs (`docs/sessions.md`, "Autonomy"). */
 export const TURN_QUEUE = 'autonomous-turn';
+/** Turn jobs the queue gave up on (out of tries, however the last ended): each stops its loop. */
+export const GIVEN_UP_QUEUE = 'autonomous-turn-given-up';
 /** Turns one instance writes at once; more wait in the queue (the reply engine bounds their tools and streams besides). */
 const TURNS_PER_INSTANCE = 4;
 /** Tries of a turn job after its first: a turn cut off (a shutdown, the database lost) goes on from the session as it is. */
@@ -184,20 +186,28 @@ export function autonomyRules({ store, bus, jobs, replies, log, random = Math.ra
   }
 
   return {
-    /** Declares the turn queue and works it on this instance. */
+    /** Declares the turn queues and works them on this instance. */
     async startWork() {
-      await jobs.declare({ name: TURN_QUEUE, oneAtATimePerKey: true, retries: TURN_RETRIES, retryDelaySeconds: 2, runSeconds: 60 * 60 });
+      await jobs.declare({ name: GIVEN_UP_QUEUE, retries: 5, retryDelaySeconds: 2, runSeconds: 60 });
+      await jobs.declare({
+        name: TURN_QUEUE,
+        oneAtATimePerKey: true,
+        retries: TURN_RETRIES,
+        retryDelaySeconds: 2,
+        runSeconds: 60 * 60,
+        givenUpTo: GIVEN_UP_QUEUE,
+      });
       await jobs.work<{ sessionId: string }>(TURN_QUEUE, { concurrency: TURNS_PER_INSTANCE }, (job) =>
-        runTurn(job).catch(async (err) => {
-          const { sessionId } = job.data;
-          log.error({ err, sessionId }, 'an autonomous turn failed');
-          // The queue gives up after this try: left on, the loop would wait for a turn that never
-          // comes, and its watchers would never learn why. It stops, and says so.
-          if (job.retry >= TURN_RETRIES)
-            await stop(sessionId, 'reply_failed').catch((e) => log.error({ err: e, sessionId }, 'an autonomous loop could not be stopped'));
+        runTurn(job).catch((err) => {
+          log.error({ err, sessionId: job.data.sessionId }, 'an autonomous turn failed');
           throw err;
         }),
       );
+      // The queue gave up on a turn (its last try threw, or its instance died during it): left on,
+      // the loop would wait for a turn that never comes, and its watchers would never learn why.
+      await jobs.work<{ sessionId: string }>(GIVEN_UP_QUEUE, { concurrency: 1 }, async (job) => {
+        await stop(job.data.sessionId, 'reply_failed');
+      });
     },
 
     /**

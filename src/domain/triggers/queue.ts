@@ -1,6 +1,7 @@
 import type { JobQueue } from '../core/jobs.ts';
 import type { TriggerJob, TriggerJobs } from './ports.ts';
 import type { TriggerRunner } from './runner.ts';
+import { SWEEP_MS } from './runner-steps.ts';
 
 export const TRIGGER_QUEUE = 'triggers';
 /**
@@ -13,8 +14,6 @@ const RUN_SECONDS = 60;
  * moment start within one poll interval (the queue claims them in batches: `src/jobs/pg-boss.ts`).
  */
 const CONCURRENCY = 64;
-/** How often every instance plans what a stopped process left unplanned (`runner.sweep`). */
-export const SWEEP_MS = 60_000;
 
 /** The triggers' jobs on the queue: each handed to `at` goes to the runner of one instance. */
 export const triggerJobs = (queue: JobQueue): TriggerJobs => ({

@@ -1,4 +1,4 @@
-import { nextAfter, outcomeOf, promptText, queueNext, type RunContext, sendPrompt, settle } from './runner-steps.ts';
+import { nextAfter, outcomeOf, promptText, QUEUE_AHEAD_MS, queueNext, type RunContext, sendPrompt, settle } from './runner-steps.ts';
 import type { Trigger, TriggerRun } from './store.ts';
 
 /** While an earlier run is still under way, how often a due occurrence looks again. */
@@ -76,7 +76,7 @@ export async function sweep(ctx: RunContext, batch: number) {
     more = unplanned.length === batch;
   }
   for (let more = true; more; ) {
-    const unqueued = await ctx.store.unqueued(batch);
+    const unqueued = await ctx.store.unqueued(new Date(ctx.now().getTime() + QUEUE_AHEAD_MS), batch);
     for (const t of unqueued) await queueNext(ctx, t);
     more = unqueued.length === batch;
   }

@@ -11,6 +11,17 @@ import type { ReplyOutcome, RunOutcome, Trigger, TriggerRun, TriggerStore } from
 /** Failures in a row that pause a trigger (the original's rule). */
 export const FAILURES_TO_PAUSE = 2;
 
+/** How often every instance plans what a stopped process left unplanned, and queues what comes near (`runner.sweep`). */
+export const SWEEP_MS = 60_000;
+/**
+ * Only occurrences due within this get their job on the queue; the sweep, which runs more often,
+ * queues the others as they come near. The queue's poll walks its waiting jobs in the order they
+ * were sent, due or not, so a job per trigger due months ahead made every poll of an idle
+ * instance read them all (10,000 triggers cost 1.5–1.8× the CPU of none); and a run of a daily or
+ * yearly trigger sends nothing for its next occurrence.
+ */
+export const QUEUE_AHEAD_MS = 3 * SWEEP_MS;
+
 const SESSION_PROBLEMS = {
   missing: 'The session this trigger posts into was deleted',
   'not-owner': 'The session this trigger posts into is no longer yours',
@@ -113,12 +124,14 @@ export async function settle(
 }
 
 /**
- * Queues the job of a trigger's next run, once its row says what that is (written first, so
- * the job can never arrive before it), and notes it queued; a process that stops in between
- * leaves the two apart, and `sweep` queues it then.
+ * Queues the job of a trigger's next run when it is due within `QUEUE_AHEAD_MS`, once its row
+ * says what that is (written first, so the job can never arrive before it), and notes it queued;
+ * a later one, or one a process that stopped in between left unqueued, `sweep` queues when it
+ * comes near.
  */
-export async function queueNext(ctx: Pick<RunContext, 'store' | 'jobs'>, trigger: Pick<Trigger, 'id' | 'nextRun' | 'queuedFor'>) {
+export async function queueNext(ctx: Pick<RunContext, 'store' | 'jobs' | 'now'>, trigger: Pick<Trigger, 'id' | 'nextRun' | 'queuedFor'>) {
   if (!trigger.nextRun || trigger.nextRun.getTime() === trigger.queuedFor?.getTime()) return;
+  if (trigger.nextRun.getTime() > ctx.now().getTime() + QUEUE_AHEAD_MS) return;
   await ctx.jobs.at(trigger.nextRun, { kind: 'occurrence', triggerId: trigger.id, scheduledFor: trigger.nextRun.toISOString() });
   await ctx.store.markQueued(trigger.id, trigger.nextRun);
 }

@@ -17,13 +17,18 @@ const dueFor = (trigger: Trigger | null, scheduledFor: Date): trigger is Trigger
 async function occurrence(ctx: RunContext, triggerId: string, scheduledFor: Date) {
   const trigger = await ctx.store.find(triggerId);
   if (!dueFor(trigger, scheduledFor)) return;
-  const running = await resolveRunning(ctx, trigger);
-  if (!running.free) {
-    await ctx.jobs.at(running.until, { kind: 'occurrence', triggerId, scheduledFor: scheduledFor.toISOString() });
-    return;
+  let free = trigger;
+  if (trigger.runningRunId) {
+    const running = await resolveRunning(ctx, trigger);
+    if (!running.free) {
+      await ctx.jobs.at(running.until, { kind: 'occurrence', triggerId, scheduledFor: scheduledFor.toISOString() });
+      return;
+    }
+    // Settling the run under way changed the trigger: read it again (an idle one needs no second read).
+    const settled = await ctx.store.find(triggerId);
+    if (!dueFor(settled, scheduledFor)) return;
+    free = settled;
   }
-  const free = await ctx.store.find(triggerId);
-  if (!dueFor(free, scheduledFor)) return;
   // Computed from (nearly) now, not from the occurrence: after an outage, one run catches up for
   // all it missed, then the schedule goes on; occurrences only late (within the grace) each run.
   const next = nextAfter(free, new Date(Math.max(ctx.now().getTime() - ctx.lateGraceMs, scheduledFor.getTime())));

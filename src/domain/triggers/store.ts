@@ -120,8 +120,11 @@ export interface TriggerStore {
   markQueued(id: string, at: Date): Promise<void>;
   /** Active scheduled triggers with no next run planned (kept from before, or loaded as data), a batch at a time. */
   unplanned(take: number): Promise<Trigger[]>;
-  /** Triggers whose next run has no job queued yet (a process stopped between the two), a batch at a time. */
-  unqueued(take: number): Promise<Trigger[]>;
+  /**
+   * Triggers whose next run, due by `until`, has no job queued yet (it was further ahead when
+   * planned, or a process stopped between the two), soonest first, a batch at a time.
+   */
+  unqueued(until: Date, take: number): Promise<Trigger[]>;
 }
 
 type Tx = Prisma.TransactionClient;
@@ -224,22 +227,36 @@ function runRows(db: Db): Pick<TriggerStore, 'runs' | 'run' | 'claim' | 'renewLe
     run: (runId) => db.triggerRun.findUnique({ where: { id: runId } }),
 
     async claim(triggerId, claim) {
+      // One statement, not a transaction of several: on the embedded database a transaction holds
+      // the one connection across every round trip between its statements, and a hundred runs due
+      // at once queue behind each other's. The run's insert is part of the statement, so a second
+      // run for the occurrence fails the whole of it (nothing claimed).
+      const { runId, at } = claim;
+      const scheduled = claim.scheduledFor !== null;
       try {
-        return await db.$transaction(async (tx) => {
-          const scheduled = claim.scheduledFor !== null;
-          const { count } = await tx.trigger.updateMany({
-            where: { id: triggerId, runningRunId: null, ...(scheduled ? { status: 'active', nextRun: claim.scheduledFor } : {}) },
-            data: {
-              runningRunId: claim.runId,
-              runningSince: claim.at,
-              lastRunTime: claim.at,
-              ...(scheduled ? { nextRun: claim.next, status: claim.status } : {}),
-            },
-          });
-          if (!count) return null;
-          await tx.triggerRun.create({ data: { id: claim.runId, triggerId, scheduledFor: claim.scheduledFor, startedAt: claim.at } });
-          return tx.trigger.findUnique({ where: { id: triggerId } });
-        });
+        const [claimed] = scheduled
+          ? await db.$queryRaw<Trigger[]>`
+              WITH claimed AS (
+                UPDATE "Trigger" SET "runningRunId" = ${runId}, "runningSince" = ${at}, "lastRunTime" = ${at}, "updatedAt" = ${at},
+                  "nextRun" = ${claim.next}, "status" = ${claim.status}::"TriggerStatus"
+                WHERE "id" = ${triggerId} AND "runningRunId" IS NULL AND "status" = 'active' AND "nextRun" = ${claim.scheduledFor}
+                RETURNING *
+              ), run AS (
+                INSERT INTO "TriggerRun" ("id", "triggerId", "scheduledFor", "startedAt")
+                SELECT ${runId}, "id", ${claim.scheduledFor}, ${at} FROM claimed
+              )
+              SELECT * FROM claimed`
+          : await db.$queryRaw<Trigger[]>`
+              WITH claimed AS (
+                UPDATE "Trigger" SET "runningRunId" = ${runId}, "runningSince" = ${at}, "lastRunTime" = ${at}, "updatedAt" = ${at}
+                WHERE "id" = ${triggerId} AND "runningRunId" IS NULL
+                RETURNING *
+              ), run AS (
+                INSERT INTO "TriggerRun" ("id", "triggerId", "scheduledFor", "startedAt")
+                SELECT ${runId}, "id", NULL, ${at} FROM claimed
+              )
+              SELECT * FROM claimed`;
+        return claimed ?? null;
       } catch (e) {
         // This occurrence has a run already: whoever made it runs it.
         if (isUniqueViolation(e)) return null;
@@ -321,10 +338,12 @@ function planning(db: Db): Pick<TriggerStore, 'markQueued' | 'unplanned' | 'unqu
       await db.$executeRaw`UPDATE "Trigger" SET "queuedFor" = ${at} WHERE "id" = ${id} AND "nextRun" = ${at}`;
     },
 
-    unqueued: (take) =>
-      db.$queryRaw<
-        Trigger[]
-      >`SELECT * FROM "Trigger" WHERE "nextRun" IS NOT NULL AND "nextRun" IS DISTINCT FROM "queuedFor" ORDER BY "id" LIMIT ${take}`,
+    // A range of the partial index on "nextRun" (`Trigger_unqueued_next_idx`): the triggers due
+    // later are not read.
+    unqueued: (until, take) =>
+      db.$queryRaw<Trigger[]>`
+        SELECT * FROM "Trigger" WHERE "nextRun" IS NOT NULL AND "nextRun" IS DISTINCT FROM "queuedFor" AND "nextRun" <= ${until}
+        ORDER BY "nextRun", "id" LIMIT ${take}`,
 
     unplanned: (take) =>
       db.trigger.findMany({

@@ -16,8 +16,12 @@ export function nulCharacterError(e: unknown): DomainError | null {
 /** invalid_byte_sequence_for_encoding (text columns), untranslatable_character (jsonb). */
 const NUL_REJECTED = ['22021', '22P05'];
 
-/** True when a write failed on a unique constraint. */
-export const isUniqueViolation = (e: unknown) => e instanceof Prisma.PrismaClientKnownRequestError && e.code === 'P2002';
+/** True when a write failed on a unique constraint (a raw statement's too: Prisma reports those as P2010 with the driver's cause). */
+export const isUniqueViolation = (e: unknown) =>
+  e instanceof Prisma.PrismaClientKnownRequestError &&
+  (e.code === 'P2002' ||
+    (e.meta as { driverAdapterError?: { cause?: { kind?: string } } } | undefined)?.driverAdapterError?.cause?.kind ===
+      'UniqueConstraintViolation');
 
 /** True when a write found no row to change: it was deleted meanwhile (a session, say). */
 export const isRecordGone = (e: unknown) => e instanceof Prisma.PrismaClientKnownRequestError && (e.code === 'P2025' || e.code === 'P2003');
