@@ -211,11 +211,19 @@ export async function startTestApp(
     return { status: response.status, data: body.data, errors: body.errors };
   }
 
-  /** Counts the SQL statements `run` causes. */
+  /**
+   * The SQL statements `run` (a read, run three times) causes: the fewest of the three. Work the
+   * service does on its own (a job, a timer, what follows a reply) can fall inside one window on a
+   * busy machine, and a first run can fill a cache; a statement per row is in every run.
+   */
   async function countQueries(run: () => Promise<unknown>): Promise<number> {
-    const before = queries.length;
-    await run();
-    return queries.length - before;
+    const counts: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const before = queries.length;
+      await run();
+      counts.push(queries.length - before);
+    }
+    return Math.min(...counts);
   }
 
   return {
