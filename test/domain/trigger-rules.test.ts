@@ -454,6 +454,21 @@ describe('an instance that dies mid-run', () => {
   });
 });
 
+describe('an instance that dies between the claim and queueing the next occurrence', () => {
+  it('the occurrence’s job, tried again on another instance, queues the next one at once, not at the next sweep', async () => {
+    const h = harness();
+    const t = await h.service.create(owner, 'agent', { prompt: 'Orphan', schedule: everyTenSeconds });
+    await memoryClaim(h, t.id, '2027-03-01T12:00:10.000Z', '2027-03-01T12:00:20.000Z');
+    h.queue.splice(0);
+    // The queue hands the dead instance's job to another (no sweep runs in between).
+    await h.runner.handle({ kind: 'occurrence', triggerId: t.id, scheduledFor: '2027-03-01T12:00:10.000Z' });
+    expect(h.queue.map((q) => [q.at.toISOString(), q.job])).toEqual([
+      ['2027-03-01T12:00:20.000Z', { kind: 'occurrence', triggerId: t.id, scheduledFor: '2027-03-01T12:00:20.000Z' }],
+    ]);
+    expect(h.runsOf(t.id)).toHaveLength(1);
+  });
+});
+
 /** Claims an occurrence as an instance would just before it died (no prompt sent, no job for the run's end). */
 async function memoryClaim(h: ReturnType<typeof harness>, triggerId: string, scheduledFor: string, next: string) {
   h.db.runs.set('orphan', {

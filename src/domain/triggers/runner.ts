@@ -16,6 +16,12 @@ const dueFor = (trigger: Trigger | null, scheduledFor: Date): trigger is Trigger
 /** An occurrence is due: run it once, unless it is stale. */
 async function occurrence(ctx: RunContext, triggerId: string, scheduledFor: Date) {
   const trigger = await ctx.store.find(triggerId);
+  if (trigger?.status === 'active' && trigger.nextRun?.getTime() !== scheduledFor.getTime()) {
+    // Claimed already: perhaps by an instance that died before it queued the next occurrence, and
+    // this is its job tried again. The next is queued now (nothing when it is), not at the sweep.
+    await queueNext(ctx, trigger);
+    return;
+  }
   if (!dueFor(trigger, scheduledFor)) return;
   let free = trigger;
   if (trigger.runningRunId) {
