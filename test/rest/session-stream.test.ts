@@ -552,8 +552,10 @@ describe('when the model provider fails', () => {
   });
 });
 
-describe('when the model provider does not stop', () => {
-  const { p, run } = providerScenario('nora', { name: 'Endless', key: 'endless' }, { maxCompletionTokens: 1024, maxCallMs: 2000 });
+// Each limit with its own app: with both, 1,024 tokens streamed on a busy machine could take
+// longer than the time limit and be cut off by the wrong one.
+describe('when the model provider does not stop: the completion limit', () => {
+  const { p, run } = providerScenario('nora', { name: 'Endless', key: 'endless' }, { maxCompletionTokens: 1024 });
 
   it('cuts a reply off at the completion limit it asked for (3,000 tokens streamed against 1,024), saved with what it had and why', async () => {
     const tokens = Array.from({ length: 3000 }, (_, i) => `w${i} `);
@@ -570,6 +572,10 @@ describe('when the model provider does not stop', () => {
     const saved = await settledSession(p.app, p.user, events[0].session_id);
     expect(saved.messages.at(-1)).toEqual(failed.message);
   });
+});
+
+describe('when the model provider does not stop: the time limit', () => {
+  const { p, run } = providerScenario('otto', { name: 'Slow', key: 'slow' }, { maxCallMs: 2000 });
 
   it('cuts a reply off when one model call streams past its time limit, however steadily', async () => {
     const tokens = Array.from({ length: 200 }, (_, i) => `w${i} `);
