@@ -10,6 +10,7 @@ import { schemaProblems } from '../helpers/openapi.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { openSse, type SseClient } from '../helpers/sse.ts';
 import { httpTool, toolRegistryWith } from '../helpers/tool-registry.ts';
+import { until } from '../helpers/until.ts';
 import { expectData } from '../graphql/support.ts';
 
 /**
@@ -160,6 +161,12 @@ describe('GET /v2/tasks/events', () => {
     const bad = await fetch(`${t.url}/v2/tasks/events`, { headers: { 'x-api-key': alice.apiKey, 'last-event-id': 'x' } });
     expect(bad.status).toBe(400);
     expect((await fetch(`${t.url}/v2/tasks/events`)).status).toBe(401);
+    // Bob's task calls the tool service in the background: it ends here, not during the next test,
+    // whose script its call would take (a CI run saw that test's task answered with no progress).
+    await until("bob's task to end", async () => {
+      const status = (await t.db.task.findUnique({ where: { id: bobsTask._id } }))?.status;
+      return status !== 'pending' && status !== 'running';
+    });
   });
 });
 
