@@ -17,7 +17,13 @@ export const SSE_HEADERS = {
 
 export interface SseFrame {
   id?: number;
+  /** Written as JSON; a `JsonText` is written as it is. */
   data: unknown;
+}
+
+/** A frame's data already written as JSON (see `session-stream.ts`, a token's frame). */
+export class JsonText {
+  constructor(readonly json: string) {}
 }
 
 export interface SseOptions {
@@ -92,7 +98,8 @@ export class SseStream {
 
   send(frame: SseFrame) {
     if (!this.open) return;
-    this.res.write(`${frame.id !== undefined ? `id: ${frame.id}\n` : ''}data: ${JSON.stringify(frame.data)}\n\n`);
+    const data = frame.data instanceof JsonText ? frame.data.json : JSON.stringify(frame.data);
+    this.res.write(`${frame.id !== undefined ? `id: ${frame.id}\n` : ''}data: ${data}\n\n`);
   }
 
   end() {

@@ -163,14 +163,22 @@ function liveGauges(registers: Registers, live: () => LiveCounts | null) {
 
 function replyMetrics(registers: Registers) {
   const repliesStreaming = new Gauge({ name: 'parley_replies_streaming', help: 'Agent replies being written now', registers });
-  const tokensStreamed = new Counter({
+  // Counted per token into plain numbers, added to the counter when it is read (a scrape): an
+  // increment of a labelled counter hashes its labels, once a token on every stream.
+  const streamedBy = { content: 0, reasoning: 0 };
+  const tokensStreamed: Counter<'kind'> = new Counter({
     name: 'parley_tokens_streamed_total',
     help: 'Pieces of reply text streamed to sessions (content, or reasoning shown to the user)',
     labelNames: ['kind'] as const,
     registers,
+    collect() {
+      for (const kind of ['content', 'reasoning'] as const) {
+        if (streamedBy[kind] === 0) continue;
+        tokensStreamed.inc({ kind }, streamedBy[kind]);
+        streamedBy[kind] = 0;
+      }
+    },
   });
-  // Bound once: counted per token, where a lookup by label object would cost more than the count.
-  const streamedBy = { content: tokensStreamed.labels({ kind: 'content' }), reasoning: tokensStreamed.labels({ kind: 'reasoning' }) };
   const usageTokens = new Counter({
     name: 'parley_llm_tokens_total',
     help: 'Tokens counted on replies (as the provider reported them, or estimated)',
@@ -190,7 +198,7 @@ function replyMetrics(registers: Registers) {
       return once(() => repliesStreaming.dec());
     },
     streamed(kind: 'content' | 'reasoning') {
-      streamedBy[kind].inc();
+      streamedBy[kind]++;
     },
     usage(promptTokens: number, completionTokens: number) {
       usageTokens.inc({ type: 'prompt' }, promptTokens);

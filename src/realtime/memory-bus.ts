@@ -1,6 +1,7 @@
 import type { EventsConfig } from '../config.ts';
 import type { CancelRequest, EventBus, EventChannels, Numbered, SubscribeOptions } from '../domain/core/bus.ts';
 import { type ChannelKind, type Ends, feedKind, sessionKind } from './channel-kind.ts';
+import { eventTime } from './event-time.ts';
 import { type EventSource, Listeners, ReplayWindow, Subscriber } from './subscription.ts';
 
 /**
@@ -32,9 +33,9 @@ class Channel<E extends Numbered> implements EventSource<E> {
     return [];
   }
 
-  append(event: E) {
+  append(event: E, now: number) {
     this.window.push(event);
-    this.lastEventAt = Date.now();
+    this.lastEventAt = now;
     for (const s of this.subscribers) s.wake();
   }
 }
@@ -58,8 +59,9 @@ function memoryChannels<P extends { type: string }, E extends Numbered>(kind: Ch
   const events: EventChannels<P, E> = {
     async publish(id, payload) {
       const c = channel(id);
-      const event = kind.stamp(id, payload, c.seq + 1, new Date().toISOString());
-      c.append(event);
+      const now = Date.now();
+      const event = kind.stamp(id, payload, c.seq + 1, eventTime(now));
+      c.append(event, now);
       return event;
     },
 

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { EventsConfig } from '../config.ts';
 import type { Numbered } from '../domain/core/bus.ts';
 import type { ChannelKind } from './channel-kind.ts';
+import { eventTime } from './event-time.ts';
 import { MAX_AHEAD, ownerKey, publishArgs, type Scripts, WriteMode } from './redis-scripts.ts';
 
 /** Events published together for one channel, and the callers waiting for them to be stored. */
@@ -136,11 +137,12 @@ export class Publisher<P extends { type: string }, E extends Numbered> {
 
   publish(id: string, payload: P): Promise<E> {
     const w = this.writes(id);
-    w.lastPublishAt = Date.now();
+    const now = Date.now();
+    w.lastPublishAt = now;
     // A holder far ahead of Redis hands the lease back rather than show more it may not store.
     if (w.lease && w.lease.next - w.lease.confirmed > MAX_AHEAD) w.yielding = true;
     const numbered = w.lease !== null && !w.yielding;
-    const at = new Date().toISOString();
+    const at = eventTime(now);
     const event = this.kind.stamp(id, payload, 0, at);
     if (numbered) this.number(w, event);
     const batch = w.lease && !numbered ? (w.later ??= new Batch<E>(false)) : (w.due ??= new Batch<E>(numbered));

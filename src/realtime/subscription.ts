@@ -197,6 +197,23 @@ export class Subscriber<E extends Numbered> implements BusSubscription<E> {
     }
   }
 
+  /**
+   * The next event when it is here already, without a turn of the event loop: a live stream's
+   * usual case, once a token. Null when there is none yet (`woken` says when to look again);
+   * undefined when only `next()` can say (the first read, an end, a read from the log).
+   */
+  poll(): E | null | undefined {
+    if (!this.started || this.done || this.final || this.pending.length > 0) return undefined;
+    const event = this.source.window.after(this.position!);
+    if (event) this.position = event.seq;
+    return event;
+  }
+
+  /** Settles at the next event, end or close (after `poll` answered null). */
+  woken(): Promise<void> {
+    return new Promise<void>((resolve) => (this.waiting = resolve));
+  }
+
   close() {
     this.finish();
     this.wake();

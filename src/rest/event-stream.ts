@@ -81,7 +81,18 @@ export async function writeEventStream<E extends Numbered>(
   void sse.whenGone().then(() => events?.close());
   try {
     if (events) {
-      for await (const item of events) {
+      for (;;) {
+        // A live stream's next event is usually taken as it comes, with no promise of its own.
+        let item = events.poll();
+        if (item === null) {
+          await events.woken();
+          continue;
+        }
+        if (item === undefined) {
+          const r = await events.next();
+          if (r.done) break;
+          item = r.value;
+        }
         if (isWatchEnd(item)) {
           ended = item;
           break;

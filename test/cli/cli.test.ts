@@ -68,12 +68,27 @@ describe('parley CLI and server process', () => {
     expect(u2[0].apiKey).not.toBe(u1[0].apiKey);
   });
 
-  it("keys create refuses an agent's key, and another user's name in other letters: such a key would act as someone else", async () => {
+  it("keys create refuses a bad name, an unknown option, an agent's key, and another user's name in other letters (such a key would act as someone else)", async () => {
     const agentKey = secondManifest.agents[0].key;
-    const forAgent = await runCli(['keys', 'create', agentKey], db.env);
+    // The first two are refused before a database is opened, so they run beside the others; those
+    // open the embedded database, which one process holds at a time.
+    const opening = async () => {
+      const forAgent = await runCli(['keys', 'create', agentKey], db.env);
+      return [forAgent, await runCli(['keys', 'create', 'ALICE'], db.env)] as const;
+    };
+    const [bad, unknownOption, [forAgent, lookAlike]] = await Promise.all([
+      runCli(['keys', 'create', 'not valid!'], db.env),
+      runCli(['keys', 'create', '-x'], db.env),
+      opening(),
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/must be/);
+    expect(bad.stderr).not.toMatch(/\n\s+at |errors\.ts/);
+    expect(unknownOption.code).toBe(2);
+    expect(unknownOption.stderr).toMatch(/^Unknown option '-x'/);
+    expect(unknownOption.stderr).not.toMatch(/^\s+at .*[(:]\d+/m);
     expect(forAgent.code).toBe(1);
     expect(forAgent.stderr.trim()).toBe(`"${agentKey}" is an agent's key, not a user: API keys are made for users only`);
-    const lookAlike = await runCli(['keys', 'create', 'ALICE'], db.env);
     expect(lookAlike.code).toBe(1);
     expect(lookAlike.stderr.trim()).toBe('The username "alice" already exists (usernames are the same regardless of case)');
   });
@@ -83,14 +98,6 @@ describe('parley CLI and server process', () => {
     expect(created.code, created.stderr).toBe(0);
     const { apiKey, username } = JSON.parse(created.stdout);
     expect(username).toBe('carol');
-    const bad = await runCli(['keys', 'create', 'not valid!'], db.env);
-    expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/must be/);
-    expect(bad.stderr).not.toMatch(/\n\s+at |errors\.ts/);
-    const unknownOption = await runCli(['keys', 'create', '-x'], db.env);
-    expect(unknownOption.code).toBe(2);
-    expect(unknownOption.stderr).toMatch(/^Unknown option '-x'/);
-    expect(unknownOption.stderr).not.toMatch(/^\s+at .*[(:]\d+/m);
 
     const server = await startServerProcess(db.env);
     try {

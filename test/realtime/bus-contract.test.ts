@@ -108,6 +108,27 @@ async function take(sub: BusSubscription, count: number): Promise<BusItem[]> {
   return items;
 }
 
+/** Reads as a REST stream does: what is here already by `poll`, a wait by `woken`, the rest by `next()`. */
+async function takeByPoll(sub: BusSubscription, count: number): Promise<BusItem[]> {
+  const items: BusItem[] = [];
+  while (items.length < count) {
+    const event = sub.poll!();
+    if (event === null) {
+      await sub.woken!();
+      continue;
+    }
+    if (event !== undefined) {
+      items.push(event);
+      continue;
+    }
+    const r = await sub.next();
+    if (r.done) break;
+    items.push(r.value);
+    if (isStreamEnd(r.value)) break;
+  }
+  return items;
+}
+
 /**
  * A watch on `on` that starts right after a first event of the session. Across instances
  * "subscribe now" races with a publish on another connection, so positions are explicit.
@@ -400,6 +421,31 @@ for (const [kind, make] of Object.entries(kinds)) {
         sub.close();
       });
     }
+
+    it('gives a reader that takes events as they come (poll, else woken or next) what one that iterates gets, here and on a peer, to the end', async () => {
+      const own = await make(100);
+      const session = randomUUID();
+      const [polled, iterated, there] = await watchesFrom(own.bus, [own.bus, own.bus, own.peer], session);
+      const reading = [takeByPoll(polled, 60), take(iterated, 60), takeByPoll(there, 60)];
+      const published: SessionEvent[] = [];
+      // Tokens one at a time with pauses (readers wait for each), then a burst (readers find several at once).
+      for (let i = 0; i < 30; i++) {
+        published.push(await own.bus.publish(session, token(i)));
+        if (i % 5 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      published.push(...(await Promise.all(Array.from({ length: 30 }, (_, i) => own.bus.publish(session, token(30 + i))))));
+      for (const got of await Promise.all(reading)) {
+        expect(seqs(got)).toEqual(seqs(published));
+        expect(texts(got)).toEqual(texts(published));
+      }
+      await Promise.all([own.bus.close(), own.peer.close()]);
+      const last = published.at(-1)!.seq;
+      for (const sub of [polled, there]) {
+        expect(await takeByPoll(sub, 1)).toMatchObject([{ end: true, code: 'SHUTTING_DOWN', lastSeq: last }]);
+        expect(sub.poll!()).toBeUndefined();
+        expect((await sub.next()).done).toBe(true);
+      }
+    });
 
     it('on close, ends every subscription with SHUTTING_DOWN after the last event it got, and refuses new ones the same way', async () => {
       const own = await make(100);

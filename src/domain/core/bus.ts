@@ -32,6 +32,14 @@ export const isStreamEnd = <E extends Numbered>(item: BusItem<E>): item is Strea
 export interface BusSubscription<E extends Numbered = SessionEvent> extends AsyncIterableIterator<BusItem<E>> {
   /** Stops delivery and frees the subscription (also what `return()` does). */
   close(): void;
+  /**
+   * The next event if it is here now; null when there is none yet (then `woken`), undefined when
+   * only `next()` can tell. A reader of many events takes them so, without a promise each; a
+   * subscription without it is read by `next()` alone.
+   */
+  poll?(): E | null | undefined;
+  /** Settles when something may have come: an event, an end, a close (asked only after `poll` said null). */
+  woken?(): Promise<void>;
 }
 
 export interface SubscribeOptions {

@@ -22,6 +22,15 @@ export const KEY_DELETED_END: WatchEnd = {
 export type WatchStep<E extends Numbered = SessionEvent> = { emit?: WatchItem<E>; stop?: boolean };
 
 export interface WatchStream<E extends Numbered = SessionEvent> extends AsyncIterableIterator<WatchItem<E>> {
+  /**
+   * The next item if it can be had now, with no turn of the event loop (a live stream's next
+   * token, once its access is current); null when nothing has come yet (then `woken`);
+   * undefined when only `next()` can tell (an end, a wait for access, a read from the log).
+   * Reading by `poll`, `woken` and `next` yields the same items as iterating.
+   */
+  poll(): WatchItem<E> | null | undefined;
+  /** Settles when `poll` may have something new. */
+  woken(): Promise<void>;
   close(): void;
   /** Ends the watch from outside (a deleted key, say): `end` is the last item it yields. */
   interrupt(end: WatchEnd): void;
@@ -60,6 +69,8 @@ export function watchStream<In extends Numbered, Out extends Numbered = In>(
 ): WatchStream<Out> {
   let finished = false;
   let interrupted: WatchEnd | null = null;
+  /** An event `poll` took that must wait for access: `next()` delivers it once admitted. */
+  let parked: { emit: WatchItem<Out>; stop: boolean; held: Promise<void> } | null = null;
   const finish = () => {
     if (finished) return;
     finished = true;
@@ -68,6 +79,16 @@ export function watchStream<In extends Numbered, Out extends Numbered = In>(
   };
   return {
     async next() {
+      if (parked && !finished) {
+        const { emit, stop, held } = parked;
+        parked = null;
+        await held;
+        if (!interrupted) {
+          if (stop) finish();
+          return { value: emit, done: false };
+        }
+      }
+      parked = null;
       while (!finished) {
         if (interrupted) break;
         const r = await source.next();
@@ -84,6 +105,22 @@ export function watchStream<In extends Numbered, Out extends Numbered = In>(
       finish();
       return last ? { value: last, done: false } : { value: undefined, done: true };
     },
+    poll() {
+      while (!finished && !interrupted && !parked) {
+        const event = source.poll?.();
+        if (!event) return event;
+        const { emit, stop } = step(event);
+        const held = emit && !isWatchEnd(emit) ? admit() : null;
+        if (held) {
+          parked = { emit: emit!, stop: stop ?? false, held };
+          return undefined;
+        }
+        if (stop) finish();
+        if (emit) return emit;
+      }
+      return undefined;
+    },
+    woken: () => source.woken!(),
     async return() {
       finish();
       return { value: undefined, done: true };
