@@ -33,6 +33,30 @@ interface UnkeyedJob {
   at?: Date;
 }
 
+/**
+ * Sends unkeyed jobs: those sent to a queue while an insert to it is under way go together in
+ * the next (a hundred triggers due at once each send a job, and on the embedded database each
+ * statement waits for the one thread). Not for a keyed job, or any job of a one-at-a-time queue:
+ * whether it is sent depends on the jobs waiting, which only `send` checks.
+ */
+function groupedInserts(boss: PgBoss) {
+  const loaders = new Map<string, DataLoader<UnkeyedJob, string | null>>();
+  return (queue: string, data: object, at: Date | undefined) => {
+    let loader = loaders.get(queue);
+    if (!loader) {
+      loader = coalesced(async (jobs: readonly UnkeyedJob[]) => {
+        await boss.insert(
+          queue,
+          jobs.map((j) => ({ id: j.id, data: j.data, startAfter: j.at })),
+        );
+        return new Map(jobs.map((j) => [j, j.id]));
+      });
+      loaders.set(queue, loader);
+    }
+    return loader.load({ id: randomUUID(), data, at });
+  };
+}
+
 interface Log {
   error(obj: unknown, msg?: string): void;
   warn?(obj: unknown, msg?: string): void;
@@ -83,28 +107,9 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
   const heartbeatSeconds = config.takeoverS;
   /** Pollers not started yet (`work`); a stop cancels them. */
   const staggered = new Set<NodeJS.Timeout>();
-  /**
-   * Unkeyed jobs sent to a queue while an insert is under way go together in the next: a hundred
-   * triggers due at once each send a job, and on the embedded database each statement waits for
-   * the one thread. A keyed job, or any job of a one-at-a-time queue, goes alone: whether it was
-   * sent depends on the jobs waiting.
-   */
-  const inserts = new Map<string, DataLoader<UnkeyedJob, string | null>>();
+  const insert = groupedInserts(boss);
+  /** Queues whose jobs are sent one by one (`groupedInserts`). */
   const oneAtATime = new Set<string>();
-  const inserter = (queue: string) => {
-    let loader = inserts.get(queue);
-    if (!loader) {
-      loader = coalesced(async (jobs: readonly UnkeyedJob[]) => {
-        await boss.insert(
-          queue,
-          jobs.map((j) => ({ id: j.id, data: j.data, startAfter: j.at })),
-        );
-        return new Map(jobs.map((j) => [j, j.id]));
-      });
-      inserts.set(queue, loader);
-    }
-    return loader;
-  };
 
   return {
     start: ready,
@@ -136,7 +141,7 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
 
     async send(queue, data, options: SendOptions = {}) {
       await ready();
-      if (options.key === undefined && !oneAtATime.has(queue)) return inserter(queue).load({ id: randomUUID(), data, at: options.at });
+      if (options.key === undefined && !oneAtATime.has(queue)) return insert(queue, data, options.at);
       return boss.send(queue, data, { singletonKey: options.key, startAfter: options.at });
     },
 
