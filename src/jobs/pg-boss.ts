@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import type DataLoader from 'dataloader';
 import { type Job as PgBossJob, PgBoss } from 'pg-boss';
 import type { JobsConfig } from '../config.ts';
 import type { JobsConnection } from '../db/database.ts';
 import type { Job, JobQueue, QueueSpec, SendOptions, WorkOptions } from '../domain/core/jobs.ts';
+import { coalesced } from '../domain/core/coalesce.ts';
 import { isDatabaseUnavailable } from '../domain/core/stores/prisma-errors.ts';
 
 /**
@@ -21,6 +24,37 @@ export interface RunningJobQueue extends JobQueue {
    * rest: each is failed, so another instance tries it again (per its queue's `retries`).
    */
   stop(graceMs: number): Promise<void>;
+}
+
+/** A job to insert with others; its id chosen here, so each caller knows its own. */
+interface UnkeyedJob {
+  id: string;
+  data: object;
+  at?: Date;
+}
+
+/**
+ * Sends unkeyed jobs: those sent to a queue while an insert to it is under way go together in
+ * the next (a hundred triggers due at once each send a job, and on the embedded database each
+ * statement waits for the one thread). Not for a keyed job, or any job of a one-at-a-time queue:
+ * whether it is sent depends on the jobs waiting, which only `send` checks.
+ */
+function groupedInserts(boss: PgBoss) {
+  const loaders = new Map<string, DataLoader<UnkeyedJob, string | null>>();
+  return (queue: string, data: object, at: Date | undefined) => {
+    let loader = loaders.get(queue);
+    if (!loader) {
+      loader = coalesced(async (jobs: readonly UnkeyedJob[]) => {
+        await boss.insert(
+          queue,
+          jobs.map((j) => ({ id: j.id, data: j.data, startAfter: j.at })),
+        );
+        return new Map(jobs.map((j) => [j, j.id]));
+      });
+      loaders.set(queue, loader);
+    }
+    return loader.load({ id: randomUUID(), data, at });
+  };
 }
 
 interface Log {
@@ -73,6 +107,9 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
   const heartbeatSeconds = config.takeoverS;
   /** Pollers not started yet (`work`); a stop cancels them. */
   const staggered = new Set<NodeJS.Timeout>();
+  const insert = groupedInserts(boss);
+  /** Queues whose jobs are sent one by one (`groupedInserts`). */
+  const oneAtATime = new Set<string>();
 
   return {
     start: ready,
@@ -96,6 +133,7 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
         // pg-boss refuses the key present and undefined.
         ...(spec.givenUpTo ? { deadLetter: spec.givenUpTo } : {}),
       };
+      if (spec.oneAtATimePerKey) oneAtATime.add(spec.name);
       await boss.createQueue(spec.name, options);
       const { policy: _fixed, ...changeable } = options;
       await boss.updateQueue(spec.name, changeable);
@@ -103,6 +141,7 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
 
     async send(queue, data, options: SendOptions = {}) {
       await ready();
+      if (options.key === undefined && !oneAtATime.has(queue)) return insert(queue, data, options.at);
       return boss.send(queue, data, { singletonKey: options.key, startAfter: options.at });
     },
 

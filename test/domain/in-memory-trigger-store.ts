@@ -4,6 +4,7 @@ import type {
   RunPosition,
   SessionFit,
   Trigger,
+  TriggerClaim,
   TriggerData,
   TriggerRun,
   TriggerStore,
@@ -55,7 +56,7 @@ export function memoryTriggerStore(db: MemoryTriggerDatabase, now: () => Date): 
     },
     findOwned: async (ownerId, id, _query, agentId) => (owned(ownerId, agentId).find((t) => t.id === id) as never) ?? null,
     listOwned: async (ownerId, _query, agentId) => owned(ownerId, agentId) as never,
-    find: async (id) => (db.triggers.has(id) ? copy(db.triggers.get(id)!) : null),
+    findMany: async (ids) => ids.flatMap((id) => (db.triggers.has(id) ? [copy(db.triggers.get(id)!)] : [])),
     async runs(triggerId, from: RunPosition | null, take) {
       return [...db.runs.values()]
         .filter((r) => r.triggerId === triggerId)
@@ -100,32 +101,36 @@ export function memoryTriggerStore(db: MemoryTriggerDatabase, now: () => Date): 
       for (const [runId, run] of db.runs) if (run.triggerId === id) db.runs.delete(runId);
       return db.triggers.delete(id);
     },
-    async claim(triggerId, claim) {
-      const t = db.triggers.get(triggerId);
-      if (!t || t.runningRunId) return null;
-      if (claim.scheduledFor && (t.status !== 'active' || t.nextRun?.getTime() !== claim.scheduledFor.getTime())) return null;
-      if (
-        claim.scheduledFor &&
-        [...db.runs.values()].some((r) => r.triggerId === triggerId && r.scheduledFor?.getTime() === claim.scheduledFor!.getTime())
-      )
-        return null;
-      db.runs.set(claim.runId, {
-        id: claim.runId,
-        triggerId,
-        scheduledFor: claim.scheduledFor,
-        status: 'running',
-        error: null,
-        sessionId: null,
-        messageId: null,
-        startedAt: claim.at,
-        finishedAt: null,
-      });
-      return write(triggerId, {
-        runningRunId: claim.runId,
-        runningSince: claim.at,
-        lastRunTime: claim.at,
-        ...(claim.scheduledFor ? { nextRun: claim.next, status: claim.status } : {}),
-      });
+    async claim(claims) {
+      const claimOne = ({ triggerId, claim }: TriggerClaim) => {
+        const t = db.triggers.get(triggerId);
+        if (!t || t.runningRunId) return null;
+        if (claim.scheduledFor && (t.status !== 'active' || t.nextRun?.getTime() !== claim.scheduledFor.getTime())) return null;
+        if (
+          claim.scheduledFor &&
+          [...db.runs.values()].some((r) => r.triggerId === triggerId && r.scheduledFor?.getTime() === claim.scheduledFor!.getTime())
+        )
+          return null;
+        db.runs.set(claim.runId, {
+          id: claim.runId,
+          triggerId,
+          scheduledFor: claim.scheduledFor,
+          status: 'running',
+          error: null,
+          sessionId: null,
+          messageId: null,
+          startedAt: claim.at,
+          finishedAt: null,
+        });
+        return write(triggerId, {
+          runningRunId: claim.runId,
+          runningSince: claim.at,
+          lastRunTime: claim.at,
+          ...(claim.scheduledFor ? { nextRun: claim.next, status: claim.status } : {}),
+        });
+      };
+      // One at a time, as the statement's rows are: a second claim of a trigger in the group finds it held.
+      return claims.flatMap((c) => claimOne(c) ?? []);
     },
     async renewLease(triggerId, runId, since, at) {
       const t = db.triggers.get(triggerId);
@@ -136,9 +141,11 @@ export function memoryTriggerStore(db: MemoryTriggerDatabase, now: () => Date): 
     promptOf: async (messageId) => db.replies.get(messageId)?.promptId ?? null,
     // Prompts live in the sessions' store, which this one does not hold: the rules tests send through a fake.
     unlinkedPrompt: async () => null,
-    async linkRun(runId, sessionId, messageId) {
-      const run = db.runs.get(runId);
-      if (run) db.runs.set(runId, { ...run, sessionId, messageId });
+    async linkRuns(links) {
+      for (const { runId, sessionId, messageId } of links) {
+        const run = db.runs.get(runId);
+        if (run) db.runs.set(runId, { ...run, sessionId, messageId });
+      }
     },
     async settle(runId, outcome, pauseAfter) {
       const run = db.runs.get(runId);

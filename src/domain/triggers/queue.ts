@@ -10,10 +10,13 @@ export const TRIGGER_QUEUE = 'triggers';
  */
 const RUN_SECONDS = 60;
 /**
- * Jobs this instance handles at once. Each takes milliseconds, so this is how many due at one
- * moment start within one poll interval (the queue claims them in batches: `src/jobs/pg-boss.ts`).
+ * Jobs this instance handles at once. Each takes milliseconds, and those running together share
+ * their statements (`runner-statements.ts`), so this is how many due at one moment start together:
+ * the queue claims them in batches of a sixteenth of it a poll (`src/jobs/pg-boss.ts`), so a
+ * hundred due in one second are claimed by the first two polls after it, not spread over a second
+ * of polls.
  */
-const CONCURRENCY = 64;
+const CONCURRENCY = 1024;
 
 /** The triggers' jobs on the queue: each handed to `at` goes to the runner of one instance. */
 export const triggerJobs = (queue: JobQueue): TriggerJobs => ({

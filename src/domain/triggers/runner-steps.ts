@@ -6,6 +6,7 @@ import type { PromptStarted } from '../sessions/prompting.ts';
 import { isPaymentRefusal } from '../tools/run-call.ts';
 import type { TriggerEvent, TriggerEvents, TriggerJobs } from './ports.ts';
 import { nextOccurrence } from './schedule.ts';
+import type { RunnerStatements } from './runner-statements.ts';
 import type { ReplyOutcome, RunOutcome, Trigger, TriggerRun, TriggerStore } from './store.ts';
 
 /** Failures in a row that pause a trigger (the original's rule). */
@@ -58,7 +59,8 @@ export interface RunnerDependencies {
 }
 
 /** One runner's state beside its dependencies: the clock, and the replies this process follows (shutting down stops following them). */
-export interface RunContext extends Omit<RunnerDependencies, 'now'> {
+export interface RunContext extends Omit<RunnerDependencies, 'now' | 'store'> {
+  store: TriggerStore & RunnerStatements;
   now: () => Date;
   following: Set<BusSubscription>;
 }
@@ -202,7 +204,7 @@ export async function start(ctx: RunContext, trigger: Trigger, scheduled: { sche
   const runId = newId();
   const at = ctx.now();
   await ctx.jobs.at(new Date(at.getTime() + ctx.runTimeoutMs), { kind: 'release', triggerId: trigger.id, runId });
-  const claimed = await ctx.store.claim(
+  const claimed = await ctx.store.claimRun(
     trigger.id,
     scheduled
       ? { runId, at, scheduledFor: scheduled.scheduledFor, next: scheduled.next, status: scheduled.next ? 'active' : 'finished' }

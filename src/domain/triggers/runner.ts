@@ -1,6 +1,7 @@
 import { conflict } from '../core/errors.ts';
 import type { TriggerJob } from './ports.ts';
 import { resolveRunning, sweep } from './runner-recovery.ts';
+import { runnerStatements } from './runner-statements.ts';
 import { nextAfter, queueNext, type RunContext, type RunnerDependencies, start } from './runner-steps.ts';
 import type { Trigger } from './store.ts';
 
@@ -48,7 +49,12 @@ async function occurrence(ctx: RunContext, triggerId: string, scheduledFor: Date
  * instance left half done (`runner-recovery.ts`). Every step is safe to repeat on another instance.
  */
 export function triggerRunner(deps: RunnerDependencies) {
-  const ctx: RunContext = { ...deps, now: deps.now ?? (() => new Date()), following: new Set() };
+  const ctx: RunContext = {
+    ...deps,
+    store: { ...deps.store, ...runnerStatements(deps.store) },
+    now: deps.now ?? (() => new Date()),
+    following: new Set(),
+  };
 
   return {
     /** A job from the queue. */

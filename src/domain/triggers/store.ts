@@ -33,6 +33,19 @@ export type Claim =
   | { runId: string; at: Date; scheduledFor: Date; next: Date | null; status: 'active' | 'finished' }
   | { runId: string; at: Date; scheduledFor: null };
 
+/** A claim of one trigger. */
+export interface TriggerClaim {
+  triggerId: string;
+  claim: Claim;
+}
+
+/** Where a run's prompt went. */
+export interface RunLink {
+  runId: string;
+  sessionId: string;
+  messageId: string | null;
+}
+
 /** How a run ended. */
 export type RunOutcome = { status: 'completed' } | { status: 'failed'; error: string };
 
@@ -62,8 +75,8 @@ export interface TriggerStore {
   findOwned<Q extends TriggerQuery = object>(ownerId: string, id: string, query?: Q, agentId?: string): Promise<TriggerRead<Q> | null>;
   /** The triggers of every agent `ownerId` owns (or of one), newest first. */
   listOwned<Q extends TriggerQuery = object>(ownerId: string, query?: Q, agentId?: string): Promise<TriggerRead<Q>[]>;
-  /** A trigger by id, whoever owns it (for the runner). */
-  find(id: string): Promise<Trigger | null>;
+  /** Triggers by id, whoever owns them (for the runner); those that exist. */
+  findMany(ids: readonly string[]): Promise<Trigger[]>;
   /** A trigger's runs, newest first, from a position. */
   runs(triggerId: string, from: RunPosition | null, take: number): Promise<TriggerRun[]>;
   /** One run. */
@@ -80,11 +93,12 @@ export interface TriggerStore {
   /** Deletes a trigger and its runs; false when it was gone already. */
   remove(id: string): Promise<boolean>;
   /**
-   * Starts a run, in one transaction: the trigger must be idle (and, on schedule, active and
-   * due for exactly `scheduledFor`), and the run row is unique per occurrence. The trigger
-   * after, or null when it could not be claimed.
+   * Starts runs, in one statement: each trigger must be idle (and, on schedule, active and due
+   * for exactly `scheduledFor`), and a run row is unique per occurrence (a second run for an
+   * occurrence fails the statement; alone, it is simply not claimed). The triggers claimed, as
+   * they are after (each held by its claim's run: `runningRunId`).
    */
-  claim(triggerId: string, claim: Claim): Promise<Trigger | null>;
+  claim(claims: readonly TriggerClaim[]): Promise<Trigger[]>;
   /**
    * Takes over a claimed run whose prompt was never sent: true for the one caller that moved
    * `runningSince` from `since` to `at`.
@@ -102,8 +116,8 @@ export interface TriggerStore {
     trigger: Pick<Trigger, 'userId' | 'agentId' | 'sessionTarget' | 'sessionId'>,
     content: string,
   ): Promise<{ sessionId: string; replyId: string | null } | null>;
-  /** Links the session and reply a run's prompt went into. */
-  linkRun(runId: string, sessionId: string, messageId: string | null): Promise<void>;
+  /** Links each run to the session and reply its prompt went into. */
+  linkRuns(links: readonly RunLink[]): Promise<void>;
   /**
    * Ends a run still running and frees its trigger, in one transaction: a failure counts
    * (`pauseAfter` in a row pause an active trigger and drop its next run), a completion resets
@@ -136,7 +150,7 @@ export function triggerStore(db: Db): TriggerStore {
 /** The triggers themselves, and the agents and sessions their rules check. */
 function triggerRows(
   db: Db,
-): Pick<TriggerStore, 'agent' | 'sessionFit' | 'findOwned' | 'listOwned' | 'find' | 'createWithin' | 'update' | 'remove'> {
+): Pick<TriggerStore, 'agent' | 'sessionFit' | 'findOwned' | 'listOwned' | 'findMany' | 'createWithin' | 'update' | 'remove'> {
   return {
     agent: (agentId) => db.agent.findUnique({ where: { id: agentId }, select: { id: true, ownerId: true, public: true } }),
 
@@ -160,7 +174,7 @@ function triggerRows(
       return (await db.trigger.findMany({ where, orderBy: newestFirst, ...query })) as TriggerRead<Q>[];
     },
 
-    find: (id) => db.trigger.findUnique({ where: { id } }),
+    findMany: (ids) => db.trigger.findMany({ where: { id: { in: [...ids] } } }),
 
     createWithin: <Q extends TriggerQuery>(userId: string, agentId: string, cap: number, data: TriggerData, query?: Q) =>
       db.$transaction(async (tx) => {
@@ -212,7 +226,7 @@ async function release(tx: Tx, run: TriggerRun, error: string | null, pauseAfter
 }
 
 /** Runs, from their claim to their settlement. */
-function runRows(db: Db): Pick<TriggerStore, 'runs' | 'run' | 'claim' | 'renewLease' | 'linkRun' | 'settle'> {
+function runRows(db: Db): Pick<TriggerStore, 'runs' | 'run' | 'claim' | 'renewLease' | 'linkRuns' | 'settle'> {
   return {
     runs: (triggerId, from, take) =>
       db.triggerRun.findMany({
@@ -226,40 +240,37 @@ function runRows(db: Db): Pick<TriggerStore, 'runs' | 'run' | 'claim' | 'renewLe
 
     run: (runId) => db.triggerRun.findUnique({ where: { id: runId } }),
 
-    async claim(triggerId, claim) {
-      // One statement, not a transaction of several: on the embedded database a transaction holds
-      // the one connection across every round trip between its statements, and a hundred runs due
-      // at once queue behind each other's. The run's insert is part of the statement, so a second
-      // run for the occurrence fails the whole of it (nothing claimed).
-      const { runId, at } = claim;
-      const scheduled = claim.scheduledFor !== null;
+    async claim(claims) {
+      // One statement for every claim, not a transaction of several each: on the embedded
+      // database a transaction holds the one connection across every round trip between its
+      // statements, and a hundred runs due at once queue behind each other's. The runs' insert is
+      // part of the statement, so a second run for an occurrence fails the whole of it.
+      const at = (d: Date | null) => d?.toISOString() ?? null;
+      const scheduled = (c: Claim) => (c.scheduledFor === null ? null : c);
       try {
-        const [claimed] = scheduled
-          ? await db.$queryRaw<Trigger[]>`
-              WITH claimed AS (
-                UPDATE "Trigger" SET "runningRunId" = ${runId}, "runningSince" = ${at}, "lastRunTime" = ${at}, "updatedAt" = ${at},
-                  "nextRun" = ${claim.next}, "status" = ${claim.status}::"TriggerStatus"
-                WHERE "id" = ${triggerId} AND "runningRunId" IS NULL AND "status" = 'active' AND "nextRun" = ${claim.scheduledFor}
-                RETURNING *
-              ), run AS (
-                INSERT INTO "TriggerRun" ("id", "triggerId", "scheduledFor", "startedAt")
-                SELECT ${runId}, "id", ${claim.scheduledFor}, ${at} FROM claimed
-              )
-              SELECT * FROM claimed`
-          : await db.$queryRaw<Trigger[]>`
-              WITH claimed AS (
-                UPDATE "Trigger" SET "runningRunId" = ${runId}, "runningSince" = ${at}, "lastRunTime" = ${at}, "updatedAt" = ${at}
-                WHERE "id" = ${triggerId} AND "runningRunId" IS NULL
-                RETURNING *
-              ), run AS (
-                INSERT INTO "TriggerRun" ("id", "triggerId", "scheduledFor", "startedAt")
-                SELECT ${runId}, "id", NULL, ${at} FROM claimed
-              )
-              SELECT * FROM claimed`;
-        return claimed ?? null;
+        return await db.$queryRaw<Trigger[]>`
+          WITH v AS (
+            SELECT * FROM unnest(
+              ${claims.map((c) => c.triggerId)}::text[], ${claims.map((c) => c.claim.runId)}::text[],
+              ${claims.map((c) => at(c.claim.at))}::timestamp(3)[], ${claims.map((c) => at(c.claim.scheduledFor))}::timestamp(3)[],
+              ${claims.map((c) => at(scheduled(c.claim)?.next ?? null))}::timestamp(3)[], ${claims.map((c) => scheduled(c.claim)?.status ?? null)}::text[]
+            ) AS v(trigger_id, run_id, at, scheduled_for, next_run, status)
+          ), claimed AS (
+            UPDATE "Trigger" AS t SET "runningRunId" = v.run_id, "runningSince" = v.at, "lastRunTime" = v.at, "updatedAt" = v.at,
+              "nextRun" = CASE WHEN v.scheduled_for IS NULL THEN t."nextRun" ELSE v.next_run END,
+              "status" = COALESCE(v.status::"TriggerStatus", t."status")
+            FROM v
+            WHERE t."id" = v.trigger_id AND t."runningRunId" IS NULL
+              AND (v.scheduled_for IS NULL OR (t."status" = 'active' AND t."nextRun" = v.scheduled_for))
+            RETURNING t.*
+          ), run AS (
+            INSERT INTO "TriggerRun" ("id", "triggerId", "scheduledFor", "startedAt")
+            SELECT v.run_id, v.trigger_id, v.scheduled_for, v.at FROM claimed JOIN v ON v.run_id = claimed."runningRunId"
+          )
+          SELECT * FROM claimed`;
       } catch (e) {
         // This occurrence has a run already: whoever made it runs it.
-        if (isUniqueViolation(e)) return null;
+        if (isUniqueViolation(e) && claims.length === 1) return [];
         throw e;
       }
     },
@@ -272,8 +283,12 @@ function runRows(db: Db): Pick<TriggerStore, 'runs' | 'run' | 'claim' | 'renewLe
       return count > 0;
     },
 
-    async linkRun(runId, sessionId, messageId) {
-      await db.triggerRun.updateMany({ where: { id: runId }, data: { sessionId, messageId } });
+    async linkRuns(links) {
+      await db.$executeRaw`
+        UPDATE "TriggerRun" AS r SET "sessionId" = v.session_id, "messageId" = v.message_id
+        FROM unnest(${links.map((l) => l.runId)}::text[], ${links.map((l) => l.sessionId)}::text[], ${links.map((l) => l.messageId)}::text[])
+          AS v(run_id, session_id, message_id)
+        WHERE r."id" = v.run_id`;
     },
 
     settle: (runId, outcome, pauseAfter) =>

@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type Database, openDatabase } from '../../src/db/database.ts';
+import { applyMigrations } from '../../src/db/migrate.ts';
+import { runnerStatements } from '../../src/domain/triggers/runner-statements.ts';
+import { type Claim, triggerStore } from '../../src/domain/triggers/store.ts';
+import { freshDatabase } from '../helpers/database.ts';
+
+// The runner's claims and links of runs going on together share statements
+// (`src/domain/triggers/runner-statements.ts`): what each caller gets must be what its own
+// statement would have given it, on the real database, whatever else was in the group.
+
+describe('trigger runs claimed and linked together', () => {
+  let db: Database;
+  let drop: () => Promise<void>;
+  let statements: ReturnType<typeof runnerStatements>;
+  let agentId: string;
+  let userId: string;
+  const due = new Date('2027-01-01T09:00:00.000Z');
+  const next = new Date('2027-01-02T09:00:00.000Z');
+
+  beforeAll(async () => {
+    const fresh = await freshDatabase();
+    drop = fresh.drop;
+    db = await openDatabase(fresh.config);
+    await applyMigrations(db.migrationAdapterFactory);
+    statements = runnerStatements(triggerStore(db.prisma));
+    const owner = await db.prisma.user.create({ data: { username: 'claims-owner' } });
+    const agentUser = await db.prisma.user.create({ data: { username: 'claims-agent' } });
+    await db.prisma.agent.create({ data: { id: agentUser.id, ownerId: owner.id, name: 'Claimed' } });
+    userId = owner.id;
+    agentId = agentUser.id;
+  });
+  afterAll(async () => {
+    await db?.close();
+    await drop?.();
+  });
+  beforeEach(async () => {
+    await db.prisma.trigger.deleteMany();
+  });
+
+  const dueTrigger = (status: 'active' | 'paused' = 'active') =>
+    db.prisma.trigger.create({
+      data: { name: 't', prompt: 'p', agentId, userId, cron: '0 0 9 * * *', status, nextRun: status === 'active' ? due : null },
+    });
+  const onSchedule = (scheduledFor = due): Claim => ({ runId: randomUUID(), at: new Date(), scheduledFor, next, status: 'active' });
+  const byHand = (): Claim => ({ runId: randomUUID(), at: new Date(), scheduledFor: null });
+
+  it('claims each due trigger of a group once, its run written for its occurrence, its next run planned', async () => {
+    const triggers = await Promise.all([dueTrigger(), dueTrigger(), dueTrigger()]);
+    const claims = triggers.map(() => onSchedule());
+    const claimed = await Promise.all(triggers.map((t, i) => statements.claimRun(t.id, claims[i]!)));
+
+    claimed.forEach((t, i) => {
+      expect(t?.id).toBe(triggers[i]!.id);
+      expect(t?.runningRunId).toBe(claims[i]!.runId);
+      expect(t?.nextRun).toEqual(next);
+    });
+    const runs = await db.prisma.triggerRun.findMany({ where: { triggerId: { in: triggers.map((t) => t.id) } } });
+    expect(runs.map((r) => [r.id, r.triggerId, r.scheduledFor]).sort()).toEqual(
+      triggers.map((t, i) => [claims[i]!.runId, t.id, due]).sort(),
+    );
+  });
+
+  it('gives an occurrence claimed twice in one group to one claim, with one run', async () => {
+    const trigger = await dueTrigger();
+    const [a, b] = [onSchedule(), onSchedule()];
+    const results = await Promise.all([statements.claimRun(trigger.id, a), statements.claimRun(trigger.id, b)]);
+
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const runs = await db.prisma.triggerRun.findMany({ where: { triggerId: trigger.id } });
+    expect(runs).toHaveLength(1);
+    expect([a.runId, b.runId]).toContain(runs[0]!.id);
+  });
+
+  it('refuses only the claim whose occurrence has a run already; the others of its group are claimed', async () => {
+    const [ran, fresh] = await Promise.all([dueTrigger(), dueTrigger()]);
+    // An occurrence run before, its trigger left due for it (as a stale job would find it).
+    await db.prisma.triggerRun.create({ data: { triggerId: ran.id, scheduledFor: due, status: 'completed' } });
+    const results = await Promise.all([statements.claimRun(ran.id, onSchedule()), statements.claimRun(fresh.id, onSchedule())]);
+
+    expect(results[0]).toBeNull();
+    expect(results[1]?.id).toBe(fresh.id);
+    expect(await db.prisma.triggerRun.count({ where: { triggerId: ran.id } })).toBe(1);
+    expect((await db.prisma.trigger.findUniqueOrThrow({ where: { id: ran.id } })).runningRunId).toBeNull();
+  });
+
+  it('claims by hand a paused trigger beside scheduled ones, its schedule left as it was; a trigger not due is not claimed', async () => {
+    const [paused, scheduled, notDue] = await Promise.all([dueTrigger('paused'), dueTrigger(), dueTrigger()]);
+    const [hand, onTime, late] = await Promise.all([
+      statements.claimRun(paused.id, byHand()),
+      statements.claimRun(scheduled.id, onSchedule()),
+      statements.claimRun(notDue.id, onSchedule(new Date(due.getTime() - 60_000))),
+    ]);
+
+    expect(hand).toMatchObject({ id: paused.id, status: 'paused', nextRun: null });
+    expect(onTime).toMatchObject({ id: scheduled.id, nextRun: next });
+    expect(late).toBeNull();
+    const handRun = await db.prisma.triggerRun.findFirstOrThrow({ where: { triggerId: paused.id } });
+    expect(handRun.scheduledFor).toBeNull();
+    expect(await db.prisma.triggerRun.count({ where: { triggerId: notDue.id } })).toBe(0);
+  });
+
+  it('finds and links the runs of a group, each to its own session', async () => {
+    const triggers = await Promise.all([dueTrigger(), dueTrigger()]);
+    const found = await Promise.all([...triggers.map((t) => statements.find(t.id)), statements.find(randomUUID())]);
+    expect(found.map((t) => t?.id ?? null)).toEqual([...triggers.map((t) => t.id), null]);
+
+    const claims = triggers.map(() => onSchedule());
+    await Promise.all(triggers.map((t, i) => statements.claimRun(t.id, claims[i]!)));
+    const sessions = await Promise.all(triggers.map(() => db.prisma.session.create({ data: { ownerId: userId } })));
+    await Promise.all(claims.map((c, i) => statements.linkRun(c.runId, sessions[i]!.id, null)));
+
+    const runs = await db.prisma.triggerRun.findMany({ where: { id: { in: claims.map((c) => c.runId) } } });
+    expect(new Map(runs.map((r) => [r.id, r.sessionId]))).toEqual(new Map(claims.map((c, i) => [c.runId, sessions[i]!.id])));
+  });
+});
