@@ -265,14 +265,13 @@ async function startInstance(d: Deployment) {
 
 /**
  * `--seed`: a key made by `parley keys create`, its user's agent and `n` triggers due at `at`
- * written straight to the embedded database, then the instance started. The triggers are as
- * the service plans them (their next run set, no job yet): its sweep at start queues them.
+ * written straight to the database, then the deployment's instances started. The triggers are as
+ * the service plans them (their next run set, no job yet): the sweep at start queues them.
  */
-async function seedDue(d: Deployment, n: number, at: Date) {
-  if (d.database.kind !== 'pglite') throw new Error('--seed is for the embedded deployment');
+async function seedDue(d: Deployment, n: number, at: Date, instances: number) {
   const name = `seeded${n}`;
   const { match } = await start(['bin/parley.js', 'keys', 'create', name, '--json'], d.env, /"apiKey":\s*"([^"]+)"/);
-  const db = await openDatabase({ kind: 'pglite', dataDir: d.database.dataDir });
+  const db = await openDatabase(d.database);
   let agentId: string;
   try {
     const user = await db.prisma.user.findFirstOrThrow({ where: { username: name } });
@@ -294,7 +293,7 @@ async function seedDue(d: Deployment, n: number, at: Date) {
   } finally {
     await db.close();
   }
-  await startInstance(d);
+  for (let i = 0; i < instances; i++) await startInstance(d);
   return { who: { key: match[1]!, agentId }, ids: await triggerIdsOf(d, match[1]!) };
 }
 
@@ -305,17 +304,17 @@ async function triggerIdsOf(d: Deployment, key: string): Promise<string[]> {
 
 /** One level on one deployment: make the triggers, let them all fire in one second, count. */
 async function due(kind: 'embedded' | 'postgres', n: number) {
-  const seed = seeded && kind === 'embedded';
-  const d = await deploy(kind, seed ? 0 : kind === 'embedded' ? 1 : 2);
+  const instances = kind === 'embedded' ? 1 : 2;
+  const d = await deploy(kind, seeded ? 0 : instances);
   try {
     let who: { key: string; agentId: string };
     let ids: string[];
     let at: Date;
     const made = Date.now();
-    if (seed) {
+    if (seeded) {
       // Time for the instance to start and its sweep to queue them, on a loaded machine.
       at = new Date(Math.ceil((Date.now() + 90_000 + n * 60) / 1000) * 1000);
-      ({ who, ids } = await seedDue(d, n, at));
+      ({ who, ids } = await seedDue(d, n, at, instances));
     } else {
       who = await owner(d, `bench${n}`);
       // How long making one takes on this machine now (ten due next year, not counted), so that
@@ -452,7 +451,7 @@ for (const kind of deployments) {
       `${kind === 'embedded' ? 'embedded, 1 instance' : 'PostgreSQL + Redis, 2 instances'}; ${n} due in one second: ` +
         `duplicated ${r.duplicated}, missed ${r.missed}, failed ${r.failed}, unfinished ${r.unfinished}; ` +
         `lateness p50 ${p50} ms (${ratio(p50, b50)} the baseline), p99 ${p99} ms (${ratio(p99, b99)}), max ${Math.max(...r.lateness)} ms ` +
-        `(${r.lateness.length} prompts; ${seeded && kind === 'embedded' ? 'seeded and started' : 'made'} in ${(r.makeMs / 1000).toFixed(1)} s); load average ${loadavg()[0]!.toFixed(2)}`,
+        `(${r.lateness.length} prompts; ${seeded ? 'seeded and started' : 'made'} in ${(r.makeMs / 1000).toFixed(1)} s); load average ${loadavg()[0]!.toFixed(2)}`,
     );
     for (const [reason, count] of r.reasons) console.log(`  failed: ${count} × ${reason}`);
     console.log(
