@@ -9,6 +9,7 @@ import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.ts';
 
 let llm: FakeOpenAI;
 let provider: ReturnType<typeof openAiProvider>;
+let providerConfig: Parameters<typeof openAiProvider>[0];
 
 const request: ChatRequest = {
   model: 'fake-model',
@@ -33,7 +34,7 @@ function collector() {
 
 beforeAll(async () => {
   llm = await startFakeOpenAI();
-  provider = openAiProvider({
+  providerConfig = {
     baseUrl: llm.baseUrl,
     apiKey: undefined,
     models: { default: 'fake-model', low: 'fake-model', medium: 'fake-model', high: 'fake-model' },
@@ -44,7 +45,8 @@ beforeAll(async () => {
     maxCallMs: 60_000,
     offlineTokenDelayMs: 0,
     checkpointMs: 0,
-  });
+  };
+  provider = openAiProvider(providerConfig);
 });
 afterAll(() => llm.close());
 beforeEach(() => llm.reset());
@@ -151,6 +153,34 @@ describe('streamCall', () => {
     expect(await call()).toBe('after');
     expect(llm.connections().made).toBe(afterFirst + 1);
     await vi.waitFor(() => expect(llm.connections().open).toBe(1), { timeout: 3_000 });
+  });
+
+  it('does not blame the provider for a stall of its own: a chunk that came while this process was held up counts', async () => {
+    const strict = openAiProvider({ ...providerConfig, idleTimeoutMs: 300 });
+    llm.enqueue({ tokens: ['one', ' two', ' three'], delayMs: 50 });
+    const { seen, sink } = collector();
+    const held = {
+      ...sink,
+      content(t: string) {
+        sink.content(t);
+        // This process busy for twice the idle timeout, as on a loaded machine: the provider's
+        // next chunk and the idle timer are both due when it comes back.
+        if (t === 'one') for (const end = Date.now() + 600; Date.now() < end; );
+      },
+    };
+    const called = await streamCall(strict, request, new AbortController().signal, held, roomy);
+    expect(called.written).toBe('one two three');
+    expect(seen.content).toEqual(['one', ' two', ' three']);
+  });
+
+  it('still ends a call whose provider stops sending, after the idle timeout', async () => {
+    const strict = openAiProvider({ ...providerConfig, idleTimeoutMs: 300 });
+    llm.enqueue({ tokens: ['so', ' far', ' never'], stallAfter: 2 });
+    const { seen, sink } = collector();
+    const failed = await streamCall(strict, request, new AbortController().signal, sink, roomy).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(ProviderError);
+    expect((failed as ProviderError).message).toMatch(/stopped sending/);
+    expect(seen.content).toEqual(['so', ' far']);
   });
 });
 

@@ -80,11 +80,20 @@ export async function streamOnce(
   outer.addEventListener('abort', abort, { once: true });
   let timeout: ProviderError | null = null;
   let timer: NodeJS.Timeout | undefined;
+  /** Chunks read so far: a timer that fires looks whether one came meanwhile. */
+  let chunks = 0;
   const arm = (ms: number, message: string) => {
     clearTimeout(timer);
     timer = setTimeout(() => {
-      timeout = new ProviderError(message, true, 'timeout');
-      controller.abort();
+      // Judged once the event loop has read what is waiting: a process held up itself (a busy
+      // machine, a long piece of work) finds its timers and the provider's next chunk due
+      // together, and timers run first. A chunk read meanwhile has restarted the timer.
+      const seen = chunks;
+      setImmediate(() => {
+        if (chunks !== seen || controller.signal.aborted) return;
+        timeout = new ProviderError(message, true, 'timeout');
+        controller.abort();
+      });
     }, ms);
   };
   // What `onDelta` throws (the caller cutting the reply off) is the caller's, passed on as it is.
@@ -104,6 +113,7 @@ export async function streamOnce(
     const progress: Progress = { done: false, finished: false };
     const read = (data: string) => {
       if (progress.done) return;
+      chunks++;
       // The idle timer is set at the first chunk, and each later one restarts it: a new timer
       // and message for every token would be work for nothing.
       if (first) {
