@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
-import type { FakeOpenAI } from '../helpers/fake-openai.ts';
+import { type FakeOpenAI, isMemoryRequest } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { settledSession } from '../helpers/sessions.ts';
 import { setUp } from '../helpers/set-up.ts';
@@ -30,7 +30,13 @@ describe('a public share', () => {
     // A second reply is being written when the session is shared.
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    llm.enqueue({ tokens: ['Written', ' after', ' sharing'], gate: (i) => (i === 1 ? held : undefined) });
+    // Chosen by its prompt, not by the order of the calls: the two replies below start together,
+    // and on a busy machine the second one's call can reach the model first.
+    llm.choose((r) =>
+      !isMemoryRequest(r) && r.body.messages.filter((m) => m.role === 'user').at(-1)?.content === 'and now?'
+        ? { tokens: ['Written', ' after', ' sharing'], gate: (i) => (i === 1 ? held : undefined) }
+        : undefined,
+    );
     expect((await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { session_id: sessionId, content: 'and now?' } })).status).toBe(
       200,
     );
