@@ -174,7 +174,8 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
       // pg-boss starts a `localConcurrency` of pollers in the same instant, and each then polls on a
       // fixed period: all of an instance's pollers tick together, and the instance whose tick comes
       // first after a due time claims every job due then, at every due time. Pollers started
-      // `pollMs / pollers` apart tick in turn with the other instances', so work is shared.
+      // `pollMs / pollers` apart tick in turn with the other instances', so work is shared by
+      // batches (jobs due together that one batch holds still go to one poller: docs/jobs.md).
       for (let i = 1; i < pollers; i++) {
         const timer = setTimeout(
           () => {
