@@ -30,21 +30,29 @@ export async function startFakeEmbeddings(known: Record<string, number[]> = {}) 
   let answered = 0;
   let holdAfter: number | null = null;
   let dimensions = DIMENSIONS;
+  let afterAnswer: (() => void) | null = null;
   const unknown = axis(DIMENSIONS - 1);
 
   const vectorFor = (text: string) =>
     (known[text] ?? unknown).slice(0, dimensions).concat(new Array(Math.max(0, dimensions - DIMENSIONS)).fill(0));
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
-    let body = '';
-    for await (const chunk of req) body += chunk;
     if (req.method !== 'POST' || req.url !== '/v1/embeddings') {
       res.writeHead(404).end();
       return;
     }
+    // Counted as it arrives: a client that gives up before this process reads the body still sent it.
+    const request: EmbeddingsRequest = { model: '', input: [], authorization: req.headers.authorization };
+    requests.push(request);
+    let body = '';
+    try {
+      for await (const chunk of req) body += chunk;
+    } catch {
+      return; // gone while sending
+    }
     const parsed = JSON.parse(body) as { model: string; input: string | string[] };
-    const input = Array.isArray(parsed.input) ? parsed.input : [parsed.input];
-    requests.push({ model: parsed.model, input, authorization: req.headers.authorization });
+    request.model = parsed.model;
+    request.input = Array.isArray(parsed.input) ? parsed.input : [parsed.input];
     const failure = failures.shift();
     if (failure) {
       res
@@ -58,10 +66,13 @@ export async function startFakeEmbeddings(known: Record<string, number[]> = {}) 
       JSON.stringify({
         object: 'list',
         model: parsed.model,
-        data: input.map((text, index) => ({ object: 'embedding', index, embedding: vectorFor(text) })),
+        data: request.input.map((text, index) => ({ object: 'embedding', index, embedding: vectorFor(text) })),
         usage: { prompt_tokens: 0, total_tokens: 0 },
       }),
     );
+    const then = afterAnswer;
+    afterAnswer = null;
+    then?.();
   }
 
   const sockets = new Set<import('node:net').Socket>();
@@ -88,6 +99,10 @@ export async function startFakeEmbeddings(known: Record<string, number[]> = {}) 
     release() {
       holdAfter = null;
       for (const resolve of held?.splice(0) ?? []) resolve();
+    },
+    /** Runs `then` once, right after the next answer is written. */
+    afterNextAnswer(then: () => void) {
+      afterAnswer = then;
     },
     /** Answers with vectors of another length, as a misconfigured model would. */
     setDimensions(n: number) {

@@ -105,6 +105,21 @@ describe('OpenAI-compatible HTTP embeddings', () => {
     expect(server.requests.length - before).toBe(2);
   });
 
+  // A process held up itself (a busy machine) finds its attempt's timer due together with what
+  // its connection has waiting, and timers run first.
+  const holdUpThisProcess = (ms: number) => {
+    const until = Date.now() + ms;
+    while (Date.now() < until);
+  };
+
+  it('does not blame the server for a stall of its own: an answer that came meanwhile is taken', async () => {
+    const before = server.requests.length;
+    server.afterNextAnswer(() => holdUpThisProcess(150));
+    const [v] = await provider({ timeoutMs: 50, retries: 0 }).embed(['fox']);
+    expect(Array.from(v!)[2]).toBeCloseTo(1, 5);
+    expect(server.requests.length - before).toBe(1);
+  });
+
   it('refuses vectors of another dimension with a message saying what parley stores', async () => {
     server.setDimensions(512);
     try {

@@ -42,6 +42,27 @@ function retryAfter(header: string | null): number | undefined {
 }
 
 /**
+ * An attempt's time limit, judged once the event loop has read what is waiting (as the replies'
+ * provider judges its own): a process held up itself, on a busy machine, finds its timer due
+ * together with the server's answer, and timers run first.
+ */
+function attemptLimit(ms: number) {
+  const controller = new AbortController();
+  let ended = false;
+  const timer = setTimeout(
+    () => setImmediate(() => ended || controller.abort(new DOMException(`no answer within ${ms} ms`, 'TimeoutError'))),
+    ms,
+  );
+  return {
+    signal: controller.signal,
+    end() {
+      ended = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
  * An embedding server speaking OpenAI's `POST /v1/embeddings` (a hosted API, or a self-run
  * CLIP server such as one serving ViT-L/14 text embeddings). Texts go in batches, each attempt
  * has a timeout, and transient failures are retried with exponential back-off.
@@ -52,13 +73,23 @@ export function httpEmbeddingProvider(options: HttpEmbeddingOptions): EmbeddingP
   const baseDelay = options.retryDelayMs ?? 500;
 
   async function attempt(input: readonly string[]): Promise<Float32Array[]> {
+    const limit = attemptLimit(options.timeoutMs);
+    try {
+      return answerOf(input, await answered(input, limit.signal));
+    } finally {
+      limit.end();
+    }
+  }
+
+  /** The status and body of one request, or a RetryableError when there is none in time. */
+  async function answered(input: readonly string[], signal: AbortSignal) {
     let response: Response;
     try {
       response = await fetch(endpoint, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
         body: JSON.stringify({ model: options.model, input, encoding_format: 'float' }),
-        signal: AbortSignal.timeout(options.timeoutMs),
+        signal,
       });
     } catch (e) {
       const timedOut = (e as Error).name === 'TimeoutError';
@@ -66,7 +97,10 @@ export function httpEmbeddingProvider(options: HttpEmbeddingOptions): EmbeddingP
         `${where}: ${timedOut ? `no answer within ${options.timeoutMs} ms` : `unreachable (${(e as Error).message})`}`,
       );
     }
-    const text = await response.text().catch(() => '');
+    return { response, text: await response.text().catch(() => '') };
+  }
+
+  function answerOf(input: readonly string[], { response, text }: { response: Response; text: string }): Float32Array[] {
     if (!response.ok) {
       const message = `${where} answered ${response.status}: ${text.slice(0, 200)}`;
       if (retryableStatus(response.status)) throw new RetryableError(message, retryAfter(response.headers.get('retry-after')));
