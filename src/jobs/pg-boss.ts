@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type DataLoader from 'dataloader';
 import { type Job as PgBossJob, PgBoss } from 'pg-boss';
 import type { JobsConfig } from '../config.ts';
@@ -99,11 +100,35 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
   boss.on('warning', (warning) => warn({ warning }, 'the job queue warns'));
 
   let starting: Promise<unknown> | undefined;
+  let opened = false;
+  let stopped = false;
   /** Starts the queue on first use: a process that never uses it (most CLI commands) never opens it. */
   const ready = async () => {
-    starting ??= boss.start();
+    opened = true;
+    // A start that failed is not kept: the next call starts again (pg-boss allows it).
+    starting ??= boss.start().catch((err) => {
+      starting = undefined;
+      throw err;
+    });
     await starting;
   };
+  /**
+   * A step of starting (opening the queue, declaring a queue, before working one) tried again
+   * while the database cannot be reached: a blip while an instance starts must not leave it
+   * without its workers until it is restarted. Each step is safe to repeat. (Sending is not
+   * retried: its caller is told the database is away.)
+   */
+  async function throughOutages(step: () => Promise<void>) {
+    for (let waitMs = 250; ; waitMs = Math.min(waitMs * 2, 10_000)) {
+      try {
+        return await step();
+      } catch (err) {
+        if (stopped || !isDatabaseUnavailable(err)) throw err;
+        warn({ err, retryInMs: waitMs }, 'the job queue cannot reach the database to start; trying again');
+        await sleep(waitMs, undefined, { ref: false });
+      }
+    }
+  }
   const heartbeatSeconds = config.takeoverS;
   /** Pollers not started yet (`work`); a stop cancels them. */
   const staggered = new Set<NodeJS.Timeout>();
@@ -112,18 +137,18 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
   const oneAtATime = new Set<string>();
 
   return {
-    start: ready,
+    start: () => throughOutages(ready),
 
     async stop(graceMs) {
+      stopped = true;
       for (const timer of staggered) clearTimeout(timer);
       staggered.clear();
-      if (!starting) return;
-      await starting.catch(() => {});
+      if (!opened) return;
+      await starting?.catch(() => {});
       await boss.stop({ graceful: true, timeout: graceMs, close: true });
     },
 
     async declare(spec: QueueSpec) {
-      await ready();
       const options = {
         policy: spec.oneAtATimePerKey ? 'stately' : 'standard',
         retryLimit: spec.retries,
@@ -134,9 +159,12 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
         ...(spec.givenUpTo ? { deadLetter: spec.givenUpTo } : {}),
       };
       if (spec.oneAtATimePerKey) oneAtATime.add(spec.name);
-      await boss.createQueue(spec.name, options);
       const { policy: _fixed, ...changeable } = options;
-      await boss.updateQueue(spec.name, changeable);
+      await throughOutages(async () => {
+        await ready();
+        await boss.createQueue(spec.name, options);
+        await boss.updateQueue(spec.name, changeable);
+      });
     },
 
     async send(queue, data, options: SendOptions = {}) {
@@ -146,7 +174,7 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
     },
 
     async work<T extends object>(queue: string, options: WorkOptions, handler: (job: Job<T>) => Promise<void>) {
-      await ready();
+      await throughOutages(ready);
       const pollers = Math.min(options.concurrency, MOST_POLLERS);
       // Each poller claims up to `batch` jobs a poll and runs them together, each settled on its
       // own: past MOST_POLLERS, concurrency comes from batches, not from more idle polling. A poll

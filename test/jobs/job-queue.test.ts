@@ -3,10 +3,12 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Job, JobQueue } from '../../src/domain/core/jobs.ts';
 import type { TestApp } from '../helpers/app.ts';
+import { pgBossQueue } from '../../src/jobs/pg-boss.ts';
 import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
 import { trackChild } from '../helpers/process.ts';
 import { root } from '../helpers/service-command.ts';
 import { setUp } from '../helpers/set-up.ts';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { until } from '../helpers/until.ts';
 
 /** Quick polling and supervision, so a test waits no longer than the rule it checks. */
@@ -188,5 +190,46 @@ describe('the job queue, with two instances over one PostgreSQL', () => {
     await until('the given-up job to run', () => givenUpRuns.length, { timeoutMs: 30_000 });
     expect(givenUpRuns).toEqual([{ id: expect.any(String), data: { n: 8 }, retry: 0, at: expect.any(Number) }]);
     expect(runs).toEqual([]);
+  });
+});
+
+describe('the job queue, starting while its database is away', () => {
+  let url: string;
+  let proxy: TcpProxy;
+  setUp(async (start) => {
+    url = (await start.service(freshPostgresDatabase(), (db) => db.drop())).url;
+    // An app migrates the database (the queue's schema is one of parley's migrations).
+    await start.app({ jobs }, { kind: 'postgres', url });
+    const target = new URL(url);
+    proxy = await start.service(startTcpProxy({ host: target.hostname, port: Number(target.port) }));
+  });
+
+  it('keeps trying, starts once the database is back, and then runs jobs', async () => {
+    await proxy.cut();
+    const warnings: string[] = [];
+    const log = {
+      warn: (_: unknown, msg: string) => warnings.push(msg),
+      error: (_: unknown, msg: string) => warnings.push(`error: ${msg}`),
+    };
+    const queue = pgBossQueue({ kind: 'postgres', url: proxy.through(url) }, { ...jobs, takeoverS: 10, poolSize: 2 }, log);
+    try {
+      let started = false;
+      const starting = queue.start().then(() => (started = true));
+      await until(
+        'a second try to find the database away',
+        () => warnings.filter((w) => w.startsWith('the job queue cannot reach the database to start')).length >= 2,
+      );
+      expect(started).toBe(false);
+      await proxy.restore();
+      await starting;
+      await queue.declare({ name: 'after-a-blip', ...spec });
+      const runs = await worked<{ n: number }>(queue, 'after-a-blip');
+      await queue.send('after-a-blip', { n: 1 });
+      await until('the job to run', () => runs.length === 1);
+      expect(runs[0]!.data).toEqual({ n: 1 });
+      expect(warnings.filter((w) => w.startsWith('error'))).toEqual([]);
+    } finally {
+      await queue.stop(1_000);
+    }
   });
 });
