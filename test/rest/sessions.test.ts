@@ -3,7 +3,7 @@ import type { TestApp, TestUser } from '../helpers/app.ts';
 import { isTitleRequest, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectAuthError, expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
-import { newSession, settledSession } from '../helpers/sessions.ts';
+import { newSession, settledSession, titledSession } from '../helpers/sessions.ts';
 import { setUp } from '../helpers/set-up.ts';
 
 let t: TestApp;
@@ -252,7 +252,8 @@ describe('reading and listing sessions', () => {
     const dave = await t.createUser('dave');
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push(await newSession(t, dave, [muse.id], { content: `session ${i}` }));
-    for (const id of ids) await settledSession(t, dave, id);
+    // Named first: a new session's title comes after its reply and moves its activity too.
+    for (const id of ids) await titledSession(t, dave, id);
     await post(dave, { session_id: ids[0], content: 'bump' });
     await settledSession(t, dave, ids[0]!);
 
