@@ -120,6 +120,8 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
    */
   async function throughOutages(step: () => Promise<void>) {
     for (let waitMs = 250; ; waitMs = Math.min(waitMs * 2, 10_000)) {
+      // Not after a stop that came while it waited: the queue would start behind it.
+      if (stopped) throw new Error('the job queue stopped before it could start');
       try {
         return await step();
       } catch (err) {
