@@ -27,6 +27,52 @@ export interface RunningJobQueue extends JobQueue {
   stop(graceMs: number): Promise<void>;
 }
 
+/**
+ * Opening the queue: on first use (a process that never uses it, as most CLI commands, never
+ * opens it), and each step of starting (opening, declaring a queue, before working one) tried
+ * again while the database cannot be reached: a blip while an instance starts must not leave it
+ * without its workers until it is restarted. Each step is safe to repeat. Sending is not retried:
+ * its caller is told the database is away.
+ */
+function opening(boss: PgBoss, warn: (obj: unknown, msg: string) => void) {
+  let starting: Promise<unknown> | undefined;
+  let opened = false;
+  let stopped = false;
+  return {
+    async ready() {
+      opened = true;
+      // A start that failed is not kept: the next call starts again (pg-boss allows it).
+      starting ??= boss.start().catch((err) => {
+        starting = undefined;
+        throw err;
+      });
+      await starting;
+    },
+
+    async throughOutages(step: () => Promise<void>) {
+      for (let waitMs = 250; ; waitMs = Math.min(waitMs * 2, 10_000)) {
+        // Not after a stop that came while it waited: the queue would start behind it.
+        if (stopped) throw new Error('the job queue stopped before it could start');
+        try {
+          return await step();
+        } catch (err) {
+          if (stopped || !isDatabaseUnavailable(err)) throw err;
+          warn({ err, retryInMs: waitMs }, 'the job queue cannot reach the database to start; trying again');
+          await sleep(waitMs, undefined, { ref: false });
+        }
+      }
+    },
+
+    /** Ends the tries; whether the queue was opened, and so has something to stop. */
+    async stop() {
+      stopped = true;
+      if (!opened) return false;
+      await starting?.catch(() => {});
+      return true;
+    },
+  };
+}
+
 /** A job to insert with others; its id chosen here, so each caller knows its own. */
 interface UnkeyedJob {
   id: string;
@@ -99,38 +145,7 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
   );
   boss.on('warning', (warning) => warn({ warning }, 'the job queue warns'));
 
-  let starting: Promise<unknown> | undefined;
-  let opened = false;
-  let stopped = false;
-  /** Starts the queue on first use: a process that never uses it (most CLI commands) never opens it. */
-  const ready = async () => {
-    opened = true;
-    // A start that failed is not kept: the next call starts again (pg-boss allows it).
-    starting ??= boss.start().catch((err) => {
-      starting = undefined;
-      throw err;
-    });
-    await starting;
-  };
-  /**
-   * A step of starting (opening the queue, declaring a queue, before working one) tried again
-   * while the database cannot be reached: a blip while an instance starts must not leave it
-   * without its workers until it is restarted. Each step is safe to repeat. (Sending is not
-   * retried: its caller is told the database is away.)
-   */
-  async function throughOutages(step: () => Promise<void>) {
-    for (let waitMs = 250; ; waitMs = Math.min(waitMs * 2, 10_000)) {
-      // Not after a stop that came while it waited: the queue would start behind it.
-      if (stopped) throw new Error('the job queue stopped before it could start');
-      try {
-        return await step();
-      } catch (err) {
-        if (stopped || !isDatabaseUnavailable(err)) throw err;
-        warn({ err, retryInMs: waitMs }, 'the job queue cannot reach the database to start; trying again');
-        await sleep(waitMs, undefined, { ref: false });
-      }
-    }
-  }
+  const open = opening(boss, warn);
   const heartbeatSeconds = config.takeoverS;
   /** Pollers not started yet (`work`); a stop cancels them. */
   const staggered = new Set<NodeJS.Timeout>();
@@ -139,14 +154,12 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
   const oneAtATime = new Set<string>();
 
   return {
-    start: () => throughOutages(ready),
+    start: () => open.throughOutages(open.ready),
 
     async stop(graceMs) {
-      stopped = true;
       for (const timer of staggered) clearTimeout(timer);
       staggered.clear();
-      if (!opened) return;
-      await starting?.catch(() => {});
+      if (!(await open.stop())) return;
       await boss.stop({ graceful: true, timeout: graceMs, close: true });
     },
 
@@ -162,21 +175,21 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
       };
       if (spec.oneAtATimePerKey) oneAtATime.add(spec.name);
       const { policy: _fixed, ...changeable } = options;
-      await throughOutages(async () => {
-        await ready();
+      await open.throughOutages(async () => {
+        await open.ready();
         await boss.createQueue(spec.name, options);
         await boss.updateQueue(spec.name, changeable);
       });
     },
 
     async send(queue, data, options: SendOptions = {}) {
-      await ready();
+      await open.ready();
       if (options.key === undefined && !oneAtATime.has(queue)) return insert(queue, data, options.at);
       return boss.send(queue, data, { singletonKey: options.key, startAfter: options.at });
     },
 
     async work<T extends object>(queue: string, options: WorkOptions, handler: (job: Job<T>) => Promise<void>) {
-      await throughOutages(ready);
+      await open.throughOutages(open.ready);
       const pollers = Math.min(options.concurrency, MOST_POLLERS);
       // Each poller claims up to `batch` jobs a poll and runs them together, each settled on its
       // own: past MOST_POLLERS, concurrency comes from batches, not from more idle polling. A poll
@@ -220,7 +233,7 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
     },
 
     async cancelWaiting(queue, key) {
-      await ready();
+      await open.ready();
       const waiting = await boss.findJobs(queue, { key, queued: true });
       if (!waiting.length) return 0;
       // pg-boss cancels by id whatever has not finished: a job claimed between the two statements
@@ -234,7 +247,7 @@ export function pgBossQueue(connection: JobsConnection, config: JobsConfig, log:
     },
 
     async waiting(queue, key) {
-      await ready();
+      await open.ready();
       return (await boss.findJobs(queue, { key, queued: true, limit: 1 })).length > 0;
     },
   };
