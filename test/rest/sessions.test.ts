@@ -436,11 +436,13 @@ describe('DELETE /v2/sessions/:id (operation 9)', () => {
 describe('sharing (operations 1 and 18)', () => {
   it('GET /v2/sessions/shared lists sessions others added you to, newest first', async () => {
     const erin = await t.createUser('erin');
+    // Newest means latest activity, and a reply's end and the title named after it are activity:
+    // the older session has both before the newer one starts, or under load they could come last.
     const older = await newSession(t, alice, [muse.id], { content: 'older' });
+    await titledSession(t, alice, older);
     const newer = await newSession(t, bob, [remy.id], { content: 'newer' });
     await newSession(t, erin, [muse.id], { content: 'my own' });
     await t.rest('POST', `/v2/sessions/${older}/users`, { key: alice.apiKey, body: { username: 'erin', permission: 'editor' } });
-    await settledSession(t, alice, older);
     await settledSession(t, bob, newer);
     await t.rest('POST', `/v2/sessions/${newer}/users`, { key: bob.apiKey, body: { username: 'erin', permission: 'owner' } });
     const res = await t.rest('GET', '/v2/sessions/shared', { key: erin.apiKey });
