@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { factKey, factsByRule, factsFromAnswer } from '../../src/domain/memory/extract.ts';
 import { checkArguments, parametersJsonSchema } from '../../src/domain/tools/arguments.ts';
 import { costOf } from '../../src/domain/tools/cost-of.ts';
+import { toolDefinitionSchema } from '../../src/domain/tools/definition.ts';
 import { imageSize, paint } from '../../src/domain/tools/executors/image.ts';
 import { loadToolRegistry, type ToolRegistry } from '../../src/domain/tools/registry.ts';
 
@@ -50,6 +51,27 @@ describe('tool arguments and costs', () => {
     expect(at('{"prompt":"x"}')).toBe('1');
     expect(at('{"prompt":"x","n_samples":3,"num_inference_steps":50}')).toBe('5.3571');
     expect(costOf(registry.get('creations_search')!, { query: 'x', limit: 5 }).toString()).toBe('0');
+  });
+
+  it("checks and prices by each registry's own definition when two in one process share a key", () => {
+    // Two apps in one process (a test worker, a service embedding parley) each with a tool "flux_dev".
+    const own = toolDefinitionSchema.parse({
+      key: 'flux_dev',
+      name: 'Flux, as another registry defines it',
+      description: 'One picture at a flat price.',
+      output_type: 'image',
+      order: 1,
+      cost_estimate: '7',
+      parameters: [{ name: 'prompt', type: 'string', description: 'What to paint.', required: true }],
+      handler: 'text',
+    });
+    const shipped = registry.get('flux_dev')!;
+    const args = '{"prompt":"x","n_samples":2}';
+    expect(checkArguments(shipped, args)).toEqual({ args: expect.objectContaining({ n_samples: 2 }) });
+    expect(checkArguments(own, args)).toEqual({ error: 'unknown argument "n_samples"' });
+    expect(checkArguments(shipped, args)).toEqual({ args: expect.objectContaining({ n_samples: 2 }) });
+    expect(costOf(shipped, { n_samples: 1, num_inference_steps: 28 }).toString()).toBe('1');
+    expect(costOf(own, { prompt: 'x' }).toString()).toBe('7');
   });
 });
 

@@ -1,14 +1,9 @@
+import SchemaBuilder from '@pothos/core';
 import { parse } from 'graphql';
 import { createClient as createSseClient } from 'graphql-sse';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { type FeedEventPayload, feedFamilies } from '../../src/domain/core/feed-events.ts';
-import { builder } from '../../src/graphql/builder.ts';
-import { feedEventInterface, followFeed } from '../../src/graphql/feed.ts';
-import { resumeHeaders, resumePoint, resumeQuery } from '../../src/rest/event-stream.ts';
-import { feedFrameSchema, streamFeed } from '../../src/rest/feed-stream.ts';
-import { operation, serve } from '../../src/rest/operation.ts';
-import { restContext } from '../../src/rest/routes.ts';
+import type { FeedEventPayload } from '../../src/domain/core/feed-events.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { schemaProblems } from '../helpers/openapi.ts';
 import { openSse, type SseClient } from '../helpers/sse.ts';
@@ -19,6 +14,20 @@ import { openSse, type SseClient } from '../helpers/sse.ts';
  * types and subscription field, a REST stream route) with the helpers, under names no feature
  * will take, and publishes through the app's own bus.
  */
+
+// The schema is built once per module registry, and a worker runs several files in one registry
+// (vitest.config.ts): the probe is declared in modules of this file's own, and they are dropped
+// again after it, so the probe is neither missing here nor left in another file's schema. The
+// schema's own plugin registers itself again with them, as Pothos allows for reloaded modules.
+SchemaBuilder.allowPluginReRegistration = true;
+vi.resetModules();
+const { feedFamilies } = await import('../../src/domain/core/feed-events.ts');
+const { builder } = await import('../../src/graphql/builder.ts');
+const { feedEventInterface, followFeed } = await import('../../src/graphql/feed.ts');
+const { resumeHeaders, resumePoint, resumeQuery } = await import('../../src/rest/event-stream.ts');
+const { feedFrameSchema, streamFeed } = await import('../../src/rest/feed-stream.ts');
+const { operation, serve } = await import('../../src/rest/operation.ts');
+const { restContext } = await import('../../src/rest/routes.ts');
 
 // --- What a feature writes: its GraphQL types and subscription field (before the schema is built).
 const ProbeEvent = feedEventInterface('FeedProbeEvent', 'A change of one of your tasks (the feed helpers under test).', {
@@ -103,6 +112,7 @@ afterAll(async () => {
   for (const s of streams.splice(0)) s.close();
   await ws.disposeAll();
   await t.close();
+  vi.resetModules();
 });
 
 const publish = (userId: string, payload: FeedEventPayload) => t.services.bus.feeds.publish(userId, payload);

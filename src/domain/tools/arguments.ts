@@ -46,16 +46,18 @@ function parameterSchema(p: ToolParameter): z.ZodType {
   return p.required ? schema : schema.optional();
 }
 
-const schemas = new Map<string, z.ZodType<Record<string, unknown>>>();
+// Keyed by the definition, not its key: apps in one process (a test worker, an embedder) may each
+// define a tool of the same key with other parameters.
+const schemas = new WeakMap<ToolDefinition, z.ZodType<Record<string, unknown>>>();
 
 /** A tool's parameters as one schema (types, required, min/max, choices; nothing unknown), made once per tool. */
 function argumentsSchema(tool: ToolDefinition) {
-  let schema = schemas.get(tool.key);
+  let schema = schemas.get(tool);
   if (!schema) {
     schema = z.strictObject(Object.fromEntries(tool.parameters.map((p) => [p.name, parameterSchema(p)]))) as z.ZodType<
       Record<string, unknown>
     >;
-    schemas.set(tool.key, schema);
+    schemas.set(tool, schema);
   }
   return schema;
 }
