@@ -20,8 +20,8 @@ interface BusUnderTest {
   loseLiveDelivery?: (sessionId: string) => Promise<void>;
   /** How many instances listen for the session's live events. */
   listening?: (sessionId: string) => Promise<number>;
-  /** How many range reads of the log Redis has served so far. */
-  rangeReads?: () => Promise<number>;
+  /** How many range reads of the session's log Redis served while `during` ran. */
+  rangeReads?: (sessionId: string, during: () => Promise<unknown>) => Promise<number>;
 }
 
 const config = (replayLimit: number, replayBytes = 1 << 24): EventsConfig => ({
@@ -68,9 +68,29 @@ const kinds: Record<'memory' | 'redis', (replayLimit: number, replayBytes?: numb
         const json = JSON.stringify({ type: 'end_prompt', promptId: 'lost', at: new Date().toISOString() });
         await client.xadd(`parley:events:{${sessionId}}`, `${seq}-0`, 'e', json);
       },
-      async rangeReads() {
-        const stats = await client.info('commandstats');
-        return Number(/cmdstat_xrange:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+      // Counted from what Redis executes (MONITOR), between two marks this client sends, and for
+      // this session's log only: other tests share the Redis and read logs of their own meanwhile.
+      async rangeReads(sessionId, during) {
+        const monitor = await client.monitor();
+        try {
+          const mark = `window-${randomUUID()}`;
+          let marks = 0;
+          let reads = 0;
+          const closed = new Promise<void>((resolve) =>
+            monitor.on('monitor', (_time: string, args: string[]) => {
+              const [command = '', key = ''] = args.map(String);
+              if (command.toLowerCase() === 'echo' && key === mark && ++marks === 2) resolve();
+              else if (marks === 1 && command.toLowerCase() === 'xrange' && key.includes(sessionId)) reads++;
+            }),
+          );
+          await client.echo(mark);
+          await during();
+          await client.echo(mark);
+          await closed;
+          return reads;
+        } finally {
+          monitor.disconnect();
+        }
       },
       async listening(sessionId) {
         const [, count] = (await client.pubsub('NUMSUB', `parley:live:${sessionId}`)) as [string, number];
@@ -361,11 +381,9 @@ for (const [kind, make] of Object.entries(kinds)) {
         const waiting = pair.bus.subscribe(session);
         const nextItem = waiting.next();
         expect(await take(mine, 10)).toMatchObject([{ end: true, code: 'EVENTS_EXPIRED' }]);
-        const readsBefore = await pair.rangeReads!();
-        await new Promise((resolve) => setTimeout(resolve, 200));
-        // Redis may serve other tests meanwhile (CI shares one): a few reads of theirs may fall in
-        // the window, where a watcher reading in a loop makes thousands.
-        expect((await pair.rangeReads!()) - readsBefore).toBeLessThan(100);
+        const reads = await pair.rangeReads!(session, () => new Promise((resolve) => setTimeout(resolve, 200)));
+        // Nothing is published meanwhile, so nothing needs reading; a watcher reading in a loop makes hundreds.
+        expect(reads).toBeLessThan(3);
         // What it publishes next skips past the number it showed; the watcher elsewhere carries on.
         const next = await pair.bus.publish(session, token(6));
         expect(await nextItem).toMatchObject({ value: { text: 't6' } });
