@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import type { FakeOpenAI } from '../helpers/fake-openai.ts';
@@ -8,54 +9,61 @@ import { startRedis } from '../helpers/redis.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { until } from '../helpers/until.ts';
 
-// Two instances on one PostgreSQL and one Redis: this test's app, and the built service as a
-// process of its own. Triggers due every five seconds are run by both; the process is killed
-// with SIGKILL while it is writing replies; every occurrence still has exactly one run and one
-// prompt. The waits are for what the database shows.
+// Two instances of the built service, each a process of its own, on one PostgreSQL and one
+// Redis, run triggers due every five seconds; whichever is writing replies is killed with
+// SIGKILL; every occurrence still has exactly one run and one prompt. The waits are for what the
+// database shows.
 //
 // Whichever instance polls first after a due time claims every occurrence due then (one batch),
-// and each poller keeps its phase: left alike, one instance could take every group for the
-// whole test. The app polls four times less often than the process, so the process claims
-// most groups and is soon writing replies to kill; after the kill the app claims them all.
+// and pollers keep their phase, so one instance can take every group for the whole test (a CI
+// run waited 30 s for the one it meant to kill). Killing whichever is writing makes that
+// irrelevant. This test's app only watches: it creates the triggers, reads the database and, as
+// a live instance, supervises the queue, but polls it once an hour, so it claims nothing.
 
 const TRIGGER_COUNT = 12;
 const EVERY_S = 5;
 const settings = { minIntervalS: 1, perUser: 100, runTimeoutS: 120, lateGraceS: 60 };
-const PROCESS_POLL_MS = 500;
-const jobs = { pollMs: 4 * PROCESS_POLL_MS, superviseS: 1 };
 const HEARTBEAT_MS = 500;
+const processEnv = {
+  LOG_LEVEL: 'warn',
+  TRIGGER_MIN_INTERVAL_S: '1',
+  TRIGGER_LATE_GRACE_S: String(settings.lateGraceS),
+  JOBS_POLL_MS: '500',
+  JOBS_SUPERVISE_S: '1',
+  INSTANCE_HEARTBEAT_MS: String(HEARTBEAT_MS),
+};
 
 describe('triggers across two instances, one killed mid-way', () => {
   let app: TestApp;
-  let other: ServerProcess;
+  let instances: ServerProcess[];
+  let redis: Redis;
   let llm: FakeOpenAI;
   let owner: TestUser;
   let triggerIds: string[];
-  let killedAt: number;
+  let killed: { instance: string; at: number };
 
   setUp(async (start) => {
     const db = await start.service(freshPostgresDatabase(), (d) => d.drop());
     const redisUrl = process.env.TEST_REDIS_URL ?? (await start.service(startRedis())).url;
+    redis = await start.service(Promise.resolve(new Redis(redisUrl)), (r) => r.disconnect());
     // Replies long enough to be cut off: ten pieces 150 ms apart.
     llm = await start.fakeOpenAI({ tokens: Array.from({ length: 10 }, (_, i) => `piece ${i} `), delayMs: 150 });
     app = await start.app(
-      { llm: { baseUrl: llm.baseUrl }, triggers: settings, jobs, redisUrl, instanceHeartbeatMs: HEARTBEAT_MS },
+      {
+        llm: { baseUrl: llm.baseUrl },
+        triggers: settings,
+        jobs: { pollMs: 3_600_000, superviseS: 1 },
+        redisUrl,
+        instanceHeartbeatMs: HEARTBEAT_MS,
+      },
       { kind: 'postgres', url: db.url },
     );
-    other = await startServerProcess({
-      DATABASE_URL: db.url,
-      REDIS_URL: redisUrl,
-      LLM_BASE_URL: llm.baseUrl,
-      LOG_LEVEL: 'warn',
-      TRIGGER_MIN_INTERVAL_S: '1',
-      TRIGGER_LATE_GRACE_S: String(settings.lateGraceS),
-      JOBS_POLL_MS: String(PROCESS_POLL_MS),
-      JOBS_SUPERVISE_S: String(jobs.superviseS),
-      INSTANCE_HEARTBEAT_MS: String(HEARTBEAT_MS),
-    });
-    await until('the other instance to answer', async () => (await fetch(`${other.url}/healthz`).catch(() => null))?.ok, {
-      timeoutMs: 60_000,
-    });
+    const env = { ...processEnv, DATABASE_URL: db.url, REDIS_URL: redisUrl, LLM_BASE_URL: llm.baseUrl };
+    instances = await Promise.all([startServerProcess(env), startServerProcess(env)]);
+    for (const instance of instances)
+      await until('an instance to answer', async () => (await fetch(`${instance.url}/healthz`).catch(() => null))?.ok, {
+        timeoutMs: 60_000,
+      });
     owner = await app.createUser('owner');
     const agent = await fixtures(app).agent(owner);
     triggerIds = [];
@@ -77,26 +85,29 @@ describe('triggers across two instances, one killed mid-way', () => {
       ),
     );
 
-  it('the process runs occurrences, and is killed while writing replies', async () => {
-    const appInstance = app.services.replies.instanceId;
+  it('an instance running occurrences is killed while writing their replies', async () => {
     // Killed with every run's reply under way: a run killed before it links its reply is taken
     // over only after JOBS_TAKEOVER_S (the rules' own test, trigger-rules), too slow to wait for here.
-    await until('the other instance to be writing replies, every run linked to its reply', async () => {
+    const writer = await until('an instance to be writing replies, every run linked to its reply', async () => {
       const [writing, unlinked] = await Promise.all([
-        app.db.message.count({ where: { role: 'assistant', status: 'streaming', instance: { not: appInstance } } }),
+        app.db.message.findFirst({ where: { role: 'assistant', status: 'streaming', session: { ownerId: owner.id } } }),
         app.db.triggerRun.count({ where: { triggerId: { in: triggerIds }, status: 'running', messageId: null } }),
       ]);
-      return writing > 0 && unlinked === 0;
+      return unlinked === 0 ? writing?.instance : null;
     });
-    other.child.kill('SIGKILL');
-    await other.exited;
-    killedAt = Date.now();
+    // Each instance keeps its process id under its heartbeat key.
+    const pid = Number(await redis.get(`parley:instance:${writer}`));
+    const target = instances.find((i) => i.child.pid === pid);
+    expect(target, `the process of instance ${writer}`).toBeDefined();
+    target!.child.kill('SIGKILL');
+    await target!.exited;
+    killed = { instance: writer, at: Date.now() };
   });
 
   it('every occurrence due until after the kill has run, once, with one prompt', async () => {
     // Each trigger's first occurrence due after the kill (at most EVERY_S later) is the survivor's to
     // run; waiting for a later one only spends the test's time.
-    const horizon = killedAt;
+    const horizon = killed.at;
     const runs = await until(
       'the occurrences until after the kill to have settled runs',
       async () => {
@@ -135,7 +146,11 @@ describe('triggers across two instances, one killed mid-way', () => {
     const afterKill = final.filter((r) => r.scheduledFor!.getTime() >= horizon);
     expect(afterKill.length).toBeGreaterThanOrEqual(TRIGGER_COUNT);
     expect(afterKill.filter((r) => r.status !== 'completed')).toEqual([]);
-    // Both instances wrote replies: the process before the kill, the app at least after it.
-    expect((await writers()).size).toBe(2);
+    // Both instances wrote replies: the killed one before the kill, the other at least after it;
+    // the app, which only watches, none.
+    const all = await writers();
+    expect(all.size).toBe(2);
+    expect(all).toContain(killed.instance);
+    expect(all).not.toContain(app.services.replies.instanceId);
   });
 });
