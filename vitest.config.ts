@@ -13,6 +13,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Servers and CLI commands the tests start as processes run the build in dist/.
     globalSetup: ['test/global-setup.ts'],
+    // What each file leaves (server processes, raw sockets) is ended when it ends.
+    setupFiles: ['test/helpers/each-file.ts'],
     pool: 'forks',
     // Each file starts its own app and database; two cores, so two files at a time.
     maxWorkers: 2,

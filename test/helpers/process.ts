@@ -2,14 +2,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
 import { freshDatabase } from './database.ts';
 import { freePort } from './servers.ts';
 import { parleyBin, root, serveArgs } from './service-command.ts';
 
 /**
- * Every child a test starts is killed when its file ends, and when the worker exits, also after
- * a failed or timed-out test: no server outlives the test that started it.
+ * Every child a test starts is killed when its file ends (`test/helpers/each-file.ts`), and when
+ * the worker exits, also after a failed or timed-out test: no server outlives the test that
+ * started it.
  */
 const children = new Set<ChildProcess>();
 export const trackChild = <C extends ChildProcess>(child: C): C => {
@@ -32,7 +32,6 @@ const signalGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
   }
 };
 process.on('exit', killChildren);
-afterAll(killChildren);
 
 /** Environment for child processes over a fresh database: a PGlite data dir, or a new PostgreSQL database. */
 export async function freshDatabaseEnv(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {

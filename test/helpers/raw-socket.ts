@@ -1,5 +1,4 @@
 import { connect, type Socket } from 'node:net';
-import { afterAll } from 'vitest';
 
 /**
  * Plain TCP clients for attacks an HTTP client library would not make (a body one byte at a
@@ -7,9 +6,10 @@ import { afterAll } from 'vitest';
  * also after a failed test.
  */
 const sockets = new Set<Socket>();
-afterAll(() => {
+/** Run when each file ends (`test/helpers/each-file.ts`). */
+export const destroyRawSockets = () => {
   for (const s of sockets) s.destroy();
-});
+};
 
 export interface RawSocket {
   socket: Socket;
