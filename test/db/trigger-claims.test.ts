@@ -5,6 +5,7 @@ import { applyMigrations } from '../../src/db/migrate.ts';
 import { runnerStatements } from '../../src/domain/triggers/runner-statements.ts';
 import { type Claim, triggerStore } from '../../src/domain/triggers/store.ts';
 import { freshDatabase } from '../helpers/database.ts';
+import { until } from '../helpers/until.ts';
 
 // The runner's claims and links of runs going on together share statements
 // (`src/domain/triggers/runner-statements.ts`): what each caller gets must be what its own
@@ -12,6 +13,7 @@ import { freshDatabase } from '../helpers/database.ts';
 
 describe('trigger runs claimed and linked together', () => {
   let db: Database;
+  let kind: 'pglite' | 'postgres';
   let drop: () => Promise<void>;
   let statements: ReturnType<typeof runnerStatements>;
   let agentId: string;
@@ -22,6 +24,7 @@ describe('trigger runs claimed and linked together', () => {
   beforeAll(async () => {
     const fresh = await freshDatabase();
     drop = fresh.drop;
+    kind = fresh.config.kind;
     db = await openDatabase(fresh.config);
     await applyMigrations(db.migrationAdapterFactory);
     statements = runnerStatements(triggerStore(db.prisma));
@@ -114,4 +117,30 @@ describe('trigger runs claimed and linked together', () => {
     const runs = await db.prisma.triggerRun.findMany({ where: { id: { in: claims.map((c) => c.runId) } } });
     expect(new Map(runs.map((r) => [r.id, r.sessionId]))).toEqual(new Map(claims.map((c, i) => [c.runId, sessions[i]!.id])));
   });
+
+  it('settles a run while its trigger is being deleted without a deadlock: the run goes with its trigger', async () => {
+    const trigger = await dueTrigger();
+    const claim = onSchedule();
+    await statements.claimRun(trigger.id, claim);
+    const store = triggerStore(db.prisma);
+    let settling: ReturnType<typeof store.settle> | undefined;
+    // A delete takes the trigger's row, then its runs' (the cascade). The run settles in between:
+    // settled with the run's row first, the two waited for each other until PostgreSQL failed one.
+    await db.prisma.$transaction(async (tx) => {
+      await tx.$queryRaw`SELECT 1 FROM "Trigger" WHERE "id" = ${trigger.id} FOR UPDATE`;
+      settling = store.settle(claim.runId, { status: 'completed' }, 3);
+      // On the embedded database there is one connection: the settle waits for this transaction.
+      if (kind === 'postgres') await until('the settle to wait for a lock', () => lockWaits(), { timeoutMs: 10_000 });
+      await tx.trigger.delete({ where: { id: trigger.id } });
+    });
+    await expect(settling).resolves.toBeNull();
+    expect(await db.prisma.triggerRun.count({ where: { id: claim.runId } })).toBe(0);
+  });
+
+  /** Statements of this database waiting for a row lock another holds, seen from a third connection. */
+  const lockWaits = async () => {
+    const [row] = await db.prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+    return row!.n > 0;
+  };
 });

@@ -293,6 +293,9 @@ function runRows(db: Db): Pick<TriggerStore, 'runs' | 'run' | 'claim' | 'renewLe
 
     settle: (runId, outcome, pauseAfter) =>
       db.$transaction(async (tx) => {
+        // The trigger's row before the run's, the order a delete of the trigger (or of its agent)
+        // takes them in, its runs going with it: the other way round the two deadlocked.
+        await tx.$queryRaw`SELECT t."id" FROM "Trigger" AS t JOIN "TriggerRun" AS r ON r."triggerId" = t."id" WHERE r."id" = ${runId} FOR UPDATE OF t`;
         const finishedAt = new Date();
         const error = outcome.status === 'failed' ? outcome.error : null;
         const ended = await tx.triggerRun.updateMany({
