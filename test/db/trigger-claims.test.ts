@@ -18,8 +18,9 @@ describe('trigger runs claimed and linked together', () => {
   let statements: ReturnType<typeof runnerStatements>;
   let agentId: string;
   let userId: string;
-  const due = new Date('2027-01-01T09:00:00.000Z');
-  const next = new Date('2027-01-02T09:00:00.000Z');
+  // On the real clock, as the runner claims: the occurrence came due a minute ago, the next is a day after it.
+  const due = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
+  const next = new Date(due.getTime() + 86_400_000);
 
   beforeAll(async () => {
     const fresh = await freshDatabase();

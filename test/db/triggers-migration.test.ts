@@ -20,13 +20,16 @@ describe('the triggers migration', () => {
   afterAll(() => db.close());
 
   it('keeps existing triggers, in the new shape', async () => {
+    // On the real clock, as the rows' now() stamps are: it ran yesterday, and was due to run tomorrow.
+    const lastRun = new Date(Date.now() - 86_400_000);
+    const nextRun = new Date(Date.now() + 86_400_000);
     for (const name of migrations.filter((m) => m < MINE)) await db.exec(sql(name));
     await db.exec(`
       INSERT INTO "User" ("id", "username", "updatedAt") VALUES ('u1', 'olduser', now()), ('a1', 'oldagent', now());
       INSERT INTO "Agent" ("id", "ownerId", "name", "updatedAt") VALUES ('a1', 'u1', 'Old agent', now());
       INSERT INTO "Session" ("id", "ownerId", "updatedAt") VALUES ('s1', 'u1', now());
       INSERT INTO "Trigger" ("id", "name", "agentId", "userId", "sessionId", "cron", "timezone", "triggerPrompt", "status", "lastRun", "nextRun", "updatedAt")
-      VALUES ('t1', 'Mornings', 'a1', 'u1', 's1', '0 9 * * 1-5', 'Europe/Paris', 'Say good morning', 'running', '2026-01-01T08:00:00Z', '2026-01-02T08:00:00Z', now()),
+      VALUES ('t1', 'Mornings', 'a1', 'u1', 's1', '0 9 * * 1-5', 'Europe/Paris', 'Say good morning', 'running', '${lastRun.toISOString()}', '${nextRun.toISOString()}', now()),
              ('t2', 'Weekly', 'a1', 'u1', NULL, '30 0 17 * * 5', 'UTC', 'Sum up', 'paused', NULL, NULL, now());
     `);
     for (const name of migrations.filter((m) => m >= MINE)) await db.exec(sql(name));
@@ -44,7 +47,7 @@ describe('the triggers migration', () => {
         sessionId: 's1',
         sessionTarget: 'existing',
         status: 'active',
-        lastRunTime: new Date('2026-01-01T08:00:00Z'),
+        lastRunTime: lastRun,
         nextRun: null,
         errorCount: 0,
         runningRunId: null,

@@ -93,7 +93,8 @@ describe('the next step, from the session as it is', () => {
 
 /** A session of Olivia's with Ada and Bo, the rules over it, and what its watchers were told. */
 function arrange(settings: { turnBudget?: number; replyInterval?: number; fail?: 'provider' | 'shutdown' | 'manna' } = {}) {
-  const world = new World();
+  let clock = T0;
+  const world = new World(() => clock);
   const olivia = world.user('olivia');
   const agents = [world.agent('Ada', olivia.id), world.agent('Bo', olivia.id)];
   const session = world.session(
@@ -106,7 +107,6 @@ function arrange(settings: { turnBudget?: number; replyInterval?: number; fail?:
       actorSelection: 'random_exclude_last',
     },
   );
-  let clock = T0;
   const jobs = inMemoryJobQueue();
   const told: SessionEventPayload[] = [];
   const replies: ReplyJob[] = [];

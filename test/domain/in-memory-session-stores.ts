@@ -77,6 +77,12 @@ interface MemShare {
 
 /** Everything the stores hold; tests arrange it directly and compare it before and after. */
 export class World {
+  /**
+   * The clock the stores stamp rows with: the one the rules under test read, so that a test with
+   * a fake clock never finds a row stamped by the real one (or the other way round).
+   */
+  constructor(readonly now: () => Date) {}
+
   users = new Map<string, MemUser>();
   agents = new Map<string, MemAgent>();
   sessions = new Map<string, MemSession>();
@@ -108,7 +114,7 @@ export class World {
       title?: string;
     } = {},
   ) {
-    const now = new Date();
+    const now = this.now();
     const session: MemSession = {
       id: randomUUID(),
       ownerId,
@@ -146,8 +152,8 @@ export class World {
       error: null,
       promptTokens: 0,
       completionTokens: 0,
-      createdAt: new Date().toISOString(),
-      updatedAt: new Date(),
+      createdAt: this.now().toISOString(),
+      updatedAt: this.now(),
       ...m,
     };
     this.messages.push(message);
@@ -266,7 +272,7 @@ function promptStatements(
       if (keyGone(p.keyId)) throw new KeyGone();
       const turns = p.prompt?.responders.length ?? 0;
       if (p.prompt && session.turnBudget !== null && session.turnsSpent + turns > session.turnBudget) throw new BudgetStop('turns');
-      Object.assign(session, settingsIn(p.session.update), { updatedAt: new Date() });
+      Object.assign(session, settingsIn(p.session.update), { updatedAt: world.now() });
       if (!p.prompt) return { sessionId: session.id, prompt: null, replies: [], firstExchange: false };
       const firstExchange = session.title === null && !world.messages.some((m) => m.sessionId === session.id && m.role === 'user');
       session.turnsSpent += turns;
@@ -347,7 +353,7 @@ function changeStatements(
       else {
         const kept = world.reactions.filter((r) => !(mine(r) && r.reaction === replaces));
         if (kept.filter(mine).length >= limit) throw new ReactionLimitReached();
-        world.reactions = [...kept, { messageId, userId, reaction, createdAt: new Date() }];
+        world.reactions = [...kept, { messageId, userId, reaction, createdAt: world.now() }];
       }
       const reactions = world.reactions.filter((r) => r.messageId === messageId).map((r) => ({ userId: r.userId, reaction: r.reaction }));
       return { added: !had, reactions };
@@ -463,7 +469,7 @@ export const inMemoryShareStore = (world: World): ShareStore => ({
   },
   async create(share) {
     const id = randomUUID();
-    world.shares.push({ id, ...share, createdAt: new Date() });
+    world.shares.push({ id, ...share, createdAt: world.now() });
     return id;
   },
   ownerOf: async (shareId) => world.shares.find((s) => s.id === shareId)?.ownerId ?? null,

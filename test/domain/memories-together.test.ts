@@ -35,7 +35,8 @@ describe('memories learnt together', () => {
         userId: dana.id,
         fact: `Old ${i}`,
         key: `old ${i}`,
-        createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+        // Learnt in the last hour, a second apart, on the clock the new ones are stamped with.
+        createdAt: new Date(Date.now() - 3_600_000 + i * 1000),
       })),
     });
     const before = t.queries.length;

@@ -31,7 +31,7 @@ const quiet = { warn: () => {}, error: () => {} };
 
 /** A session of Olivia's with Ada: Cora added as owner, Eddie and Dave as editors; Sam is not in it. */
 function arrange() {
-  const world = new World();
+  const world = new World(() => new Date());
   const [olivia, cora, eddie, dave, sam, nina] = ['olivia', 'cora', 'eddie', 'dave', 'sam', 'nina'].map((n) => world.user(n));
   const ada = world.agent('Ada', olivia!.id);
   const session = world.session(olivia!.id, [ada.id], { title: 'Harbour talk' });

@@ -20,7 +20,9 @@ describe('REST agent deployments and triggers', () => {
     carol = await t.createUser('carol');
   });
 
-  const at = (minutes: number) => new Date(Date.UTC(2025, 0, 1, 12, minutes));
+  // Yesterday on the real clock (whole minutes), which the rows the service makes are stamped by.
+  const yesterday = Math.floor(Date.now() / 60_000) * 60_000 - 86_400_000;
+  const at = (minutes: number) => new Date(yesterday + minutes * 60_000);
 
   const deployment = (agentId: string, userId: string, platform: 'discord' | 'telegram' | 'twitter', createdAt: Date) =>
     t.db.deployment.create({

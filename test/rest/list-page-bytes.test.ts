@@ -18,6 +18,8 @@ const TaskPage = graphql(`
  * pages by cursor within the same budget.
  */
 const PAGE_BYTES = 12_000;
+/** A day's distance back on the real clock, which the rows the service makes are stamped by. */
+const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000);
 
 describe('numbered lists cut by bytes', () => {
   let t: TestApp;
@@ -64,7 +66,7 @@ describe('numbered lists cut by bytes', () => {
           name: `LoRA ${i}`,
           baseModel: 'flux-dev',
           args: { notes: 'n'.repeat(1500 + 300 * i) },
-          createdAt: new Date(Date.UTC(2026, 0, 1 + i)),
+          createdAt: daysAgo(7 - i),
         },
       });
       made.unshift(m.id);
@@ -97,7 +99,7 @@ describe('numbered lists cut by bytes', () => {
           ownerId: carol.id,
           title: `${i} ${'t'.repeat(990)}`,
           scenario: 's'.repeat(2000 + 200 * i),
-          updatedAt: new Date(Date.UTC(2026, 0, 1 + i)),
+          updatedAt: daysAgo(7 - i),
         },
       });
       made.unshift(s.id);
@@ -134,7 +136,7 @@ describe('numbered lists cut by bytes', () => {
           progress: 1,
           args: { prompt: 'p'.repeat(1000 + 250 * i) },
           result: { text: 'r'.repeat(1500) },
-          createdAt: new Date(Date.UTC(2026, 0, 1 + i)),
+          createdAt: daysAgo(7 - i),
         },
       });
       made.unshift(task.id);

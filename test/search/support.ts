@@ -1,6 +1,8 @@
 import type { TestApp, TestUser } from '../helpers/app.ts';
 
 let seq = 0;
+/** A month back on the real clock: fixtures are older than what the service makes while a test runs. */
+const monthAgo = Date.now() - 30 * 86_400_000;
 
 /** A creation made searchable the way the service does it: stored, then embedded by the active provider. */
 export async function searchableCreation(
@@ -19,7 +21,7 @@ export async function searchableCreation(
       deleted: fields.deleted ?? false,
       args: fields.prompt ? { prompt: fields.prompt } : {},
       // Distinct, increasing times, so orderings by date are well defined.
-      createdAt: fields.createdAt ?? new Date(Date.UTC(2026, 0, 1) + seq * 60_000),
+      createdAt: fields.createdAt ?? new Date(monthAgo + seq * 60_000),
     },
   });
   await t.services.search.indexCreations([creation.id]);
