@@ -12,8 +12,8 @@ async function describeBuild() {
 }
 
 /** Starts the service; SIGTERM/SIGINT close it cleanly (in-flight requests finish first). */
-export async function serve() {
-  const config = loadConfig();
+export async function serve(env: NodeJS.ProcessEnv = process.env) {
+  const config = loadConfig(env);
   const app = await buildApp(config);
   // Before listening: a signal that comes as soon as the service is reachable must find the
   // handlers in place, or it would end the process without closing anything.

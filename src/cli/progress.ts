@@ -19,7 +19,7 @@ const seconds = (s: number) =>
  * and where output goes to a file or a pipe, plain lines a log can keep (the first at once, then
  * at most one a second, and the last).
  */
-export function progress(label: string, unit: string, total: number, stream: NodeJS.WriteStream = process.stderr): Progress {
+export function progress(label: string, unit: string, total: number, stream: NodeJS.WritableStream & { isTTY?: boolean }): Progress {
   const started = performance.now();
   if (stream.isTTY) {
     const bar = new SingleBar({

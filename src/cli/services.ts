@@ -13,11 +13,12 @@ import { createLimits } from '../limits/index.ts';
 import { createMetrics } from '../observability/metrics.ts';
 import { createEventBus } from '../realtime/index.ts';
 import { loadSealer } from '../secrets/keyring.ts';
+import { type CliIo, warn } from './io.ts';
 
-const log = {
-  error: (obj: unknown, msg?: string) => console.error(msg, obj),
-  warn: (obj: unknown, msg?: string) => console.error(msg, obj),
-};
+const logTo = (io: CliIo) => ({
+  error: (obj: unknown, msg?: string) => warn(io, msg, obj),
+  warn: (obj: unknown, msg?: string) => warn(io, msg, obj),
+});
 
 /**
  * Runs one of the CLI's writing commands. On the embedded database held by a running service,
@@ -26,13 +27,14 @@ const log = {
  * the domain services over it.
  */
 export async function runCommand<N extends OperationName>(
+  io: CliIo,
   command: N,
   args: OperationArgs<N>,
   progress: (done: number, total: number) => void = () => {},
 ): Promise<OperationResult<N>> {
   // Bad arguments are refused before a database is opened or a service asked (each costs seconds).
   parseInput(operations[command].args, args);
-  const config = loadConfig();
+  const config = loadConfig(io.env);
   const { database: db } = config;
   if (db.kind === 'pglite' && db.dataDir) {
     const holder = await liveLockHolder(db.dataDir);
@@ -56,6 +58,7 @@ export async function runCommand<N extends OperationName>(
       config,
       database,
       tools,
+      logTo(io),
       (services) => operations[command].run({ services, database, progress }, args as never) as Promise<OperationResult<N>>,
     );
   } finally {
@@ -72,6 +75,7 @@ export async function withServices<T>(
   config: Config,
   database: Database,
   tools: ToolRegistry,
+  log: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void },
   work: (services: Services) => Promise<T>,
 ): Promise<T> {
   const bus = createEventBus(config);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { freshDatabase } from './database.ts';
 import { freePort } from './servers.ts';
@@ -45,7 +46,32 @@ const childEnv = (env: Record<string, string>) => {
   return { ...rest, LOG_LEVEL: 'info', ...env };
 };
 
+/** A stream that keeps what is written to it. */
+class Kept extends Writable {
+  text = '';
+  override _write(chunk: Buffer, _encoding: string, done: () => void) {
+    this.text += chunk;
+    done();
+  }
+}
+
+/**
+ * Runs a CLI command as the function it is, in this process, with its own settings and output:
+ * what `parley <args>` prints and the code it exits with, without a process's start-up (seconds
+ * on a busy machine). Two commands that must meet as processes (one holding the data directory
+ * while another starts) use `runCliProcess`.
+ */
 export async function runCli(args: string[], env: Record<string, string>) {
+  // The build, as `npx parley` runs it: the same code as the servers the tests start, and its
+  // migrated snapshot, which new data directories are copied from.
+  const { main } = (await import(`${root}dist/cli/main.js`)) as typeof import('../../src/cli/main.ts');
+  const [stdout, stderr] = [new Kept(), new Kept()];
+  const code = await main(args, { env: childEnv(env), stdout, stderr });
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+/** `parley <args>` as a process of its own, as a person runs it. */
+export async function runCliProcess(args: string[], env: Record<string, string>) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const child = trackChild(spawn(process.execPath, [parleyBin, ...args], { cwd: root, env: childEnv(env) }));
     let stdout = '';

@@ -7,6 +7,7 @@ import { liveLockHolder, lockDataDir } from '../../db/data-dir-lock.ts';
 import { withPGlite } from '../../db/pglite-thread.ts';
 import { copyTreeSync } from '../../db/cluster-files.js';
 import { isCluster } from '../../db/snapshot.ts';
+import { type CliIo, say } from '../io.ts';
 import { type Progress, progress } from '../progress.ts';
 import { embeddedConfig, removeLeftovers } from './embedded.ts';
 
@@ -65,8 +66,12 @@ function describe(path: string, summary: BackupSummary, copied: string, seconds:
 }
 
 /** `parley backup <file>`: the embedded database and its media files, in one file (db/backup.ts). */
-export async function backup(file: string, json: boolean): Promise<number> {
-  const { config, dataDir, pgdata } = embeddedConfig('backup', 'back up PostgreSQL with its own tools (pg_dump), see docs/operations.md');
+export async function backup(io: CliIo, file: string, json: boolean): Promise<number> {
+  const { config, dataDir, pgdata } = embeddedConfig(
+    io,
+    'backup',
+    'back up PostgreSQL with its own tools (pg_dump), see docs/operations.md',
+  );
   if (!(await isCluster(pgdata))) throw new Error(`There is no database in ${dataDir} to back up`);
   const path = resolve(file);
   await access(dirname(path), constants.W_OK).catch(() => {
@@ -90,13 +95,14 @@ export async function backup(file: string, json: boolean): Promise<number> {
     const summary = await withPGlite(join(scratch, 'pgdata'), (sql) =>
       writeBackup(sql, path, config.mediaDir, {
         onRows: (done, total) => {
-          bar ??= progress('backup', 'rows', total);
+          bar ??= progress('backup', 'rows', total, io.stderr);
           bar.update(done);
         },
       }),
     ).finally(() => bar?.stop());
     const { header } = summary;
-    console.log(
+    say(
+      io,
       json
         ? JSON.stringify({ file: path, bytes: summary.bytes, createdAt: header.createdAt, tables: header.tables, media: header.media })
         : describe(path, summary, copied, (performance.now() - started) / 1000),

@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ImportSummary } from '../../domain/search/importer.ts';
+import { type CliIo, say } from '../io.ts';
 import { progress } from '../progress.ts';
 import { runCommand } from '../services.ts';
 
@@ -34,28 +35,28 @@ function describeSummary(s: ImportSummary, provider: string): string {
   return out.join('\n');
 }
 
-export async function importFile(path: string, json: boolean): Promise<number> {
+export async function importFile(io: CliIo, path: string, json: boolean): Promise<number> {
   const total = await countLines(path);
-  const bar = progress('import', 'lines', total);
+  const bar = progress('import', 'lines', total, io.stderr);
   let imported: { summary: ImportSummary; provider: string };
   try {
     // Absolute: a running service may be the one reading the file, from its own directory.
-    imported = await runCommand('creations.import', { path: resolve(path), total }, (done) => bar.update(done));
+    imported = await runCommand(io, 'creations.import', { path: resolve(path), total }, (done) => bar.update(done));
   } finally {
     bar.stop();
   }
   const { summary, provider } = imported;
-  console.log(json ? JSON.stringify(summary) : describeSummary(summary, provider));
+  say(io, json ? JSON.stringify(summary) : describeSummary(summary, provider));
   return 0;
 }
 
-export async function reembed(all: boolean): Promise<number> {
+export async function reembed(io: CliIo, all: boolean): Promise<number> {
   let bar: ReturnType<typeof progress> | undefined;
-  const result = await runCommand('creations.reembed', { all }, (done, total) => {
-    bar ??= progress('reembed', 'creations', total);
+  const result = await runCommand(io, 'creations.reembed', { all }, (done, total) => {
+    bar ??= progress('reembed', 'creations', total, io.stderr);
     bar.update(done);
   });
   bar?.stop();
-  console.log(`Re-embedded ${result.reembedded} creations with ${result.provider}.`);
+  say(io, `Re-embedded ${result.reembedded} creations with ${result.provider}.`);
   return 0;
 }

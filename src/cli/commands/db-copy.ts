@@ -4,6 +4,7 @@ import { liveLockHolder, lockDataDir } from '../../db/data-dir-lock.ts';
 import { withPGlite } from '../../db/pglite-thread.ts';
 import { isCluster } from '../../db/snapshot.ts';
 import { describePostgresUrl } from '../../db/sql.ts';
+import { type CliIo, say, warn } from '../io.ts';
 import { type Progress, progress } from '../progress.ts';
 import { embeddedConfig } from './embedded.ts';
 
@@ -40,8 +41,9 @@ function table(report: CopyReport): string {
 }
 
 /** `parley db copy --to <url>`: the embedded database (stopped) into PostgreSQL (db/copy.ts). */
-export async function copy(to: string, options: { force: boolean; withoutPgvector: boolean; json: boolean }): Promise<number> {
+export async function copy(io: CliIo, to: string, options: { force: boolean; withoutPgvector: boolean; json: boolean }): Promise<number> {
   const { config, dataDir, pgdata } = embeddedConfig(
+    io,
     'db copy',
     'unset it to copy the embedded database in DATA_DIR, and name the PostgreSQL database with --to',
   );
@@ -63,9 +65,9 @@ export async function copy(to: string, options: { force: boolean; withoutPgvecto
       copyToPostgres(sql, source, url, {
         force: options.force,
         withoutPgvector: options.withoutPgvector,
-        onNotice: (line) => console.error(line),
+        onNotice: (line) => warn(io, line),
         onProgress: (done, total) => {
-          bar ??= progress('copy', 'rows', total);
+          bar ??= progress('copy', 'rows', total, io.stderr);
           bar.update(done);
         },
       }),
@@ -74,10 +76,11 @@ export async function copy(to: string, options: { force: boolean; withoutPgvecto
     await unlock();
   }
   const same = report.tables.every((t) => t.source.rows === t.target.rows && t.source.checksum === t.target.checksum);
-  if (options.json) console.log(JSON.stringify({ target: describePostgresUrl(url), ...report, same }));
+  if (options.json) say(io, JSON.stringify({ target: describePostgresUrl(url), ...report, same }));
   else {
-    console.log(table(report));
-    console.log(
+    say(io, table(report));
+    say(
+      io,
       same
         ? [
             `Every table matches: ${report.tables.reduce((n, t) => n + t.target.rows, 0)} rows copied to PostgreSQL at ${describePostgresUrl(url)}.`,

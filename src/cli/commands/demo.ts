@@ -1,12 +1,14 @@
+import { type CliIo, say } from '../io.ts';
 import { runCommand } from '../services.ts';
 
-export async function demo(json: boolean): Promise<number> {
-  const manifest = await runCommand('demo', {});
-  if (json) console.log(JSON.stringify(manifest));
+export async function demo(io: CliIo, json: boolean): Promise<number> {
+  const manifest = await runCommand(io, 'demo', {});
+  if (json) say(io, JSON.stringify(manifest));
   else {
-    console.log('Demo data loaded. API keys (shown once):');
-    for (const u of manifest.users) console.log(`  ${u.username}: ${u.apiKey}`);
-    console.log(
+    say(io, 'Demo data loaded. API keys (shown once):');
+    for (const u of manifest.users) say(io, `  ${u.username}: ${u.apiKey}`);
+    say(
+      io,
       `${manifest.agents.length} agents, ${manifest.creations.length} creations, ${manifest.sessions.length} sessions, ${manifest.shares.length} shares.`,
     );
   }

@@ -2,10 +2,11 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadConfig } from '../../config.ts';
 import { isRunning } from '../../db/data-dir-lock.ts';
+import type { CliIo } from '../io.ts';
 
 /** The configuration of a command that works on the embedded database's data directory. */
-export function embeddedConfig(command: string, otherwise: string) {
-  const config = loadConfig();
+export function embeddedConfig(io: CliIo, command: string, otherwise: string) {
+  const config = loadConfig(io.env);
   const { database } = config;
   if (database.kind !== 'pglite' || !database.dataDir) {
     throw new Error(`parley ${command} works on the embedded database (DATA_DIR), and DATABASE_URL is set: ${otherwise}`);

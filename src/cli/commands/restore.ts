@@ -7,6 +7,7 @@ import { withPGlite } from '../../db/pglite-thread.ts';
 import { buildSnapshot, isCluster } from '../../db/snapshot.ts';
 import type { Sql } from '../../db/sql.ts';
 import { checksum, column, describeTables } from '../../db/tables.ts';
+import { type CliIo, say } from '../io.ts';
 import { type Progress, progress } from '../progress.ts';
 import { embeddedConfig } from './embedded.ts';
 
@@ -61,7 +62,15 @@ async function compareWithHeader(sql: Sql, header: BackupHeader, path: string) {
  * for a backup made before some of them, the snapshot's schemas are emptied and migrated only as
  * far as the backup's was (quicker than a new cluster: initdb takes seconds).
  */
-async function build(staging: string, path: string, header: BackupHeader, migrations: Migration[], known: Migration[], mediaDir: string) {
+async function build(
+  io: CliIo,
+  staging: string,
+  path: string,
+  header: BackupHeader,
+  migrations: Migration[],
+  known: Migration[],
+  mediaDir: string,
+) {
   let bar: Progress | undefined;
   const current = migrations.length === known.length;
   return withPGlite(
@@ -70,7 +79,7 @@ async function build(staging: string, path: string, header: BackupHeader, migrat
       if (fromSnapshot && !current) await sql.exec(EMPTY_SCHEMAS);
       if (!fromSnapshot || !current) await applyMigrations(sql, { migrations });
       await loadBackup(path, sql, mediaDir, (done, total) => {
-        bar ??= progress('restore', 'rows', total);
+        bar ??= progress('restore', 'rows', total, io.stderr);
         bar.update(done);
       }).finally(() => bar?.stop());
       await compareWithHeader(sql, header, path);
@@ -86,8 +95,9 @@ async function build(staging: string, path: string, header: BackupHeader, migrat
  * directory a process holds, and one holding data unless `force`, all before changing anything.
  * The database is made aside and takes the place of the old one only once it is complete.
  */
-export async function restore(file: string, force: boolean, json: boolean): Promise<number> {
+export async function restore(io: CliIo, file: string, force: boolean, json: boolean): Promise<number> {
   const { config, dataDir, pgdata } = embeddedConfig(
+    io,
     'restore',
     'restore into a data directory, then copy it to PostgreSQL with parley db copy',
   );
@@ -99,7 +109,7 @@ export async function restore(file: string, force: boolean, json: boolean): Prom
   const holder = await liveLockHolder(dataDir);
   if (holder) throw new Error(`${dataDir} is in use by another parley process (pid ${holder}): stop it first, then restore.`);
   const rows = header.tables.reduce((n, t) => n + t.rows, 0);
-  const check = progress('check', 'lines', rows);
+  const check = progress('check', 'lines', rows, io.stderr);
   await verifyBackup(path, (lines) => check.update(Math.min(lines, rows))).finally(() => check.stop());
 
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
@@ -114,14 +124,15 @@ export async function restore(file: string, force: boolean, json: boolean): Prom
       );
     }
     await rm(staging, { recursive: true, force: true });
-    const later = await build(staging, path, header, migrations, known, config.mediaDir);
+    const later = await build(io, staging, path, header, migrations, known, config.mediaDir);
     const replaced = join(dataDir, `pgdata.replaced-${process.pid}`);
     if (await isCluster(pgdata)) await rename(pgdata, replaced);
     else await rm(pgdata, { recursive: true, force: true });
     await rename(staging, pgdata);
     await rm(replaced, { recursive: true, force: true });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    console.log(
+    say(
+      io,
       json
         ? JSON.stringify({ file: path, dataDir, createdAt: header.createdAt, tables: header.tables, media: header.media, migrated: later })
         : [
