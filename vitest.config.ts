@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
+import { PathOrder } from './test/helpers/path-order.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -25,6 +26,9 @@ export default defineConfig({
     isolate: false,
     // Memory checks collect garbage first, so they measure what is held, not what awaits the GC.
     execArgv: ['--expose-gc'],
+    // By path, forward or reversed, when a proof of order asks (scripts/suite-proofs.sh); by
+    // vitest's own order (longest first, from the last run) otherwise.
+    ...(process.env.TEST_FILE_ORDER ? { sequence: { sequencer: PathOrder } } : {}),
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },
