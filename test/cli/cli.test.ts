@@ -3,11 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { onRealPostgres } from '../helpers/database.ts';
-import { freshDatabaseEnv, runCli, startServerProcess } from '../helpers/process.ts';
+import { freshDatabaseEnv, runCli, runCliProcess, startServerProcess } from '../helpers/process.ts';
 
 /**
  * The CLI and the server as a user runs them: separate processes over the same database, so
- * this also proves that data written by one survives into the next.
+ * this also proves that data written by one survives into the next. The commands whose output
+ * is checked in detail run as the functions they are, in this process (`runCli`); help, migrate
+ * and the key the server is then started with run as `npx parley` does (`runCliProcess`).
  */
 describe('parley CLI and server process', () => {
   let db: Awaited<ReturnType<typeof freshDatabaseEnv>>;
@@ -21,24 +23,24 @@ describe('parley CLI and server process', () => {
 
   it('prints help for every command', async () => {
     for (const args of [[], ['--help'], ['keys', '--help'], ['demo', '--help'], ['migrate', '--help'], ['serve', '--help']]) {
-      const { code, stdout } = await runCli(args, db.env);
+      const { code, stdout } = await runCliProcess(args, db.env);
       expect(code, `parley ${args.join(' ')}`).toBe(0);
       expect(stdout).toMatch(/^Usage: parley/);
     }
-    const wrong = await runCli(['frobnicate'], db.env);
+    const wrong = await runCliProcess(['frobnicate'], db.env);
     expect(wrong.code).toBe(2);
     expect(wrong.stderr).toContain('Unknown command "frobnicate"');
   });
 
   it("migrate applies the migrations once (a new embedded database starts from the build's migrated snapshot)", async () => {
-    const first = await runCli(['migrate'], db.env);
+    const first = await runCliProcess(['migrate'], db.env);
     expect(first.code).toBe(0);
     if (onRealPostgres()) expect(first.stdout).toMatch(/applied: \d+_init/);
     else
       expect(first.stdout).toBe(
         "new database: copied from the build's snapshot, which has the migrations up to it\ndatabase is up to date\n",
       );
-    const second = await runCli(['migrate'], db.env);
+    const second = await runCliProcess(['migrate'], db.env);
     expect(second.stdout.trim()).toBe('database is up to date');
   });
 
@@ -94,7 +96,7 @@ describe('parley CLI and server process', () => {
   });
 
   it('keys create makes a user whose key works against the server started afterwards', async () => {
-    const created = await runCli(['keys', 'create', 'carol', '--json'], db.env);
+    const created = await runCliProcess(['keys', 'create', 'carol', '--json'], db.env);
     expect(created.code, created.stderr).toBe(0);
     const { apiKey, username } = JSON.parse(created.stdout);
     expect(username).toBe('carol');

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { trueClockEnv } from './servers.ts';
 
 export interface TestBrowser {
   browser: Browser;
@@ -20,6 +21,7 @@ export async function launchChromium(): Promise<TestBrowser> {
       executablePath: '/usr/bin/chromium',
       headless: true,
       userDataDir: profile,
+      env: trueClockEnv(),
       args: [
         '--no-sandbox',
         '--disable-gpu',

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { trackChild } from './process.ts';
-import { freePort } from './servers.ts';
+import { freePort, trueClockEnv } from './servers.ts';
 
 export const NGINX = '/usr/sbin/nginx';
 
@@ -39,7 +39,7 @@ http {
 }
 `,
   );
-  const child = trackChild(spawn(NGINX, ['-p', dir, '-c', conf, '-e', join(dir, 'error.log')], { stdio: 'ignore' }));
+  const child = trackChild(spawn(NGINX, ['-p', dir, '-c', conf, '-e', join(dir, 'error.log')], { stdio: 'ignore', env: trueClockEnv() }));
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   const url = `http://127.0.0.1:${port}`;
   const errors = () => readFile(join(dir, 'error.log'), 'utf8').catch(() => '');

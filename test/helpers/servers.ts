@@ -29,12 +29,23 @@ export function freePort(): Promise<number> {
 }
 
 /**
+ * The environment without a clock shift (scripts/suite-proofs.sh runs the suite under faketime):
+ * the servers from Debian keep the true clock, which they need (libfaketime hangs redis-server
+ * and pg_ctl, and Chromium), and which the service's behaviour never reads from them.
+ */
+export function trueClockEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of Object.keys(env)) if (name === 'LD_PRELOAD' || name.startsWith('FAKETIME')) delete env[name];
+  return env;
+}
+
+/**
  * A server runs in a process group of its own (PostgreSQL under `runuser` would outlive a killed
  * `runuser`), noted in the test run's folder so that the suite's teardown stops it even when the
  * worker that started it was killed (a timeout) before it could.
  */
 function spawnServer(command: string, args: string[]): ChildProcess {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: trueClockEnv() });
   const runDir = process.env.PARLEY_TEST_RUN_DIR;
   if (runDir && child.pid) appendFileSync(join(runDir, 'server-groups'), `${child.pid}\n`);
   return child;
@@ -100,7 +111,10 @@ export async function startPostgresCluster(): Promise<ThrowawayServer> {
   // initdb refuses to run as root; the package's postgres user owns the cluster then.
   const command = (cmd: string, args: string[]): [string, string[]] =>
     process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
-  execFileSync(...command(`${bin}/initdb`, ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']), { stdio: 'ignore' });
+  execFileSync(...command(`${bin}/initdb`, ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']), {
+    stdio: 'ignore',
+    env: trueClockEnv(),
+  });
   const port = await freePort();
   const child = spawnServer(
     ...command(`${bin}/postgres`, [
