@@ -311,6 +311,21 @@ describe('the original SDK (@edenlabs/eden-sdk) against parley', () => {
       expect(bad.body.error).toMatch(/^output_type: /);
     });
 
+    it('createV2(input), the README’s first example, waits on GET /v2/tasks/events for the task-update that ends it and returns its result', async () => {
+      await t.services.manna.grant('alice', '5', 'forever');
+      const result = (await sdk.createV2({ tool: 'flux_schnell', args: { prompt: 'a lighthouse, awaited', n_samples: 1 } })) as unknown as
+        | Record<string, unknown>[]
+        | undefined;
+      // The SDK answers undefined when its stream fails or ends without the task's end.
+      expect(result).toBeDefined();
+      const list = await sdk.tasks.listV2({ tool: 'flux_schnell', limit: 50 });
+      const task = list.docs!.find((d) => (d.args as { prompt?: string }).prompt === 'a lighthouse, awaited')!;
+      expect(task.status).toBe('completed');
+      expect(result).toEqual(JSON.parse(JSON.stringify(task.result)));
+      for (const one of result!) expectConforms('TaskV2Result', one);
+      expect(result![0]!.output).toHaveLength(1);
+    });
+
     it('tasks.cancelV2 answers {taskStatus}; a task the balance cannot cover fails with the original’s words', async () => {
       await t.services.manna.grant('bob', '1', 'forever');
       const made = (await bobSdk.tasks.createV2({ tool: 'flux_schnell', args: { prompt: 'soon cancelled', n_samples: 1 } })) as {
