@@ -5,10 +5,10 @@ import { type Problem, problemOf, request } from './api.ts';
 const SEARCH = `query SearchForCollection($query: String!) {
   searchCreations(query: $query, limit: 20) { total docs { id name creator { username } } }
 }`;
-// Within the document cost limit (docs/security.md): 20 collections with their first 8 creations each.
+// Within the document cost limit (docs/security.md): 20 collections with their first 6 creations each.
 const MY_COLLECTIONS = `query MyCollections { me { collections(first: 20) { edges { node {
   id name public creationCount cover { name }
-  creations(first: 8) { edges { node { id name url thumbnail mediaAttributes } } }
+  creations(first: 6) { edges { node { id name url thumbnail mediaAttributes } } }
 } } } } }`;
 const SET_VISIBILITY = `mutation SetCollectionVisibility($id: ID!, $input: UpdateCollectionInput!) { updateCollection(id: $id, input: $input) { id public } }`;
 const CREATE = `mutation CreateCollection($input: CreateCollectionInput!) { createCollection(input: $input) { id } }`;
