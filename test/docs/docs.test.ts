@@ -41,10 +41,11 @@ describe('the documentation', () => {
   it('the marker check catches each form a merge leaves', () => {
     for (const line of ['<<<<<<< HEAD', '=======', '>>>>>>> main', '||||||| base', '> > > > > > > main', '> > > > > > > | `A` |'])
       expect(CONFLICT.test(line), line).toBe(true);
-    for (const line of ['> a quote', '| `A` | `1` |', '==', '<<< not one', '> > nested quote']) expect(CONFLICT.test(line), line).toBe(false);
+    for (const line of ['> a quote', '| `A` | `1` |', '==', '<<< not one', '> > nested quote'])
+      expect(CONFLICT.test(line), line).toBe(false);
   });
 
-  it("the README's \"Where to read next\" names every page under docs/, and every page it names exists", () => {
+  it('the README\'s "Where to read next" names every page under docs/, and every page it names exists', () => {
     const readme = readFileSync(`${root}README.md`, 'utf8');
     const start = readme.indexOf('## Where to read next');
     expect(start).toBeGreaterThan(0);

@@ -194,8 +194,9 @@ describe('the playground in a real browser', () => {
     const spent = Number(await page.$eval('.autonomy [data-turns]', (el) => el.getAttribute('data-turns')));
     expect(spent).toBeGreaterThan(0);
     expect(await page.$eval('.autonomy', (el) => (el as HTMLElement).innerText)).toMatch(
-      new RegExp(`stop after\\s*\\d+\\s*more turns[\\s\\S]*${spent} turns taken, the opening replies included`),
+      new RegExp(`stop after\\s*more turns[\\s\\S]*${spent} turns taken, the opening replies included`),
     );
+    expect(await page.$eval('.autonomy input[name="more-turns"]', (el) => (el as HTMLInputElement).value)).toBe('10');
     await page.$eval('.autonomy input[name="more-turns"]', (el) => ((el as HTMLInputElement).value = ''));
     await page.type('.autonomy input[name="more-turns"]', '2');
     await page.$eval('.autonomy input[name="reply-interval"]', (el) => ((el as HTMLInputElement).value = ''));

@@ -9,6 +9,8 @@ export async function demo(json: boolean): Promise<number> {
     console.log(
       `${manifest.agents.length} agents, ${manifest.creations.length} creations, ${manifest.sessions.length} sessions, ${manifest.shares.length} shares.`,
     );
+    // The tool is the registry's, not the demo's rows: said here, where a person first tries things.
+    console.log('To watch a task progress (and cancel it): the playground\'s Tasks view, tool "Countdown (demo)".');
   }
   return 0;
 }
