@@ -249,7 +249,7 @@ const money = (task: Task) =>
         : `${task.cost} manna held`;
 
 /** Pictures a task made, each a thumbnail linking to the picture at full size. */
-export function Pictures({ outputs }: { outputs: Output[] }) {
+function Pictures({ outputs }: { outputs: Output[] }) {
   return (
     <ul class="pictures">
       {outputs.map((o) => (
