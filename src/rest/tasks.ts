@@ -50,7 +50,7 @@ function taskUpdateFrames(viewer: Viewer, services: Services, taskId: string | u
   };
 }
 
-/** Tasks: a tool run by itself, charged as it is created and followed as it runs (`docs/agents-at-work.md`). */
+/** Tasks: a tool run by itself, charged as it is created and followed as it runs (`docs/tasks.md`). */
 export const taskOperations = [
   operation({
     operationId: 'createTask',
