@@ -527,7 +527,7 @@ export type HttpConfig = Config['http'];
 export type LimitsConfig = Config['limits'];
 /** How much work one request, prompt or user may cause (see docs/security.md). */
 export type WorkConfig = Config['work'];
-/** When triggers may run and how many a user may have (docs/agents-at-work.md). */
+/** When triggers may run and how many a user may have (docs/triggers.md). */
 export type TriggersConfig = Config['triggers'];
 /** Automatic persisted queries: the hash-to-query store, bounded. */
 export type ApqConfig = Config['apq'];

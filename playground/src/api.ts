@@ -48,7 +48,7 @@ export async function request<T>(key: string, query: string, variables: Record<s
 export type ConnectionState = 'connecting' | 'connected' | 'lost';
 
 /**
- * One graphql-ws connection per key, reconnecting for as long as the page is open. graphql-ws
+ * One graphql-ws connection per key, open and reconnecting for as long as the page is. graphql-ws
  * sends a subscription's payload again on every reconnection, so a subscription that keeps its
  * `after` variable current resumes where it was.
  */
@@ -56,6 +56,9 @@ export function liveClient(key: string, onState: (state: ConnectionState) => voi
   const client = createClient({
     url: `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/graphql`,
     connectionParams: { 'X-Api-Key': key },
+    // Open while the page is: a lazy one closes whenever no panel follows anything (the Triggers
+    // panel, say), and that close read as a lost connection.
+    lazy: false,
     retryAttempts: Number.POSITIVE_INFINITY,
     shouldRetry: (event) => !(event instanceof CloseEvent && event.code === 4403),
     retryWait: async (retries) => new Promise((resolve) => setTimeout(resolve, Math.min(500 * 2 ** retries, 5_000))),

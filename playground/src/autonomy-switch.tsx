@@ -24,8 +24,10 @@ interface Autonomy {
 
 /**
  * The switch that lets a session's agents take turns on their own: how long they wait after each
- * reply, who speaks next, and, for a session with no budget, the turns it may take in all (the
- * service refuses auto-reply without one). It says why the loop stopped when it does.
+ * reply, who speaks next, and, for a session with no budget, how many more turns they may take
+ * (the service refuses auto-reply without a budget, and its turn budget counts the turns already
+ * taken, the opening replies among them: the page asks for more turns and adds those). It says
+ * why the loop stopped when it does.
  */
 export function AutonomySwitch({
   apiKey,
@@ -41,7 +43,7 @@ export function AutonomySwitch({
   const [autonomy, setAutonomy] = useState<Autonomy | null>(null);
   const [replyInterval, setReplyInterval] = useState(5);
   const [method, setMethod] = useState<'RANDOM' | 'RANDOM_EXCLUDE_LAST'>('RANDOM_EXCLUDE_LAST');
-  const [turnBudget, setTurnBudget] = useState(10);
+  const [moreTurns, setMoreTurns] = useState(10);
   const [stopped, setStopped] = useState<{ reason: string; detail: string } | null>(null);
 
   const show = (a: Autonomy) => {
@@ -50,7 +52,6 @@ export function AutonomySwitch({
       setReplyInterval(a.autonomySettings.replyInterval);
       setMethod(a.autonomySettings.actorSelectionMethod);
     }
-    setTurnBudget(a.budget.turns ?? a.spent.turns + 10);
   };
 
   useEffect(() => {
@@ -88,7 +89,7 @@ export function AutonomySwitch({
     try {
       const input = {
         autonomySettings: { autoReply, replyInterval, actorSelectionMethod: method },
-        ...(autoReply && !budgeted ? { budget: { turnBudget } } : {}),
+        ...(autoReply && !budgeted ? { budget: { turnBudget: autonomy.spent.turns + moreTurns } } : {}),
       };
       const data = await request<{ updateSession: Autonomy }>(apiKey, SET_AUTONOMY, { id: sessionId, input });
       show(data.updateSession);
@@ -130,20 +131,21 @@ export function AutonomySwitch({
       </label>
       {!budgeted && (
         <label>
-          turns in all{' '}
+          stop after{' '}
           <input
             type="number"
-            name="turn-budget"
+            name="more-turns"
             min={1}
             max={1000}
-            value={turnBudget}
-            onInput={(e) => setTurnBudget(Number(e.currentTarget.value))}
-          />
+            value={moreTurns}
+            onInput={(e) => setMoreTurns(Number(e.currentTarget.value))}
+          />{' '}
+          more turns
         </label>
       )}
       <span class="muted" data-turns={autonomy.spent.turns}>
         {autonomy.spent.turns}
-        {autonomy.budget.turns !== null ? ` of ${autonomy.budget.turns}` : ''} turns taken
+        {autonomy.budget.turns !== null ? ` of ${autonomy.budget.turns}` : ''} turns taken, the opening replies included
       </span>
       {stopped && (
         <p class="muted" data-stop-reason={stopped.reason}>

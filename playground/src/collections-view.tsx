@@ -5,11 +5,12 @@ import { type Problem, problemOf, request } from './api.ts';
 const SEARCH = `query SearchForCollection($query: String!) {
   searchCreations(query: $query, limit: 20) { total docs { id name creator { username } } }
 }`;
-// Within the document cost limit (docs/security.md): 20 collections with their first 8 creations each.
+// Within the document cost limit (docs/security.md): 20 collections with their first 6 creations each.
 const MY_COLLECTIONS = `query MyCollections { me { collections(first: 20) { edges { node {
   id name public creationCount cover { name }
-  creations(first: 8) { edges { node { id name } } }
+  creations(first: 6) { edges { node { id name url thumbnail mediaAttributes } } }
 } } } } }`;
+const SET_VISIBILITY = `mutation SetCollectionVisibility($id: ID!, $input: UpdateCollectionInput!) { updateCollection(id: $id, input: $input) { id public } }`;
 const CREATE = `mutation CreateCollection($input: CreateCollectionInput!) { createCollection(input: $input) { id } }`;
 const ADD = `mutation AddToCollection($id: ID!, $creationIds: [ID!]!) { addCreationsToCollection(id: $id, creationIds: $creationIds) { id } }`;
 
@@ -24,7 +25,32 @@ interface Collection {
   public: boolean;
   creationCount: number;
   cover: { name: string } | null;
-  creations: { edges: { node: { id: string; name: string } }[] };
+  creations: { edges: { node: Shown }[] };
+}
+interface Shown {
+  id: string;
+  name: string;
+  url: string;
+  thumbnail: string | null;
+  mediaAttributes: { mimeType?: string };
+}
+
+/** A creation in a collection: a picture as a thumbnail linking to its full size, anything else by name. */
+function CreationTile({ creation }: { creation: Shown }) {
+  const picture = creation.mediaAttributes?.mimeType?.startsWith('image/');
+  return (
+    <li data-creation={creation.name}>
+      {picture ? (
+        <a href={creation.url} target="_blank" rel="noopener" title={creation.name}>
+          <img src={creation.thumbnail ?? creation.url} alt={creation.name} loading="lazy" />
+        </a>
+      ) : (
+        <a href={creation.url} target="_blank" rel="noopener">
+          {creation.name}
+        </a>
+      )}
+    </li>
+  );
 }
 
 /** Search creations by meaning, tick some, and keep them in a new collection or one of yours. */
@@ -48,6 +74,15 @@ export function CollectionsView({ apiKey, onProblem }: { apiKey: string; onProbl
   useEffect(() => {
     void load();
   }, [load]);
+
+  const setVisibility = async (collection: Collection, visible: boolean) => {
+    try {
+      await request(apiKey, SET_VISIBILITY, { id: collection.id, input: { public: visible } });
+      await load();
+    } catch (err) {
+      onProblem(problemOf(err));
+    }
+  };
 
   const search = async (e: Event) => {
     e.preventDefault();
@@ -120,16 +155,24 @@ export function CollectionsView({ apiKey, onProblem }: { apiKey: string; onProbl
       </form>
       <ul class="collections">
         {collections.map((c) => (
-          <li key={c.id} data-collection={c.name} data-count={c.creationCount}>
+          <li key={c.id} data-collection={c.name} data-count={c.creationCount} data-public={String(c.public)}>
             <strong>{c.name}</strong>{' '}
             <span class="muted">
               {c.creationCount} creation{c.creationCount === 1 ? '' : 's'}
-              {c.public ? '' : ' · private'}
               {c.cover ? ` · cover: ${c.cover.name}` : ''}
-            </span>
-            <ol>
+            </span>{' '}
+            <label class="visibility" title="Public: anyone may see it; private: only you">
+              <input
+                type="checkbox"
+                name="collection-public"
+                checked={c.public}
+                onChange={(e) => setVisibility(c, e.currentTarget.checked)}
+              />{' '}
+              public
+            </label>
+            <ol class="pictures">
               {c.creations.edges.map(({ node }) => (
-                <li key={node.id}>{node.name}</li>
+                <CreationTile key={node.id} creation={node} />
               ))}
             </ol>
           </li>

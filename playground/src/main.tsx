@@ -172,7 +172,17 @@ function NewSession({
   );
 }
 
-function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProblem: (p: Problem | null) => void }) {
+function Workspace({
+  apiKey,
+  me,
+  onProblem,
+  onBalance,
+}: {
+  apiKey: string;
+  me: Me;
+  onProblem: (p: Problem | null) => void;
+  onBalance: (balance: number) => void;
+}) {
   const route = useRoute();
   const [agents, setAgents] = useState<Agent[]>([]);
   const [sessions, setSessions] = useState<SessionSummary[]>([]);
@@ -222,14 +232,16 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
                   {a.name} <span class="muted">{a.owner.username === me.username ? 'yours' : `by ${a.owner.username}`}</span>
                 </label>
                 {a.owner.username === me.username && (
-                  <a class="triggers-link" href={`#/triggers/${encodeURIComponent(a.id)}`}>
-                    triggers
-                  </a>
-                )}
-                {a.owner.username === me.username && (
-                  <a class="deploy-link" href={`#/deploy/${encodeURIComponent(a.id)}`}>
-                    telegram
-                  </a>
+                  <span class="agent-links">
+                    {' · '}
+                    <a class="triggers-link" href={`#/triggers/${encodeURIComponent(a.id)}`}>
+                      triggers
+                    </a>
+                    {' · '}
+                    <a class="deploy-link" href={`#/deploy/${encodeURIComponent(a.id)}`}>
+                      telegram
+                    </a>
+                  </span>
                 )}
               </li>
             ))}
@@ -276,7 +288,7 @@ function Workspace({ apiKey, me, onProblem }: { apiKey: string; me: Me; onProble
         ) : route.kind === 'deploy' && route.id ? (
           <DeployPanel key={route.id} apiKey={apiKey} client={client} agentId={route.id} onChats={loadSessions} onProblem={onProblem} />
         ) : route.kind === 'tasks' ? (
-          <TasksView apiKey={apiKey} client={client} onProblem={onProblem} />
+          <TasksView apiKey={apiKey} client={client} onProblem={onProblem} onBalance={onBalance} />
         ) : route.kind === 'triggers' && route.id ? (
           <TriggersPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
         ) : route.kind === 'session' && route.id ? (
@@ -351,6 +363,7 @@ function App() {
         <Workspace
           apiKey={apiKey}
           me={me}
+          onBalance={(balance) => setMe((m) => (m && m.balance !== balance ? { ...m, balance } : m))}
           onProblem={(p) => {
             setProblem(p);
             if (p?.kind === 'budget') void refreshMe();

@@ -8,7 +8,7 @@ import { applyEvent, forget, fromMessages, type SessionState, save, saved } from
 const REACTIONS: [string, string][] = [
   ['thumbs_up', '+1'],
   ['thumbs_down', '−1'],
-  ['heart', '♥'],
+  ['❤️', '♥'],
 ];
 
 /** Pictures a tool made: its result's `media` (served by parley under /media/). */

@@ -4,7 +4,7 @@ import { type Problem, problemOf, request } from './api.ts';
 
 /** The GraphQL this view sends; every field it shows comes from here. */
 const TOOLS = `query TaskTools { tools { key name description parameters } }`;
-const TASK = `id rawId toolKey status progress cost error result args createdAt`;
+const TASK = `id rawId toolKey status progress cost error result args createdAt outputs { id name url thumbnail mediaAttributes }`;
 const MY_TASKS = `query MyTasks { me { balance } tasks(first: 20) { edges { node { ${TASK} } } } }`;
 const BALANCE = `query TaskBalance { me { balance } }`;
 const ESTIMATE = `query EstimateTaskCost($tool: String!, $args: JSON) { estimateTaskCost(tool: $tool, args: $args) }`;
@@ -49,8 +49,17 @@ interface Task {
   result: unknown;
   args: unknown;
   createdAt: string;
+  /** The creations it made (pictures, sounds, films), once completed. */
+  outputs?: Output[];
   /** What the tool last said it was doing (TaskProgressed), shown while it runs. */
   message?: string | null;
+}
+interface Output {
+  id: string;
+  name: string;
+  url: string;
+  thumbnail: string | null;
+  mediaAttributes: { mimeType?: string };
 }
 type TaskEvent = { __typename: string; seq: number; taskId: string } & Partial<{
   task: Task;
@@ -239,7 +248,25 @@ const money = (task: Task) =>
         ? `${task.cost} manna returned`
         : `${task.cost} manna held`;
 
+/** Pictures a task made, each a thumbnail linking to the picture at full size. */
+function Pictures({ outputs }: { outputs: Output[] }) {
+  return (
+    <ul class="pictures">
+      {outputs.map((o) => (
+        <li key={o.id}>
+          <a href={o.url} target="_blank" rel="noopener" title={o.name}>
+            <img src={o.thumbnail ?? o.url} alt={o.name} loading="lazy" />
+          </a>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+const isPicture = (o: Output) => o.mediaAttributes?.mimeType?.startsWith('image/') ?? false;
+
 function TaskCard({ task, onCancel }: { task: Task; onCancel: () => void }) {
+  const pictures = (task.outputs ?? []).filter(isPicture);
   return (
     <li class="task" data-task-id={task.rawId} data-tool={task.toolKey} data-status={task.status} data-progress={task.progress}>
       <h4>
@@ -260,18 +287,42 @@ function TaskCard({ task, onCancel }: { task: Task; onCancel: () => void }) {
           </button>
         </div>
       )}
-      {task.status === 'COMPLETED' && <pre class="result">{JSON.stringify(task.result, null, 2)}</pre>}
+      {task.status === 'COMPLETED' && pictures.length > 0 && <Pictures outputs={pictures} />}
+      {task.status === 'COMPLETED' &&
+        (pictures.length > 0 ? (
+          <details class="raw-result">
+            <summary>what the tool answered</summary>
+            <pre class="result">{JSON.stringify(task.result, null, 2)}</pre>
+          </details>
+        ) : (
+          <pre class="result">{JSON.stringify(task.result, null, 2)}</pre>
+        ))}
       {task.error && <p class="error task-error">{task.error}</p>}
     </li>
   );
 }
 
 /** Run a tool as a task: its cost before, its progress live, its result or error, and cancel while it runs. */
-export function TasksView({ apiKey, client, onProblem }: { apiKey: string; client: Client; onProblem: (p: Problem) => void }) {
+export function TasksView({
+  apiKey,
+  client,
+  onProblem,
+  onBalance,
+}: {
+  apiKey: string;
+  client: Client;
+  onProblem: (p: Problem) => void;
+  /** The balance as this view last read it: the page's header shows the same. */
+  onBalance: (balance: number) => void;
+}) {
   const [tools, setTools] = useState<Tool[]>([]);
   const [tasks, setTasks] = useState<Record<string, Task>>({});
   const [order, setOrder] = useState<string[]>([]);
-  const [balance, setBalance] = useState<number | null>(null);
+  const [balance, setShownBalance] = useState<number | null>(null);
+  const setBalance = (n: number) => {
+    setShownBalance(n);
+    onBalance(n);
+  };
   /** The tasks the page has whole (from the list, a mutation or TaskCreated), not only an event's change. */
   const whole = useRef(new Set<string>());
 

@@ -1,11 +1,17 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { type Problem, problemOf, request } from './api.ts';
 
-/** The GraphQL of an agent's triggers; every field the panel shows comes from here. */
+/**
+ * The GraphQL of an agent's triggers; every field the panel shows comes from here. A page of
+ * triggers with each one's latest runs stays within the server's document cost limit
+ * (docs/security.md; test/playground/playground-queries.test.ts checks every document of the page).
+ */
 const TRIGGER = `id rawId name prompt status nextScheduledRun lastRunTime errorCount lastError
   schedule { second minute hour dayOfMonth month dayOfWeek timezone }
-  runs(first: 5) { edges { node { rawId status scheduledFor startedAt error session { rawId } } } }`;
-const AGENT_TRIGGERS = `query AgentTriggers($id: ID!) { agent(id: $id) { id name triggers(first: 50) { edges { node { ${TRIGGER} } } } } }`;
+  runs(first: 3) { edges { node { rawId status scheduledFor startedAt error session { rawId } } } }`;
+const AGENT_TRIGGERS = `query AgentTriggers($id: ID!, $after: String) { agent(id: $id) { id name
+  triggers(first: 20, after: $after) { pageInfo { hasNextPage endCursor } edges { node { ${TRIGGER} } } }
+} }`;
 const CREATE_TRIGGER = `mutation CreateTrigger($agentId: ID!, $input: CreateTriggerInput!) { createTrigger(agentId: $agentId, input: $input) { id } }`;
 const UPDATE_TRIGGER = `mutation UpdateTrigger($id: ID!, $input: UpdateTriggerInput!) { updateTrigger(id: $id, input: $input) { id status } }`;
 const RUN_TRIGGER = `mutation RunTrigger($id: ID!) { runTrigger(id: $id) { rawId } }`;
@@ -183,25 +189,47 @@ function TriggerCard({
   );
 }
 
+type Page = { name: string; triggers: { pageInfo: { hasNextPage: boolean; endCursor: string | null }; edges: { node: Trigger }[] } | null };
+
 /** An agent's triggers: make one with a schedule, see its next run and runs, pause, resume, run it now. */
 export function TriggersPanel({ apiKey, agentId, onProblem }: { apiKey: string; agentId: string; onProblem: (p: Problem) => void }) {
-  const [agent, setAgent] = useState<{ name: string; triggers: Trigger[] } | null>(null);
+  const [agent, setAgent] = useState<{ name: string; triggers: Trigger[]; more: boolean } | null>(null);
+  const [failed, setFailed] = useState<string | null>(null);
+  // How many pages the person has opened: each read reads them all again, so runs stay current.
+  const [pages, setPages] = useState(1);
   const load = useCallback(async () => {
     try {
-      const data = await request<{ agent: { name: string; triggers: { edges: { node: Trigger }[] } | null } }>(apiKey, AGENT_TRIGGERS, {
-        id: agentId,
-      });
-      setAgent({ name: data.agent.name, triggers: data.agent.triggers?.edges.map((e) => e.node) ?? [] });
+      let after: string | null = null;
+      let name = '';
+      const triggers: Trigger[] = [];
+      let more = false;
+      for (let page = 0; page < pages; page++) {
+        const data: { agent: Page } = await request<{ agent: Page }>(apiKey, AGENT_TRIGGERS, { id: agentId, after });
+        name = data.agent.name;
+        triggers.push(...(data.agent.triggers?.edges.map((e) => e.node) ?? []));
+        more = data.agent.triggers?.pageInfo.hasNextPage ?? false;
+        after = data.agent.triggers?.pageInfo.endCursor ?? null;
+        if (!more) break;
+      }
+      setFailed(null);
+      setAgent({ name, triggers, more });
     } catch (err) {
-      onProblem(problemOf(err));
+      const problem = problemOf(err);
+      setFailed(problem.message);
+      onProblem(problem);
     }
-  }, [apiKey, agentId]);
+  }, [apiKey, agentId, pages]);
   useEffect(() => {
     void load();
     const timer = setInterval(load, REFRESH_MS);
     return () => clearInterval(timer);
   }, [load]);
-  if (!agent) return <p class="hint">Loading triggers…</p>;
+  if (!agent)
+    return failed ? (
+      <p class="problem problem-other triggers-failed">The triggers could not be read: {failed}</p>
+    ) : (
+      <p class="hint">Loading triggers…</p>
+    );
   return (
     <div class="triggers" data-agent-id={agentId}>
       <h2>Triggers of {agent.name}</h2>
@@ -213,6 +241,11 @@ export function TriggersPanel({ apiKey, agentId, onProblem }: { apiKey: string; 
           <TriggerCard key={t.id} apiKey={apiKey} trigger={t} onChanged={load} onProblem={onProblem} />
         ))}
       </ul>
+      {agent.more && (
+        <button type="button" name="more-triggers" class="link" onClick={() => setPages((n) => n + 1)}>
+          more triggers
+        </button>
+      )}
       <NewTrigger apiKey={apiKey} agentId={agentId} onMade={load} onProblem={onProblem} />
     </div>
   );

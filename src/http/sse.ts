@@ -17,6 +17,8 @@ export const SSE_HEADERS = {
 
 export interface SseFrame {
   id?: number;
+  /** The event's name (`event:` line): an EventSource hands a named event only to its listeners for that name. */
+  event?: string;
   /** Written as JSON; a `JsonText` is written as it is. */
   data: unknown;
 }
@@ -99,7 +101,8 @@ export class SseStream {
   send(frame: SseFrame) {
     if (!this.open) return;
     const data = frame.data instanceof JsonText ? frame.data.json : JSON.stringify(frame.data);
-    this.res.write(`${frame.id !== undefined ? `id: ${frame.id}\n` : ''}data: ${data}\n\n`);
+    const name = frame.event === undefined ? '' : `event: ${frame.event}\n`;
+    this.res.write(`${name}${frame.id !== undefined ? `id: ${frame.id}\n` : ''}data: ${data}\n\n`);
   }
 
   end() {

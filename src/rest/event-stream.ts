@@ -4,7 +4,7 @@ import type { EventsConfig } from '../config.ts';
 import type { Numbered } from '../domain/core/bus.ts';
 import { badInput } from '../domain/core/errors.ts';
 import { isWatchEnd, type WatchEnd, type WatchStream, watchEndCodes } from '../domain/core/watch.ts';
-import { SseStream } from '../http/sse.ts';
+import { type SseFrame, SseStream } from '../http/sse.ts';
 import type { Metrics } from '../observability/metrics.ts';
 
 /**
@@ -62,6 +62,17 @@ export function resumePoint(header: unknown, query: unknown): number | undefined
 }
 
 /**
+ * Named frames a stream sends beside its own (`event: <name>` lines, which an EventSource hands
+ * only to listeners of that name, never to `onmessage`): the original's clients listen for some.
+ */
+export interface NamedFrames<E> {
+  /** Sent first, once the watch is open. */
+  opening?: () => Promise<Required<Pick<SseFrame, 'event' | 'data'>>[]>;
+  /** Sent just before an event's own frame (that one carries the `id:`, so a resumed stream repeats this, never skips it). */
+  before?: (event: E) => Promise<Required<Pick<SseFrame, 'event' | 'data'>> | null>;
+}
+
+/**
  * Writes a watch as SSE frames until it ends (the key is deleted, the server shuts down, ...),
  * the client leaves or stops reading; then `done`. `frameOf` gives an event's frame; it may
  * answer a promise where the frame needs a lookup, and answers at once otherwise, so a stream of
@@ -72,6 +83,7 @@ export async function writeEventStream<E extends Numbered>(
   events: WatchStream<E> | null,
   context: EventStreamContext,
   frameOf: (event: E) => unknown,
+  named: NamedFrames<E> = {},
 ) {
   const { heartbeatMs, streamBufferBytes: bufferBytes, slowClientMs } = context.events;
   const sse = new SseStream(reply, { heartbeatMs, bufferBytes, slowClientMs });
@@ -81,6 +93,7 @@ export async function writeEventStream<E extends Numbered>(
   void sse.whenGone().then(() => events?.close());
   try {
     if (events) {
+      for (const frame of (await named.opening?.()) ?? []) sse.send(frame);
       for (;;) {
         // A live stream's next event is usually taken as it comes, with no promise of its own.
         let item = events.poll();
@@ -97,6 +110,8 @@ export async function writeEventStream<E extends Numbered>(
           ended = item;
           break;
         }
+        const before = named.before && (await named.before(item));
+        if (before) sse.send(before);
         const frame = frameOf(item);
         sse.send({ id: item.seq, data: frame instanceof Promise ? await frame : frame });
         lastSeq = item.seq;

@@ -2,7 +2,7 @@ import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { FeedEvent } from '../domain/core/feed-events.ts';
 import type { WatchStream } from '../domain/core/watch.ts';
-import { doneFrameSchema, endFrameSchema, type EventStreamContext, writeEventStream } from './event-stream.ts';
+import { doneFrameSchema, endFrameSchema, type EventStreamContext, type NamedFrames, writeEventStream } from './event-stream.ts';
 
 /**
  * A feature's event stream over the caller's feed (`GET /v2/tasks/events`, say): the route gets
@@ -14,8 +14,9 @@ export function streamFeed<E extends FeedEvent>(
   events: WatchStream<E>,
   context: EventStreamContext,
   toData: (event: E) => unknown,
+  named?: NamedFrames<E>,
 ): Promise<FastifyReply> {
-  return writeEventStream(reply, events, context, (event) => ({ event: 'update', data: toData(event) })).then(() => reply);
+  return writeEventStream(reply, events, context, (event) => ({ event: 'update', data: toData(event) }), named).then(() => reply);
 }
 
 /**

@@ -110,7 +110,7 @@ export function toRestTask(viewer: Viewer, registry: ToolRegistry, t: RestTaskRo
 }
 
 /** The events of a task, as `GET /v2/tasks/events` streams them (`data` of its update frames). */
-type TaskFeedEvent = FeedEventOf<(typeof feedFamilies.task)[number]>;
+export type TaskFeedEvent = FeedEventOf<(typeof feedFamilies.task)[number]>;
 
 const eventBase = {
   taskId: z.string(),

@@ -7,7 +7,19 @@ import { operation } from './operation.ts';
 import { feedFamilies } from '../domain/core/feed-events.ts';
 import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';
 import { feedFrameSchema, streamFeed } from './feed-stream.ts';
-import { restTaskEventSchema, restTaskQuery, restTaskSchema, taskNames, toRestTask, toRestTaskEvent } from './task-shapes.ts';
+import type { Viewer } from '../domain/core/viewer.ts';
+import { isDomainError } from '../domain/core/errors.ts';
+import type { Services } from '../domain/services.ts';
+import type { NamedFrames } from './event-stream.ts';
+import {
+  restTaskEventSchema,
+  restTaskQuery,
+  restTaskSchema,
+  type TaskFeedEvent,
+  taskNames,
+  toRestTask,
+  toRestTaskEvent,
+} from './task-shapes.ts';
 
 /** The original's clients read `error` or `message`: both, with the field named in REST's spelling. */
 const errors: RestErrorStyle = { bodyKey: 'both', fieldName: taskNames.toRest };
@@ -15,7 +27,30 @@ const errors: RestErrorStyle = { bodyKey: 'both', fieldName: taskNames.toRest };
 /** The query of `GET /v2/tasks` as callers spell it; repeated or comma-separated values for the lists. */
 const listQuery = taskNames.schema(taskPageSchema);
 
-/** Tasks: a tool run by itself, charged as it is created and followed as it runs (`docs/agents-at-work.md`). */
+/**
+ * The original's frames on the task stream: `task-update` events whose data is the task as
+ * `GET /v2/tasks/{id}` shows it (and its id as `taskId`), what the original's SDK waits on in
+ * `createV2(input)`. One as the stream opens on `?taskId=` (a task that ended before its client
+ * listened is told so), then one before each of parley's own frames.
+ */
+function taskUpdateFrames(viewer: Viewer, services: Services, taskId: string | undefined): NamedFrames<TaskFeedEvent> {
+  const frame = async (id: string) => {
+    try {
+      const task = toRestTask(viewer, services.tools, await services.tasks.get(viewer, id, restTaskQuery));
+      return { event: 'task-update', data: { ...task, taskId: task._id } };
+    } catch (e) {
+      // Deleted with its user meanwhile: there is nothing left to show.
+      if (isDomainError(e) && e.code === 'NOT_FOUND') return null;
+      throw e;
+    }
+  };
+  return {
+    opening: async () => (taskId === undefined ? [] : [await frame(taskId)].filter((f) => f !== null)),
+    before: (event) => frame(event.taskId),
+  };
+}
+
+/** Tasks: a tool run by itself, charged as it is created and followed as it runs (`docs/tasks.md`). */
 export const taskOperations = [
   operation({
     operationId: 'createTask',
@@ -77,7 +112,7 @@ export const taskOperations = [
     path: '/v2/tasks/events',
     tag: 'Tasks',
     summary:
-      'Your tasks as they change, live (Server-Sent Events): created, started, progress, completed, failed, cancelled; one task with taskId; resumable with Last-Event-ID or ?after',
+      "Your tasks as they change, live (Server-Sent Events): created, started, progress, completed, failed, cancelled; one task with taskId; resumable with Last-Event-ID or ?after. Beside these unnamed frames, named `task-update` frames carry the task as GET /v2/tasks/{taskId} shows it (the original's SDK waits on them): one first with taskId, then one before each change",
     query: resumeQuery.extend({ taskId: z.string().min(1).max(100).optional().meta({ description: 'Only this task of yours' }) }),
     headers: resumeHeaders,
     ok: { events: feedFrameSchema('TaskStream', restTaskEventSchema) },
@@ -90,7 +125,7 @@ export const taskOperations = [
         types: feedFamilies.task,
         where,
       });
-      return streamFeed(reply, events, stream, toRestTaskEvent);
+      return streamFeed(reply, events, stream, toRestTaskEvent, taskUpdateFrames(request.viewer, services, taskId));
     },
   }),
   operation({

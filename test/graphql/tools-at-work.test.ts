@@ -22,7 +22,7 @@ const Stream = graphql(`
 `);
 const Ledger = graphql(`
   query Ledger($first: Int, $after: String) {
-    me { balance ledger(first: $first, after: $after) { edges { node { amount kind balanceAfter reason sessionId toolCallId } } pageInfo { hasNextPage endCursor } } }
+    me { balance ledger(first: $first, after: $after) { edges { node { amount kind balanceAfter reason sessionId toolCallId taskId } } pageInfo { hasNextPage endCursor } } }
   }
 `);
 const MyCreations = graphql(`
@@ -133,8 +133,20 @@ describe('tools over graphql-ws', () => {
         reason: 'tool: flux_schnell',
         sessionId: expect.any(String),
         toolCallId: expect.any(String),
+        taskId: expect.any(String),
       },
     ]);
+    // Ids are global, as sessionId is: the task is found by node(id:), and its rawId is the tool call's.
+    const entry = page1.ledger!.edges[0]!.node;
+    const found = await fetch(`${t.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': alice.apiKey },
+      body: JSON.stringify({
+        query: 'query($id: ID!) { node(id: $id) { __typename ... on Task { rawId toolKey } } }',
+        variables: { id: entry.taskId },
+      }),
+    }).then((r) => r.json());
+    expect(found).toEqual({ data: { node: { __typename: 'Task', rawId: entry.toolCallId, toolKey: 'flux_schnell' } } });
     const page2 = expectData(await t.gql(Ledger, { first: 5, after: page1.ledger!.pageInfo.endCursor }, alice.apiKey)).me.ledger!;
     expect(page2.edges.map((e) => [e.node.amount, e.node.reason])).toEqual([[20, 'grant']]);
     expect(page2.pageInfo.hasNextPage).toBe(false);

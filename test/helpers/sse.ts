@@ -13,8 +13,10 @@ export interface SseFrame {
 export interface SseClient {
   status: number;
   headers: Headers;
-  /** Every frame received so far, parsed (`data` JSON). */
+  /** Every unnamed frame received so far (what an EventSource hands `onmessage`), parsed (`data` JSON). */
   frames: SseFrame[];
+  /** Every named frame (an `event:` line) received so far, by name, in order: what an EventSource hands that name's listeners. */
+  named: { name: string; data: any }[];
   /** Comment lines (heartbeats) received. */
   comments: number;
   /** Resolves when a frame matching `predicate` has arrived (or rejects when the stream ends first). */
@@ -33,6 +35,7 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseC
     status: response.status,
     headers: response.headers,
     frames,
+    named: [],
     comments: 0,
     waitFor(predicate) {
       const found = frames.find(predicate);
@@ -68,14 +71,20 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseC
     let last = '';
     const read = (block: string) => {
       let id: number | undefined;
+      let name: string | undefined;
       const data: string[] = [];
       for (const line of block.split('\n')) {
         if (line.startsWith(':')) client.comments++;
         else if (line.startsWith('id: ')) id = Number(line.slice(4));
+        else if (line.startsWith('event: ')) name = line.slice(7);
         else if (line.startsWith('data: ')) data.push(line.slice(6));
       }
       if (!data.length) return;
       const parsed = JSON.parse(data.join('\n'));
+      if (name !== undefined) {
+        client.named.push({ name, data: parsed });
+        return;
+      }
       const frame: SseFrame = { id, event: parsed.event, data: parsed };
       frames.push(frame);
       for (const w of [...waiters]) {

@@ -189,10 +189,16 @@ describe('the playground in a real browser', () => {
     await page.bringToFront();
     await page.waitForSelector('.autonomy[data-autonomy="off"]');
     const before = (await replies(page)).length;
-    // The session has no budget: the switch asks how many turns it may take in all (two more than it has).
+    // The session has no budget: the switch asks how many more turns they may take, and says the
+    // turns taken so far (the opening replies) count.
     const spent = Number(await page.$eval('.autonomy [data-turns]', (el) => el.getAttribute('data-turns')));
-    await page.$eval('.autonomy input[name="turn-budget"]', (el) => ((el as HTMLInputElement).value = ''));
-    await page.type('.autonomy input[name="turn-budget"]', String(spent + 2));
+    expect(spent).toBeGreaterThan(0);
+    expect(await page.$eval('.autonomy', (el) => (el as HTMLElement).innerText)).toMatch(
+      new RegExp(`stop after\\s*more turns[\\s\\S]*${spent} turns taken, the opening replies included`),
+    );
+    expect(await page.$eval('.autonomy input[name="more-turns"]', (el) => (el as HTMLInputElement).value)).toBe('10');
+    await page.$eval('.autonomy input[name="more-turns"]', (el) => ((el as HTMLInputElement).value = ''));
+    await page.type('.autonomy input[name="more-turns"]', '2');
     await page.$eval('.autonomy input[name="reply-interval"]', (el) => ((el as HTMLInputElement).value = ''));
     await page.type('.autonomy input[name="reply-interval"]', '0');
     await page.click('.autonomy input[name="auto-reply"]');

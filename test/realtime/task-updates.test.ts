@@ -108,6 +108,43 @@ describe('GET /v2/tasks/events', () => {
     for (const frame of mine.frames) expect(schemaProblems(doc, schema, frame.data, { closed: true })).toEqual([]);
   });
 
+  it("carries the original's task-update frames beside its own: the task as GET /v2/tasks/{id} shows it, first as a one-task stream opens, then before each change", async () => {
+    const step = deferred();
+    svc.enqueue({
+      lines: [{ progress: 0.5, message: 'halfway' }, { result: { ok: 'done' } }],
+      before: (i) => (i === 0 ? Promise.resolve() : step.promise),
+    });
+    const task = await create(alice, { tool: 'remote', args: { prompt: 'followed the old way' } });
+    const s = await events(alice, `?taskId=${task._id}`);
+    // The first frame, before any change: the task as it is now (a client that listens late still learns where it is).
+    await expect.poll(() => s.named.length).toBeGreaterThan(0);
+    expect(s.named[0]).toMatchObject({ name: 'task-update', data: { _id: task._id, taskId: task._id, tool: 'remote' } });
+    expect(['pending', 'running']).toContain(s.named[0]!.data.status);
+    await s.waitFor((f) => f.data.data?.type === 'task_progress');
+    step.resolve();
+    await s.waitFor((f) => f.data.data?.type === 'task_completed');
+    const shown = (await t.rest('GET', `/v2/tasks/${task._id}`, { key: alice.apiKey })).body.task;
+    // One before each of parley's own frames, which are as they were.
+    expect(s.named.length).toBe(1 + s.frames.length);
+    expect(s.named.every((n) => n.name === 'task-update' && n.data.taskId === task._id)).toBe(true);
+    expect(s.named.at(-1)!.data).toEqual({ ...shown, taskId: task._id });
+    expect(shown.result).toEqual([expect.objectContaining({ data: { ok: 'done' } })]);
+    const order = ['pending', 'running', 'completed'];
+    const statuses = s.named.map((n) => order.indexOf(n.data.status));
+    expect(statuses).toEqual([...statuses].sort((a, b) => a - b));
+
+    // A task that ended before its client listened: the first frame says so, and the client stops waiting there.
+    const late = await events(alice, `?taskId=${task._id}`);
+    await expect.poll(() => late.named.length).toBe(1);
+    expect(late.named[0]!.data).toEqual({ ...shown, taskId: task._id });
+    expect(late.frames).toEqual([]);
+    // The whole feed (no taskId) opens with none: there is no one task to tell.
+    const all = await events(alice);
+    const other = await create(alice, { tool: 'flux_dev', args: { prompt: 'another', n_samples: 1 } });
+    await all.waitFor((f) => f.data.data?.taskId === other._id && ends.includes(f.data.data.type));
+    expect(all.named.map((n) => n.data.taskId)).toEqual(all.frames.map((f) => f.data.data.taskId));
+  });
+
   it('names the creations a completed task made; a failed one says why', async () => {
     const before = t.services.bus.subscriberCount();
     const s = await events(alice);

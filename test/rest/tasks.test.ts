@@ -213,10 +213,13 @@ describe('GET /v2/tasks/{taskId} and GET /v2/tasks', () => {
       agent: agent.id,
       message: replyMessage.id,
       status: 'completed',
+      // Completed is done, whichever way the tool was called.
+      progress: 1,
       cost: 1,
       args: { prompt: 'from a reply' },
       result: [{ output: [], data: 'reply' }],
     });
+    expect(latest.progress).toBe(1);
     // Both charges are in the ledger, each naming its task; the ledger adds up to the balance.
     const ledger = await ledgerOf(carol);
     expect(ledger.filter((r) => r.amount.isNegative()).map((r) => r.taskId)).toEqual([call._id, own._id]);

@@ -311,6 +311,31 @@ describe('the original SDK (@edenlabs/eden-sdk) against parley', () => {
       expect(bad.body.error).toMatch(/^output_type: /);
     });
 
+    it('createV2(input), the README’s first example, waits on GET /v2/tasks/events for the task-update that ends it and returns its result', async () => {
+      await t.services.manna.grant('alice', '5', 'forever');
+      const result = (await sdk.createV2({ tool: 'flux_schnell', args: { prompt: 'a lighthouse, awaited', n_samples: 1 } })) as unknown as
+        | Record<string, unknown>[]
+        | undefined;
+      // The SDK answers undefined when its stream fails or ends without the task's end.
+      expect(result).toBeDefined();
+      const list = await sdk.tasks.listV2({ tool: 'flux_schnell', limit: 50 });
+      const task = list.docs!.find((d) => (d.args as { prompt?: string }).prompt === 'a lighthouse, awaited')!;
+      expect(task.status).toBe('completed');
+      expect(result).toEqual(JSON.parse(JSON.stringify(task.result)));
+      for (const one of result!) expectConforms('TaskV2Result', one);
+      expect(result![0]!.output).toHaveLength(1);
+    });
+
+    it('createV2(input) waits through the progress of a task that takes a while (the demo tool), then returns its result', async () => {
+      await t.services.manna.grant('alice', '1', 'forever');
+      const result = (await sdk.createV2({ tool: 'countdown', args: { seconds: 2, steps: 4 } })) as unknown as Record<string, unknown>[];
+      expect(result).toEqual([
+        expect.objectContaining({ data: { counted: 4, seconds: 2, message: 'Counted 4 steps in 2 s' }, output: [] }),
+      ]);
+      const list = await sdk.tasks.listV2({ tool: 'countdown', limit: 5 });
+      expect(list.docs!.map((d) => [d.status, (d as { progress?: number }).progress])).toEqual([['completed', 1]]);
+    });
+
     it('tasks.cancelV2 answers {taskStatus}; a task the balance cannot cover fails with the original’s words', async () => {
       await t.services.manna.grant('bob', '1', 'forever');
       const made = (await bobSdk.tasks.createV2({ tool: 'flux_schnell', args: { prompt: 'soon cancelled', n_samples: 1 } })) as {

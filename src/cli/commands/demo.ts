@@ -11,6 +11,8 @@ export async function demo(io: CliIo, json: boolean): Promise<number> {
       io,
       `${manifest.agents.length} agents, ${manifest.creations.length} creations, ${manifest.sessions.length} sessions, ${manifest.shares.length} shares.`,
     );
+    // The tool is the registry's, not the demo's rows: said here, where a person first tries things.
+    console.log('To watch a task progress (and cancel it): the playground\'s Tasks view, tool "Countdown (demo)".');
   }
   return 0;
 }

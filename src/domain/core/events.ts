@@ -68,7 +68,7 @@ export interface SessionEventPayloads {
    * streams like any other, under `promptId`, the turn's own id (the reply's).
    */
   autonomous_turn: { promptId: string; agentId: string; replyId: string };
-  /** An autonomous session stopped taking turns, and why (`docs/sessions.md`, "Autonomy"). */
+  /** An autonomous session stopped taking turns, and why (`docs/autonomy.md`). */
   autonomy_stopped: { reason: AutonomyStopReason; detail: string };
   /**
    * One user's reactions on a message changed: what they have now, and the message's totals. Not

@@ -13,7 +13,7 @@ import type { SessionAgent } from './store.ts';
 /** The original's text, for a session asked to reply on its own with nothing to bound it. */
 export const AUTO_REPLY_NEEDS_BUDGET = 'Session cannot have auto-reply enabled without a set budget';
 
-/** The queue of autonomous turns: one job per session waits or runs (`docs/sessions.md`, "Autonomy"). */
+/** The queue of autonomous turns: one job per session waits or runs (`docs/autonomy.md`). */
 export const TURN_QUEUE = 'autonomous-turn';
 /** Turn jobs the queue gave up on (out of tries, however the last ended): each stops its loop. */
 export const GIVEN_UP_QUEUE = 'autonomous-turn-given-up';

@@ -25,7 +25,7 @@ const parameterSchema = z
  * sent the arguments over HTTP. A tool without a handler is listed but never offered to agents.
  */
 const handlerSchema = z.union([
-  z.enum(['image', 'text', 'search']),
+  z.enum(['image', 'text', 'search', 'countdown']),
   z
     .object({
       http: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),

@@ -8,6 +8,7 @@ import type { MediaStore } from '../media/store.ts';
 import type { SearchService } from '../search/service.ts';
 import { parametersJsonSchema } from './arguments.ts';
 import type { ToolDefinition } from './definition.ts';
+import { countdownExecutor } from './executors/countdown.ts';
 import { httpExecutor } from './executors/http.ts';
 import { imageExecutor } from './executors/image.ts';
 import { searchExecutor } from './executors/search.ts';
@@ -47,7 +48,12 @@ export function toolExecutors(
     else
       executors.set(
         tool.key,
-        { image: imageExecutor(parts.media, parts.imageWorkers), text: textExecutor, search: searchExecutor(parts.search) }[handler],
+        {
+          image: imageExecutor(parts.media, parts.imageWorkers),
+          text: textExecutor,
+          search: searchExecutor(parts.search),
+          countdown: countdownExecutor,
+        }[handler],
       );
   }
   return executors;

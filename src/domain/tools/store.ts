@@ -92,6 +92,8 @@ export function toolStore(db: Db): ToolStore {
           status: outcome.status,
           result: (outcome.result ?? Prisma.JsonNull) as Prisma.InputJsonValue,
           error: outcome.error ?? null,
+          // A completed call is done: tasks read progress, and a reply's call reports none as it runs.
+          ...(outcome.status === 'completed' ? { progress: 1 } : {}),
         };
         const refunding = held && outcome.status !== 'completed';
         // The session's row before the call's, in the order a session delete takes them, so the two never deadlock.

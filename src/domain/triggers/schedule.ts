@@ -6,7 +6,7 @@ import { z } from 'zod';
  * given), read in an IANA time zone, between an optional start and end. Occurrences are computed
  * by cron-parser (the library pg-boss schedules with) in that zone and kept in UTC.
  *
- * Daylight saving, as cron-parser computes it and as we promise (docs/agents-at-work.md): a
+ * Daylight saving, as cron-parser computes it and as we promise (docs/triggers.md): a
  * wall-clock time that does not exist on a spring-forward day (02:30 in New York) runs once, at
  * the same time after the jump (03:30 daylight time); a time that occurs twice on a fall-back day
  * (01:30) runs once, at its first instant (daylight time). A schedule whose hour is `*` follows

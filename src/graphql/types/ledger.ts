@@ -18,10 +18,14 @@ export const LedgerEntry = builder.prismaObject('MannaLedger', {
     messageId: t.globalID({ nullable: true, resolve: (e) => (e.messageId ? { type: 'Message', id: e.messageId } : null) }),
     toolCallId: t.id({
       nullable: true,
-      description: 'The tool call (a task) the move was for; the same as taskId.',
+      description: "The tool call (a task) the move was for, by its raw id: the id of the message's toolCalls, and the task's rawId.",
       resolve: (e) => e.taskId,
     }),
-    taskId: t.exposeID('taskId', { nullable: true, description: 'The task the move was for (a tool call of a reply is one too).' }),
+    taskId: t.globalID({
+      nullable: true,
+      description: 'The task the move was for (a tool call of a reply is one too): its global id, as Task.id and node(id:) take it.',
+      resolve: (e) => (e.taskId ? { type: 'Task', id: e.taskId } : null),
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });

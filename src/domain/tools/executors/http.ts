@@ -47,7 +47,10 @@ const pause = (ms: number, signal: AbortSignal) =>
  * The answer: one JSON document, or (`application/x-ndjson`) lines of `{progress, message}` as
  * the tool goes, each passed on to `progress`, then the answer itself as the last line.
  */
-async function readAnswer(response: Response, progress: ((fraction: number, message?: string) => void) | undefined): Promise<unknown> {
+export async function readAnswer(
+  response: Response,
+  progress: ((fraction: number, message?: string) => void) | undefined,
+): Promise<unknown> {
   if (!/^application\/(x-)?ndjson/.test(response.headers.get('content-type') ?? '')) return response.json().catch(() => undefined);
   let last: unknown;
   let buffered = '';
