@@ -334,7 +334,12 @@ describe('REST trigger schedules as responses show them', () => {
     expect(cronOnly.body.trigger.schedule).toEqual(shown);
     // Six fields, the second first; and split fields beside it that say the same in other words.
     const six = await post(agent.id, carol.apiKey, { cron: '30 15 8 * * *', second: '30', hour: '08' });
-    expect(six.body.trigger?.schedule, JSON.stringify(six.body)).toMatchObject({ second: '30', minute: '15', hour: '8', cron: '30 15 8 * * *' });
+    expect(six.body.trigger?.schedule, JSON.stringify(six.body)).toMatchObject({
+      second: '30',
+      minute: '15',
+      hour: '8',
+      cron: '30 15 8 * * *',
+    });
 
     const path = `/v2/agents/${agent.id}/triggers/${whole.body.triggerId}`;
     const patched = await t.rest('PATCH', path, { key: carol.apiKey, body: { schedule: { cron: '30 18 * * *' } } });

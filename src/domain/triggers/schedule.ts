@@ -1,5 +1,6 @@
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
+import { FIRST_INSTANT, LAST_INSTANT } from '../core/validation.ts';
 
 /**
  * A trigger's schedule: the original's cron split into fields (seconds first, each `*` unless
@@ -118,13 +119,7 @@ export function shortestInterval(cron: string): number {
   return runsOnTwoDaysInARow(dayOfMonth!, month!, dayOfWeek!) ? acrossMidnight : smallest;
 }
 
-/**
- * The instants a schedule may name: from the Unix epoch to the last of year 9999. Dates past it
- * are stored by both databases but read back as invalid (the driver reads four-digit years), and
- * ISO 8601 writes them with a sign; a trigger never runs past it either (`nextOccurrence`).
- */
-export const FIRST_INSTANT = new Date('1970-01-01T00:00:00.000Z');
-export const LAST_INSTANT = new Date('9999-12-31T23:59:59.999Z');
+/** A schedule's dates are instants the service keeps (`FIRST_INSTANT` to `LAST_INSTANT`); it never runs past the last either (`nextOccurrence`). */
 const DATE_RANGE = 'must be a date from 1970-01-01 to 9999-12-31 (UTC)';
 
 const dateField = z.coerce
