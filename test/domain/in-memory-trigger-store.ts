@@ -183,5 +183,11 @@ export function memoryTriggerStore(db: MemoryTriggerDatabase, now: () => Date): 
         .sort((a, b) => a.nextRun!.getTime() - b.nextRun!.getTime())
         .slice(0, take)
         .map(copy),
+    underWay: async (after, take) =>
+      [...db.triggers.values()]
+        .filter((t) => t.runningRunId && t.id > (after ?? ''))
+        .sort((a, b) => (a.id < b.id ? -1 : 1))
+        .slice(0, take)
+        .map(copy),
   };
 }

@@ -139,6 +139,8 @@ export interface TriggerStore {
    * planned, or a process stopped between the two), soonest first, a batch at a time.
    */
   unqueued(until: Date, take: number): Promise<Trigger[]>;
+  /** Triggers with a run under way, by id after `after`, a batch at a time. */
+  underWay(after: string | null, take: number): Promise<Trigger[]>;
 }
 
 type Tx = Prisma.TransactionClient;
@@ -348,8 +350,8 @@ function promptReads(db: Db): Pick<TriggerStore, 'promptOf' | 'unlinkedPrompt' |
   };
 }
 
-/** Which next runs are planned and queued: what `sweep` reads to mend what a stopped process left. */
-function planning(db: Db): Pick<TriggerStore, 'markQueued' | 'unplanned' | 'unqueued'> {
+/** Which next runs are planned and queued, and which runs are under way: what `sweep` reads to mend what a stopped process left. */
+function planning(db: Db): Pick<TriggerStore, 'markQueued' | 'unplanned' | 'unqueued' | 'underWay'> {
   return {
     async markQueued(id, at) {
       // Bookkeeping, not a change of the trigger: `updatedAt` stays.
@@ -369,5 +371,11 @@ function planning(db: Db): Pick<TriggerStore, 'markQueued' | 'unplanned' | 'unqu
         orderBy: { id: 'asc' },
         take,
       }),
+
+    // The partial index `Trigger_running_idx` holds only these: idle triggers are not read.
+    underWay: (after, take) =>
+      db.$queryRaw<Trigger[]>`
+        SELECT * FROM "Trigger" WHERE "runningRunId" IS NOT NULL AND "id" > ${after ?? ''}
+        ORDER BY "id" LIMIT ${take}`,
   };
 }
