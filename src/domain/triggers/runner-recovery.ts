@@ -64,12 +64,14 @@ export async function resolveRunning(ctx: RunContext, trigger: Trigger): Promise
  * Settles the runs under way that no one follows any more: a run whose reply has ended (closed
  * as failed by the start-up or dead-instance recovery of the process that was writing it, say) is
  * settled from it, one whose prompt its instance never sent is sent, one past the time limit is
- * failed (`resolveRunning`). A run still going is left as it is. Without this, a run by hand
- * whose process died stayed `running` until its time limit's job, `TRIGGER_RUN_TIMEOUT_S` later.
+ * failed (`resolveRunning`). A run whose reply is still being written, within its time limit,
+ * is not even read. Without this, a run by hand whose process died stayed `running` until its
+ * time limit's job, `TRIGGER_RUN_TIMEOUT_S` later.
  */
 async function settleUnderWay(ctx: RunContext, batch: number) {
+  const stuckBefore = new Date(ctx.now().getTime() - ctx.runTimeoutMs);
   for (let after: string | null = null; ; ) {
-    const running = await ctx.store.underWay(after, batch);
+    const running = await ctx.store.underWay(after, stuckBefore, batch);
     for (const trigger of running) await resolveRunning(ctx, trigger);
     if (running.length < batch) return;
     after = running.at(-1)!.id;

@@ -139,8 +139,12 @@ export interface TriggerStore {
    * planned, or a process stopped between the two), soonest first, a batch at a time.
    */
   unqueued(until: Date, take: number): Promise<Trigger[]>;
-  /** Triggers with a run under way, by id after `after`, a batch at a time. */
-  underWay(after: string | null, take: number): Promise<Trigger[]>;
+  /**
+   * Triggers with a run under way that no live reply accounts for: its reply is no longer being
+   * written (or was never linked to the run), or the run began before `stuckBefore`. By id after
+   * `after`, a batch at a time.
+   */
+  underWay(after: string | null, stuckBefore: Date, take: number): Promise<Trigger[]>;
 }
 
 type Tx = Prisma.TransactionClient;
@@ -372,10 +376,15 @@ function planning(db: Db): Pick<TriggerStore, 'markQueued' | 'unplanned' | 'unqu
         take,
       }),
 
-    // The partial index `Trigger_running_idx` holds only these: idle triggers are not read.
-    underWay: (after, take) =>
+    // The partial index `Trigger_running_idx` holds only the running: idle triggers are not
+    // read, and a run whose reply is streaming is passed over here, in one statement, not looked
+    // at one by one (a thousand runs started together are each being written).
+    underWay: (after, stuckBefore, take) =>
       db.$queryRaw<Trigger[]>`
-        SELECT * FROM "Trigger" WHERE "runningRunId" IS NOT NULL AND "id" > ${after ?? ''}
-        ORDER BY "id" LIMIT ${take}`,
+        SELECT t.* FROM "Trigger" AS t JOIN "TriggerRun" AS r ON r."id" = t."runningRunId"
+        WHERE t."runningRunId" IS NOT NULL AND t."id" > ${after ?? ''}
+          AND (r."startedAt" < ${stuckBefore}
+            OR NOT EXISTS (SELECT 1 FROM "Message" AS m WHERE m."id" = r."messageId" AND m."status" = 'streaming'))
+        ORDER BY t."id" LIMIT ${take}`,
   };
 }
