@@ -158,6 +158,7 @@ describe('a schedule given as one cron', () => {
     [{ cron: '0 9 * * *', hour: '10' }, 'hour', /disagrees with cron, whose hour is "9"/],
     [{ cron: '0 9 * * *', second: '30' }, 'second', /disagrees with cron, whose second is "0"/],
     [{ cron: '0 9 * * 1#2', dayOfWeek: '1' }, 'dayOfWeek', /disagrees with cron/],
+    [{ cron: '0 9 * * *', hour: '25' }, 'hour', /\(0-23\)/],
     [{ cron: '0 9 * *' }, 'cron', /5 fields .* or 6/],
     [{ cron: '0 9 H * *' }, 'cron', /its day of month "H" "H" is not supported/],
     [{ cron: '* * * * * *' }, 'cron', /runs every 1 s/],

@@ -187,7 +187,10 @@ function fieldValues(input: Partial<Record<CronField, string>> & { cron?: string
   if (!valid) return null;
   for (const [i, f] of cronFields.entries()) {
     const given = input[f];
-    if (given === undefined || fieldProblem(f, given) !== null || selected(f, given) === selected(f, parts[i]!)) continue;
+    if (given === undefined) continue;
+    const problem = fieldProblem(f, given);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem, path: [f] });
+    if (problem || selected(f, given) === selected(f, parts[i]!)) continue;
     ctx.addIssue({
       code: 'custom',
       message: `disagrees with cron, whose ${fieldWords[f]} is "${parts[i]}": give one of them, or both alike`,
