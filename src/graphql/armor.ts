@@ -1,9 +1,9 @@
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
-import { GraphQLError, Kind, type SelectionSetNode, type ValidationContext, type ValidationRule } from 'graphql';
+import { GraphQLError, Kind, Lexer, type SelectionSetNode, Source, TokenKind, type ValidationContext, type ValidationRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 
 /** What one GraphQL document may ask for (docs/security.md). */
-export const DOCUMENT_LIMITS = { depth: 12, aliases: 30, cost: 20_000, tokens: 5_000, directives: 50 } as const;
+export const DOCUMENT_LIMITS = { depth: 12, aliases: 30, cost: 20_000, tokens: 5_000, directives: 50, nesting: 64 } as const;
 
 /**
  * graphql-armor words every refusal as a "Syntax Error" without a code. Ours keep its text
@@ -20,6 +20,46 @@ function refuseWith(code: string) {
     },
   ];
 }
+
+/**
+ * How deep `{`, `[` and `(` nest in a document's text, read token by token (without recursion)
+ * up to the token limit; 0 for text the lexer cannot read (the parser then says why).
+ */
+function deepestNesting(text: string): number {
+  const lexer = new Lexer(new Source(text));
+  let depth = 0;
+  let deepest = 0;
+  try {
+    for (let i = 0, token = lexer.advance(); token.kind !== TokenKind.EOF && i < DOCUMENT_LIMITS.tokens; i++, token = lexer.advance()) {
+      if (token.kind === TokenKind.BRACE_L || token.kind === TokenKind.BRACKET_L || token.kind === TokenKind.PAREN_L) {
+        depth++;
+        if (depth > deepest) deepest = depth;
+        if (deepest > DOCUMENT_LIMITS.nesting) break;
+      } else if (token.kind === TokenKind.BRACE_R || token.kind === TokenKind.BRACKET_R || token.kind === TokenKind.PAREN_R) depth--;
+    }
+  } catch {
+    return 0;
+  }
+  return deepest;
+}
+
+/**
+ * graphql-js parses a document by recursion, a few frames per level of `{`, `[` and `(`: a list
+ * nested 2,000 deep (4,001 tokens, under the token limit) overflowed the stack and was a 500.
+ * The text is measured before it is parsed, over HTTP and graphql-ws alike.
+ */
+const nestingLimit = (): Plugin => ({
+  // In the parse function itself, as graphql-armor's token limit is: its refusals are answered as parse errors (400).
+  onParse: ({ parseFn, setParseFn }) => {
+    setParseFn((source, options) => {
+      if (deepestNesting(typeof source === 'string' ? source : source.body) > DOCUMENT_LIMITS.nesting)
+        throw new GraphQLError(`Nesting limit of ${DOCUMENT_LIMITS.nesting} exceeded: braces, brackets and parentheses nest deeper.`, {
+          extensions: { code: 'NESTING_LIMIT_EXCEEDED' },
+        });
+      return parseFn(source, options);
+    });
+  },
+});
 
 /**
  * graphql-js gives up validating a document whose overlapping fields (thousands of repeats of
@@ -81,7 +121,7 @@ const oneSchemaIntrospection: ValidationRule = (context) => ({
 
 /**
  * Limits on the document itself, checked before anything runs, over HTTP and graphql-ws alike:
- * depth, aliases, cost (list sizes multiply), tokens, directives, and one `__schema`. graphql-js adds its own:
+ * nesting (before parsing), depth, aliases, cost (list sizes multiply), tokens, directives, and one `__schema`. graphql-js adds its own:
  * introspection nesting, fragment cycles, and the validation budget above. Batched requests
  * (a JSON array of operations) are not accepted at all (Yoga's default).
  */
@@ -97,6 +137,8 @@ export function documentLimits(): Plugin[] {
       // Ours also hides the enum form, and in variable values too (hideSuggestions).
       blockFieldSuggestion: { enabled: false },
     }),
+    // After graphql-armor, whose token limit sets a parse function of its own: this one wraps it.
+    nestingLimit(),
     { onValidate: ({ addValidationRule }) => addValidationRule(oneSchemaIntrospection) },
     explainAborted(),
   ];

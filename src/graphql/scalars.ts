@@ -1,4 +1,5 @@
 import { GraphQLError, Kind, type ValueNode } from 'graphql';
+import { MAX_JSON_DEPTH, nestsWithin, TOO_DEEP } from '../domain/core/validation.ts';
 import { builder } from './builder.ts';
 
 builder.scalarType('DateTime', {
@@ -30,11 +31,18 @@ const literalValue = (node: ValueNode): unknown => {
   }
 };
 
+/** A JSON argument, bounded in depth before any resolver (or the domain) walks it. */
+const withinDepth = (value: unknown) => {
+  if (!nestsWithin(value)) throw new GraphQLError(`JSON ${TOO_DEEP}`);
+  return value;
+};
+
 builder.scalarType('JSON', {
-  description: 'Any JSON value.',
+  description: `Any JSON value; as an argument, nesting objects and lists at most ${MAX_JSON_DEPTH} levels deep.`,
   serialize: (value) => value,
-  parseValue: (value) => value,
-  parseLiteral: literalValue,
+  parseValue: withinDepth,
+  // A literal's depth is bounded by the document's nesting limit (armor.ts) before it is parsed.
+  parseLiteral: (node) => withinDepth(literalValue(node)),
 });
 
 builder.scalarType('Seq', {

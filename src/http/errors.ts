@@ -9,7 +9,7 @@ import {
   nulCharacterError,
   RETRY_AFTER_SECONDS,
 } from '../domain/core/stores/prisma-errors.ts';
-import { describeInputError } from '../domain/core/validation.ts';
+import { describeInputError, MAX_JSON_DEPTH, nestsWithin } from '../domain/core/validation.ts';
 import { routeMethods } from './allowed-methods.ts';
 
 /**
@@ -112,6 +112,13 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
 }
 
 /**
+ * How deep any JSON body may nest, whatever the route: room for a body's own levels around the
+ * free-form JSON some fields take (each bounded to `MAX_JSON_DEPTH` by its own check, with a
+ * message naming it). Nothing past it reaches a route, whose checks and stores may recurse.
+ */
+export const MAX_BODY_DEPTH = 2 * MAX_JSON_DEPTH;
+
+/**
  * JSON bodies only: an empty body reads as "no body" (so handlers can say which field is
  * missing), and other content types are a 415 rather than a string the handlers misread.
  * A `__proto__` key is refused (as Fastify's own parser does): copied into an object it
@@ -122,10 +129,17 @@ export function installJsonParser(app: FastifyInstance) {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
+    let parsed: unknown;
     try {
-      done(null, secureJson.parse(text, { protoAction: 'error', constructorAction: 'error' }));
+      parsed = secureJson.parse(text, { protoAction: 'error', constructorAction: 'error' });
     } catch (e) {
-      done(Object.assign(new Error(`Malformed JSON in request body: ${(e as Error).message}`), { statusCode: 400 }), undefined);
+      return done(Object.assign(new Error(`Malformed JSON in request body: ${(e as Error).message}`), { statusCode: 400 }), undefined);
     }
+    if (!nestsWithin(parsed, MAX_BODY_DEPTH))
+      return done(
+        Object.assign(new Error(`The request body nests objects and lists more than ${MAX_BODY_DEPTH} levels deep`), { statusCode: 400 }),
+        undefined,
+      );
+    done(null, parsed);
   });
 }

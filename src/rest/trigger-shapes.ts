@@ -29,7 +29,7 @@ export type RestTriggerRow = Trigger & { runs: TriggerRun[] };
 
 const cronField = z.string().meta({ description: 'A cron field: `*`, numbers, ranges `1-5`, lists `1,15`, steps `*/10`, names `mon`' });
 
-/** The schedule as callers send it; every field is optional and `*` unless given. */
+/** The schedule as callers send it: split fields (each `*` unless given), or `cron`, or both when they agree. */
 export const restScheduleInput = z
   .object({
     second: cronField.optional(),
@@ -38,6 +38,10 @@ export const restScheduleInput = z
     day_of_month: cronField.optional(),
     month: cronField.optional(),
     day_of_week: cronField.optional(),
+    cron: z.string().optional().meta({
+      description:
+        'The fields as one cron, as responses show it: 5 fields (minute first, second 0) or 6 (second first). With split fields beside it, they must agree',
+    }),
     timezone: z.string().optional().meta({ description: 'IANA name (Europe/Paris); UTC unless given' }),
     start_date: z.string().nullable().optional().meta({ description: 'ISO 8601: no run before it' }),
     end_date: z.string().nullable().optional().meta({ description: 'ISO 8601: no run after it; the trigger is then finished' }),

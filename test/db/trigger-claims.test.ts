@@ -138,6 +138,37 @@ describe('trigger runs claimed and linked together', () => {
     expect(await db.prisma.triggerRun.count({ where: { id: claim.runId } })).toBe(0);
   });
 
+  it('reads, of the runs under way, only those no live reply accounts for: ended, never linked, or past the time limit', async () => {
+    const store = triggerStore(db.prisma);
+    const session = await db.prisma.session.create({ data: { ownerId: userId } });
+    const reply = (status: 'streaming' | 'failed') =>
+      db.prisma.message.create({ data: { sessionId: session.id, role: 'assistant', senderId: agentId, status } });
+    const hour = 3_600_000;
+    /** A trigger run by hand since `startedMsAgo`, its run linked to a reply of this status (or to none). */
+    const running = async (startedMsAgo: number, status: 'streaming' | 'failed' | null) => {
+      const trigger = await dueTrigger();
+      const claim = { ...byHand(), at: new Date(Date.now() - startedMsAgo) };
+      await statements.claimRun(trigger.id, claim);
+      if (status) await statements.linkRun(claim.runId, session.id, (await reply(status)).id);
+      return trigger.id;
+    };
+    const writing = await running(1_000, 'streaming');
+    const ended = await running(1_000, 'failed');
+    const unlinked = await running(1_000, null);
+    const stuck = await running(2 * hour, 'streaming');
+    await dueTrigger();
+    const stuckBefore = new Date(Date.now() - hour);
+    const found = await store.underWay(null, stuckBefore, 10);
+    expect(new Set(found.map((t) => t.id))).toEqual(new Set([ended, unlinked, stuck]));
+    expect(found.map((t) => t.id)).not.toContain(writing);
+    // A batch at a time, by id.
+    const ids = found.map((t) => t.id);
+    expect(ids).toEqual([...ids].sort());
+    const [first, ...rest] = ids;
+    expect((await store.underWay(null, stuckBefore, 1)).map((t) => t.id)).toEqual([first]);
+    expect((await store.underWay(first!, stuckBefore, 10)).map((t) => t.id)).toEqual(rest);
+  });
+
   /** Statements of this database waiting for a row lock another holds, seen from a third connection. */
   const lockWaits = async () => {
     const [row] = await db.prisma.$queryRaw<{ n: number }[]>`

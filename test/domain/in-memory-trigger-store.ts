@@ -183,5 +183,15 @@ export function memoryTriggerStore(db: MemoryTriggerDatabase, now: () => Date): 
         .sort((a, b) => a.nextRun!.getTime() - b.nextRun!.getTime())
         .slice(0, take)
         .map(copy),
+    underWay: async (after, stuckBefore, take) =>
+      [...db.triggers.values()]
+        .filter((t) => {
+          const run = t.runningRunId ? db.runs.get(t.runningRunId) : undefined;
+          if (!run || t.id <= (after ?? '')) return false;
+          return run.startedAt < stuckBefore || !run.messageId || db.replies.get(run.messageId)?.status !== 'streaming';
+        })
+        .sort((a, b) => (a.id < b.id ? -1 : 1))
+        .slice(0, take)
+        .map(copy),
   };
 }

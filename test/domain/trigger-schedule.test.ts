@@ -139,3 +139,47 @@ describe('the next occurrence', () => {
     expect(nextOccurrence(everyMinute, new Date('2027-05-03T11:59:59.999Z'))?.toISOString()).toBe('2027-05-03T12:00:00.000Z');
   });
 });
+
+describe('a schedule given as one cron', () => {
+  it('takes 5 fields (the second 0) or 6 (second first), and reads the same as the fields split', () => {
+    expect(parse({ cron: '0 9 * * 1-5' })).toEqual(parse({ second: '0', minute: '0', hour: '9', dayOfWeek: '1-5' }));
+    expect(parse({ cron: '  15 30 9 * * mon  ' }).cron).toBe('15 30 9 * * mon');
+    // What a response shows (classicCron), taken back, is the schedule it came from.
+    for (const cron of ['0 0 9 * * 1-5', '30 0 9 1 * *', '0 */5 * * * *'])
+      expect(parse({ cron: classicCron(cron), ...splitCron(cron) }).cron).toBe(cron);
+  });
+
+  it('takes split fields beside it that select the same times, however spelt', () => {
+    expect(parse({ cron: '0 9 * * 7', hour: '09', dayOfWeek: 'sun', second: 0 }).cron).toBe('0 0 9 * * 7');
+    expect(parse({ cron: '0 9 * * 0', dayOfWeek: '7' }).cron).toBe('0 0 9 * * 0');
+  });
+
+  it.each([
+    [{ cron: '0 9 * * *', hour: '10' }, 'hour', /disagrees with cron, whose hour is "9"/],
+    [{ cron: '0 9 * * *', second: '30' }, 'second', /disagrees with cron, whose second is "0"/],
+    [{ cron: '0 9 * * 1#2', dayOfWeek: '1' }, 'dayOfWeek', /disagrees with cron/],
+    [{ cron: '0 9 * * *', hour: '25' }, 'hour', /\(0-23\)/],
+    [{ cron: '0 9 * *' }, 'cron', /5 fields .* or 6/],
+    [{ cron: '0 9 H * *' }, 'cron', /its day of month "H" "H" is not supported/],
+    [{ cron: '* * * * * *' }, 'cron', /runs every 1 s/],
+  ])('refuses %j, naming %s', (raw, field, message) => {
+    expect(refusal(raw)).toMatchObject({ field, message: expect.stringMatching(message) });
+  });
+});
+
+describe('dates a schedule may name', () => {
+  it('are from 1970 to the end of 9999: a date past it is refused, naming it', () => {
+    expect(refusal({ second: '0', startDate: '+275760-09-13T00:00:00Z' })).toMatchObject({ field: 'startDate', message: /9999-12-31/ });
+    expect(refusal({ second: '0', endDate: '+010000-01-01T00:00:00Z' }).field).toBe('endDate');
+    expect(refusal({ second: '0', startDate: '-000001-01-01T00:00:00Z' }).field).toBe('startDate');
+    expect(parse({ second: '0', endDate: '9999-12-31T23:59:59.999Z' }).endDate?.toISOString()).toBe('9999-12-31T23:59:59.999Z');
+  });
+
+  it('bound every occurrence: none falls after 9999, whatever the end date', () => {
+    const yearly = parse({ second: '0', minute: '0', hour: '0', dayOfMonth: '1', month: '1' });
+    expect(nextOccurrence(yearly, new Date('9998-06-01T00:00:00Z'))?.toISOString()).toBe('9999-01-01T00:00:00.000Z');
+    expect(nextOccurrence(yearly, new Date('9999-06-01T00:00:00Z'))).toBeNull();
+    const fromLate = parse({ second: '0', minute: '0', hour: '0', dayOfMonth: '1', month: '1', startDate: '9999-06-01T00:00:00Z' });
+    expect(nextOccurrence(fromLate, new Date('2027-01-01T00:00:00Z'))).toBeNull();
+  });
+});

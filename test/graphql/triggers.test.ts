@@ -207,3 +207,37 @@ describe('GraphQL triggers', () => {
     expect(edge!.node.message!.content.length).toBeGreaterThan(0);
   });
 });
+
+describe('GraphQL trigger schedules as TriggerSchedule shows them', () => {
+  it('createTrigger and updateTrigger take back the schedule read, whole or as its cron; a disagreeing pair or a far date is refused, naming it', async () => {
+    const carol = await t.createUser();
+    const agent = await f.agent(carol);
+    const create = (schedule: Record<string, unknown>) =>
+      t.gql(CreateTrigger, { agentId: agent.id, input: { prompt: 'Read back', schedule } }, carol.apiKey);
+    const byCron = expectData(await create({ cron: '0 9 * * mon-fri', timezone: 'Europe/Paris' })).createTrigger;
+    expect(byCron.schedule).toMatchObject({ second: '0', minute: '0', hour: '9', dayOfWeek: 'mon-fri', cron: '0 9 * * mon-fri' });
+    // The whole schedule as read (startDate and endDate null, cron beside the fields).
+    const whole = expectData(await create(byCron.schedule!)).createTrigger;
+    expect(whole.schedule).toEqual(byCron.schedule);
+    expect(whole.nextScheduledRun).toBe(byCron.nextScheduledRun);
+    const updated = expectData(
+      await t.gql(UpdateTrigger, { id: whole.id, input: { schedule: { cron: '30 15 8 * * *' } } }, carol.apiKey),
+    ).updateTrigger;
+    expect(updated.schedule).toEqual({ cron: '30 15 8 * * *', timezone: 'UTC' });
+
+    const count = await t.db.trigger.count({ where: { agentId: agent.id } });
+    const disagreeing = expectGraphQLError(await create({ cron: '0 9 * * *', hour: '10' }), 'BAD_USER_INPUT');
+    expect(disagreeing.extensions?.field).toBe('schedule.hour');
+    expect(disagreeing.message).toMatch(/disagrees with cron, whose hour is "9"/);
+    const far = expectGraphQLError(await create({ second: '0', startDate: '+275760-09-13T00:00:00Z' }), 'BAD_USER_INPUT');
+    expect(far.extensions?.field).toBe('schedule.startDate');
+    const yearly = expectGraphQLError(await create({ cron: '0 0 1 1 *', startDate: '9999-06-01T00:00:00Z' }), 'BAD_USER_INPUT');
+    expect(yearly).toMatchObject({ extensions: { field: 'schedule.startDate' }, message: expect.stringMatching(/never fires/) });
+    const patchFar = expectGraphQLError(
+      await t.gql(UpdateTrigger, { id: whole.id, input: { schedule: { second: '0', endDate: '+010000-01-01T00:00:00Z' } } }, carol.apiKey),
+      'BAD_USER_INPUT',
+    );
+    expect(patchFar.extensions?.field).toBe('schedule.endDate');
+    expect(await t.db.trigger.count({ where: { agentId: agent.id } })).toBe(count);
+  });
+});

@@ -467,3 +467,21 @@ describe('manna under concurrency', () => {
     }
   });
 });
+
+describe('a task list from a date outside the years 1970–9999', () => {
+  it('selects as from the nearest end of them: a year before 1 failed the query with a 500', async () => {
+    const kim = await t.createUser('kim');
+    await t.services.manna.grant('kim', '5', 'forever');
+    const made = (await create(kim, { tool: 'remote', args: { prompt: 'dated' } })).body.task;
+    await settled(kim, made._id);
+    for (const [minDate, total] of [
+      ['-000100-01-01T00:00:00Z', 1],
+      ['1900-01-01T00:00:00Z', 1],
+      ['+010000-01-01T00:00:00Z', 0],
+      ['+275760-09-13T00:00:00Z', 0],
+    ] as const) {
+      const res = await t.rest('GET', `/v2/tasks?minDate=${encodeURIComponent(minDate)}`, { key: kim.apiKey });
+      expect({ minDate, status: res.status, total: res.body.total }).toEqual({ minDate, status: 200, total });
+    }
+  });
+});

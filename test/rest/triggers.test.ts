@@ -310,3 +310,91 @@ describe('REST triggers', () => {
     expect(reply).toMatchObject({ id: run.message_id, role: 'assistant', status: 'complete' });
   });
 });
+
+describe('REST trigger schedules as responses show them', () => {
+  const post = (agentId: string, key: string, schedule: unknown) =>
+    t.rest('POST', `/v2/agents/${agentId}/triggers`, { key, body: { prompt: 'Read back', schedule } });
+
+  it('take back the schedule a response showed, whole or as its cron alone (5 or 6 fields), on POST and PATCH', async () => {
+    const carol = await t.createUser();
+    const agent = await f.agent(carol);
+    const made = await post(agent.id, carol.apiKey, weekdayMornings);
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    const shown = made.body.trigger.schedule;
+    expect(shown.cron).toBe('0 9 * * 1-5');
+
+    // The whole object, cron and all, as it came.
+    const whole = await post(agent.id, carol.apiKey, shown);
+    expect(whole.status, JSON.stringify(whole.body)).toBe(200);
+    expect(whole.body.trigger.schedule).toEqual(shown);
+    expect(whole.body.trigger.next_scheduled_run).toBe(made.body.trigger.next_scheduled_run);
+    // Its cron alone, in its zone: the same schedule.
+    const cronOnly = await post(agent.id, carol.apiKey, { cron: shown.cron, timezone: shown.timezone });
+    expect(cronOnly.status, JSON.stringify(cronOnly.body)).toBe(200);
+    expect(cronOnly.body.trigger.schedule).toEqual(shown);
+    // Six fields, the second first; and split fields beside it that say the same in other words.
+    const six = await post(agent.id, carol.apiKey, { cron: '30 15 8 * * *', second: '30', hour: '08' });
+    expect(six.body.trigger?.schedule, JSON.stringify(six.body)).toMatchObject({
+      second: '30',
+      minute: '15',
+      hour: '8',
+      cron: '30 15 8 * * *',
+    });
+
+    const path = `/v2/agents/${agent.id}/triggers/${whole.body.triggerId}`;
+    const patched = await t.rest('PATCH', path, { key: carol.apiKey, body: { schedule: { cron: '30 18 * * *' } } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.trigger.schedule).toMatchObject({ second: '0', minute: '30', hour: '18', day_of_week: '*', cron: '30 18 * * *' });
+    expect(patched.body.trigger.next_scheduled_run).toMatch(/T18:30:00\.000Z$/);
+    const again = await t.rest('PATCH', path, { key: carol.apiKey, body: { schedule: patched.body.trigger.schedule } });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.trigger.schedule).toEqual(patched.body.trigger.schedule);
+  });
+
+  it.each([
+    [{ cron: '0 9 * * *', hour: '10' }, /^schedule\.hour: disagrees with cron, whose hour is "9"/],
+    [{ cron: '0 9 * * 1-5', day_of_week: 'sat' }, /^schedule\.day_of_week: disagrees with cron, whose day of week is "1-5"/],
+    [{ cron: '0 9 * *' }, /^schedule\.cron: must have 5 fields .* or 6/],
+    [{ cron: '0 0 9 * * * *' }, /^schedule\.cron: must have 5 fields/],
+    [{ cron: '0 25 * * *' }, /^schedule\.cron: its hour "25" .*\(0-23\)/],
+    [{ cron: '*/2 * * * * *' }, /^schedule\.cron: runs every 2 s at the closest; the shortest interval allowed is 5 s/],
+    [{ cron: '0 0 31 2 *' }, /^schedule\.cron: never fires/],
+    [{ cron: '' }, /^schedule\.cron: must not be empty/],
+    [{ cron: 9 }, /^schedule\.cron: must be text/],
+  ])('schedule %j is a 400 naming the fields, and makes nothing', async (schedule, message) => {
+    const carol = await t.createUser();
+    const agent = await f.agent(carol);
+    const res = await post(agent.id, carol.apiKey, schedule);
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body.error).toMatch(message);
+    expect(await t.db.trigger.count({ where: { agentId: agent.id } })).toBe(0);
+  });
+
+  it.each([
+    [{ second: '0', start_date: '+275760-09-13T00:00:00Z' }, /^schedule\.start_date: must be a date from 1970-01-01 to 9999-12-31/],
+    [{ second: '0', end_date: '+010000-01-01T00:00:00Z' }, /^schedule\.end_date: must be a date from 1970-01-01 to 9999-12-31/],
+    [{ second: '0', start_date: '1969-12-31T23:59:59Z' }, /^schedule\.start_date: must be a date from 1970-01-01 to 9999-12-31/],
+    // Yearly, from a start date whose first run would fall in the year 10000.
+    [
+      { second: '0', minute: '0', hour: '0', day_of_month: '1', month: '1', start_date: '9999-06-01T00:00:00Z' },
+      /^schedule\.start_date: never fires( from now on)?: no occurrence from start_date to the end of year 9999/,
+    ],
+  ])('a far date %j is a 400 naming the field; sent again, still nothing is made or counted', async (schedule, message) => {
+    const dave = await t.createUser();
+    const agent = await f.agent(dave);
+    for (let i = 0; i < 3; i++) {
+      const res = await post(agent.id, dave.apiKey, schedule);
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.error).toMatch(message);
+    }
+    expect(await t.db.trigger.count({ where: { userId: dave.id } })).toBe(0);
+    // The cap is untouched: all six of the user's triggers can still be made.
+    for (let i = 0; i < 6; i++) expect((await post(agent.id, dave.apiKey, null)).status).toBe(200);
+    // And a PATCH to such a date changes nothing.
+    const [kept] = (await t.rest('GET', `/v2/agents/${agent.id}/triggers`, { key: dave.apiKey })).body.triggers;
+    const patch = await t.rest('PATCH', `/v2/agents/${agent.id}/triggers/${kept.id}`, { key: dave.apiKey, body: { schedule } });
+    expect(patch.status, JSON.stringify(patch.body)).toBe(400);
+    expect(patch.body.error).toMatch(message);
+    expect((await t.rest('GET', `/v2/agents/${agent.id}/triggers/${kept.id}`, { key: dave.apiKey })).body.trigger).toEqual(kept);
+  });
+});

@@ -1,11 +1,17 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { EMBEDDING_DIMENSIONS } from './embeddings/provider.ts';
-import { describeInputError, urlField } from '../core/validation.ts';
+import { describeInputError, nestsWithin, TOO_DEEP, urlField } from '../core/validation.ts';
 
 const noNul = (v: string) => !v.includes('\u0000');
 const string = () => z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') });
 const url = () => string().pipe(urlField);
+/** An object of anything, bounded in depth before it is stored (storing it serialises it, a level at a time). */
+const freeJson = () =>
+  z
+    .record(z.string(), z.unknown())
+    .default({})
+    .refine((v) => nestsWithin(v), TOO_DEEP);
 
 const line = z.object({
   id: z
@@ -19,8 +25,8 @@ const line = z.object({
   url: url(),
   thumbnail: url().nullish(),
   filename: z.string().max(500).refine(noNul, 'must not contain NUL').nullish(),
-  args: z.record(z.string(), z.unknown()).default({}),
-  mediaAttributes: z.record(z.string(), z.unknown()).default({}),
+  args: freeJson(),
+  mediaAttributes: freeJson(),
   public: z.boolean().default(false),
   createdAt: z.iso.datetime({ offset: true, error: 'must be an ISO-8601 date-time' }).optional(),
   embedding: z

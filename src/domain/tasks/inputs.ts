@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TaskStatus } from '../../generated/prisma/enums.ts';
+import { FIRST_INSTANT, LAST_INSTANT, nestsWithin, TOO_DEEP } from '../core/validation.ts';
 
 export const taskStatuses = Object.values(TaskStatus);
 export const taskOrders = ['createdAt', 'updatedAt'] as const;
@@ -52,6 +53,8 @@ export const createTaskSchema = z.object({
   args: z
     .record(z.string(), z.unknown(), { error: 'must be an object of the tool’s arguments' })
     .default({})
+    // Before anything that walks them (measuring them is serialising them).
+    .refine((args) => nestsWithin(args), { message: TOO_DEEP, abort: true })
     .refine((args) => Buffer.byteLength(JSON.stringify(args)) <= MAX_ARGS_BYTES, `must be at most ${MAX_ARGS_BYTES} bytes of JSON`),
   makePublic: z.boolean({ error: 'must be true or false' }).default(false),
 });
@@ -82,6 +85,9 @@ export const taskFilterSchema = z.object({
       z.date({ error: 'must be a date and time (ISO 8601), such as 2026-01-31T00:00:00Z' }),
     )
     .refine((d) => !Number.isNaN(d.getTime()), 'must be a date and time (ISO 8601), such as 2026-01-31T00:00:00Z')
+    // A bound, not a stored date: outside the instants the database reads back (a year before 1
+    // failed the statement), the same tasks are selected by the nearest end.
+    .transform((d) => new Date(Math.min(Math.max(d.getTime(), FIRST_INSTANT.getTime()), LAST_INSTANT.getTime())))
     .optional(),
   orderBy: enumOf(taskOrders).default('createdAt'),
   direction: z

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { urlField } from '../core/validation.ts';
+import { nestsWithin, TOO_DEEP, urlField } from '../core/validation.ts';
 import type { ToolDefinition, ToolParameter } from './definition.ts';
 
 /** JSON Schema of a tool's parameters, as models are offered it (OpenAI function calling). */
@@ -71,6 +71,8 @@ export function checkArgumentValues(
   tool: ToolDefinition,
   values: unknown,
 ): { args: Record<string, unknown> } | { path: (string | number)[]; message: string } {
+  // Before anything walks them: a list argument takes any JSON, and is stored and sent on.
+  if (!nestsWithin(values)) return { path: [], message: TOO_DEEP };
   const result = argumentsSchema(tool).safeParse(values);
   if (result.success) return { args: result.data };
   const issue = result.error.issues[0]!;

@@ -61,11 +61,31 @@ export async function resolveRunning(ctx: RunContext, trigger: Trigger): Promise
 }
 
 /**
+ * Settles the runs under way that no one follows any more: a run whose reply has ended (closed
+ * as failed by the start-up or dead-instance recovery of the process that was writing it, say) is
+ * settled from it, one whose prompt its instance never sent is sent, one past the time limit is
+ * failed (`resolveRunning`). A run whose reply is still being written, within its time limit,
+ * is not even read. Without this, a run by hand whose process died stayed `running` until its
+ * time limit's job, `TRIGGER_RUN_TIMEOUT_S` later.
+ */
+async function settleUnderWay(ctx: RunContext, batch: number) {
+  const stuckBefore = new Date(ctx.now().getTime() - ctx.runTimeoutMs);
+  for (let after: string | null = null; ; ) {
+    const running = await ctx.store.underWay(after, stuckBefore, batch);
+    for (const trigger of running) await resolveRunning(ctx, trigger);
+    if (running.length < batch) return;
+    after = running.at(-1)!.id;
+  }
+}
+
+/**
  * Plans what a stopped process left unplanned: active triggers without a next run (kept from
- * before triggers fired, or loaded as data), and next runs whose job was never queued. Both
- * are read through partial indexes that hold nothing normally: no trigger is scanned.
+ * before triggers fired, or loaded as data), and next runs whose job was never queued; and
+ * settles the runs it left under way. All three are read through partial indexes that hold
+ * nothing normally: no idle trigger is scanned.
  */
 export async function sweep(ctx: RunContext, batch: number) {
+  await settleUnderWay(ctx, batch);
   for (let more = true; more; ) {
     const unplanned = await ctx.store.unplanned(batch);
     for (const t of unplanned) {

@@ -1,5 +1,6 @@
 import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
+import { FIRST_INSTANT, LAST_INSTANT } from '../core/validation.ts';
 
 /**
  * A trigger's schedule: the original's cron split into fields (seconds first, each `*` unless
@@ -88,12 +89,12 @@ function smallestGapWithinADay(seconds: number[], minutes: number[], hours: numb
 function runsOnTwoDaysInARow(dayOfMonth: string, month: string, dayOfWeek: string) {
   const any = (field: string) => field === '*' || field === '?';
   if (any(dayOfMonth) && any(dayOfWeek)) return true;
-  const days = CronExpressionParser.parse(`0 0 0 ${dayOfMonth} ${month} ${dayOfWeek}`, {
-    currentDate: new Date(Date.UTC(2000, 0, 1)),
-    tz: 'UTC',
-  });
+  const from = Date.UTC(2000, 0, 1);
+  const days = CronExpressionParser.parse(`0 0 0 ${dayOfMonth} ${month} ${dayOfWeek}`, { currentDate: new Date(from), tz: 'UTC' });
+  // Days, not matches: a yearly schedule's 1,500 matches were 1,500 years (most of a second).
+  const until = from + DAY_SEARCH * DAY_SECONDS * 1000;
   let previous = days.next().toDate().getTime();
-  for (let i = 0; i < DAY_SEARCH; i++) {
+  while (previous < until) {
     const next = days.next().toDate().getTime();
     if (next - previous === DAY_SECONDS * 1000) return true;
     previous = next;
@@ -118,12 +119,98 @@ export function shortestInterval(cron: string): number {
   return runsOnTwoDaysInARow(dayOfMonth!, month!, dayOfWeek!) ? acrossMidnight : smallest;
 }
 
-const dateField = z.coerce.date({ error: 'must be a date and time (ISO 8601)' });
+/** A schedule's dates are instants the service keeps (`FIRST_INSTANT` to `LAST_INSTANT`); it never runs past the last either (`nextOccurrence`). */
+const DATE_RANGE = 'must be a date from 1970-01-01 to 9999-12-31 (UTC)';
+
+const dateField = z.coerce
+  .date({ error: 'must be a date and time (ISO 8601)' })
+  .refine((d) => d >= FIRST_INSTANT && d <= LAST_INSTANT, DATE_RANGE);
+
+/** The fields in words, for messages that name them beside `cron` (each transport spells the field itself its own way). */
+const fieldWords: Record<CronField, string> = {
+  second: 'second',
+  minute: 'minute',
+  hour: 'hour',
+  dayOfMonth: 'day of month',
+  month: 'month',
+  dayOfWeek: 'day of week',
+};
+
+/** What a field selects, to compare two spellings of it (`9` and `09`, `7` and `sun`). */
+function selected(field: CronField, value: string): string {
+  // The nth weekday of a month (`1#2`) is kept beside the values: compared as written.
+  if (value.includes('#')) return value.toLowerCase();
+  const parts = cronFields.map((f) => (f === field ? value : '*'));
+  const { fields } = CronExpressionParser.parse(parts.join(' '));
+  return JSON.stringify([...fields[field].values].map(String).sort());
+}
+
+/**
+ * The six fields a `cron` names: five (minute first, the second 0: what responses show when the
+ * second is 0) or six (second first). An issue under `cron` for a wrong count.
+ */
+function cronParts(cron: string, ctx: z.RefinementCtx): string[] | null {
+  const parts = cron.trim().split(/\s+/);
+  if (parts.length === 5) return ['0', ...parts];
+  if (parts.length === 6) return parts;
+  ctx.addIssue({
+    code: 'custom',
+    message: 'must have 5 fields (minute hour day-of-month month day-of-week) or 6 (second first)',
+    path: ['cron'],
+  });
+  return null;
+}
+
+/**
+ * The six field values: from `cron` when given, each split field given beside it agreeing with
+ * it (the same times, however spelt), else the split fields, `*` unless given. Each problem is an
+ * issue naming its field (a split field that disagrees names `cron` too).
+ */
+function fieldValues(input: Partial<Record<CronField, string>> & { cron?: string }, ctx: z.RefinementCtx): string[] | null {
+  if (input.cron === undefined) {
+    const values = cronFields.map((f) => input[f] ?? '*');
+    cronFields.forEach((f, i) => {
+      const problem = fieldProblem(f, values[i]!);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem, path: [f] });
+    });
+    return values;
+  }
+  const parts = cronParts(input.cron, ctx);
+  if (!parts) return null;
+  let valid = true;
+  cronFields.forEach((f, i) => {
+    const problem = fieldProblem(f, parts[i]!);
+    if (!problem) return;
+    valid = false;
+    ctx.addIssue({ code: 'custom', message: `its ${fieldWords[f]} "${parts[i]}" ${problem}`, path: ['cron'] });
+  });
+  if (!valid) return null;
+  for (const [i, f] of cronFields.entries()) {
+    const given = input[f];
+    if (given === undefined) continue;
+    const problem = fieldProblem(f, given);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem, path: [f] });
+    if (problem || selected(f, given) === selected(f, parts[i]!)) continue;
+    ctx.addIssue({
+      code: 'custom',
+      message: `disagrees with cron, whose ${fieldWords[f]} is "${parts[i]}": give one of them, or both alike`,
+      path: [f],
+    });
+  }
+  return parts;
+}
+
+/** The field a schedule's too-short interval is blamed on: `cron` when that is what was given. */
+function intervalField(values: string[], interval: number, cronGiven: boolean): CronField | 'cron' {
+  if (cronGiven) return 'cron';
+  return values[0] === '*' || interval < 60 ? 'second' : interval < 3600 ? 'minute' : 'hour';
+}
 
 /**
  * The schedule as callers send it, checked field by field: each error names the field at fault
- * (`schedule.hour`, `schedule.timezone`, `schedule.end_date`). `minIntervalS` is the shortest
- * time allowed between two runs (`TRIGGER_MIN_INTERVAL_S`).
+ * (`schedule.hour`, `schedule.timezone`, `schedule.end_date`). The fields may come split or as one
+ * `cron` (as responses show it), or both when they agree. `minIntervalS` is the shortest time
+ * allowed between two runs (`TRIGGER_MIN_INTERVAL_S`).
  */
 export function scheduleSchema(minIntervalS: number) {
   const field = fieldValue.optional();
@@ -136,6 +223,11 @@ export function scheduleSchema(minIntervalS: number) {
         dayOfMonth: field,
         month: field,
         dayOfWeek: field,
+        cron: z
+          .string({ error: 'must be text such as "0 9 * * 1-5"' })
+          .max(200, 'must be at most 200 characters')
+          .refine((v) => v.trim() !== '', 'must not be empty')
+          .optional(),
         timezone: z.string().max(100, 'must be at most 100 characters').optional(),
         startDate: dateField.nullish(),
         endDate: dateField.nullish(),
@@ -144,15 +236,12 @@ export function scheduleSchema(minIntervalS: number) {
         error: (issue) =>
           issue.input === undefined
             ? 'is required: the schedule, or null for a trigger run only by hand'
-            : 'must be an object of cron fields (second, minute, hour, day_of_month, month, day_of_week), or null',
+            : 'must be an object of cron fields (second, minute, hour, day_of_month, month, day_of_week, or cron), or null',
       },
     )
     .transform((input, ctx): Schedule => {
-      const values = cronFields.map((f) => input[f] ?? '*');
-      cronFields.forEach((f, i) => {
-        const problem = fieldProblem(f, values[i]!);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem, path: [f] });
-      });
+      const given = fieldValues(input, ctx);
+      const values = given ?? cronFields.map(() => '*');
       const timezone = canonicalZone(input.timezone ?? 'UTC');
       if (!timezone) ctx.addIssue({ code: 'custom', message: 'must be an IANA time zone such as Europe/Paris', path: ['timezone'] });
       const startDate = input.startDate ?? null;
@@ -165,7 +254,7 @@ export function scheduleSchema(minIntervalS: number) {
         CronExpressionParser.parse(cron);
       } catch (e) {
         // Each field parsed alone: together they name a day no month has (31 February).
-        ctx.addIssue({ code: 'custom', message: `never fires: ${(e as Error).message}`, path: ['dayOfMonth'] });
+        ctx.addIssue({ code: 'custom', message: `never fires: ${(e as Error).message}`, path: [input.cron ? 'cron' : 'dayOfMonth'] });
         return { cron, timezone: timezone!, startDate, endDate };
       }
       const interval = shortestInterval(cron);
@@ -173,7 +262,7 @@ export function scheduleSchema(minIntervalS: number) {
         ctx.addIssue({
           code: 'custom',
           message: `runs every ${interval} s at the closest; the shortest interval allowed is ${minIntervalS} s`,
-          path: [values[0] === '*' || interval < 60 ? 'second' : interval < 3600 ? 'minute' : 'hour'],
+          path: [intervalField(values, interval, input.cron !== undefined)],
         });
       return { cron, timezone: timezone!, startDate, endDate };
     });
@@ -181,16 +270,14 @@ export function scheduleSchema(minIntervalS: number) {
 
 /**
  * The first occurrence strictly after `after` (and not before the start date), in UTC; null when
- * there is none before the end date (or ever).
+ * there is none before the end date, or before the end of year 9999 (`LAST_INSTANT`).
  */
 export function nextOccurrence(schedule: Schedule, after: Date): Date | null {
   const from = schedule.startDate && schedule.startDate.getTime() > after.getTime() ? new Date(schedule.startDate.getTime() - 1) : after;
   try {
-    const occurrences = CronExpressionParser.parse(schedule.cron, {
-      currentDate: from,
-      tz: schedule.timezone,
-      endDate: schedule.endDate ?? undefined,
-    });
+    // Never past the last instant a schedule may name, whatever its end date.
+    const endDate = schedule.endDate && schedule.endDate < LAST_INSTANT ? schedule.endDate : LAST_INSTANT;
+    const occurrences = CronExpressionParser.parse(schedule.cron, { currentDate: from, tz: schedule.timezone, endDate });
     return occurrences.hasNext() ? occurrences.next().toDate() : null;
   } catch {
     // Past the end date, or a day that never comes: no next occurrence.

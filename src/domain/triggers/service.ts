@@ -194,12 +194,15 @@ async function checkSession(store: TriggerStore, userId: string, agentId: string
 function firstRun(runner: TriggerRunner, schedule: Schedule | null) {
   if (!schedule) return null;
   const next = runner.nextAfter(scheduleColumns(schedule), runner.now());
-  if (!next)
-    throw badInput(schedule.endDate ? 'never fires: no occurrence before end_date' : 'never fires', [
-      'schedule',
-      schedule.endDate ? 'endDate' : 'dayOfMonth',
-    ]);
+  if (!next) throw neverFires(schedule, 'never fires');
   return next;
+}
+
+/** A schedule with no run from now, refused naming what bounds it: the end date, the start date (the year 9999 ends first), or the days. */
+function neverFires(schedule: Schedule, words: string) {
+  if (schedule.endDate) return badInput(`${words}: no occurrence before end_date`, ['schedule', 'endDate']);
+  if (schedule.startDate) return badInput(`${words}: no occurrence from start_date to the end of year 9999`, ['schedule', 'startDate']);
+  return badInput(words, ['schedule', 'dayOfMonth']);
 }
 
 /** What a patch changes, with the next run it implies (queued before it is saved). */
@@ -238,7 +241,7 @@ function runChange(current: Trigger, patch: TriggerPatch, fromNow: (schedule: Sc
   if (!rescheduled) return {};
   const schedule = patch.schedule !== undefined ? patch.schedule : scheduleOf(current);
   const nextRun = schedule ? fromNow(schedule) : null;
-  if (schedule && !nextRun && patch.schedule !== undefined) throw badInput('never fires from now on', ['schedule']);
+  if (schedule && !nextRun && patch.schedule) throw neverFires(patch.schedule, 'never fires from now on');
   return {
     status: schedule && !nextRun ? 'finished' : 'active',
     nextRun,

@@ -139,6 +139,12 @@ export interface TriggerStore {
    * planned, or a process stopped between the two), soonest first, a batch at a time.
    */
   unqueued(until: Date, take: number): Promise<Trigger[]>;
+  /**
+   * Triggers with a run under way that no live reply accounts for: its reply is no longer being
+   * written (or was never linked to the run), or the run began before `stuckBefore`. By id after
+   * `after`, a batch at a time.
+   */
+  underWay(after: string | null, stuckBefore: Date, take: number): Promise<Trigger[]>;
 }
 
 type Tx = Prisma.TransactionClient;
@@ -348,8 +354,8 @@ function promptReads(db: Db): Pick<TriggerStore, 'promptOf' | 'unlinkedPrompt' |
   };
 }
 
-/** Which next runs are planned and queued: what `sweep` reads to mend what a stopped process left. */
-function planning(db: Db): Pick<TriggerStore, 'markQueued' | 'unplanned' | 'unqueued'> {
+/** Which next runs are planned and queued, and which runs are under way: what `sweep` reads to mend what a stopped process left. */
+function planning(db: Db): Pick<TriggerStore, 'markQueued' | 'unplanned' | 'unqueued' | 'underWay'> {
   return {
     async markQueued(id, at) {
       // Bookkeeping, not a change of the trigger: `updatedAt` stays.
@@ -369,5 +375,16 @@ function planning(db: Db): Pick<TriggerStore, 'markQueued' | 'unplanned' | 'unqu
         orderBy: { id: 'asc' },
         take,
       }),
+
+    // The partial index `Trigger_running_idx` holds only the running: idle triggers are not
+    // read, and a run whose reply is streaming is passed over here, in one statement, not looked
+    // at one by one (a thousand runs started together are each being written).
+    underWay: (after, stuckBefore, take) =>
+      db.$queryRaw<Trigger[]>`
+        SELECT t.* FROM "Trigger" AS t JOIN "TriggerRun" AS r ON r."id" = t."runningRunId"
+        WHERE t."runningRunId" IS NOT NULL AND t."id" > ${after ?? ''}
+          AND (r."startedAt" < ${stuckBefore}
+            OR NOT EXISTS (SELECT 1 FROM "Message" AS m WHERE m."id" = r."messageId" AND m."status" = 'streaming'))
+        ORDER BY t."id" LIMIT ${take}`,
   };
 }

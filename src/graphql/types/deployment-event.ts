@@ -26,10 +26,18 @@ const DeploymentEvent = feedEventInterface('DeploymentEvent', 'A change of state
 builder.subscriptionFields((t) => ({
   deploymentUpdates: t.field({
     type: DeploymentEvent,
-    description: "Changes of state of your deployments (of one agent's, given agentId), live; resume with after.",
+    description:
+      "Changes of state of your deployments (of one agent of yours, given agentId: another's is FORBIDDEN, as for listing its deployments), live; resume with after.",
     args: { agentId: t.arg.id(), after: t.arg({ type: 'Seq' }) },
-    ...followFeed(feedFamilies.deployment, ({ agentId }: { agentId?: string | number | null; after?: number | null }) =>
-      agentId ? (e) => e.agentId === String(agentId) : undefined,
+    ...followFeed(
+      feedFamilies.deployment,
+      async ({ agentId }: { agentId?: string | number | null; after?: number | null }, viewer, ctx) => {
+        if (agentId == null) return undefined;
+        const agent = String(agentId);
+        // Checked before watching (docs/feeds.md), as GET /v2/agents/{id}/deployments checks it.
+        await ctx.services.deployments.listForAgent(viewer, agent);
+        return (e) => e.agentId === agent;
+      },
     ),
   }),
 }));

@@ -157,7 +157,8 @@ builder.objectField(Agent, 'triggers', (t) =>
 );
 
 const ScheduleInput = builder.inputType('TriggerScheduleInput', {
-  description: 'Each cron field is * unless given; timezone is UTC unless given.',
+  description:
+    'The cron fields split (each * unless given), or as one cron (as TriggerSchedule.cron shows it), or both when they agree; timezone is UTC unless given.',
   fields: (t) => ({
     second: t.string(),
     minute: t.string(),
@@ -165,6 +166,7 @@ const ScheduleInput = builder.inputType('TriggerScheduleInput', {
     dayOfMonth: t.string(),
     month: t.string(),
     dayOfWeek: t.string(),
+    cron: t.string({ description: '5 fields (minute first, second 0) or 6 (second first).' }),
     timezone: t.string(),
     startDate: t.field({ type: 'DateTime' }),
     endDate: t.field({ type: 'DateTime' }),
