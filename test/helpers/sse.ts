@@ -13,7 +13,7 @@ export interface SseFrame {
 export interface SseClient {
   status: number;
   headers: Headers;
-  /** Every unnamed frame received so far (what an EventSource hands `onmessage`), parsed (`data` JSON). */
+  /** Every frame received so far but those set apart by name, parsed (`data` JSON). */
   frames: SseFrame[];
   /** Every named frame (an `event:` line) received so far, by name, in order: what an EventSource hands that name's listeners. */
   named: { name: string; data: any }[];
@@ -26,7 +26,13 @@ export interface SseClient {
   close(): void;
 }
 
-export async function openSse(url: string, init: RequestInit = {}): Promise<SseClient> {
+/**
+ * Opens a stream and reads its frames. `apart` names events kept only in `named`: a REST stream
+ * that sends the original's named frames beside its own (`task-update` on /v2/tasks/events)
+ * leaves `frames` with its own. A named frame of any other name (GraphQL over SSE's `next` and
+ * `complete`) is in both.
+ */
+export async function openSse(url: string, init: RequestInit = {}, { apart = [] as string[] } = {}): Promise<SseClient> {
   const controller = new AbortController();
   const response = await fetch(url, { ...init, signal: controller.signal });
   const frames: SseFrame[] = [];
@@ -83,7 +89,7 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseC
       const parsed = JSON.parse(data.join('\n'));
       if (name !== undefined) {
         client.named.push({ name, data: parsed });
-        return;
+        if (apart.includes(name)) return;
       }
       const frame: SseFrame = { id, event: parsed.event, data: parsed };
       frames.push(frame);

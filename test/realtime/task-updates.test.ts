@@ -51,7 +51,11 @@ const create = async (user: TestUser, body: unknown) => {
   return res.body.task as { _id: string };
 };
 async function events(user: TestUser, query = '', headers: Record<string, string> = {}) {
-  const s = await openSse(`${t.url}/v2/tasks/events${query}`, { headers: { 'x-api-key': user.apiKey, ...headers } });
+  const s = await openSse(
+    `${t.url}/v2/tasks/events${query}`,
+    { headers: { 'x-api-key': user.apiKey, ...headers } },
+    { apart: ['task-update'] },
+  );
   streams.push(s);
   return s;
 }
@@ -109,13 +113,18 @@ describe('GET /v2/tasks/events', () => {
   });
 
   it("carries the original's task-update frames beside its own: the task as GET /v2/tasks/{id} shows it, first as a one-task stream opens, then before each change", async () => {
-    const step = deferred();
+    // The tool says how far it is only once the stream is open (it needs the task's id first), so
+    // the progress cannot come before anyone listens.
+    const [listening, step] = [deferred(), deferred()];
     svc.enqueue({
       lines: [{ progress: 0.5, message: 'halfway' }, { result: { ok: 'done' } }],
-      before: (i) => (i === 0 ? Promise.resolve() : step.promise),
+      before: (i) => (i === 0 ? listening.promise : step.promise),
     });
     const task = await create(alice, { tool: 'remote', args: { prompt: 'followed the old way' } });
+    const before = t.services.bus.subscriberCount();
     const s = await events(alice, `?taskId=${task._id}`);
+    await subscribed(before);
+    listening.resolve();
     // The first frame, before any change: the task as it is now (a client that listens late still learns where it is).
     await expect.poll(() => s.named.length).toBeGreaterThan(0);
     expect(s.named[0]).toMatchObject({ name: 'task-update', data: { _id: task._id, taskId: task._id, tool: 'remote' } });

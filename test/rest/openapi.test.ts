@@ -493,7 +493,7 @@ describe('what the server answers matches what the document says', () => {
     await t.services.manna.grant('alice', '5', 'forever');
     await call('POST', '/v2/tasks/cost', '/v2/tasks/cost', a, { tool: 'flux_dev', args: { prompt: 'a lighthouse' } });
     await call('POST', '/v2/tasks/cost', '/v2/tasks/cost', a, { tool: 'flux_dev', args: {} });
-    const taskEvents = await openSse(`${t.url}/v2/tasks/events`, { headers: { 'x-api-key': a } });
+    const taskEvents = await openSse(`${t.url}/v2/tasks/events`, { headers: { 'x-api-key': a } }, { apart: ['task-update'] });
     expect(taskEvents.status).toBe(200);
     const task = await call('POST', '/v2/tasks/create', '/v2/tasks/create', a, {
       tool: 'flux_schnell',
