@@ -29,9 +29,10 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * The environment without a clock shift (scripts/suite-proofs.sh runs the suite under faketime):
- * the servers from Debian keep the true clock, which they need (libfaketime hangs redis-server
- * and pg_ctl, and Chromium), and which the service's behaviour never reads from them.
+ * The environment without a clock shift (the suite may run under faketime: .ci/run, and
+ * scripts/suite-proofs.sh): for the servers from Debian that need the true clock (libfaketime
+ * hangs redis-server and Chromium) and whose clock the service never compares with its own.
+ * PostgreSQL keeps the shift: the service's statements compare its now() with their times.
  */
 export function trueClockEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
@@ -44,8 +45,8 @@ export function trueClockEnv(): NodeJS.ProcessEnv {
  * `runuser`), noted in the test run's folder so that the suite's teardown stops it even when the
  * worker that started it was killed (a timeout) before it could.
  */
-function spawnServer(command: string, args: string[]): ChildProcess {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: trueClockEnv() });
+function spawnServer(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env });
   const runDir = process.env.PARLEY_TEST_RUN_DIR;
   if (runDir && child.pid) appendFileSync(join(runDir, 'server-groups'), `${child.pid}\n`);
   return child;
@@ -72,18 +73,11 @@ function collect(child: ChildProcess) {
 export async function startRedisServer(port?: number): Promise<ThrowawayServer> {
   port ??= await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'parley-redis-'));
-  const child = spawnServer('redis-server', [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--dir',
-    dir,
-  ]);
+  const child = spawnServer(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    trueClockEnv(),
+  );
   const output = collect(child);
   const stop = () => {
     killGroup(child.pid);
@@ -111,10 +105,7 @@ export async function startPostgresCluster(): Promise<ThrowawayServer> {
   // initdb refuses to run as root; the package's postgres user owns the cluster then.
   const command = (cmd: string, args: string[]): [string, string[]] =>
     process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
-  execFileSync(...command(`${bin}/initdb`, ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']), {
-    stdio: 'ignore',
-    env: trueClockEnv(),
-  });
+  execFileSync(...command(`${bin}/initdb`, ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync']), { stdio: 'ignore' });
   const port = await freePort();
   const child = spawnServer(
     ...command(`${bin}/postgres`, [
