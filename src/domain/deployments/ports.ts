@@ -97,8 +97,12 @@ export interface Outbox {
 /** One platform, as the deployments' rules use it. */
 export interface Connector {
   readonly platform: DeploymentPlatform;
-  /** Asks the platform whether the secrets open an account, and its public name (a bot's `@username`). */
-  validate(secrets: PlatformSecrets): Promise<{ account: string }>;
+  /**
+   * Asks the platform whether the secrets open an account: its public name (a bot's `@username`)
+   * and the platform's own id for it (a Telegram bot's id), the same whichever of its secrets
+   * opened it (a token made anew in BotFather opens the same bot).
+   */
+  validate(secrets: PlatformSecrets): Promise<{ account: string; accountId: string }>;
   /** Starts reading what people write, until stopped. */
   start(secrets: PlatformSecrets, hooks: ReceiveHooks): Receiver;
   /** Where answers to one conversation go. */

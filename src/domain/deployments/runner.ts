@@ -18,6 +18,10 @@ export interface RunnerDependencies {
 
 export interface Runner {
   readonly deployment: HeldDeployment;
+  /** The version of the sealed secrets it runs on; a new seal of the same secrets (a reseal, a deploy again) only moves it. */
+  version: string;
+  /** The secrets it runs on, as JSON (in memory only, like the runner's own copy). */
+  readonly secrets: string;
   /** Until when this instance holds the lease, by its own clock (renewed by the runtime). */
   holdUntil: number;
   /** Whether its receiver has stopped by itself (lease lost, revoked). */
@@ -54,6 +58,8 @@ export function startRunner(
 
   const self: Runner = {
     deployment: held,
+    version: held.version,
+    secrets: JSON.stringify(secrets),
     holdUntil,
     get ended() {
       return ended;
