@@ -332,6 +332,31 @@ function portChecks(name: string, double: () => PlatformDouble) {
         expect(next.texts()).toEqual(['first', 'second']);
       });
 
+      it('hands a batch over again when take throws (it could not be recorded), telling no fault of the platform, then reads on', async () => {
+        const p = double();
+        const { secrets } = p.account('unrecorded_bot');
+        const chat = p.conversation('private');
+        p.write(secrets, chat, 'Ann Lee', 'first');
+        const heard = listening(null, (batch) => {
+          if (batch <= 2) throw new Error('the database is away');
+          return true;
+        });
+        receive(p.connector, secrets, heard.hooks);
+        await heard.until(() => heard.takes().length === 3, 'the batch handed over a third time');
+        p.write(secrets, chat, 'Ann Lee', 'second');
+        await heard.until(() => heard.texts().length === 4, 'the next message');
+        expect(heard.texts()).toEqual(['first', 'first', 'first', 'second']);
+        expect(
+          new Set(
+            heard
+              .takes()
+              .slice(0, 3)
+              .map((t) => t.cursor),
+          ).size,
+        ).toBe(1);
+        expect(heard.heard.map((h) => h.hook)).toEqual(['take', 'take', 'take', 'take']);
+      });
+
       it('reads on from the cursor it is given, never handing over what lies below it', async () => {
         const p = double();
         const { secrets } = p.account('resume_bot');

@@ -61,6 +61,103 @@ async function deployed(config: Record<string, unknown> = {}, agentFields: Recor
 
 const ann: TgUser = { id: 701, first_name: 'Ann' };
 
+describe('what strangers send', () => {
+  it('answers a message holding U+0000, and one from a group whose title holds it, and goes on with the next', async () => {
+    const { agent, token, deploymentId } = await deployed();
+    const errors = new Set<string | null>();
+    const watch = setInterval(async () => {
+      for (const d of await listOf(alice, agent.id).catch(() => [])) errors.add(d.last_error);
+    }, 200);
+    try {
+      const own: TgChat = { id: 7101, type: 'private', first_name: 'Ann' };
+      const group: TgChat = { id: -1007102, type: 'supergroup', title: 'Night\u0000club' };
+      const nul = tg.message(token, own, ann, 'hi \u0000 there');
+      const titled = tg.message(token, group, ann, 'hello club');
+      const after = tg.message(token, own, ann, 'and after');
+      for (const [chat, id, text] of [
+        [own, nul, 'Heard: hi  there'],
+        [group, titled, 'Heard: hello club'],
+        [own, after, 'Heard: and after'],
+      ] as const)
+        await tg.until(() => tg.answersTo(chat.id, id)[0]?.text === text, 20_000, `the answer "${text}"`);
+      const chats = await t.db.deploymentChat.findMany({ where: { deploymentId }, include: { session: true }, orderBy: { title: 'asc' } });
+      expect(chats.map((c) => [c.title, c.session?.title])).toEqual([
+        ['Ann', 'Ann (telegram)'],
+        ['Nightclub', 'Nightclub (telegram)'],
+      ]);
+      await expect
+        .poll(async () => {
+          const updates = await t.db.deploymentUpdate.findMany({ where: { deploymentId }, orderBy: { seq: 'asc' } });
+          return updates.map((u) => [u.text, u.status]);
+        })
+        .toEqual([
+          ['hi  there', 'answered'],
+          ['hello club', 'answered'],
+          ['and after', 'answered'],
+        ]);
+    } finally {
+      clearInterval(watch);
+    }
+    expect([...errors]).toEqual([null]);
+    expect((await listOf(alice, agent.id))[0]).toMatchObject({ state: 'running', last_error: null });
+  });
+
+  it('settles, unanswered and with why, a message no prompt can hold, and answers the next in that chat', async () => {
+    const { token, deploymentId } = await deployed();
+    const chat: TgChat = { id: 7151, type: 'private', first_name: 'Ann' };
+    // More than Telegram sends, and more than a prompt may hold: however often it is tried, it is refused.
+    const huge = tg.message(token, chat, ann, 'x'.repeat(100_001));
+    const next = tg.message(token, chat, ann, 'a short one');
+    await tg.until(() => tg.answersTo(chat.id, next)[0]?.text === 'Heard: a short one', 20_000, 'the answer to the next message');
+    expect(tg.answersTo(chat.id, huge)).toEqual([]);
+    const [first] = await t.db.deploymentUpdate.findMany({ where: { deploymentId }, orderBy: { seq: 'asc' }, take: 1 });
+    expect([first!.status, first!.note]).toEqual(['failed', 'It could not be relayed: content: must be at most 100000 characters']);
+  });
+
+  it('skips an update the database refuses, with the reason recorded, and answers the ones after it; the owner never sees a driver’s words', async () => {
+    const { agent, token, deploymentId } = await deployed();
+    // Anything the database may refuse in a platform's update, which parley has not thought of.
+    await t.db.$executeRawUnsafe(`
+      CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW."text" LIKE '%poison%' THEN RAISE EXCEPTION 'poison refused by a constraint'; END IF;
+        RETURN NEW;
+      END $$`);
+    await t.db.$executeRawUnsafe(
+      `CREATE TRIGGER refuse_poison BEFORE INSERT ON "DeploymentUpdate" FOR EACH ROW EXECUTE FUNCTION refuse_poison()`,
+    );
+    const errors = new Set<string | null>();
+    const watch = setInterval(async () => {
+      for (const d of await listOf(alice, agent.id).catch(() => [])) errors.add(d.last_error);
+    }, 100);
+    try {
+      const chat: TgChat = { id: 7201, type: 'private', first_name: 'Ann' };
+      const before = tg.message(token, chat, ann, 'good one');
+      const poison = tg.message(token, chat, ann, 'some poison');
+      const after = tg.message(token, chat, ann, 'good two');
+      await tg.until(() => tg.answersTo(chat.id, before)[0]?.text === 'Heard: good one', 20_000, 'the answer before');
+      await tg.until(() => tg.answersTo(chat.id, after)[0]?.text === 'Heard: good two', 20_000, 'the answer after');
+      expect(tg.answersTo(chat.id, poison)).toEqual([]);
+      await expect
+        .poll(async () => {
+          const updates = await t.db.deploymentUpdate.findMany({ where: { deploymentId }, orderBy: { seq: 'asc' } });
+          return updates.map((u) => [u.text, u.status, u.note]);
+        })
+        .toEqual([
+          ['good one', 'answered', null],
+          ['', 'skipped', 'The database refused to record it'],
+          ['good two', 'answered', null],
+        ]);
+      await tg.until(() => tg.unconfirmed(token) === 0, 10_000, 'every update confirmed to Telegram');
+    } finally {
+      clearInterval(watch);
+      await t.db.$executeRawUnsafe(`DROP TRIGGER refuse_poison ON "DeploymentUpdate"`);
+    }
+    for (const error of errors) expect(error ?? '').not.toMatch(/prisma|poison|invocation|constraint|raise/i);
+    expect((await listOf(alice, agent.id))[0]).toMatchObject({ state: 'running', last_error: null });
+  });
+});
+
 describe('one bot, one deployment', () => {
   it('refuses a bot token already deployed to another agent with 409 naming where it runs, and the first keeps polling alone', async () => {
     const { agent: first, token } = await deployed();

@@ -50,7 +50,8 @@ export interface ReceiveHooks {
   /**
    * Records a batch and the cursor past it (past updates that carried no message too), at once.
    * False: this instance may take no more (its lease is gone, the deployment was stopped); the
-   * receiver then stops without confirming anything to the platform.
+   * receiver then stops without confirming anything to the platform. Throws when the batch could
+   * not be recorded (the rules have said why): the receiver reads it again after a growing pause.
    */
   take(messages: InboundMessage[], cursor: string): Promise<boolean>;
   /** The platform refused the secrets: the receiver has stopped, for good. */
