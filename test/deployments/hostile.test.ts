@@ -221,3 +221,29 @@ describe('one bot, one deployment', () => {
     expect((await listOf(alice, agent.id)).map((d) => [d.state, d.last_error])).toEqual([['running', null]]);
   });
 });
+
+describe('the daily manna cap', () => {
+  it('holds when several chats spend at once, each reply asking for several paid calls', async () => {
+    await t.db.$transaction((tx) => credit(tx, { userId: alice.id, kind: 'forever', amount: '200', reason: 'purchase' }));
+    const { token, deploymentId } = await deployed({ daily_manna_cap: 1 }, { tools: { flux_dev: true } });
+    const balance = async () => Number((await t.db.user.findUniqueOrThrow({ where: { id: alice.id } })).foreverBalance);
+    const before = await balance();
+    const chats = [7401, 7402, 7403, 7404].map((id): TgChat => ({ id, type: 'private', first_name: `Stranger ${id}` }));
+    for (const chat of chats) tg.message(token, chat, { id: chat.id, first_name: chat.first_name! }, 'please paint');
+    await expect
+      .poll(
+        async () => {
+          const rows = await t.db.deploymentUpdate.findMany({ where: { deploymentId }, select: { status: true } });
+          return rows.length === 4 && rows.every((r) => r.status !== 'received');
+        },
+        { timeout: 30_000 },
+      )
+      .toBe(true);
+    // Settled: no call is still running, so what is spent is what stays spent.
+    await expect.poll(() => t.db.task.count({ where: { userId: alice.id, status: { in: ['pending', 'running'] } } })).toBe(0);
+    expect(before - (await balance())).toBe(1);
+    const refused = await t.db.task.findMany({ where: { userId: alice.id, status: 'failed' }, select: { error: true } });
+    expect(refused.length).toBeGreaterThan(0);
+    for (const call of refused) expect(call.error).toBe("The deployment's daily manna cap is reached");
+  });
+});

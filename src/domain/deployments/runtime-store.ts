@@ -87,7 +87,7 @@ export interface DeploymentRuntimeStore {
   countMessage(chatId: string, limit: number, windowMs: number): Promise<{ allowed: boolean; resetAt: Date }>;
   /** True, once per period: records that the chat is told `reason` until `until`, unless it was already. */
   noticeDue(chatId: string, reason: string, until: Date): Promise<boolean>;
-  /** Manna the deployment's chats spent since midnight UTC (refunds taken off). */
+  /** Manna the deployment's chats hold today (UTC, by the database's clock): what counts against its daily cap. */
   spentToday(deploymentId: string): Promise<number>;
   /** The user that sends a platform person's messages, made on first sight and renamed after them. */
   sender(platform: DeploymentPlatform, ref: string, name: string): Promise<string>;
@@ -314,9 +314,8 @@ function chats(db: Db): Pick<DeploymentRuntimeStore, 'chat' | 'setChatSession' |
 
     async spentToday(deploymentId) {
       const [row] = await db.$queryRaw<{ spent: string }[]>`
-        SELECT COALESCE(-SUM(l."amount"), 0)::text AS "spent" FROM "MannaLedger" AS l
-        WHERE l."sessionId" IN (SELECT "sessionId" FROM "DeploymentChat" WHERE "deploymentId" = ${deploymentId} AND "sessionId" IS NOT NULL)
-          AND l."createdAt" >= date_trunc('day', now() AT TIME ZONE 'UTC')`;
+        SELECT COALESCE(SUM("amount"), 0)::text AS "spent" FROM "DeploymentCharge"
+        WHERE "deploymentId" = ${deploymentId} AND "day" = (now() AT TIME ZONE 'UTC')::date`;
       return Number(row?.spent ?? 0);
     },
   };
