@@ -1,7 +1,17 @@
+import { progress } from '../progress.ts';
 import { runCommand } from '../services.ts';
 
 export async function secrets(command: 'reseal' | 'rotate', json: boolean): Promise<number> {
-  const out = await runCommand(`secrets.${command}`, {});
+  let bar: ReturnType<typeof progress> | undefined;
+  let out: Awaited<ReturnType<typeof runCommand<'secrets.reseal'>>>;
+  try {
+    out = await runCommand(`secrets.${command}`, {}, (done, total) => {
+      bar ??= progress(command, 'deployments', total);
+      bar.update(done);
+    });
+  } finally {
+    bar?.stop();
+  }
   if (json) console.log(JSON.stringify(out));
   else {
     console.log(

@@ -83,10 +83,19 @@ export async function keepCurrent(
   }
 }
 
-/** A page of rows at a time, by id, so a store of any size never sits in memory whole. */
-async function resealAll(store: DeploymentStore, sealer: SecretSealer) {
+/** Told how many deployments a reseal has been through, of how many there are. */
+export type ResealProgress = (done: number, total: number) => void;
+
+/**
+ * A page of rows at a time, by id, so a store of any size never sits in memory whole. Each row
+ * is written on its own: stopped anywhere (a crash), every row is under the key it had or the
+ * new one, both still kept, and running it again goes on with those left.
+ */
+async function resealAll(store: DeploymentStore, sealer: SecretSealer, progress: ResealProgress) {
   if (sealer.problem) throw unavailable(sealer.problem);
   const result = { resealed: 0, current: 0, unreadable: [] as string[] };
+  const total = await store.count();
+  let done = 0;
   for (let after: string | null = null; ; ) {
     const batch = await store.sealedAfter(after, 200);
     if (!batch.length) return result;
@@ -106,6 +115,8 @@ async function resealAll(store: DeploymentStore, sealer: SecretSealer) {
       }
     }
     after = batch.at(-1)!.id;
+    done += batch.length;
+    progress(Math.min(done, total), Math.max(done, total));
   }
 }
 
@@ -116,16 +127,16 @@ export function keyUpkeep(store: DeploymentStore, sealer: SecretSealer) {
      * Seals every deployment's secrets again under the current key (after a key rotation):
      * how many were resealed, how many were already, and the ids of those no key here opens.
      */
-    resealAll: () => resealAll(store, sealer),
+    resealAll: (progress: ResealProgress = () => {}) => resealAll(store, sealer, progress),
 
     /**
      * Where the sealer keeps its key itself (the data directory's key file): a new key, every
      * secret sealed again under it, and the old keys forgotten once nothing needs them.
      */
-    async rotateKey() {
+    async rotateKey(progress: ResealProgress = () => {}) {
       if (sealer.problem) throw unavailable(sealer.problem);
       await sealer.rotate();
-      const result = await resealAll(store, sealer);
+      const result = await resealAll(store, sealer, progress);
       if (!result.unreadable.length) await sealer.forgetPrevious();
       return result;
     },

@@ -71,6 +71,8 @@ export interface DeploymentStore {
   ): Promise<DeploymentRead<Q> | null>;
   /** Deletes the agent's deployment to the platform, its sealed secrets with it; false when there was none. */
   remove(agentId: string, platform: DeploymentPlatform): Promise<boolean>;
+  /** How many deployments there are (of every agent). */
+  count(): Promise<number>;
   /** Deployments in id order after `afterId` with their sealed secrets (null: none), for resealing them all. */
   sealedAfter(afterId: string | null, limit: number): Promise<{ id: string; sealed: string | null }[]>;
   /** Replaces sealed secrets unless they changed meanwhile; false when they had. */
@@ -152,6 +154,8 @@ export function deploymentStore(db: Db): DeploymentStore {
     async remove(agentId, platform) {
       return (await db.deployment.deleteMany({ where: { agentId, platform } })).count > 0;
     },
+
+    count: () => db.deployment.count(),
 
     async sealedAfter(afterId, limit) {
       const rows = await db.deployment.findMany({
