@@ -37,12 +37,15 @@ afterAll(async () => {
 });
 
 const key64 = () => randomBytes(32).toString('base64');
+// A lease long enough that a loaded machine never lets one lapse (a runner started again would be one more reading).
 const common = () => ({
   TELEGRAM_API_URL: tg.apiUrl,
   TELEGRAM_POLL_TIMEOUT_S: '1',
-  DEPLOYMENT_LEASE_MS: '1500',
+  DEPLOYMENT_LEASE_MS: '6000',
   LLM_BASE_URL: llm.baseUrl,
 });
+/** How many times the service started reading a deployment's updates (a runner started). */
+const readings = (server: ServerProcess) => server.output().match(/reading its updates on this instance/g)?.length ?? 0;
 
 async function start(env: Record<string, string>) {
   const server = await startServerProcess({ ...common(), ...env });
@@ -143,6 +146,7 @@ describe('the key changed while the service answers on several bots', () => {
   });
 
   it('seals every deployment again while strangers write and new deployments are made, answering each message once', async () => {
+    const started = readings(server);
     const writing = setInterval(() => questions.ask(bots[questions.asked.length % bots.length]!), 250);
     try {
       const command = runCli(['secrets', onPostgres ? 'reseal' : 'rotate', '--json'], env);
@@ -157,7 +161,9 @@ describe('the key changed while the service answers on several bots', () => {
     await questions.answered();
     const listed = await call(server, apiKey, 'GET', '/v2/agents/deployments');
     expect(listed.body.deployments.map((d: any) => [d.state, d.last_error])).toEqual(Array(5).fill(['running', null]));
-    // Sealed anew, the same tokens: no bot was polled twice at once (a runner started again while the other still read).
+    // Sealed anew, the same tokens: each runner went on reading (only the two new deployments started one), and
+    // no bot was polled twice at once.
+    expect(readings(server) - started).toBe(2);
     for (const token of bots) expect(tg.polling(token).conflicts).toBe(0);
   });
 
