@@ -80,7 +80,8 @@ export function deploymentService(deps: DeploymentServiceDependencies) {
   /** Where an account runs, as its 409 tells: the agent named to its owner only. */
   const taken = (viewer: Viewer, platform: DeploymentPlatform, checked: CheckedSecrets | null, holder: AccountTaken['holder']) => {
     const what = `${checked?.account ?? 'This account'} on ${platform}`;
-    return holder?.ownerId === viewer.id
+    if (!holder) return conflict(`${what} was being deployed elsewhere at the same moment; try again`);
+    return holder.ownerId === viewer.id
       ? conflict(
           `${what} is already deployed to your agent "${holder.agentName}" (${holder.agentId}): delete that deployment first, or deploy it there`,
         )
