@@ -191,7 +191,7 @@ describe('a reseal killed partway', () => {
   let env: Record<string, string>;
   let apiKey: string;
   let token: string;
-  const BULK = 2000;
+  const BULK = 1000;
 
   /** The database opened by the test itself (the service and the command stopped), for `work`. */
   async function withDatabase<T>(work: (open: Awaited<ReturnType<typeof openDatabase>>) => Promise<T>) {
