@@ -33,8 +33,10 @@ reseal: seals again, under SECRETS_KEY, every secret still sealed under a key li
 SECRETS_PREVIOUS_KEYS. To rotate SECRETS_KEY: set the new key in SECRETS_KEY and the old one in
 SECRETS_PREVIOUS_KEYS on every instance, restart them, run this, then remove the old key.
 
-Both print how many were sealed again, how many already were, and the ids of deployments no key
-opens (deploy those again with their token). Running either again does nothing twice.
+Both show their progress on stderr, then print how many were sealed again, how many already
+were, and the ids of deployments no key opens (deploy those again with their token). Running
+either again does nothing twice. Stopped partway (a crash), every deployment still opens under
+the old key or the new one, both still kept: run the same command again to finish.
 
   --json   print {"resealed","current","unreadable"} as JSON`,
   backup: `Usage: parley backup <file> [--json]

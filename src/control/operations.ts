@@ -68,8 +68,8 @@ export const operations = {
     const result = await services.search.reembed({ all, onProgress: progress });
     return { reembedded: result.reembedded, provider: result.provider };
   }),
-  'secrets.reseal': operation(z.object({}), ({ services }) => services.deployments.resealAll()),
-  'secrets.rotate': operation(z.object({}), ({ services }) => services.deployments.rotateKey()),
+  'secrets.reseal': operation(z.object({}), ({ services, progress }) => services.deployments.resealAll(progress)),
+  'secrets.rotate': operation(z.object({}), ({ services, progress }) => services.deployments.rotateKey(progress)),
   // `parley backup` while the service runs: only the service may touch its database's files, so it
   // makes the copy the backup is then written from (by the CLI, off the service's threads).
   'backup.copy': operation(z.object({ dir: z.string(), manifest: z.string().optional() }), async ({ database }, { dir, manifest }) => {

@@ -130,7 +130,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
   const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers });
   const tools = createToolHost({
-    store: toolStore(db),
+    store: toolStore(db, { deploymentDailyCap: config.deployments.dailyMannaCap }),
     registry,
     executors,
     search,

@@ -151,7 +151,7 @@ export const deploymentOperations = [
     path,
     tag,
     summary:
-      'Deploy an agent you own to a platform and start it (one deployment per platform: deploying again changes and restarts it). Secrets are checked with the platform, sealed and never shown again',
+      'Deploy an agent you own to a platform and start it (one deployment per platform: deploying again changes and restarts it). Secrets are checked with the platform, sealed and never shown again; an account (a bot) deployed elsewhere already is a 409 saying where',
     body,
     ok: { json: z.object({ deploymentId: z.string(), deployment_id: z.string().meta({ description: 'The same, as the SDK reads it' }) }) },
     errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'CONFLICT', 'UNAVAILABLE'] },
@@ -182,7 +182,7 @@ export const deploymentOperations = [
     summary: "Change a deployment's config (the keys sent; null takes a bound back to the default) or its secrets (checked again)",
     body,
     ok: { json: z.object({ deploymentId: z.string() }) },
-    errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'UNAVAILABLE'] },
+    errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'CONFLICT', 'UNAVAILABLE'] },
     handler: async (request, _reply, { services }) => ({
       deploymentId: (await services.deployments.update(request.viewer, request.params.agentId, request.body)).id,
     }),

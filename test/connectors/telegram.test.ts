@@ -53,8 +53,10 @@ interface PlatformDouble {
   patientConnector: Connector;
   /** The secrets field a refusal names. */
   field: string;
-  /** A new account the platform accepts: its secrets, and the public name `validate` answers. */
-  account(name: string): { secrets: PlatformSecrets; account: string };
+  /** A new account the platform accepts: its secrets, and the public name and id `validate` answers. */
+  account(name: string): { secrets: PlatformSecrets; account: string; accountId: string };
+  /** The account's owner makes new secrets for it (the old ones no longer work): the new ones. */
+  renew(secrets: PlatformSecrets): PlatformSecrets;
   /** Secrets in the platform's form that it does not know. */
   unknownSecrets(): PlatformSecrets;
   /** Secrets not in the platform's form at all. */
@@ -96,8 +98,10 @@ function telegramDouble(fake: FakeTelegram): PlatformDouble {
     patientConnector: telegramConnector({ apiUrl: fake.apiUrl, pollTimeoutS: 50 }),
     field: 'secrets.telegram.token',
     account(name) {
-      return { secrets: { token: fake.addBot(name) }, account: `@${name}` };
+      const token = fake.addBot(name);
+      return { secrets: { token }, account: `@${name}`, accountId: token.split(':')[0]! };
     },
+    renew: (secrets) => ({ token: fake.renewToken(tokenOf(secrets)) }),
     unknownSecrets: () => ({ token: `${6_000_000_000 + Math.floor(Math.random() * 1e6)}:${randomBytes(27).toString('base64url')}` }),
     malformedSecrets: [
       {},
@@ -232,10 +236,20 @@ function portChecks(name: string, double: () => PlatformDouble) {
     afterEach(() => double().up());
 
     describe('validate', () => {
-      it("answers the account's public name for secrets the platform accepts", async () => {
+      it("answers the account's public name and id for secrets the platform accepts", async () => {
         const p = double();
-        const { secrets, account } = p.account('harbour_helper_bot');
-        expect(await p.connector.validate(secrets)).toEqual({ account });
+        const { secrets, account, accountId } = p.account('harbour_helper_bot');
+        expect(await p.connector.validate(secrets)).toEqual({ account, accountId });
+        const other = p.account('other_helper_bot');
+        expect((await p.connector.validate(other.secrets)).accountId).not.toBe(accountId);
+      });
+
+      it('names the account by the same id whichever of its secrets open it (new ones made for it)', async () => {
+        const p = double();
+        const { secrets, account, accountId } = p.account('renewed_bot');
+        const renewed = p.renew(secrets);
+        expect(await p.connector.validate(renewed)).toEqual({ account, accountId });
+        expectRefused(await rejection(p.connector.validate(secrets)), p.field, secrets);
       });
 
       it('refuses secrets the platform does not know, or no longer knows, naming the field', async () => {
@@ -256,14 +270,14 @@ function portChecks(name: string, double: () => PlatformDouble) {
 
       it('says the platform is unreachable, deciding nothing, while it cannot be asked', async () => {
         const p = double();
-        const { secrets, account } = p.account('away_bot');
+        const { secrets, account, accountId } = p.account('away_bot');
         p.down();
         const e = await rejection(p.connector.validate(secrets));
         expect(e).toBeInstanceOf(PlatformUnreachable);
         expect(e).not.toBeInstanceOf(SecretsRefused);
         for (const value of Object.values(secrets)) expect(e.message).not.toContain(value);
         p.up();
-        expect(await p.connector.validate(secrets)).toEqual({ account });
+        expect(await p.connector.validate(secrets)).toEqual({ account, accountId });
       });
     });
 
@@ -316,6 +330,31 @@ function portChecks(name: string, double: () => PlatformDouble) {
         receive(p.connector, secrets, next.hooks);
         await next.until(() => next.texts().length >= 2, 'both messages');
         expect(next.texts()).toEqual(['first', 'second']);
+      });
+
+      it('hands a batch over again when take throws (it could not be recorded), telling no fault of the platform, then reads on', async () => {
+        const p = double();
+        const { secrets } = p.account('unrecorded_bot');
+        const chat = p.conversation('private');
+        p.write(secrets, chat, 'Ann Lee', 'first');
+        const heard = listening(null, (batch) => {
+          if (batch <= 2) throw new Error('the database is away');
+          return true;
+        });
+        receive(p.connector, secrets, heard.hooks);
+        await heard.until(() => heard.takes().length === 3, 'the batch handed over a third time');
+        p.write(secrets, chat, 'Ann Lee', 'second');
+        await heard.until(() => heard.texts().length === 4, 'the next message');
+        expect(heard.texts()).toEqual(['first', 'first', 'first', 'second']);
+        expect(
+          new Set(
+            heard
+              .takes()
+              .slice(0, 3)
+              .map((t) => t.cursor),
+          ).size,
+        ).toBe(1);
+        expect(heard.heard.map((h) => h.hook)).toEqual(['take', 'take', 'take', 'take']);
       });
 
       it('reads on from the cursor it is given, never handing over what lies below it', async () => {

@@ -70,6 +70,32 @@ describe('deployments in GraphQL', () => {
     expect(await t.db.deployment.count({ where: { agentId: agent.id } })).toBe(0);
   });
 
+  it('deployAgent and updateDeployment refuse a bot deployed to another agent with CONFLICT, saying where; nothing changes', async () => {
+    const [first, second] = [await f.agent(alice, { name: 'First' }), await f.agent(alice, { name: 'Second' })];
+    const token = tg.addBot('held_bot');
+    expectData(await t.gql(Deploy, { agentId: first.id, input: { platform: 'TELEGRAM', secrets: { telegram: { token } } } }, alice.apiKey));
+    const refused = await t.gql(
+      Deploy,
+      { agentId: second.id, input: { platform: 'TELEGRAM', secrets: { telegram: { token } } } },
+      alice.apiKey,
+    );
+    expect(expectGraphQLError(refused, 'CONFLICT').message).toBe(
+      `@held_bot on telegram is already deployed to your agent "First" (${first.id}): delete that deployment first, or deploy it there`,
+    );
+    expect(await t.db.deployment.count({ where: { agentId: second.id } })).toBe(0);
+    const other = tg.addBot('other_bot');
+    expectData(
+      await t.gql(Deploy, { agentId: second.id, input: { platform: 'TELEGRAM', secrets: { telegram: { token: other } } } }, alice.apiKey),
+    );
+    const swapped = await t.gql(
+      UpdateDeployment,
+      { agentId: second.id, input: { platform: 'TELEGRAM', secrets: { telegram: { token } } } },
+      alice.apiKey,
+    );
+    expectGraphQLError(swapped, 'CONFLICT');
+    expect((await t.db.deployment.findFirstOrThrow({ where: { agentId: second.id } })).account).toBe('@other_bot');
+  });
+
   it('deploys, shows the state and chats on Agent.deployments for the owner only, changes, stops and deletes', async () => {
     const agent = await f.agent(alice, { public: true });
     const token = tg.addBot('gql_bot');

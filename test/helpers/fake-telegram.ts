@@ -285,6 +285,15 @@ export async function startFakeTelegram() {
       });
       return token;
     },
+    /** The bot's owner makes a new token in BotFather: the old one is refused from now on, the new one opens the same bot. */
+    renewToken(token: string) {
+      const bot = botNamed(token);
+      const renewed = `${bot.user.id}:${randomBytes(27).toString('base64url')}`;
+      bot.poll?.respond(401, fail(401, 'Unauthorized'));
+      bots.set(renewed, { ...bot, token: renewed, poll: null, polling: 0 });
+      bot.revoked = true;
+      return renewed;
+    },
     /** The bot's owner revoked the token in BotFather: every call with it is 401 from now on. */
     revoke(token: string) {
       const bot = botNamed(token);
@@ -304,6 +313,8 @@ export async function startFakeTelegram() {
     up() {
       down = false;
     },
+    /** The bot's username, as getMe gives it (without the @). */
+    botName: (token: string) => botNamed(token).user.username,
     /** A person writes in a chat; the message's id in that chat. */
     message(token: string, chat: TgChat, from: TgUser, text: string): number {
       const bot = botNamed(token);

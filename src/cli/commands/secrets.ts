@@ -1,8 +1,18 @@
 import { type CliIo, say } from '../io.ts';
+import { progress } from '../progress.ts';
 import { runCommand } from '../services.ts';
 
 export async function secrets(io: CliIo, command: 'reseal' | 'rotate', json: boolean): Promise<number> {
-  const out = await runCommand(io, `secrets.${command}`, {});
+  let bar: ReturnType<typeof progress> | undefined;
+  let out: Awaited<ReturnType<typeof runCommand<'secrets.reseal'>>>;
+  try {
+    out = await runCommand(io, `secrets.${command}`, {}, (done, total) => {
+      bar ??= progress(command, 'deployments', total, io.stderr);
+      bar.update(done);
+    });
+  } finally {
+    bar?.stop();
+  }
   if (json) say(io, JSON.stringify(out));
   else {
     say(

@@ -44,7 +44,7 @@ export function telegramConnector(config: DeploymentsConfig['telegram']): Connec
       const api = botApi(config.apiUrl, tokenOf(secrets));
       try {
         const me = await api.call<TelegramUser>('getMe', {});
-        return { account: me.username ? `@${me.username}` : me.first_name };
+        return { account: me.username ? `@${me.username}` : me.first_name, accountId: String(me.id) };
       } catch (e) {
         if (isRefusedToken(e)) throw new SecretsRefused(TOKEN_FIELD, 'Telegram refused this bot token (getMe answered Unauthorized)');
         if (e instanceof BotApiError && e.retryAfterS !== undefined)

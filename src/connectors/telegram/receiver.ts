@@ -32,9 +32,9 @@ function inbound(updateId: number, m: TelegramMessage): InboundMessage | null {
 /**
  * Long-polls `getUpdates` from the cursor (the next `update_id`). Each batch is handed to `take`
  * with the offset past it before the next poll, which is what confirms the batch to Telegram:
- * a batch that could not be recorded is asked for again. A refused token ends it; Telegram's 429
- * waits `retry_after`; anything else (network, 5xx, 409 while another poll is still open) is
- * retried after a growing pause, never at once.
+ * a batch that could not be recorded (`take` threw) is asked for again after a growing pause.
+ * A refused token ends it; Telegram's 429 waits `retry_after`; anything else (network, 5xx, 409
+ * while another poll is still open) is retried after a growing pause, never at once.
  */
 export function startReceiver(api: BotApi, hooks: ReceiveHooks, pollTimeoutS: number): Receiver {
   const controller = new AbortController();
@@ -43,6 +43,8 @@ export function startReceiver(api: BotApi, hooks: ReceiveHooks, pollTimeoutS: nu
   async function poll() {
     let cursor = hooks.cursor;
     let failures = 0;
+    // Batches not recorded in a row: what went wrong was told by `take`, the platform is not at fault.
+    let unrecorded = 0;
     // Apart from `failures`: a 429 is a fault the owner sees, but its wait is Telegram's, not a backoff step.
     let faulted = false;
     while (!signal.aborted) {
@@ -58,7 +60,15 @@ export function startReceiver(api: BotApi, hooks: ReceiveHooks, pollTimeoutS: nu
         if (!updates.length) continue;
         const next = String(Math.max(...updates.map((u) => u.update_id)) + 1);
         const messages = updates.flatMap((u) => (u.message ? (inbound(u.update_id, u.message) ?? []) : []));
-        if (!(await hooks.take(messages, next))) return;
+        let taken: boolean;
+        try {
+          taken = await hooks.take(messages, next);
+        } catch {
+          await sleep(retryDelay(++unrecorded), signal);
+          continue;
+        }
+        if (!taken) return;
+        unrecorded = 0;
         cursor = next;
       } catch (e) {
         if (signal.aborted) return;

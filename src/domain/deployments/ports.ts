@@ -50,7 +50,8 @@ export interface ReceiveHooks {
   /**
    * Records a batch and the cursor past it (past updates that carried no message too), at once.
    * False: this instance may take no more (its lease is gone, the deployment was stopped); the
-   * receiver then stops without confirming anything to the platform.
+   * receiver then stops without confirming anything to the platform. Throws when the batch could
+   * not be recorded (the rules have said why): the receiver reads it again after a growing pause.
    */
   take(messages: InboundMessage[], cursor: string): Promise<boolean>;
   /** The platform refused the secrets: the receiver has stopped, for good. */
@@ -97,8 +98,12 @@ export interface Outbox {
 /** One platform, as the deployments' rules use it. */
 export interface Connector {
   readonly platform: DeploymentPlatform;
-  /** Asks the platform whether the secrets open an account, and its public name (a bot's `@username`). */
-  validate(secrets: PlatformSecrets): Promise<{ account: string }>;
+  /**
+   * Asks the platform whether the secrets open an account: its public name (a bot's `@username`)
+   * and the platform's own id for it (a Telegram bot's id), the same whichever of its secrets
+   * opened it (a token made anew in BotFather opens the same bot).
+   */
+  validate(secrets: PlatformSecrets): Promise<{ account: string; accountId: string }>;
   /** Starts reading what people write, until stopped. */
   start(secrets: PlatformSecrets, hooks: ReceiveHooks): Receiver;
   /** Where answers to one conversation go. */

@@ -1,9 +1,18 @@
+import { isDomainError } from '../core/errors.ts';
+import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
+import { recordable } from './inbound.ts';
 import type { Connector, PlatformSecrets, Receiver } from './ports.ts';
 import { type DeploymentRun, LeftForLater, type RelayRules } from './relay.ts';
 import type { DeploymentRuntimeStore, HeldDeployment, RecordedUpdate } from './runtime-store.ts';
 
 /** Chats of one deployment answered at once on an instance; the others wait their turn. */
 const CHATS_AT_ONCE = 4;
+
+/** What the owner sees while messages read cannot be recorded (never the database's own words). */
+const UNRECORDED = {
+  unavailable: 'The database is unavailable: the messages read are read again once it is back',
+  other: 'The messages read could not be recorded; reading them again shortly',
+};
 
 export interface RunnerDependencies {
   store: DeploymentRuntimeStore;
@@ -18,6 +27,10 @@ export interface RunnerDependencies {
 
 export interface Runner {
   readonly deployment: HeldDeployment;
+  /** The version of the sealed secrets it runs on; a new seal of the same secrets (a reseal, a deploy again) only moves it. */
+  version: string;
+  /** The secrets it runs on, as JSON (in memory only, like the runner's own copy). */
+  readonly secrets: string;
   /** Until when this instance holds the lease, by its own clock (renewed by the runtime). */
   holdUntil: number;
   /** Whether its receiver has stopped by itself (lease lost, revoked). */
@@ -54,6 +67,8 @@ export function startRunner(
 
   const self: Runner = {
     deployment: held,
+    version: held.version,
+    secrets: JSON.stringify(secrets),
     holdUntil,
     get ended() {
       return ended;
@@ -103,6 +118,13 @@ export function startRunner(
           return;
         } catch (e) {
           if (e instanceof LeftForLater || !run.holds()) return;
+          if (isDomainError(e) && e.code === 'BAD_USER_INPUT') {
+            // Refused for what it says, as often as it is tried: settled unanswered, so its chat goes on.
+            const why = [...(e.fieldPath?.length ? [e.fieldPath.join('.')] : []), e.message].join(': ');
+            log.warn({ deployment: held.id, update: update.id, reason: why }, 'a message of a deployment cannot be relayed');
+            await store.finishUpdate(update.id, 'failed', `It could not be relayed: ${why}`);
+            return;
+          }
           log.error({ err: e, deployment: held.id, update: update.id }, 'could not answer a message of a deployment; trying again');
           await store.noteError(held.id, 'An answer could not be sent; trying again').catch(() => {});
           await deps.pause(attempt, signal);
@@ -132,7 +154,18 @@ export function startRunner(
     cursor,
     async take(messages, to) {
       if (!run.accepting() || !run.holds()) return false;
-      if (!(await store.receive(held.id, deps.instanceId, cursor, to, messages))) return false;
+      const batch = messages.map(recordable);
+      let taken: Awaited<ReturnType<typeof store.receive>>;
+      try {
+        taken = await store.receive(held.id, deps.instanceId, cursor, to, batch);
+      } catch (err) {
+        log.error({ err, deployment: held.id }, 'could not record the messages a deployment read');
+        await store.noteError(held.id, isDatabaseUnavailable(err) ? UNRECORDED.unavailable : UNRECORDED.other).catch(() => {});
+        throw new Error(UNRECORDED.other);
+      }
+      if (!taken) return false;
+      const skipped = new Set([...batch.filter((m) => m.skipped).map((m) => m.eventId), ...taken.refused]);
+      if (skipped.size) log.warn({ deployment: held.id, updates: [...skipped] }, 'a deployment skipped messages it could not record');
       cursor = to;
       await queuePending();
       return true;

@@ -1,9 +1,10 @@
 import type { Db } from '../../db/database.ts';
 import type { DeploymentPlatform, DeploymentUpdateStatus } from '../../generated/prisma/enums.ts';
 import { newId } from '../core/ids.ts';
-import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
+import { isDatabaseUnavailable, isUniqueViolation } from '../core/stores/prisma-errors.ts';
+import { type Recordable, SKIPPED } from './inbound.ts';
 import type { DeploymentConfig } from './inputs.ts';
-import type { Conversation, InboundMessage } from './ports.ts';
+import type { Conversation } from './ports.ts';
 
 /** A running deployment this instance holds the lease of, as its runner needs it. */
 export interface HeldDeployment {
@@ -64,9 +65,18 @@ export interface DeploymentRuntimeStore {
   release(holder: string, deploymentId?: string): Promise<void>;
   /**
    * Records updates with the cursor past them, in one transaction, only while `holder` holds the
-   * lease, the deployment runs and its cursor is still `from`. False: nothing was recorded.
+   * lease, the deployment runs and its cursor is still `from`; those marked `skipped` are kept
+   * with the reason only, unanswered. Null: nothing was recorded. Otherwise, the event ids of
+   * those skipped because the database refused what they carried: the rest are recorded
+   * without them, so that no update can hold up the ones after it.
    */
-  receive(deploymentId: string, holder: string, from: string | null, to: string, messages: InboundMessage[]): Promise<boolean>;
+  receive(
+    deploymentId: string,
+    holder: string,
+    from: string | null,
+    to: string,
+    messages: Recordable[],
+  ): Promise<{ refused: string[] } | null>;
   /** Updates still to answer, in the order they were read. */
   pending(deploymentId: string): Promise<RecordedUpdate[]>;
   relayContext(deploymentId: string): Promise<RelayContext | null>;
@@ -77,13 +87,14 @@ export interface DeploymentRuntimeStore {
   countMessage(chatId: string, limit: number, windowMs: number): Promise<{ allowed: boolean; resetAt: Date }>;
   /** True, once per period: records that the chat is told `reason` until `until`, unless it was already. */
   noticeDue(chatId: string, reason: string, until: Date): Promise<boolean>;
-  /** Manna the deployment's chats spent since midnight UTC (refunds taken off). */
+  /** Manna the deployment's chats hold today (UTC, by the database's clock): what counts against its daily cap. */
   spentToday(deploymentId: string): Promise<number>;
   /** The user that sends a platform person's messages, made on first sight and renamed after them. */
   sender(platform: DeploymentPlatform, ref: string, name: string): Promise<string>;
   promptState(promptId: string): Promise<PromptState | null>;
   setReplyRefs(updateId: string, refs: string[]): Promise<void>;
-  finishUpdate(updateId: string, status: Exclude<DeploymentUpdateStatus, 'received'>): Promise<void>;
+  /** Marks the update done (`note`: why it was not answered, when that is not plain). */
+  finishUpdate(updateId: string, status: Exclude<DeploymentUpdateStatus, 'received'>, note?: string): Promise<void>;
   /** Gives the update a new prompt to answer it again; false when another runner did first. */
   retryUpdate(updateId: string, from: string, to: string): Promise<boolean>;
   /** The platform refused the secrets: not valid, not running, and why. */
@@ -133,34 +144,84 @@ function leases(db: Db): Pick<DeploymentRuntimeStore, 'claim' | 'release' | 'rec
     },
 
     async receive(deploymentId, holder, from, to, messages) {
-      return db.$transaction(async (tx) => {
-        const moved = await tx.$executeRaw`
-          UPDATE "Deployment" AS d SET "cursor" = ${to}, "lastError" = NULL
-          WHERE d."id" = ${deploymentId} AND d."running" AND d."valid" AND d."cursor" IS NOT DISTINCT FROM ${from}
-            AND EXISTS (SELECT 1 FROM "DeploymentLease" AS l
-                        WHERE l."deploymentId" = d."id" AND l."holder" = ${holder} AND l."expiresAt" > now())`;
-        if (!moved) return false;
-        if (messages.length)
-          await tx.deploymentUpdate.createMany({
-            data: messages.map((m) => ({
-              id: newId(),
-              deploymentId,
-              eventId: m.eventId,
-              conversationId: m.conversation.id,
-              conversationTitle: m.conversation.title,
-              conversationKind: m.conversation.kind,
-              messageRef: m.messageRef,
-              senderRef: m.sender.ref,
-              senderName: m.sender.name,
-              text: m.text,
-              promptId: newId(),
-            })),
-            skipDuplicates: true,
-          });
-        return true;
-      });
+      const record = (batch: Recordable[]) =>
+        db.$transaction(async (tx) => {
+          const moved = await tx.$executeRaw`
+            UPDATE "Deployment" AS d SET "cursor" = ${to}, "lastError" = NULL
+            WHERE d."id" = ${deploymentId} AND d."running" AND d."valid" AND d."cursor" IS NOT DISTINCT FROM ${from}
+              AND EXISTS (SELECT 1 FROM "DeploymentLease" AS l
+                          WHERE l."deploymentId" = d."id" AND l."holder" = ${holder} AND l."expiresAt" > now())`;
+          if (!moved) return false;
+          if (batch.length)
+            await tx.deploymentUpdate.createMany({ data: batch.map((m) => updateRow(deploymentId, m)), skipDuplicates: true });
+          return true;
+        });
+      try {
+        return (await record(messages)) ? { refused: [] } : null;
+      } catch (e) {
+        if (!messages.length || isDatabaseUnavailable(e)) throw e;
+      }
+      // The database refused something in the batch: each is tried alone, undone at once, and
+      // those it refuses are kept as skipped, with nothing of what they carried.
+      const refused: string[] = [];
+      const batch: Recordable[] = [];
+      for (const m of messages) {
+        if (m.skipped || (await storable(db, deploymentId, m))) batch.push(m);
+        else {
+          refused.push(m.eventId);
+          batch.push(skippedOnly(m));
+        }
+      }
+      try {
+        return (await record(batch)) ? { refused } : null;
+      } catch (e) {
+        if (isDatabaseUnavailable(e)) throw e;
+        // Not even their ids are taken: the cursor moves past them all the same.
+        return (await record([])) ? { refused: messages.map((m) => m.eventId) } : null;
+      }
     },
   };
+}
+
+/** The row of a recorded update; one skipped keeps its ids and why, nothing of what it said. */
+const updateRow = (deploymentId: string, m: Recordable) => ({
+  id: newId(),
+  deploymentId,
+  eventId: m.eventId,
+  conversationId: m.conversation.id,
+  conversationTitle: m.conversation.title,
+  conversationKind: m.conversation.kind,
+  messageRef: m.messageRef,
+  senderRef: m.sender.ref,
+  senderName: m.sender.name,
+  text: m.text,
+  promptId: newId(),
+  ...(m.skipped ? { status: 'skipped' as const, note: m.skipped } : {}),
+});
+
+const skippedOnly = (m: Recordable): Recordable => ({
+  eventId: m.eventId,
+  conversation: { id: '', title: '', kind: m.conversation.kind },
+  messageRef: '',
+  sender: { ref: '', name: '' },
+  text: '',
+  skipped: SKIPPED.refused,
+});
+
+class Undo extends Error {}
+
+/** Whether the database takes the message's row: written in a transaction that is always undone. */
+async function storable(db: Db, deploymentId: string, m: Recordable): Promise<boolean> {
+  try {
+    await db.$transaction(async (tx) => {
+      await tx.deploymentUpdate.createMany({ data: [updateRow(deploymentId, m)], skipDuplicates: true });
+      throw new Undo();
+    });
+  } catch (e) {
+    if (e instanceof Undo) return true;
+    if (isDatabaseUnavailable(e)) throw e;
+  }
+  return false;
 }
 
 /** Updates read and the prompts relayed for them, up to their answer. */
@@ -202,8 +263,8 @@ function updates(db: Db): Pick<DeploymentRuntimeStore, 'pending' | 'promptState'
       await db.deploymentUpdate.update({ where: { id: updateId }, data: { replyRefs: refs }, select: { id: true } });
     },
 
-    async finishUpdate(updateId, status) {
-      await db.deploymentUpdate.updateMany({ where: { id: updateId, status: 'received' }, data: { status } });
+    async finishUpdate(updateId, status, note) {
+      await db.deploymentUpdate.updateMany({ where: { id: updateId, status: 'received' }, data: { status, note } });
     },
 
     async retryUpdate(updateId, from, to) {
@@ -253,9 +314,8 @@ function chats(db: Db): Pick<DeploymentRuntimeStore, 'chat' | 'setChatSession' |
 
     async spentToday(deploymentId) {
       const [row] = await db.$queryRaw<{ spent: string }[]>`
-        SELECT COALESCE(-SUM(l."amount"), 0)::text AS "spent" FROM "MannaLedger" AS l
-        WHERE l."sessionId" IN (SELECT "sessionId" FROM "DeploymentChat" WHERE "deploymentId" = ${deploymentId} AND "sessionId" IS NOT NULL)
-          AND l."createdAt" >= date_trunc('day', now() AT TIME ZONE 'UTC')`;
+        SELECT COALESCE(SUM("amount"), 0)::text AS "spent" FROM "DeploymentCharge"
+        WHERE "deploymentId" = ${deploymentId} AND "day" = (now() AT TIME ZONE 'UTC')::date`;
       return Number(row?.spent ?? 0);
     },
   };

@@ -28,6 +28,16 @@ function openSecrets(sealer: SecretSealer, held: HeldDeployment): PlatformSecret
   return secrets as PlatformSecrets;
 }
 
+/** Whether the deployment's sealed secrets are `secrets` (sealed anew: a reseal, the same token deployed again). */
+function sealsTheSame(sealer: SecretSealer, held: HeldDeployment, secrets: string) {
+  try {
+    return JSON.stringify(openSecrets(sealer, held)) === secrets;
+  } catch (e) {
+    if (e instanceof SealBroken) return false;
+    throw e;
+  }
+}
+
 /**
  * Runs the deployments this instance holds the lease of. Every third of `leaseMs` it renews its
  * leases and takes those nobody holds any more (an instance that died), in one statement
@@ -94,7 +104,8 @@ export function deploymentRuntime(deps: RuntimeDependencies) {
     for (const id of [...runners.keys()]) if (!holding.has(id)) await stopRunner(id);
     for (const h of held) {
       const runner = runners.get(h.id);
-      if (runner && (runner.ended || runner.deployment.version !== h.version)) await stopRunner(h.id);
+      if (runner && !runner.ended && runner.version !== h.version && sealsTheSame(sealer, h, runner.secrets)) runner.version = h.version;
+      if (runner && (runner.ended || runner.version !== h.version)) await stopRunner(h.id);
       const current = runners.get(h.id);
       if (current) current.holdUntil = holdUntil;
       else if (!closing) await start(h, holdUntil);

@@ -1,19 +1,20 @@
 import type { DeploymentPlatform } from '../../generated/prisma/enums.ts';
 import { badInput, conflict, forbidden, notFound } from '../core/errors.ts';
-import { canNameARow, newId } from '../core/ids.ts';
+import { canNameARow } from '../core/ids.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { type DeploymentConfig, deploySchema, platformSchema, updateDeploymentSchema } from './inputs.ts';
 import type { Connector, SecretSealer } from './ports.ts';
-import { checkAndSeal, keyUpkeep, secretsOf, secretsToDeploy } from './sealing.ts';
+import { type CheckedSecrets, check, keepCurrent, keyUpkeep, sealedFor, secretsOf, secretsToDeploy } from './sealing.ts';
 import {
+  AccountTaken,
   type ConfigJson,
-  DeploymentRace,
+  type DeploymentChange,
   type DeploymentQuery,
   type DeploymentRead,
   type DeploymentRow,
   type DeploymentStore,
-  type DeploymentWrite,
+  type KeptDeployment,
 } from './store.ts';
 
 export type { DeploymentRow } from './store.ts';
@@ -76,15 +77,52 @@ export function deploymentService(deps: DeploymentServiceDependencies) {
   const { store, sealer } = deps;
   const connectors = new Map(deps.connectors.map((c) => [c.platform, c]));
 
-  async function save<Q extends DeploymentQuery>(row: DeploymentWrite, query?: Q) {
+  /** Where an account runs, as its 409 tells: the agent named to its owner only. */
+  const taken = (viewer: Viewer, platform: DeploymentPlatform, checked: CheckedSecrets | null, holder: AccountTaken['holder']) => {
+    const what = `${checked?.account ?? 'This account'} on ${platform}`;
+    if (!holder) return conflict(`${what} was being deployed elsewhere at the same moment; try again`);
+    return holder.ownerId === viewer.id
+      ? conflict(
+          `${what} is already deployed to your agent "${holder.agentName}" (${holder.agentId}): delete that deployment first, or deploy it there`,
+        )
+      : conflict(`${what} is already deployed to another user's agent: it can run in one place only`);
+  };
+
+  /**
+   * Writes the agent's deployment to the platform as `decide` says, the row locked meanwhile (one
+   * deployment per platform per agent, whatever arrives at once); secrets checked beforehand are
+   * sealed for the row as it is then, never for an id chosen before.
+   */
+  async function change<Q extends DeploymentQuery>(
+    viewer: Viewer,
+    key: { agentId: string; platform: DeploymentPlatform },
+    checked: CheckedSecrets | null,
+    decide: (kept: KeptDeployment | null, sealed: () => DeploymentChange) => DeploymentChange,
+    options: { create: boolean; query?: Q },
+  ) {
+    let sealed: { id: string; text: string } | undefined;
+    const seal = (id: string) => {
+      if (!checked) return {};
+      const fields = sealedFor(sealer, checked, id);
+      sealed = { id, text: fields.sealed };
+      return fields;
+    };
+    let saved: DeploymentRead<Q> | null;
     try {
-      const saved = await store.save(row, query);
-      deps.changed(saved);
-      return saved;
+      saved = await store.change(
+        key,
+        options.create ? { userId: viewer.id } : null,
+        (kept, id) => decide(kept, () => seal(id)),
+        options.query,
+      );
     } catch (e) {
-      if (e instanceof DeploymentRace) throw conflict(`Another request is deploying this agent to ${row.platform}; try again`);
+      if (e instanceof AccountTaken) throw taken(viewer, key.platform, checked, e.holder);
       throw e;
     }
+    if (!saved) throw notFound(options.create ? AGENT_NOT_FOUND : DEPLOYMENT_NOT_FOUND);
+    if (sealed && checked) await keepCurrent(store, sealer, sealed.id, sealed.text, checked.secrets);
+    deps.changed(saved);
+    return saved;
   }
 
   return {
@@ -111,13 +149,26 @@ export function deploymentService(deps: DeploymentServiceDependencies) {
       const input = parseInput(deploySchema, raw);
       await ownAgent(store, viewer, agentId);
       const connector = connectorFor(connectors, input.platform);
-      const kept = await store.forAgent(agentId, input.platform);
-      const id = kept?.id ?? newId();
-      const secrets = await secretsToDeploy(sealer, connector, id, input.secrets, kept);
-      const config = mergeConfig(kept?.config, input.config);
-      return save(
-        { id, agentId, userId: viewer.id, platform: input.platform, config, ...secrets, running: true, valid: true, lastError: null },
-        query,
+      // Read without a lock: the platform is asked (a network call) before the row is locked.
+      const seen = await store.forAgent(agentId, input.platform);
+      const checked = await secretsToDeploy(sealer, connector, input.secrets, seen);
+      const sent = secretsOf(input.secrets, input.platform) !== undefined;
+      return change(
+        viewer,
+        { agentId, platform: input.platform },
+        checked,
+        (kept, sealed) => {
+          // The secrets checked were the ones kept then: another deploy has changed them since, and checked its own.
+          const stale = !sent && kept?.sealed !== seen?.sealed;
+          if (!kept?.sealed && !sent) throw badInput(`is required to deploy to ${input.platform}`, ['secrets', input.platform, 'token']);
+          return {
+            config: mergeConfig(kept?.config, input.config),
+            ...(stale ? {} : sealed()),
+            running: true,
+            ...(checked && !stale ? {} : { valid: kept?.valid ?? true, lastError: null }),
+          };
+        },
+        { create: true, query },
       );
     },
 
@@ -129,18 +180,22 @@ export function deploymentService(deps: DeploymentServiceDependencies) {
         throw badInput('No deployment fields to update in the request (config, secrets)');
       await ownAgent(store, viewer, agentId);
       const connector = connectorFor(connectors, input.platform);
-      const kept = await existing(store, agentId, input.platform);
-      const secrets = sent ? { ...(await checkAndSeal(sealer, connector, kept.id, sent)), valid: true, lastError: null } : {};
-      const { id, userId, platform, config } = kept;
-      return save({ id, agentId, userId, platform, config: mergeConfig(config, input.config), ...secrets }, query);
+      await existing(store, agentId, input.platform);
+      const checked = sent ? await check(sealer, connector, sent) : null;
+      return change(
+        viewer,
+        { agentId, platform: input.platform },
+        checked,
+        (kept, sealed) => ({ config: mergeConfig(kept?.config, input.config), ...sealed() }),
+        { create: false, query },
+      );
     },
 
     /** Stops reading the platform (what was already read is still answered). */
     async stop<Q extends DeploymentQuery = object>(viewer: Viewer, agentId: string, raw: unknown, query?: Q) {
       const { platform } = parseInput(platformSchema, raw);
       await ownAgent(store, viewer, agentId);
-      const { id, userId, config } = await existing(store, agentId, platform);
-      return save({ id, agentId, userId, platform, config: mergeConfig(config, undefined), running: false }, query);
+      return change(viewer, { agentId, platform }, null, () => ({ running: false }), { create: false, query });
     },
 
     /** Deletes the deployment and its sealed secrets; the id it had. */

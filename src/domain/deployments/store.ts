@@ -2,7 +2,8 @@ import type { Db } from '../../db/database.ts';
 import type { Deployment, Prisma } from '../../generated/prisma/client.ts';
 import type { DeploymentPlatform } from '../../generated/prisma/enums.ts';
 import { newestFirst } from '../core/ordering.ts';
-import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
+import { newId } from '../core/ids.ts';
+import { isRecordGone, isUniqueViolation } from '../core/stores/prisma-errors.ts';
 
 /** The relations a reader wants with a deployment (GraphQL's selection), passed through to the read. */
 export type DeploymentQuery = { include?: Prisma.DeploymentInclude };
@@ -13,23 +14,26 @@ export type DeploymentRow = Omit<Deployment, 'secrets'>;
 /** A deployment's `config` as written. */
 export type ConfigJson = Prisma.InputJsonObject;
 
-/** A deployment as the rules write it; `sealed` undefined keeps the secrets it has. */
-export interface DeploymentWrite {
-  id: string;
-  agentId: string;
-  userId: string;
-  platform: DeploymentPlatform;
-  config: ConfigJson;
+/** A deployment as it is kept, with its sealed secrets (null: none). */
+export type KeptDeployment = DeploymentRow & { sealed: string | null };
+
+/** What the rules write of a deployment; a field left out keeps what the row has. */
+export interface DeploymentChange {
+  config?: ConfigJson;
   sealed?: string;
   account?: string | null;
+  accountId?: string | null;
   running?: boolean;
   valid?: boolean;
   lastError?: string | null;
 }
 
-/** Two writers made the agent's deployment to one platform at once: the second gives way. */
-export class DeploymentRace extends Error {
-  override name = 'DeploymentRace';
+/** The account the secrets open is another deployment's: `holder` is that one (null: it went meanwhile). */
+export class AccountTaken extends Error {
+  override name = 'AccountTaken';
+  constructor(readonly holder: { agentId: string; agentName: string; ownerId: string } | null) {
+    super('the account is held by another deployment');
+  }
 }
 
 /** The sealed text a row's `secrets` column holds, or null for none. */
@@ -49,17 +53,41 @@ export interface DeploymentStore {
   /** A deployment by its id, without its secrets. */
   byId(id: string): Promise<DeploymentRow | null>;
   /** The agent's deployment to a platform, with its sealed secrets. */
-  forAgent(agentId: string, platform: DeploymentPlatform): Promise<(DeploymentRow & { sealed: string | null }) | null>;
+  forAgent(agentId: string, platform: DeploymentPlatform): Promise<KeptDeployment | null>;
   /** The agent's deployments, newest first. */
   listForAgent<Q extends DeploymentQuery = object>(agentId: string, query?: Q): Promise<DeploymentRead<Q>[]>;
-  /** Makes the agent's deployment to the platform, or changes it. Throws DeploymentRace. */
-  save<Q extends DeploymentQuery = object>(row: DeploymentWrite, query?: Q): Promise<DeploymentRead<Q>>;
+  /**
+   * Changes the agent's deployment to the platform with its row locked, in one transaction, so
+   * that concurrent writers take turns: `decide` is given the row as it is then (null: there was
+   * none, and `create` made it) and its id, and returns what to write. Null when there is no such
+   * deployment and `create` is not given, or the agent is gone. Throws AccountTaken, and what
+   * `decide` throws (nothing is written then).
+   */
+  change<Q extends DeploymentQuery = object>(
+    key: { agentId: string; platform: DeploymentPlatform },
+    create: { userId: string } | null,
+    decide: (kept: KeptDeployment | null, id: string) => DeploymentChange,
+    query?: Q,
+  ): Promise<DeploymentRead<Q> | null>;
   /** Deletes the agent's deployment to the platform, its sealed secrets with it; false when there was none. */
   remove(agentId: string, platform: DeploymentPlatform): Promise<boolean>;
+  /** How many deployments there are (of every agent). */
+  count(): Promise<number>;
   /** Deployments in id order after `afterId` with their sealed secrets (null: none), for resealing them all. */
   sealedAfter(afterId: string | null, limit: number): Promise<{ id: string; sealed: string | null }[]>;
   /** Replaces sealed secrets unless they changed meanwhile; false when they had. */
   replaceSealed(id: string, from: string, to: string): Promise<boolean>;
+}
+
+const keptOf = ({ secrets, ...row }: Deployment): KeptDeployment => ({ ...row, sealed: sealedOf(secrets) });
+
+/** The deployment holding an account on a platform, and whose agent it is. */
+async function holderOf(db: Db, platform: DeploymentPlatform, accountId: string) {
+  const row = await db.deployment.findFirst({
+    where: { platform, accountId },
+    select: { agentId: true, agent: { select: { name: true, ownerId: true } } },
+  });
+  return row && { agentId: row.agentId, agentName: row.agent.name, ownerId: row.agent.ownerId };
 }
 
 export function deploymentStore(db: Db): DeploymentStore {
@@ -82,33 +110,52 @@ export function deploymentStore(db: Db): DeploymentStore {
 
     async forAgent(agentId, platform) {
       const row = await db.deployment.findUnique({ where: { agentId_platform: { agentId, platform } }, omit: { secrets: false } });
-      if (!row) return null;
-      const { secrets, ...rest } = row;
-      return { ...rest, sealed: sealedOf(secrets) };
+      return row && keptOf(row);
     },
 
     async listForAgent<Q extends DeploymentQuery>(agentId: string, query?: Q) {
       return (await db.deployment.findMany({ where: { agentId }, orderBy: newestFirst, ...query })) as DeploymentRead<Q>[];
     },
 
-    async save<Q extends DeploymentQuery>({ id, agentId, platform, sealed, ...fields }: DeploymentWrite, query?: Q) {
-      const secrets = sealed === undefined ? undefined : { sealed };
+    async change<Q extends DeploymentQuery>(
+      { agentId, platform }: { agentId: string; platform: DeploymentPlatform },
+      create: { userId: string } | null,
+      decide: (kept: KeptDeployment | null, id: string) => DeploymentChange,
+      query?: Q,
+    ) {
+      let accountId: string | null | undefined;
       try {
-        return (await db.deployment.upsert({
-          where: { agentId_platform: { agentId, platform } },
-          create: { id, agentId, platform, ...fields, secrets },
-          update: { ...fields, secrets },
-          ...query,
-        })) as DeploymentRead<Q>;
+        return await db.$transaction(async (tx) => {
+          // A new row waits, uncommitted, for `decide`: a concurrent writer meets it here and takes its turn after.
+          const made = create
+            ? (await tx.deployment.createMany({ data: [{ id: newId(), agentId, platform, userId: create.userId }], skipDuplicates: true }))
+                .count > 0
+            : false;
+          const [locked] = await tx.$queryRaw<{ id: string }[]>`
+            SELECT "id" FROM "Deployment" WHERE "agentId" = ${agentId} AND "platform"::text = ${platform} FOR UPDATE`;
+          if (!locked) return null;
+          const kept = await tx.deployment.findUniqueOrThrow({ where: { id: locked.id }, omit: { secrets: false } });
+          const { sealed, ...fields } = decide(made ? null : keptOf(kept), locked.id);
+          accountId = fields.accountId;
+          return (await tx.deployment.update({
+            where: { id: locked.id },
+            data: { ...fields, ...(sealed === undefined ? {} : { secrets: { sealed } }) },
+            ...query,
+          })) as unknown as DeploymentRead<Q>;
+        });
       } catch (e) {
-        if (isUniqueViolation(e)) throw new DeploymentRace();
-        throw e;
+        if (isRecordGone(e)) return null;
+        if (!isUniqueViolation(e)) throw e;
+        // The one unique key a change can break: the account is another deployment's.
+        throw new AccountTaken(accountId ? await holderOf(db, platform, accountId) : null);
       }
     },
 
     async remove(agentId, platform) {
       return (await db.deployment.deleteMany({ where: { agentId, platform } })).count > 0;
     },
+
+    count: () => db.deployment.count(),
 
     async sealedAfter(afterId, limit) {
       const rows = await db.deployment.findMany({

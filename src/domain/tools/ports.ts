@@ -46,8 +46,11 @@ export interface CallCreation {
   public?: boolean;
 }
 
-/** Why a hold took nothing: the session's manna budget, the payer's balance, or the call gone. */
-export type HoldRefused = { refused: 'budget' } | { refused: 'balance'; balance: Decimal } | { refused: 'gone' };
+/**
+ * Why a hold took nothing: the session's manna budget, the daily cap of the deployment whose chat
+ * the session is, the payer's balance, or the call gone.
+ */
+export type HoldRefused = { refused: 'budget' } | { refused: 'cap' } | { refused: 'balance'; balance: Decimal } | { refused: 'gone' };
 
 /** The statements of tools at work in replies. */
 export interface ToolStore {
@@ -60,7 +63,8 @@ export interface ToolStore {
   record(owner: CallOwner, calls: RequestedToolCall[]): Promise<RecordedCall[]>;
   /**
    * Charges a call before it runs, in one transaction with its ledger rows: `cost` (if any) within
-   * the session's manna budget and from the payer's balance, and the call moved to running. Null
+   * the session's manna budget and its deployment's daily cap, from the payer's balance, and the
+   * call moved to running. Null
    * when it is; otherwise why not, with nothing taken.
    */
   hold(call: RecordedCall, cost: Decimal, payer: string, place: CallPlace): Promise<HoldRefused | null>;

@@ -27,16 +27,20 @@ export interface CallRunnerDeps {
 type Refusal = { error: string };
 
 const NOT_ENOUGH_MANNA = 'Not enough manna:';
+const DAILY_CAP_REACHED = "The deployment's daily manna cap is reached";
 
 const refusalText = (why: HoldRefused, cost: Decimal) =>
   why.refused === 'budget'
     ? BUDGET_EXCEEDED.manna
-    : why.refused === 'balance'
-      ? `${NOT_ENOUGH_MANNA} this call costs ${cost}, the balance is ${why.balance}`
-      : 'The session was deleted';
+    : why.refused === 'cap'
+      ? DAILY_CAP_REACHED
+      : why.refused === 'balance'
+        ? `${NOT_ENOUGH_MANNA} this call costs ${cost}, the balance is ${why.balance}`
+        : 'The session was deleted';
 
-/** Whether a call's error says it could not be paid for: the payer's balance, or the session's manna budget. */
-export const isPaymentRefusal = (error: string) => error === BUDGET_EXCEEDED.manna || error.startsWith(NOT_ENOUGH_MANNA);
+/** Whether a call's error says it could not be paid for: the payer's balance, the session's manna budget, a deployment's cap. */
+export const isPaymentRefusal = (error: string) =>
+  error === BUDGET_EXCEEDED.manna || error === DAILY_CAP_REACHED || error.startsWith(NOT_ENOUGH_MANNA);
 
 /** The media a tool produced, as creations of the user. */
 const creationsOf = (output: ToolOutput, tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolRunContext): CallCreation[] =>

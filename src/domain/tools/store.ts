@@ -1,6 +1,6 @@
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/database.ts';
-import { claimTask, returnHold } from '../core/stores/holds.ts';
+import { claimTask, countAgainstDailyCap, returnHold } from '../core/stores/holds.ts';
 import { debit } from '../core/stores/ledger.ts';
 import { toToolCallView } from '../core/stores/message-rows.ts';
 import type { HoldRefused, ToolStore } from './ports.ts';
@@ -22,8 +22,11 @@ function argumentsForRecord(raw: string): Prisma.InputJsonValue {
   }
 }
 
-/** Tool calls on Prisma: recorded, charged with ledger rows, settled. */
-export function toolStore(db: Db): ToolStore {
+/**
+ * Tool calls on Prisma: recorded, charged with ledger rows, settled. `deploymentDailyCap`: the
+ * daily manna cap of a deployment that sets none (DEPLOYMENT_DAILY_MANNA_CAP).
+ */
+export function toolStore(db: Db, caps: { deploymentDailyCap: number }): ToolStore {
   return {
     async payers(agentId, sessionId) {
       const [agent, session] = await Promise.all([
@@ -58,6 +61,9 @@ export function toolStore(db: Db): ToolStore {
       try {
         await db.$transaction(async (tx) => {
           if (cost.isPositive() && !cost.isZero()) {
+            // A deployment's chat: its row stays locked until this hold commits, so its holds take turns.
+            if (!(await countAgainstDailyCap(tx, { taskId: call.id, sessionId: place.sessionId }, cost, caps.deploymentDailyCap)))
+              throw new Refusal({ refused: 'cap' });
             const within = await tx.$executeRaw`
               UPDATE "Session" SET "mannaSpent" = "mannaSpent" + ${cost.toString()}::decimal
               WHERE "id" = ${place.sessionId} AND ("mannaBudget" IS NULL OR "mannaSpent" + ${cost.toString()}::decimal <= "mannaBudget")`;

@@ -110,7 +110,8 @@ const defined = <T extends object>(input: T) => Object.fromEntries(Object.entrie
 builder.mutationFields((t) => ({
   deployAgent: t.prismaField({
     type: 'Deployment',
-    description: 'Deploys an agent you own; its secrets are checked with the platform first (a refused one changes nothing).',
+    description:
+      'Deploys an agent you own; its secrets are checked with the platform first (a refused one changes nothing). An account (a bot) deployed elsewhere already is CONFLICT, saying where; so is such a token given to updateDeployment.',
     args: { agentId: t.arg.id({ required: true }), input: t.arg({ type: DeployInput, required: true }) },
     resolve: async (query, _root, { agentId, input }, ctx) =>
       (await ctx.services.deployments.deploy(viewerOf(ctx), String(agentId), defined(input), query)) as DeploymentRow,
