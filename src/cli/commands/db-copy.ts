@@ -4,6 +4,7 @@ import { liveLockHolder, lockDataDir } from '../../db/data-dir-lock.ts';
 import { withPGlite } from '../../db/pglite-thread.ts';
 import { isCluster } from '../../db/snapshot.ts';
 import { describePostgresUrl } from '../../db/sql.ts';
+import { hidePasswords } from '../../passwords.ts';
 import { type Progress, progress } from '../progress.ts';
 import { embeddedConfig } from './embedded.ts';
 
@@ -15,7 +16,9 @@ function checkUrl(to: string): string {
     url = undefined;
   }
   if (!url || !['postgres:', 'postgresql:'].includes(url.protocol)) {
-    throw new Error(`--to takes a PostgreSQL URL, such as postgres://parley:secret@db.example.com:5432/parley (not ${JSON.stringify(to)})`);
+    throw new Error(
+      `--to takes a PostgreSQL URL, such as postgres://parley:secret@db.example.com:5432/parley (not ${JSON.stringify(hidePasswords(to))})`,
+    );
   }
   return to;
 }
