@@ -44,6 +44,7 @@ import { prismaShareStore } from './shares/prisma-store.ts';
 import { shareService } from './shares/service.ts';
 import { prismaMannaStore } from './manna/prisma-store.ts';
 import { mannaService } from './manna/service.ts';
+import { type MediaLinks, mediaLinks } from './core/media-links.ts';
 import { mediaStore } from './media/store.ts';
 import { memoryService } from './memory/service.ts';
 import { memoryStore } from './memory/store.ts';
@@ -126,7 +127,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(searchStore(db), config.search);
-  const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
+  const media = mediaStore(config.mediaDir);
+  const links = mediaLinks(dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
   const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
   const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers });
   const tools = createToolHost({
@@ -139,6 +141,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     metrics: metrics.manna,
     work: config.work,
     queue,
+    links,
   });
   const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
@@ -185,6 +188,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     bus,
     sessions,
     instanceId,
+    links,
     log: { warn: warnings.warn, error: (obj, msg) => log.error(obj, msg), info: (obj, msg) => log.info?.(obj, msg) },
   });
   // Told after the change is stored; a feed that cannot be reached loses the news, not the run.
@@ -232,6 +236,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     metrics,
     tools: registry,
     media,
+    /** Media links made absolute where clients reach the service now: every transport shows them so. */
+    links,
     bus,
     provider,
     replies,
@@ -272,6 +278,7 @@ function composeDeployments(
     bus: EventBus;
     sessions: ReturnType<typeof sessionService>;
     instanceId: string;
+    links: MediaLinks;
     log: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
   },
 ) {
@@ -286,7 +293,7 @@ function composeDeployments(
   const announce = deploymentAnnouncer(parts.bus, parts.log);
   const runtime = deploymentRuntime({
     store,
-    relay: relayRules({ store, conversations, bus: parts.bus, defaults: dependencies.config.deployments }),
+    relay: relayRules({ store, conversations, bus: parts.bus, defaults: dependencies.config.deployments, links: parts.links }),
     connectors,
     sealer,
     instanceId: parts.instanceId,

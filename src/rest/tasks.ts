@@ -27,7 +27,12 @@ export const taskOperations = [
     ok: { json: z.object({ task: restTaskSchema }) },
     errors: { style: errors, codes: ['BAD_USER_INPUT', 'INSUFFICIENT_MANNA'] },
     handler: async (request, _reply, { services }) => ({
-      task: toRestTask(request.viewer, services.tools, await services.tasks.create(request.viewer, request.body ?? {}, restTaskQuery)),
+      task: toRestTask(
+        request.viewer,
+        services.tools,
+        await services.tasks.create(request.viewer, request.body ?? {}, restTaskQuery),
+        services.links,
+      ),
     }),
   }),
   operation({
@@ -65,7 +70,7 @@ export const taskOperations = [
         taskNames.toDomain(request.query),
         restTaskQuery,
       );
-      const docs = tasks.map((t) => toRestTask(request.viewer, services.tools, t));
+      const docs = tasks.map((t) => toRestTask(request.viewer, services.tools, t, services.links));
       // The SDK types these two as a number or absent (docs/compatibility.md), so no page is no field.
       const { prevPage, nextPage, ...numbers } = paginate(docs, total, page, limit, cut);
       return { ...numbers, ...(prevPage === null ? {} : { prevPage }), ...(nextPage === null ? {} : { nextPage }) };
@@ -90,7 +95,7 @@ export const taskOperations = [
         types: feedFamilies.task,
         where,
       });
-      return streamFeed(reply, events, stream, toRestTaskEvent);
+      return streamFeed(reply, events, stream, (e) => toRestTaskEvent(e, services.links));
     },
   }),
   operation({
@@ -102,7 +107,12 @@ export const taskOperations = [
     ok: { json: z.object({ task: restTaskSchema }) },
     errors: { style: errors, codes: ['NOT_FOUND'] },
     handler: async (request, _reply, { services }) => ({
-      task: toRestTask(request.viewer, services.tools, await services.tasks.get(request.viewer, request.params.taskId, restTaskQuery)),
+      task: toRestTask(
+        request.viewer,
+        services.tools,
+        await services.tasks.get(request.viewer, request.params.taskId, restTaskQuery),
+        services.links,
+      ),
     }),
   }),
   operation({
