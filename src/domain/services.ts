@@ -18,6 +18,7 @@ import { creatorStore } from './creators/store.ts';
 import { deploymentAnnouncer } from './deployments/announce.ts';
 import { type Connector, noSealer, type SecretSealer } from './deployments/ports.ts';
 import { type Conversations, relayRules } from './deployments/relay.ts';
+import { reportedDeployments } from './deployments/reported.ts';
 import { deploymentRuntime } from './deployments/runtime.ts';
 import { deploymentRuntimeStore } from './deployments/runtime-store.ts';
 import { deploymentService } from './deployments/service.ts';
@@ -290,6 +291,7 @@ function composeDeployments(
   };
   const store = deploymentRuntimeStore(db);
   const rows = deploymentStore(db);
+  const reported = reportedDeployments(rows, sealer);
   const announce = deploymentAnnouncer(parts.bus, parts.log);
   const runtime = deploymentRuntime({
     store,
@@ -302,7 +304,8 @@ function composeDeployments(
     pause: (attempt, signal) => sleep(retryDelay(attempt), signal),
     async changed(id) {
       const row = await rows.byId(id);
-      if (row) await announce(row);
+      // The owner's feed shows it as it is, as REST and GraphQL do (the service's rows are so already).
+      if (row) await announce((await reported([row]))[0]!);
     },
   });
   const service = deploymentService({

@@ -1,3 +1,4 @@
+import { readdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { type CopyReport, copyToPostgres } from '../../db/copy.ts';
 import { liveLockHolder, lockDataDir } from '../../db/data-dir-lock.ts';
@@ -6,6 +7,7 @@ import { isCluster } from '../../db/snapshot.ts';
 import { describePostgresUrl } from '../../db/sql.ts';
 import { hidePasswords } from '../../passwords.ts';
 import { type Progress, progress } from '../progress.ts';
+import { carryToPostgres, sealedKeysIn } from './carry.ts';
 import { embeddedConfig } from './embedded.ts';
 
 function checkUrl(to: string): string {
@@ -61,9 +63,10 @@ export async function copy(to: string, options: { force: boolean; withoutPgvecto
   const unlock = await lockDataDir(dataDir);
   let bar: Progress | undefined;
   let report: CopyReport;
+  let sealed: Awaited<ReturnType<typeof sealedKeysIn>> = [];
   try {
-    report = await withPGlite(pgdata, (sql) =>
-      copyToPostgres(sql, source, url, {
+    report = await withPGlite(pgdata, async (sql) => {
+      const copied = await copyToPostgres(sql, source, url, {
         force: options.force,
         withoutPgvector: options.withoutPgvector,
         onNotice: (line) => console.error(line),
@@ -71,13 +74,19 @@ export async function copy(to: string, options: { force: boolean; withoutPgvecto
           bar ??= progress('copy', 'rows', total);
           bar.update(done);
         },
-      }),
-    ).finally(() => bar?.stop());
+      });
+      sealed = await sealedKeysIn(sql);
+      return copied;
+    }).finally(() => bar?.stop());
   } finally {
     await unlock();
   }
   const same = report.tables.every((t) => t.source.rows === t.target.rows && t.source.checksum === t.target.checksum);
-  if (options.json) console.log(JSON.stringify({ target: describePostgresUrl(url), ...report, same }));
+  const mediaFiles = (await readdir(config.mediaDir, { withFileTypes: true }).catch(() => [])).filter(
+    (e) => e.isFile() && !e.name.startsWith('.'),
+  ).length;
+  const carry = await carryToPostgres(config, sealed, mediaFiles);
+  if (options.json) console.log(JSON.stringify({ target: describePostgresUrl(url), ...report, same, sealedKeys: sealed, carry }));
   else {
     console.log(table(report));
     console.log(
@@ -87,7 +96,7 @@ export async function copy(to: string, options: { force: boolean; withoutPgvecto
             report.embeddings.includes('real[]')
               ? 'Embeddings are stored as real[] (no pgvector there): search scans every creation. Install pgvector on the server and run `parley migrate` with DATABASE_URL set to convert them and build the index.'
               : 'Embeddings are stored as pgvector vectors, with the HNSW index.',
-            `Media files stay in ${config.mediaDir}: give the PostgreSQL deployment the same MEDIA_DIR (or copy them).`,
+            ...carry,
             'Start parley on it with DATABASE_URL set to that URL (DATABASE_URL=... npm start).',
           ].join('\n')
         : 'Some tables differ (above): did something change the embedded database during the copy? Run again with --force to copy it all again.',

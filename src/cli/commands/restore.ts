@@ -17,6 +17,7 @@ import { buildSnapshot, isCluster } from '../../db/snapshot.ts';
 import type { Sql } from '../../db/sql.ts';
 import { checksum, column, describeTables } from '../../db/tables.ts';
 import { type Progress, progress } from '../progress.ts';
+import { carryIntoRestore, sealedKeysIn } from './carry.ts';
 import { embeddedConfig } from './embedded.ts';
 
 /**
@@ -91,7 +92,8 @@ async function build(
         bar.update(done);
       }).finally(() => bar?.stop());
       await compareWithHeader(sql, header, path);
-      return applyMigrations(sql, { migrations: known });
+      const later = await applyMigrations(sql, { migrations: known });
+      return { later, sealed: await sealedKeysIn(sql) };
     },
     buildSnapshot,
   );
@@ -142,7 +144,7 @@ export async function restore(file: string, force: boolean, json: boolean): Prom
     }
     await rm(staging, { recursive: true, force: true });
     await rm(mediaStaging, { recursive: true, force: true });
-    const later = await build(staging, path, header, migrations, known, mediaStaging);
+    const { later, sealed } = await build(staging, path, header, migrations, known, mediaStaging);
     await placeMedia(mediaStaging, config.mediaDir, media);
     const replaced = join(dataDir, `pgdata.replaced-${process.pid}`);
     if (await isCluster(pgdata)) await rename(pgdata, replaced);
@@ -150,13 +152,24 @@ export async function restore(file: string, force: boolean, json: boolean): Prom
     await rename(staging, pgdata);
     await rm(replaced, { recursive: true, force: true });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    const carry = await carryIntoRestore(config, sealed);
     console.log(
       json
-        ? JSON.stringify({ file: path, dataDir, createdAt: header.createdAt, tables: header.tables, media: header.media, migrated: later })
+        ? JSON.stringify({
+            file: path,
+            dataDir,
+            createdAt: header.createdAt,
+            tables: header.tables,
+            media: header.media,
+            migrated: later,
+            sealedKeys: sealed,
+            carry,
+          })
         : [
             `Restored ${path} (made by parley ${header.parley} at ${header.createdAt}) into ${dataDir} in ${seconds} s.`,
             `${rows} rows in ${header.tables.length} tables, every table's count and checksum as in the backup; ${header.media.files} media files into ${config.mediaDir}.`,
             later.length ? `Then migrated: ${later.join(', ')}.` : 'Its migrations are this version’s: nothing to migrate.',
+            ...carry,
           ].join('\n'),
     );
     return 0;
