@@ -119,7 +119,7 @@ function warnOfMissingKeys(keys: Buffer[], sealed: SealedKey[], log: Log) {
   if (!missing.length) return;
   log.warn(
     { keyIds: missing.map((s) => s.keyId) },
-    `deployments do not run on this instance: ${listSealed(missing)} have secrets sealed with a key this service does not have. ` +
+    `deployments do not run on this instance: the secrets of ${listSealed(missing)} are sealed with a key this service does not have. ` +
       'Start it with that key (the secrets.key of the data directory they were sealed in, or SECRETS_KEY set to its first line), or deploy them again with their tokens',
   );
 }
@@ -142,7 +142,7 @@ export async function loadSealer(config: SecretsConfig, log: Log, sealed: Sealed
     if (!sealed.length) return sealerOver({ problem: NO_SHARED_KEY });
     return sealerOver({
       problem:
-        `SECRETS_KEY is not set, and ${listSealed(sealed)} have secrets sealed with it: set SECRETS_KEY to that key on every instance ` +
+        `SECRETS_KEY is not set, and the secrets of ${listSealed(sealed)} are sealed with a key: set SECRETS_KEY to that key on every instance ` +
         '(after `parley db copy`: the first line of the secrets.key in the data directory copied from), then restart (docs/deployments.md)',
     });
   }
@@ -156,7 +156,7 @@ export async function loadSealer(config: SecretsConfig, log: Log, sealed: Sealed
   if (sealed.length) {
     return sealerOver({
       problem:
-        `${config.keyFile} is missing, and ${listSealed(sealed)} have secrets sealed with the key it held: copy the secrets.key of the data directory ` +
+        `${config.keyFile} is missing, and the secrets of ${listSealed(sealed)} are sealed with the key it held: copy the secrets.key of the data directory ` +
         'they come from there (mode 0600), or set SECRETS_KEY to its first line, and restart. If that key is lost, delete those deployments and ' +
         'restart (a new key is made), then deploy them again with their tokens (docs/deployments.md)',
     });

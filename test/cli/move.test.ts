@@ -121,7 +121,7 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
     const out = await cli(['backup', backupFile()], { DATA_DIR: dirs().first });
     keyId = keyIdOf(Buffer.from((await readFile(join(dirs().first, 'secrets.key'), 'utf8')).split('\n')[0]!, 'base64'));
     expect(out).toMatch(
-      new RegExp(`Not in it: the key 1 deployment have their secrets sealed with \\(key id ${keyId}, in .*first/secrets\\.key\\)`),
+      new RegExp(`Not in it: the key the secrets of 1 deployment are sealed with \\(key id ${keyId}, in .*first/secrets\\.key\\)`),
     );
     await stop(first);
   });
@@ -130,7 +130,7 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
     const restored = await cli(['restore', backupFile()], { DATA_DIR: dirs().restored });
     expect(restored).toMatch(
       new RegExp(
-        `1 deployment have secrets sealed with key id ${keyId}, and there is no .*restored/secrets\\.key with that key: before starting, copy the secrets\\.key`,
+        `The secrets of 1 deployment are sealed with key id ${keyId}, and there is no .*restored/secrets\\.key with that key: before starting, copy the secrets\\.key`,
       ),
     );
     const second = await startServerProcess({ DATA_DIR: dirs().restored, ...telegram() });
@@ -141,7 +141,7 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
       expect(await deployment(second.url)).toEqual({
         state: 'stopped',
         valid: true,
-        last_error: expect.stringMatching(/^Not running: .*restored\/secrets\.key is missing, and 1 deployment with key id/),
+        last_error: expect.stringMatching(/^Not running: .*restored\/secrets\.key is missing, and the secrets of 1 deployment with key id/),
       });
       expect(second.output()).toMatch(/deployments do not run on this instance: .*restored\/secrets\.key is missing/);
     } finally {
@@ -158,7 +158,7 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
     expect(copied.code, copied.stderr).toBe(0);
     expect(copied.stdout).toMatch(
       new RegExp(
-        `1 deployment have secrets sealed with key id ${keyId}, which .*restored/secrets\\.key does not hold: start PostgreSQL's instances with SECRETS_KEY`,
+        `The secrets of 1 deployment are sealed with key id ${keyId}, which .*restored/secrets\\.key does not hold: start PostgreSQL's instances with SECRETS_KEY`,
       ),
     );
     const mediaDir = join(dirs().restored, 'media');
@@ -176,7 +176,7 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
         state: 'stopped',
         valid: true,
         last_error: expect.stringMatching(
-          new RegExp(`^Not running: SECRETS_KEY is not set, and 1 deployment with key id ${keyId} have secrets sealed with it`),
+          new RegExp(`^Not running: SECRETS_KEY is not set, and the secrets of 1 deployment with key id ${keyId} are sealed with a key`),
         ),
       });
     } finally {

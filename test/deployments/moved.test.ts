@@ -89,7 +89,7 @@ it('moved into a data directory without its key: not running, saying the key is 
       valid: true,
       last_error: expect.stringMatching(
         new RegExp(
-          `^Not running: ${elsewhere.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is missing, and 1 deployment with key id [\\w-]{12} have secrets sealed with the key it held: copy the secrets\\.key`,
+          `^Not running: ${elsewhere.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is missing, and the secrets of 1 deployment with key id [\\w-]{12} are sealed with the key it held: copy the secrets\\.key`,
         ),
       ),
     });
@@ -99,7 +99,7 @@ it('moved into a data directory without its key: not running, saying the key is 
       body: { platform: 'telegram', secrets: { telegram: { token } } },
     });
     expect(refused.status).toBe(503);
-    expect(JSON.stringify(refused.body)).toContain('is missing, and 1 deployment');
+    expect(JSON.stringify(refused.body)).toContain('is missing, and the secrets of 1 deployment');
   });
   await expect(stat(elsewhere)).rejects.toThrow(/ENOENT/);
 });
@@ -123,7 +123,7 @@ it('on a shared database without SECRETS_KEY: not running, saying which key to s
       state: 'stopped',
       valid: true,
       last_error: expect.stringMatching(
-        /^Not running: SECRETS_KEY is not set, and 1 deployment with key id [\w-]{12} have secrets sealed with it: set SECRETS_KEY/,
+        /^Not running: SECRETS_KEY is not set, and the secrets of 1 deployment with key id [\w-]{12} are sealed with a key: set SECRETS_KEY/,
       ),
     });
   });

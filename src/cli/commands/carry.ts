@@ -36,7 +36,7 @@ export async function carryFromBackup(config: Config, sealed: SealedKey[], media
   if (sealed.length) {
     const { where } = await keysHere(config);
     lines.push(
-      `Not in it: the key ${deployments(count(sealed))} have their secrets sealed with (key id ${ids(sealed)}, ${where === 'SECRETS_KEY' ? 'in SECRETS_KEY' : `in ${where}`}). ` +
+      `Not in it: the key the secrets of ${deployments(count(sealed))} are sealed with (key id ${ids(sealed)}, ${where === 'SECRETS_KEY' ? 'in SECRETS_KEY' : `in ${where}`}). ` +
         'Keep a copy of it apart from the backups: where this is restored, put it in the new DATA_DIR as secrets.key (mode 0600) or set SECRETS_KEY to it, or those deployments do not run.',
     );
   }
@@ -56,7 +56,7 @@ export async function carryIntoRestore(config: Config, sealed: SealedKey[]): Pro
   if (!missing.length) return [`The secrets of ${deployments(count(sealed))} open with the key in ${where}.`];
   const held = where === 'SECRETS_KEY' ? 'SECRETS_KEY is not' : keyIds.length ? `${where} does not hold` : `there is no ${where} with`;
   return [
-    `${deployments(count(missing))} have secrets sealed with key id ${ids(missing)}, and ${held} that key: before starting, copy the secrets.key ` +
+    `The secrets of ${deployments(count(missing))} are sealed with key id ${ids(missing)}, and ${held} that key: before starting, copy the secrets.key ` +
       `of the data directory the backup was made from to ${config.secrets.keyFile ?? 'the data directory'} (mode 0600), or set SECRETS_KEY to its first line. Without it they do not run.`,
   ];
 }
@@ -69,8 +69,8 @@ export async function carryToPostgres(config: Config, sealed: SealedKey[], media
     const missing = sealed.filter((s) => !keyIds.includes(s.keyId));
     lines.push(
       missing.length
-        ? `${deployments(count(missing))} have secrets sealed with key id ${ids(missing)}, which ${where} does not hold: start PostgreSQL's instances with SECRETS_KEY set to that key, or deploy them again with their tokens.`
-        : `${deployments(count(sealed))} have secrets sealed with key id ${ids(sealed)}: start every instance on PostgreSQL with SECRETS_KEY set to ${where === 'SECRETS_KEY' ? 'the same key' : `the key in ${where} (its first line)`}, or they do not run.`,
+        ? `The secrets of ${deployments(count(missing))} are sealed with key id ${ids(missing)}, which ${where} does not hold: start PostgreSQL's instances with SECRETS_KEY set to that key, or deploy them again with their tokens.`
+        : `The secrets of ${deployments(count(sealed))} are sealed with key id ${ids(sealed)}: start every instance on PostgreSQL with SECRETS_KEY set to ${where === 'SECRETS_KEY' ? 'the same key' : `the key in ${where} (its first line)`}, or they do not run.`,
     );
   }
   if (mediaFiles) {
