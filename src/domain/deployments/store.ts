@@ -130,6 +130,9 @@ export function deploymentStore(db: Db): DeploymentStore {
     },
 
     async sealedKeys() {
+      // `parley migrate` composes the services before it migrates: a database not migrated yet holds none.
+      const [{ present }] = await db.$queryRaw<[{ present: boolean }]>`SELECT to_regclass('"Deployment"') IS NOT NULL AS "present"`;
+      if (!present) return [];
       // The key id is the second part of the sealed text (`v1.<key id>.<nonce>.<tag>.<data>`): no secret.
       const rows = await db.$queryRaw<{ keyId: string; deployments: number }[]>`
         SELECT split_part("secrets"->>'sealed', '.', 2) AS "keyId", count(*)::int AS "deployments"
