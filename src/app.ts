@@ -9,6 +9,7 @@ import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
 import { recoverAbandonedReplies, watchForDeadInstances, type RecoveredReply } from './domain/replies/recovery.ts';
 import { recoveryStore } from './domain/replies/recovery-store.ts';
+import { deploymentStore } from './domain/deployments/store.ts';
 import { createServices, type Services } from './domain/services.ts';
 import { loadToolRegistry } from './domain/tools/registry.ts';
 import { listenForCommands } from './control/socket.ts';
@@ -77,7 +78,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const http = createHttpServer(config, options);
   const metrics = createMetrics({ process: true });
   const adapters = connectAdapters(config, http.log);
-  const sealer = await loadSealer(config.secrets, http.log);
+  // What the database holds sealed decides whether a key may be made: never a new one beside secrets sealed with another.
+  const sealer = await loadSealer(config.secrets, http.log, await deploymentStore(database.prisma).sealedKeys());
   const jobs = pgBossQueue(database.jobs, config.jobs, http.log);
   const services = createServices(database.prisma, tools, {
     jobs,

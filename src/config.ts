@@ -13,6 +13,18 @@ import { derive, family, type Shape, read, refuse, setting } from './settings.ts
 const positiveInt = z.coerce.number().int().positive();
 const wholeNumber = z.coerce.number().int().min(0);
 const httpUrl = (error: string) => z.url({ protocol: /^https?$/, error });
+/** A URL whose server is reached with fetch, which refuses a user and password in the URL: they would only end up in messages. */
+const httpUrlWithoutPassword = (error: string) =>
+  httpUrl(error).refine((v) => {
+    const { username, password } = new URL(v);
+    return !username && !password;
+  }, 'must not hold a user name or password');
+/** A URL of `schemes` that parses as one (a password that is not escaped may break it); the message never repeats it. */
+const serverUrl = (schemes: RegExp, schemeProblem: string, example: string) =>
+  z
+    .string()
+    .regex(schemes, { error: schemeProblem, abort: true })
+    .refine((v) => URL.canParse(v), `is not a URL (escape any of : / @ ? # in the password as %XX): write it as ${example}`);
 const listed = (value: string) =>
   value
     .split(',')
@@ -68,9 +80,13 @@ const dataDir = setting('DATA_DIR', z.string().min(1), {
   default: './data',
   meaning: "where the embedded PGlite keeps its files (`pgdata/`), its lock and the CLI's socket",
 });
-const databaseUrl = setting('DATABASE_URL', z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://'), {
-  meaning: '`postgres://...`: use a PostgreSQL server instead of the embedded PGlite',
-});
+const databaseUrl = setting(
+  'DATABASE_URL',
+  serverUrl(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://', 'postgres://user:password@host:5432/database'),
+  {
+    meaning: '`postgres://...`: use a PostgreSQL server instead of the embedded PGlite',
+  },
+);
 const connectTimeout = setting('DATABASE_CONNECT_TIMEOUT_MS', positiveInt, {
   default: 5_000,
   meaning: 'with `DATABASE_URL`: how long opening a connection may take before the request fails with 503',
@@ -94,7 +110,7 @@ const mediumModel = profileModel('LLM_MODEL_MEDIUM', 'medium');
 const highModel = profileModel('LLM_MODEL_HIGH', 'high');
 
 const embeddingSettings = {
-  url: setting('EMBEDDINGS_URL', httpUrl('must be an http(s) URL such as http://127.0.0.1:7997/v1'), {
+  url: setting('EMBEDDINGS_URL', httpUrlWithoutPassword('must be an http(s) URL such as http://127.0.0.1:7997/v1'), {
     meaning:
       'base URL of an OpenAI-compatible embeddings API (e.g. `http://127.0.0.1:7997/v1`, a CLIP ViT-L/14 server); unset: built-in offline embeddings (not CLIP)',
   }),
@@ -144,7 +160,7 @@ export const settings = {
   mediaDir: derive([mediaDir, dataDir], (v) => resolve(v.MEDIA_DIR ?? join(v.DATA_DIR, 'media'))),
   publicUrl: derive(
     [
-      setting('PUBLIC_URL', httpUrl('must be an http(s) URL'), {
+      setting('PUBLIC_URL', httpUrlWithoutPassword('must be an http(s) URL'), {
         unset: 'where it listens',
         meaning: 'the address clients reach the service at, for links to media (behind a proxy)',
       }),
@@ -160,7 +176,7 @@ export const settings = {
     ],
     (v) => resolve(v.TOOLS_DIR),
   ),
-  redisUrl: setting('REDIS_URL', z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://'), {
+  redisUrl: setting('REDIS_URL', serverUrl(/^rediss?:\/\//, 'must start with redis:// or rediss://', 'redis://:password@host:6379'), {
     meaning:
       '`redis://...`: several instances share live events (replay included), cancels, key revocations, rate counts, open-stream slots and persisted queries through this Redis; unset: one instance, all in process (`docs/instances.md`)',
   }),
@@ -466,7 +482,7 @@ export const settings = {
     telegram: {
       apiUrl: derive(
         [
-          setting('TELEGRAM_API_URL', httpUrl('must be an http(s) URL'), {
+          setting('TELEGRAM_API_URL', httpUrlWithoutPassword('must be an http(s) URL'), {
             default: 'https://api.telegram.org',
             meaning: "where Telegram's Bot API is reached (a test or a local Bot API server elsewhere)",
           }),

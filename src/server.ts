@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { buildApp } from './app.ts';
 import { loadConfig } from './config.ts';
+import { hidePasswords } from './passwords.ts';
 
 /** Which code runs: the build's record (scripts/build.mjs writes it beside the compiled server). */
 async function describeBuild() {
@@ -43,7 +44,7 @@ export async function serve(env: NodeJS.ProcessEnv = process.env) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   serve().catch((e) => {
-    console.error(e instanceof Error ? e.message : e);
+    console.error(hidePasswords(e instanceof Error ? e.message : String(e)));
     process.exit(1);
   });
 }

@@ -6,6 +6,7 @@ import { type Database, openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { connectorsFor } from '../connectors/index.ts';
 import { parseInput } from '../domain/core/validation.ts';
+import { deploymentStore } from '../domain/deployments/store.ts';
 import { createServices, type Services } from '../domain/services.ts';
 import { loadToolRegistry, type ToolRegistry } from '../domain/tools/registry.ts';
 import { pgBossQueue } from '../jobs/pg-boss.ts';
@@ -84,7 +85,8 @@ export async function withServices<T>(
   // Opened only if the command sends a job (none works any).
   const jobs = pgBossQueue(database.jobs, config.jobs, log);
   try {
-    const deployments = { sealer: await loadSealer(config.secrets, log), connectors: connectorsFor(config) };
+    const sealed = await deploymentStore(database.prisma).sealedKeys();
+    const deployments = { sealer: await loadSealer(config.secrets, log, sealed), connectors: connectorsFor(config) };
     return await work(
       createServices(database.prisma, tools, {
         config,

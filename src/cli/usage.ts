@@ -44,14 +44,16 @@ the old key or the new one, both still kept: run the same command again to finis
 Writes a backup of the embedded database in DATA_DIR (and the media files in MEDIA_DIR) to
 <file>: through the running service if there is one, which pauses for a copy of its files, or
 directly while it is stopped. Everything acknowledged before the backup began is in it. The
-file appears only once complete. See docs/operations.md.
+file appears only once complete. It says what it leaves out that a restore needs: the key
+deployments' secrets are sealed with (keep secrets.key apart). See docs/operations.md.
 
   --json   print the summary (tables with their row counts and checksums) as JSON`,
   restore: `Usage: parley restore <file> [--force] [--json]
 
 Restores a backup into DATA_DIR, which must not be in use; it is checked whole first (a
-truncated file, another program's, or one from a newer parley is refused before anything
-changes). Media files go to MEDIA_DIR.
+truncated file, another program's, a decompression bomb, or one from a newer parley is refused
+before anything changes). Media files go to MEDIA_DIR once all is checked, never over a file.
+It says whether DATA_DIR holds the key the restored deployments need.
 
   --force   replace the database DATA_DIR holds (refused otherwise when it has data)
   --json    print the summary as JSON`,
@@ -59,7 +61,8 @@ changes). Media files go to MEDIA_DIR.
 
 Copies everything in the embedded database (DATA_DIR, stopped) into the PostgreSQL database at
 <url>, migrating it first; then start with DATABASE_URL=<url>. Run it again after an
-interruption to finish the copy. Prints each table's row count and checksum on both sides.
+interruption to finish the copy. Prints each table's row count and checksum on both sides,
+and what the service on PostgreSQL needs beside it (SECRETS_KEY, MEDIA_DIR, PUBLIC_URL).
 
   --force              replace what the target holds (refused otherwise when it has parley data)
   --without-pgvector   copy into a server without pgvector: embeddings as real[], exact search

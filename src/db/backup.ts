@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { constants, createReadStream, createWriteStream } from 'node:fs';
+import { copyFile, link, mkdir, open, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { StringDecoder } from 'node:string_decoder';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
@@ -141,16 +142,35 @@ async function syncDirectory(dir: string) {
 /** A file that is not a backup this parley can read, said plainly. */
 export class BackupFileError extends Error {}
 
-/** The lines of a backup file, decompressed, with read and decompression errors said plainly. */
+/**
+ * How many times its size a backup may decompress to. parley's backups decompress to about 11
+ * times theirs (the demo's, mostly embeddings as text) and far less with media (PNG in base64);
+ * gzip can reach a thousand, which is how a decompression bomb fills a disk from a small file.
+ */
+export const MAX_EXPANSION = 100;
+/** What any backup may decompress to, however small (a header alone compresses poorly). */
+const MIN_ALLOWANCE = 16 * 1024 * 1024;
+
+/**
+ * The lines of a backup file, decompressed, with read and decompression errors said plainly. A
+ * file that decompresses to more than MAX_EXPANSION times its size is refused as soon as it
+ * does: every reader (the header, the check, the load) stops there, before writing anything.
+ */
 async function* backupLines(path: string): AsyncGenerator<string> {
+  const { size } = await stat(path);
+  const allowed = Math.max(size * MAX_EXPANSION, MIN_ALLOWANCE);
   const file = createReadStream(path);
   const gunzip = createGunzip();
   file.on('error', (e) => gunzip.destroy(e));
-  file.pipe(gunzip).setEncoding('utf8');
+  file.pipe(gunzip);
+  const decoder = new StringDecoder('utf8');
+  let inflated = 0;
   let rest = '';
   try {
-    for await (const chunk of gunzip as AsyncIterable<string>) {
-      const parts = (rest + chunk).split('\n');
+    for await (const chunk of gunzip as AsyncIterable<Buffer>) {
+      inflated += chunk.length;
+      if (inflated > allowed) throw expands(path, size);
+      const parts = (rest + decoder.write(chunk)).split('\n');
       rest = parts.pop()!;
       yield* parts;
     }
@@ -161,9 +181,17 @@ async function* backupLines(path: string): AsyncGenerator<string> {
     throw e;
   } finally {
     file.destroy();
+    gunzip.destroy();
   }
+  rest += decoder.end();
   if (rest) throw truncated(path);
 }
+
+const expands = (path: string, size: number) =>
+  new BackupFileError(
+    `${path} decompresses to more than ${MAX_EXPANSION} times its size (${size} bytes), which no parley backup does: ` +
+      'refused before anything was written (it is a decompression bomb, or damaged)',
+  );
 
 const truncated = (path: string) =>
   new BackupFileError(`${path} is truncated: it ends before the backup does (it was not written completely, or was cut short when copied)`);
@@ -208,15 +236,30 @@ export function migrationsOf(header: BackupHeader, known: Migration[], path: str
 
 type Section = { table: string } | { media: string; bytes: number };
 
+/** A media file a backup holds: its name, size and SHA-256 (hex). */
+export interface BackupMedia {
+  name: string;
+  bytes: number;
+  sha256: string;
+}
+
+/** What a whole backup file holds, as read and checked by verifyBackup. */
+export interface VerifiedBackup {
+  header: BackupHeader;
+  media: BackupMedia[];
+}
+
 /**
  * Reads the whole file and checks it against its header and its final checksum, changing
- * nothing: a truncated or damaged file is refused before a restore touches anything.
+ * nothing: a truncated or damaged file, or one naming a media file outside its folder, is
+ * refused before a restore touches anything. Returns each media file's digest, for the restore
+ * to compare with the files already there before it writes any.
  */
-export async function verifyBackup(path: string, onLines?: (lines: number) => void): Promise<BackupHeader> {
+export async function verifyBackup(path: string, onLines?: (lines: number) => void): Promise<VerifiedBackup> {
   let header: BackupHeader | undefined;
   const hash = createHash('sha256');
   const rows = new Map<string, number>();
-  const mediaBytes = new Map<string, number>();
+  const media = new Map<string, { bytes: number; hash: ReturnType<typeof createHash> }>();
   let section: Section | undefined;
   let lines = 0;
   let end: { sha256?: string } | undefined;
@@ -228,10 +271,14 @@ export async function verifyBackup(path: string, onLines?: (lines: number) => vo
       continue;
     } else if (line.startsWith('{')) {
       section = JSON.parse(line) as Section;
-      if ('media' in section) mediaBytes.set(section.media, 0);
+      if ('media' in section) media.set(safeMediaName(section.media, path), { bytes: 0, hash: createHash('sha256') });
     } else if (section && 'table' in section) rows.set(section.table, (rows.get(section.table) ?? 0) + 1);
-    else if (section)
-      mediaBytes.set(section.media, mediaBytes.get(section.media)! + Buffer.byteLength(JSON.parse(line) as string, 'base64'));
+    else if (section) {
+      const content = Buffer.from(JSON.parse(line) as string, 'base64');
+      const file = media.get(section.media)!;
+      file.bytes += content.length;
+      file.hash.update(content);
+    }
     hash.update(line).update('\n');
     if (++lines % 10_000 === 0) onLines?.(lines);
   }
@@ -241,13 +288,14 @@ export async function verifyBackup(path: string, onLines?: (lines: number) => vo
     if ((rows.get(t.name) ?? 0) !== t.rows)
       throw new BackupFileError(`${path} is damaged: table ${t.name} has ${rows.get(t.name) ?? 0} rows, its header says ${t.rows}`);
   }
-  const mediaTotal = [...mediaBytes.values()].reduce((n, b) => n + b, 0);
-  if (mediaBytes.size !== header.media.files || mediaTotal !== header.media.bytes) {
+  const files = [...media].map(([name, f]) => ({ name, bytes: f.bytes, sha256: f.hash.digest('hex') }));
+  const mediaTotal = files.reduce((n, f) => n + f.bytes, 0);
+  if (files.length !== header.media.files || mediaTotal !== header.media.bytes) {
     throw new BackupFileError(
-      `${path} is damaged: it holds ${mediaBytes.size} media files (${mediaTotal} bytes), its header says ${header.media.files} (${header.media.bytes} bytes)`,
+      `${path} is damaged: it holds ${files.length} media files (${mediaTotal} bytes), its header says ${header.media.files} (${header.media.bytes} bytes)`,
     );
   }
-  return header;
+  return { header, media: files };
 }
 
 const ROWS_PER_INSERT = 500;
@@ -256,16 +304,17 @@ const ROWS_PER_INSERT = 500;
  * Loads a verified backup into `sql`: an empty database migrated exactly as the backup's was.
  * Foreign keys are not checked while loading (the rows are those of a consistent database, in
  * any order), which needs the superuser an embedded database runs as. Media files go to
- * `mediaDir`, each written aside and renamed.
+ * `stagingDir`, a folder of the restore's own: they reach MEDIA_DIR only once everything has
+ * been checked (`placeMedia`).
  */
 export async function loadBackup(
   path: string,
   sql: Sql,
-  mediaDir: string,
+  stagingDir: string,
   onRows?: (done: number, total: number) => void,
 ): Promise<BackupHeader> {
   await sql.exec(`${TEXT_SETTINGS}; SET session_replication_role TO replica`);
-  await mkdir(mediaDir, { recursive: true });
+  await mkdir(stagingDir, { recursive: true });
   const tables = new Map((await describeTables(sql)).map((t) => [t.name, t]));
   let header: BackupHeader | undefined;
   let table: { source: Table; target: Table } | undefined;
@@ -281,7 +330,7 @@ export async function loadBackup(
   };
   const finishSection = async () => {
     await flush();
-    if (media) await writeMedia(mediaDir, media.name, Buffer.concat(media.chunks));
+    if (media) await writeFile(join(stagingDir, media.name), Buffer.concat(media.chunks));
     table = undefined;
     media = undefined;
   };
@@ -325,13 +374,60 @@ function matchTable(header: BackupHeader, name: string, tables: Map<string, Tabl
 }
 
 function safeMediaName(name: string, path: string) {
-  if (!name || name !== basename(name) || name.startsWith('.'))
+  if (typeof name !== 'string' || !name || name !== basename(name) || name.startsWith('.'))
     throw new BackupFileError(`${path} names a media file ${JSON.stringify(name)} outside its folder: refused`);
   return name;
 }
 
-async function writeMedia(dir: string, name: string, content: Buffer) {
-  const aside = join(dir, `.${name}.restoring`);
-  await writeFile(aside, content);
-  await rename(aside, join(dir, name));
+/** The SHA-256 (hex) of the file at `path`, or null when there is none. */
+async function digestOf(path: string): Promise<string | null> {
+  const hash = createHash('sha256');
+  try {
+    await pipeline(createReadStream(path), hash);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+  return hash.digest('hex');
+}
+
+/**
+ * The backup's media files that `mediaDir` already holds with other content. A restore writes
+ * over no file: it refuses these before it changes anything. (A file with the same content is
+ * the same file: media files are named by their creation and never change.)
+ */
+export async function conflictingMedia(mediaDir: string, files: BackupMedia[]): Promise<string[]> {
+  const conflicts: string[] = [];
+  for (const f of files) {
+    const there = await digestOf(join(mediaDir, f.name));
+    if (there !== null && there !== f.sha256) conflicts.push(f.name);
+  }
+  return conflicts;
+}
+
+/**
+ * Puts the media files a restore loaded into `stagingDir` (all checked by then) into
+ * `mediaDir`, each under its name only if no file has it: a hard link where both folders are on
+ * one filesystem, else a copy made aside and then linked. A file found there with the same
+ * content is left as it is; one with other content (written since `conflictingMedia` looked) is
+ * refused, and nothing is ever written over.
+ */
+export async function placeMedia(stagingDir: string, mediaDir: string, files: BackupMedia[]): Promise<void> {
+  await mkdir(mediaDir, { recursive: true });
+  for (const f of files) {
+    const from = join(stagingDir, f.name);
+    const to = join(mediaDir, f.name);
+    try {
+      await link(from, to).catch(async (e: NodeJS.ErrnoException) => {
+        if (e.code !== 'EXDEV') throw e;
+        const aside = join(mediaDir, `.${f.name}.${process.pid}.restoring`);
+        await copyFile(from, aside, constants.COPYFILE_EXCL);
+        await link(aside, to).finally(() => unlink(aside));
+      });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      if ((await digestOf(to)) !== f.sha256)
+        throw new BackupFileError(`${to} appeared during the restore with other content than the backup's: it was left as it is`);
+    }
+  }
 }

@@ -18,6 +18,7 @@ import { creatorStore } from './creators/store.ts';
 import { deploymentAnnouncer } from './deployments/announce.ts';
 import { type Connector, noSealer, type SecretSealer } from './deployments/ports.ts';
 import { type Conversations, relayRules } from './deployments/relay.ts';
+import { reportedDeployments } from './deployments/reported.ts';
 import { deploymentRuntime } from './deployments/runtime.ts';
 import { deploymentRuntimeStore } from './deployments/runtime-store.ts';
 import { deploymentService } from './deployments/service.ts';
@@ -44,6 +45,7 @@ import { prismaShareStore } from './shares/prisma-store.ts';
 import { shareService } from './shares/service.ts';
 import { prismaMannaStore } from './manna/prisma-store.ts';
 import { mannaService } from './manna/service.ts';
+import { type MediaLinks, mediaLinks } from './core/media-links.ts';
 import { mediaStore } from './media/store.ts';
 import { memoryService } from './memory/service.ts';
 import { memoryStore } from './memory/store.ts';
@@ -126,7 +128,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
   const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
   const search = searchService(searchStore(db), config.search);
-  const media = mediaStore(config.mediaDir, dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
+  const media = mediaStore(config.mediaDir);
+  const links = mediaLinks(dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
   const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
   const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers });
   const tools = createToolHost({
@@ -139,6 +142,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     metrics: metrics.manna,
     work: config.work,
     queue,
+    links,
   });
   const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
@@ -185,6 +189,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     bus,
     sessions,
     instanceId,
+    links,
     log: { warn: warnings.warn, error: (obj, msg) => log.error(obj, msg), info: (obj, msg) => log.info?.(obj, msg) },
   });
   // Told after the change is stored; a feed that cannot be reached loses the news, not the run.
@@ -232,6 +237,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     metrics,
     tools: registry,
     media,
+    /** Media links made absolute where clients reach the service now: every transport shows them so. */
+    links,
     bus,
     provider,
     replies,
@@ -272,6 +279,7 @@ function composeDeployments(
     bus: EventBus;
     sessions: ReturnType<typeof sessionService>;
     instanceId: string;
+    links: MediaLinks;
     log: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
   },
 ) {
@@ -283,10 +291,11 @@ function composeDeployments(
   };
   const store = deploymentRuntimeStore(db);
   const rows = deploymentStore(db);
+  const reported = reportedDeployments(rows, sealer);
   const announce = deploymentAnnouncer(parts.bus, parts.log);
   const runtime = deploymentRuntime({
     store,
-    relay: relayRules({ store, conversations, bus: parts.bus, defaults: dependencies.config.deployments }),
+    relay: relayRules({ store, conversations, bus: parts.bus, defaults: dependencies.config.deployments, links: parts.links }),
     connectors,
     sealer,
     instanceId: parts.instanceId,
@@ -295,7 +304,8 @@ function composeDeployments(
     pause: (attempt, signal) => sleep(retryDelay(attempt), signal),
     async changed(id) {
       const row = await rows.byId(id);
-      if (row) await announce(row);
+      // The owner's feed shows it as it is, as REST and GraphQL do (the service's rows are so already).
+      if (row) await announce((await reported([row]))[0]!);
     },
   });
   const service = deploymentService({

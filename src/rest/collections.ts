@@ -60,7 +60,7 @@ async function toRestCollection(services: Services, viewer: Viewer, c: RestColle
     services.collections.creations(viewer, c, { first: FIRST_CREATIONS }, creationQuery),
     services.collections.summaries(viewer, [c]),
   ]);
-  const creations = page.creations.map((x) => toRestCreation(viewer, x as RestCreationRow, services.tools));
+  const creations = page.creations.map((x) => toRestCreation(viewer, x as RestCreationRow, services.tools, services.links));
   return {
     _id: c.id,
     id: c.id,
@@ -198,7 +198,7 @@ export const collectionOperations = [
         services.collections.summaries(request.viewer, [collection]),
       ]);
       return {
-        docs: page.creations.map((c) => toRestCreation(request.viewer, c as RestCreationRow, services.tools)),
+        docs: page.creations.map((c) => toRestCreation(request.viewer, c as RestCreationRow, services.tools, services.links)),
         total: summaries.get(collection.id)?.count ?? 0,
         limit: limit === undefined ? 20 : Number(limit),
         hasNextPage: page.nextCursor !== null,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { MediaLinks } from '../domain/core/media-links.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import { canReadTask } from '../domain/tasks/service.ts';
 import type { TaskRead } from '../domain/tasks/store.ts';
@@ -90,13 +91,18 @@ const kindOfMime = (mime: unknown): OutputType | undefined => {
 const fileNameOf = (c: Pick<Creation, 'filename' | 'url'>) =>
   c.filename ?? decodeURIComponent(new URL(c.url, 'http://x').pathname.split('/').pop() || 'file');
 
-export function toRestCreation(viewer: Viewer, c: RestCreationRow, tools: ToolRegistry): z.input<typeof restCreationSchema> {
+export function toRestCreation(
+  viewer: Viewer,
+  c: RestCreationRow,
+  tools: ToolRegistry,
+  links: MediaLinks,
+): z.input<typeof restCreationSchema> {
   const stored = (c.mediaAttributes ?? {}) as Record<string, unknown>;
   const outputType = tools.get(c.tool)?.output_type ?? kindOfMime(stored.mimeType) ?? 'image';
   const numeric = (key: string) => (typeof stored[key] === 'number' ? { [key]: stored[key] as number } : {});
   const media = {
-    url: c.url,
-    thumbnail: c.thumbnail,
+    url: links.absolute(c.url),
+    thumbnail: links.absolute(c.thumbnail),
     filename: fileNameOf(c),
     // The SDK requires a type and a MIME type of any attributes given: none are given without a known MIME type.
     ...(typeof stored.mimeType === 'string'
@@ -126,7 +132,7 @@ export function toRestCreation(viewer: Viewer, c: RestCreationRow, tools: ToolRe
     agent: c.agentId,
     task:
       c.task && canReadTask(viewer, c.task)
-        ? toRestTask(viewer, tools, c.task)
+        ? toRestTask(viewer, tools, c.task, links)
         : {
             _id: c.id,
             user,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { canReadAgent } from '../domain/agents/service.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
+import type { MediaLinks } from '../domain/core/media-links.ts';
 import { creationBulkPatchSchema, creationPatchSchema } from '../domain/creations/inputs.ts';
 import { searchInput } from '../domain/search/inputs.ts';
 import type { Scored } from '../domain/search/service.ts';
@@ -59,11 +60,11 @@ export const restSearchPageSchema = z
   })
   .meta({ id: 'CreationSearchPage' });
 
-export const toRestSearchDoc = (viewer: Viewer, c: SearchRow): z.input<typeof restSearchDocSchema> => ({
+export const toRestSearchDoc = (viewer: Viewer, c: SearchRow, links: MediaLinks): z.input<typeof restSearchDocSchema> => ({
   _id: c.id,
   id: c.id,
-  url: c.url,
-  thumbnail: c.thumbnail,
+  url: links.absolute(c.url),
+  thumbnail: links.absolute(c.thumbnail),
   name: c.name,
   tool: c.tool,
   args: c.args,
@@ -97,7 +98,7 @@ export const creationOperations = [
     errors: { style: errors, codes: ['BAD_USER_INPUT'] },
     handler: async (request, _reply, { services }) => {
       const page = await services.search.search(request.viewer, request.query, { include: searchDocInclude });
-      return { ...page, docs: page.docs.map((doc) => toRestSearchDoc(request.viewer, doc)) };
+      return { ...page, docs: page.docs.map((doc) => toRestSearchDoc(request.viewer, doc, services.links)) };
     },
   }),
   operation({
@@ -136,7 +137,7 @@ export const creationOperations = [
     errors: { style: errors, codes: ['NOT_FOUND'] },
     handler: async (request, _reply, { services }) => {
       const creation = await services.creations.get(request.viewer, request.params.creationId, creationQuery);
-      return { creation: toRestCreation(request.viewer, creation as RestCreationRow, services.tools) };
+      return { creation: toRestCreation(request.viewer, creation as RestCreationRow, services.tools, services.links) };
     },
   }),
   operation({
@@ -150,7 +151,7 @@ export const creationOperations = [
     errors: { style: errors, codes: ['NOT_FOUND', 'FORBIDDEN', 'BAD_USER_INPUT'] },
     handler: async (request, _reply, { services }) => {
       const creation = await services.creations.update(request.viewer, request.params.creationId, request.body ?? {}, creationQuery);
-      return { creation: toRestCreation(request.viewer, creation as RestCreationRow, services.tools) };
+      return { creation: toRestCreation(request.viewer, creation as RestCreationRow, services.tools, services.links) };
     },
   }),
   operation({
@@ -164,7 +165,7 @@ export const creationOperations = [
     errors: { style: errors, codes: ['NOT_FOUND', 'FORBIDDEN', 'BAD_USER_INPUT'] },
     handler: async (request, _reply, { services }) => {
       const creations = await services.creations.updateMany(request.viewer, request.body ?? {}, creationQuery);
-      return { creations: creations.map((c) => toRestCreation(request.viewer, c as RestCreationRow, services.tools)) };
+      return { creations: creations.map((c) => toRestCreation(request.viewer, c as RestCreationRow, services.tools, services.links)) };
     },
   }),
 ];

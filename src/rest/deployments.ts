@@ -46,8 +46,13 @@ const deploymentFields = {
   platform: z.enum(DeploymentPlatform),
   config: restConfigSchema,
   valid: z.boolean().meta({ description: 'False once the platform refused its secrets (a revoked bot token)' }),
-  state: z.enum(['running', 'stopped', 'invalid']),
-  last_error: z.string().nullable().meta({ description: 'What it last failed at (never a secret), null while all is well' }),
+  state: z.enum(['running', 'stopped', 'invalid']).meta({
+    description: 'stopped: by its owner, or unable to run here (last_error says why: its secrets key left behind in a move, say)',
+  }),
+  last_error: z
+    .string()
+    .nullable()
+    .meta({ description: 'What it last failed at, or why it does not run here (never a secret), null while all is well' }),
   account: z.string().nullable().meta({ description: "The account its secrets open on the platform (a bot's @username)" }),
   createdAt: z.date(),
   updatedAt: z.date(),

@@ -1,8 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { MEDIA_PATH } from '../domain/media/store.ts';
-
-/** Media files are named by id and extension, in one folder: anything else names no file of ours. */
-const MEDIA_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*\.[a-z0-9]{2,5}$/;
+import { MEDIA_FILE_NAME, MEDIA_PATH } from '../domain/core/media-links.ts';
 
 /**
  * Files the service made (tool outputs), to anyone with the link, like a CDN would: the right
@@ -12,7 +9,8 @@ const MEDIA_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*\.[a-z0-9]{2,5}$/;
 export function mediaRoutes(app: FastifyInstance, mediaDir: string) {
   app.get<{ Params: { file: string } }>(`${MEDIA_PATH}/:file`, { config: { public: true } }, (request, reply) => {
     const { file } = request.params;
-    if (!MEDIA_NAME.test(file)) return reply.code(403).send({ error: 'Forbidden', message: 'Not a media file name' });
+    // Media files are named by id and extension, in one folder: anything else names no file of ours.
+    if (!MEDIA_FILE_NAME.test(file)) return reply.code(403).send({ error: 'Forbidden', message: 'Not a media file name' });
     return reply.sendFile(file, mediaDir, { immutable: true, maxAge: '365d' });
   });
 }

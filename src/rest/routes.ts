@@ -44,7 +44,7 @@ export const restOperations: readonly RestOperation[] = [...resources, openApiOp
 /** What every REST handler is given besides its request. */
 export const restContext = (services: Services, events: EventsConfig): RestContext => ({
   services,
-  stream: { events, streams: services.metrics.streams, senders: senderDirectory(services.creators) },
+  stream: { events, streams: services.metrics.streams, senders: senderDirectory(services.creators), links: services.links },
 });
 
 export function restRoutes(app: FastifyInstance, services: Services, events: EventsConfig) {

@@ -9,6 +9,7 @@ import {
   type SessionEventType,
   type ToolCallView,
 } from '../domain/core/events.ts';
+import type { MediaLinks } from '../domain/core/media-links.ts';
 import type { SharedSession } from '../domain/shares/service.ts';
 import { type CreatorRow, restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
 import { doneFrameSchema, endFrameSchema } from './event-stream.ts';
@@ -171,18 +172,19 @@ export const toRestSession = (s: RestSessionRow): z.input<typeof restSessionSche
   updatedAt: s.updatedAt,
 });
 
-export const toRestToolCall = (c: ToolCallView): z.input<typeof restToolCallSchema> => ({
+/** A tool call as REST shows it, the links in its result absolute. */
+export const toRestToolCall = (c: ToolCallView, links: MediaLinks): z.input<typeof restToolCallSchema> => ({
   id: c.id,
   tool: c.tool,
   args: c.args,
   status: c.status,
-  result: c.result,
+  result: links.absoluteIn(c.result),
   cost: c.cost,
   error: c.error,
 });
 
 /** A message as REST shows it; `senders` holds its sender's row (see `senders.ts`). */
-export const toRestMessage = (m: MessageView, senders: SenderLookup): z.input<typeof restMessageSchema> => ({
+export const toRestMessage = (m: MessageView, senders: SenderLookup, links: MediaLinks): z.input<typeof restMessageSchema> => ({
   _id: m.id,
   id: m.id,
   session: m.sessionId,
@@ -195,7 +197,7 @@ export const toRestMessage = (m: MessageView, senders: SenderLookup): z.input<ty
   attachments: m.attachments,
   thought: m.thought,
   error: m.error,
-  tool_calls: m.toolCalls.map(toRestToolCall),
+  tool_calls: m.toolCalls.map((c) => toRestToolCall(c, links)),
   reactions: m.reactions,
   usage: { prompt_tokens: m.promptTokens, completion_tokens: m.completionTokens },
   createdAt: m.createdAt,
@@ -215,16 +217,19 @@ const ofPrompt = { ...inSession, prompt_id: z.string() };
 
 type RestEvent<T extends SessionEventType> = {
   schema: z.ZodObject<{ type: z.ZodLiteral<T> } & z.ZodRawShape>;
-  toData(e: SessionEventOf<T>, senders: SenderLookup): object;
+  toData(e: SessionEventOf<T>, senders: SenderLookup, links: MediaLinks): object;
 };
 
 /** One event type on REST streams: its frame's schema, and how an event becomes that frame's data. */
 function restEvent<T extends SessionEventType, S extends z.ZodRawShape>(
   type: T,
   shape: S,
-  toData: (e: NoInfer<SessionEventOf<T>>, senders: SenderLookup) => z.input<z.ZodObject<S>>,
+  toData: (e: NoInfer<SessionEventOf<T>>, senders: SenderLookup, links: MediaLinks) => z.input<z.ZodObject<S>>,
 ): RestEvent<T> {
-  return { schema: z.object({ type: z.literal(type), ...shape }), toData: (e, senders) => ({ type, ...toData(e, senders) }) };
+  return {
+    schema: z.object({ type: z.literal(type), ...shape }),
+    toData: (e, senders, links) => ({ type, ...toData(e, senders, links) }),
+  };
 }
 
 const streamedText = <T extends 'assistant_token' | 'assistant_thinking'>(type: T) =>
@@ -243,12 +248,12 @@ const settledToolCall = <T extends 'tool_complete' | 'tool_cancelled'>(type: T) 
   restEvent(
     type,
     { ...ofPrompt, message_id: z.string(), agent: z.string(), tool_call: restToolCallSchema },
-    (e: SessionEventOf<'tool_complete' | 'tool_cancelled'>) => ({
+    (e: SessionEventOf<'tool_complete' | 'tool_cancelled'>, _senders, links) => ({
       session_id: e.sessionId,
       prompt_id: e.promptId,
       message_id: e.messageId,
       agent: e.agentId,
-      tool_call: toRestToolCall(e.toolCall),
+      tool_call: toRestToolCall(e.toolCall, links),
     }),
   );
 
@@ -261,10 +266,10 @@ const restEvents: { [T in SessionEventType]: RestEvent<T> } = {
   start_prompt: restEvent(
     'start_prompt',
     { ...ofPrompt, message: restMessageSchema, agent_ids: z.array(z.string()), reply_ids: z.array(z.string()) },
-    (e, senders) => ({
+    (e, senders, links) => ({
       session_id: e.sessionId,
       prompt_id: e.promptId,
-      message: toRestMessage(e.message, senders),
+      message: toRestMessage(e.message, senders, links),
       agent_ids: e.agentIds,
       reply_ids: e.replyIds,
     }),
@@ -274,23 +279,23 @@ const restEvents: { [T in SessionEventType]: RestEvent<T> } = {
   assistant_message: restEvent(
     'assistant_message',
     { ...ofPrompt, agent: z.string(), content: z.string(), message: restMessageSchema, tool_calls: z.array(restToolCallSchema) },
-    (e, senders) => ({
+    (e, senders, links) => ({
       session_id: e.sessionId,
       prompt_id: e.promptId,
       agent: e.agentId,
       content: e.message.content,
-      message: toRestMessage(e.message, senders),
-      tool_calls: e.message.toolCalls.map(toRestToolCall),
+      message: toRestMessage(e.message, senders, links),
+      tool_calls: e.message.toolCalls.map((c) => toRestToolCall(c, links)),
     }),
   ),
   tool_complete: settledToolCall('tool_complete'),
   tool_cancelled: settledToolCall('tool_cancelled'),
-  error: restEvent('error', { ...ofPrompt, agent: z.string(), error: z.string(), message: restMessageSchema }, (e, senders) => ({
+  error: restEvent('error', { ...ofPrompt, agent: z.string(), error: z.string(), message: restMessageSchema }, (e, senders, links) => ({
     session_id: e.sessionId,
     prompt_id: e.promptId,
     agent: e.agentId,
     error: e.error,
-    message: toRestMessage(e.message, senders),
+    message: toRestMessage(e.message, senders, links),
   })),
   end_prompt: restEvent('end_prompt', ofPrompt, (e) => ({ session_id: e.sessionId, prompt_id: e.promptId })),
   autonomous_turn: restEvent(
@@ -351,12 +356,13 @@ export const restStreamFrameSchema = z
   .union([restUpdateFrameSchema, restEndFrameSchema, restDoneFrameSchema])
   .meta({ id: 'SessionStreamFrame' });
 
-/** One event as the original's stream frame: `{"event":"update","data":{"type":...}}`. */
+/** One event as the original's stream frame: `{"event":"update","data":{"type":...}}`, its media links absolute. */
 export function toRestFrame<T extends SessionEventType>(
   e: SessionEventOf<T>,
   senders: SenderLookup,
+  links: MediaLinks,
 ): z.input<typeof restUpdateFrameSchema> {
-  return { event: 'update', data: (restEvents[e.type] as RestEvent<T>).toData(e, senders) as z.input<typeof restEventSchema> };
+  return { event: 'update', data: (restEvents[e.type] as RestEvent<T>).toData(e, senders, links) as z.input<typeof restEventSchema> };
 }
 
 /** The sender a frame of this event shows (its message's), to look up before it is written. */

@@ -213,7 +213,7 @@ export const sessionOperations = [
       const first = page.messages[0];
       const last = page.messages.at(-1);
       const known = await stream.senders.lookup(page.messages.map((m) => m.senderId));
-      const messages = page.messages.map((m) => toRestMessage(m, known));
+      const messages = page.messages.map((m) => toRestMessage(m, known, services.links));
       return {
         // The original's `{session}` carries its messages; parley's page of them and the cursors are beside it.
         session: { ...toRestSession(session), messages },

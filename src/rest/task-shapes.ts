@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { FeedEventOf, feedFamilies } from '../domain/core/feed-events.ts';
+import type { MediaLinks } from '../domain/core/media-links.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import { isVisibleTo } from '../domain/core/visibility.ts';
 import { outputTypes, taskStatuses } from '../domain/tasks/inputs.ts';
@@ -70,18 +71,21 @@ export const restTaskSchema = z
   })
   .meta({ id: 'Task' });
 
-/** An output's file name: its own, or the last part of its URL. */
+/** An output's file name: its own, or the last part of its URL (stored relative to the service, or another host's). */
 const fileName = (c: { id: string; url: string; filename: string | null }) =>
-  c.filename ?? (decodeURIComponent(new URL(c.url).pathname.split('/').pop() ?? '') || c.id);
+  c.filename ?? (decodeURIComponent(new URL(c.url, 'http://x').pathname.split('/').pop() ?? '') || c.id);
 
-/** A task as REST shows it to `viewer`: its outputs are the creations it made that the viewer may see. */
-export function toRestTask(viewer: Viewer, registry: ToolRegistry, t: RestTaskRow): z.input<typeof restTaskSchema> {
+/**
+ * A task as REST shows it to `viewer`: its outputs are the creations it made that the viewer may
+ * see; their links, and those in its result, absolute (`links`).
+ */
+export function toRestTask(viewer: Viewer, registry: ToolRegistry, t: RestTaskRow, links: MediaLinks): z.input<typeof restTaskSchema> {
   const outputType = registry.get(t.tool)?.output_type;
   const outputs = t.creations
     .filter((c) => !c.deleted && isVisibleTo(viewer, c, c.userId))
     .map((c) => ({
-      url: c.url,
-      thumbnail: c.thumbnail,
+      url: links.absolute(c.url),
+      thumbnail: links.absolute(c.thumbnail),
       filename: fileName(c),
       mediaAttributes: { type: outputType ?? 'image', mimeType: 'application/octet-stream', ...(c.mediaAttributes as object) },
       creationId: c.id,
@@ -100,7 +104,7 @@ export function toRestTask(viewer: Viewer, registry: ToolRegistry, t: RestTaskRo
     cost: t.cost?.toNumber() ?? null,
     status: t.status,
     progress: t.progress,
-    result: t.status === 'completed' ? [{ output: outputs, metadata: null, data: t.result }] : [],
+    result: t.status === 'completed' ? [{ output: outputs, metadata: null, data: links.absoluteIn(t.result) }] : [],
     error: t.error,
     public: t.public,
     ...truncated,
@@ -170,7 +174,7 @@ export const restTaskEventSchema = z
 type RestTaskEvent = z.input<typeof restTaskEventSchema>;
 
 /** One entry per type of the task family: a type added to the family does not compile until it is here. */
-const restTaskEventOf: { [T in TaskFeedEvent['type']]: (e: FeedEventOf<T>) => RestTaskEvent } = {
+const restTaskEventOf: { [T in TaskFeedEvent['type']]: (e: FeedEventOf<T>, links: MediaLinks) => RestTaskEvent } = {
   task_created: (e) => ({
     type: e.type,
     taskId: e.taskId,
@@ -188,10 +192,18 @@ const restTaskEventOf: { [T in TaskFeedEvent['type']]: (e: FeedEventOf<T>) => Re
   }),
   task_started: (e) => ({ type: e.type, taskId: e.taskId, at: e.at }),
   task_progress: (e) => ({ type: e.type, taskId: e.taskId, at: e.at, progress: e.progress, message: e.message }),
-  task_completed: (e) => ({ type: e.type, taskId: e.taskId, at: e.at, result: e.result, outputs: e.outputs, cost: e.cost }),
+  task_completed: (e, links) => ({
+    type: e.type,
+    taskId: e.taskId,
+    at: e.at,
+    result: links.absoluteIn(e.result),
+    outputs: links.absoluteIn(e.outputs),
+    cost: e.cost,
+  }),
   task_failed: (e) => ({ type: e.type, taskId: e.taskId, at: e.at, error: e.error }),
   task_cancelled: (e) => ({ type: e.type, taskId: e.taskId, at: e.at }),
 };
 
-/** A task event as REST streams it: named fields, never the stored event passed through. */
-export const toRestTaskEvent = (e: TaskFeedEvent): RestTaskEvent => (restTaskEventOf[e.type] as (e: TaskFeedEvent) => RestTaskEvent)(e);
+/** A task event as REST streams it: named fields, never the stored event passed through; media links absolute. */
+export const toRestTaskEvent = (e: TaskFeedEvent, links: MediaLinks): RestTaskEvent =>
+  (restTaskEventOf[e.type] as (e: TaskFeedEvent, links: MediaLinks) => RestTaskEvent)(e, links);

@@ -36,7 +36,7 @@ const listQuery = taskNames.schema(taskPageSchema);
 function taskUpdateFrames(viewer: Viewer, services: Services, taskId: string | undefined): NamedFrames<TaskFeedEvent> {
   const frame = async (id: string) => {
     try {
-      const task = toRestTask(viewer, services.tools, await services.tasks.get(viewer, id, restTaskQuery));
+      const task = toRestTask(viewer, services.tools, await services.tasks.get(viewer, id, restTaskQuery), services.links);
       return { event: 'task-update', data: { ...task, taskId: task._id } };
     } catch (e) {
       // Deleted with its user meanwhile: there is nothing left to show.
@@ -62,7 +62,12 @@ export const taskOperations = [
     ok: { json: z.object({ task: restTaskSchema }) },
     errors: { style: errors, codes: ['BAD_USER_INPUT', 'INSUFFICIENT_MANNA'] },
     handler: async (request, _reply, { services }) => ({
-      task: toRestTask(request.viewer, services.tools, await services.tasks.create(request.viewer, request.body ?? {}, restTaskQuery)),
+      task: toRestTask(
+        request.viewer,
+        services.tools,
+        await services.tasks.create(request.viewer, request.body ?? {}, restTaskQuery),
+        services.links,
+      ),
     }),
   }),
   operation({
@@ -100,7 +105,7 @@ export const taskOperations = [
         taskNames.toDomain(request.query),
         restTaskQuery,
       );
-      const docs = tasks.map((t) => toRestTask(request.viewer, services.tools, t));
+      const docs = tasks.map((t) => toRestTask(request.viewer, services.tools, t, services.links));
       // The SDK types these two as a number or absent (docs/compatibility.md), so no page is no field.
       const { prevPage, nextPage, ...numbers } = paginate(docs, total, page, limit, cut);
       return { ...numbers, ...(prevPage === null ? {} : { prevPage }), ...(nextPage === null ? {} : { nextPage }) };
@@ -125,7 +130,13 @@ export const taskOperations = [
         types: feedFamilies.task,
         where,
       });
-      return streamFeed(reply, events, stream, toRestTaskEvent, taskUpdateFrames(request.viewer, services, taskId));
+      return streamFeed(
+        reply,
+        events,
+        stream,
+        (e) => toRestTaskEvent(e, services.links),
+        taskUpdateFrames(request.viewer, services, taskId),
+      );
     },
   }),
   operation({
@@ -137,7 +148,12 @@ export const taskOperations = [
     ok: { json: z.object({ task: restTaskSchema }) },
     errors: { style: errors, codes: ['NOT_FOUND'] },
     handler: async (request, _reply, { services }) => ({
-      task: toRestTask(request.viewer, services.tools, await services.tasks.get(request.viewer, request.params.taskId, restTaskQuery)),
+      task: toRestTask(
+        request.viewer,
+        services.tools,
+        await services.tasks.get(request.viewer, request.params.taskId, restTaskQuery),
+        services.links,
+      ),
     }),
   }),
   operation({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { MessageView, ToolCallView } from '../domain/core/events.ts';
+import type { MediaLinks } from '../domain/core/media-links.ts';
 import { badInput, type ErrorCode, notFound } from '../domain/core/errors.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import { paginate } from '../domain/search/page.ts';
@@ -115,7 +116,7 @@ const restThreadSchema = z
   })
   .meta({ id: 'Thread' });
 
-/** Files a tool's result names (`{url}` objects in its lists), as the SDK's task outputs. */
+/** Files a tool's result names (`{url}` objects in its lists, their links absolute), as the SDK's task outputs. */
 function outputsOf(result: unknown): { url: string; filename: string }[] {
   if (typeof result !== 'object' || result === null) return [];
   return Object.values(result).flatMap((value) =>
@@ -129,17 +130,17 @@ function outputsOf(result: unknown): { url: string; filename: string }[] {
   );
 }
 
-const toThreadToolCall = (c: ToolCallView): z.input<typeof threadToolCallSchema> => ({
+const toThreadToolCall = (c: ToolCallView, result: unknown): z.input<typeof threadToolCallSchema> => ({
   id: c.id,
   name: c.tool,
   tool: c.tool,
   status: c.status,
   args: c.args,
   ...(c.error ? { error: c.error } : {}),
-  ...(c.status === 'completed' ? { result: [{ output: outputsOf(c.result), metadata: JSON.stringify(c.result ?? null) }] } : {}),
+  ...(c.status === 'completed' ? { result: [{ output: outputsOf(result), metadata: JSON.stringify(result ?? null) }] } : {}),
 });
 
-function toThreadMessage(m: MessageView): z.input<typeof threadMessageSchema> {
+function toThreadMessage(m: MessageView, links: MediaLinks): z.input<typeof threadMessageSchema> {
   const base = { _id: m.id, id: m.id, content: m.content, reactions: m.reactions, createdAt: m.createdAt };
   if (m.role === 'user') return { ...base, role: 'user', attachments: m.attachments };
   if (m.role === 'assistant')
@@ -152,12 +153,12 @@ function toThreadMessage(m: MessageView): z.input<typeof threadMessageSchema> {
           : m.status === 'complete'
             ? { type: 'complete' }
             : { type: 'complete', reason: m.status },
-      tool_calls: m.toolCalls.map(toThreadToolCall),
+      tool_calls: m.toolCalls.map((c) => toThreadToolCall(c, links.absoluteIn(c.result))),
     };
   return { ...base, role: 'system', ...(m.role === 'system' ? {} : { metadata: { role: m.role } }) };
 }
 
-function toThread(s: ThreadRow, messages: MessageView[]): z.input<typeof restThreadSchema> {
+function toThread(s: ThreadRow, messages: MessageView[], links: MediaLinks): z.input<typeof restThreadSchema> {
   const agent = s.agents[0]?.agent;
   return {
     _id: s.id,
@@ -180,7 +181,7 @@ function toThread(s: ThreadRow, messages: MessageView[]): z.input<typeof restThr
       : null,
     ...(s.title === null ? {} : { title: s.title }),
     name: s.title ?? '',
-    messages: messages.map(toThreadMessage),
+    messages: messages.map((m) => toThreadMessage(m, links)),
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   };
@@ -271,7 +272,7 @@ export const threadOperations = [
       const raw = Object.fromEntries(Object.entries({ agentId: agent_id, page, limit }).filter(([, v]) => v !== undefined));
       const numbered = await services.sessions.pageOf(request.viewer, raw, { include: threadInclude });
       return paginate(
-        numbered.sessions.map((s) => toThread(s as ThreadRow, [])),
+        numbered.sessions.map((s) => toThread(s as ThreadRow, [], services.links)),
         numbered.total,
         numbered.page,
         numbered.limit,
@@ -289,7 +290,7 @@ export const threadOperations = [
       const id = request.params.thread_id;
       await requireThread(services, request.viewer, id);
       const { session, page } = await services.sessions.withMessages(request.viewer, id, { include: threadInclude }, {});
-      return { thread: toThread(session as ThreadRow, page.messages) };
+      return { thread: toThread(session as ThreadRow, page.messages, services.links) };
     },
   }),
   operation({

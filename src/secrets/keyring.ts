@@ -14,7 +14,7 @@ const VERSION = 'v1';
 const KEY_BYTES = 32;
 
 /** Names a key without revealing anything usable about it. */
-const keyIdOf = (key: Buffer) => createHash('sha256').update('parley secrets key').update(key).digest('base64url').slice(0, 12);
+export const keyIdOf = (key: Buffer) => createHash('sha256').update('parley secrets key').update(key).digest('base64url').slice(0, 12);
 
 interface Keys {
   /** The key that seals, first; the others only open. */
@@ -73,6 +73,13 @@ export function sealerOver(keys: Keys | { problem: string }): SecretSealer {
       return sealed.split('.')[1] === keyIdOf(need().list[0]!);
     },
 
+    cannotOpen(sealed) {
+      if (!state) return (keys as { problem: string }).problem;
+      const [version, id] = sealed.split('.');
+      if (version !== VERSION || !id) return 'the secrets are not in a sealed form this service reads';
+      return byId().has(id) ? null : `the secrets were sealed with a key this service does not have (key id ${id})`;
+    },
+
     async rotate() {
       const s = need();
       if (!s.file)
@@ -94,18 +101,66 @@ export function sealerOver(keys: Keys | { problem: string }): SecretSealer {
   };
 }
 
+/** The key ids deployments' secrets are sealed with, and how many each (read from the database at start). */
+export interface SealedKey {
+  keyId: string;
+  deployments: number;
+}
+
+const listSealed = (sealed: SealedKey[]) =>
+  sealed.map((s) => `${s.deployments} deployment${s.deployments === 1 ? '' : 's'} with key id ${s.keyId}`).join(', ');
+
+type Log = { warn(obj: unknown, msg?: string): void };
+
+/** Says at start which deployments no key of `keys` opens: they do not run until it is given. */
+function warnOfMissingKeys(keys: Buffer[], sealed: SealedKey[], log: Log) {
+  const here = new Set(keys.map(keyIdOf));
+  const missing = sealed.filter((s) => !here.has(s.keyId));
+  if (!missing.length) return;
+  log.warn(
+    { keyIds: missing.map((s) => s.keyId) },
+    `deployments do not run on this instance: the secrets of ${listSealed(missing)} are sealed with a key this service does not have. ` +
+      'Start it with that key (the secrets.key of the data directory they were sealed in, or SECRETS_KEY set to its first line), or deploy them again with their tokens',
+  );
+}
+
 /**
  * The sealer the settings ask for: `SECRETS_KEY` (and its previous keys), else a key generated
  * once into the data directory (owner-only), else, for an in-memory database, a key of this
- * process's own (nothing sealed outlives it). With a shared database and no key, a sealer that
- * says why it cannot work.
+ * process's own (nothing sealed outlives it). `sealed` is what the database holds sealed: a key
+ * is generated only where nothing is (a new key would open none of it, and hide that the old one
+ * was left behind); without the key they need, the sealer says why and what to do, and the
+ * deployments say it too. With a shared database and no key, a sealer that says why it cannot work.
  */
-export async function loadSealer(config: SecretsConfig, log: { warn(obj: unknown, msg?: string): void }): Promise<SecretSealer> {
-  if (config.key) return sealerOver({ list: [config.key, ...config.previous] });
-  if (config.shared) return sealerOver({ problem: NO_SHARED_KEY });
+export async function loadSealer(config: SecretsConfig, log: Log, sealed: SealedKey[] = []): Promise<SecretSealer> {
+  if (config.key) {
+    const list = [config.key, ...config.previous];
+    warnOfMissingKeys(list, sealed, log);
+    return sealerOver({ list });
+  }
+  if (config.shared) {
+    if (!sealed.length) return sealerOver({ problem: NO_SHARED_KEY });
+    return sealerOver({
+      problem:
+        `SECRETS_KEY is not set, and the secrets of ${listSealed(sealed)} are sealed with a key: set SECRETS_KEY to that key on every instance ` +
+        '(after `parley db copy`: the first line of the secrets.key in the data directory copied from), then restart (docs/deployments.md)',
+    });
+  }
   if (!config.keyFile) return sealerOver({ list: [randomBytes(KEY_BYTES), ...config.previous] });
   const kept = await readKeyFile(config.keyFile, log);
-  if (kept) return sealerOver({ list: [...kept, ...config.previous], file: config.keyFile });
+  if (kept) {
+    const list = [...kept, ...config.previous];
+    warnOfMissingKeys(list, sealed, log);
+    return sealerOver({ list, file: config.keyFile });
+  }
+  if (sealed.length) {
+    return sealerOver({
+      problem:
+        `${config.keyFile} is missing, and the secrets of ${listSealed(sealed)} are sealed with the key it held: copy the secrets.key of the data directory ` +
+        'they come from there (mode 0600), or set SECRETS_KEY to its first line, and restart. If that key is lost, delete those deployments and ' +
+        'restart (a new key is made), then deploy them again with their tokens (docs/deployments.md)',
+    });
+  }
   const made = [randomBytes(KEY_BYTES)];
   try {
     await mkdir(dirname(config.keyFile), { recursive: true, mode: 0o700 });
@@ -122,7 +177,8 @@ export async function loadSealer(config: SecretsConfig, log: { warn(obj: unknown
 
 const keyLines = (keys: Buffer[]) => `${keys.map((k) => k.toString('base64')).join('\n')}\n`;
 
-async function readKeyFile(file: string, log: { warn(obj: unknown, msg?: string): void }): Promise<Buffer[] | null> {
+/** The keys a key file holds (the sealing one first), or null for no file; one others may read is made owner-only. */
+export async function readKeyFile(file: string, log: Log): Promise<Buffer[] | null> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');

@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { watch } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -7,6 +8,25 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withPGlite } from '../../src/db/pglite-thread.ts';
 import { runCli, type ServerProcess, startCliProcess, startServerProcess } from '../helpers/process.ts';
 import { expectConsistent, expectSameView, fill, MEDIA_BYTES, MEDIA_FILE, type View, view } from './moving-data.ts';
+
+/**
+ * A backup file made again from its lines, with a final checksum that matches them: what anyone
+ * who edits a backup can do (the checksum finds damage, not intent).
+ */
+function recrafted(lines: string[]): Buffer {
+  const body = lines.filter((l) => l && !l.startsWith('{"end":'));
+  const hash = createHash('sha256');
+  for (const line of body) hash.update(line).update('\n');
+  return gzipSync([...body, JSON.stringify({ end: true, sha256: hash.digest('hex') }), ''].join('\n'));
+}
+
+/** Each file of `dir` and its content; empty for no folder. */
+async function filesIn(dir: string): Promise<Record<string, string>> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const out: Record<string, string> = {};
+  for (const name of names.sort()) out[name] = (await readFile(join(dir, name))).toString('base64');
+  return out;
+}
 
 /**
  * `parley backup` and `parley restore` on the embedded database, as a user runs them: the service
@@ -154,6 +174,84 @@ describe('backup and restore of the embedded database', () => {
         expect(result.stderr, name).not.toMatch(/\n\s+at /);
         await expect(stat(target), name).rejects.toThrow(/ENOENT/);
       }
+    });
+
+    it('a restore refused after loading, or over a media file that exists, leaves MEDIA_DIR as it was', async () => {
+      const lines = gunzipSync(await readFile(backupFile()))
+        .toString('utf8')
+        .split('\n');
+      // The media file's bytes replaced (same size), and a table's checksum in the header broken:
+      // the file's own checksum made again, it passes every check that reads the file alone.
+      const crafted = [...lines];
+      const at = crafted.findIndex((l) => l.startsWith(`{"media":${JSON.stringify(MEDIA_FILE)}`));
+      expect(at).toBeGreaterThan(0);
+      crafted[at + 1] = JSON.stringify(Buffer.alloc(MEDIA_BYTES.length, 0x41).toString('base64'));
+      const header = JSON.parse(crafted[0]!);
+      header.tables.find((t: { name: string }) => t.name === 'User').checksum = 'crafted';
+      crafted[0] = JSON.stringify(header);
+      const craftedFile = join(root, 'crafted.backup');
+      await writeFile(craftedFile, recrafted(crafted));
+
+      const live = join(root, 'live-media');
+      await mkdir(live);
+      await writeFile(join(live, MEDIA_FILE), MEDIA_BYTES);
+      await writeFile(join(live, 'kept.png'), 'kept');
+      const elsewhere = join(root, 'other-media');
+      await mkdir(elsewhere);
+      await writeFile(join(elsewhere, MEDIA_FILE), 'another file of that name');
+      const cases: [string, string, string, RegExp][] = [
+        [
+          'crafted, over the live media',
+          craftedFile,
+          live,
+          /already holds 1 of the backup's media files with other content \(moved-0001\.png\)/,
+        ],
+        [
+          'crafted, into an empty media folder',
+          craftedFile,
+          join(root, 'empty-media'),
+          /Table User restored from .* differs from the backup/,
+        ],
+        [
+          'a good backup, over another file of that name',
+          backupFile(),
+          elsewhere,
+          /already holds 1 of the backup's media files with other content/,
+        ],
+      ];
+      for (const [name, file, mediaDir, message] of cases) {
+        const before = await filesIn(mediaDir);
+        const target = join(root, `media-${name.replace(/\W+/g, '-')}`);
+        const result = await runCli(['restore', file], { DATA_DIR: target, MEDIA_DIR: mediaDir });
+        expect(await filesIn(mediaDir), name).toEqual(before);
+        expect(result.code, name).toBe(1);
+        expect(result.stderr, name).toMatch(message);
+        // Nor a database, nor what the restore made aside.
+        expect(
+          (await readdir(target).catch(() => [] as string[])).filter((n) => !n.startsWith('.')),
+          name,
+        ).toEqual([]);
+      }
+      expect(await readFile(join(live, MEDIA_FILE))).toEqual(MEDIA_BYTES);
+    });
+
+    it('restore refuses a file that decompresses to far more than its size, before writing anything', async () => {
+      const header = gunzipSync(await readFile(backupFile()))
+        .toString('utf8')
+        .split('\n')[0]!;
+      // 48 MiB of one letter: gzip makes it a thousand times smaller.
+      const filler = `"${'A'.repeat(1024 * 1024)}"`;
+      const bomb = gzipSync([header, '{"media":"bomb.png","bytes":0}', ...Array(48).fill(filler), ''].join('\n'), { level: 9 });
+      expect(bomb.length).toBeLessThan(1024 * 1024);
+      const file = join(root, 'bomb.backup');
+      await writeFile(file, bomb);
+      const target = join(root, 'target-bomb');
+      const result = await runCli(['restore', file], { DATA_DIR: target, MEDIA_DIR: join(target, 'media') });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(
+        /bomb\.backup decompresses to more than 100 times its size \(\d+ bytes\).*refused before anything was written/,
+      );
+      await expect(stat(target)).rejects.toThrow(/ENOENT/);
     });
 
     it('restore refuses a data directory in use, and one that holds data', async () => {

@@ -15,6 +15,7 @@ import type { ToolRegistry } from '../../src/domain/tools/registry.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { createMemoryBus } from '../../src/realtime/memory-bus.ts';
 import { type MemoryDatabase, memoryDatabase, memoryReplyStore, memoryToolStore, type SessionRow } from './in-memory-stores.ts';
+import { mediaLinks } from '../../src/domain/core/media-links.ts';
 
 // The reply engine's decisions, and the tool host's, over stores kept in memory and a model
 // that follows a script: when a budget stops a reply, which tool calls run and which are
@@ -193,6 +194,7 @@ function setup(model: ReturnType<typeof scriptedModel>, options: Setup = {}) {
     metrics: metrics.manna,
     work: { toolCallsPerModelCall: 4, toolCallsPerReply: 8, ...options.work },
     queue: toolRunQueue({ perUser: 4, total: 8 }),
+    links: mediaLinks(() => 'http://parley.test'),
   });
   const engine = createReplyEngine({
     store: memoryReplyStore(db),

@@ -66,6 +66,8 @@ export interface ConfigOverrides {
   deployments?: Partial<Omit<DeploymentsConfig, 'telegram'>> & { telegram?: Partial<DeploymentsConfig['telegram']> };
   jobs?: Partial<JobsConfig>;
   instanceHeartbeatMs?: number;
+  /** A media folder of the test's own (left in place when the app closes); by default a new one, removed with it. */
+  mediaDir?: string;
 }
 
 /**
@@ -88,7 +90,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     host: '127.0.0.1',
     database,
     toolsDir: overrides.toolsDir ?? toolsDir,
-    mediaDir: mkdtempSync(join(tmpdir(), 'parley-media-')),
+    mediaDir: overrides.mediaDir ?? mkdtempSync(join(tmpdir(), 'parley-media-')),
     llm: { ...base.llm, ...overrides.llm },
     events: { ...base.events, ...overrides.events },
     search: overrides.search ?? base.search,
@@ -149,7 +151,7 @@ export async function startTestApp(
     const db = shared ? { config: shared, drop: async () => {} } : await freshDatabase();
     ends.push(() => db.drop());
     const config = testConfig(db.config, overrides);
-    ends.push(() => rmSync(config.mediaDir, { recursive: true, force: true }));
+    if (!overrides.mediaDir) ends.push(() => rmSync(config.mediaDir, { recursive: true, force: true }));
     app = await buildApp(config, {
       onQuery: (sql) => queries.push(sql),
       onRoute: ({ method, url }) => void routes.push({ method, url }),

@@ -135,12 +135,14 @@ describe('tools in replies', () => {
       userId: alice.id,
       agentId: muse.id,
       tool: 'flux_dev',
-      url: image.url,
+      // Stored relative to the service, shown where it is served from (docs/operations.md).
+      url: new URL(image.url).pathname,
+      thumbnail: expect.stringMatching(/^\/media\/[\w-]+-thumb\.png$/),
       public: false,
       embeddingProvider: expect.any(String),
     });
     expect(creation.mediaAttributes).toEqual({ mimeType: 'image/png', width: 1024, height: 1024, aspectRatio: 1 });
-    expect((await fetch(creation.thumbnail!)).status).toBe(200);
+    expect((await fetch(`${t.url}${creation.thumbnail}`)).status).toBe(200);
     const found = await t.rest('GET', '/v2/creations/search?query=fox%20reading%20lighthouse', { key: alice.apiKey });
     expect(found.body.docs.map((d: any) => d.id)).toContain(creation.id);
 

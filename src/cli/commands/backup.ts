@@ -9,6 +9,7 @@ import { copyTreeSync } from '../../db/cluster-files.js';
 import { isCluster } from '../../db/snapshot.ts';
 import { type CliIo, say } from '../io.ts';
 import { type Progress, progress } from '../progress.ts';
+import { carryFromBackup, sealedKeysIn } from './carry.ts';
 import { embeddedConfig, removeLeftovers } from './embedded.ts';
 
 const literally = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -92,20 +93,30 @@ export async function backup(io: CliIo, file: string, json: boolean): Promise<nu
   let bar: Progress | undefined;
   try {
     const copied = await copyDatabase(dataDir, pgdata, join(scratch, 'pgdata'));
-    const summary = await withPGlite(join(scratch, 'pgdata'), (sql) =>
-      writeBackup(sql, path, config.mediaDir, {
+    const { summary, sealed } = await withPGlite(join(scratch, 'pgdata'), async (sql) => ({
+      summary: await writeBackup(sql, path, config.mediaDir, {
         onRows: (done, total) => {
           bar ??= progress('backup', 'rows', total, io.stderr);
           bar.update(done);
         },
       }),
-    ).finally(() => bar?.stop());
+      sealed: await sealedKeysIn(sql),
+    })).finally(() => bar?.stop());
     const { header } = summary;
+    const carry = await carryFromBackup(config, sealed, header.media.files);
     say(
       io,
       json
-        ? JSON.stringify({ file: path, bytes: summary.bytes, createdAt: header.createdAt, tables: header.tables, media: header.media })
-        : describe(path, summary, copied, (performance.now() - started) / 1000),
+        ? JSON.stringify({
+            file: path,
+            bytes: summary.bytes,
+            createdAt: header.createdAt,
+            tables: header.tables,
+            media: header.media,
+            sealedKeys: sealed,
+            carry,
+          })
+        : [describe(path, summary, copied, (performance.now() - started) / 1000), ...carry].join('\n'),
     );
     return 0;
   } finally {

@@ -1,11 +1,14 @@
+import { readdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { type CopyReport, copyToPostgres } from '../../db/copy.ts';
 import { liveLockHolder, lockDataDir } from '../../db/data-dir-lock.ts';
 import { withPGlite } from '../../db/pglite-thread.ts';
 import { isCluster } from '../../db/snapshot.ts';
 import { describePostgresUrl } from '../../db/sql.ts';
+import { hidePasswords } from '../../passwords.ts';
 import { type CliIo, say, warn } from '../io.ts';
 import { type Progress, progress } from '../progress.ts';
+import { carryToPostgres, sealedKeysIn } from './carry.ts';
 import { embeddedConfig } from './embedded.ts';
 
 function checkUrl(to: string): string {
@@ -16,7 +19,9 @@ function checkUrl(to: string): string {
     url = undefined;
   }
   if (!url || !['postgres:', 'postgresql:'].includes(url.protocol)) {
-    throw new Error(`--to takes a PostgreSQL URL, such as postgres://parley:secret@db.example.com:5432/parley (not ${JSON.stringify(to)})`);
+    throw new Error(
+      `--to takes a PostgreSQL URL, such as postgres://parley:secret@db.example.com:5432/parley (not ${JSON.stringify(hidePasswords(to))})`,
+    );
   }
   return to;
 }
@@ -60,9 +65,10 @@ export async function copy(io: CliIo, to: string, options: { force: boolean; wit
   const unlock = await lockDataDir(dataDir);
   let bar: Progress | undefined;
   let report: CopyReport;
+  let sealed: Awaited<ReturnType<typeof sealedKeysIn>> = [];
   try {
-    report = await withPGlite(pgdata, (sql) =>
-      copyToPostgres(sql, source, url, {
+    report = await withPGlite(pgdata, async (sql) => {
+      const copied = await copyToPostgres(sql, source, url, {
         force: options.force,
         withoutPgvector: options.withoutPgvector,
         onNotice: (line) => warn(io, line),
@@ -70,13 +76,19 @@ export async function copy(io: CliIo, to: string, options: { force: boolean; wit
           bar ??= progress('copy', 'rows', total, io.stderr);
           bar.update(done);
         },
-      }),
-    ).finally(() => bar?.stop());
+      });
+      sealed = await sealedKeysIn(sql);
+      return copied;
+    }).finally(() => bar?.stop());
   } finally {
     await unlock();
   }
   const same = report.tables.every((t) => t.source.rows === t.target.rows && t.source.checksum === t.target.checksum);
-  if (options.json) say(io, JSON.stringify({ target: describePostgresUrl(url), ...report, same }));
+  const mediaFiles = (await readdir(config.mediaDir, { withFileTypes: true }).catch(() => [])).filter(
+    (e) => e.isFile() && !e.name.startsWith('.'),
+  ).length;
+  const carry = await carryToPostgres(config, sealed, mediaFiles);
+  if (options.json) say(io, JSON.stringify({ target: describePostgresUrl(url), ...report, same, sealedKeys: sealed, carry }));
   else {
     say(io, table(report));
     say(
@@ -87,7 +99,7 @@ export async function copy(io: CliIo, to: string, options: { force: boolean; wit
             report.embeddings.includes('real[]')
               ? 'Embeddings are stored as real[] (no pgvector there): search scans every creation. Install pgvector on the server and run `parley migrate` with DATABASE_URL set to convert them and build the index.'
               : 'Embeddings are stored as pgvector vectors, with the HNSW index.',
-            `Media files stay in ${config.mediaDir}: give the PostgreSQL deployment the same MEDIA_DIR (or copy them).`,
+            ...carry,
             'Start parley on it with DATABASE_URL set to that URL (DATABASE_URL=... npm start).',
           ].join('\n')
         : 'Some tables differ (above): did something change the embedded database during the copy? Run again with --force to copy it all again.',

@@ -1,6 +1,15 @@
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { type BackupHeader, BackupFileError, loadBackup, migrationsOf, readBackupHeader, verifyBackup } from '../../db/backup.ts';
+import {
+  type BackupHeader,
+  BackupFileError,
+  conflictingMedia,
+  loadBackup,
+  migrationsOf,
+  placeMedia,
+  readBackupHeader,
+  verifyBackup,
+} from '../../db/backup.ts';
 import { liveLockHolder, lockDataDir } from '../../db/data-dir-lock.ts';
 import { applyMigrations, type Migration, readMigrations } from '../../db/migrate.ts';
 import { withPGlite } from '../../db/pglite-thread.ts';
@@ -9,6 +18,7 @@ import type { Sql } from '../../db/sql.ts';
 import { checksum, column, describeTables } from '../../db/tables.ts';
 import { type CliIo, say } from '../io.ts';
 import { type Progress, progress } from '../progress.ts';
+import { carryIntoRestore, sealedKeysIn } from './carry.ts';
 import { embeddedConfig } from './embedded.ts';
 
 /**
@@ -57,10 +67,11 @@ async function compareWithHeader(sql: Sql, header: BackupHeader, path: string) {
 
 /**
  * Makes the restored database in `staging`: a cluster migrated exactly as the backup's was,
- * loaded, checked against the backup, then migrated to this version. Returns the migrations
- * applied after loading. It starts as a copy of the build's snapshot, which has every migration;
- * for a backup made before some of them, the snapshot's schemas are emptied and migrated only as
- * far as the backup's was (quicker than a new cluster: initdb takes seconds).
+ * loaded, checked against the backup, then migrated to this version; the media files go to
+ * `mediaStaging`. Returns the migrations applied after loading. It starts as a copy of the
+ * build's snapshot, which has every migration; for a backup made before some of them, the
+ * snapshot's schemas are emptied and migrated only as far as the backup's was (quicker than a
+ * new cluster: initdb takes seconds).
  */
 async function build(
   io: CliIo,
@@ -69,7 +80,7 @@ async function build(
   header: BackupHeader,
   migrations: Migration[],
   known: Migration[],
-  mediaDir: string,
+  mediaStaging: string,
 ) {
   let bar: Progress | undefined;
   const current = migrations.length === known.length;
@@ -78,12 +89,13 @@ async function build(
     async (sql, { fromSnapshot }) => {
       if (fromSnapshot && !current) await sql.exec(EMPTY_SCHEMAS);
       if (!fromSnapshot || !current) await applyMigrations(sql, { migrations });
-      await loadBackup(path, sql, mediaDir, (done, total) => {
+      await loadBackup(path, sql, mediaStaging, (done, total) => {
         bar ??= progress('restore', 'rows', total, io.stderr);
         bar.update(done);
       }).finally(() => bar?.stop());
       await compareWithHeader(sql, header, path);
-      return applyMigrations(sql, { migrations: known });
+      const later = await applyMigrations(sql, { migrations: known });
+      return { later, sealed: await sealedKeysIn(sql) };
     },
     buildSnapshot,
   );
@@ -92,8 +104,10 @@ async function build(
 /**
  * `parley restore <file>`: the backup's database becomes DATA_DIR's, and its media files go to
  * MEDIA_DIR. Refuses a file that is not a complete backup this version can read, a data
- * directory a process holds, and one holding data unless `force`, all before changing anything.
- * The database is made aside and takes the place of the old one only once it is complete.
+ * directory a process holds, one holding data unless `force`, and media files MEDIA_DIR holds
+ * with other content, all before changing anything. The database and the media files are made
+ * aside; only once the database is complete and checked do the files join MEDIA_DIR (never over
+ * one there) and the database take the old one's place.
  */
 export async function restore(io: CliIo, file: string, force: boolean, json: boolean): Promise<number> {
   const { config, dataDir, pgdata } = embeddedConfig(
@@ -110,11 +124,19 @@ export async function restore(io: CliIo, file: string, force: boolean, json: boo
   if (holder) throw new Error(`${dataDir} is in use by another parley process (pid ${holder}): stop it first, then restore.`);
   const rows = header.tables.reduce((n, t) => n + t.rows, 0);
   const check = progress('check', 'lines', rows, io.stderr);
-  await verifyBackup(path, (lines) => check.update(Math.min(lines, rows))).finally(() => check.stop());
+  const { media } = await verifyBackup(path, (lines) => check.update(Math.min(lines, rows))).finally(() => check.stop());
+  const conflicts = await conflictingMedia(config.mediaDir, media);
+  if (conflicts.length) {
+    throw new BackupFileError(
+      `${config.mediaDir} already holds ${conflicts.length} of the backup's media files with other content (${conflicts.slice(0, 5).join(', ')}${conflicts.length > 5 ? ', …' : ''}). ` +
+        'A restore writes over no file: move them away, or set MEDIA_DIR to another folder, and restore again.',
+    );
+  }
 
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const unlock = await lockDataDir(dataDir);
   const staging = join(dataDir, 'pgdata.restoring');
+  const mediaStaging = join(dataDir, 'media.restoring');
   try {
     const held = await rowsIn(pgdata);
     if (held.length && !force) {
@@ -124,21 +146,34 @@ export async function restore(io: CliIo, file: string, force: boolean, json: boo
       );
     }
     await rm(staging, { recursive: true, force: true });
-    const later = await build(io, staging, path, header, migrations, known, config.mediaDir);
+    await rm(mediaStaging, { recursive: true, force: true });
+    const { later, sealed } = await build(io, staging, path, header, migrations, known, mediaStaging);
+    await placeMedia(mediaStaging, config.mediaDir, media);
     const replaced = join(dataDir, `pgdata.replaced-${process.pid}`);
     if (await isCluster(pgdata)) await rename(pgdata, replaced);
     else await rm(pgdata, { recursive: true, force: true });
     await rename(staging, pgdata);
     await rm(replaced, { recursive: true, force: true });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    const carry = await carryIntoRestore(config, sealed);
     say(
       io,
       json
-        ? JSON.stringify({ file: path, dataDir, createdAt: header.createdAt, tables: header.tables, media: header.media, migrated: later })
+        ? JSON.stringify({
+            file: path,
+            dataDir,
+            createdAt: header.createdAt,
+            tables: header.tables,
+            media: header.media,
+            migrated: later,
+            sealedKeys: sealed,
+            carry,
+          })
         : [
             `Restored ${path} (made by parley ${header.parley} at ${header.createdAt}) into ${dataDir} in ${seconds} s.`,
             `${rows} rows in ${header.tables.length} tables, every table's count and checksum as in the backup; ${header.media.files} media files into ${config.mediaDir}.`,
             later.length ? `Then migrated: ${later.join(', ')}.` : 'Its migrations are this version’s: nothing to migrate.',
+            ...carry,
           ].join('\n'),
     );
     return 0;
@@ -146,6 +181,7 @@ export async function restore(io: CliIo, file: string, force: boolean, json: boo
     await rm(staging, { recursive: true, force: true });
     throw e;
   } finally {
+    await rm(mediaStaging, { recursive: true, force: true });
     await unlock();
   }
 }

@@ -1,5 +1,6 @@
 import type { EventBus } from '../core/bus.ts';
 import { isStreamEnd } from '../core/bus.ts';
+import type { MediaLinks } from '../core/media-links.ts';
 import { failureOf, SHUTTING_DOWN } from '../replies/endings.ts';
 import { ABANDONED_REPLY } from '../replies/recovery.ts';
 import type { DeploymentRuntimeStore, PromptState } from './runtime-store.ts';
@@ -16,8 +17,8 @@ export const isInterrupted = (reply: PromptState['reply']) => reply?.status === 
 
 const isDone = (state: PromptState | null) => state?.reply?.status !== 'streaming';
 
-/** Links to what the reply's tools made (images), which a chat cannot see otherwise. */
-function mediaLinks(toolCalls: Reply['toolCalls']): string[] {
+/** Links to what the reply's tools made (images), which a chat cannot see otherwise; ours made absolute. */
+function mediaLinks(toolCalls: Reply['toolCalls'], absolute: MediaLinks): string[] {
   const links: string[] = [];
   const walk = (value: unknown, depth: number) => {
     if (depth > 4 || value === null || typeof value !== 'object') return;
@@ -27,14 +28,14 @@ function mediaLinks(toolCalls: Reply['toolCalls']): string[] {
       else walk(v, depth + 1);
     }
   };
-  for (const call of toolCalls) if (call.status === 'completed') walk(call.result, 0);
+  for (const call of toolCalls) if (call.status === 'completed') walk(absolute.absoluteIn(call.result), 0);
   return [...new Set(links)];
 }
 
 /** What the chat is finally shown for a reply: its text and media, or why there is none. */
-export function answerText(reply: PromptState['reply']): string {
+export function answerText(reply: PromptState['reply'], links: MediaLinks): string {
   if (!reply) return 'Sorry, something went wrong before I could answer.';
-  const body = [reply.content.trim(), ...mediaLinks(reply.toolCalls)].filter(Boolean).join('\n\n');
+  const body = [reply.content.trim(), ...mediaLinks(reply.toolCalls, links)].filter(Boolean).join('\n\n');
   if (reply.status === 'complete') return body || '…';
   const why = reply.status === 'cancelled' ? 'the answer was stopped' : (reply.error ?? 'the answer failed');
   return body ? `${body}\n\n(${why})` : `Sorry, I could not answer: ${why}`;

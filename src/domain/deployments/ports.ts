@@ -127,6 +127,11 @@ export interface SecretSealer {
   open(sealed: string, boundTo: string): string;
   /** Whether `sealed` is under the current key (else a reseal rewrites it). */
   isCurrent(sealed: string): boolean;
+  /**
+   * Why no key here can open `sealed` (there is none, or it was sealed under a key this service
+   * does not have), or null when one may: whether it was altered shows only when it is opened.
+   */
+  cannotOpen(sealed: string): string | null;
   /** Makes a new current key, keeping the old ones for opening; throws with what to do instead when the key comes from settings. */
   rotate(): Promise<void>;
   /** Forgets every key but the current one, where the sealer keeps its keys itself. */
@@ -138,5 +143,13 @@ export function noSealer(problem: string): SecretSealer {
   const refuse = (): never => {
     throw new Error(problem);
   };
-  return { problem, seal: refuse, open: refuse, isCurrent: refuse, rotate: async () => refuse(), forgetPrevious: async () => refuse() };
+  return {
+    problem,
+    seal: refuse,
+    open: refuse,
+    isCurrent: refuse,
+    cannotOpen: () => problem,
+    rotate: async () => refuse(),
+    forgetPrevious: async () => refuse(),
+  };
 }

@@ -2,6 +2,7 @@ import type { EventBus } from '../core/bus.ts';
 import { isDomainError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
+import type { MediaLinks } from '../core/media-links.ts';
 import { answerText, followReply, isInterrupted } from './follow.ts';
 import { chatRateOf, type LimitDefaults, RATE_WINDOW_MS, type Refusal, rateRefusal, refusalBeforeCounting } from './limits.ts';
 import { type AnswerOut, type Connector, type Outbox, type PlatformSecrets, SecretsRefused } from './ports.ts';
@@ -50,6 +51,8 @@ export interface RelayDependencies {
   conversations: Conversations;
   bus: EventBus;
   defaults: LimitDefaults;
+  /** Makes the links in tools' results absolute: a chat reaches the media where the service is now. */
+  links: MediaLinks;
 }
 
 /**
@@ -59,7 +62,7 @@ export interface RelayDependencies {
  * the prompt is saved under the update's prompt id, so only once; the answer edits the messages
  * already sent. Returns when it is answered, or throws LeftForLater.
  */
-export function relayRules({ store, conversations, bus, defaults }: RelayDependencies) {
+export function relayRules({ store, conversations, bus, defaults, links }: RelayDependencies) {
   async function refusalFor(run: DeploymentRun, ctx: RelayContext, chatId: string, update: RecordedUpdate): Promise<Refusal | null> {
     const spentToday = await store.spentToday(run.deployment.id);
     const before = refusalBeforeCounting({
@@ -159,7 +162,7 @@ export function relayRules({ store, conversations, bus, defaults }: RelayDepende
           at = await relay(run, ctx, chat, update, promptId);
           continue;
         }
-        await finish(run, out, answerText(state.reply), wait);
+        await finish(run, out, answerText(state.reply, links), wait);
         await store.finishUpdate(update.id, state.reply?.status === 'complete' ? 'answered' : 'failed');
         return;
       }

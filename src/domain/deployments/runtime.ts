@@ -81,6 +81,8 @@ export function deploymentRuntime(deps: RuntimeDependencies) {
       await store.release(deps.instanceId, held.id);
       return;
     }
+    // A run starts afresh: what an earlier one failed at (its secrets not opened without their key, say) is not this one's.
+    await store.noteError(held.id, null);
     runners.set(held.id, startRunner(runnerDeps, held, secrets, connectors.get(held.platform)!, holdUntil));
     log.info?.({ deployment: held.id, instance: deps.instanceId }, 'deployment: reading its updates on this instance');
   }

@@ -5,6 +5,7 @@ import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { type DeploymentConfig, deploySchema, platformSchema, updateDeploymentSchema } from './inputs.ts';
 import type { Connector, SecretSealer } from './ports.ts';
+import { reportedDeployments } from './reported.ts';
 import { type CheckedSecrets, check, keepCurrent, keyUpkeep, sealedFor, secretsOf, secretsToDeploy } from './sealing.ts';
 import {
   AccountTaken,
@@ -76,6 +77,7 @@ function connectorFor(connectors: ReadonlyMap<DeploymentPlatform, Connector>, pl
 export function deploymentService(deps: DeploymentServiceDependencies) {
   const { store, sealer } = deps;
   const connectors = new Map(deps.connectors.map((c) => [c.platform, c]));
+  const reported = reportedDeployments(store, sealer);
 
   /** Where an account runs, as its 409 tells: the agent named to its owner only. */
   const taken = (viewer: Viewer, platform: DeploymentPlatform, checked: CheckedSecrets | null, holder: AccountTaken['holder']) => {
@@ -121,8 +123,9 @@ export function deploymentService(deps: DeploymentServiceDependencies) {
     }
     if (!saved) throw notFound(options.create ? AGENT_NOT_FOUND : DEPLOYMENT_NOT_FOUND);
     if (sealed && checked) await keepCurrent(store, sealer, sealed.id, sealed.text, checked.secrets);
-    deps.changed(saved);
-    return saved;
+    const shown = (await reported([saved]))[0]!;
+    deps.changed(shown);
+    return shown;
   }
 
   return {
@@ -130,18 +133,18 @@ export function deploymentService(deps: DeploymentServiceDependencies) {
     async get<Q extends DeploymentQuery = object>(viewer: Viewer, id: string, query?: Q): Promise<DeploymentRead<Q>> {
       const row = canNameARow(id) ? await store.findOwned(viewer.id, id, query) : null;
       if (!row) throw notFound(DEPLOYMENT_NOT_FOUND);
-      return row;
+      return (await reported([row]))[0]!;
     },
 
     /** Deployments of every agent the caller owns, newest first. */
-    listMine<Q extends DeploymentQuery = object>(viewer: Viewer, query?: Q): Promise<DeploymentRead<Q>[]> {
-      return store.listOwned(viewer.id, query);
+    async listMine<Q extends DeploymentQuery = object>(viewer: Viewer, query?: Q): Promise<DeploymentRead<Q>[]> {
+      return reported(await store.listOwned(viewer.id, query));
     },
 
     /** The deployments of one agent the caller owns, newest first. */
     async listForAgent<Q extends DeploymentQuery = object>(viewer: Viewer, agentId: string, query?: Q): Promise<DeploymentRead<Q>[]> {
       await ownAgent(store, viewer, agentId);
-      return store.listForAgent(agentId, query);
+      return reported(await store.listForAgent(agentId, query));
     },
 
     /** Puts the agent on a platform and starts it: a new deployment, or the one it has there, changed by what is sent. */

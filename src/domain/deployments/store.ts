@@ -77,6 +77,10 @@ export interface DeploymentStore {
   sealedAfter(afterId: string | null, limit: number): Promise<{ id: string; sealed: string | null }[]>;
   /** Replaces sealed secrets unless they changed meanwhile; false when they had. */
   replaceSealed(id: string, from: string, to: string): Promise<boolean>;
+  /** The sealed secrets of the deployments `ids` (null: none), to tell which a key here opens. */
+  sealedFor(ids: string[]): Promise<Map<string, string | null>>;
+  /** The key ids secrets are sealed with, and how many deployments each (what a start needs keys for). */
+  sealedKeys(): Promise<{ keyId: string; deployments: number }[]>;
 }
 
 const keptOf = ({ secrets, ...row }: Deployment): KeptDeployment => ({ ...row, sealed: sealedOf(secrets) });
@@ -165,6 +169,22 @@ export function deploymentStore(db: Db): DeploymentStore {
         select: { id: true, secrets: true },
       });
       return rows.map((r) => ({ id: r.id, sealed: sealedOf(r.secrets) }));
+    },
+
+    async sealedFor(ids) {
+      const rows = await db.deployment.findMany({ where: { id: { in: ids } }, select: { id: true, secrets: true } });
+      return new Map(rows.map((r) => [r.id, sealedOf(r.secrets)]));
+    },
+
+    async sealedKeys() {
+      // `parley migrate` composes the services before it migrates: a database not migrated yet holds none.
+      const [{ present }] = await db.$queryRaw<[{ present: boolean }]>`SELECT to_regclass('"Deployment"') IS NOT NULL AS "present"`;
+      if (!present) return [];
+      // The key id is the second part of the sealed text (`v1.<key id>.<nonce>.<tag>.<data>`): no secret.
+      const rows = await db.$queryRaw<{ keyId: string; deployments: number }[]>`
+        SELECT split_part("secrets"->>'sealed', '.', 2) AS "keyId", count(*)::int AS "deployments"
+        FROM "Deployment" WHERE "secrets"->>'sealed' IS NOT NULL GROUP BY 1 ORDER BY 1`;
+      return rows;
     },
 
     async replaceSealed(id, from, to) {

@@ -3,6 +3,7 @@ import type { Metrics } from '../../observability/metrics.ts';
 import type { EventBus } from '../core/bus.ts';
 import type { ChatTool } from '../core/chat.ts';
 import type { SessionEventPayload } from '../core/events.ts';
+import type { MediaLinks } from '../core/media-links.ts';
 import type { ToolHost } from '../core/tool-host.ts';
 import type { MediaStore } from '../media/store.ts';
 import type { SearchService } from '../search/service.ts';
@@ -33,6 +34,8 @@ export interface ToolHostDeps {
   work: Pick<WorkConfig, 'toolCallsPerModelCall' | 'toolCallsPerReply'>;
   /** Turns for running tools, shared with tasks made by themselves (one per-user and per-process limit for both). */
   queue: ToolRunQueue;
+  /** Results keep the links they are stored with; the model is given them absolute, to show them. */
+  links: MediaLinks;
 }
 
 /** Who runs each tool of the registry that has a handler: an executor built in, or a service over HTTP. */
@@ -116,7 +119,7 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
               return calls.run(row, call, usable(tool, enabled) ? tool : undefined, ctx, payer);
             }),
           );
-          return requested.map((c, i) => ({ id: c.id, content: JSON.stringify(results[i] ?? null) }));
+          return requested.map((c, i) => ({ id: c.id, content: JSON.stringify(deps.links.absoluteIn(results[i] ?? null)) }));
         },
       };
     },

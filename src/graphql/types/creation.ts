@@ -14,8 +14,9 @@ export const Creation = builder.prismaObject('Creation', {
     toolKey: t.exposeString('tool'),
     tool: t.field({ type: Tool, nullable: true, resolve: (c, _, ctx) => ctx.services.tools.get(c.tool) ?? null }),
     args: t.expose('args', { type: 'JSON' }),
-    url: t.exposeString('url'),
-    thumbnail: t.exposeString('thumbnail', { nullable: true }),
+    // Stored relative to the service: shown absolute, where it is served from now.
+    url: t.string({ resolve: (c, _, ctx) => ctx.services.links.absolute(c.url) }),
+    thumbnail: t.string({ nullable: true, resolve: (c, _, ctx) => ctx.services.links.absolute(c.thumbnail) }),
     filename: t.exposeString('filename', { nullable: true }),
     mediaAttributes: t.expose('mediaAttributes', { type: 'JSON' }),
     likeCount: t.exposeInt('likeCount'),

@@ -10,7 +10,11 @@ export const DeploymentStateEnum = builder.enumType('DeploymentState', {
   description: 'What a deployment is doing.',
   values: {
     RUNNING: { value: 'running', description: 'Reading and answering what people write on the platform.' },
-    STOPPED: { value: 'stopped', description: 'Stopped by its owner (deploy again to start it).' },
+    STOPPED: {
+      value: 'stopped',
+      description:
+        'Not running: stopped by its owner (deploy again to start it), or unable to run here (lastError says why: its secrets key left behind in a move, say).',
+    },
     INVALID: { value: 'invalid', description: 'The platform refused its secrets (a revoked bot token): give new ones.' },
   } as const,
 });
@@ -40,7 +44,7 @@ export const Deployment = builder.prismaObject('Deployment', {
     state: t.field({ type: DeploymentStateEnum, resolve: stateOf }),
     lastError: t.exposeString('lastError', {
       nullable: true,
-      description: 'What it last failed at (never a secret); null while all is well.',
+      description: 'What it last failed at, or why it does not run here (never a secret); null while all is well.',
     }),
     account: t.exposeString('account', {
       nullable: true,

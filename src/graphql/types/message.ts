@@ -14,7 +14,7 @@ export const ToolCall = builder.objectRef<ToolCallView>('ToolCall').implement({
     tool: t.exposeString('tool'),
     args: t.expose('args', { type: 'JSON' }),
     status: t.expose('status', { type: ToolCallStatusEnum }),
-    result: t.expose('result', { type: 'JSON', nullable: true }),
+    result: t.field({ type: 'JSON', nullable: true, resolve: (c, _, ctx) => ctx.services.links.absoluteIn(c.result) }),
     cost: t.exposeFloat('cost', { nullable: true, description: 'Manna charged for the call.' }),
     error: t.exposeString('error', { nullable: true }),
   }),

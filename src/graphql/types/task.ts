@@ -30,10 +30,11 @@ export const Task = builder.prismaObject('Task', {
     args: t.expose('args', { type: 'JSON', description: 'As they were given. In lists, {} when over 4 KiB (see truncated).' }),
     status: t.expose('status', { type: TaskStatusEnum }),
     progress: t.exposeFloat('progress', { description: 'From 0 to 1, as its tool reports it; 1 once completed.' }),
-    result: t.expose('result', {
+    result: t.field({
       type: 'JSON',
       nullable: true,
       description: "The tool's answer once completed. In lists, null when over 4 KiB (see truncated).",
+      resolve: (task, _, ctx) => ctx.services.links.absoluteIn(task.result),
     }),
     truncated: t.stringList({
       description: 'In lists: the fields (args, result) left out for their size; the task by its id has them whole.',
@@ -165,8 +166,8 @@ const TaskEventOutput = builder.objectRef<{ creationId: string; url: string; thu
   fields: (t) => ({
     creationId: t.globalID({ resolve: (o) => ({ type: 'Creation', id: o.creationId }) }),
     rawCreationId: t.exposeID('creationId', { description: RAW_ID }),
-    url: t.exposeString('url'),
-    thumbnail: t.exposeString('thumbnail', { nullable: true }),
+    url: t.string({ resolve: (o, _, ctx) => ctx.services.links.absolute(o.url) }),
+    thumbnail: t.string({ nullable: true, resolve: (o, _, ctx) => ctx.services.links.absolute(o.thumbnail) }),
   }),
 });
 
@@ -211,7 +212,12 @@ const TaskEvent = feedEventInterface<TaskFeedEvent['type']>('TaskEvent', 'A chan
     fields: (t) => ({
       taskId: t.globalID({ resolve: (e) => ({ type: 'Task', id: e.taskId }) }),
       rawTaskId: t.exposeID('taskId', { description: RAW_ID }),
-      result: t.expose('result', { type: 'JSON', nullable: true, description: "The tool's answer." }),
+      result: t.field({
+        type: 'JSON',
+        nullable: true,
+        description: "The tool's answer.",
+        resolve: (e, _, ctx) => ctx.services.links.absoluteIn(e.result),
+      }),
       outputs: t.field({ type: [TaskEventOutput], description: 'The creations it made.', resolve: (e) => e.outputs }),
       cost: t.exposeFloat('cost', { description: 'What it was charged.' }),
       task: t.field({

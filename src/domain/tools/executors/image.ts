@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { newId } from '../../core/ids.ts';
+import { mediaLink } from '../../core/media-links.ts';
 import type { MediaStore } from '../../media/store.ts';
 import type { Executor, MediaOutput } from './types.ts';
 
@@ -86,7 +87,11 @@ export function imageSize(args: Record<string, unknown>, resolutions: string[]):
   return { width: clamp(width), height: clamp(height) };
 }
 
-/** Renders `n_samples` PNGs (default 1) for the prompt and keeps them with their thumbnails. */
+/**
+ * Renders `n_samples` PNGs (default 1) for the prompt and keeps them with their thumbnails. Its
+ * result links to them as they are stored, relative to the service: whoever shows it (the model,
+ * a client) is given them absolute.
+ */
 export function imageExecutor(media: MediaStore, workers: number): Executor {
   const painter = paintPool(workers);
   return async ({ tool, args, signal, progress }) => {
@@ -105,8 +110,8 @@ export function imageExecutor(media: MediaStore, workers: number): Executor {
       outputs.push({
         id,
         name: prompt.slice(0, 100) || tool.name,
-        url: media.url(`${id}.png`),
-        thumbnail: media.url(`${id}-thumb.png`),
+        url: mediaLink(`${id}.png`),
+        thumbnail: mediaLink(`${id}-thumb.png`),
         filename: `${id}.png`,
         mediaAttributes: { mimeType: 'image/png', width, height, aspectRatio: Number((width / height).toFixed(4)) },
       });

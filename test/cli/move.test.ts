@@ -1,0 +1,186 @@
+import { access, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keyIdOf } from '../../src/secrets/keyring.ts';
+import { type FakeTelegram, startFakeTelegram } from '../helpers/fake-telegram.ts';
+import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
+import { runCli, type ServerProcess, startServerProcess } from '../helpers/process.ts';
+
+/**
+ * Data moved as an operator moves it, every step a process: a service on the embedded database
+ * makes an image (a task) and runs a deployment on (the fake) Telegram; it is backed up while it
+ * runs, stopped, restored into a new data directory and served from another port; that directory
+ * is copied to PostgreSQL and served from a third. Each command says what the data needs beside
+ * it (the secrets key, the media files), and each service shows links to itself that answer with
+ * the image's bytes, and its deployment as it is: not running without the key, and why.
+ */
+describe('moving data: backup, restore and db copy, then serving from elsewhere', () => {
+  let root: string;
+  let tg: FakeTelegram;
+  let first: ServerProcess;
+  let alice: string;
+  let made: { creationId: string; taskId: string; file: string; bytes: Buffer };
+  let token: string;
+  let keyId: string;
+  const backupFile = () => join(root, 'moved.backup');
+  const dirs = () => ({ first: join(root, 'first'), restored: join(root, 'restored') });
+  const telegram = () => ({ TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_POLL_TIMEOUT_S: '1' });
+  const databases: { drop(): Promise<void> }[] = [];
+
+  const stop = async (server: ServerProcess) => {
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  };
+  const api = async (url: string, method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers: { 'x-api-key': alice, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const cli = async (args: string[], env: Record<string, string>) => {
+    const result = await runCli(args, env);
+    expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(0);
+    return result.stdout;
+  };
+
+  /** Every link to the image a service shows (REST and GraphQL), each fetched from where it points. */
+  async function expectLinksTo(url: string) {
+    const creation = (await api(url, 'GET', `/v2/creations/${made.creationId}`)).body.creation;
+    const task = (await api(url, 'GET', `/v2/tasks/${made.taskId}`)).body.task;
+    const gql = await api(url, 'POST', '/graphql', {
+      query: 'query($id: ID!, $task: ID!) { creation(id: $id) { url thumbnail } task(id: $task) { result } }',
+      variables: { id: made.creationId, task: made.taskId },
+    });
+    const links = [
+      creation.url,
+      creation.thumbnail,
+      task.result[0].output[0].url,
+      task.result[0].data.images[0].url,
+      gql.body.data.creation.url,
+      gql.body.data.creation.thumbnail,
+      gql.body.data.task.result.images[0].url,
+    ];
+    for (const link of links) {
+      expect(link).toMatch(new RegExp(`^${url}/media/[\\w-]+\\.png$`));
+      const res = await fetch(link);
+      expect(res.status, link).toBe(200);
+    }
+    expect(Buffer.from(await (await fetch(creation.url)).arrayBuffer())).toEqual(made.bytes);
+  }
+
+  /** The deployment as operation 15 shows it. */
+  const deployment = async (url: string) => {
+    const [d] = (await api(url, 'GET', '/v2/agents/deployments')).body.deployments;
+    return { state: d.state, valid: d.valid, last_error: d.last_error };
+  };
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'parley-move-'));
+    tg = await startFakeTelegram();
+    first = await startServerProcess({ DATA_DIR: dirs().first, ...telegram() });
+    await first.waitFor(/parley listening on/);
+  });
+  afterAll(async () => {
+    first?.child.kill('SIGKILL');
+    await tg?.close();
+    for (const d of databases) await d.drop();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('the first service makes an image and runs a deployment', async () => {
+    alice = JSON.parse(await cli(['keys', 'create', 'alice', '--json'], { DATA_DIR: dirs().first })).apiKey;
+    await cli(['manna', 'grant', 'alice', '20'], { DATA_DIR: dirs().first });
+    const agent = await api(first.url, 'POST', '/v2/agents', { name: 'Muse', key: 'muse' });
+    expect(agent.status).toBe(201);
+    token = tg.addBot();
+    const deployed = await api(first.url, 'POST', `/v2/agents/${agent.body.agentId}/deployments`, {
+      platform: 'telegram',
+      secrets: { telegram: { token } },
+    });
+    expect(deployed.status).toBe(200);
+    const task = await api(first.url, 'POST', '/v2/tasks/create', { tool: 'flux_dev', args: { prompt: 'a heron at a lock' } });
+    expect(task.status).toBe(200);
+    const taskId = task.body.task._id as string;
+    let done: any;
+    while ((done = (await api(first.url, 'GET', `/v2/tasks/${taskId}`)).body.task).status !== 'completed') {
+      expect(['pending', 'running']).toContain(done.status);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const creationId = done.result[0].output[0].creationId as string;
+    const file = new URL(done.result[0].output[0].url).pathname.split('/').pop()!;
+    made = { creationId, taskId, file, bytes: await readFile(join(dirs().first, 'media', file)) };
+    await tg.until(() => tg.polling(token).now === 1, 20_000, 'the deployment to poll');
+    expect(await deployment(first.url)).toEqual({ state: 'running', valid: true, last_error: null });
+    await expectLinksTo(first.url);
+  });
+
+  it('backup names the key it leaves out', async () => {
+    const out = await cli(['backup', backupFile()], { DATA_DIR: dirs().first });
+    keyId = keyIdOf(Buffer.from((await readFile(join(dirs().first, 'secrets.key'), 'utf8')).split('\n')[0]!, 'base64'));
+    expect(out).toMatch(
+      new RegExp(`Not in it: the key the secrets of 1 deployment are sealed with \\(key id ${keyId}, in .*first/secrets\\.key\\)`),
+    );
+    await stop(first);
+  });
+
+  it('restore into a new data directory says the key is missing; served from another port, links are its own and the deployment says why it does not run', async () => {
+    const restored = await cli(['restore', backupFile()], { DATA_DIR: dirs().restored });
+    expect(restored).toMatch(
+      new RegExp(
+        `The secrets of 1 deployment are sealed with key id ${keyId}, and there is no .*restored/secrets\\.key with that key: before starting, copy the secrets\\.key`,
+      ),
+    );
+    const second = await startServerProcess({ DATA_DIR: dirs().restored, ...telegram() });
+    try {
+      await second.waitFor(/parley listening on/);
+      expect(second.url).not.toBe(first.url);
+      await expectLinksTo(second.url);
+      expect(await deployment(second.url)).toEqual({
+        state: 'stopped',
+        valid: true,
+        last_error: expect.stringMatching(/^Not running: .*restored\/secrets\.key is missing, and the secrets of 1 deployment with key id/),
+      });
+      expect(second.output()).toMatch(/deployments do not run on this instance: .*restored\/secrets\.key is missing/);
+    } finally {
+      await stop(second);
+    }
+    // No key was made beside secrets sealed with another.
+    await expect(access(join(dirs().restored, 'secrets.key'))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('db copy names SECRETS_KEY and MEDIA_DIR; on PostgreSQL, links are its own and the deployment says which key to set', async () => {
+    const target = await freshPostgresDatabase();
+    databases.push(target);
+    const copied = await runCli(['db', 'copy', '--to', target.url, '--without-pgvector'], { DATA_DIR: dirs().restored });
+    expect(copied.code, copied.stderr).toBe(0);
+    expect(copied.stdout).toMatch(
+      new RegExp(
+        `The secrets of 1 deployment are sealed with key id ${keyId}, which .*restored/secrets\\.key does not hold: start PostgreSQL's instances with SECRETS_KEY`,
+      ),
+    );
+    const mediaDir = join(dirs().restored, 'media');
+    expect(copied.stdout).toContain(
+      `${(await readdir(mediaDir)).length} media files stay in ${mediaDir}: give the service on PostgreSQL that MEDIA_DIR`,
+    );
+    const redis: Record<string, string> = process.env.TEST_REDIS_URL
+      ? { REDIS_URL: process.env.TEST_REDIS_URL, REDIS_KEY_PREFIX: `move-${process.pid}:` }
+      : {};
+    const third = await startServerProcess({ DATABASE_URL: target.url, MEDIA_DIR: mediaDir, ...redis, ...telegram() });
+    try {
+      await third.waitFor(/parley listening on/);
+      await expectLinksTo(third.url);
+      expect(await deployment(third.url)).toEqual({
+        state: 'stopped',
+        valid: true,
+        last_error: expect.stringMatching(
+          new RegExp(`^Not running: SECRETS_KEY is not set, and the secrets of 1 deployment with key id ${keyId} are sealed with a key`),
+        ),
+      });
+    } finally {
+      await stop(third);
+    }
+  });
+});
