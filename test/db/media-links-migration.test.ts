@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newDatabaseOn } from '../helpers/database.ts';
 
 const migrationsDir = fileURLToPath(new URL('../../prisma/migrations', import.meta.url));
-const LINKS = '20261207000000_relative_media_links';
+const LINKS = '20261207100000_relative_media_links';
 
 /** Plain SQL on the database the suite runs on: PGlite, or a new database on TEST_DATABASE_URL. */
 async function rawDatabase() {
