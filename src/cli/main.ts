@@ -123,5 +123,5 @@ async function startDatabaseEarly() {
   } catch {
     return;
   }
-  if (database.kind === 'pglite' && database.dataDir) (await import('../db/embedded.ts')).startEarly(database.dataDir);
+  if (database.kind === 'pglite' && database.dataDir) await (await import('../db/embedded.ts')).startEarly(database.dataDir);
 }
