@@ -10,11 +10,15 @@ import { setFlagsFromString } from 'node:v8';
 import { ensureBuilt } from '../scripts/build.mjs';
 
 // WebAssembly functions (PGlite's PostgreSQL, Prisma's query compiler) start on V8's baseline
-// compiler and are recompiled optimised once they have run enough. At the default threshold
-// that happens to much of PGlite while it starts, which delays its first answers by a few
-// hundred milliseconds; ten times the threshold leaves that to the functions that stay hot
-// (bench/README.md has the measurements). Set before any WebAssembly is compiled.
-setFlagsFromString('--wasm-tiering-budget=18000000');
+// compiler and are recompiled optimised once they have run enough: a budget of bytes of code,
+// each pass through a loop charged the size of its body. PostgreSQL's parser (one 100 KB loop)
+// and the query compiler's largest function (136 KB) spent the 18 million this once was within
+// the few statements of a start, and recompiling them took CPU the start needed (there are two
+// cores). At 180 million (a hundred times Node 20's default, fourteen times Node 24's) they and
+// the other functions that run hot are recompiled within the first few hundred statements the
+// service runs: a start takes about a sixth less CPU, and streamed replies cost what they did
+// (bench/README.md). Set before any WebAssembly is compiled.
+setFlagsFromString('--wasm-tiering-budget=180000000');
 
 // graphql-js checks every type test against copies of itself from other modules unless told it
 // runs in production; the service does, unless the caller says otherwise.

@@ -113,5 +113,5 @@ async function startDatabaseEarly(io: CliIo) {
   } catch {
     return;
   }
-  if (database.kind === 'pglite' && database.dataDir) (await import('../db/embedded.ts')).startEarly(database.dataDir);
+  if (database.kind === 'pglite' && database.dataDir) await (await import('../db/embedded.ts')).startEarly(database.dataDir);
 }

@@ -23,27 +23,35 @@ async function start(dataDir: string, snapshot: string | false): Promise<Embedde
   return { pgdata, pglite: startPGliteThread(pgdata, { snapshot }), unlock };
 }
 
-const early = new Map<string, Promise<EmbeddedStart>>();
+const early = new Map<string, { snapshot: string | false; started: Promise<EmbeddedStart> }>();
 
 /**
  * Starts the embedded database of `dataDir` at once, for the service's `openDatabase` to take
  * over: the files of a new data directory are copied, and PGlite starts, on its thread, while
  * the main thread is still loading the service's modules (a second or more of each, one after
  * the other otherwise). This module imports nothing heavy, so it can run before them.
+ *
+ * Resolves once the thread runs (the directory made and held), long before PGlite is ready. The
+ * caller waits for that before it imports the service: on Node 22 and later an `import()` of
+ * the service's modules holds the event loop until all of them are loaded, so a thread whose
+ * start still waited on the directory's lock would only start after them.
  */
-export function startEarly(dataDir: string) {
-  const started = start(dataDir, buildSnapshot);
-  // Reported by the open that takes it over.
-  started.catch(() => {});
-  early.set(resolve(dataDir), started);
+export async function startEarly(dataDir: string, snapshot: string | false = buildSnapshot): Promise<void> {
+  const started = start(dataDir, snapshot);
+  early.set(resolve(dataDir), { snapshot, started });
+  // A start that failed (the directory held by another process) is reported by the open that takes it over.
+  await started.then(
+    () => {},
+    () => {},
+  );
 }
 
 /** Starts the embedded database of `dataDir`, or takes over the one `startEarly` started. */
 export function startEmbedded(dataDir: string, snapshot: string | false): Promise<EmbeddedStart> {
-  const started = early.get(resolve(dataDir));
-  if (started && snapshot === buildSnapshot) {
+  const taken = early.get(resolve(dataDir));
+  if (taken && taken.snapshot === snapshot) {
     early.delete(resolve(dataDir));
-    return started;
+    return taken.started;
   }
   return start(dataDir, snapshot);
 }

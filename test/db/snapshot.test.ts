@@ -1,9 +1,11 @@
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.ts';
+import { startEarly } from '../../src/db/embedded.ts';
 import { applyMigrations } from '../../src/db/migrate.ts';
 
 /** The snapshot the build made (test/global-setup.ts builds before any test). */
@@ -95,6 +97,42 @@ describe('a data directory started from the migrated snapshot', () => {
     expect(await fromSnapshot.prisma.user.count()).toBe(0);
     await fromSnapshot.prisma.user.create({ data: { username: 'first' } });
     expect(await fromSnapshot.prisma.user.count()).toBe(1);
+  });
+});
+
+/**
+ * `parley serve` starts the embedded database before it imports the service, so that PGlite
+ * starts on its thread while the main thread loads the modules. On Node 22 and later that
+ * import runs to its end without a turn of the event loop, so the thread must already be
+ * running when it begins.
+ */
+describe('the embedded database started before the service loads', () => {
+  let scratch: string;
+
+  beforeAll(async () => {
+    scratch = await mkdtemp(join(tmpdir(), 'parley-early-'));
+  });
+  afterAll(() => rm(scratch, { recursive: true, force: true }));
+
+  it('makes the new data directory on its own thread while the main thread never yields', async () => {
+    const dataDir = join(scratch, 'data');
+    await startEarly(dataDir, snapshot);
+    // The main thread busy, as while Node 22 imports the service: waiting here, not awaiting.
+    // The bound only keeps a failure within the test's time; the thread needs a fraction of it.
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    const giveUp = Date.now() + 20_000;
+    while (!existsSync(join(dataDir, 'pgdata')) && Date.now() < giveUp) Atomics.wait(pause, 0, 0, 10);
+    const made = existsSync(join(dataDir, 'pgdata'));
+    // The open takes the early start over, whatever the check found.
+    const db = await openDatabase({ kind: 'pglite', dataDir }, { snapshot });
+    try {
+      expect(made, 'the database thread made pgdata/ while the main thread was busy').toBe(true);
+      expect(await db.ping(10_000)).toBe(true);
+      expect(db.fromSnapshot).toBe(true);
+      expect((await readdir(dataDir)).sort()).toEqual(['parley.pid', 'pgdata']);
+    } finally {
+      await db.close();
+    }
   });
 });
 
