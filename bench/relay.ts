@@ -20,8 +20,8 @@ import { buildSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import { coalesced } from '../src/domain/core/coalesce.ts';
-import { MAX_CHUNK_CHARS } from '../src/domain/replies/providers/openai.ts';
-import { SseEventReader } from '../src/domain/replies/providers/sse-lines.ts';
+import { MAX_CHUNK_CHARS } from '../src/providers/chat/openai.ts';
+import { SseEventReader } from '../src/providers/chat/sse-lines.ts';
 
 const provider = process.argv[2]!;
 const storeAt = process.argv.indexOf('--store');

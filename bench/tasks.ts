@@ -66,7 +66,7 @@ const most = Math.max(...levels);
 
 // ---- the fake tool service ---------------------------------------------------------------------
 /**
- * Speaks parley's HTTP tool protocol (`docs/tasks.md`, `src/domain/tools/executors/http.ts`): a
+ * Speaks parley's HTTP tool protocol (`docs/tasks.md`, `src/executors/http.ts`): a
  * POST of `{tool, arguments, session_id}`, answered as JSON lines. Each call (`arguments.prompt`
  * names the watcher, `bench <id>`) is held until `release()` and then its own `delay(id)`, then sends `lines` progress lines
  * `interval` ms apart (`{progress, message: "p<i>"}`), noting when it wrote each, then its answer.

@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { connectorsFor } from './connectors/index.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
+import { httpExecutor } from './executors/http.ts';
 import { recoverAbandonedReplies, watchForDeadInstances, type RecoveredReply } from './domain/replies/recovery.ts';
 import { recoveryStore } from './domain/replies/recovery-store.ts';
 import { deploymentStore } from './domain/deployments/store.ts';
@@ -32,6 +33,7 @@ import { throttledWarnings } from './limits/throttled-log.ts';
 import { pgBossQueue, type RunningJobQueue } from './jobs/pg-boss.ts';
 import { installObservability, requestId, requestLogFields } from './observability/http.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
+import { chatProviderFor, embeddingProviderFor } from './providers/index.ts';
 import { createEventBus } from './realtime/index.ts';
 import { instanceRegistry } from './realtime/instances.ts';
 import { connectRedis } from './redis/client.ts';
@@ -91,6 +93,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     publicUrl: () => config.publicUrl ?? listeningAt(http.server),
     metrics,
     deployments: { sealer, connectors: connectorsFor(config) },
+    chat: chatProviderFor(config.llm),
+    embeddings: embeddingProviderFor(config.search.embeddings),
+    toolServices: httpExecutor,
   });
   reportRecovered(http.log, recovered);
   // As with replies: alone, every task left unsettled was left by an earlier process that died.

@@ -4,6 +4,7 @@ import { type OperationArgs, type OperationName, type OperationResult, operation
 import { liveLockHolder } from '../db/data-dir-lock.ts';
 import { type Database, openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
+import { httpExecutor } from '../executors/http.ts';
 import { connectorsFor } from '../connectors/index.ts';
 import { parseInput } from '../domain/core/validation.ts';
 import { deploymentStore } from '../domain/deployments/store.ts';
@@ -12,6 +13,7 @@ import { loadToolRegistry, type ToolRegistry } from '../domain/tools/registry.ts
 import { pgBossQueue } from '../jobs/pg-boss.ts';
 import { createLimits } from '../limits/index.ts';
 import { createMetrics } from '../observability/metrics.ts';
+import { chatProviderFor, embeddingProviderFor } from '../providers/index.ts';
 import { createEventBus } from '../realtime/index.ts';
 import { loadSealer } from '../secrets/keyring.ts';
 import { type CliIo, warn } from './io.ts';
@@ -96,6 +98,9 @@ export async function withServices<T>(
         metrics: createMetrics(),
         jobs,
         deployments,
+        chat: chatProviderFor(config.llm),
+        embeddings: embeddingProviderFor(config.search.embeddings),
+        toolServices: httpExecutor,
       }),
     );
   } finally {

@@ -29,7 +29,7 @@ import { modelService } from './models/service.ts';
 import { modelStore } from './models/store.ts';
 import { createReplyEngine } from './replies/engine.ts';
 import { replyStore } from './replies/store.ts';
-import { chooseProvider } from './replies/provider.ts';
+import { type ChosenProvider, withOneRetry } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
 import type { JobQueue } from './core/jobs.ts';
 import { autonomyRules } from './sessions/autonomy.ts';
@@ -49,8 +49,10 @@ import { type MediaLinks, mediaLinks } from './core/media-links.ts';
 import { mediaStore } from './media/store.ts';
 import { memoryService } from './memory/service.ts';
 import { memoryStore } from './memory/store.ts';
+import type { EmbeddingProvider } from './search/embeddings/provider.ts';
 import { searchService } from './search/service.ts';
 import { searchStore } from './search/store.ts';
+import type { ToolServiceClient } from './tools/executors/types.ts';
 import { createToolHost, toolExecutors } from './tools/host.ts';
 import { toolStore } from './tools/store.ts';
 import type { ToolRegistry } from './tools/registry.ts';
@@ -102,6 +104,12 @@ export interface ServiceDependencies {
   deployments?: { sealer: SecretSealer; connectors: readonly Connector[] };
   /** Background work that must happen later, once, on any instance (`core/jobs.ts`). */
   jobs: JobQueue;
+  /** The model that writes replies, titles and memories: an OpenAI-compatible endpoint, or the offline responder. */
+  chat: ChosenProvider;
+  /** Turns creations and queries into vectors for search: an embedding server, or the built-in hashed n-grams. */
+  embeddings: EmbeddingProvider;
+  /** Calls the tools served elsewhere (a tool whose handler is a URL). */
+  toolServices: ToolServiceClient;
 }
 
 type Log = ServiceDependencies['log'];
@@ -126,12 +134,15 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const log = outageAware(dependencies.log);
   const instanceId = dependencies.instanceId ?? randomUUID();
   const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
-  const { provider, offline } = chooseProvider(config.llm, metrics.replies.providerError);
-  const search = searchService(searchStore(db), config.search);
+  const { offline } = dependencies.chat;
+  // A model call that failed before anything streamed is tried once more, and every failure counted;
+  // the offline responder reaches nothing, so it has no such failures.
+  const provider = offline ? dependencies.chat.provider : withOneRetry(dependencies.chat.provider, metrics.replies.providerError);
+  const search = searchService(searchStore(db), config.search, dependencies.embeddings);
   const media = mediaStore(config.mediaDir);
   const links = mediaLinks(dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
   const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
-  const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers });
+  const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers, remote: dependencies.toolServices });
   const tools = createToolHost({
     store: toolStore(db, { deploymentDailyCap: config.deployments.dailyMannaCap }),
     registry,

@@ -29,13 +29,89 @@ const folder = (path: string) => path.split('/')[0]!;
 
 /** Which top-level folders of src/ each folder may import (docs/decisions.md, "Layers"). */
 const outward: Record<string, string[]> = {
-  domain: ['realtime', 'rest', 'graphql', 'http', 'limits', 'redis', 'cli', 'demo', 'connectors', 'secrets', 'jobs'],
-  connectors: ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'db', 'secrets', 'jobs'],
-  secrets: ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'db', 'connectors', 'jobs'],
-  jobs: ['graphql', 'rest', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo'],
+  domain: [
+    'realtime',
+    'rest',
+    'graphql',
+    'http',
+    'limits',
+    'redis',
+    'cli',
+    'demo',
+    'connectors',
+    'secrets',
+    'jobs',
+    'providers',
+    'executors',
+  ],
+  providers: [
+    'rest',
+    'graphql',
+    'http',
+    'realtime',
+    'limits',
+    'redis',
+    'cli',
+    'control',
+    'demo',
+    'db',
+    'connectors',
+    'secrets',
+    'jobs',
+    'executors',
+  ],
+  executors: [
+    'rest',
+    'graphql',
+    'http',
+    'realtime',
+    'limits',
+    'redis',
+    'cli',
+    'control',
+    'demo',
+    'db',
+    'connectors',
+    'secrets',
+    'jobs',
+    'providers',
+  ],
+  connectors: [
+    'rest',
+    'graphql',
+    'http',
+    'realtime',
+    'limits',
+    'redis',
+    'cli',
+    'control',
+    'demo',
+    'db',
+    'secrets',
+    'jobs',
+    'providers',
+    'executors',
+  ],
+  secrets: [
+    'rest',
+    'graphql',
+    'http',
+    'realtime',
+    'limits',
+    'redis',
+    'cli',
+    'control',
+    'demo',
+    'db',
+    'connectors',
+    'jobs',
+    'providers',
+    'executors',
+  ],
+  jobs: ['graphql', 'rest', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'providers', 'executors'],
   realtime: ['graphql', 'rest', 'http', 'cli', 'jobs'],
   limits: ['graphql', 'rest', 'http', 'realtime', 'cli'],
-  db: ['domain', 'graphql', 'rest', 'http', 'realtime', 'limits', 'cli', 'jobs'],
+  db: ['domain', 'graphql', 'rest', 'http', 'realtime', 'limits', 'cli', 'jobs', 'providers', 'executors'],
   rest: ['graphql', 'cli'],
   graphql: ['rest', 'cli'],
   http: ['rest', 'graphql', 'cli'],
@@ -87,6 +163,13 @@ describe('layers', () => {
     });
   }
 
+  it('only the composition roots (app.ts, server.ts, cli/) import src/providers/ and src/executors/: choosing an adapter is theirs', () => {
+    const pickers = all.filter((i) => ['providers', 'executors'].includes(folder(i.to)) && folder(i.from) !== folder(i.to));
+    expect(pickers).toContainEqual({ from: 'app.ts', to: 'providers/index.ts' });
+    const wrong = pickers.filter((i) => !['app.ts', 'server.ts', 'cli'].includes(folder(i.from)));
+    expect(wrong.map((i) => `${i.from} → ${i.to}`)).toEqual([]);
+  });
+
   it('src/domain/ folders import one way: none reaches itself again through the others', () => {
     const edges = new Map<string, Set<string>>();
     for (const { from, to } of all) {
@@ -132,6 +215,109 @@ function longFunctions(most: number): string[] {
   }
   return found;
 }
+
+/**
+ * What opens connections: Node's own network modules, and the clients among our dependencies
+ * (HTTP, WebSocket, Redis, PostgreSQL), by the name an import gives, with or without `node:` and
+ * with any subpath (`dns/promises`, `ws/wrapper`).
+ */
+const networkModule =
+  /^(node:)?(http|https|http2|net|tls|dgram|dns)(\/.*)?$|^(undici|ws|ioredis|pg|pg-boss|@prisma\/adapter-pg|graphql-ws)(\/.*)?$/;
+/** The global constructors that open a connection to another host (beside the global `fetch`). */
+const socketConstructors = new Set(['WebSocket', 'EventSource']);
+
+/**
+ * The network clients in one file's text, as `line: what`: an import (type-only too: a port that
+ * speaks Node's HTTP types is the adapter's shape, not the domain's), an `export ... from`, a
+ * dynamic `import()` or `require()` of a network module; a call of the global `fetch` (or
+ * `globalThis.fetch`); `new WebSocket` or `new EventSource`. Read from the syntax tree, so a
+ * word in a comment or a string, or a method of our own called `fetch`, is not one.
+ */
+function networkClients(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  const at = (node: ts.Node, what: string) =>
+    found.push(`${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1}: ${what}`);
+  const specifier = (node: ts.Expression | undefined) => (node && ts.isStringLiteralLike(node) ? node.text : null);
+  const global = (node: ts.Expression) =>
+    ts.isIdentifier(node)
+      ? node.text
+      : ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'globalThis'
+        ? node.name.text
+        : null;
+  const visit = (node: ts.Node) => {
+    let module: string | null = null;
+    if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) module = specifier(node.moduleSpecifier);
+    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference))
+      module = specifier(node.moduleReference.expression);
+    else if (ts.isCallExpression(node)) {
+      const callee = node.expression;
+      if (callee.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(callee) && callee.text === 'require'))
+        module = specifier(node.arguments[0]);
+      else if (global(callee) === 'fetch') at(node, 'fetch()');
+    } else if (ts.isNewExpression(node)) {
+      const name = global(node.expression);
+      if (name && socketConstructors.has(name)) at(node, `new ${name}()`);
+    }
+    if (module && networkModule.test(module)) at(node, `'${module}'`);
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+/** The network clients of every source file under `folder` of src/, as `file:line: what`. */
+const networkClientsUnder = (folder: string) =>
+  sourceFiles()
+    .filter((file) => file.startsWith(`${folder}/`))
+    .flatMap((file) => networkClients(file, readFileSync(join(src, file), 'utf8')).map((found) => `${file}:${found}`));
+
+describe('network clients', () => {
+  // The domain decides; reaching another host is an adapter's work, behind a port the domain
+  // declares (docs/decisions.md, "Layers"): the chat model's, the embeddings', a tool service's.
+  it('none lives in src/domain/: the model, embeddings and tool-service clients are adapters outside it', () => {
+    expect(networkClientsUnder('domain')).toEqual([]);
+  });
+
+  it('the adapters outside it are found by the same reading', () => {
+    const adapters = [...networkClientsUnder('providers'), ...networkClientsUnder('executors'), ...networkClientsUnder('connectors')];
+    expect(adapters).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^providers\/chat\/openai\/http\.ts:\d+: 'node:https'$/),
+        expect.stringMatching(/^providers\/embeddings\/openai-http\.ts:\d+: fetch\(\)$/),
+        expect.stringMatching(/^executors\/http\.ts:\d+: fetch\(\)$/),
+        expect.stringMatching(/^connectors\/telegram\/.+: fetch\(\)$/),
+      ]),
+    );
+  });
+
+  it('are told from what only looks like one', () => {
+    const text = [
+      "import type { IncomingMessage } from 'node:http';",
+      "import { lookup } from 'dns/promises';",
+      "export { WebSocketServer } from 'ws';",
+      "const pg = await import('pg');",
+      'await fetch(url);',
+      'await globalThis.fetch(url);',
+      'new WebSocket(url);',
+      "import { z } from 'zod';",
+      "import { request } from './http.ts';",
+      '// fetch(url) in a comment',
+      "const words = 'fetch(url)';",
+      'await store.fetch(url);',
+      "import { createHash } from 'node:crypto';",
+    ].join('\n');
+    expect(networkClients('example.ts', text)).toEqual([
+      "1: 'node:http'",
+      "2: 'dns/promises'",
+      "3: 'ws'",
+      "4: 'pg'",
+      '5: fetch()',
+      '6: fetch()',
+      '7: new WebSocket()',
+    ]);
+  });
+});
 
 describe('size', () => {
   // A reader holds a function in one screen; a service that grows past that is split into named

@@ -3,6 +3,7 @@ import { defaultSearchConfig } from '../../src/config.ts';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { applyMigrations } from '../../src/db/migrate.ts';
 import { detectVectorColumn, upgradeToPgvector } from '../../src/db/vector-column.ts';
+import { hashedNgramsProvider } from '../../src/domain/search/embeddings/hashed-ngrams.ts';
 import { searchService } from '../../src/domain/search/service.ts';
 import { searchStore } from '../../src/domain/search/store.ts';
 import { freshDatabase } from '../helpers/database.ts';
@@ -43,12 +44,15 @@ describe('embedding column upgrade', () => {
       await db.prisma.creation.create({
         data: { userId: user.id, tool: 'flux_dev', name, url: 'https://cdn.example.com/x.png', public: true },
       });
-    const before = searchService(searchStore(db.prisma), defaultSearchConfig);
+    const before = searchService(searchStore(db.prisma), defaultSearchConfig, hashedNgramsProvider);
     await before.indexCreations((await db.prisma.creation.findMany({ select: { id: true } })).map((c) => c.id));
     const results = async () =>
-      (await searchService(searchStore(db.prisma), defaultSearchConfig).search({ id: user.id }, { query: 'lighthouse storm' })).docs.map(
-        (d) => [d.name, d.score.toFixed(5)],
-      );
+      (
+        await searchService(searchStore(db.prisma), defaultSearchConfig, hashedNgramsProvider).search(
+          { id: user.id },
+          { query: 'lighthouse storm' },
+        )
+      ).docs.map((d) => [d.name, d.score.toFixed(5)]);
     const found = await results();
     expect(found[0]![0]).toBe('Lighthouse in a thunderstorm');
 

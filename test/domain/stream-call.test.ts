@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { openAiProvider } from '../../src/domain/replies/providers/openai.ts';
+import { openAiProvider } from '../../src/providers/chat/openai.ts';
 import { type ChatRequest, ProviderError } from '../../src/domain/core/chat.ts';
 import { CallLimitReached, type CallLimits, streamCall } from '../../src/domain/replies/stream-call.ts';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.ts';

@@ -5,8 +5,10 @@ import { openDatabase } from '../../src/db/database.ts';
 import { applyMigrations } from '../../src/db/migrate.ts';
 import { ABANDONED_REPLY } from '../../src/domain/replies/recovery.ts';
 import { createServices } from '../../src/domain/services.ts';
+import { httpExecutor } from '../../src/executors/http.ts';
 import { createLimits } from '../../src/limits/index.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
+import { chatProviderFor, embeddingProviderFor } from '../../src/providers/index.ts';
 import { createMemoryBus } from '../../src/realtime/memory-bus.ts';
 import { loadToolRegistry } from '../../src/domain/tools/registry.ts';
 import { apiClient } from '../helpers/api-client.ts';
@@ -66,6 +68,9 @@ describe('SIGKILL during a burst of writes', () => {
         log: console,
         metrics: createMetrics(),
         jobs: pgBossQueue(database.jobs, config.jobs, console),
+        chat: chatProviderFor(config.llm),
+        embeddings: embeddingProviderFor(config.search.embeddings),
+        toolServices: httpExecutor,
       });
       const person = async (username: string) => {
         const user = await services.creators.ensureUser(username);

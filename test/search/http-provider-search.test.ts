@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defaultSearchConfig } from '../../src/config.ts';
+import { hashedNgramsProvider } from '../../src/domain/search/embeddings/hashed-ngrams.ts';
 import { searchService } from '../../src/domain/search/service.ts';
 import { searchStore } from '../../src/domain/search/store.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
@@ -73,7 +74,7 @@ describe('search with an OpenAI-compatible embedding server', () => {
   });
 
   it('never compares vectors of two providers: a creation embedded by another provider is found only after reembed', async () => {
-    const offline = searchService(searchStore(t.db), defaultSearchConfig);
+    const offline = searchService(searchStore(t.db), defaultSearchConfig, hashedNgramsProvider);
     const stray = await t.db.creation.create({
       data: { userId: alice.id, tool: 'flux_dev', name: 'Lighthouse at the cliff', url: 'https://cdn.example.com/stray.png', public: true },
     });

@@ -1,6 +1,3 @@
-import type { LlmConfig } from '../../config.ts';
-import { offlineProvider } from './providers/offline.ts';
-import { openAiProvider } from './providers/openai.ts';
 import { type ChatProvider, ProviderError, type ProviderErrorKind } from '../core/chat.ts';
 
 /** Pause before a model call is tried again. */
@@ -35,13 +32,11 @@ export function withOneRetry(provider: ChatProvider, onError: (kind: ProviderErr
 }
 
 /**
- * The configured model provider: an OpenAI-compatible endpoint, or the offline responder.
- * `onError` hears of every failed call, whoever made it (replies, titles, memories).
+ * The model provider a composition root picked (`src/providers/`): an OpenAI-compatible
+ * endpoint, or the offline responder (`providers/offline.ts`), with which titles and memories
+ * come from rules rather than from a model call.
  */
-export function chooseProvider(llm: LlmConfig, onError: (kind: ProviderErrorKind) => void): { provider: ChatProvider; offline: boolean } {
-  if (!llm.baseUrl) return { provider: offlineProvider(llm.offlineTokenDelayMs), offline: true };
-  return {
-    provider: withOneRetry(openAiProvider({ ...llm, baseUrl: llm.baseUrl }), onError),
-    offline: false,
-  };
+export interface ChosenProvider {
+  provider: ChatProvider;
+  offline: boolean;
 }

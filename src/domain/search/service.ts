@@ -3,7 +3,6 @@ import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import type { CreationQuery, CreationRead } from '../creations/store.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
-import { createEmbeddingProvider } from './embeddings/create.ts';
 import type { EmbeddingProvider } from './embeddings/provider.ts';
 import { importCreations, type ImportOptions } from './importer.ts';
 import { searchIndex } from './indexing.ts';
@@ -23,11 +22,7 @@ export interface SearchCursorPage<T> {
   totalCount: number;
 }
 
-export function searchService(
-  store: SearchStore,
-  config: SearchConfig,
-  provider: EmbeddingProvider = createEmbeddingProvider(config.embeddings),
-) {
+export function searchService(store: SearchStore, config: SearchConfig, provider: EmbeddingProvider) {
   const minScore = config.minScore ?? provider.defaultMinScore;
   const vectorOf = queryVectors(provider);
   const index = searchIndex(store, provider);

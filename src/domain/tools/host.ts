@@ -10,11 +10,10 @@ import type { SearchService } from '../search/service.ts';
 import { parametersJsonSchema } from './arguments.ts';
 import type { ToolDefinition } from './definition.ts';
 import { countdownExecutor } from './executors/countdown.ts';
-import { httpExecutor } from './executors/http.ts';
 import { imageExecutor } from './executors/image.ts';
 import { searchExecutor } from './executors/search.ts';
 import { textExecutor } from './executors/text.ts';
-import type { Executor } from './executors/types.ts';
+import type { Executor, ToolServiceClient } from './executors/types.ts';
 import type { ToolStore } from './ports.ts';
 import type { ToolRegistry } from './registry.ts';
 import { callRunner } from './run-call.ts';
@@ -38,16 +37,20 @@ export interface ToolHostDeps {
   links: MediaLinks;
 }
 
-/** Who runs each tool of the registry that has a handler: an executor built in, or a service over HTTP. */
+/**
+ * Who runs each tool of the registry that has a handler: an executor built in, or a service
+ * elsewhere, called through `remote` (the client the composition root picked).
+ */
 export function toolExecutors(
   registry: ToolRegistry,
-  parts: { search: SearchService; media: MediaStore; imageWorkers: WorkConfig['imageWorkers'] },
+  parts: { search: SearchService; media: MediaStore; imageWorkers: WorkConfig['imageWorkers']; remote: ToolServiceClient },
 ): Map<string, Executor> {
   const executors = new Map<string, Executor>();
   for (const tool of registry.all()) {
     const handler = tool.handler;
     if (!handler) continue;
-    if (typeof handler === 'object') executors.set(tool.key, httpExecutor(handler.http, handler.timeout_ms, handler.retries));
+    if (typeof handler === 'object')
+      executors.set(tool.key, parts.remote({ url: handler.http, timeoutMs: handler.timeout_ms, retries: handler.retries }));
     else
       executors.set(
         tool.key,

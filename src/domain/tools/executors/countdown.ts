@@ -1,4 +1,4 @@
-import { readAnswer } from './http.ts';
+import { readAnswer } from './answer.ts';
 import type { Executor } from './types.ts';
 
 const line = (value: unknown) => new TextEncoder().encode(`${JSON.stringify(value)}\n`);
@@ -43,7 +43,7 @@ export function countdownAnswer(args: Record<string, unknown>, signal: AbortSign
 /**
  * The demo tool (`tools/countdown.yaml`): a task that takes a while and says how far it is, so a
  * person can watch one progress and cancel it with no tool service of their own. Its answer is
- * read by the reader of remote tool services (`http.ts`), the protocol exactly, without a socket.
+ * read by the reader of remote tool services (`answer.ts`), the protocol exactly, without a socket.
  */
 export const countdownExecutor: Executor = async ({ args, signal, progress }) => {
   try {

@@ -33,6 +33,21 @@ export interface ToolOutput {
 
 export type Executor = (run: ToolRun) => Promise<ToolOutput>;
 
+/** A tool served elsewhere, as its definition names it (`handler: {http, timeout_ms, retries}`). */
+export interface ToolService {
+  url: string;
+  /** Per attempt. */
+  timeoutMs: number;
+  /** Further attempts after one that failed in a way another may not (a 5xx, a timeout, no connection). */
+  retries: number;
+}
+
+/**
+ * The port to tools served elsewhere: the executor that calls one. The composition root gives
+ * the client (`src/executors/http.ts`); the domain knows only the protocol (`answer.ts`).
+ */
+export type ToolServiceClient = (service: ToolService) => Executor;
+
 /** A tool failure whose message the model and the user may see (a bad input, a service down). */
 export class ToolError extends Error {
   override name = 'ToolError';

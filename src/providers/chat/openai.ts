@@ -1,5 +1,5 @@
-import type { LlmConfig } from '../../../config.ts';
-import { type ChatProvider, type ChatRequest, ProviderError } from '../../core/chat.ts';
+import type { LlmConfig } from '../../config.ts';
+import { type ChatProvider, type ChatRequest, ProviderError } from '../../domain/core/chat.ts';
 import { brief, completionSchema, MAX_CHUNK_CHARS, parseJson, reportedError, seconds } from './openai/chunks.ts';
 import { chatCompletions, type Post, readText } from './openai/http.ts';
 import { streamOnce } from './openai/stream.ts';
@@ -35,7 +35,7 @@ async function complete(post: Post, maxCallMs: number, request: ChatRequest, sig
 /**
  * Any OpenAI-compatible chat-completions endpoint: replies streamed (`openai/stream.ts`), the
  * service's own short calls answered whole. Each call is one try; a failure before the first
- * chunk is marked transient, and `withOneRetry` (`../provider.ts`) tries such a call once more.
+ * chunk is marked transient, and `withOneRetry` (`domain/replies/provider.ts`) tries such a call once more.
  * The parts: `openai/http.ts` (the connection), `openai/chunks.ts` (what a chunk may hold).
  */
 export function openAiProvider(config: LlmConfig & { baseUrl: string }): ChatProvider {

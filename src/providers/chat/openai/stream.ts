@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { finished as finishedReading } from 'node:stream';
-import type { LlmConfig } from '../../../../config.ts';
-import { type ChatDelta, type ChatRequest, ProviderError } from '../../../core/chat.ts';
+import type { LlmConfig } from '../../../config.ts';
+import { type ChatDelta, type ChatRequest, ProviderError } from '../../../domain/core/chat.ts';
 import { SseEventReader, SseEventTooLarge } from '../sse-lines.ts';
 import { brief, MAX_CHUNK_CHARS, readChunk, seconds } from './chunks.ts';
 import { type Post, streamedRequest } from './http.ts';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ChatDelta } from '../../src/domain/core/chat.ts';
-import { readChunk, readChunkBySchema } from '../../src/domain/replies/providers/openai/chunks.ts';
+import type { ChatDelta } from '../../../../src/domain/core/chat.ts';
+import { readChunk, readChunkBySchema } from '../../../../src/providers/chat/openai/chunks.ts';
 
 // A streamed chunk is recognised by hand when it has the common shape, and by the schema
 // otherwise: whatever a provider sends, what is read (or the error it ends the reply with) must

@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { type ChatRequest, ProviderError } from '../../../core/chat.ts';
+import { type ChatRequest, ProviderError } from '../../../domain/core/chat.ts';
 import { brief } from './chunks.ts';
 
 /** A body as text, read until it ends or passes `limit` characters (then what was read, cut there). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { type ChatDelta, ProviderError } from '../../../core/chat.ts';
+import { type ChatDelta, ProviderError } from '../../../domain/core/chat.ts';
 
 const text = z.string().nullish();
 /**

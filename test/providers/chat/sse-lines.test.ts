@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SseEventReader, SseEventTooLarge } from '../../src/domain/replies/providers/sse-lines.ts';
+import { SseEventReader, SseEventTooLarge } from '../../../src/providers/chat/sse-lines.ts';
 
 // The provider's event reader against the plain reading of the SSE format (whole body at once),
 // for bodies cut into chunks anywhere: inside a line, a CRLF, or a UTF-8 character.

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { EMBEDDING_DIMENSIONS, EmbeddingError, unitVector, type EmbeddingProvider } from './provider.ts';
+import { EMBEDDING_DIMENSIONS, EmbeddingError, unitVector, type EmbeddingProvider } from '../../domain/search/embeddings/provider.ts';
 
 export interface HttpEmbeddingOptions {
   /** Base URL of an OpenAI-compatible API, e.g. `http://127.0.0.1:7997/v1`; requests go to `<url>/embeddings`. */
