@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { credit } from '../../src/domain/core/stores/ledger.ts';
+import { credit } from '../../src/domain/manna/stores/ledger.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import type { FakeOpenAI, RecordedRequest } from '../helpers/fake-openai.ts';
 import { type FakeTelegram, startFakeTelegram, type TgChat, type TgUser } from '../helpers/fake-telegram.ts';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { credit } from '../../src/domain/core/stores/ledger.ts';
+import { credit } from '../../src/domain/manna/stores/ledger.ts';
 import type { ConfigOverrides, TestApp, TestUser } from '../helpers/app.ts';
 import type { FakeOpenAI, RecordedRequest } from '../helpers/fake-openai.ts';
 import { type FakeTelegram, startFakeTelegram, type TgChat } from '../helpers/fake-telegram.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Prisma } from '../../src/generated/prisma/client.ts';
-import { debit } from '../../src/domain/core/stores/ledger.ts';
+import { debit } from '../../src/domain/manna/stores/ledger.ts';
 import { ABANDONED_REPLY, recoverAbandonedReplies } from '../../src/domain/replies/recovery.ts';
 import { recoveryStore } from '../../src/domain/replies/recovery-store.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { credit } from '../../src/domain/core/stores/ledger.ts';
+import { credit } from '../../src/domain/manna/stores/ledger.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { setUp } from '../helpers/set-up.ts';

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
-import { credit } from '../core/stores/ledger.ts';
+import { credit } from './stores/ledger.ts';
 import type { MannaStore } from './store.ts';
 
 export function prismaMannaStore(db: Db): MannaStore {

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.ts';
-import { addTokens, reserveTurns } from '../core/stores/budgets.ts';
-import { abandonToolCalls } from '../core/stores/holds.ts';
+import { addTokens, reserveTurns } from '../manna/stores/session-budgets.ts';
+import { abandonToolCalls } from '../manna/stores/holds.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
 import type { Checkpoint, Completion, Conversation, ReplyStore, Title } from './ports.ts';
 

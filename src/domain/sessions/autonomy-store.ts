@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { ActorSelection } from '../../generated/prisma/enums.ts';
 import type { Budget } from '../core/budgets.ts';
 import { newId } from '../core/ids.ts';
-import { reserveTurns } from '../core/stores/budgets.ts';
+import { reserveTurns } from '../manna/stores/session-budgets.ts';
 import type { Target } from '../replies/runtime.ts';
 import type { SessionAgent } from './store.ts';
 

@@ -52,7 +52,7 @@ export type Step =
   | { kind: 'wait'; until: Date }
   | { kind: 'turn'; agentId: string };
 
-/** The budget that is spent, as the turn reservation counts it (`core/stores/budgets.ts`). */
+/** The budget that is spent, as the turn reservation counts it (`manna/stores/session-budgets.ts`). */
 export function spentBudget({ budget, spent }: Pick<AutonomyState, 'budget' | 'spent'>): Budget | null {
   if (budget.turns !== null && spent.turns >= budget.turns) return 'turns';
   if (budget.tokens !== null && spent.tokens >= budget.tokens) return 'tokens';

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import { numberedByBytes, rowsThatFit } from '../core/byte-pages.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
-import { releaseHolds } from '../core/stores/holds.ts';
+import { releaseHolds } from '../manna/stores/holds.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
 import { recalledFacts } from '../memory/service.ts';
 import { memoriesOf } from '../memory/store.ts';

@@ -1,7 +1,7 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { coalescedWrites } from '../core/coalesce.ts';
 import { newId } from '../core/ids.ts';
-import { reserveTurns } from '../core/stores/budgets.ts';
+import { reserveTurns } from '../manna/stores/session-budgets.ts';
 import { newMessageSelect, toMessageView } from '../core/stores/message-rows.ts';
 import { BudgetStop, KeyGone, type PromptToNewSession, type PromptToSession, type SavedNewSession, type SavedPrompt } from './store.ts';
 

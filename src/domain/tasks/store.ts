@@ -1,8 +1,8 @@
 import type { Db } from '../../db/database.ts';
 import { Prisma, type Task } from '../../generated/prisma/client.ts';
 import type { TaskStatus } from '../../generated/prisma/enums.ts';
-import { returnHold } from '../core/stores/holds.ts';
-import { debit } from '../core/stores/ledger.ts';
+import { returnHold } from '../manna/stores/holds.ts';
+import { debit } from '../manna/stores/ledger.ts';
 import type { CallCreation } from '../tools/ports.ts';
 import type { TaskOrderBy } from './inputs.ts';
 

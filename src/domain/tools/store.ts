@@ -1,7 +1,7 @@
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/database.ts';
-import { claimTask, countAgainstDailyCap, returnHold } from '../core/stores/holds.ts';
-import { debit } from '../core/stores/ledger.ts';
+import { claimTask, countAgainstDailyCap, returnHold } from '../manna/stores/holds.ts';
+import { debit } from '../manna/stores/ledger.ts';
 import { toToolCallView } from '../core/stores/message-rows.ts';
 import type { HoldRefused, ToolStore } from './ports.ts';
 

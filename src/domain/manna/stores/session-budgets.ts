@@ -1,5 +1,5 @@
 import type { Prisma } from '../../../generated/prisma/client.ts';
-import type { Budget } from '../budgets.ts';
+import type { Budget } from '../../core/budgets.ts';
 
 type Tx = Prisma.TransactionClient;
 
