@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { telegramConnector } from '../../src/connectors/telegram/connector.ts';
+import { pacer } from '../../src/connectors/telegram/outbox.ts';
+import { sleep } from '../../src/domain/deployments/waits.ts';
 import {
   type Connector,
   type Conversation,
@@ -27,11 +29,11 @@ import { changes } from '../helpers/until.ts';
 const TELEGRAM_MESSAGE_LIMIT = 4096;
 const PRIVATE_CHAT_GAP_MS = 1_000;
 /**
- * The pace is kept when a request sets off; the fake notes it when it arrives, and one request
- * can take longer on its way than the next on a busy machine: gaps are checked with this much
- * allowed for that trip, which is still far from no pace at all (a few milliseconds apart).
+ * The pace runs from when a request to the chat ended, so a request that took long on its way
+ * cannot bring the next one closer: gaps between arrivals hold in full, but for the millisecond a
+ * timer may fire early.
  */
-const TRIP_ALLOWANCE_MS = 300;
+const TRIP_ALLOWANCE_MS = 2;
 /** Every wait in this file: well inside a test's 30 s, so a miss fails with what was awaited. */
 const WAIT_MS = 20_000;
 
@@ -597,6 +599,16 @@ describe('Telegram particulars', () => {
     const gaps = gapsIn(chatOf(chat));
     expect(gaps).toHaveLength(3);
     for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(PRIVATE_CHAT_GAP_MS - TRIP_ALLOWANCE_MS);
+  });
+
+  it('paces a chat from when its last request ended: one slow on its way does not bring the next closer', async () => {
+    const pace = pacer(PRIVATE_CHAT_GAP_MS);
+    const slow = await pace.send(async () => {
+      await sleep(1_500);
+      return Date.now();
+    });
+    const next = await pace.send(async () => Date.now());
+    expect(next - slow).toBeGreaterThanOrEqual(PRIVATE_CHAT_GAP_MS - TRIP_ALLOWANCE_MS);
   });
 
   it(`splits an answer past ${TELEGRAM_MESSAGE_LIMIT} characters into several messages, between words`, async () => {

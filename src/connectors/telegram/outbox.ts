@@ -16,15 +16,24 @@ const FINISH_TRIES = 6;
 
 const REVOKED = 'Telegram refused the bot token (it was revoked or changed)';
 
-/** The times a chat may next be sent to: reservations, so writers of one chat go one after another. */
+/**
+ * The times a chat may next be sent to: reservations, so writers of one chat go one after another.
+ * Telegram counts a call when it arrives, and a call can be held up on its way (a busy process, a
+ * slow network) longer than the one after it, so the gap runs from when the last call ended.
+ */
 export function pacer(gapMs: number) {
   let next = 0;
   return {
-    async wait() {
+    async send<T>(call: () => Promise<T>): Promise<T> {
       const now = Date.now();
       const at = Math.max(now, next);
       next = at + gapMs;
       if (at > now) await sleep(at - now);
+      try {
+        return await call();
+      } finally {
+        next = Math.max(next, Date.now() + gapMs);
+      }
     },
     /** Telegram asked to wait (429): nothing goes to this chat before then. */
     defer(ms: number) {
@@ -63,9 +72,8 @@ export function telegramOutbox(api: BotApi, chatId: string, pace: Pacer): Outbox
 
     async notice(text, replyTo) {
       for (let attempt = 1; ; attempt++) {
-        await pace.wait();
         try {
-          await api.call('sendMessage', { chat_id, text, ...reply(replyTo) });
+          await pace.send(() => api.call('sendMessage', { chat_id, text, ...reply(replyTo) }));
           return;
         } catch (e) {
           if (isRefusedToken(e)) throw new SecretsRefused('secrets.telegram.token', REVOKED);
@@ -102,30 +110,34 @@ function answerOut(api: BotApi, chat_id: number, pace: Pacer, to: Parameters<Out
   };
   const sendTyping = () => void api.call('sendChatAction', { chat_id, action: 'typing' }).catch(() => {});
 
+  /** Makes message `i` hold `part`: an edit, or a new message where there is none (or it was deleted). */
+  async function show(i: number, part: string) {
+    if (i < refs.length) {
+      try {
+        await api.call('editMessageText', { chat_id, message_id: Number(refs[i]), text: part });
+      } catch (e) {
+        if (!notModified(e) && !editGone(e)) throw e;
+        if (editGone(e)) {
+          // The person deleted it: the answer carries on in a new message.
+          const sent = await api.call<TelegramMessage>('sendMessage', { chat_id, text: part, ...(i === 0 ? replyTo : {}) });
+          refs[i] = String(sent.message_id);
+          await to.sent([...refs]);
+        }
+      }
+    } else {
+      const sent = await api.call<TelegramMessage>('sendMessage', { chat_id, text: part, ...(i === 0 ? replyTo : {}) });
+      refs.push(String(sent.message_id));
+      shown.push(null);
+      await to.sent([...refs]);
+    }
+  }
+
   /** Makes the messages hold `text`: edits those that differ, sends the parts that are new. */
   async function render(text: string) {
     const parts = messageParts(text);
     for (const [i, part] of parts.entries()) {
       if (i < refs.length && shown[i] === part) continue;
-      await pace.wait();
-      if (i < refs.length) {
-        try {
-          await api.call('editMessageText', { chat_id, message_id: Number(refs[i]), text: part });
-        } catch (e) {
-          if (!notModified(e) && !editGone(e)) throw e;
-          if (editGone(e)) {
-            // The person deleted it: the answer carries on in a new message.
-            const sent = await api.call<TelegramMessage>('sendMessage', { chat_id, text: part, ...(i === 0 ? replyTo : {}) });
-            refs[i] = String(sent.message_id);
-            await to.sent([...refs]);
-          }
-        }
-      } else {
-        const sent = await api.call<TelegramMessage>('sendMessage', { chat_id, text: part, ...(i === 0 ? replyTo : {}) });
-        refs.push(String(sent.message_id));
-        shown.push(null);
-        await to.sent([...refs]);
-      }
+      await pace.send(() => show(i, part));
       shown[i] = part;
       texted = true;
       stopTyping();
