@@ -166,6 +166,29 @@ describe('an agent on Telegram', () => {
     }
   });
 
+  it('shows a person who renamed themselves on Telegram under their new name, as the one sender they are', async () => {
+    const { token } = await deployed();
+    const cleo: TgUser = { id: 503, first_name: 'Cleo' };
+    const chat: TgChat = { id: 3401, type: 'private', first_name: 'Cleo' };
+    scripts.set('I am Cleo', { tokens: [' Hi', ' Cleo', '.'], delayMs: 50 });
+    scripts.set('Call me Cleopatra', { tokens: [' Hello', ' Cleopatra', '.'], delayMs: 50 });
+    await answered(chat, tg.message(token, chat, cleo, 'I am Cleo'), 'Hi Cleo.');
+    await answered(chat, tg.message(token, chat, { ...cleo, first_name: 'Cleopatra' }, 'Call me Cleopatra'), 'Hello Cleopatra.');
+
+    const session = (await sessionTitled('Cleo (telegram)'))!;
+    const read = await rest('GET', `/v2/sessions/${session._id ?? session.id}?limit=20`);
+    const said = read.body.messages
+      .filter((m: any) => m.role === 'user')
+      .map((m: any) => [m.sender?.username, m.sender_id, m.content.trim()]);
+    expect(said).toEqual([
+      ['Cleopatra (telegram 503)', expect.any(String), 'I am Cleo'],
+      ['Cleopatra (telegram 503)', said[0]![1], 'Call me Cleopatra'],
+    ]);
+    const creator = await rest('GET', `/v2/creators/${said[0]![1]}`);
+    expect(creator.status).toBe(200);
+    expect(JSON.stringify(creator.body)).toContain('Cleopatra (telegram 503)');
+  });
+
   it('answers only the chats its allowlist names; another chat is told once, and no session is made for it', async () => {
     const { token, deploymentId } = await deployed({ telegram: { topic_allowlist: [{ id: '777', note: 'Ann only' }] } });
     const allowed: TgChat = { id: 777, type: 'private', first_name: 'Ann' };

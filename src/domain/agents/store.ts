@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { Agent, Prisma } from '../../generated/prisma/client.ts';
 import { newestFirst } from '../core/ordering.ts';
 import type { Viewer } from '../core/viewer.ts';
+import { addCreator, renameCreator } from '../creators/store.ts';
 import type { AgentFilter } from '../discovery/filters.ts';
 import { agentListWhere, visibleToFilter } from '../discovery/store.ts';
 import type { AgentPatch } from './inputs.ts';
@@ -43,13 +44,14 @@ export function agentStore(db: Db) {
       db.$transaction(async (tx): Promise<AgentWithKey | null> => {
         await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${ownerId} FOR UPDATE`;
         if ((await tx.agent.count({ where: { ownerId } })) >= cap) return null;
+        const face = await addCreator(tx, { type: 'agent', username: input.key, userImage: input.image ?? null });
         return tx.agent.create({
           data: {
             ...columns(input),
             name: input.name,
             llmSettings: input.llmSettings ?? {},
             owner: { connect: { id: ownerId } },
-            user: { create: { type: 'agent', username: input.key, userImage: input.image ?? null } },
+            user: { connect: { id: face.id } },
           },
           ...withKey(query),
         });
@@ -57,17 +59,13 @@ export function agentStore(db: Db) {
 
     /**
      * Deletes the agent with what is only its: its triggers, its deployments (their secrets with
-     * them) and its memories, in one transaction. Its creator row stays, so the messages it wrote
-     * keep their sender; sessions stay with their owners and lose it from their agents; creations
-     * and concepts made with it stay, without it.
+     * them) and its memories go with its row, by the schema's cascades, in the one statement. Its
+     * creator row stays, so the messages it wrote keep their sender; sessions stay with their
+     * owners and lose it from their agents; creations and concepts made with it stay, without it.
      */
-    delete: (id: string) =>
-      db.$transaction(async (tx) => {
-        await tx.trigger.deleteMany({ where: { agentId: id } });
-        await tx.deployment.deleteMany({ where: { agentId: id } });
-        await tx.memory.deleteMany({ where: { agentId: id } });
-        await tx.agent.deleteMany({ where: { id } });
-      }),
+    delete: async (id: string) => {
+      await db.agent.deleteMany({ where: { id } });
+    },
 
     /** Changes only the fields present; `llmSettings` is merged field by field. */
     update: (id: string, patch: AgentPatch, query?: AgentQuery) =>
@@ -77,14 +75,15 @@ export function agentStore(db: Db) {
         const [current] = patch.llmSettings
           ? await tx.$queryRaw<{ llmSettings: object }[]>`SELECT "llmSettings" FROM "Agent" WHERE "id" = ${id} FOR UPDATE`
           : [];
+        // The key and the image live on the creator row, whose owner changes them; first, so the
+        // agent read back below carries them.
+        if (patch.key !== undefined || patch.image !== undefined)
+          await renameCreator(tx, id, { username: patch.key, userImage: patch.image });
         return tx.agent.update({
           where: { id },
           data: {
             ...columns(patch),
             llmSettings: patch.llmSettings && { ...current?.llmSettings, ...patch.llmSettings },
-            ...(patch.key !== undefined || patch.image !== undefined
-              ? { user: { update: { username: patch.key, userImage: patch.image } } }
-              : {}),
           },
           ...withKey(query),
         });

@@ -121,6 +121,13 @@ const insertItems = (tx: Tx, collectionId: string, creationIds: readonly string[
   });
 };
 
+/**
+ * Takes these creations out of every collection, inside the transaction of the creations'
+ * owner that deletes them: a deleted creation is in no one's collection.
+ */
+export const leaveCollections = (tx: Tx, creationIds: readonly string[]) =>
+  tx.collectionCreation.deleteMany({ where: { creationId: { in: [...creationIds] } } });
+
 export function collectionStore(db: Db): CollectionStore {
   return {
     async find<Q extends CollectionQuery>(id: string, query?: Q) {

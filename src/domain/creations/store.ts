@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { Creation, Prisma } from '../../generated/prisma/client.ts';
 import { newestFirst } from '../core/ordering.ts';
 import type { Viewer } from '../core/viewer.ts';
+import { leaveCollections } from '../collections/store.ts';
 import type { CreationFilter } from '../discovery/filters.ts';
 import { creationListWhere, visibleCreations } from '../discovery/store.ts';
 
@@ -100,7 +101,7 @@ export function creationStore(db: Db): CreationStore {
       db.$transaction(async (tx) => {
         const where = { id: { in: [...ids] } };
         await tx.creation.updateMany({ where, data: { ...patch, ...(deleted ? { deleted: true } : {}) } });
-        if (deleted) await tx.collectionCreation.deleteMany({ where: { creationId: { in: [...ids] } } });
+        if (deleted) await leaveCollections(tx, ids);
         const rows = (await tx.creation.findMany({ where, ...query })) as CreationRead<Q>[];
         const byId = new Map(rows.map((r) => [r.id, r]));
         return ids.map((id) => byId.get(id)!);

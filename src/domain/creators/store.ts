@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.ts';
-import { Prisma, type User } from '../../generated/prisma/client.ts';
+import { Prisma, type CreatorType, type User } from '../../generated/prisma/client.ts';
 import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { visibleToFilter } from '../discovery/store.ts';
@@ -24,6 +24,20 @@ export interface CreatorStore {
   /** The user named exactly `name`, created if missing; 'taken' when a write of the same name won meanwhile. */
   ensureUser(name: string): Promise<User | 'taken'>;
 }
+
+type Tx = Prisma.TransactionClient;
+
+/**
+ * Adds a creator row inside the caller's transaction: an agent's public face (with the agent
+ * row made beside it) or a person met on a chat platform (with the deployment's sender row).
+ * A name already taken is the database's unique violation, which rolls the caller's work back.
+ */
+export const addCreator = (tx: Tx, creator: { type?: CreatorType; username: string; userImage?: string | null }) =>
+  tx.user.create({ data: { type: creator.type, username: creator.username, userImage: creator.userImage }, select: { id: true } });
+
+/** Renames a creator or changes its picture, inside the caller's transaction; fields left undefined stay. */
+export const renameCreator = (tx: Tx, id: string, face: { username?: string; userImage?: string | null }) =>
+  tx.user.update({ where: { id }, data: { username: face.username, userImage: face.userImage }, select: { id: true } });
 
 /** The form in which usernames are unique (the database's unique index is on this expression). */
 const normalizedUsername = (value: Prisma.Sql) => Prisma.sql`lower(normalize(${value}, NFKC))`;

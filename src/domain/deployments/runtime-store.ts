@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { DeploymentPlatform, DeploymentUpdateStatus } from '../../generated/prisma/enums.ts';
 import { newId } from '../core/ids.ts';
 import { isDatabaseUnavailable, isUniqueViolation } from '../core/stores/prisma-errors.ts';
+import { addCreator, renameCreator } from '../creators/store.ts';
 import { type Recordable, SKIPPED } from './inbound.ts';
 import type { DeploymentConfig } from './inputs.ts';
 import type { Conversation } from './ports.ts';
@@ -353,17 +354,17 @@ async function senderOf(db: Db, platform: DeploymentPlatform, ref: string, name:
     try {
       if (known) {
         if (known.name !== name)
-          await db.$transaction([
-            db.deploymentSender.update({ where: { userId: known.userId }, data: { name } }),
-            db.user.update({ where: { id: known.userId }, data: { username: senderUsername(platform, ref, name) }, select: { id: true } }),
-          ]);
+          await db.$transaction(async (tx) => {
+            await tx.deploymentSender.update({ where: { userId: known.userId }, data: { name } });
+            await renameCreator(tx, known.userId, { username: senderUsername(platform, ref, name) });
+          });
         return known.userId;
       }
-      const user = await db.user.create({
-        data: { username: senderUsername(platform, ref, name), platformSender: { create: { platform, externalId: ref, name } } },
-        select: { id: true },
+      return await db.$transaction(async (tx) => {
+        const user = await addCreator(tx, { username: senderUsername(platform, ref, name) });
+        await tx.deploymentSender.create({ data: { userId: user.id, platform, externalId: ref, name } });
+        return user.id;
       });
-      return user.id;
     } catch (e) {
       if (!isUniqueViolation(e) || attempt > 0) throw e;
     }

@@ -39,9 +39,10 @@ export async function credit(tx: Tx, move: MannaMove) {
   const amount = new Prisma.Decimal(move.amount);
   if (!amount.isPositive() || amount.isZero()) throw new Error('credit amount must be positive');
   const field = column[move.kind];
+  // Each balance named as a literal: the owners test reads that manna writes only money columns of User.
   const user = await tx.user.update({
     where: { id: move.userId },
-    data: { [field]: { increment: amount } },
+    data: move.kind === 'subscription' ? { subscriptionBalance: { increment: amount } } : { foreverBalance: { increment: amount } },
     select: { subscriptionBalance: true, foreverBalance: true },
   });
   return tx.mannaLedger.create({ data: row({ ...move, amount, balanceAfter: user[field] }) });
