@@ -1,5 +1,5 @@
 import type { Decimal } from '@prisma/client/runtime/client';
-import type { OwnerPays } from '../../generated/prisma/enums.ts';
+import type { OwnerPays } from '../core/vocabulary.ts';
 import type { ToolCallView } from '../core/events.ts';
 import type { RequestedToolCall } from '../core/tool-host.ts';
 
