@@ -155,6 +155,25 @@ function cycleThrough(edges: Map<string, Set<string>>, start: string): string[] 
 const mayReachDatabase = (path: string) => /^domain\/([^/]+\/(.+-)?store\.ts|[^/]+\/stores?\/.+|services\.ts)$/.test(path);
 const isDatabase = (to: string) => folder(to) === 'db' || to.startsWith('generated/') || to.startsWith('@prisma/');
 
+/**
+ * What each file of src/domain/ outside the stores (and the composition) takes from
+ * core/stores/prisma-errors.ts, as `file: name`. A rule may tell a database fault (out of reach,
+ * a row gone meanwhile) to wait or log; a write's conflict (a unique index) is the store's to
+ * answer, as a typed result or a domain error of its own.
+ */
+function prismaErrorsTakenByRules(): string[] {
+  return sourceFiles()
+    .filter((file) => file.startsWith('domain/') && !mayReachDatabase(file))
+    .flatMap((file) =>
+      [...readFileSync(join(src, file), 'utf8').matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'([^']+)'/g)]
+        .filter((m) => relative(src, resolve(dirname(join(src, file)), m[2]!)) === 'domain/core/stores/prisma-errors.ts')
+        .flatMap((m) => m[1]!.split(',').map((name) => `${file}: ${name.replace(/^\s*type\s+/, '').trim()}`)),
+    )
+    .filter((taken) => !taken.endsWith(': '));
+}
+/** The database faults a rule may tell apart (see prismaErrorsTakenByRules). */
+const faultsARuleMayTell = new Set(['isDatabaseUnavailable', 'isRecordGone']);
+
 describe('layers', () => {
   const all = imports();
 
@@ -193,6 +212,12 @@ describe('layers', () => {
     expect(reaching).toContain('domain/services.ts');
     const wrong = reaching.filter((f) => !mayReachDatabase(f));
     expect(wrong).toEqual([]);
+  });
+
+  it("no rule in src/domain/ catches a write's conflict from Prisma: the stores answer it as a typed result", () => {
+    const taken = prismaErrorsTakenByRules();
+    expect(taken).toContain('domain/replies/endings.ts: isDatabaseUnavailable');
+    expect(taken.filter((t) => !faultsARuleMayTell.has(t.slice(t.indexOf(': ') + 2)))).toEqual([]);
   });
 });
 
