@@ -35,6 +35,7 @@ import type { JobQueue } from './core/jobs.ts';
 import { autonomyRules } from './sessions/autonomy.ts';
 import { prismaAutonomyStore } from './sessions/autonomy-store.ts';
 import { sessionService } from './sessions/service.ts';
+import { PromptSavedAlready } from './sessions/store.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate } from './sessions/access-gate.ts';
 import { prismaWatchAccessStore } from './sessions/access-store.ts';
@@ -297,8 +298,14 @@ function composeDeployments(
   const { sealer, connectors } = dependencies.deployments ?? { sealer: noSealer('no deployments run in this process'), connectors: [] };
   const conversations: Conversations = {
     open: async (ownerId, agentId, title) => (await parts.sessions.send({ id: ownerId }, { agentIds: [agentId], title })).sessionId,
-    post: async (ownerId, sessionId, content, relay) =>
-      (await parts.sessions.send({ id: ownerId }, { sessionId, content }, { relay })).startSeq,
+    post: (ownerId, sessionId, content, relay) =>
+      parts.sessions.send({ id: ownerId }, { sessionId, content }, { relay }).then(
+        (started) => ({ after: started.startSeq }),
+        (e: unknown) => {
+          if (e instanceof PromptSavedAlready) return { conflict: 'saved-already' as const };
+          throw e;
+        },
+      ),
   };
   const store = deploymentRuntimeStore(db);
   const rows = deploymentStore(db);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { balanceOf } from '../domain/creators/service.ts';
 import type { User } from '../generated/prisma/client.ts';
-import { CreatorType } from '../generated/prisma/enums.ts';
+import { CreatorType } from '../domain/core/vocabulary.ts';
 import { operation } from './operation.ts';
 
 /**

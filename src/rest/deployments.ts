@@ -3,7 +3,7 @@ import { type FeedEvent, feedFamilies } from '../domain/core/feed-events.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import { deploySchema, platformSchema } from '../domain/deployments/inputs.ts';
 import { type DeploymentRow, stateOf } from '../domain/deployments/service.ts';
-import { DeploymentPlatform } from '../generated/prisma/enums.ts';
+import { DeploymentPlatform } from '../domain/core/vocabulary.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { type RestAgentRow, restAgentSchema, toRestAgent } from './agents.ts';
 import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Session } from '../generated/prisma/client.ts';
-import { ActorSelection, MessageRole, MessageStatus, SessionPermission, SessionStatus, TaskStatus } from '../generated/prisma/enums.ts';
+import { ActorSelection, MessageRole, MessageStatus, SessionPermission, SessionStatus, TaskStatus } from '../domain/core/vocabulary.ts';
 import {
   autonomyStopReasons,
   type MessageView,

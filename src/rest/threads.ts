@@ -6,7 +6,7 @@ import type { Viewer } from '../domain/core/viewer.ts';
 import { paginate } from '../domain/search/page.ts';
 import { MAX_ATTACHMENTS, MAX_CONTENT } from '../domain/sessions/inputs.ts';
 import type { Services } from '../domain/services.ts';
-import { TaskStatus } from '../generated/prisma/enums.ts';
+import { TaskStatus } from '../domain/core/vocabulary.ts';
 import type { Session } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restSearchPageSchema } from './creations.ts';

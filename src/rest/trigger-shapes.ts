@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { statusOf } from '../domain/triggers/service.ts';
 import { classicCron, splitCron } from '../domain/triggers/schedule.ts';
 import type { Trigger, TriggerRun } from '../generated/prisma/client.ts';
-import { TriggerRunStatus, TriggerSessionTarget, TriggerStatus } from '../generated/prisma/enums.ts';
+import { TriggerRunStatus, TriggerSessionTarget, TriggerStatus } from '../domain/core/vocabulary.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { fieldNames } from './field-names.ts';
 

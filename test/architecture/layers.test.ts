@@ -6,7 +6,10 @@ import { describe, expect, it } from 'vitest';
 
 const src = fileURLToPath(new URL('../../src', import.meta.url));
 
-/** Every relative import of every source file, as `from → to` paths relative to src/. */
+/**
+ * Every relative import of every source file, as `from → to` paths relative to src/; and every
+ * import of Prisma's own packages (`@prisma/client/runtime/client`, say), as the package's name.
+ */
 function imports(): { from: string; to: string }[] {
   const found: { from: string; to: string }[] = [];
   const walk = (dir: string) => {
@@ -17,6 +20,9 @@ function imports(): { from: string; to: string }[] {
       } else if (/\.(ts|js)$/.test(entry.name)) {
         for (const m of readFileSync(path, 'utf8').matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)) {
           found.push({ from: relative(src, path), to: relative(src, resolve(dirname(path), m[1]!)) });
+        }
+        for (const m of readFileSync(path, 'utf8').matchAll(/(?:from|import)\s*\(?\s*'(@prisma\/[^']+)'/g)) {
+          found.push({ from: relative(src, path), to: m[1]! });
         }
       }
     }
@@ -142,11 +148,31 @@ function cycleThrough(edges: Map<string, Set<string>>, start: string): string[] 
 
 /**
  * Where the database may be reached from inside src/domain/: each service's store, and the
- * composition that hands the database to them. The schema's enumerations (plain string
- * constants) are the domain's vocabulary too, so any file may use them.
+ * composition that hands the database to them. Prisma's generated enums and its `Decimal` are
+ * the database's words: the rules speak the domain's own (core/vocabulary.ts, core/manna.ts),
+ * and the stores map between the two.
  */
 const mayReachDatabase = (path: string) => /^domain\/([^/]+\/(.+-)?store\.ts|[^/]+\/stores?\/.+|services\.ts)$/.test(path);
-const isDatabase = (to: string) => (folder(to) === 'db' || to.startsWith('generated/')) && to !== 'generated/prisma/enums.ts';
+const isDatabase = (to: string) => folder(to) === 'db' || to.startsWith('generated/') || to.startsWith('@prisma/');
+
+/**
+ * What each file of src/domain/ outside the stores (and the composition) takes from
+ * core/stores/prisma-errors.ts, as `file: name`. A rule may tell a database fault (out of reach,
+ * a row gone meanwhile) to wait or log; a write's conflict (a unique index) is the store's to
+ * answer, as a typed result or a domain error of its own.
+ */
+function prismaErrorsTakenByRules(): string[] {
+  return sourceFiles()
+    .filter((file) => file.startsWith('domain/') && !mayReachDatabase(file))
+    .flatMap((file) =>
+      [...readFileSync(join(src, file), 'utf8').matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'([^']+)'/g)]
+        .filter((m) => relative(src, resolve(dirname(join(src, file)), m[2]!)) === 'domain/core/stores/prisma-errors.ts')
+        .flatMap((m) => m[1]!.split(',').map((name) => `${file}: ${name.replace(/^\s*type\s+/, '').trim()}`)),
+    )
+    .filter((taken) => !taken.endsWith(': '));
+}
+/** The database faults a rule may tell apart (see prismaErrorsTakenByRules). */
+const faultsARuleMayTell = new Set(['isDatabaseUnavailable', 'isRecordGone']);
 
 describe('layers', () => {
   const all = imports();
@@ -181,11 +207,17 @@ describe('layers', () => {
     expect(cycles.map((c) => c!.join(' → '))).toEqual([]);
   });
 
-  it('only stores (and the composition of services) in src/domain/ import the database or the generated Prisma client', () => {
+  it("only stores (and the composition of services) in src/domain/ import the database, the generated Prisma client (its enums too) or Prisma's packages", () => {
     const reaching = [...new Set(all.filter((i) => folder(i.from) === 'domain' && isDatabase(i.to)).map((i) => i.from))];
     expect(reaching).toContain('domain/services.ts');
     const wrong = reaching.filter((f) => !mayReachDatabase(f));
     expect(wrong).toEqual([]);
+  });
+
+  it("no rule in src/domain/ catches a write's conflict from Prisma: the stores answer it as a typed result", () => {
+    const taken = prismaErrorsTakenByRules();
+    expect(taken).toContain('domain/replies/endings.ts: isDatabaseUnavailable');
+    expect(taken.filter((t) => !faultsARuleMayTell.has(t.slice(t.indexOf(': ') + 2)))).toEqual([]);
   });
 });
 

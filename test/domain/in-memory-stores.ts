@@ -1,4 +1,5 @@
 import { Decimal } from '@prisma/client/runtime/client';
+import { mannaFromText } from '../../src/domain/core/manna.ts';
 import type { MessageView, ToolCallView } from '../../src/domain/core/events.ts';
 import type { Budget } from '../../src/domain/core/budgets.ts';
 import type { Outcome, ReplyAgent, ReplyStore } from '../../src/domain/replies/ports.ts';
@@ -210,14 +211,15 @@ export function memoryToolStore(db: MemoryDatabase): ToolStore {
       });
     },
 
-    async hold(call, cost, payer, place) {
+    async hold(call, price, payer, place) {
       const session = db.sessions.get(place.sessionId)!;
       const row = db.calls.get(call.id)!;
+      const cost = new Decimal(price);
       if (cost.isPositive() && !cost.isZero()) {
         if (session.mannaBudget !== null && session.mannaSpent.plus(cost).gt(session.mannaBudget)) return { refused: 'budget' };
         const balance = db.balances.get(payer)!;
         if (balance.subscription.plus(balance.forever).lt(cost))
-          return { refused: 'balance', balance: balance.subscription.plus(balance.forever) };
+          return { refused: 'balance', balance: mannaFromText(balance.subscription.plus(balance.forever).toString()) };
         if (row.status !== 'pending') return { refused: 'gone' };
         const fromSubscription = Decimal.min(balance.subscription, cost);
         const parts = { subscription: fromSubscription, forever: cost.minus(fromSubscription) };

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { DatabaseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/database.ts';
-import { Prisma } from '../../src/generated/prisma/client.ts';
+import { mannaOf } from '../../src/domain/core/manna.ts';
 import { SERVER_STOPPED } from '../../src/domain/tasks/runner.ts';
 import { taskStore } from '../../src/domain/tasks/store.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
@@ -38,7 +38,7 @@ describe('recovering tasks made by themselves', () => {
   async function left(instance: string, status: 'pending' | 'running') {
     const store = taskStore(t.db);
     const task = await store.create(
-      { userId: alice.id, tool: 'flux_dev', args: { prompt: 'x' }, cost: new Prisma.Decimal(2), public: false, instance },
+      { userId: alice.id, tool: 'flux_dev', args: { prompt: 'x' }, cost: mannaOf(2), public: false, instance },
       100,
     );
     if ('refused' in task) throw new Error('refused');

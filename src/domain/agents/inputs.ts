@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OwnerPays } from '../../generated/prisma/enums.ts';
+import { OwnerPays } from '../core/vocabulary.ts';
 import { usernameSchema } from '../creators/service.ts';
 import { nameField, text, urlField } from '../core/validation.ts';
 

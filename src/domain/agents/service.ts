@@ -1,13 +1,12 @@
 import { badInput, conflict, forbidden, notFound, unprocessable } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
-import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 import { nonEmptyPatch, parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { isVisibleTo } from '../core/visibility.ts';
 import { parseAgentFilter, type agentFilterSchema, type RawFilter } from '../discovery/filters.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { agentCreateSchema, agentPatchSchema, type AgentPatch } from './inputs.ts';
-import type { AgentPage, AgentQuery, AgentStore, AgentWithKey } from './store.ts';
+import type { AgentPage, AgentQuery, AgentRefused, AgentStore, AgentWithKey } from './store.ts';
 
 export type { AgentQuery, AgentWithKey } from './store.ts';
 
@@ -51,13 +50,9 @@ export function agentService(store: AgentStore, tools: ToolRegistry, limits: { m
     async create(viewer: Viewer, raw: unknown, query?: AgentQuery): Promise<AgentWithKey> {
       const input = parseInput(agentCreateSchema, raw);
       await checkReferences(viewer, input);
-      try {
-        const agent = await store.createWithin(viewer.id, limits.maxAgentsPerUser, input, query);
-        if (!agent) throw unprocessable(`Agent limit reached: a user may own at most ${limits.maxAgentsPerUser} agents`);
-        return agent;
-      } catch (e) {
-        throw keyTakenOr(e);
-      }
+      const made = await store.createWithin(viewer.id, limits.maxAgentsPerUser, input, query);
+      if ('refused' in made) throw refusal(made, limits.maxAgentsPerUser);
+      return made;
     },
 
     /**
@@ -78,16 +73,15 @@ export function agentService(store: AgentStore, tools: ToolRegistry, limits: { m
       if (ownerId !== viewer.id) throw forbidden('Only the owner of this agent can update it');
       const patch = nonEmptyPatch(parseInput(agentPatchSchema, raw), 'agent');
       await checkReferences(viewer, patch);
-      try {
-        return await store.update(id, patch, query);
-      } catch (e) {
-        throw keyTakenOr(e);
-      }
+      const updated = await store.update(id, patch, query);
+      if ('refused' in updated) throw refusal(updated, limits.maxAgentsPerUser);
+      return updated;
     },
   };
 }
 
-/** Two agents (or an agent and a user) cannot share a key: the unique index says so first. */
-const keyTakenOr = (e: unknown) => (isUniqueViolation(e) ? conflict(AGENT_KEY_TAKEN) : e);
+/** Why a write saved no agent, as the caller is told: two agents (or an agent and a user) cannot share a key. */
+const refusal = (why: AgentRefused, cap: number) =>
+  why.refused === 'key-taken' ? conflict(AGENT_KEY_TAKEN) : unprocessable(`Agent limit reached: a user may own at most ${cap} agents`);
 
 export type AgentService = ReturnType<typeof agentService>;

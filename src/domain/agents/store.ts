@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { Agent, Prisma } from '../../generated/prisma/client.ts';
 import { newestFirst } from '../core/ordering.ts';
+import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { addCreator, renameCreator } from '../creators/store.ts';
 import type { AgentFilter } from '../discovery/filters.ts';
@@ -13,6 +14,15 @@ export type AgentQuery = { include?: Prisma.AgentInclude };
 export type AgentWithKey = Agent & { user: { username: string } };
 /** The connection's window of a list of agents. */
 export type AgentPage = Omit<Prisma.AgentFindManyArgs, 'where' | 'orderBy'>;
+/** Why a write saved no agent: its owner has as many as they may, or its key is another creator's username. */
+export type AgentRefused = { refused: 'cap' } | { refused: 'key-taken' };
+
+/** What a write gave; or, when the unique index on usernames refused its key, why it saved nothing. */
+const keyTakenOr = <T>(write: Promise<T>) =>
+  write.catch((e: unknown): AgentRefused => {
+    if (isUniqueViolation(e)) return { refused: 'key-taken' };
+    throw e;
+  });
 
 const withKey = (query: AgentQuery = {}) => ({ include: { user: true, ...query.include } }) as const;
 
@@ -21,7 +31,7 @@ const columns = ({ key: _key, llmSettings: _llm, ...rest }: AgentPatch) => rest;
 
 /** Agents on Prisma: every read returns the agent with its key, and what `query` asks for. */
 export function agentStore(db: Db) {
-  return {
+  const rows = {
     /** Agents the viewer may read, narrowed by `filter`, newest first. */
     list: (viewer: Viewer, filter: AgentFilter, page: AgentPage) =>
       db.agent.findMany({ ...page, where: agentListWhere(viewer, filter), orderBy: newestFirst }),
@@ -37,13 +47,14 @@ export function agentStore(db: Db) {
     },
 
     /**
-     * Creates an agent and its creator row, unless its owner already has `cap`: then null. One
-     * user's creations queue on their row, so concurrent ones cannot overshoot the cap.
+     * Creates an agent and its creator row, unless its owner already has `cap` (or its key is
+     * taken): then why not. One user's creations queue on their row, so concurrent ones cannot
+     * overshoot the cap.
      */
     createWithin: (ownerId: string, cap: number, input: AgentPatch & { name: string; key: string }, query?: AgentQuery) =>
-      db.$transaction(async (tx): Promise<AgentWithKey | null> => {
+      db.$transaction(async (tx): Promise<AgentWithKey | AgentRefused> => {
         await tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${ownerId} FOR UPDATE`;
-        if ((await tx.agent.count({ where: { ownerId } })) >= cap) return null;
+        if ((await tx.agent.count({ where: { ownerId } })) >= cap) return { refused: 'cap' };
         const face = await addCreator(tx, { type: 'agent', username: input.key, userImage: input.image ?? null });
         return tx.agent.create({
           data: {
@@ -67,7 +78,7 @@ export function agentStore(db: Db) {
       await db.agent.deleteMany({ where: { id } });
     },
 
-    /** Changes only the fields present; `llmSettings` is merged field by field. */
+    /** Changes only the fields present (unless the new key is taken); `llmSettings` is merged field by field. */
     update: (id: string, patch: AgentPatch, query?: AgentQuery) =>
       db.$transaction(async (tx): Promise<AgentWithKey> => {
         // Merging llmSettings reads it and writes it back: the row lock makes concurrent PATCHes
@@ -88,6 +99,12 @@ export function agentStore(db: Db) {
           ...withKey(query),
         });
       }),
+  };
+  // A key taken is one of the store's answers, not an error a rule must recognise.
+  return {
+    ...rows,
+    createWithin: (...write: Parameters<typeof rows.createWithin>) => keyTakenOr(rows.createWithin(...write)),
+    update: (...write: Parameters<typeof rows.update>) => keyTakenOr(rows.update(...write)),
   };
 }
 

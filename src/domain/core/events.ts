@@ -1,4 +1,4 @@
-import type { MessageRole, MessageStatus, SessionPermission, TaskStatus } from '../../generated/prisma/enums.ts';
+import type { MessageRole, MessageStatus, SessionPermission, TaskStatus } from './vocabulary.ts';
 
 /**
  * What a session's watchers are told, independent of transport: REST writes these as SSE frames,

@@ -1,4 +1,4 @@
-import type { DeploymentPlatform, TriggerStatus } from '../../generated/prisma/enums.ts';
+import type { DeploymentPlatform, TriggerStatus } from './vocabulary.ts';
 import type { Numbered } from './bus.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DeploymentPlatform } from '../../generated/prisma/enums.ts';
+import { DeploymentPlatform } from '../core/vocabulary.ts';
 
 /**
  * What owners send to deploy an agent, in the original's spelling (its SDK's `config` and

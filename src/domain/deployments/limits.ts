@@ -1,5 +1,5 @@
 import type { DeploymentsConfig } from '../../config.ts';
-import type { DeploymentPlatform } from '../../generated/prisma/enums.ts';
+import type { DeploymentPlatform } from '../core/vocabulary.ts';
 import type { DeploymentConfig } from './inputs.ts';
 
 /**

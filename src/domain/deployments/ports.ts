@@ -1,4 +1,4 @@
-import type { DeploymentPlatform } from '../../generated/prisma/enums.ts';
+import type { DeploymentPlatform } from '../core/vocabulary.ts';
 
 /**
  * The ports a deployment runs on: a connector per platform (Telegram today; Discord or an HTTP

@@ -1,7 +1,6 @@
 import type { EventBus } from '../core/bus.ts';
 import { isDomainError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 import type { MediaLinks } from '../core/media-links.ts';
 import { answerText, followReply, isInterrupted } from './follow.ts';
 import { chatRateOf, type LimitDefaults, RATE_WINDOW_MS, type Refusal, rateRefusal, refusalBeforeCounting } from './limits.ts';
@@ -20,10 +19,15 @@ export interface Conversations {
   open(ownerId: string, agentId: string, title: string): Promise<string>;
   /**
    * Relays what a person wrote as a prompt of theirs, the owner's access deciding; the seq of
-   * its start event. A session gone throws the domain's NOT_FOUND; a prompt id already saved,
-   * a unique violation.
+   * its start event, or `saved-already` when a prompt of that id was saved before. A session
+   * gone throws the domain's NOT_FOUND.
    */
-  post(ownerId: string, sessionId: string, text: string, relay: { sender: string; promptId: string }): Promise<number | null>;
+  post(
+    ownerId: string,
+    sessionId: string,
+    text: string,
+    relay: { sender: string; promptId: string },
+  ): Promise<{ after: number | null } | { conflict: 'saved-already' }>;
 }
 
 /** One deployment as this instance runs it, for the rules that answer its updates. */
@@ -96,10 +100,10 @@ export function relayRules({ store, conversations, bus, defaults, links }: Relay
         chat.sessionId = sessionId;
       }
       try {
-        return { sessionId, after: await conversations.post(ctx.userId, sessionId, update.text, { sender, promptId }) };
-      } catch (e) {
+        const posted = await conversations.post(ctx.userId, sessionId, update.text, { sender, promptId });
         // Saved already (a runner that lost its lease got there first): follow that one.
-        if (isUniqueViolation(e)) return { sessionId, after: null };
+        return { sessionId, after: 'conflict' in posted ? null : posted.after };
+      } catch (e) {
         if (!(isDomainError(e) && e.code === 'NOT_FOUND' && chat.sessionId === sessionId)) throw e;
         // The owner deleted the chat's session: the chat goes on in a new one.
       }

@@ -1,4 +1,4 @@
-import type { DeploymentPlatform } from '../../generated/prisma/enums.ts';
+import type { DeploymentPlatform } from '../core/vocabulary.ts';
 import { type Connector, type PlatformSecrets, SealBroken, type SecretSealer } from './ports.ts';
 import type { RelayRules } from './relay.ts';
 import { type Runner, type RunnerDependencies, startRunner } from './runner.ts';

@@ -1,4 +1,4 @@
-import type { DeploymentPlatform } from '../../generated/prisma/enums.ts';
+import type { DeploymentPlatform } from '../core/vocabulary.ts';
 import { badInput, unavailable } from '../core/errors.ts';
 import type { SecretsInput } from './inputs.ts';
 import { type Connector, PlatformUnreachable, SealBroken, type SecretSealer, SecretsRefused } from './ports.ts';

@@ -1,4 +1,4 @@
-import type { DeploymentPlatform } from '../../generated/prisma/enums.ts';
+import type { DeploymentPlatform } from '../core/vocabulary.ts';
 import { badInput, conflict, forbidden, notFound } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
 import { parseInput } from '../core/validation.ts';

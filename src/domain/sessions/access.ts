@@ -1,4 +1,4 @@
-import type { SessionPermission } from '../../generated/prisma/enums.ts';
+import type { SessionPermission } from '../core/vocabulary.ts';
 import { coalesced } from '../core/coalesce.ts';
 import { forbidden, notFound } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';

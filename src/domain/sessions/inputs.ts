@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ActorSelection, SessionPermission } from '../../generated/prisma/enums.ts';
+import { ActorSelection, SessionPermission } from '../core/vocabulary.ts';
 import { text, urlField } from '../core/validation.ts';
 import { REACTIONS } from './reactions.ts';
 

@@ -3,6 +3,7 @@ import { numberedByBytes, rowsThatFit } from '../core/byte-pages.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { releaseHolds } from '../manna/stores/holds.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
+import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 import { recalledFacts } from '../memory/service.ts';
 import { memoriesOf } from '../memory/store.ts';
 import type { Permission } from './access.ts';
@@ -13,6 +14,7 @@ import {
   type MessageSlice,
   type MessageWindow,
   type NewSessionAgent,
+  PromptSavedAlready,
   ReactionLimitReached,
   type SessionFilter,
   type SessionQuery,
@@ -123,7 +125,13 @@ function promptStatements(
     },
 
     agentsForNewSessions: (asks) => agentsForNewSessions(db, asks),
-    addPrompt: (p) => db.$transaction((tx) => savePrompt(tx, p)),
+    addPrompt: (p) =>
+      db
+        .$transaction((tx) => savePrompt(tx, p))
+        .catch((e: unknown) => {
+          // Only a relayed prompt names its own id: the same one saved twice is the store's answer, not a fault.
+          throw p.promptId && isUniqueViolation(e) ? new PromptSavedAlready() : e;
+        }),
     createSession: (p) => saveInNewSession(p),
     settingsOf: (sessionId) => db.session.findUnique({ where: { id: sessionId }, select: { title: true, scenario: true } }),
   };

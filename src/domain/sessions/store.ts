@@ -110,6 +110,11 @@ export class KeyGone extends Error {
   override name = 'KeyGone';
 }
 
+/** A relayed prompt's id is saved already (the same update relayed twice): nothing was saved again. */
+export class PromptSavedAlready extends Error {
+  override name = 'PromptSavedAlready';
+}
+
 /** A budget of the session has no room for the prompt's turns: nothing was saved. */
 export class BudgetStop extends Error {
   override name = 'BudgetStop';
@@ -165,7 +170,8 @@ export interface SessionStore {
   /**
    * Saves a prompt to an existing session at once: its settings, the turns of every agent that
    * answers (so concurrent prompts never run more model calls than the budget allows), the
-   * message and a placeholder reply per agent. Throws KeyGone or BudgetStop, saving nothing.
+   * message and a placeholder reply per agent. Throws KeyGone, BudgetStop or (a relayed prompt's
+   * id saved already) PromptSavedAlready, saving nothing.
    */
   addPrompt(p: PromptToSession): Promise<SavedPrompt>;
   /** Makes a session with its agents, its owner and its first prompt. Throws KeyGone, saving nothing. */

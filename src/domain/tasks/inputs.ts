@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TaskStatus } from '../../generated/prisma/enums.ts';
+import { TaskStatus } from '../core/vocabulary.ts';
 import { FIRST_INSTANT, LAST_INSTANT, nestsWithin, TOO_DEEP } from '../core/validation.ts';
 
 export const taskStatuses = Object.values(TaskStatus);

@@ -1,8 +1,8 @@
-import { Decimal } from '@prisma/client/runtime/client';
 import { numberedByBytes, rowsThatFit } from '../core/byte-pages.ts';
 import { badInput, forbidden, insufficientManna, notFound, tooMany } from '../core/errors.ts';
 import { decodeCursor, encodeCursor } from '../core/cursors.ts';
 import { canNameARow } from '../core/ids.ts';
+import { type Manna, mannaNumber } from '../core/manna.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { checkArgumentValues } from '../tools/arguments.ts';
@@ -59,15 +59,15 @@ function priced(deps: Pick<TaskServiceDeps, 'registry' | 'runnable'>, raw: { too
 }
 
 /** Why `create` took nothing, as the caller is told. */
-function refusal(refused: CreateRefused, cost: Decimal, unsettledPerUser: number) {
+function refusal(refused: CreateRefused, cost: Manna, unsettledPerUser: number) {
   if (refused.refused === 'busy')
     return tooMany('RATE_LIMITED', `Too many tasks waiting: at most ${unsettledPerUser} of yours may be pending or running at once`);
   // The original's words, which its clients show.
-  return insufficientManna(`Insufficient manna balance. Need ${cost} but only have ${new Decimal(refused.balance).toDecimalPlaces(4)}`);
+  return insufficientManna(`Insufficient manna balance. Need ${cost} but only have ${refused.balance}`);
 }
 
 /** A task just made, as its owner's feed shows it. */
-const createdEvent = (made: Task, outputType: OutputType, cost: Decimal): TaskEventPayload => ({
+const createdEvent = (made: Task, outputType: OutputType, cost: Manna): TaskEventPayload => ({
   type: 'task_created',
   taskId: made.id,
   task: {
@@ -75,7 +75,7 @@ const createdEvent = (made: Task, outputType: OutputType, cost: Decimal): TaskEv
     tool: made.tool,
     outputType,
     status: made.status,
-    cost: cost.toNumber(),
+    cost: mannaNumber(cost),
     agentId: null,
     sessionId: null,
     createdAt: made.createdAt.toISOString(),
@@ -183,7 +183,7 @@ export function taskService(deps: TaskServiceDeps) {
   return {
     /** What `create` would take for this tool and these arguments. */
     estimate(_viewer: Viewer, raw: unknown): { cost: number } {
-      return { cost: priced(deps, parseInput(costTaskSchema, raw)).cost.toNumber() };
+      return { cost: mannaNumber(priced(deps, parseInput(costTaskSchema, raw)).cost) };
     },
 
     /** Creates a task, charging it, and starts it; refused with nothing taken when the balance cannot cover it. */

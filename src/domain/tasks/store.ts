@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.ts';
 import { Prisma, type Task } from '../../generated/prisma/client.ts';
 import type { TaskStatus } from '../../generated/prisma/enums.ts';
 import { returnHold } from '../manna/stores/holds.ts';
+import { isNoManna, type Manna, mannaFromText } from '../core/manna.ts';
 import { debit } from '../manna/stores/ledger.ts';
 import type { CallCreation } from '../tools/ports.ts';
 import type { TaskOrderBy } from './inputs.ts';
@@ -41,14 +42,14 @@ export interface NewTask {
   tool: string;
   /** As the caller gave them (the defaults are filled in when it runs). */
   args: Record<string, unknown>;
-  cost: Prisma.Decimal;
+  cost: Manna;
   public: boolean;
   /** The process that will run it. */
   instance: string;
 }
 
 /** Why a task was not created, with nothing taken: the balance, or too many of the user's tasks waiting. */
-export type CreateRefused = { refused: 'balance'; balance: Prisma.Decimal } | { refused: 'busy'; unsettled: number };
+export type CreateRefused = { refused: 'balance'; balance: Manna } | { refused: 'busy'; unsettled: number };
 
 export interface TaskOutcome {
   status: 'completed' | 'failed' | 'cancelled';
@@ -144,6 +145,7 @@ export function taskStore(db: Db): TaskStore {
 
   return {
     async create(task, maxUnsettled) {
+      const cost = new Prisma.Decimal(task.cost);
       try {
         return await db.$transaction(async (tx) => {
           // One user's creations queue here, so the count of their waiting tasks cannot be outrun.
@@ -155,19 +157,22 @@ export function taskStore(db: Db): TaskStore {
               userId: task.userId,
               tool: task.tool,
               args: task.args as Prisma.InputJsonValue,
-              cost: task.cost,
+              cost,
               public: task.public,
               instance: task.instance,
             },
           });
-          if (task.cost.isPositive() && !task.cost.isZero()) {
-            const taken = await debit(tx, task.userId, task.cost, { reason: `task: ${task.tool}`, taskId: row.id });
+          if (!isNoManna(task.cost)) {
+            const taken = await debit(tx, task.userId, cost, { reason: `task: ${task.tool}`, taskId: row.id });
             if (!taken) {
               const user = await tx.user.findUniqueOrThrow({
                 where: { id: task.userId },
                 select: { subscriptionBalance: true, foreverBalance: true },
               });
-              throw new Refusal({ refused: 'balance', balance: user.subscriptionBalance.plus(user.foreverBalance) });
+              throw new Refusal({
+                refused: 'balance',
+                balance: mannaFromText(user.subscriptionBalance.plus(user.foreverBalance).toString()),
+              });
             }
           }
           return row;

@@ -1,6 +1,6 @@
-import type { Decimal } from '@prisma/client/runtime/client';
-import type { OwnerPays } from '../../generated/prisma/enums.ts';
+import type { OwnerPays } from '../core/vocabulary.ts';
 import type { ToolCallView } from '../core/events.ts';
+import type { Manna } from '../core/manna.ts';
 import type { RequestedToolCall } from '../core/tool-host.ts';
 
 /** A tool call as saved: pending until it is charged. */
@@ -50,7 +50,7 @@ export interface CallCreation {
  * Why a hold took nothing: the session's manna budget, the daily cap of the deployment whose chat
  * the session is, the payer's balance, or the call gone.
  */
-export type HoldRefused = { refused: 'budget' } | { refused: 'cap' } | { refused: 'balance'; balance: Decimal } | { refused: 'gone' };
+export type HoldRefused = { refused: 'budget' } | { refused: 'cap' } | { refused: 'balance'; balance: Manna } | { refused: 'gone' };
 
 /** The statements of tools at work in replies. */
 export interface ToolStore {
@@ -67,7 +67,7 @@ export interface ToolStore {
    * call moved to running. Null
    * when it is; otherwise why not, with nothing taken.
    */
-  hold(call: RecordedCall, cost: Decimal, payer: string, place: CallPlace): Promise<HoldRefused | null>;
+  hold(call: RecordedCall, cost: Manna, payer: string, place: CallPlace): Promise<HoldRefused | null>;
   /**
    * Settles a call still `held ? running : pending`, in one transaction: its status and result,
    * its hold refunded (a held call that did not complete), its creations saved. Returns the call

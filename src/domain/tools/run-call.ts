@@ -1,7 +1,7 @@
-import type { Decimal } from '@prisma/client/runtime/client';
 import type { Metrics } from '../../observability/metrics.ts';
 import { BUDGET_EXCEEDED } from '../core/budgets.ts';
 import type { SessionEventPayload } from '../core/events.ts';
+import type { Manna } from '../core/manna.ts';
 import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
 import type { RequestedToolCall, ToolRunContext } from '../core/tool-host.ts';
 import type { SearchService } from '../search/service.ts';
@@ -29,7 +29,7 @@ type Refusal = { error: string };
 const NOT_ENOUGH_MANNA = 'Not enough manna:';
 const DAILY_CAP_REACHED = "The deployment's daily manna cap is reached";
 
-const refusalText = (why: HoldRefused, cost: Decimal) =>
+const refusalText = (why: HoldRefused, cost: Manna) =>
   why.refused === 'budget'
     ? BUDGET_EXCEEDED.manna
     : why.refused === 'cap'
@@ -86,7 +86,7 @@ export function callRunner(deps: CallRunnerDeps) {
     row: RecordedCall,
     tool: ToolDefinition,
     args: Record<string, unknown>,
-    cost: Decimal,
+    cost: Manna,
     ctx: ToolRunContext,
     payer: string,
   ) {

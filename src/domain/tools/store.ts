@@ -2,6 +2,7 @@ import { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/database.ts';
 import { claimTask, countAgainstDailyCap, returnHold } from '../manna/stores/holds.ts';
 import { debit } from '../manna/stores/ledger.ts';
+import { isNoManna, mannaFromText } from '../core/manna.ts';
 import { toToolCallView } from '../core/stores/message-rows.ts';
 import type { HoldRefused, ToolStore } from './ports.ts';
 
@@ -57,10 +58,11 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }): ToolSto
       return rows.sort((a, b) => position(a) - position(b)).map((r) => ({ id: r.id, position: position(r), tool: r.tool }));
     },
 
-    async hold(call, cost, payer, place) {
+    async hold(call, price, payer, place) {
+      const cost = new Prisma.Decimal(price);
       try {
         await db.$transaction(async (tx) => {
-          if (cost.isPositive() && !cost.isZero()) {
+          if (!isNoManna(price)) {
             // A deployment's chat: its row stays locked until this hold commits, so its holds take turns.
             if (!(await countAgainstDailyCap(tx, { taskId: call.id, sessionId: place.sessionId }, cost, caps.deploymentDailyCap)))
               throw new Refusal({ refused: 'cap' });
@@ -79,7 +81,7 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }): ToolSto
                 where: { id: payer },
                 select: { subscriptionBalance: true, foreverBalance: true },
               });
-              throw new Refusal({ refused: 'balance', balance: subscriptionBalance.plus(foreverBalance) });
+              throw new Refusal({ refused: 'balance', balance: mannaFromText(subscriptionBalance.plus(foreverBalance).toString()) });
             }
           }
           // A call whose session was deleted meanwhile is gone: roll the charge back.

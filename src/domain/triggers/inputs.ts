@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TriggerSessionTarget } from '../../generated/prisma/enums.ts';
+import { TriggerSessionTarget } from '../core/vocabulary.ts';
 import { text } from '../core/validation.ts';
 import { scheduleSchema } from './schedule.ts';
 

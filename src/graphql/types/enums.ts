@@ -13,7 +13,7 @@ import {
   SessionStatus,
   TaskStatus,
   TriggerStatus,
-} from '../../generated/prisma/enums.ts';
+} from '../../domain/core/vocabulary.ts';
 import { builder } from '../builder.ts';
 
 /** GraphQL enum values are UPPER_CASE; the domain, the database and REST use the lowercase originals. */

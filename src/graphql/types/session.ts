@@ -4,7 +4,7 @@ import { badInput } from '../../domain/core/errors.ts';
 import { BUDGET_LIMITS, MAX_REPLY_INTERVAL_S } from '../../domain/sessions/inputs.ts';
 import type { MessagePage } from '../../domain/sessions/service.ts';
 import type { Session as SessionRow } from '../../generated/prisma/client.ts';
-import type { ActorSelection } from '../../generated/prisma/enums.ts';
+import type { ActorSelection } from '../../domain/core/vocabulary.ts';
 import { builder } from '../builder.ts';
 import { toConnection } from '../connection.ts';
 import { viewerOf, type GraphQLContext } from '../context.ts';

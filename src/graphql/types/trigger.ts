@@ -3,7 +3,7 @@ import { feedFamilies } from '../../domain/core/feed-events.ts';
 import { classicCron, splitCron } from '../../domain/triggers/schedule.ts';
 import { statusOf } from '../../domain/triggers/service.ts';
 import type { Trigger as TriggerRow } from '../../generated/prisma/client.ts';
-import { TriggerRunStatus, TriggerSessionTarget } from '../../generated/prisma/enums.ts';
+import { TriggerRunStatus, TriggerSessionTarget } from '../../domain/core/vocabulary.ts';
 import { builder } from '../builder.ts';
 import { toConnection } from '../connection.ts';
 import { type GraphQLContext, viewerOf } from '../context.ts';
