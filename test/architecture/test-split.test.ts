@@ -15,10 +15,10 @@ const testDir = join(root, 'test');
 
 /**
  * At most this share of test files may start the app or a process. Issue 50 asks for 0.6; the
- * suite is at 0.75 (137 of 183 files), so this holds it there until app tests that only
+ * suite was at 0.75 (137 of 183 files) when this was written; it holds the share until app tests that only
  * re-check a rule are moved to test/rules/, and falls with each one moved.
  */
-const MAX_BOOTING_SHARE = 0.76;
+const MAX_BOOTING_SHARE = 0.75;
 
 /**
  * Each domain service and the module its rules live in (under src/domain/): its rules test is
@@ -34,12 +34,12 @@ const services: Record<string, string> = {
   triggers: 'triggers/service.ts',
   sessions: 'sessions/service.ts',
   autonomy: 'sessions/autonomy.ts',
+  deployments: 'deployments/service.ts',
 };
 
 /** Services whose rules are still tested only through the app: each moves up to `services` with its rules test. */
 const awaiting: Record<string, string> = {
   relay: 'deployments/relay.ts',
-  deployments: 'deployments/service.ts',
 };
 
 /** Calls that start the app (in this process or as one) or another process. */
