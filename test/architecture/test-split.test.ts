@@ -18,7 +18,7 @@ const testDir = join(root, 'test');
  * suite was at 0.75 (137 of 183 files) when this was written; it holds the share until app tests that only
  * re-check a rule are moved to test/rules/, and falls with each one moved.
  */
-const MAX_BOOTING_SHARE = 0.75;
+const MAX_BOOTING_SHARE = 0.745;
 
 /**
  * Each domain service and the module its rules live in (under src/domain/): its rules test is
@@ -35,12 +35,11 @@ const services: Record<string, string> = {
   sessions: 'sessions/service.ts',
   autonomy: 'sessions/autonomy.ts',
   deployments: 'deployments/service.ts',
+  relay: 'deployments/relay.ts',
 };
 
 /** Services whose rules are still tested only through the app: each moves up to `services` with its rules test. */
-const awaiting: Record<string, string> = {
-  relay: 'deployments/relay.ts',
-};
+const awaiting: Record<string, string> = {};
 
 /** Calls that start the app (in this process or as one) or another process. */
 const starters = [
