@@ -87,7 +87,7 @@ describe('triggers across two instances, one killed mid-way', () => {
 
   it('an instance running occurrences is killed while writing their replies', async () => {
     // Killed with every run's reply under way: a run killed before it links its reply is taken
-    // over only after JOBS_TAKEOVER_S (the rules' own test, trigger-rules), too slow to wait for here.
+    // over only after JOBS_TAKEOVER_S (the rules' own test, test/rules/triggers.test.ts), too slow to wait for here.
     const writer = await until('an instance to be writing replies, every run linked to its reply', async () => {
       const [writing, unlinked] = await Promise.all([
         app.db.message.findFirst({ where: { role: 'assistant', status: 'streaming', session: { ownerId: owner.id } } }),

@@ -12,7 +12,7 @@ import { shareService } from '../../src/domain/shares/service.ts';
 import { memorySlotStore } from '../../src/limits/slots.ts';
 import { streamLimits } from '../../src/limits/streams.ts';
 import { createMemoryBus } from '../../src/realtime/memory-bus.ts';
-import { inMemoryJobQueue } from './in-memory-jobs.ts';
+import { inMemoryJobQueue } from '../domain/in-memory-jobs.ts';
 import {
   inMemoryAutonomyStore,
   inMemoryShareStore,
@@ -20,7 +20,7 @@ import {
   inMemorySignalStore,
   inMemoryWatchAccessStore,
   World,
-} from './in-memory-session-stores.ts';
+} from '../domain/in-memory-session-stores.ts';
 
 // The session permission matrix, on the rules alone: the services over in-memory stores and the
 // in-process bus, with no app and no database. Each cell starts from the same session and

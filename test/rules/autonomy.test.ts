@@ -4,8 +4,8 @@ import { SHUT_DOWN } from '../../src/domain/replies/endings.ts';
 import type { ReplyJob } from '../../src/domain/replies/engine.ts';
 import type { AutonomyState } from '../../src/domain/sessions/autonomy-store.ts';
 import { AUTO_REPLY_NEEDS_BUDGET, autonomyRules, chooseActor, nextStep, TURN_QUEUE } from '../../src/domain/sessions/autonomy.ts';
-import { inMemoryJobQueue } from './in-memory-jobs.ts';
-import { inMemoryAutonomyStore, World } from './in-memory-session-stores.ts';
+import { inMemoryJobQueue } from '../domain/in-memory-jobs.ts';
+import { inMemoryAutonomyStore, World } from '../domain/in-memory-session-stores.ts';
 
 // The autonomy rules over a session kept in memory, a job queue that runs only when told, and a
 // reply engine that writes (or fails) each reply at once: who speaks next, when, and when and why

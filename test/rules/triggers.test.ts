@@ -7,7 +7,7 @@ import type { PromptStarted } from '../../src/domain/sessions/prompting.ts';
 import type { TriggerEvent, TriggerJob } from '../../src/domain/triggers/ports.ts';
 import { triggerRunner } from '../../src/domain/triggers/runner.ts';
 import { triggerService } from '../../src/domain/triggers/service.ts';
-import { memoryTriggerDatabase, memoryTriggerStore } from './in-memory-trigger-store.ts';
+import { memoryTriggerDatabase, memoryTriggerStore } from '../domain/in-memory-trigger-store.ts';
 
 // The trigger rules over the in-memory store, a queue the test drives and a clock it sets: the
 // real schedule computation, and no waiting. What the database adds (the same claim in SQL

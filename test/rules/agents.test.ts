@@ -1,0 +1,143 @@
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_KEY_TAKEN, AGENT_NOT_FOUND, agentService } from '../../src/domain/agents/service.ts';
+import { loadToolRegistry, type ToolRegistry } from '../../src/domain/tools/registry.ts';
+import { Catalog, memoryAgentStore } from './support/catalog.ts';
+
+/**
+ * The agents' rules over a store in memory: what input is refused and where, who may read,
+ * change and delete an agent (a stranger never learns a private one exists), the owner's cap,
+ * and a key that is unique among agents and users.
+ */
+let tools: ToolRegistry;
+beforeAll(async () => {
+  tools = await loadToolRegistry(fileURLToPath(new URL('../../tools', import.meta.url)));
+});
+
+function world(maxAgentsPerUser = 3) {
+  const c = new Catalog();
+  const agents = agentService(memoryAgentStore(c), tools, { maxAgentsPerUser });
+  return { c, agents, owner: c.user('owner'), stranger: c.user('stranger') };
+}
+
+const refusal = (code: string, message: string | RegExp, fieldPath?: (string | number)[]) =>
+  expect.objectContaining({ code, message: typeof message === 'string' ? message : expect.stringMatching(message), fieldPath });
+
+describe('creating an agent', () => {
+  it('saves it with its key and the owner as given', async () => {
+    const { agents, owner } = world();
+    const made = await agents.create(owner, { name: 'Ada', key: 'ada-bot', public: true });
+    expect(made).toMatchObject({ name: 'Ada', ownerId: owner.id, public: true, user: { username: 'ada-bot' } });
+    expect(await agents.get(owner, made.id)).toMatchObject({ id: made.id });
+  });
+
+  it('names the field at fault and writes nothing', async () => {
+    const { c, agents, owner } = world();
+    await expect(agents.create(owner, { name: 'Ada' })).rejects.toEqual(refusal('BAD_USER_INPUT', /./, ['key']));
+    await expect(agents.create(owner, { name: 'Ada', key: '-dash' })).rejects.toEqual(
+      refusal('BAD_USER_INPUT', /must be 2 to 39 letters/, ['key']),
+    );
+    await expect(agents.create(owner, { name: 'Ada', key: 'ada', tools: { no_such_tool: true } })).rejects.toEqual(
+      refusal('BAD_USER_INPUT', 'unknown tool "no_such_tool" (see the tools list)', ['tools', 'no_such_tool']),
+    );
+    await expect(agents.create(owner, { name: '  ', key: 'ada' })).rejects.toEqual(
+      refusal('BAD_USER_INPUT', 'must not be empty', ['name']),
+    );
+    expect(c.writes).toEqual([]);
+  });
+
+  it('takes only models that exist and the owner may use', async () => {
+    const { c, agents, owner, stranger } = world();
+    const mine = c.model(owner);
+    const theirs = c.model(stranger);
+    const shared = c.model(stranger, { public: true });
+    await expect(agents.create(owner, { name: 'Ada', key: 'ada', models: [{ lora: mine.id }, { lora: theirs.id }] })).rejects.toEqual(
+      refusal('BAD_USER_INPUT', 'model not found or not usable by you', ['models', 1, 'lora']),
+    );
+    await expect(agents.create(owner, { name: 'Ada', key: 'ada', models: [{ lora: 'no-such-model' }] })).rejects.toEqual(
+      refusal('BAD_USER_INPUT', 'model not found or not usable by you', ['models', 0, 'lora']),
+    );
+    expect(c.writes).toEqual([]);
+    const made = await agents.create(owner, { name: 'Ada', key: 'ada', models: [{ lora: mine.id }, { lora: shared.id }] });
+    expect(made.models).toEqual([
+      { lora: mine.id, useWhen: '' },
+      { lora: shared.id, useWhen: '' },
+    ]);
+  });
+
+  it('refuses more than ten models as over a limit (422), not as malformed', async () => {
+    const { c, agents, owner } = world();
+    const models = Array.from({ length: 11 }, () => ({ lora: c.model(owner).id }));
+    await expect(agents.create(owner, { name: 'Ada', key: 'ada', models })).rejects.toEqual(
+      refusal('UNPROCESSABLE', 'must have at most 10 models', ['models']),
+    );
+  });
+
+  it('stops at the owner’s cap, counting only their own agents', async () => {
+    const { c, agents, owner, stranger } = world(2);
+    await agents.create(stranger, { name: 'S', key: 's-bot' });
+    await agents.create(owner, { name: 'A', key: 'a-bot' });
+    await agents.create(owner, { name: 'B', key: 'b-bot' });
+    const before = c.writes.length;
+    await expect(agents.create(owner, { name: 'C', key: 'c-bot' })).rejects.toEqual(
+      refusal('UNPROCESSABLE', 'Agent limit reached: a user may own at most 2 agents'),
+    );
+    expect(c.writes).toHaveLength(before);
+  });
+
+  it('refuses a key an agent or a user already has, whatever its case', async () => {
+    const { agents, owner, stranger } = world();
+    await agents.create(stranger, { name: 'S', key: 'Shared-Key' });
+    await expect(agents.create(owner, { name: 'A', key: 'shared-key' })).rejects.toEqual(refusal('CONFLICT', AGENT_KEY_TAKEN));
+    await expect(agents.create(owner, { name: 'A', key: 'stranger' })).rejects.toEqual(refusal('CONFLICT', AGENT_KEY_TAKEN));
+  });
+});
+
+describe('who may see, change and delete an agent', () => {
+  async function agentsOf() {
+    const w = world();
+    const hidden = await w.agents.create(w.owner, { name: 'Hidden', key: 'hidden', persona: 'secret', isPersonaPublic: false });
+    const shown = await w.agents.create(w.owner, { name: 'Shown', key: 'shown', public: true });
+    return { ...w, hidden, shown };
+  }
+
+  it('shows a public agent to anyone and a private one to its owner only', async () => {
+    const { agents, owner, stranger, hidden, shown } = await agentsOf();
+    expect(await agents.get(stranger, shown.id)).toMatchObject({ id: shown.id });
+    expect(await agents.get(owner, hidden.id)).toMatchObject({ id: hidden.id });
+    await expect(agents.get(stranger, hidden.id)).rejects.toEqual(refusal('FORBIDDEN', 'You do not have access to this agent'));
+    await expect(agents.get(owner, 'no-such-agent')).rejects.toEqual(refusal('NOT_FOUND', AGENT_NOT_FOUND));
+    await expect(agents.get(owner, 'nul\u0000id')).rejects.toEqual(refusal('NOT_FOUND', AGENT_NOT_FOUND));
+  });
+
+  it('lets only the owner delete: a stranger is told a private agent is not there, a public one is not theirs', async () => {
+    const { c, agents, owner, stranger, hidden, shown } = await agentsOf();
+    await expect(agents.delete(stranger, hidden.id)).rejects.toEqual(refusal('NOT_FOUND', AGENT_NOT_FOUND));
+    await expect(agents.delete(stranger, shown.id)).rejects.toEqual(refusal('FORBIDDEN', 'Only the owner of this agent can delete it'));
+    expect(c.agents.size).toBe(2);
+    await agents.delete(owner, hidden.id);
+    await expect(agents.get(owner, hidden.id)).rejects.toEqual(refusal('NOT_FOUND', AGENT_NOT_FOUND));
+  });
+
+  it('lets only the owner change it, and only with something to change', async () => {
+    const { c, agents, owner, stranger, shown } = await agentsOf();
+    const before = c.writes.length;
+    await expect(agents.update(stranger, shown.id, { name: 'Mine now' })).rejects.toEqual(
+      refusal('FORBIDDEN', 'Only the owner of this agent can update it'),
+    );
+    await expect(agents.update(owner, 'no-such-agent', { name: 'x' })).rejects.toEqual(refusal('NOT_FOUND', AGENT_NOT_FOUND));
+    await expect(agents.update(owner, shown.id, {})).rejects.toEqual(refusal('BAD_USER_INPUT', 'No agent fields to update in the request'));
+    await expect(agents.update(owner, shown.id, { tools: { nope: true } })).rejects.toEqual(
+      refusal('BAD_USER_INPUT', 'unknown tool "nope" (see the tools list)', ['tools', 'nope']),
+    );
+    expect(c.writes).toHaveLength(before);
+    expect(c.agents.get(shown.id)?.name).toBe('Shown');
+  });
+
+  it('changes only the fields given, merging the model settings field by field', async () => {
+    const { agents, owner, shown } = await agentsOf();
+    await agents.update(owner, shown.id, { llmSettings: { modelProfile: 'high', thinkingPolicy: 'off' } });
+    const changed = await agents.update(owner, shown.id, { llmSettings: { thinkingPolicy: 'always' }, description: 'new' });
+    expect(changed).toMatchObject({ name: 'Shown', public: true, llmSettings: { modelProfile: 'high', thinkingPolicy: 'always' } });
+  });
+});
