@@ -1,4 +1,3 @@
-import { Prisma } from '../../../src/generated/prisma/client.ts';
 import type { AgentStore, AgentWithKey } from '../../../src/domain/agents/store.ts';
 import { numberedCut } from '../../../src/domain/core/byte-pages.ts';
 import type { AgentPatch } from '../../../src/domain/agents/inputs.ts';
@@ -87,13 +86,6 @@ export class Catalog {
   newAgentId = () => this.#agentId();
 }
 
-/** What the Prisma client throws on a unique index: the rules know it by its code. */
-const uniqueViolation = () =>
-  new Prisma.PrismaClientKnownRequestError('Unique constraint failed on the fields: (`username`)', {
-    code: 'P2002',
-    clientVersion: 'memory',
-  });
-
 const visible = (viewer: Viewer | null, row: { public: boolean; deleted?: boolean }, ownerId: string) =>
   !row.deleted && (row.public || viewer?.id === ownerId);
 
@@ -103,9 +95,11 @@ const newestFirst = <T extends { createdAt: Date; id: string }>(rows: T[]) =>
 const withKey = (agent: MemAgent) => ({ ...agent, user: { username: agent.key } }) as unknown as AgentWithKey;
 
 export function memoryAgentStore(c: Catalog): AgentStore {
+  /** Takes a key for an agent, or says it is taken (the store's answer, as the real one's). */
   const takeKey = (key: string, id: string) => {
-    if (c.usernames.has(key.toLowerCase())) throw uniqueViolation();
+    if (c.usernames.has(key.toLowerCase())) return false;
     c.usernames.set(key.toLowerCase(), id);
+    return true;
   };
   return {
     list: async (viewer) => newestFirst([...c.agents.values()].filter((a) => visible(viewer, a, a.ownerId))) as never,
@@ -117,9 +111,9 @@ export function memoryAgentStore(c: Catalog): AgentStore {
     usableModels: async (viewer, wanted) =>
       new Set(wanted.filter((id) => c.models.has(id) && visible(viewer, c.models.get(id)!, c.models.get(id)!.userId))),
     createWithin: async (ownerId: string, cap: number, input: AgentPatch & { name: string; key: string }) => {
-      if ([...c.agents.values()].filter((a) => a.ownerId === ownerId).length >= cap) return null;
+      if ([...c.agents.values()].filter((a) => a.ownerId === ownerId).length >= cap) return { refused: 'cap' as const };
       const id = c.newAgentId();
-      takeKey(input.key, id);
+      if (!takeKey(input.key, id)) return { refused: 'key-taken' as const };
       const agent: MemAgent = {
         id,
         ownerId,
@@ -144,7 +138,7 @@ export function memoryAgentStore(c: Catalog): AgentStore {
     update: async (id, patch: AgentPatch) => {
       const agent = c.agents.get(id)!;
       if (patch.key !== undefined && patch.key.toLowerCase() !== agent.key.toLowerCase()) {
-        takeKey(patch.key, id);
+        if (!takeKey(patch.key, id)) return { refused: 'key-taken' as const };
         c.usernames.delete(agent.key.toLowerCase());
       }
       const { llmSettings, ...rest } = patch;

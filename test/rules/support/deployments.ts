@@ -361,9 +361,10 @@ export class Relayed {
       },
       post: async (_ownerId, sessionId, text, { sender, promptId }) => {
         if (!this.sessions.has(sessionId)) throw notFound('Session not found');
+        if (this.prompts.has(promptId)) return { conflict: 'saved-already' as const };
         this.prompts.set(promptId, { sessionId, sender, text, reply: this.reply(text) });
-        // Null: the reply is awaited from the saved rows, which hold it whole already.
-        return null;
+        // No position: the reply is awaited from the saved rows, which hold it whole already.
+        return { after: null };
       },
     };
   }

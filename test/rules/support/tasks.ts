@@ -1,4 +1,5 @@
 import { Decimal } from '@prisma/client/runtime/client';
+import { isNoManna, mannaFromText } from '../../../src/domain/core/manna.ts';
 import type { Task, TaskStore } from '../../../src/domain/tasks/store.ts';
 import { ids, TestClock } from './clock.ts';
 
@@ -66,8 +67,9 @@ export function memoryTaskStore(book: TaskBook): TaskStore {
       const waiting = rows(task.userId).filter(unsettled).length;
       if (waiting >= maxUnsettled) return { refused: 'busy', unsettled: waiting };
       const id = book.newTaskId();
-      if (task.cost.isPositive() && !task.cost.isZero() && !take(task.userId, task.cost, id)) {
-        return { refused: 'balance', balance: new Decimal(book.balance(task.userId)) };
+      const cost = new Decimal(task.cost);
+      if (!isNoManna(task.cost) && !take(task.userId, cost, id)) {
+        return { refused: 'balance', balance: mannaFromText(String(book.balance(task.userId))) };
       }
       const now = book.clock.now();
       const row = {
@@ -82,7 +84,7 @@ export function memoryTaskStore(book: TaskBook): TaskStore {
         args: task.args,
         status: 'pending',
         result: null,
-        cost: task.cost,
+        cost,
         error: null,
         progress: 0,
         public: task.public,
