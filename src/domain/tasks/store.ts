@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.ts';
+import { recordCreations } from '../creations/store.ts';
 import { Prisma, type Task } from '../../generated/prisma/client.ts';
 import type { TaskStatus } from '../../generated/prisma/enums.ts';
 import { returnHold } from '../manna/stores/holds.ts';
@@ -200,15 +201,7 @@ export function taskStore(db: Db): TaskStore {
         if (!claimed) return null;
         if (outcome.status !== 'completed')
           await returnHold(tx, id, { reason: `refund: ${claimed.tool} ${outcome.status}`, sessionId: null, messageId: null });
-        if (creations.length)
-          await tx.creation.createMany({
-            data: creations.map((c) => ({
-              ...c,
-              taskId: id,
-              args: c.args as Prisma.InputJsonValue,
-              mediaAttributes: c.mediaAttributes as Prisma.InputJsonValue,
-            })),
-          });
+        await recordCreations(tx, id, creations);
         return tx.task.findUniqueOrThrow({ where: { id } });
       }),
 

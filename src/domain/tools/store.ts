@@ -1,5 +1,6 @@
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/database.ts';
+import { recordCreations } from '../creations/store.ts';
 import { claimTask, countAgainstDailyCap, returnHold } from '../manna/stores/holds.ts';
 import { debit } from '../manna/stores/ledger.ts';
 import { toToolCallView } from '../core/stores/message-rows.ts';
@@ -112,15 +113,7 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }): ToolSto
             sessionId: place.sessionId,
             messageId: place.messageId,
           });
-        if (creations.length)
-          await tx.creation.createMany({
-            data: creations.map((c) => ({
-              ...c,
-              taskId: call.id,
-              args: c.args as Prisma.InputJsonValue,
-              mediaAttributes: c.mediaAttributes as Prisma.InputJsonValue,
-            })),
-          });
+        await recordCreations(tx, call.id, creations);
         return tx.task.findUniqueOrThrow({ where: { id: call.id } });
       });
       return saved && toToolCallView(saved);
