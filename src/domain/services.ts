@@ -38,7 +38,7 @@ import { sessionService } from './sessions/service.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate } from './sessions/access-gate.ts';
 import { prismaWatchAccessStore } from './sessions/access-store.ts';
-import { prismaSessionStore } from './sessions/prisma-store.ts';
+import { prismaSessionStore, sessionTitles } from './sessions/prisma-store.ts';
 import { prismaSignalStore } from './sessions/signal-store.ts';
 import { signalOutbox } from './sessions/signals.ts';
 import { prismaShareStore } from './shares/prisma-store.ts';
@@ -157,7 +157,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   });
   const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
-    store: replyStore(db),
+    store: replyStore(db, sessionTitles(db)),
     bus,
     provider,
     offline,

@@ -3,6 +3,7 @@ import type { Db } from '../../db/database.ts';
 import { recordCreations } from '../creations/store.ts';
 import { claimTask, countAgainstDailyCap, returnHold } from '../manna/stores/holds.ts';
 import { debit } from '../manna/stores/ledger.ts';
+import { spendManna } from '../manna/stores/session-budgets.ts';
 import { toToolCallView } from '../core/stores/message-rows.ts';
 import type { HoldRefused, ToolStore } from './ports.ts';
 
@@ -65,10 +66,7 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }): ToolSto
             // A deployment's chat: its row stays locked until this hold commits, so its holds take turns.
             if (!(await countAgainstDailyCap(tx, { taskId: call.id, sessionId: place.sessionId }, cost, caps.deploymentDailyCap)))
               throw new Refusal({ refused: 'cap' });
-            const within = await tx.$executeRaw`
-              UPDATE "Session" SET "mannaSpent" = "mannaSpent" + ${cost.toString()}::decimal
-              WHERE "id" = ${place.sessionId} AND ("mannaBudget" IS NULL OR "mannaSpent" + ${cost.toString()}::decimal <= "mannaBudget")`;
-            if (!within) throw new Refusal({ refused: 'budget' });
+            if (!(await spendManna(tx, place.sessionId, cost))) throw new Refusal({ refused: 'budget' });
             const taken = await debit(tx, payer, cost, {
               reason: `tool: ${call.tool}`,
               sessionId: place.sessionId,
