@@ -63,7 +63,7 @@ import { toolRunQueue } from './tools/run-queue.ts';
 import type { TaskEvents } from './tasks/events.ts';
 import { taskRunner } from './tasks/runner.ts';
 import { taskService } from './tasks/service.ts';
-import { taskStore } from './tasks/store.ts';
+import { recordToolCalls, taskStore } from './tasks/store.ts';
 import { triggerService } from './triggers/service.ts';
 import { triggerStore } from './triggers/store.ts';
 
@@ -144,7 +144,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
   const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers, remote: dependencies.toolServices });
   const tools = createToolHost({
-    store: toolStore(db, { deploymentDailyCap: config.deployments.dailyMannaCap }),
+    store: toolStore(db, { deploymentDailyCap: config.deployments.dailyMannaCap }, { record: recordToolCalls(db) }),
     registry,
     executors,
     search,

@@ -14,21 +14,13 @@ class Refusal extends Error {
   }
 }
 
-/** The arguments as the model sent them, kept even when they are not valid JSON. */
-function argumentsForRecord(raw: string): Prisma.InputJsonValue {
-  try {
-    const parsed = JSON.parse(raw) as unknown;
-    return parsed !== null && typeof parsed === 'object' ? (parsed as Prisma.InputJsonValue) : { raw };
-  } catch {
-    return { raw };
-  }
-}
-
 /**
  * Tool calls on Prisma: recorded, charged with ledger rows, settled. `deploymentDailyCap`: the
- * daily manna cap of a deployment that sets none (DEPLOYMENT_DAILY_MANNA_CAP).
+ * daily manna cap of a deployment that sets none (DEPLOYMENT_DAILY_MANNA_CAP). A call is a task's
+ * row, which the tasks' store writes: `tasks` sits above `tools`, so the composition hands its
+ * statement in.
  */
-export function toolStore(db: Db, caps: { deploymentDailyCap: number }): ToolStore {
+export function toolStore(db: Db, caps: { deploymentDailyCap: number }, tasks: Pick<ToolStore, 'record'>): ToolStore {
   return {
     async payers(agentId, sessionId) {
       const [agent, session] = await Promise.all([
@@ -38,26 +30,7 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }): ToolSto
       return { tools: agent.tools, ownerPays: agent.ownerPays, agentOwnerId: agent.ownerId, sessionOwnerId: session.ownerId };
     },
 
-    async record({ messageId, sessionId, agentId, payer }, calls) {
-      const rows = await db.$transaction(async (tx) => {
-        const start = await tx.task.count({ where: { messageId } });
-        return tx.task.createManyAndReturn({
-          data: calls.map((c, i) => ({
-            userId: payer,
-            agentId,
-            sessionId,
-            messageId,
-            position: start + i,
-            callId: c.id,
-            tool: c.name,
-            args: argumentsForRecord(c.arguments),
-          })),
-        });
-      });
-      // Every row here was given its position just above.
-      const position = (r: (typeof rows)[number]) => r.position!;
-      return rows.sort((a, b) => position(a) - position(b)).map((r) => ({ id: r.id, position: position(r), tool: r.tool }));
-    },
+    record: tasks.record,
 
     async hold(call, cost, payer, place) {
       try {
