@@ -83,7 +83,7 @@ export interface ReplyStore {
   /** Saves the text of the replies still streaming among these, in one statement. */
   saveCheckpoints(group: Checkpoint[]): Promise<void>;
   /**
-   * Saves these replies as complete, and their tokens on their sessions, in one statement, for
+   * Saves these replies as complete, and their tokens on their sessions, in one transaction, for
    * those still streaming (none is counted twice); returns the messages saved, by id.
    */
   saveCompletions(group: Completion[]): Promise<Map<string, MessageView>>;
