@@ -16,7 +16,7 @@ import { creationStore } from './creations/store.ts';
 import { creatorService } from './creators/service.ts';
 import { creatorStore } from './creators/store.ts';
 import { deploymentAnnouncer } from './deployments/announce.ts';
-import { type Connector, noSealer, type SecretSealer } from './deployments/ports.ts';
+import { type Answers, type Connector, noSealer, type SecretSealer } from './deployments/ports.ts';
 import { type Conversations, relayRules } from './deployments/relay.ts';
 import { reportedDeployments } from './deployments/reported.ts';
 import { deploymentRuntime } from './deployments/runtime.ts';
@@ -28,7 +28,8 @@ import { feedService } from './feeds/service.ts';
 import { modelService } from './models/service.ts';
 import { modelStore } from './models/store.ts';
 import { createReplyEngine } from './replies/engine.ts';
-import { replyStore } from './replies/store.ts';
+import { promptOutcomes } from './replies/outcome.ts';
+import { promptOutcomeStore, replyStore } from './replies/store.ts';
 import { type ChosenProvider, withOneRetry } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
 import type { JobQueue } from './core/jobs.ts';
@@ -190,6 +191,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   });
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
   const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
+  // How a prompt's replies end, for those who wait on them (a deployment's chat, a trigger's run).
+  const outcomes = promptOutcomes({ bus, store: promptOutcomeStore(db) });
   const autonomy = autonomyRules({ store: prismaAutonomyStore(db), bus, jobs: dependencies.jobs, replies, log });
   const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, {
     gate: access,
@@ -199,6 +202,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const deployments = composeDeployments(db, dependencies, {
     bus,
     sessions,
+    answers: outcomes,
     instanceId,
     links,
     log: { warn: warnings.warn, error: (obj, msg) => log.error(obj, msg), info: (obj, msg) => log.info?.(obj, msg) },
@@ -215,7 +219,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     jobs: triggerJobs(dependencies.jobs),
     events: triggerEvents,
     send: (viewer, input) => sessions.send(viewer, input),
-    subscribe: (sessionId, after) => bus.subscribe(sessionId, { after }),
+    awaitOutcome: outcomes.awaitOutcome,
     cancel: (sessionId, promptId) => bus.cancelReplies({ sessionId, promptId, reason: 'cancelled' }),
     runTimeoutMs: config.triggers.runTimeoutS * 1000,
     lateGraceMs: config.triggers.lateGraceS * 1000,
@@ -289,6 +293,7 @@ function composeDeployments(
   parts: {
     bus: EventBus;
     sessions: ReturnType<typeof sessionService>;
+    answers: Answers;
     instanceId: string;
     links: MediaLinks;
     log: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
@@ -306,7 +311,7 @@ function composeDeployments(
   const announce = deploymentAnnouncer(parts.bus, parts.log);
   const runtime = deploymentRuntime({
     store,
-    relay: relayRules({ store, conversations, bus: parts.bus, defaults: dependencies.config.deployments, links: parts.links }),
+    relay: relayRules({ store, conversations, answers: parts.answers, defaults: dependencies.config.deployments, links: parts.links }),
     connectors,
     sealer,
     instanceId: parts.instanceId,

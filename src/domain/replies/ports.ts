@@ -91,6 +91,27 @@ export interface ReplyStore {
   nameSessions(group: Title[]): Promise<Set<string>>;
 }
 
+/** A reply as saved, as whoever waits for it reads it. */
+export interface SavedReply {
+  messageId: string;
+  status: 'streaming' | 'complete' | 'failed' | 'cancelled';
+  content: string;
+  error: string | null;
+  toolCalls: { status: string; result: unknown; error: string | null }[];
+}
+
+/** A prompt's session and its replies as saved, in their order. */
+export interface PromptOutcome {
+  sessionId: string;
+  replies: SavedReply[];
+}
+
+/** The read behind `awaitOutcome` (`outcome.ts`). */
+export interface PromptOutcomes {
+  /** The prompt's session and replies; null when the prompt is not saved (or its session was deleted). */
+  promptOutcome(promptId: string): Promise<PromptOutcome | null>;
+}
+
 /** Which streaming replies recovery takes. */
 export interface AbandonedReplies {
   /** Only replies written by this instance. */

@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.ts';
 import { addTokens, countReplyTokens, reserveTurns } from '../manna/stores/session-budgets.ts';
 import { abandonToolCalls } from '../manna/stores/holds.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
-import type { Checkpoint, Completion, Conversation, ReplyStore, Title } from './ports.ts';
+import type { Checkpoint, Completion, Conversation, PromptOutcomes, ReplyStore } from './ports.ts';
 
 /**
  * The reply engine's statements on Prisma: the reads a prompt's replies start from, and each
@@ -94,4 +94,26 @@ async function saveCompletions(db: Db, e: Completion[]) {
   });
   const rows = saved.length ? await db.message.findMany({ where: { id: { in: saved.map((r) => r.id) } }, select: messageSelect }) : [];
   return new Map(rows.map((r) => [r.id, toMessageView(r)]));
+}
+
+/** How a prompt's replies stand, read for `awaitOutcome`. */
+export function promptOutcomeStore(db: Db): PromptOutcomes {
+  return {
+    async promptOutcome(promptId) {
+      const prompt = await db.message.findUnique({ where: { id: promptId }, select: { sessionId: true } });
+      if (!prompt) return null;
+      const replies = await db.message.findMany({
+        where: { promptId, role: 'assistant' },
+        orderBy: { ordinal: 'asc' },
+        select: {
+          id: true,
+          status: true,
+          content: true,
+          error: true,
+          toolCalls: { select: { status: true, result: true, error: true }, orderBy: { position: 'asc' } },
+        },
+      });
+      return { sessionId: prompt.sessionId, replies: replies.map(({ id, ...r }) => ({ messageId: id, ...r })) };
+    },
+  };
 }
