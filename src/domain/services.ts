@@ -220,6 +220,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     events: triggerEvents,
     send: (viewer, input) => sessions.send(viewer, input),
     awaitOutcome: outcomes.awaitOutcome,
+    outcome: outcomes.outcome,
     cancel: (sessionId, promptId) => bus.cancelReplies({ sessionId, promptId, reason: 'cancelled' }),
     runTimeoutMs: config.triggers.runTimeoutS * 1000,
     lateGraceMs: config.triggers.lateGraceS * 1000,

@@ -83,6 +83,7 @@ function harness(limits = { minIntervalS: 1, perUser: 5 }) {
     events,
     send,
     awaitOutcome: outcomes.awaitOutcome,
+    outcome: outcomes.outcome,
     cancel: async (_sessionId, promptId) => void cancelled.push(promptId),
     runTimeoutMs: RUN_TIMEOUT_MS,
     lateGraceMs: 10_000,

@@ -37,6 +37,8 @@ export interface RunnerDependencies {
   send(viewer: Viewer, input: unknown): Promise<PromptStarted>;
   /** Follows a prompt's replies until they end (the replies' `awaitOutcome`). */
   awaitOutcome(wait: OutcomeWait): Promise<WaitEnd>;
+  /** How a prompt's replies stand now, as saved (the replies' `outcome`); null when the prompt is gone. */
+  outcome(promptId: string): Promise<Outcome | null>;
   /** Stops a prompt's replies wherever they run. */
   cancel(sessionId: string, promptId: string): Promise<void>;
   /** `TRIGGER_RUN_TIMEOUT_S`, in milliseconds: a run longer than this is failed and released. */
@@ -139,7 +141,7 @@ export async function queueNext(ctx: Pick<RunContext, 'store' | 'jobs' | 'now'>,
 }
 
 /** A reply as a run reads its outcome. */
-const asRunReads = (reply: Outcome['replies'][number]): ReplyOutcome => ({
+export const asRunReads = (reply: Outcome['replies'][number]): ReplyOutcome => ({
   status: reply.status,
   error: reply.error,
   toolErrors: reply.toolCalls.flatMap((c) => (c.error ? [c.error] : [])),
