@@ -16,7 +16,7 @@ import { creationStore } from './creations/store.ts';
 import { creatorService } from './creators/service.ts';
 import { creatorStore } from './creators/store.ts';
 import { deploymentAnnouncer } from './deployments/announce.ts';
-import { type Connector, noSealer, type SecretSealer } from './deployments/ports.ts';
+import { type Answers, type Connector, noSealer, type SecretSealer } from './deployments/ports.ts';
 import { type Conversations, relayRules } from './deployments/relay.ts';
 import { reportedDeployments } from './deployments/reported.ts';
 import { deploymentRuntime } from './deployments/runtime.ts';
@@ -28,7 +28,8 @@ import { feedService } from './feeds/service.ts';
 import { modelService } from './models/service.ts';
 import { modelStore } from './models/store.ts';
 import { createReplyEngine } from './replies/engine.ts';
-import { replyStore } from './replies/store.ts';
+import { promptOutcomes } from './replies/outcome.ts';
+import { promptOutcomeStore, replyStore } from './replies/store.ts';
 import { type ChosenProvider, withOneRetry } from './replies/provider.ts';
 import type { EventBus } from './core/bus.ts';
 import type { JobQueue } from './core/jobs.ts';
@@ -39,7 +40,7 @@ import { PromptSavedAlready } from './sessions/store.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate } from './sessions/access-gate.ts';
 import { prismaWatchAccessStore } from './sessions/access-store.ts';
-import { prismaSessionStore } from './sessions/prisma-store.ts';
+import { prismaSessionStore, sessionTitles } from './sessions/prisma-store.ts';
 import { prismaSignalStore } from './sessions/signal-store.ts';
 import { signalOutbox } from './sessions/signals.ts';
 import { prismaShareStore } from './shares/prisma-store.ts';
@@ -64,7 +65,8 @@ import { toolRunQueue } from './tools/run-queue.ts';
 import type { TaskEvents } from './tasks/events.ts';
 import { taskRunner } from './tasks/runner.ts';
 import { taskService } from './tasks/service.ts';
-import { taskStore } from './tasks/store.ts';
+import { claimTask } from './tasks/settle-store.ts';
+import { recordToolCalls, taskStore } from './tasks/store.ts';
 import { triggerService } from './triggers/service.ts';
 import { triggerStore } from './triggers/store.ts';
 
@@ -145,7 +147,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
   const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers, remote: dependencies.toolServices });
   const tools = createToolHost({
-    store: toolStore(db, { deploymentDailyCap: config.deployments.dailyMannaCap }),
+    store: toolStore(db, { deploymentDailyCap: config.deployments.dailyMannaCap }, { record: recordToolCalls(db), claim: claimTask }),
     registry,
     executors,
     search,
@@ -158,7 +160,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   });
   const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
-    store: replyStore(db),
+    store: replyStore(db, sessionTitles(db)),
     bus,
     provider,
     offline,
@@ -191,6 +193,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   });
   const signals = signalOutbox(prismaSignalStore(db), bus, warnings);
   const access = accessGate(prismaWatchAccessStore(db), config.events.accessRecheckMs, warnings);
+  // How a prompt's replies end, for those who wait on them (a deployment's chat, a trigger's run).
+  const outcomes = promptOutcomes({ bus, store: promptOutcomeStore(db) });
   const autonomy = autonomyRules({ store: prismaAutonomyStore(db), bus, jobs: dependencies.jobs, replies, log });
   const sessions = sessionService(prismaSessionStore(db), bus, replies, config.work, dependencies.streamLimits, {
     gate: access,
@@ -200,6 +204,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const deployments = composeDeployments(db, dependencies, {
     bus,
     sessions,
+    answers: outcomes,
     instanceId,
     links,
     log: { warn: warnings.warn, error: (obj, msg) => log.error(obj, msg), info: (obj, msg) => log.info?.(obj, msg) },
@@ -216,7 +221,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     jobs: triggerJobs(dependencies.jobs),
     events: triggerEvents,
     send: (viewer, input) => sessions.send(viewer, input),
-    subscribe: (sessionId, after) => bus.subscribe(sessionId, { after }),
+    awaitOutcome: outcomes.awaitOutcome,
+    outcome: outcomes.outcome,
     cancel: (sessionId, promptId) => bus.cancelReplies({ sessionId, promptId, reason: 'cancelled' }),
     runTimeoutMs: config.triggers.runTimeoutS * 1000,
     lateGraceMs: config.triggers.lateGraceS * 1000,
@@ -290,6 +296,7 @@ function composeDeployments(
   parts: {
     bus: EventBus;
     sessions: ReturnType<typeof sessionService>;
+    answers: Answers;
     instanceId: string;
     links: MediaLinks;
     log: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
@@ -313,7 +320,7 @@ function composeDeployments(
   const announce = deploymentAnnouncer(parts.bus, parts.log);
   const runtime = deploymentRuntime({
     store,
-    relay: relayRules({ store, conversations, bus: parts.bus, defaults: dependencies.config.deployments, links: parts.links }),
+    relay: relayRules({ store, conversations, answers: parts.answers, defaults: dependencies.config.deployments, links: parts.links }),
     connectors,
     sealer,
     instanceId: parts.instanceId,

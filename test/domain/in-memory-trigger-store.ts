@@ -167,7 +167,6 @@ export function memoryTriggerStore(db: MemoryTriggerDatabase, now: () => Date): 
       });
       return { run: copy(ended), trigger: copy(db.triggers.get(t.id)!), paused };
     },
-    replyOutcomes: async (ids) => ids.flatMap((id) => (db.replies.has(id) ? [db.replies.get(id)!] : [])),
     async markQueued(id, at) {
       const t = db.triggers.get(id);
       if (t?.nextRun?.getTime() === at.getTime()) write(id, { queuedFor: at });

@@ -1,6 +1,7 @@
 import { replyStore } from '../../src/domain/replies/store.ts';
 import { describe, expect, it } from 'vitest';
 import { createReplyWriter } from '../../src/domain/replies/writer.ts';
+import { sessionTitles } from '../../src/domain/sessions/prisma-store.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
@@ -28,7 +29,7 @@ const streamingReply = () => t.db.message.create({ data: { sessionId, role: 'ass
 describe('the reply writer', () => {
   it('saves the replies completed together, each alone when the database refuses one of them', async () => {
     const replies = await Promise.all(Array.from({ length: 5 }, streamingReply));
-    const writer = createReplyWriter(replyStore(t.db), { error: () => {} });
+    const writer = createReplyWriter(replyStore(t.db, sessionTitles(t.db)), { error: () => {} });
     const before = await t.db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { tokensSpent: true } });
     // PostgreSQL text cannot hold NUL: the third reply's row is refused.
     const saves = replies.map((r, i) =>
@@ -56,7 +57,7 @@ describe('the reply writer', () => {
 
   it('hands a large group of saved replies back a few at a time, with other work let through in between', async () => {
     const replies = await Promise.all(Array.from({ length: 60 }, streamingReply));
-    const writer = createReplyWriter(replyStore(t.db), { error: () => {} });
+    const writer = createReplyWriter(replyStore(t.db, sessionTitles(t.db)), { error: () => {} });
     // What each caller does with its saved reply (its last events, its memory and title calls)
     // runs as it is handed back. Other work due meanwhile, such as the next token of a reply still
     // streaming (here, a callback queued when the first save comes back), must not wait for all of them.
@@ -80,7 +81,7 @@ describe('the reply writer', () => {
 
   it('counts a reply saved twice once, and the second save changes nothing', async () => {
     const reply = await streamingReply();
-    const writer = createReplyWriter(replyStore(t.db), { error: () => {} });
+    const writer = createReplyWriter(replyStore(t.db, sessionTitles(t.db)), { error: () => {} });
     const before = await t.db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { tokensSpent: true } });
     const save = (content: string) =>
       writer.complete({ sessionId, messageId: reply.id, content, thought: '', promptTokens: 5, completionTokens: 7 });

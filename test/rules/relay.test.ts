@@ -34,7 +34,7 @@ function world(defaults = { dailyMannaCap: 100, chatMessagesPerMinute: 3 }) {
   const relay = relayRules({
     store: r.store(),
     conversations: r.conversations(),
-    bus,
+    answers: r.answers(),
     defaults,
     links: mediaLinks(() => 'https://parley.example'),
   });
@@ -104,13 +104,14 @@ describe('a message in a chat the deployment answers', () => {
 
   it('shows why a reply failed, and the links to what its tools made', async () => {
     const { r, said, answer } = world();
-    r.reply = () => ({ status: 'failed', content: '', error: 'the model is unavailable', toolCalls: [] });
+    r.reply = () => ({ status: 'failed', content: '', error: 'the model is unavailable', toolCalls: [], interrupted: false });
     await answer(r.update({ id: '1' }, 'one'));
     r.reply = () => ({
       status: 'complete',
       content: 'Here it is.',
       error: null,
       toolCalls: [{ status: 'completed', result: { url: '/media/fox.png' } }],
+      interrupted: false,
     });
     await answer(r.update({ id: '1' }, 'a fox'));
     expect(said.map((s) => s.text)).toEqual([

@@ -3,6 +3,8 @@ import type { BusItem, BusSubscription } from '../../src/domain/core/bus.ts';
 import { badInput, DomainError } from '../../src/domain/core/errors.ts';
 import type { SessionEvent } from '../../src/domain/core/events.ts';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
+import { promptOutcomes } from '../../src/domain/replies/outcome.ts';
+import type { SavedReply } from '../../src/domain/replies/ports.ts';
 import type { PromptStarted } from '../../src/domain/sessions/prompting.ts';
 import type { TriggerEvent, TriggerJob } from '../../src/domain/triggers/ports.ts';
 import { triggerRunner } from '../../src/domain/triggers/runner.ts';
@@ -53,13 +55,35 @@ function harness(limits = { minIntervalS: 1, perUser: 5 }) {
     };
   }
 
+  /** The replies' own wait, over the channels above and the replies as saved here. */
+  const outcomes = promptOutcomes({
+    bus: { subscribe: (id, options) => sessions.subscribe(id, options?.after ?? 0), position: async (id) => sessions.position(id) },
+    store: {
+      async promptOutcome(promptId) {
+        const prompt = prompts.find((p) => p.promptId === promptId);
+        if (!prompt) return null;
+        const replies = [...db.replies].filter(([, r]) => r.promptId === promptId);
+        return {
+          sessionId: prompt.sessionId,
+          replies: replies.map(([messageId, r]) => ({
+            messageId,
+            status: r.status as SavedReply['status'],
+            content: '',
+            error: r.error,
+            toolCalls: r.toolErrors.map((error) => ({ status: 'failed', result: null, error })),
+          })),
+        };
+      },
+    },
+  });
   const events = { publish: async (_userId: string, event: TriggerEvent) => void told.push(event) };
   const runner = triggerRunner({
     store,
     jobs: { at: async (at, job) => void queue.push({ at, job }) },
     events,
     send,
-    subscribe: (sessionId, after) => sessions.subscribe(sessionId, after),
+    awaitOutcome: outcomes.awaitOutcome,
+    outcome: outcomes.outcome,
     cancel: async (_sessionId, promptId) => void cancelled.push(promptId),
     runTimeoutMs: RUN_TIMEOUT_MS,
     lateGraceMs: 10_000,

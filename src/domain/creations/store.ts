@@ -58,6 +58,90 @@ const addLike: LikeChange = async (tx, viewer, id) =>
   (await tx.like.createMany({ data: [{ creationId: id, userId: viewer.id }], skipDuplicates: true })).count;
 const removeLike: LikeChange = async (tx, viewer, id) => (await tx.like.deleteMany({ where: { creationId: id, userId: viewer.id } })).count;
 
+/** A creation as a tool call or a task makes it (or an import brings it): the row's own columns. */
+export interface MadeCreation {
+  id: string;
+  userId: string;
+  agentId: string | null;
+  tool: string;
+  args: Record<string, unknown>;
+  name: string;
+  url: string;
+  thumbnail: string | null;
+  filename: string | null;
+  mediaAttributes: Record<string, unknown>;
+  /** A task made public makes public creations. */
+  public?: boolean;
+}
+
+/**
+ * Saves what a task or a tool call made, in the transaction that settles it: the call and its
+ * creations are saved together or not at all.
+ */
+export async function recordCreations(tx: Pick<Tx, 'creation'>, taskId: string, creations: readonly MadeCreation[]) {
+  if (!creations.length) return;
+  await tx.creation.createMany({
+    data: creations.map((c) => ({
+      ...c,
+      taskId,
+      args: c.args as Prisma.InputJsonValue,
+      mediaAttributes: c.mediaAttributes as Prisma.InputJsonValue,
+    })),
+  });
+}
+
+/**
+ * How search's vectors are written into a creation's embedding columns: search makes them and
+ * knows their form (`cast`: the column's type, pgvector's `vector` or `real[]`; each vector as
+ * that type's text), this store writes the row.
+ */
+export interface EmbeddingColumns {
+  provider: string;
+  dimensions: number;
+  cast: Prisma.Sql;
+}
+
+/**
+ * Inserts imported creations together with their vectors, in one statement: writing the row and
+ * then its vector would write every row (and its 3 KB vector) twice. Ids already present are
+ * left alone; returns the ids inserted.
+ */
+export async function insertWithEmbeddings(
+  db: Pick<Db, '$queryRaw'>,
+  embedding: EmbeddingColumns,
+  rows: readonly (MadeCreation & { public: boolean; createdAt?: Date; vector: string })[],
+): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const col = <K extends keyof (typeof rows)[number]>(key: K) => rows.map((r) => r[key]);
+  const inserted = await db.$queryRaw<{ id: string }[]>`
+    INSERT INTO "Creation" (id, "userId", "agentId", tool, name, url, thumbnail, filename, args, "mediaAttributes", public, "createdAt", "updatedAt",
+                            embedding, "embeddingProvider", "embeddingDimensions")
+    SELECT r.id, r.user_id, r.agent_id, r.tool, r.name, r.url, r.thumbnail, r.filename, r.args::jsonb, r.media::jsonb, r.public,
+           COALESCE(r.created_at::timestamptz AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC'), now() AT TIME ZONE 'UTC',
+           r.embedding::${embedding.cast}, ${embedding.provider}, ${embedding.dimensions}
+    FROM unnest(${col('id')}::text[], ${col('userId')}::text[], ${col('agentId')}::text[], ${col('tool')}::text[], ${col('name')}::text[],
+                ${col('url')}::text[], ${col('thumbnail')}::text[], ${col('filename')}::text[],
+                ${rows.map((r) => JSON.stringify(r.args))}::text[], ${rows.map((r) => JSON.stringify(r.mediaAttributes))}::text[],
+                ${col('public')}::boolean[], ${rows.map((r) => r.createdAt?.toISOString() ?? null)}::text[], ${col('vector')}::text[])
+      AS r(id, user_id, agent_id, tool, name, url, thumbnail, filename, args, media, public, created_at, embedding)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id`;
+  return inserted.map((r) => r.id);
+}
+
+/** Stores vectors with the provider that made them, in one statement. */
+export async function writeEmbeddings(
+  db: Pick<Db, '$executeRaw'>,
+  embedding: EmbeddingColumns,
+  rows: readonly { id: string; vector: string }[],
+) {
+  if (rows.length === 0) return;
+  await db.$executeRaw`
+    UPDATE "Creation" AS c SET embedding = v.e::${embedding.cast}, "embeddingProvider" = ${embedding.provider}, "embeddingDimensions" = ${embedding.dimensions}
+    FROM unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.vector)}::text[]) AS v(id, e)
+    WHERE c.id = v.id`;
+}
+
 export function creationStore(db: Db): CreationStore {
   const isVisible = async (tx: Tx, viewer: Viewer, id: string) =>
     (await tx.creation.findFirst({ where: { id, ...visibleCreations(viewer) }, select: { id: true } })) !== null;

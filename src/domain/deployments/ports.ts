@@ -153,3 +153,39 @@ export function noSealer(problem: string): SecretSealer {
     forgetPrevious: async () => refuse(),
   };
 }
+
+/** A reply as a chat is shown it, and whether it ended only because its process stopped (then it is asked again). */
+export interface ChatReply {
+  status: 'streaming' | 'complete' | 'failed' | 'cancelled';
+  content: string;
+  error: string | null;
+  toolCalls: { status: string; result: unknown }[];
+  interrupted: boolean;
+}
+
+/** A relayed prompt's session and its replies as saved (one: a deployment has one agent). */
+export interface RelayedPrompt {
+  sessionId: string;
+  replies: ChatReply[];
+}
+
+/**
+ * The replies as a deployment awaits them: the replies service behind it (composed in
+ * `services.ts`, as `deployments` sits below `replies`).
+ */
+export interface Answers {
+  /** How the prompt's replies stand; null when the prompt is not saved (or its session was deleted). */
+  outcome(promptId: string): Promise<RelayedPrompt | null>;
+  /**
+   * Follows the prompt's replies until they end, showing their text as it grows (`onText`) when
+   * followed from the prompt's start (`after`, its start event's seq; null: only their end is
+   * awaited). 'gone': the prompt's session was deleted; 'stopped': `signal` stopped the wait.
+   */
+  awaitOutcome(wait: {
+    sessionId: string;
+    promptId: string;
+    after: number | null;
+    onText?: (text: string) => void;
+    signal: AbortSignal;
+  }): Promise<RelayedPrompt | 'gone' | 'stopped'>;
+}

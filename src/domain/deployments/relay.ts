@@ -1,10 +1,9 @@
-import type { EventBus } from '../core/bus.ts';
 import { isDomainError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { MediaLinks } from '../core/media-links.ts';
-import { answerText, followReply, isInterrupted } from './follow.ts';
+import { answerText } from './answer-text.ts';
 import { chatRateOf, type LimitDefaults, RATE_WINDOW_MS, type Refusal, rateRefusal, refusalBeforeCounting } from './limits.ts';
-import { type AnswerOut, type Connector, type Outbox, type PlatformSecrets, SecretsRefused } from './ports.ts';
+import { type AnswerOut, type Answers, type Connector, type Outbox, type PlatformSecrets, SecretsRefused } from './ports.ts';
 import type { DeploymentRuntimeStore, HeldDeployment, RecordedUpdate, RelayContext } from './runtime-store.ts';
 
 /** Times an update whose reply was cut off by a process stopping is answered again. */
@@ -53,7 +52,7 @@ export class LeftForLater extends Error {
 export interface RelayDependencies {
   store: DeploymentRuntimeStore;
   conversations: Conversations;
-  bus: EventBus;
+  answers: Answers;
   defaults: LimitDefaults;
   /** Makes the links in tools' results absolute: a chat reaches the media where the service is now. */
   links: MediaLinks;
@@ -66,7 +65,7 @@ export interface RelayDependencies {
  * the prompt is saved under the update's prompt id, so only once; the answer edits the messages
  * already sent. Returns when it is answered, or throws LeftForLater.
  */
-export function relayRules({ store, conversations, bus, defaults, links }: RelayDependencies) {
+export function relayRules({ store, conversations, answers, defaults, links }: RelayDependencies) {
   async function refusalFor(run: DeploymentRun, ctx: RelayContext, chatId: string, update: RecordedUpdate): Promise<Refusal | null> {
     const spentToday = await store.spentToday(run.deployment.id);
     const before = refusalBeforeCounting({
@@ -136,7 +135,7 @@ export function relayRules({ store, conversations, bus, defaults, links }: Relay
     const chat = await store.chat(run.deployment.id, update.conversation);
     const outbox = run.connector.deliver(run.secrets, update.conversation);
     let promptId = update.promptId;
-    let at = await store.promptState(promptId).then((s) => (s ? { sessionId: s.sessionId, after: null as number | null } : null));
+    let at = await answers.outcome(promptId).then((s) => (s ? { sessionId: s.sessionId, after: null as number | null } : null));
     if (!at) {
       const refusal = await refusalFor(run, ctx, chat.id, update);
       if (refusal) {
@@ -157,17 +156,18 @@ export function relayRules({ store, conversations, bus, defaults, links }: Relay
     try {
       for (let attempts = update.attempts; ; attempts++) {
         out.typing();
-        const state = await followReply({ bus, store }, { ...at, promptId }, (text) => out.show(text.trim()), run.signal);
-        if (!state || !run.holds()) throw new LeftForLater();
-        if (isInterrupted(state.reply) && attempts < ANSWER_AGAIN) {
+        const state = await answers.awaitOutcome({ ...at, promptId, onText: (text) => out.show(text.trim()), signal: run.signal });
+        if (typeof state === 'string' || !run.holds()) throw new LeftForLater();
+        const reply = state.replies[0] ?? null;
+        if (reply?.interrupted && attempts < ANSWER_AGAIN) {
           const next = newId();
           if (!(await store.retryUpdate(update.id, promptId, next))) throw new LeftForLater();
           promptId = next;
           at = await relay(run, ctx, chat, update, promptId);
           continue;
         }
-        await finish(run, out, answerText(state.reply, links), wait);
-        await store.finishUpdate(update.id, state.reply?.status === 'complete' ? 'answered' : 'failed');
+        await finish(run, out, answerText(reply, links), wait);
+        await store.finishUpdate(update.id, reply?.status === 'complete' ? 'answered' : 'failed');
         return;
       }
     } finally {

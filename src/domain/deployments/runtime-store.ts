@@ -43,17 +43,6 @@ export interface RelayContext {
   config: DeploymentConfig;
 }
 
-/** A prompt relayed for an update, and the agent's reply to it as saved. */
-export interface PromptState {
-  sessionId: string;
-  reply: {
-    status: 'streaming' | 'complete' | 'failed' | 'cancelled';
-    content: string;
-    error: string | null;
-    toolCalls: { status: string; result: unknown }[];
-  } | null;
-}
-
 /** Every statement running deployments need: leases, the cursor, recorded updates, chats, senders. */
 export interface DeploymentRuntimeStore {
   /**
@@ -92,7 +81,6 @@ export interface DeploymentRuntimeStore {
   spentToday(deploymentId: string): Promise<number>;
   /** The user that sends a platform person's messages, made on first sight and renamed after them. */
   sender(platform: DeploymentPlatform, ref: string, name: string): Promise<string>;
-  promptState(promptId: string): Promise<PromptState | null>;
   setReplyRefs(updateId: string, refs: string[]): Promise<void>;
   /** Marks the update done (`note`: why it was not answered, when that is not plain). */
   finishUpdate(updateId: string, status: Exclude<DeploymentUpdateStatus, 'received'>, note?: string): Promise<void>;
@@ -226,7 +214,7 @@ async function storable(db: Db, deploymentId: string, m: Recordable): Promise<bo
 }
 
 /** Updates read and the prompts relayed for them, up to their answer. */
-function updates(db: Db): Pick<DeploymentRuntimeStore, 'pending' | 'promptState' | 'setReplyRefs' | 'finishUpdate' | 'retryUpdate'> {
+function updates(db: Db): Pick<DeploymentRuntimeStore, 'pending' | 'setReplyRefs' | 'finishUpdate' | 'retryUpdate'> {
   return {
     async pending(deploymentId) {
       const rows = await db.deploymentUpdate.findMany({ where: { deploymentId, status: 'received' }, orderBy: { seq: 'asc' } });
@@ -242,22 +230,6 @@ function updates(db: Db): Pick<DeploymentRuntimeStore, 'pending' | 'promptState'
         attempts: r.attempts,
         replyRefs: Array.isArray(r.replyRefs) ? r.replyRefs.map(String) : [],
       }));
-    },
-
-    async promptState(promptId) {
-      const prompt = await db.message.findUnique({ where: { id: promptId }, select: { sessionId: true } });
-      if (!prompt) return null;
-      const reply = await db.message.findFirst({
-        where: { promptId, role: 'assistant' },
-        orderBy: { ordinal: 'asc' },
-        select: {
-          status: true,
-          content: true,
-          error: true,
-          toolCalls: { select: { status: true, result: true }, orderBy: { position: 'asc' } },
-        },
-      });
-      return { sessionId: prompt.sessionId, reply };
     },
 
     async setReplyRefs(updateId, refs) {

@@ -83,12 +83,33 @@ export interface ReplyStore {
   /** Saves the text of the replies still streaming among these, in one statement. */
   saveCheckpoints(group: Checkpoint[]): Promise<void>;
   /**
-   * Saves these replies as complete, and their tokens on their sessions, in one statement, for
+   * Saves these replies as complete, and their tokens on their sessions, in one transaction, for
    * those still streaming (none is counted twice); returns the messages saved, by id.
    */
   saveCompletions(group: Completion[]): Promise<Map<string, MessageView>>;
   /** Names the sessions that have no title yet (the first title for a session wins); returns those named. */
   nameSessions(group: Title[]): Promise<Set<string>>;
+}
+
+/** A reply as saved, as whoever waits for it reads it. */
+export interface SavedReply {
+  messageId: string;
+  status: 'streaming' | 'complete' | 'failed' | 'cancelled';
+  content: string;
+  error: string | null;
+  toolCalls: { status: string; result: unknown; error: string | null }[];
+}
+
+/** A prompt's session and its replies as saved, in their order. */
+export interface PromptOutcome {
+  sessionId: string;
+  replies: SavedReply[];
+}
+
+/** The read behind `awaitOutcome` (`outcome.ts`). */
+export interface PromptOutcomes {
+  /** The prompt's session and replies; null when the prompt is not saved (or its session was deleted). */
+  promptOutcome(promptId: string): Promise<PromptOutcome | null>;
 }
 
 /** Which streaming replies recovery takes. */

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
-import { abandonToolCalls } from '../manna/stores/holds.ts';
+import { abandonToolCalls } from '../tasks/settle-store.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
 import type { AbandonedReplies, RecoveryStore } from './ports.ts';
 

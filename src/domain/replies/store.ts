@@ -1,11 +1,15 @@
 import type { Db } from '../../db/database.ts';
-import { addTokens, reserveTurns } from '../manna/stores/session-budgets.ts';
-import { abandonToolCalls } from '../manna/stores/holds.ts';
+import { addTokens, countReplyTokens, reserveTurns } from '../manna/stores/session-budgets.ts';
+import { abandonToolCalls } from '../tasks/settle-store.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
-import type { Checkpoint, Completion, Conversation, ReplyStore, Title } from './ports.ts';
+import type { Checkpoint, Completion, Conversation, PromptOutcomes, ReplyStore } from './ports.ts';
 
-/** The reply engine's statements on Prisma: the reads a prompt's replies start from, and each save. */
-export function replyStore(db: Db): ReplyStore {
+/**
+ * The reply engine's statements on Prisma: the reads a prompt's replies start from, and each
+ * save. A session's title is the sessions' store's to write (`sessions` sits above `replies`, so
+ * the composition hands that statement in).
+ */
+export function replyStore(db: Db, sessions: Pick<ReplyStore, 'nameSessions'>): ReplyStore {
   return {
     async conversation(sessionId, historyLimit): Promise<Conversation | null> {
       const [session, latest] = await Promise.all([
@@ -58,7 +62,7 @@ export function replyStore(db: Db): ReplyStore {
 
     saveCheckpoints: (group) => saveCheckpoints(db, group),
     saveCompletions: (group) => saveCompletions(db, group),
-    nameSessions: (group) => nameSessions(db, group),
+    nameSessions: (group) => sessions.nameSessions(group),
   };
 }
 
@@ -71,43 +75,45 @@ async function saveCheckpoints(db: Db, group: Checkpoint[]) {
 }
 
 async function saveCompletions(db: Db, e: Completion[]) {
-  // The session's counter before the message, in the order a session delete takes them (the
-  // message update reads the counter update's rows, so it runs after it). Only replies still
-  // streaming are counted: a save made again (a group retried reply by reply) counts nothing twice.
-  const saved = await db.$queryRaw<{ id: string }[]>`
-    WITH v AS (
-      SELECT * FROM unnest(
-        ${e.map((c) => c.messageId)}::text[], ${e.map((c) => c.sessionId)}::text[], ${e.map((c) => c.content)}::text[],
-        ${e.map((c) => c.thought)}::text[], ${e.map((c) => c.promptTokens)}::int[], ${e.map((c) => c.completionTokens)}::int[]
-      ) AS v(id, session_id, content, thought, prompt_tokens, completion_tokens)
-    ), counted AS (
-      UPDATE "Session" AS s SET "tokensSpent" = s."tokensSpent" + t.n, "updatedAt" = now()
-      FROM (
-        SELECT v.session_id, sum(v.prompt_tokens + v.completion_tokens)::int AS n
-        FROM v JOIN "Message" AS m ON m."id" = v.id AND m."status" = 'streaming'
-        GROUP BY v.session_id
-      ) AS t
-      WHERE s."id" = t.session_id
-      RETURNING s."id"
-    )
-    UPDATE "Message" AS m SET "content" = v.content, "thought" = NULLIF(v.thought, ''), "status" = 'complete', "error" = NULL,
-      "promptTokens" = v.prompt_tokens, "completionTokens" = v.completion_tokens, "updatedAt" = now()
-    FROM v
-    WHERE m."id" = v.id AND m."status" = 'streaming' AND m."sessionId" IN (SELECT "id" FROM counted)
-    RETURNING m."id"`;
+  const saved = await db.$transaction(async (tx) => {
+    // The sessions' counters first (see countReplyTokens); a reply of a session deleted meanwhile is not saved.
+    const counted = await countReplyTokens(
+      tx,
+      e.map((c) => ({ messageId: c.messageId, tokens: c.promptTokens + c.completionTokens })),
+    );
+    if (!counted.length) return [];
+    return tx.$queryRaw<{ id: string }[]>`
+      UPDATE "Message" AS m SET "content" = v.content, "thought" = NULLIF(v.thought, ''), "status" = 'complete', "error" = NULL,
+        "promptTokens" = v.prompt_tokens, "completionTokens" = v.completion_tokens, "updatedAt" = now()
+      FROM unnest(
+        ${e.map((c) => c.messageId)}::text[], ${e.map((c) => c.content)}::text[], ${e.map((c) => c.thought)}::text[],
+        ${e.map((c) => c.promptTokens)}::int[], ${e.map((c) => c.completionTokens)}::int[]
+      ) AS v(id, content, thought, prompt_tokens, completion_tokens)
+      WHERE m."id" = v.id AND m."status" = 'streaming' AND m."sessionId" = ANY(${counted}::text[])
+      RETURNING m."id"`;
+  });
   const rows = saved.length ? await db.message.findMany({ where: { id: { in: saved.map((r) => r.id) } }, select: messageSelect }) : [];
   return new Map(rows.map((r) => [r.id, toMessageView(r)]));
 }
 
-async function nameSessions(db: Db, group: Title[]) {
-  const named = await db.$queryRaw<{ id: string }[]>`
-    UPDATE "Session" AS s SET "title" = v.title, "updatedAt" = now()
-    FROM (
-      SELECT DISTINCT ON (id) id, title
-      FROM unnest(${group.map((t) => t.sessionId)}::text[], ${group.map((t) => t.title)}::text[]) WITH ORDINALITY AS v(id, title, n)
-      ORDER BY id, n
-    ) AS v
-    WHERE s."id" = v.id AND s."title" IS NULL
-    RETURNING s."id"`;
-  return new Set(named.map((r) => r.id));
+/** How a prompt's replies stand, read for `awaitOutcome`. */
+export function promptOutcomeStore(db: Db): PromptOutcomes {
+  return {
+    async promptOutcome(promptId) {
+      const prompt = await db.message.findUnique({ where: { id: promptId }, select: { sessionId: true } });
+      if (!prompt) return null;
+      const replies = await db.message.findMany({
+        where: { promptId, role: 'assistant' },
+        orderBy: { ordinal: 'asc' },
+        select: {
+          id: true,
+          status: true,
+          content: true,
+          error: true,
+          toolCalls: { select: { status: true, result: true, error: true }, orderBy: { position: 'asc' } },
+        },
+      });
+      return { sessionId: prompt.sessionId, replies: replies.map(({ id, ...r }) => ({ messageId: id, ...r })) };
+    },
+  };
 }

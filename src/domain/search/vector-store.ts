@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { VectorColumn } from '../../db/vector-column.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
+import { type EmbeddingColumns, insertWithEmbeddings, writeEmbeddings } from '../creations/store.ts';
 import { visibleCreationsSql } from '../discovery/store.ts';
 import { EMBEDDING_DIMENSIONS } from './embeddings/provider.ts';
 import type { SearchOrderBy } from './inputs.ts';
@@ -16,6 +17,8 @@ const numbers = (v: Float32Array) => Array.from(v, (x) => +x.toPrecision(9)).joi
 export function vectorStore(db: Db, column: VectorColumn) {
   const literal = (v: Float32Array) => (column === 'vector' ? `[${numbers(v)}]` : `{${numbers(v)}}`);
   const cast = Prisma.raw(column === 'vector' ? 'vector' : 'real[]');
+  // The vectors are search's; the row they sit in is the creations' store's to write.
+  const columns = (provider: string): EmbeddingColumns => ({ provider, dimensions: EMBEDDING_DIMENSIONS, cast });
   const sortColumn = { score: Prisma.raw('score'), createdAt: Prisma.raw('"createdAt"'), likeCount: Prisma.raw('"likeCount"') };
   const keyParam = (orderBy: SearchOrderBy, key: SortKey) =>
     orderBy === 'createdAt'
@@ -92,38 +95,21 @@ export function vectorStore(db: Db, column: VectorColumn) {
       };
     },
 
-    /**
-     * Inserts new creations together with their vectors, in one statement: writing the row and
-     * then its vector would write every row (and its 3 KB vector) twice. Ids already present are
-     * left alone; returns the ids inserted.
-     */
-    async insertWithEmbeddings(provider: string, rows: readonly NewCreation[]): Promise<string[]> {
-      if (rows.length === 0) return [];
-      const col = <K extends keyof NewCreation>(key: K) => rows.map((r) => r[key]);
-      const inserted = await db.$queryRaw<{ id: string }[]>`
-        INSERT INTO "Creation" (id, "userId", "agentId", tool, name, url, thumbnail, filename, args, "mediaAttributes", public, "createdAt", "updatedAt",
-                                embedding, "embeddingProvider", "embeddingDimensions")
-        SELECT r.id, r.user_id, r.agent_id, r.tool, r.name, r.url, r.thumbnail, r.filename, r.args::jsonb, r.media::jsonb, r.public,
-               COALESCE(r.created_at::timestamptz AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC'), now() AT TIME ZONE 'UTC',
-               r.embedding::${cast}, ${provider}, ${EMBEDDING_DIMENSIONS}
-        FROM unnest(${col('id')}::text[], ${col('userId')}::text[], ${col('agentId')}::text[], ${col('tool')}::text[], ${col('name')}::text[],
-                    ${col('url')}::text[], ${col('thumbnail')}::text[], ${col('filename')}::text[],
-                    ${rows.map((r) => JSON.stringify(r.args))}::text[], ${rows.map((r) => JSON.stringify(r.mediaAttributes))}::text[],
-                    ${col('public')}::boolean[], ${rows.map((r) => r.createdAt?.toISOString() ?? null)}::text[], ${rows.map((r) => literal(r.vector))}::text[])
-          AS r(id, user_id, agent_id, tool, name, url, thumbnail, filename, args, media, public, created_at, embedding)
-        ON CONFLICT (id) DO NOTHING
-        RETURNING id`;
-      return inserted.map((r) => r.id);
-    },
+    /** Inserts imported creations with their vectors (ids already present are left alone); the ids inserted. */
+    insertWithEmbeddings: (provider: string, rows: readonly NewCreation[]) =>
+      insertWithEmbeddings(
+        db,
+        columns(provider),
+        rows.map((r) => ({ ...r, vector: literal(r.vector) })),
+      ),
 
-    /** Stores vectors (unit length, 768 dimensions) with the provider that made them, in one statement. */
-    async write(provider: string, rows: readonly { id: string; vector: Float32Array }[]) {
-      if (rows.length === 0) return;
-      await db.$executeRaw`
-        UPDATE "Creation" AS c SET embedding = v.e::${cast}, "embeddingProvider" = ${provider}, "embeddingDimensions" = ${EMBEDDING_DIMENSIONS}
-        FROM unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => literal(r.vector))}::text[]) AS v(id, e)
-        WHERE c.id = v.id`;
-    },
+    /** Stores vectors (unit length, 768 dimensions) with the provider that made them. */
+    write: (provider: string, rows: readonly { id: string; vector: Float32Array }[]) =>
+      writeEmbeddings(
+        db,
+        columns(provider),
+        rows.map((r) => ({ id: r.id, vector: literal(r.vector) })),
+      ),
   };
 }
 

@@ -3,6 +3,7 @@ import type { ActorSelection } from '../../generated/prisma/enums.ts';
 import type { Budget } from '../core/budgets.ts';
 import { newId } from '../core/ids.ts';
 import { reserveTurns } from '../manna/stores/session-budgets.ts';
+import { insertMessages } from '../replies/message-store.ts';
 import type { Target } from '../replies/runtime.ts';
 import type { SessionAgent } from './store.ts';
 
@@ -118,11 +119,10 @@ export function prismaAutonomyStore(db: Db): AutonomyStore {
           // Thrown to roll back the turn just spent.
           if (streaming?.any) throw new Busy();
           const id = newId();
-          const reply = await tx.message.create({
-            data: { id, sessionId, role: 'assistant', senderId: agentId, promptId: id, status: 'streaming', instance },
-            select: { id: true, ordinal: true, createdAt: true },
-          });
-          return { started: { messageId: reply.id, agentId, ordinal: reply.ordinal, createdAt: reply.createdAt } };
+          const [reply] = await insertMessages(tx, [
+            { id, sessionId, role: 'assistant', senderId: agentId, promptId: id, status: 'streaming', instance },
+          ]);
+          return { started: { messageId: reply!.id, agentId, ordinal: reply!.ordinal, createdAt: reply!.createdAt } };
         });
       } catch (e) {
         if (e instanceof Busy) return { busy: true };

@@ -1,11 +1,12 @@
 import type { Db } from '../../db/database.ts';
 import { numberedByBytes, rowsThatFit } from '../core/byte-pages.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
-import { releaseHolds } from '../manna/stores/holds.ts';
+import { releaseHolds } from '../tasks/settle-store.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
 import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
 import { recalledFacts } from '../memory/service.ts';
 import { memoriesOf } from '../memory/store.ts';
+import type { Title } from '../replies/ports.ts';
 import type { Permission } from './access.ts';
 import { newSessionWriter, savePrompt } from './prompt-store.ts';
 import { recordSignal } from './signal-store.ts';
@@ -281,4 +282,26 @@ function changeStatements(
 /** The session rules' statements (`store.ts` says what each must do), on Prisma. */
 export function prismaSessionStore(db: Db): SessionStore {
   return { ...promptStatements(db), ...readStatements(db), ...changeStatements(db) };
+}
+
+/**
+ * Names sessions after their first exchange, for the reply writer (which sits below sessions and
+ * is handed this): only a session still without a title is named, so a title its owner set
+ * meanwhile stays. Returns the sessions named.
+ */
+export function sessionTitles(db: Db) {
+  return {
+    async nameSessions(group: readonly Title[]) {
+      const named = await db.$queryRaw<{ id: string }[]>`
+        UPDATE "Session" AS s SET "title" = v.title, "updatedAt" = now()
+        FROM (
+          SELECT DISTINCT ON (id) id, title
+          FROM unnest(${group.map((t) => t.sessionId)}::text[], ${group.map((t) => t.title)}::text[]) WITH ORDINALITY AS v(id, title, n)
+          ORDER BY id, n
+        ) AS v
+        WHERE s."id" = v.id AND s."title" IS NULL
+        RETURNING s."id"`;
+      return new Set(named.map((r) => r.id));
+    },
+  };
 }

@@ -1,8 +1,10 @@
-import type { Prisma } from '../../generated/prisma/client.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
 import { coalescedWrites } from '../core/coalesce.ts';
 import { newId } from '../core/ids.ts';
 import { reserveTurns } from '../manna/stores/session-budgets.ts';
-import { newMessageSelect, toMessageView } from '../core/stores/message-rows.ts';
+import type { newMessageSelect } from '../core/stores/message-rows.ts';
+import { toMessageView } from '../core/stores/message-rows.ts';
+import { insertMessages, insertMessagesSql, type MessageInsert } from '../replies/message-store.ts';
 import { BudgetStop, KeyGone, type PromptToNewSession, type PromptToSession, type SavedNewSession, type SavedPrompt } from './store.ts';
 
 type Tx = Prisma.TransactionClient;
@@ -28,7 +30,7 @@ type InsertedRow = NewMessage & { sender: { username: string } | null };
 async function insertSessions(db: Pick<Tx, '$queryRaw'>, batch: readonly NewSessionRows[]): Promise<Map<string, InsertedRow[]>> {
   const sessions = batch.map(({ sessionId, prompt: p, turnsSpent }) => ({ id: sessionId, p, s: p.session.create, turnsSpent }));
   const agents = sessions.flatMap(({ id, s }) => s.agents.map((a, position) => ({ session: id, agent: a.id, position })));
-  const messages = batch.flatMap(({ sessionId, promptId, prompt: p }) => [
+  const messages = batch.flatMap(({ sessionId, promptId, prompt: p }): MessageInsert[] => [
     {
       session: sessionId,
       id: newId(),
@@ -45,25 +47,27 @@ async function insertSessions(db: Pick<Tx, '$queryRaw'>, batch: readonly NewSess
           {
             session: sessionId,
             id: promptId,
-            role: 'user',
+            role: 'user' as const,
             sender: p.userId,
             prompt: null,
-            status: 'complete',
+            status: 'complete' as const,
             content: p.prompt.content,
             attachments: JSON.stringify(p.prompt.attachments),
             instance: null,
           },
-          ...p.prompt.responders.map((agentId) => ({
-            session: sessionId,
-            id: newId(),
-            role: 'assistant',
-            sender: agentId,
-            prompt: promptId,
-            status: 'streaming',
-            content: '',
-            attachments: '[]',
-            instance: p.instance,
-          })),
+          ...p.prompt.responders.map(
+            (agentId): MessageInsert => ({
+              session: sessionId,
+              id: newId(),
+              role: 'assistant',
+              sender: agentId,
+              prompt: promptId,
+              status: 'streaming',
+              content: '',
+              attachments: '[]',
+              instance: p.instance,
+            }),
+          ),
         ]
       : []),
   ]);
@@ -93,19 +97,7 @@ async function insertSessions(db: Pick<Tx, '$queryRaw'>, batch: readonly NewSess
       JOIN session ON session."id" = a.session_id
     ), owner AS (
       INSERT INTO "SessionUser" ("sessionId", "userId", "permission") SELECT "id", "ownerId", 'owner' FROM session
-    ), inserted AS (
-      INSERT INTO "Message" ("id", "sessionId", "role", "senderId", "promptId", "status", "content", "attachments", "instance", "updatedAt")
-      SELECT m.id, m.session_id, m.role::"MessageRole", m.sender, m.prompt, m.status::"MessageStatus", m.content,
-        ARRAY(SELECT jsonb_array_elements_text(m.attachments::jsonb)), m.instance, now()
-      FROM unnest(
-        ${messages.map((m) => m.session)}::text[], ${messages.map((m) => m.id)}::text[], ${messages.map((m) => m.role)}::text[],
-        ${messages.map((m) => m.sender)}::text[], ${messages.map((m) => m.prompt)}::text[], ${messages.map((m) => m.status)}::text[],
-        ${messages.map((m) => m.content)}::text[], ${messages.map((m) => m.attachments)}::text[], ${messages.map((m) => m.instance)}::text[]
-      ) WITH ORDINALITY AS m(session_id, id, role, sender, prompt, status, content, attachments, instance, position)
-      JOIN session ON session."id" = m.session_id
-      ORDER BY m.position
-      RETURNING "id", "ordinal", "sessionId", "role"::text AS "role", "senderId", "promptId", "status"::text AS "status", "content",
-        "attachments", "thought", "error", "promptTokens", "completionTokens", "createdAt"
+    ), inserted AS (${insertMessagesSql(messages, Prisma.sql`SELECT "id" FROM session`)}
     )
     SELECT inserted.*, u."username" AS "senderUsername" FROM inserted LEFT JOIN "User" AS u ON u."id" = inserted."senderId"
     ORDER BY inserted."ordinal"`;
@@ -155,7 +147,7 @@ export async function savePrompt(tx: Tx, p: PromptToSession): Promise<SavedPromp
       instance: p.instance,
     })),
   );
-  const rows = (await tx.message.createManyAndReturn({ data: messages, select: newMessageSelect })).sort((a, b) => a.ordinal - b.ordinal);
+  const rows = await insertMessages(tx, messages);
   return saved(sessionId, rows, promptId, firstExchange);
 }
 

@@ -1,10 +1,11 @@
 import type { Db } from '../../db/database.ts';
+import { recordCreations } from '../creations/store.ts';
 import { Prisma, type Task } from '../../generated/prisma/client.ts';
 import type { TaskStatus } from '../../generated/prisma/enums.ts';
 import { returnHold } from '../manna/stores/holds.ts';
 import { isNoManna, type Manna, mannaFromText } from '../core/manna.ts';
 import { debit } from '../manna/stores/ledger.ts';
-import type { CallCreation } from '../tools/ports.ts';
+import type { CallCreation, ToolStore } from '../tools/ports.ts';
 import type { TaskOrderBy } from './inputs.ts';
 
 export type { Task };
@@ -129,6 +130,43 @@ function afterWhere(f: TaskFilter, after: { at: Date; id: string }): Prisma.Task
 }
 
 /** Tasks on Prisma: created with their hold, started, settled, listed. */
+/** The arguments as the model sent them, kept even when they are not valid JSON. */
+function argumentsForRecord(raw: string): Prisma.InputJsonValue {
+  try {
+    const parsed = JSON.parse(raw) as unknown;
+    return parsed !== null && typeof parsed === 'object' ? (parsed as Prisma.InputJsonValue) : { raw };
+  } catch {
+    return { raw };
+  }
+}
+
+/**
+ * Records the tool calls a reply asked for as pending tasks, after the calls its message already
+ * has: the statement the tool host is handed for its calls' rows.
+ */
+export function recordToolCalls(db: Db): ToolStore['record'] {
+  return async ({ messageId, sessionId, agentId, payer }, calls) => {
+    const rows = await db.$transaction(async (tx) => {
+      const start = await tx.task.count({ where: { messageId } });
+      return tx.task.createManyAndReturn({
+        data: calls.map((c, i) => ({
+          userId: payer,
+          agentId,
+          sessionId,
+          messageId,
+          position: start + i,
+          callId: c.id,
+          tool: c.name,
+          args: argumentsForRecord(c.arguments),
+        })),
+      });
+    });
+    // Every row here was given its position just above.
+    const position = (r: (typeof rows)[number]) => r.position!;
+    return rows.sort((a, b) => position(a) - position(b)).map((r) => ({ id: r.id, position: position(r), tool: r.tool }));
+  };
+}
+
 export function taskStore(db: Db): TaskStore {
   /** The list's `args` and `result` of these tasks, each left out when it is over LIST_FIELD_BYTES. */
   async function boundedFields(ids: string[]) {
@@ -205,15 +243,7 @@ export function taskStore(db: Db): TaskStore {
         if (!claimed) return null;
         if (outcome.status !== 'completed')
           await returnHold(tx, id, { reason: `refund: ${claimed.tool} ${outcome.status}`, sessionId: null, messageId: null });
-        if (creations.length)
-          await tx.creation.createMany({
-            data: creations.map((c) => ({
-              ...c,
-              taskId: id,
-              args: c.args as Prisma.InputJsonValue,
-              mediaAttributes: c.mediaAttributes as Prisma.InputJsonValue,
-            })),
-          });
+        await recordCreations(tx, id, creations);
         return tx.task.findUniqueOrThrow({ where: { id } });
       }),
 

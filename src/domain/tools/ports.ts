@@ -2,6 +2,7 @@ import type { OwnerPays } from '../core/vocabulary.ts';
 import type { ToolCallView } from '../core/events.ts';
 import type { Manna } from '../core/manna.ts';
 import type { RequestedToolCall } from '../core/tool-host.ts';
+import type { MadeCreation } from '../creations/store.ts';
 
 /** A tool call as saved: pending until it is charged. */
 export interface RecordedCall {
@@ -31,20 +32,7 @@ export interface Settlement {
 }
 
 /** A file a call made, saved as a creation of the user with the call's settlement. */
-export interface CallCreation {
-  id: string;
-  userId: string;
-  agentId: string | null;
-  tool: string;
-  args: Record<string, unknown>;
-  name: string;
-  url: string;
-  thumbnail: string | null;
-  filename: string | null;
-  mediaAttributes: Record<string, unknown>;
-  /** A task made public makes public creations. */
-  public?: boolean;
-}
+export type CallCreation = MadeCreation;
 
 /**
  * Why a hold took nothing: the session's manna budget, the daily cap of the deployment whose chat

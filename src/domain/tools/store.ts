@@ -1,10 +1,18 @@
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/database.ts';
-import { claimTask, countAgainstDailyCap, returnHold } from '../manna/stores/holds.ts';
+import { recordCreations } from '../creations/store.ts';
+import { countAgainstDailyCap, returnHold } from '../manna/stores/holds.ts';
 import { debit } from '../manna/stores/ledger.ts';
 import { isNoManna, mannaFromText } from '../core/manna.ts';
+import { spendManna } from '../manna/stores/session-budgets.ts';
 import { toToolCallView } from '../core/stores/message-rows.ts';
 import type { HoldRefused, ToolStore } from './ports.ts';
+
+/** The tasks' statements a tool call's row is written with (`tasks/store.ts`, `tasks/settle-store.ts`). */
+export interface TaskStatements extends Pick<ToolStore, 'record'> {
+  /** Moves the task out of `from` in the caller's transaction; false when another party settled it first. */
+  claim(tx: Prisma.TransactionClient, id: string, from: 'pending' | 'running', data: Prisma.TaskUpdateManyMutationInput): Promise<boolean>;
+}
 
 /** A hold that must take nothing: thrown inside its transaction so that all of it rolls back. */
 class Refusal extends Error {
@@ -13,21 +21,14 @@ class Refusal extends Error {
   }
 }
 
-/** The arguments as the model sent them, kept even when they are not valid JSON. */
-function argumentsForRecord(raw: string): Prisma.InputJsonValue {
-  try {
-    const parsed = JSON.parse(raw) as unknown;
-    return parsed !== null && typeof parsed === 'object' ? (parsed as Prisma.InputJsonValue) : { raw };
-  } catch {
-    return { raw };
-  }
-}
-
 /**
  * Tool calls on Prisma: recorded, charged with ledger rows, settled. `deploymentDailyCap`: the
- * daily manna cap of a deployment that sets none (DEPLOYMENT_DAILY_MANNA_CAP).
+ * daily manna cap of a deployment that sets none (DEPLOYMENT_DAILY_MANNA_CAP). A call is a task's
+ * row, which the tasks' store writes: `tasks` sits above `tools`, so the composition hands its
+ * statements in (recording the calls, and moving one from a state to the next as it settles).
  */
-export function toolStore(db: Db, caps: { deploymentDailyCap: number }): ToolStore {
+export function toolStore(db: Db, caps: { deploymentDailyCap: number }, tasks: TaskStatements): ToolStore {
+  const claimTask = tasks.claim;
   return {
     async payers(agentId, sessionId) {
       const [agent, session] = await Promise.all([
@@ -37,26 +38,7 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }): ToolSto
       return { tools: agent.tools, ownerPays: agent.ownerPays, agentOwnerId: agent.ownerId, sessionOwnerId: session.ownerId };
     },
 
-    async record({ messageId, sessionId, agentId, payer }, calls) {
-      const rows = await db.$transaction(async (tx) => {
-        const start = await tx.task.count({ where: { messageId } });
-        return tx.task.createManyAndReturn({
-          data: calls.map((c, i) => ({
-            userId: payer,
-            agentId,
-            sessionId,
-            messageId,
-            position: start + i,
-            callId: c.id,
-            tool: c.name,
-            args: argumentsForRecord(c.arguments),
-          })),
-        });
-      });
-      // Every row here was given its position just above.
-      const position = (r: (typeof rows)[number]) => r.position!;
-      return rows.sort((a, b) => position(a) - position(b)).map((r) => ({ id: r.id, position: position(r), tool: r.tool }));
-    },
+    record: tasks.record,
 
     async hold(call, price, payer, place) {
       const cost = new Prisma.Decimal(price);
@@ -66,10 +48,7 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }): ToolSto
             // A deployment's chat: its row stays locked until this hold commits, so its holds take turns.
             if (!(await countAgainstDailyCap(tx, { taskId: call.id, sessionId: place.sessionId }, cost, caps.deploymentDailyCap)))
               throw new Refusal({ refused: 'cap' });
-            const within = await tx.$executeRaw`
-              UPDATE "Session" SET "mannaSpent" = "mannaSpent" + ${cost.toString()}::decimal
-              WHERE "id" = ${place.sessionId} AND ("mannaBudget" IS NULL OR "mannaSpent" + ${cost.toString()}::decimal <= "mannaBudget")`;
-            if (!within) throw new Refusal({ refused: 'budget' });
+            if (!(await spendManna(tx, place.sessionId, cost))) throw new Refusal({ refused: 'budget' });
             const taken = await debit(tx, payer, cost, {
               reason: `tool: ${call.tool}`,
               sessionId: place.sessionId,
@@ -114,15 +93,7 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }): ToolSto
             sessionId: place.sessionId,
             messageId: place.messageId,
           });
-        if (creations.length)
-          await tx.creation.createMany({
-            data: creations.map((c) => ({
-              ...c,
-              taskId: call.id,
-              args: c.args as Prisma.InputJsonValue,
-              mediaAttributes: c.mediaAttributes as Prisma.InputJsonValue,
-            })),
-          });
+        await recordCreations(tx, call.id, creations);
         return tx.task.findUniqueOrThrow({ where: { id: call.id } });
       });
       return saved && toToolCallView(saved);

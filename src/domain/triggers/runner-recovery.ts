@@ -1,4 +1,14 @@
-import { nextAfter, outcomeOf, promptText, QUEUE_AHEAD_MS, queueNext, type RunContext, sendPrompt, settle } from './runner-steps.ts';
+import {
+  asRunReads,
+  nextAfter,
+  outcomeOf,
+  promptText,
+  QUEUE_AHEAD_MS,
+  queueNext,
+  type RunContext,
+  sendPrompt,
+  settle,
+} from './runner-steps.ts';
 import type { Trigger, TriggerRun } from './store.ts';
 
 /** While an earlier run is still under way, how often a due occurrence looks again. */
@@ -44,7 +54,9 @@ export async function resolveRunning(ctx: RunContext, trigger: Trigger): Promise
   if (run?.status !== 'running') return recheck(ctx);
   const age = ctx.now().getTime() - run.startedAt.getTime();
   if (run.messageId) {
-    const outcome = outcomeOf(await ctx.store.replyOutcomes([run.messageId]));
+    const promptId = await ctx.store.promptOf(run.messageId);
+    const saved = promptId ? await ctx.outcome(promptId) : null;
+    const outcome = outcomeOf(saved ? saved.replies.map(asRunReads) : []);
     if (outcome) {
       await settle(ctx, run, outcome, trigger.userId, trigger.agentId);
       return { free: true };

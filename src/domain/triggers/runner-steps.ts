@@ -1,7 +1,7 @@
-import { type BusSubscription, isStreamEnd } from '../core/bus.ts';
 import { isDomainError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { Viewer } from '../core/viewer.ts';
+import type { WaitEnd, Outcome, OutcomeWait } from '../replies/outcome.ts';
 import type { PromptStarted } from '../sessions/prompting.ts';
 import { isPaymentRefusal } from '../tools/run-call.ts';
 import type { TriggerEvent, TriggerEvents, TriggerJobs } from './ports.ts';
@@ -35,8 +35,10 @@ export interface RunnerDependencies {
   events: TriggerEvents;
   /** Operation 4, as the trigger's owner: the prompt goes in like any other. */
   send(viewer: Viewer, input: unknown): Promise<PromptStarted>;
-  /** The session's live events, to see the reply end. */
-  subscribe(sessionId: string, after: number): BusSubscription;
+  /** Follows a prompt's replies until they end (the replies' `awaitOutcome`). */
+  awaitOutcome(wait: OutcomeWait): Promise<WaitEnd>;
+  /** How a prompt's replies stand now, as saved (the replies' `outcome`); null when the prompt is gone. */
+  outcome(promptId: string): Promise<Outcome | null>;
   /** Stops a prompt's replies wherever they run. */
   cancel(sessionId: string, promptId: string): Promise<void>;
   /** `TRIGGER_RUN_TIMEOUT_S`, in milliseconds: a run longer than this is failed and released. */
@@ -58,11 +60,11 @@ export interface RunnerDependencies {
   now?: () => Date;
 }
 
-/** One runner's state beside its dependencies: the clock, and the replies this process follows (shutting down stops following them). */
+/** One runner's state beside its dependencies: the clock, and the waits for replies this process has under way (shutting down stops them). */
 export interface RunContext extends Omit<RunnerDependencies, 'now' | 'store'> {
   store: TriggerStore & RunnerStatements;
   now: () => Date;
-  following: Set<BusSubscription>;
+  following: Set<AbortController>;
 }
 
 /** What a reply ended as, for its run: failed with the reason, or completed; null while it is still being written. */
@@ -138,30 +140,36 @@ export async function queueNext(ctx: Pick<RunContext, 'store' | 'jobs' | 'now'>,
   await ctx.store.markQueued(trigger.id, trigger.nextRun);
 }
 
-/** Waits for the prompt's reply to end, its session to go, or `deadline` to pass. */
-async function replyEnd(ctx: RunContext, started: PromptStarted, deadline: number) {
-  const promptId = started.promptId!;
-  const subscription = ctx.subscribe(started.sessionId, started.startSeq ?? 0);
-  ctx.following.add(subscription);
-  const timer = setTimeout(() => subscription.close(), Math.max(0, deadline - ctx.now().getTime()));
+/** A reply as a run reads its outcome. */
+export const asRunReads = (reply: Outcome['replies'][number]): ReplyOutcome => ({
+  status: reply.status,
+  error: reply.error,
+  toolErrors: reply.toolCalls.flatMap((c) => (c.error ? [c.error] : [])),
+});
+
+/**
+ * Follows a prompt's replies to their end, its session's deletion, or the run's time limit,
+ * then settles the run from what was saved.
+ */
+async function follow(ctx: RunContext, trigger: Trigger, runId: string, started: PromptStarted, deadline: number) {
+  const stop = new AbortController();
+  ctx.following.add(stop);
+  const timer = setTimeout(() => stop.abort(), Math.max(0, deadline - ctx.now().getTime()));
   try {
-    for await (const item of subscription) {
-      if (isStreamEnd(item) || item.type === 'session_deleted') break;
-      if (item.type === 'end_prompt' && item.promptId === promptId) break;
-    }
+    const ended = await ctx.awaitOutcome({
+      sessionId: started.sessionId,
+      promptId: started.promptId!,
+      after: started.startSeq ?? 0,
+      signal: stop.signal,
+    });
+    // Still being written: the time limit, or this process shutting down; `release` decides later.
+    if (ended === 'stopped') return;
+    const outcome = outcomeOf(ended === 'gone' ? [] : ended.replies.map(asRunReads));
+    if (outcome) await settle(ctx, { id: runId, triggerId: trigger.id }, outcome, trigger.userId, trigger.agentId);
   } finally {
     clearTimeout(timer);
-    subscription.close();
-    ctx.following.delete(subscription);
+    ctx.following.delete(stop);
   }
-}
-
-/** Follows a reply to its end (or the run's time limit), then settles the run from what was saved. */
-async function follow(ctx: RunContext, trigger: Trigger, runId: string, started: PromptStarted, deadline: number) {
-  await replyEnd(ctx, started, deadline);
-  const outcome = outcomeOf(await ctx.store.replyOutcomes(started.replies.map((r) => r.messageId)));
-  // Still being written: the time limit, or this process shutting down; `release` decides later.
-  if (outcome) await settle(ctx, { id: runId, triggerId: trigger.id }, outcome, trigger.userId, trigger.agentId);
 }
 
 /** Why the trigger's session no longer takes its prompts, in words, or null when it does (or it makes new ones). */

@@ -83,7 +83,7 @@ export function triggerRunner(deps: RunnerDependencies) {
 
     /** Stops following replies (shutting down): their runs are settled by whoever looks next. */
     close() {
-      for (const subscription of ctx.following) subscription.close();
+      for (const wait of ctx.following) wait.abort();
     },
   };
 }

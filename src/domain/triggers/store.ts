@@ -129,7 +129,6 @@ export interface TriggerStore {
     pauseAfter: number,
   ): Promise<{ run: TriggerRun; trigger: Trigger | null; paused: boolean } | null>;
   /** How the replies to a run's prompt ended. */
-  replyOutcomes(messageIds: string[]): Promise<ReplyOutcome[]>;
   /** Notes that a job waits for the occurrence `at`, unless the next run has moved on since. */
   markQueued(id: string, at: Date): Promise<void>;
   /** Active scheduled triggers with no next run planned (kept from before, or loaded as data), a batch at a time. */
@@ -319,7 +318,7 @@ function runRows(db: Db): Pick<TriggerStore, 'runs' | 'run' | 'claim' | 'renewLe
 }
 
 /** What a run reads of the messages its prompt made: the prompt, and how its replies ended. */
-function promptReads(db: Db): Pick<TriggerStore, 'promptOf' | 'unlinkedPrompt' | 'replyOutcomes'> {
+function promptReads(db: Db): Pick<TriggerStore, 'promptOf' | 'unlinkedPrompt'> {
   return {
     promptOf: async (messageId) =>
       (await db.message.findUnique({ where: { id: messageId }, select: { promptId: true } }))?.promptId ?? null,
@@ -342,14 +341,6 @@ function promptReads(db: Db): Pick<TriggerStore, 'promptOf' | 'unlinkedPrompt' |
       if (!prompt) return null;
       const reply = await db.message.findFirst({ where: { promptId: prompt.id, role: 'assistant' }, select: { id: true } });
       return { sessionId: prompt.sessionId, replyId: reply?.id ?? null };
-    },
-
-    async replyOutcomes(messageIds) {
-      const rows = await db.message.findMany({
-        where: { id: { in: messageIds } },
-        select: { status: true, error: true, toolCalls: { select: { error: true } } },
-      });
-      return rows.map((m) => ({ status: m.status, error: m.error, toolErrors: m.toolCalls.flatMap((c) => (c.error ? [c.error] : [])) }));
     },
   };
 }

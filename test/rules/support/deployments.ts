@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { DeploymentConfig } from '../../../src/domain/deployments/inputs.ts';
 import {
+  type Answers,
+  type ChatReply,
   type Connector,
   type Conversation,
   type Outbox,
@@ -8,7 +10,7 @@ import {
   SecretsRefused,
 } from '../../../src/domain/deployments/ports.ts';
 import type { Conversations } from '../../../src/domain/deployments/relay.ts';
-import type { DeploymentRuntimeStore, PromptState, RecordedUpdate } from '../../../src/domain/deployments/runtime-store.ts';
+import type { DeploymentRuntimeStore, RecordedUpdate } from '../../../src/domain/deployments/runtime-store.ts';
 import {
   AccountTaken,
   type DeploymentQuery,
@@ -252,14 +254,15 @@ export class Relayed {
   readonly chats = new Map<string, MemChat>();
   readonly senders = new Map<string, string>();
   readonly sessions = new Map<string, { ownerId: string; agentId: string; title: string }>();
-  readonly prompts = new Map<string, { sessionId: string; sender: string; text: string; reply: PromptState['reply'] }>();
+  readonly prompts = new Map<string, { sessionId: string; sender: string; text: string; reply: ChatReply }>();
   readonly settled = new Map<string, string>();
   /** How the agent replies to a text (complete, by default, echoing it). */
-  reply: (text: string) => PromptState['reply'] = (text) => ({
+  reply: (text: string) => ChatReply = (text) => ({
     status: 'complete',
     content: `You said: ${text}`,
     error: null,
     toolCalls: [],
+    interrupted: false,
   });
   readonly #chatId = ids('chat');
   readonly #sessionId = ids('session');
@@ -340,15 +343,23 @@ export class Relayed {
         if (!this.senders.has(key)) this.senders.set(key, this.#userId());
         return this.senders.get(key)!;
       },
-      promptState: async (promptId) => {
-        const prompt = this.prompts.get(promptId);
-        return prompt ? { sessionId: prompt.sessionId, reply: prompt.reply } : null;
-      },
       setReplyRefs: async () => {},
       finishUpdate: async (updateId, status) => {
         if (!this.settled.has(updateId)) this.settled.set(updateId, status);
       },
       retryUpdate: async () => false,
+    };
+  }
+
+  /** The replies as saved: whole already when the prompt is, so a wait for them ends at once. */
+  answers(): Answers {
+    const outcome = async (promptId: string) => {
+      const prompt = this.prompts.get(promptId);
+      return prompt && this.sessions.has(prompt.sessionId) ? { sessionId: prompt.sessionId, replies: [prompt.reply] } : null;
+    };
+    return {
+      outcome,
+      awaitOutcome: async ({ promptId, signal }) => (signal.aborted ? 'stopped' : ((await outcome(promptId)) ?? 'gone')),
     };
   }
 

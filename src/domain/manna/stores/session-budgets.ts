@@ -1,3 +1,4 @@
+import type { Decimal } from '@prisma/client/runtime/client';
 import type { Prisma } from '../../../generated/prisma/client.ts';
 import type { Budget } from '../../core/budgets.ts';
 
@@ -32,3 +33,35 @@ export async function reserveTurns(
 /** Adds a reply's tokens to the session's counter (in the transaction that saves the reply). */
 export const addTokens = (tx: Tx, sessionId: string, tokens: number) =>
   tx.$executeRaw`UPDATE "Session" SET "tokensSpent" = "tokensSpent" + ${tokens}, "updatedAt" = now() WHERE "id" = ${sessionId}`;
+
+/**
+ * Adds the tokens of replies being completed to their sessions' counters, counting only replies
+ * still streaming, so a save made again (a group retried reply by reply) counts nothing twice.
+ * The first statement of the transaction that completes them: the sessions' rows are taken
+ * before the messages', in the order a session delete takes them. Returns the sessions counted
+ * (one deleted meanwhile is not).
+ */
+export async function countReplyTokens(tx: Pick<Tx, '$queryRaw'>, replies: readonly { messageId: string; tokens: number }[]) {
+  const counted = await tx.$queryRaw<{ id: string }[]>`
+    UPDATE "Session" AS s SET "tokensSpent" = s."tokensSpent" + t.n, "updatedAt" = now()
+    FROM (
+      SELECT m."sessionId" AS session_id, sum(v.n)::int AS n
+      FROM unnest(${replies.map((r) => r.messageId)}::text[], ${replies.map((r) => r.tokens)}::int[]) AS v(id, n)
+      JOIN "Message" AS m ON m."id" = v.id AND m."status" = 'streaming'
+      GROUP BY m."sessionId"
+    ) AS t
+    WHERE s."id" = t.session_id
+    RETURNING s."id"`;
+  return counted.map((r) => r.id);
+}
+
+/**
+ * Adds a tool call's hold to the session's manna counter, if its manna budget has room for it
+ * (in the hold's transaction). False when it has not.
+ */
+export async function spendManna(tx: Pick<Tx, '$executeRaw'>, sessionId: string, cost: Decimal) {
+  const within = await tx.$executeRaw`
+    UPDATE "Session" SET "mannaSpent" = "mannaSpent" + ${cost.toString()}::decimal
+    WHERE "id" = ${sessionId} AND ("mannaBudget" IS NULL OR "mannaSpent" + ${cost.toString()}::decimal <= "mannaBudget")`;
+  return within > 0;
+}
