@@ -367,7 +367,9 @@ describe('tools in replies', () => {
     ]);
   });
 
-  it('fifty prompts at once, each calling a paid tool, against a balance for five: five run, the balance never goes negative, the ledger adds up', async () => {
+  // Twenty, four times what the balance covers, race as fifty did: fifty replies of two model turns
+  // each took more than a test's time on a loaded machine, with nothing more to show.
+  it('twenty prompts at once, each calling a paid tool, against a balance for five: five run, the balance never goes negative, the ledger adds up', async () => {
     const carol = await t.createUser('carol');
     await t.services.manna.grant('carol', '5', 'forever');
     const agent = await fixtures(t).agent(carol, { name: 'Busy', key: 'busy-agent', tools: { remote_maker: true } });
@@ -375,14 +377,14 @@ describe('tools in replies', () => {
       r.body.messages.some((m) => m.role === 'tool') ? { tokens: ['ok'] } : { toolCalls: [call('remote_maker', { prompt: 'x' })] },
     );
     const started = await Promise.all(
-      Array.from({ length: 50 }, () =>
+      Array.from({ length: 20 }, () =>
         t.rest('POST', '/v2/sessions', { key: carol.apiKey, body: { agent_ids: [agent.id], content: 'go' } }),
       ),
     );
     expect(started.every((r) => r.status === 200)).toBe(true);
     for (const r of started) await settledSession(t, carol, r.body.session_id);
     const calls = await t.db.task.findMany({ where: { message: { session: { ownerId: carol.id } } } });
-    expect(calls).toHaveLength(50);
+    expect(calls).toHaveLength(20);
     expect(calls.filter((c) => c.status === 'completed')).toHaveLength(5);
     expect(calls.filter((c) => c.status === 'failed').every((c) => c.error?.startsWith('Not enough manna'))).toBe(true);
     expect(await balances(carol)).toMatchObject({ balance: 0, foreverBalance: 0, subscriptionBalance: 0 });
