@@ -1,36 +1,7 @@
-import { readdir, readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newDatabaseOn } from '../helpers/database.ts';
+import { migrateUpTo, migrationScript, type RawDatabase, rawDatabase } from '../helpers/raw-database.ts';
 
-const migrationsDir = fileURLToPath(new URL('../../prisma/migrations', import.meta.url));
 const LINKS = '20261207100000_relative_media_links';
-
-/** Plain SQL on the database the suite runs on: PGlite, or a new database on TEST_DATABASE_URL. */
-async function rawDatabase() {
-  const server = process.env.TEST_DATABASE_URL;
-  if (!server) {
-    const lite = new PGlite();
-    return {
-      exec: (script: string) => lite.exec(script).then(() => {}),
-      rows: async <T>(sql: string) => (await lite.query<T>(sql)).rows,
-      close: () => lite.close(),
-    };
-  }
-  const { url, drop } = await newDatabaseOn(server);
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  return {
-    exec: (script: string) => client.query(script).then(() => {}),
-    rows: async <T>(sql: string) => (await client.query(sql)).rows as T[],
-    close: async () => {
-      await client.end();
-      await drop();
-    },
-  };
-}
 
 const OLD = 'http://127.0.0.1:4701';
 const PROXIED = 'https://parley.example.com';
@@ -44,13 +15,11 @@ const image = (base: string, id: string) => ({ creationId: id, url: `${base}/med
  * file named after no creation.
  */
 describe(`migration ${LINKS} over links stored absolute`, () => {
-  let db: Awaited<ReturnType<typeof rawDatabase>>;
+  let db: RawDatabase;
 
   beforeAll(async () => {
     db = await rawDatabase();
-    const names = (await readdir(migrationsDir)).filter((n) => /^\d/.test(n)).sort();
-    const script = (name: string) => readFile(`${migrationsDir}/${name}/migration.sql`, 'utf8');
-    for (const name of names.filter((n) => n < LINKS)) await db.exec(await script(name));
+    await migrateUpTo(db, LINKS);
     const painted = { note: 'Rendered locally.', images: [image(OLD, 'c1'), image(PROXIED, 'c2')] };
     const found = {
       total: 3,
@@ -76,7 +45,7 @@ describe(`migration ${LINKS} over links stored absolute`, () => {
         ('foreign', 'alice', NULL, 'sdxl', 'Canal', '${OLD}/media/someone-else.png', NULL, 'someone-else.png', now()),
         ('demo', 'alice', NULL, 'sdxl', 'Mill', 'https://cdn.parley.dev/creations/demo.webp', 'https://cdn.parley.dev/creations/demo-thumb.webp', NULL, now());
     `);
-    await db.exec(await script(LINKS));
+    await db.exec(await migrationScript(LINKS));
   });
   afterAll(() => db?.close());
 

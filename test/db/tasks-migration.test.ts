@@ -1,36 +1,7 @@
-import { readdir, readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newDatabaseOn } from '../helpers/database.ts';
+import { migrateUpTo, migrationScript, type RawDatabase, rawDatabase } from '../helpers/raw-database.ts';
 
-const migrationsDir = fileURLToPath(new URL('../../prisma/migrations', import.meta.url));
 const TASKS = '20261202000000_tasks';
-
-/** Plain SQL on the database the suite runs on: PGlite, or a new database on TEST_DATABASE_URL. */
-async function rawDatabase() {
-  const server = process.env.TEST_DATABASE_URL;
-  if (!server) {
-    const lite = new PGlite();
-    return {
-      exec: (script: string) => lite.exec(script).then(() => {}),
-      rows: async <T>(sql: string) => (await lite.query<T>(sql)).rows,
-      close: () => lite.close(),
-    };
-  }
-  const { url, drop } = await newDatabaseOn(server);
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  return {
-    exec: (script: string) => client.query(script).then(() => {}),
-    rows: async <T>(sql: string) => (await client.query(sql)).rows as T[],
-    close: async () => {
-      await client.end();
-      await drop();
-    },
-  };
-}
 
 /**
  * The tool calls table becomes the tasks table in place: a database with tool calls made before
@@ -38,13 +9,11 @@ async function rawDatabase() {
  * link and session view, and each row learns whose task it is, its agent and its session.
  */
 describe(`migration ${TASKS} over tool calls made before it`, () => {
-  let db: Awaited<ReturnType<typeof rawDatabase>>;
+  let db: RawDatabase;
 
   beforeAll(async () => {
     db = await rawDatabase();
-    const names = (await readdir(migrationsDir)).filter((n) => /^\d/.test(n)).sort();
-    const script = (name: string) => readFile(`${migrationsDir}/${name}/migration.sql`, 'utf8');
-    for (const name of names.filter((n) => n < TASKS)) await db.exec(await script(name));
+    await migrateUpTo(db, TASKS);
     await db.exec(`
       INSERT INTO "User" (id, username, "foreverBalance", "updatedAt") VALUES
         ('alice', 'alice', 10, now()), ('bob', 'bob', 10, now()), ('ann', 'ann', 10, now()), ('ava', 'ava', 0, now());
@@ -61,7 +30,7 @@ describe(`migration ${TASKS} over tool calls made before it`, () => {
       INSERT INTO "MannaLedger" (id, "userId", kind, amount, "balanceAfter", reason, "sessionId", "messageId", "toolCallId") VALUES
         ('l1', 'alice', 'forever', -1, 9, 'tool: flux_dev', 's1', 'm1', 'paid');
     `);
-    await db.exec(await script(TASKS));
+    await db.exec(await migrationScript(TASKS));
   });
   afterAll(() => db?.close());
 
