@@ -1,4 +1,3 @@
-import SchemaBuilder from '@pothos/core';
 import { parse } from 'graphql';
 import { createClient as createSseClient } from 'graphql-sse';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -18,8 +17,7 @@ import { openSse, type SseClient } from '../helpers/sse.ts';
 // The schema is built once per module registry, and a worker runs several files in one registry
 // (vitest.config.ts): the probe is declared in modules of this file's own, and they are dropped
 // again after it, so the probe is neither missing here nor left in another file's schema. The
-// schema's own plugin registers itself again with them, as Pothos allows for reloaded modules.
-SchemaBuilder.allowPluginReRegistration = true;
+// schema's own plugin registers itself again with them (test/helpers/each-file.ts allows it).
 vi.resetModules();
 const { feedFamilies } = await import('../../src/domain/core/feed-events.ts');
 const { builder } = await import('../../src/graphql/builder.ts');
