@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { sessionUserSchema } from '../domain/sessions/inputs.ts';
+import { sessionUserSchema } from '../domain/sessions/index.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { operation, parseBody } from './operation.ts';
 import { restSessionInclude, restSessionSchema, restShareSchema, toRestSession, toRestShare } from './session-shapes.ts';

@@ -2,9 +2,16 @@ import { z } from 'zod';
 import { pageSchema } from '../domain/core/cursors.ts';
 import { badInput, forbidden, notFound } from '../domain/core/errors.ts';
 import { paginate } from '../domain/search/page.ts';
-import { SESSION_NOT_FOUND } from '../domain/sessions/access.ts';
-import { autonomySettingsSchema, numberedPageSchema, reactionSchema, sendMessageSchema } from '../domain/sessions/inputs.ts';
-import { AGENT_IDS_REQUIRED, DEFAULT_MESSAGE_PAGE, MAX_MESSAGE_PAGE } from '../domain/sessions/service.ts';
+import { SESSION_NOT_FOUND } from '../domain/access/index.ts';
+import {
+  AGENT_IDS_REQUIRED,
+  autonomySettingsSchema,
+  DEFAULT_MESSAGE_PAGE,
+  MAX_MESSAGE_PAGE,
+  numberedPageSchema,
+  reactionSchema,
+  sendMessageSchema,
+} from '../domain/sessions/index.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restSearchPageSchema } from './creations.ts';
 import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';
@@ -247,7 +254,7 @@ export const sessionOperations = [
       const { autonomySettings } = sessionNames.toDomain({ autonomy_settings: body.autonomy_settings }, nestedSessionFields) as {
         autonomySettings?: unknown;
       };
-      await services.sessions.send(request.viewer, { sessionId: request.params.session_id, title, autonomySettings });
+      await services.sessions.update(request.viewer, request.params.session_id, { title, autonomySettings });
       return { success: true };
     },
   }),

@@ -33,7 +33,7 @@ const services: Record<string, string> = {
   collections: 'collections/service.ts',
   triggers: 'triggers/service.ts',
   sessions: 'sessions/service.ts',
-  autonomy: 'sessions/autonomy.ts',
+  autonomy: 'autonomy/service.ts',
   deployments: 'deployments/service.ts',
   relay: 'deployments/relay.ts',
 };

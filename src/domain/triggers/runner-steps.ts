@@ -2,7 +2,7 @@ import { isDomainError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { Viewer } from '../core/viewer.ts';
 import type { WaitEnd, Outcome, OutcomeWait } from '../replies/outcome.ts';
-import type { PromptStarted } from '../sessions/prompting.ts';
+import type { PromptStarted } from '../sessions/index.ts';
 import { isPaymentRefusal } from '../tools/run-call.ts';
 import type { TriggerEvent, TriggerEvents, TriggerJobs } from './ports.ts';
 import { nextOccurrence } from './schedule.ts';
