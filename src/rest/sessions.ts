@@ -42,6 +42,8 @@ const renameErrors: RestErrorStyle = { bodyKey: 'error', status: { FORBIDDEN: 40
 export const listNames = fieldNames({ first: 'limit', after: 'cursor' });
 /** A list's query: `?limit` (20 unless told) and `?cursor`. */
 export const listQuery = listNames.schema(pageSchema);
+/** The list of sessions shared with the caller answers `{error}`, as in the original. */
+const sharedListErrors: RestErrorStyle = { bodyKey: 'error', fieldName: listNames.toRest };
 /** The page of `GET /v2/sessions` as the original took it: `page`, `limit`, `agent_id` (an agent's key). */
 const numberedNames = fieldNames({ agentKey: 'agent_id' });
 /** A session's messages page with `?limit` and `?before` / `?after`. */
@@ -309,6 +311,22 @@ export const sessionOperations = [
       const sessionId = request.params.session_id;
       const cancelled = await services.sessions.cancel(request.viewer, sessionId, promptId);
       return { status: 'cancel_signal_sent' as const, session_id: sessionId, success: true, cancelled };
+    },
+  }),
+  operation({
+    operationId: 'listSharedSessions',
+    method: 'get',
+    path: '/v2/sessions/shared',
+    tag: 'Sessions - Permissions',
+    summary: 'Sessions shared with you',
+    // Shared sessions page by 100 unless told otherwise (the original's default).
+    query: listQuery.extend({ limit: (listQuery.shape.limit as z.ZodDefault<z.ZodNumber>).removeDefault().default(100) }),
+    ok: { json: z.object({ sharedSessions: z.array(restSessionSchema), nextCursor }) },
+    errors: { style: sharedListErrors, codes: ['BAD_USER_INPUT'] },
+    handler: async (request, _reply, { services }) => {
+      const page = { first: request.query.limit ?? 100, after: request.query.cursor };
+      const { sessions, nextCursor } = await services.sessions.listShared(request.viewer, page, { include: restSessionInclude });
+      return { sharedSessions: sessions.map(toRestSession), nextCursor };
     },
   }),
 ];
