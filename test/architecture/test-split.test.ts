@@ -34,6 +34,8 @@ const services: Record<string, string> = {
   triggers: 'triggers/service.ts',
   sessions: 'sessions/service.ts',
   autonomy: 'autonomy/service.ts',
+  access: 'access/service.ts',
+  signals: 'signals/service.ts',
   deployments: 'deployments/service.ts',
   relay: 'deployments/relay.ts',
 };
