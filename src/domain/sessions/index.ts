@@ -30,4 +30,4 @@ export { DEFAULT_MESSAGE_PAGE, MAX_MESSAGE_PAGE, type MessagePage, type MessageP
 export { MESSAGE_NOT_FOUND } from './reacting.ts';
 export { NOT_ALLOWED_TO_DELETE } from './members.ts';
 export { PromptSavedAlready, type SessionAgent, type SessionQuery, type SessionRead, type SessionStore } from './store.ts';
-export { prismaSessionStore, sessionTitles, turnOffAutoReply } from './prisma-store.ts';
+export { prismaSessionStore, sessionTitles } from './prisma-store.ts';
