@@ -13,8 +13,9 @@ import { modelOperations } from './models.ts';
 import { openApiOperation } from './openapi.ts';
 import { serve, type RestContext, type RestOperation } from './operation.ts';
 import { senderDirectory } from './senders.ts';
-import { sessionSharingOperations } from './session-sharing.ts';
+import { sessionUserOperations } from './session-users.ts';
 import { sessionOperations } from './sessions.ts';
+import { shareOperations } from './shares.ts';
 import { taskOperations } from './tasks.ts';
 import { threadOperations } from './threads.ts';
 import { toolOperations } from './tools.ts';
@@ -32,7 +33,8 @@ const resources: readonly RestOperation[] = [
   ...creationOperations,
   ...creatorOperations,
   ...sessionOperations,
-  ...sessionSharingOperations,
+  ...shareOperations,
+  ...sessionUserOperations,
   ...taskOperations,
   ...collectionOperations,
   ...threadOperations,

@@ -2,9 +2,16 @@ import { z } from 'zod';
 import { pageSchema } from '../domain/core/cursors.ts';
 import { badInput, forbidden, notFound } from '../domain/core/errors.ts';
 import { paginate } from '../domain/search/page.ts';
-import { SESSION_NOT_FOUND } from '../domain/sessions/access.ts';
-import { autonomySettingsSchema, numberedPageSchema, reactionSchema, sendMessageSchema } from '../domain/sessions/inputs.ts';
-import { AGENT_IDS_REQUIRED, DEFAULT_MESSAGE_PAGE, MAX_MESSAGE_PAGE } from '../domain/sessions/service.ts';
+import { SESSION_NOT_FOUND } from '../domain/access/index.ts';
+import {
+  AGENT_IDS_REQUIRED,
+  autonomySettingsSchema,
+  DEFAULT_MESSAGE_PAGE,
+  MAX_MESSAGE_PAGE,
+  numberedPageSchema,
+  reactionSchema,
+  sendMessageSchema,
+} from '../domain/sessions/index.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restSearchPageSchema } from './creations.ts';
 import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';
@@ -35,6 +42,8 @@ const renameErrors: RestErrorStyle = { bodyKey: 'error', status: { FORBIDDEN: 40
 export const listNames = fieldNames({ first: 'limit', after: 'cursor' });
 /** A list's query: `?limit` (20 unless told) and `?cursor`. */
 export const listQuery = listNames.schema(pageSchema);
+/** The list of sessions shared with the caller answers `{error}`, as in the original. */
+const sharedListErrors: RestErrorStyle = { bodyKey: 'error', fieldName: listNames.toRest };
 /** The page of `GET /v2/sessions` as the original took it: `page`, `limit`, `agent_id` (an agent's key). */
 const numberedNames = fieldNames({ agentKey: 'agent_id' });
 /** A session's messages page with `?limit` and `?before` / `?after`. */
@@ -247,7 +256,7 @@ export const sessionOperations = [
       const { autonomySettings } = sessionNames.toDomain({ autonomy_settings: body.autonomy_settings }, nestedSessionFields) as {
         autonomySettings?: unknown;
       };
-      await services.sessions.send(request.viewer, { sessionId: request.params.session_id, title, autonomySettings });
+      await services.sessions.update(request.viewer, request.params.session_id, { title, autonomySettings });
       return { success: true };
     },
   }),
@@ -302,6 +311,22 @@ export const sessionOperations = [
       const sessionId = request.params.session_id;
       const cancelled = await services.sessions.cancel(request.viewer, sessionId, promptId);
       return { status: 'cancel_signal_sent' as const, session_id: sessionId, success: true, cancelled };
+    },
+  }),
+  operation({
+    operationId: 'listSharedSessions',
+    method: 'get',
+    path: '/v2/sessions/shared',
+    tag: 'Sessions - Permissions',
+    summary: 'Sessions shared with you',
+    // Shared sessions page by 100 unless told otherwise (the original's default).
+    query: listQuery.extend({ limit: (listQuery.shape.limit as z.ZodDefault<z.ZodNumber>).removeDefault().default(100) }),
+    ok: { json: z.object({ sharedSessions: z.array(restSessionSchema), nextCursor }) },
+    errors: { style: sharedListErrors, codes: ['BAD_USER_INPUT'] },
+    handler: async (request, _reply, { services }) => {
+      const page = { first: request.query.limit ?? 100, after: request.query.cursor };
+      const { sessions, nextCursor } = await services.sessions.listShared(request.viewer, page, { include: restSessionInclude });
+      return { sharedSessions: sessions.map(toRestSession), nextCursor };
     },
   }),
 ];

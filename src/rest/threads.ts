@@ -4,7 +4,7 @@ import type { MediaLinks } from '../domain/core/media-links.ts';
 import { badInput, type ErrorCode, notFound } from '../domain/core/errors.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import { paginate } from '../domain/search/page.ts';
-import { MAX_ATTACHMENTS, MAX_CONTENT } from '../domain/sessions/inputs.ts';
+import { MAX_ATTACHMENTS, MAX_CONTENT } from '../domain/sessions/index.ts';
 import type { Services } from '../domain/services.ts';
 import { TaskStatus } from '../domain/core/vocabulary.ts';
 import type { Session } from '../generated/prisma/client.ts';

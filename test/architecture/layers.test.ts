@@ -139,6 +139,14 @@ describe('layers', () => {
     expect(cycles.map((c) => c!.join(' → '))).toEqual([]);
   });
 
+  it('the transports reach sessions/, autonomy/, access/ and signals/ only through their fronts (index.ts)', () => {
+    const fronted = new Set(['sessions', 'autonomy', 'access', 'signals']);
+    const reaching = all.filter((i) => ['rest', 'graphql'].includes(folder(i.from)) && fronted.has(domainFolder(i.to) ?? ''));
+    expect(reaching).toContainEqual({ from: 'rest/sessions.ts', to: 'domain/sessions/index.ts' });
+    const past = reaching.filter((i) => !/^domain\/[^/]+\/index\.ts$/.test(i.to));
+    expect(past.map((i) => `${i.from} → ${i.to}`)).toEqual([]);
+  });
+
   it("only stores (and the composition of services) in src/domain/ import the database, the generated Prisma client (its enums too) or Prisma's packages", () => {
     const reaching = [...new Set(all.filter((i) => folder(i.from) === 'domain' && isDatabase(i.to)).map((i) => i.from))];
     expect(reaching).toContain('domain/services.ts');

@@ -33,7 +33,9 @@ const services: Record<string, string> = {
   collections: 'collections/service.ts',
   triggers: 'triggers/service.ts',
   sessions: 'sessions/service.ts',
-  autonomy: 'sessions/autonomy.ts',
+  autonomy: 'autonomy/service.ts',
+  access: 'access/service.ts',
+  signals: 'signals/service.ts',
   deployments: 'deployments/service.ts',
   relay: 'deployments/relay.ts',
 };

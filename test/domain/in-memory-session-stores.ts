@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { numberedCut, rowsThatFit } from '../../src/domain/core/byte-pages.ts';
 import type { MessageView } from '../../src/domain/core/events.ts';
-import type { AutonomyStore } from '../../src/domain/sessions/autonomy-store.ts';
+import type { AutonomyStore } from '../../src/domain/autonomy/store.ts';
 import type { ActorSelection } from '../../src/generated/prisma/enums.ts';
 import { reactionsView } from '../../src/domain/core/views.ts';
-import type { Permission } from '../../src/domain/sessions/access.ts';
-import type { Signal } from '../../src/domain/sessions/signals.ts';
+import type { Permission } from '../../src/domain/access/service.ts';
+import type { WatchAccessStore } from '../../src/domain/access/store.ts';
+import type { Signal } from '../../src/domain/signals/service.ts';
+import type { SignalStore } from '../../src/domain/signals/store.ts';
 import {
   BudgetStop,
   KeyGone,
@@ -18,8 +20,6 @@ import {
   type SessionRead,
   type SessionSettings,
   type SessionStore,
-  type SignalStore,
-  type WatchAccessStore,
 } from '../../src/domain/sessions/store.ts';
 import type { ShareStore } from '../../src/domain/shares/store.ts';
 
@@ -234,7 +234,10 @@ function messageSlice(world: World, sessionId: string, w: MessageWindow) {
 /** Who is where, which agents answer, and saving prompts. */
 function promptStatements(
   world: World,
-): Pick<SessionStore, 'places' | 'sessionAgents' | 'agentsForNewSessions' | 'addPrompt' | 'createSession' | 'settingsOf'> {
+): Pick<
+  SessionStore,
+  'places' | 'sessionAgents' | 'agentsForNewSessions' | 'addPrompt' | 'createSession' | 'updateSettings' | 'settingsOf'
+> {
   const keyGone = (keyId: string | null | undefined) => Boolean(keyId) && !world.apiKeys.has(keyId!);
   const write = (sessionId: string, userId: string, prompt: { content: string; attachments: string[]; responders: string[] }) => {
     const message = world.message(sessionId, { role: 'user', senderId: userId, content: prompt.content, attachments: prompt.attachments });
@@ -289,6 +292,9 @@ function promptStatements(
       world.message(session.id, { role: 'eden', content: `${agents.map((a) => a.name).join(', ')} joined the session` });
       if (!p.prompt) return { sessionId: session.id, prompt: null, replies: [], firstExchange: false, history: [] };
       return { sessionId: session.id, ...write(session.id, p.userId, p.prompt), firstExchange: settings.title === undefined, history: [] };
+    },
+    async updateSettings(sessionId, settings) {
+      Object.assign(world.sessions.get(sessionId)!, settingsIn(settings), { updatedAt: world.now() });
     },
     async settingsOf(sessionId) {
       const s = world.sessions.get(sessionId);

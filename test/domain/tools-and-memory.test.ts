@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { factKey, factsByRule, factsFromAnswer } from '../../src/domain/memory/extract.ts';
+import { factKey, factsByRule, factsFromAnswer } from '../../src/domain/memories/extract.ts';
 import { checkArguments, parametersJsonSchema } from '../../src/domain/tools/arguments.ts';
 import { costOf } from '../../src/domain/tools/cost-of.ts';
 import { toolDefinitionSchema } from '../../src/domain/tools/definition.ts';

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PNG } from 'pngjs';
-import { MEMORY_CAP } from '../../src/domain/memory/service.ts';
+import { MEMORY_CAP } from '../../src/domain/memories/service.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { isMemoryRequest, type FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';

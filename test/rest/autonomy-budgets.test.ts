@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { TURN_QUEUE } from '../../src/domain/sessions/autonomy.ts';
+import { TURN_QUEUE } from '../../src/domain/autonomy/index.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { startFakeToolService } from '../helpers/fake-tool-service.ts';

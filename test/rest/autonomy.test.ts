@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TURN_QUEUE } from '../../src/domain/sessions/autonomy.ts';
+import { TURN_QUEUE } from '../../src/domain/autonomy/index.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { SessionEventPayload } from '../../src/domain/core/events.ts';
 import { SHUT_DOWN } from '../../src/domain/replies/endings.ts';
 import type { ReplyJob } from '../../src/domain/replies/engine.ts';
-import type { AutonomyState } from '../../src/domain/sessions/autonomy-store.ts';
-import { AUTO_REPLY_NEEDS_BUDGET, autonomyRules, chooseActor, nextStep, TURN_QUEUE } from '../../src/domain/sessions/autonomy.ts';
+import type { AutonomyState } from '../../src/domain/autonomy/store.ts';
+import { AUTO_REPLY_NEEDS_BUDGET, autonomyRules, chooseActor, nextStep, TURN_QUEUE } from '../../src/domain/autonomy/service.ts';
 import { inMemoryJobQueue } from '../domain/in-memory-jobs.ts';
 import { inMemoryAutonomyStore, World } from '../domain/in-memory-session-stores.ts';
 

@@ -4,10 +4,10 @@ import { loadConfig } from '../../src/config.ts';
 import type { EventBus } from '../../src/domain/core/bus.ts';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
 import type { ReplyJob } from '../../src/domain/replies/engine.ts';
-import { accessGate } from '../../src/domain/sessions/access-gate.ts';
-import { autonomyRules } from '../../src/domain/sessions/autonomy.ts';
+import { accessGate } from '../../src/domain/access/gate.ts';
+import { AUTO_REPLY_NEEDS_BUDGET, autonomyRules, TURN_QUEUE } from '../../src/domain/autonomy/service.ts';
 import { sessionService } from '../../src/domain/sessions/service.ts';
-import { signalOutbox } from '../../src/domain/sessions/signals.ts';
+import { signalOutbox } from '../../src/domain/signals/service.ts';
 import { shareService } from '../../src/domain/shares/service.ts';
 import { memorySlotStore } from '../../src/limits/slots.ts';
 import { streamLimits } from '../../src/limits/streams.ts';
@@ -53,6 +53,8 @@ function arrange() {
     },
   };
   const gate = accessGate(inMemoryWatchAccessStore(world), config.events.accessRecheckMs, quiet);
+  const jobs = inMemoryJobQueue();
+  const autonomy = autonomyRules({ store: inMemoryAutonomyStore(world), bus, jobs: jobs.queue, replies, log: quiet });
   const sessions = sessionService(
     inMemorySessionStore(world),
     bus,
@@ -62,7 +64,7 @@ function arrange() {
     {
       gate,
       signals: signalOutbox(inMemorySignalStore(world), bus, quiet),
-      autonomy: autonomyRules({ store: inMemoryAutonomyStore(world), bus, jobs: inMemoryJobQueue().queue, replies, log: quiet }),
+      autonomy,
     },
   );
   const shares = shareService(inMemoryShareStore(world), sessions);
@@ -72,7 +74,7 @@ function arrange() {
     editor: { id: eddie!.id },
     stranger: { id: sam!.id },
   } satisfies Record<string, Viewer>;
-  return { world, bus, gate, started, cancels, sessions, shares, viewers, session, ada, answer, dave: dave!, nina: nina! };
+  return { world, bus, gate, jobs, autonomy, started, cancels, sessions, shares, viewers, session, ada, answer, dave: dave!, nina: nina! };
 }
 type Arranged = ReturnType<typeof arrange>;
 type Role = keyof Arranged['viewers'];
@@ -115,6 +117,14 @@ const actions: Record<string, Action> = {
     allowed(a, v, result, events) {
       expect(result).toEqual({ added: true, messageId: a.answer.id, reactions: { [v.id]: ['thumbs_up'] } });
       expect(events).toEqual(['reaction']);
+    },
+  },
+  rename: {
+    run: (a, v) => a.sessions.update(v, a.session.id, { title: 'Tides' }),
+    allowed(a, _v, result, events) {
+      expect(result).toBeUndefined();
+      expect(a.world.sessions.get(a.session.id)!.title).toBe('Tides');
+      expect(events).toEqual(['session_updated']);
     },
   },
   cancel: {
@@ -170,13 +180,15 @@ const refused = (code: string, message: string) => ({ code, message });
 const NO_ACCESS = refused('FORBIDDEN', 'You do not have access to this session');
 const NOT_DELETABLE = refused('FORBIDDEN', 'You are not allowed to delete this session');
 const OWNERS_MANAGE = refused('FORBIDDEN', 'Only an owner of this session can add or remove users');
+const OWNERS_CHANGE = refused('FORBIDDEN', 'Only an owner of this session can change its title, scenario or budget');
 
 const matrix: Record<Role, Record<keyof typeof actions, typeof ok | { code: string; message: string }>> = {
-  owner: { send: ok, react: ok, cancel: ok, delete: ok, 'add a user': ok, 'remove a user': ok, share: ok },
-  'member added as owner': { send: ok, react: ok, cancel: ok, delete: ok, 'add a user': ok, 'remove a user': ok, share: ok },
+  owner: { send: ok, react: ok, rename: ok, cancel: ok, delete: ok, 'add a user': ok, 'remove a user': ok, share: ok },
+  'member added as owner': { send: ok, react: ok, rename: ok, cancel: ok, delete: ok, 'add a user': ok, 'remove a user': ok, share: ok },
   editor: {
     send: ok,
     react: ok,
+    rename: OWNERS_CHANGE,
     cancel: ok,
     delete: NOT_DELETABLE,
     'add a user': OWNERS_MANAGE,
@@ -186,6 +198,7 @@ const matrix: Record<Role, Record<keyof typeof actions, typeof ok | { code: stri
   stranger: {
     send: NO_ACCESS,
     react: NO_ACCESS,
+    rename: NO_ACCESS,
     cancel: NO_ACCESS,
     delete: NOT_DELETABLE,
     'add a user': NO_ACCESS,
@@ -230,6 +243,7 @@ describe('the session permission matrix, on the rules over an in-memory store', 
     const missing = randomUUID();
     const notFound = refused('NOT_FOUND', 'Session not found');
     await expect(a.sessions.send(owner, { sessionId: missing, content: 'Hi' })).rejects.toMatchObject(notFound);
+    await expect(a.sessions.update(owner, missing, { title: 'Tides' })).rejects.toMatchObject(notFound);
     await expect(a.sessions.cancel(owner, missing)).rejects.toMatchObject(notFound);
     await expect(a.sessions.delete(owner, missing)).rejects.toMatchObject(notFound);
     await expect(a.sessions.addUser(owner, missing, { username: 'nina', permission: 'editor' })).rejects.toMatchObject(notFound);
@@ -250,5 +264,58 @@ describe('the session permission matrix, on the rules over an in-memory store', 
       await a.sessions.removeUser(a.viewers[role], a.session.id, a.viewers[role].id);
       await expect(a.sessions.permissionIn(a.viewers[role], a.session.id)).resolves.toBeNull();
     }
+  });
+});
+
+describe("changing a session's settings on their own (PATCH /v2/sessions/:id, updateSession), on the rules", () => {
+  it('checks the fields as a prompt does, naming the field, and changes nothing when one is wrong', async () => {
+    const a = (arranged = arrange());
+    const before = a.world.snapshot();
+    const seq = await a.bus.position(a.session.id);
+    await expect(a.sessions.update(a.viewers.owner, a.session.id, { title: 'x'.repeat(1001) })).rejects.toMatchObject({
+      code: 'BAD_USER_INPUT',
+      fieldPath: ['title'],
+    });
+    await expect(a.sessions.update(a.viewers.owner, a.session.id, { budget: { turnBudget: 0 } })).rejects.toMatchObject({
+      code: 'BAD_USER_INPUT',
+      fieldPath: ['budget', 'turnBudget'],
+    });
+    await expect(
+      a.sessions.update(a.viewers.owner, a.session.id, {
+        autonomySettings: { autoReply: true, replyInterval: 5, actorSelectionMethod: 'random' },
+      }),
+    ).rejects.toMatchObject(refused('BAD_USER_INPUT', AUTO_REPLY_NEEDS_BUDGET));
+    expect(a.world.snapshot()).toEqual(before);
+    expect(await publishedSince(a.bus, a.session.id, seq)).toEqual([]);
+  });
+
+  it('sets the scenario and budgets, and with a budget starts the autonomous loop; turning it off stops it and says why', async () => {
+    const a = (arranged = arrange());
+    await a.autonomy.startWork();
+    const seq = await a.bus.position(a.session.id);
+    const on = { autoReply: true, replyInterval: 30, actorSelectionMethod: 'random' } as const;
+    await a.sessions.update(a.viewers.owner, a.session.id, { scenario: 'At the harbour', budget: { turnBudget: 3 }, autonomySettings: on });
+    expect(a.world.sessions.get(a.session.id)).toMatchObject({
+      scenario: 'At the harbour',
+      turnBudget: 3,
+      autoReply: true,
+      replyInterval: 30,
+      actorSelection: 'random',
+    });
+    expect(await a.jobs.queue.waiting(TURN_QUEUE, a.session.id)).toBe(true);
+    await a.sessions.update(a.viewers.owner, a.session.id, { autonomySettings: { ...on, autoReply: false } });
+    expect(a.world.sessions.get(a.session.id)!.autoReply).toBe(false);
+    expect(await a.jobs.queue.waiting(TURN_QUEUE, a.session.id)).toBe(false);
+    expect(await publishedSince(a.bus, a.session.id, seq)).toEqual(['session_updated', 'session_updated', 'autonomy_stopped']);
+  });
+
+  it('a change of nothing changes nothing and tells no one, for anyone who may post', async () => {
+    const a = (arranged = arrange());
+    const before = a.world.snapshot();
+    const seq = await a.bus.position(a.session.id);
+    await a.sessions.update(a.viewers.editor, a.session.id, { budget: {} });
+    expect(a.world.snapshot()).toEqual(before);
+    expect(await publishedSince(a.bus, a.session.id, seq)).toEqual([]);
+    await expect(a.sessions.update(a.viewers.stranger, a.session.id, {})).rejects.toMatchObject(NO_ACCESS);
   });
 });

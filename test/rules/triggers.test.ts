@@ -5,7 +5,7 @@ import type { SessionEvent } from '../../src/domain/core/events.ts';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
 import { promptOutcomes } from '../../src/domain/replies/outcome.ts';
 import type { SavedReply } from '../../src/domain/replies/ports.ts';
-import type { PromptStarted } from '../../src/domain/sessions/prompting.ts';
+import type { PromptStarted } from '../../src/domain/sessions/index.ts';
 import type { TriggerEvent, TriggerJob } from '../../src/domain/triggers/ports.ts';
 import { triggerRunner } from '../../src/domain/triggers/runner.ts';
 import { triggerService } from '../../src/domain/triggers/service.ts';

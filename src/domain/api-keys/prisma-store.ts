@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.ts';
-import { recordSignal } from '../sessions/signal-store.ts';
+import { recordSignal } from '../signals/prisma-store.ts';
 import type { ApiKeyStore, StoredKey } from './store.ts';
 
 export function prismaApiKeyStore(db: Db): ApiKeyStore {

@@ -1,5 +1,5 @@
 import { badInput, notFound, unauthenticated } from '../core/errors.ts';
-import type { SignalOutbox } from '../sessions/signals.ts';
+import type { SignalOutbox } from '../signals/service.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { coalesced } from '../core/coalesce.ts';
 import { generateKey, parseKey, secretMatches } from './secret.ts';

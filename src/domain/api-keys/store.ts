@@ -1,4 +1,4 @@
-import type { Signal } from '../sessions/signals.ts';
+import type { Signal } from '../signals/service.ts';
 
 /** An API key as stored: its secret only as a hash. */
 export interface StoredKey {

@@ -36,7 +36,7 @@ export interface WatchStream<E extends Numbered = SessionEvent> extends AsyncIte
   interrupt(end: WatchEnd): void;
 }
 
-/** A watch's pass to deliver, kept current by the access gate (`sessions/access-gate.ts`). */
+/** A watch's pass to deliver, kept current by the access gate (`access/gate.ts`). */
 export interface AccessTicket {
   /** Null when the watch may deliver now; else a promise that settles once its access was checked again. */
   admit(): Promise<void> | null;

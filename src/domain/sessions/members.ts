@@ -3,9 +3,9 @@ import { badInput, forbidden, notFound } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
-import { canManage, type SessionAccess } from './access.ts';
+import { canManage, type SessionAccess } from '../access/service.ts';
 import { sessionUserSchema } from './inputs.ts';
-import type { SignalOutbox } from './signals.ts';
+import type { SignalOutbox } from '../signals/service.ts';
 import type { SessionStore } from './store.ts';
 
 export const NOT_ALLOWED_TO_DELETE = 'You are not allowed to delete this session';

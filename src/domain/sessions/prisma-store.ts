@@ -4,12 +4,12 @@ import { Prisma } from '../../generated/prisma/client.ts';
 import { releaseHolds } from '../tasks/settle-store.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
 import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
-import { recalledFacts } from '../memory/service.ts';
-import { memoriesOf } from '../memory/store.ts';
+import { recalledFacts } from '../memories/service.ts';
+import { memoriesOf } from '../memories/store.ts';
 import type { Title } from '../replies/ports.ts';
-import type { Permission } from './access.ts';
+import { prismaAccessStore } from '../access/prisma-store.ts';
 import { newSessionWriter, savePrompt } from './prompt-store.ts';
-import { recordSignal } from './signal-store.ts';
+import { recordSignal } from '../signals/prisma-store.ts';
 import {
   type AgentAsk,
   type MessageSlice,
@@ -95,27 +95,12 @@ async function agentsForNewSessions(db: Db, asks: readonly AgentAsk[]) {
   return reads;
 }
 
-/** Who is where, which agents answer, and saving prompts. */
+/** Which agents answer, and saving prompts. */
 function promptStatements(
   db: Db,
-): Pick<SessionStore, 'places' | 'sessionAgents' | 'agentsForNewSessions' | 'addPrompt' | 'createSession' | 'settingsOf'> {
+): Pick<SessionStore, 'sessionAgents' | 'agentsForNewSessions' | 'addPrompt' | 'createSession' | 'updateSettings' | 'settingsOf'> {
   const saveInNewSession = newSessionWriter(db);
   return {
-    async places(asks) {
-      const rows = await db.$queryRaw<{ session_id: string; user_id: string; owner_id: string; permission: Permission | null }[]>`
-        SELECT v.session_id, v.user_id, s."ownerId" AS owner_id, su."permission"::text AS permission
-        FROM unnest(${asks.map((a) => a.sessionId)}::text[], ${asks.map((a) => a.userId)}::text[]) AS v(session_id, user_id)
-        JOIN "Session" AS s ON s."id" = v.session_id
-        LEFT JOIN "SessionUser" AS su ON su."sessionId" = v.session_id AND su."userId" = v.user_id`;
-      const found = new Map(rows.map((r) => [`${r.session_id} ${r.user_id}`, r.owner_id === r.user_id ? 'owner' : r.permission]));
-      const places = new Map<(typeof asks)[number], { permission: Permission | null }>();
-      for (const a of asks) {
-        const permission = found.get(`${a.sessionId} ${a.userId}`);
-        if (permission !== undefined) places.set(a, { permission });
-      }
-      return places;
-    },
-
     async sessionAgents(sessionId) {
       const rows = await db.sessionAgent.findMany({
         where: { sessionId },
@@ -134,6 +119,9 @@ function promptStatements(
           throw p.promptId && isUniqueViolation(e) ? new PromptSavedAlready() : e;
         }),
     createSession: (p) => saveInNewSession(p),
+    async updateSettings(sessionId, settings) {
+      await db.session.update({ where: { id: sessionId }, data: settings, select: { id: true } });
+    },
     settingsOf: (sessionId) => db.session.findUnique({ where: { id: sessionId }, select: { title: true, scenario: true } }),
   };
 }
@@ -281,7 +269,7 @@ function changeStatements(
 
 /** The session rules' statements (`store.ts` says what each must do), on Prisma. */
 export function prismaSessionStore(db: Db): SessionStore {
-  return { ...promptStatements(db), ...readStatements(db), ...changeStatements(db) };
+  return { ...prismaAccessStore(db), ...promptStatements(db), ...readStatements(db), ...changeStatements(db) };
 }
 
 /**
@@ -304,4 +292,14 @@ export function sessionTitles(db: Db) {
       return new Set(named.map((r) => r.id));
     },
   };
+}
+
+/**
+ * Turns a session's auto-reply off if it is on, for the autonomy rules (which sit above sessions
+ * and stop their loop with it); whether it was on.
+ */
+export async function turnOffAutoReply(db: Db, sessionId: string): Promise<boolean> {
+  const changed =
+    await db.$executeRaw`UPDATE "Session" SET "autoReply" = false, "updatedAt" = now() WHERE "id" = ${sessionId} AND "autoReply"`;
+  return changed === 1;
 }

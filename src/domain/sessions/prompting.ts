@@ -9,10 +9,10 @@ import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import type { ReplyEngine, ReplyJob } from '../replies/engine.ts';
 import { chooseResponders } from '../replies/routing.ts';
-import type { AutonomyRules } from './autonomy.ts';
-import { canManage, canPost, NO_ACCESS, type SessionAccess } from './access.ts';
+import { canPost, NO_ACCESS, type SessionAccess } from '../access/service.ts';
 import { KEY_DELETED_END } from '../core/watch.ts';
-import { type SendMessageInput, sendMessageSchema } from './inputs.ts';
+import { type AutonomySettings, type SendMessageInput, sendMessageSchema } from './inputs.ts';
+import { allowChange, announceChange } from './settings.ts';
 import { type AgentAsk, BudgetStop, KeyGone, type NewSessionAgent, type SavedPrompt, type SessionStore } from './store.ts';
 
 export const AGENT_IDS_REQUIRED = 'agent_ids must be provided when creating a new session';
@@ -42,17 +42,6 @@ interface PromptAgent {
 /** Each of a statement's users may bring MEMORY_CAP facts per agent: fewer reads per statement than for keys. */
 const AGENT_READS_PER_STATEMENT = 100;
 
-const settingsOf = (input: SendMessageInput) => ({
-  title: input.title,
-  scenario: input.scenario,
-  mannaBudget: input.budget?.mannaBudget,
-  tokenBudget: input.budget?.tokenBudget,
-  turnBudget: input.budget?.turnBudget,
-  autoReply: input.autonomySettings?.autoReply,
-  replyInterval: input.autonomySettings?.replyInterval,
-  actorSelection: input.autonomySettings?.actorSelectionMethod,
-});
-
 /**
  * A prompt the session's owner relays for someone else: a deployment passes on what a person
  * wrote on a platform. Access is the owner's (who may post, which agents answer); the message is
@@ -64,12 +53,28 @@ export interface Relay {
   promptId: string;
 }
 
+/**
+ * What a change of a session's settings asks of its autonomous turns: `autonomy/` answers, which
+ * sits above sessions (its turns are replies in them) and is handed in by the composition.
+ */
+export interface SessionAutonomy {
+  /**
+   * Whether a change of `sessionId` (none: a new session) may set these settings with these
+   * budgets (it throws when it may not); whether auto-reply was on before the change.
+   */
+  check(sessionId: string | undefined, settings: AutonomySettings | undefined, setsBudget: boolean): Promise<boolean>;
+  /** After the change is saved: starts the loop, or stops it (`wasOn`: before the change). */
+  changed(sessionId: string, settings: AutonomySettings, wasOn: boolean): Promise<void>;
+  /** Stops the loop; whether it was running. */
+  turnOff(sessionId: string): Promise<boolean>;
+}
+
 export interface PromptDependencies {
   store: SessionStore;
   bus: EventBus;
   replies: Pick<ReplyEngine, 'instanceId' | 'start'>;
   access: SessionAccess;
-  autonomy: Pick<AutonomyRules, 'check' | 'changed' | 'turnOff'>;
+  autonomy: SessionAutonomy;
 }
 
 /** Prompts and their replies: sending one (operation 4), and stopping the replies being written. */
@@ -112,16 +117,8 @@ export function promptRules({ store, bus, replies, access, autonomy }: PromptDep
   async function send(viewer: Viewer, raw: unknown, options: { confirmKey?: boolean; relay?: Relay } = {}): Promise<PromptStarted> {
     const input = parseInput(sendMessageSchema, raw);
     if (options.relay && !input.sessionId) throw new Error('a relayed prompt goes to a session that exists');
-    const settings = settingsOf(input);
-    const changesSettings = Object.values(settings).some((v) => v !== undefined);
-    if (input.sessionId) {
-      const permission = await access.permissionIn(viewer, input.sessionId);
-      if (!canPost(permission)) throw forbidden(NO_ACCESS);
-      if (changesSettings && !canManage(permission))
-        throw forbidden('Only an owner of this session can change its title, scenario or budget');
-    }
-    const setsBudget = Object.values(input.budget ?? {}).some((v) => v !== undefined);
-    const autonomyWasOn = await autonomy.check(input.sessionId, input.autonomySettings, setsBudget);
+    const change = await allowChange({ access, autonomy }, viewer, input.sessionId, input);
+    const { settings } = change;
     const agents = await agentsFor(viewer, input);
     const content = input.content ?? '';
     const attachments = input.attachments ?? [];
@@ -143,7 +140,7 @@ export function promptRules({ store, bus, replies, access, autonomy }: PromptDep
     let known: ReplyJob['known'];
     try {
       if (input.sessionId) {
-        saved = await store.addPrompt({ ...toSave, session: { id: input.sessionId, update: changesSettings ? settings : undefined } });
+        saved = await store.addPrompt({ ...toSave, session: { id: input.sessionId, update: change.changes ? settings : undefined } });
       } else {
         const created = await store.createSession({ ...toSave, session: { create: { ...settings, agents } } });
         saved = created;
@@ -162,11 +159,8 @@ export function promptRules({ store, bus, replies, access, autonomy }: PromptDep
     }
 
     const { sessionId, prompt: message } = saved;
-    if (input.sessionId && changesSettings) {
-      const s = await store.settingsOf(sessionId);
-      if (s) await bus.publish(sessionId, { type: 'session_updated', title: s.title, scenario: s.scenario });
-    }
-    if (input.autonomySettings) await autonomy.changed(sessionId, input.autonomySettings, autonomyWasOn);
+    // A new session's settings are news to no one yet; its autonomy starts all the same.
+    await announceChange({ store, bus, autonomy }, sessionId, { ...change, changes: change.changes && Boolean(input.sessionId) });
     if (!message) return { sessionId, created: !input.sessionId, promptId: null, message: null, replies: [], startSeq: null };
     const started = await bus.publish(sessionId, {
       type: 'start_prompt',

@@ -5,7 +5,7 @@ import { canNameARow } from '../core/ids.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import { reactionCounts, reactionsView } from '../core/views.ts';
-import type { SessionAccess } from './access.ts';
+import type { SessionAccess } from '../access/service.ts';
 import { reactionSchema } from './inputs.ts';
 import { EXCLUSIVE } from './reactions.ts';
 import { ReactionLimitReached, type SessionStore } from './store.ts';

@@ -4,7 +4,7 @@ import { canNameARow } from '../core/ids.ts';
 import { decodeCursor, encodeCursor, pageSchema, parseOrdinal } from '../core/cursors.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
-import type { SessionAccess } from './access.ts';
+import type { SessionAccess } from '../access/service.ts';
 import { numberedPageSchema } from './inputs.ts';
 import type { MessageWindow, SessionFilter, SessionPosition, SessionQuery, SessionRead, SessionStore } from './store.ts';
 

@@ -4,8 +4,9 @@ import type { ActorSelection } from '../../generated/prisma/enums.ts';
 import type { Budget } from '../core/budgets.ts';
 import type { MessageView } from '../core/events.ts';
 import type { ReplyJob } from '../replies/engine.ts';
-import type { Permission } from './access.ts';
-import type { Signal } from './signals.ts';
+import type { Permission } from '../access/service.ts';
+import type { AccessStore } from '../access/store.ts';
+import type { Signal } from '../signals/service.ts';
 
 /**
  * What REST (its includes) and GraphQL (Pothos' `queryFromInfo`) ask a session read to bring
@@ -29,12 +30,6 @@ export type SessionFilter =
   | { sharedWith: string }
   /** Those they own or were added to, with the agent when one is named. */
   | { memberOf: string; agentId?: string };
-
-/** A caller's place in a session, asked for by many requests at once. */
-export interface PlaceAsk {
-  sessionId: string;
-  userId: string;
-}
 
 /** An agent of a session, with what decides whether a caller may still prompt it. */
 export interface SessionAgent {
@@ -159,9 +154,7 @@ export interface ReactionToggle {
  * Every statement the session rules need. Writes that must not interleave with others are one
  * call each here, so an implementation can make them one transaction.
  */
-export interface SessionStore {
-  /** The places asked for, of sessions that exist: `owner` for the session's owner, null for someone not in it. */
-  places(asks: readonly PlaceAsk[]): Promise<Map<PlaceAsk, { permission: Permission | null }>>;
+export interface SessionStore extends AccessStore {
   /** The session's agents, in the order they answer. */
   sessionAgents(sessionId: string): Promise<SessionAgent[]>;
   /** The agents asked for that exist. */
@@ -176,6 +169,8 @@ export interface SessionStore {
   addPrompt(p: PromptToSession): Promise<SavedPrompt>;
   /** Makes a session with its agents, its owner and its first prompt. Throws KeyGone, saving nothing. */
   createSession(p: PromptToNewSession): Promise<SavedNewSession>;
+  /** Changes the settings of a session that exists (those undefined are left as they are). */
+  updateSettings(sessionId: string, settings: SessionSettings): Promise<void>;
   /** The session's title and scenario, as they are now. */
   settingsOf(sessionId: string): Promise<{ title: string | null; scenario: string | null } | null>;
 
@@ -223,7 +218,7 @@ export interface SessionStore {
 
   /**
    * Deletes the session with everything in it, giving back what its running tool calls hold, and
-   * records `signal` with the deletion. Returns the signal's id (see `signals.ts`).
+   * records `signal` with the deletion. Returns the signal's id (see `signals/`).
    */
   deleteSession(id: string, signal: Signal): Promise<bigint>;
   /** The owner of a session that exists. */
@@ -232,20 +227,4 @@ export interface SessionStore {
   setMember(sessionId: string, userId: string, permission: Permission): Promise<void>;
   /** Removes the user, recording `signal` with it; null when they were not in the session. */
   removeMember(sessionId: string, userId: string, signal: Signal): Promise<bigint | null>;
-}
-
-/** What an open watch's periodic re-check reads (`access-gate.ts`). */
-export interface WatchAccessStore {
-  /** Those of the API keys that still exist. */
-  existingKeys(ids: readonly string[]): Promise<Set<string>>;
-  /** For each of the sessions that still exists, who of `userIds` may watch it (its owner always). */
-  members(sessionIds: string[], userIds: string[]): Promise<Map<string, Set<string>>>;
-}
-
-/** The outbox's rows (`signals.ts`); a change records its signal through its own store, in its transaction. */
-export interface SignalStore {
-  /** Signals not yet handed to the bus, oldest first. */
-  pending(limit: number): Promise<{ id: bigint; signal: Signal }[]>;
-  /** Forgets a signal the bus has taken. */
-  remove(id: bigint): Promise<void>;
 }

@@ -1,6 +1,6 @@
 import { forbidden, notFound } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
-import type { SessionService } from '../sessions/service.ts';
+import type { SessionService } from '../sessions/index.ts';
 import { reactionCounts, reactionsView } from '../core/views.ts';
 import type { Viewer } from '../core/viewer.ts';
 import type { ShareStore } from './store.ts';

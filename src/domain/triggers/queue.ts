@@ -1,7 +1,7 @@
 import type { JobQueue } from '../core/jobs.ts';
 import type { TriggerJob, TriggerJobs } from './ports.ts';
 import type { TriggerRunner } from './runner.ts';
-import { SWEEP_MS } from './runner-steps.ts';
+import { SWEEP_MS } from './run.ts';
 
 export const TRIGGER_QUEUE = 'triggers';
 /**

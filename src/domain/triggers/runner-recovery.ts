@@ -1,14 +1,5 @@
-import {
-  asRunReads,
-  nextAfter,
-  outcomeOf,
-  promptText,
-  QUEUE_AHEAD_MS,
-  queueNext,
-  type RunContext,
-  sendPrompt,
-  settle,
-} from './runner-steps.ts';
+import { asRunReads, nextAfter, outcomeOf, promptText, QUEUE_AHEAD_MS, queueNext, sendPrompt, settle } from './run.ts';
+import type { RunContext } from './runner.ts';
 import type { Trigger, TriggerRun } from './store.ts';
 
 /** While an earlier run is still under way, how often a due occurrence looks again. */

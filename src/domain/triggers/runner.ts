@@ -1,14 +1,55 @@
 import { conflict } from '../core/errors.ts';
-import type { TriggerJob } from './ports.ts';
+import type { Viewer } from '../core/viewer.ts';
+import type { Outcome, OutcomeWait, WaitEnd } from '../replies/outcome.ts';
+import type { PromptStarted } from '../sessions/index.ts';
+import type { TriggerEvents, TriggerJob, TriggerJobs } from './ports.ts';
 import { resolveRunning, sweep } from './runner-recovery.ts';
-import { runnerStatements } from './runner-statements.ts';
-import { nextAfter, queueNext, type RunContext, type RunnerDependencies, start } from './runner-steps.ts';
-import type { Trigger } from './store.ts';
+import { type RunnerStatements, runnerStatements } from './runner-statements.ts';
+import { nextAfter, queueNext, start } from './run.ts';
+import type { Trigger, TriggerStore } from './store.ts';
 
 export { RECHECK_MS } from './runner-recovery.ts';
-export { FAILURES_TO_PAUSE, type RunnerDependencies } from './runner-steps.ts';
+export { FAILURES_TO_PAUSE } from './run.ts';
 
 export const ALREADY_RUNNING = 'This trigger is already running';
+
+export interface RunnerDependencies {
+  store: TriggerStore;
+  jobs: TriggerJobs;
+  events: TriggerEvents;
+  /** Operation 4, as the trigger's owner: the prompt goes in like any other. */
+  send(viewer: Viewer, input: unknown): Promise<PromptStarted>;
+  /** Follows a prompt's replies until they end (the replies' `awaitOutcome`). */
+  awaitOutcome(wait: OutcomeWait): Promise<WaitEnd>;
+  /** How a prompt's replies stand now, as saved (the replies' `outcome`); null when the prompt is gone. */
+  outcome(promptId: string): Promise<Outcome | null>;
+  /** Stops a prompt's replies wherever they run. */
+  cancel(sessionId: string, promptId: string): Promise<void>;
+  /** `TRIGGER_RUN_TIMEOUT_S`, in milliseconds: a run longer than this is failed and released. */
+  runTimeoutMs: number;
+  /**
+   * `TRIGGER_LATE_GRACE_S`, in milliseconds: how late an occurrence's job may be and still count
+   * as late rather than missed (a busy instance, or one taking over a dead one's jobs, is seconds
+   * late). Occurrences due longer ago than this, after the one being run, were missed in an
+   * outage: they fold into this run.
+   */
+  lateGraceMs: number;
+  /**
+   * How long a run may sit claimed without its prompt sent before another instance sends it: the
+   * instance that claimed it died between the two (sending takes milliseconds). The queue's own
+   * takeover time (`JOBS_TAKEOVER_S`).
+   */
+  promptLeaseMs: number;
+  log: { error(obj: unknown, msg?: string): void };
+  now?: () => Date;
+}
+
+/** One runner's state beside its dependencies: the clock, and the waits for replies this process has under way (shutting down stops them). */
+export interface RunContext extends Omit<RunnerDependencies, 'now' | 'store'> {
+  store: TriggerStore & RunnerStatements;
+  now: () => Date;
+  following: Set<AbortController>;
+}
 
 /** Whether `trigger` is still due for the occurrence `scheduledFor` (not changed, paused, run or gone since). */
 const dueFor = (trigger: Trigger | null, scheduledFor: Date): trigger is Trigger =>
@@ -45,7 +86,7 @@ async function occurrence(ctx: RunContext, triggerId: string, scheduledFor: Date
 /**
  * Runs triggers: claims an occurrence (once, across instances: `store.claim`), sends its prompt
  * as the owner's message, follows the reply to its end, and records the outcome with the rules
- * on failures, pauses and the end of a schedule (`runner-steps.ts`); picks up what another
+ * on failures, pauses and the end of a schedule (`run.ts`, a run's steps); picks up what another
  * instance left half done (`runner-recovery.ts`). Every step is safe to repeat on another instance.
  */
 export function triggerRunner(deps: RunnerDependencies) {

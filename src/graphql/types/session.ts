@@ -1,8 +1,7 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { GraphQLResolveInfo } from 'graphql';
 import { badInput } from '../../domain/core/errors.ts';
-import { BUDGET_LIMITS, MAX_REPLY_INTERVAL_S } from '../../domain/sessions/inputs.ts';
-import type { MessagePage } from '../../domain/sessions/service.ts';
+import { BUDGET_LIMITS, type MessagePage, MAX_REPLY_INTERVAL_S } from '../../domain/sessions/index.ts';
 import type { Session as SessionRow } from '../../generated/prisma/client.ts';
 import type { ActorSelection } from '../../domain/core/vocabulary.ts';
 import { builder } from '../builder.ts';
@@ -235,7 +234,7 @@ builder.mutationFields((t) => ({
         autonomySettings: input.autonomySettings ?? undefined,
       };
       if (Object.values(changes).every((v) => v === undefined)) throw badInput('Nothing to change', ['input']);
-      await ctx.services.sessions.send(viewer, { sessionId: String(id), ...changes });
+      await ctx.services.sessions.update(viewer, String(id), changes);
       return ctx.services.sessions.get(viewer, String(id), query);
     },
   }),

@@ -1,12 +1,16 @@
+// One run of a trigger, step by step: it starts (the claim), its prompt is sent as the owner's
+// message, its replies are followed to their end, and it is settled (the rules on failures,
+// pauses and the end of a schedule), with the next occurrence queued. The runner (`runner.ts`)
+// starts runs from the queue's jobs and by hand; `runner-recovery.ts` finishes what a stopped
+// process left.
 import { isDomainError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import type { Viewer } from '../core/viewer.ts';
-import type { WaitEnd, Outcome, OutcomeWait } from '../replies/outcome.ts';
-import type { PromptStarted } from '../sessions/prompting.ts';
+import type { Outcome } from '../replies/outcome.ts';
+import type { PromptStarted } from '../sessions/index.ts';
 import { isPaymentRefusal } from '../tools/run-call.ts';
-import type { TriggerEvent, TriggerEvents, TriggerJobs } from './ports.ts';
+import type { TriggerEvent } from './ports.ts';
+import type { RunContext } from './runner.ts';
 import { nextOccurrence } from './schedule.ts';
-import type { RunnerStatements } from './runner-statements.ts';
 import type { ReplyOutcome, RunOutcome, Trigger, TriggerRun, TriggerStore } from './store.ts';
 
 /** Failures in a row that pause a trigger (the original's rule). */
@@ -28,44 +32,6 @@ const SESSION_PROBLEMS = {
   'not-owner': 'The session this trigger posts into is no longer yours',
   'agent-absent': "The trigger's agent is no longer in the session it posts into",
 } as const;
-
-export interface RunnerDependencies {
-  store: TriggerStore;
-  jobs: TriggerJobs;
-  events: TriggerEvents;
-  /** Operation 4, as the trigger's owner: the prompt goes in like any other. */
-  send(viewer: Viewer, input: unknown): Promise<PromptStarted>;
-  /** Follows a prompt's replies until they end (the replies' `awaitOutcome`). */
-  awaitOutcome(wait: OutcomeWait): Promise<WaitEnd>;
-  /** How a prompt's replies stand now, as saved (the replies' `outcome`); null when the prompt is gone. */
-  outcome(promptId: string): Promise<Outcome | null>;
-  /** Stops a prompt's replies wherever they run. */
-  cancel(sessionId: string, promptId: string): Promise<void>;
-  /** `TRIGGER_RUN_TIMEOUT_S`, in milliseconds: a run longer than this is failed and released. */
-  runTimeoutMs: number;
-  /**
-   * `TRIGGER_LATE_GRACE_S`, in milliseconds: how late an occurrence's job may be and still count
-   * as late rather than missed (a busy instance, or one taking over a dead one's jobs, is seconds
-   * late). Occurrences due longer ago than this, after the one being run, were missed in an
-   * outage: they fold into this run.
-   */
-  lateGraceMs: number;
-  /**
-   * How long a run may sit claimed without its prompt sent before another instance sends it: the
-   * instance that claimed it died between the two (sending takes milliseconds). The queue's own
-   * takeover time (`JOBS_TAKEOVER_S`).
-   */
-  promptLeaseMs: number;
-  log: { error(obj: unknown, msg?: string): void };
-  now?: () => Date;
-}
-
-/** One runner's state beside its dependencies: the clock, and the waits for replies this process has under way (shutting down stops them). */
-export interface RunContext extends Omit<RunnerDependencies, 'now' | 'store'> {
-  store: TriggerStore & RunnerStatements;
-  now: () => Date;
-  following: Set<AbortController>;
-}
 
 /** What a reply ended as, for its run: failed with the reason, or completed; null while it is still being written. */
 export function outcomeOf(replies: ReplyOutcome[]): RunOutcome | null {

@@ -6,9 +6,9 @@ import type { AutonomyStopReason } from '../core/events.ts';
 import type { Job, JobQueue } from '../core/jobs.ts';
 import { DATABASE_LOST, SHUT_DOWN } from '../replies/endings.ts';
 import type { ReplyEngine } from '../replies/engine.ts';
-import type { AutonomyState, AutonomyStore } from './autonomy-store.ts';
-import type { AutonomySettings } from './inputs.ts';
-import type { SessionAgent } from './store.ts';
+import type { AutonomySettings } from '../sessions/inputs.ts';
+import type { SessionAgent } from '../sessions/store.ts';
+import type { AutonomyState, AutonomyStore } from './store.ts';
 
 /** The original's text, for a session asked to reply on its own with nothing to bound it. */
 export const AUTO_REPLY_NEEDS_BUDGET = 'Session cannot have auto-reply enabled without a set budget';

@@ -3,7 +3,7 @@ import { coalesced } from '../core/coalesce.ts';
 import { forbidden, notFound } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
 import type { Viewer } from '../core/viewer.ts';
-import type { PlaceAsk, SessionStore } from './store.ts';
+import type { AccessStore, PlaceAsk } from './store.ts';
 
 /**
  * Who may do what in a session. The owner and users added as `owner` may delete, share and
@@ -18,7 +18,7 @@ export const SESSION_NOT_FOUND = 'Session not found';
 export const NO_ACCESS = 'You do not have access to this session';
 
 /** The checks every session operation starts with: the caller's place in the session. */
-export function sessionAccess(store: Pick<SessionStore, 'places'>) {
+export function sessionAccess(store: AccessStore) {
   /**
    * Read for the requests that arrive together in one statement: a thousand clients opening
    * their watches at once cost a few reads instead of a thousand.

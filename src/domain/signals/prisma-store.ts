@@ -1,7 +1,7 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/database.ts';
 import type { SessionEventPayload } from '../core/events.ts';
-import type { Signal } from './signals.ts';
+import type { Signal } from './service.ts';
 import type { SignalStore } from './store.ts';
 
 const toRow = (signal: Signal) =>
