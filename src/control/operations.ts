@@ -7,8 +7,8 @@ import type { Database } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { upgradeToPgvector } from '../db/vector-column.ts';
 import { loadDemo } from '../demo/load.ts';
-import { usernameSchema } from '../domain/creators/service.ts';
-import { amountSchema } from '../domain/manna/service.ts';
+import { usernameSchema } from '../domain/creators/index.ts';
+import { amountSchema } from '../domain/manna/index.ts';
 import type { Services } from '../domain/services.ts';
 
 /**

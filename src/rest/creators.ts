@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { balanceOf } from '../domain/creators/service.ts';
+import { balanceOf } from '../domain/creators/index.ts';
 import type { User } from '../generated/prisma/client.ts';
 import { CreatorType } from '../domain/core/vocabulary.ts';
 import { operation } from './operation.ts';

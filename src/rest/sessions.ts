@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { pageSchema } from '../domain/core/cursors.ts';
 import { badInput, forbidden, notFound } from '../domain/core/errors.ts';
-import { paginate } from '../domain/search/page.ts';
+import { paginate } from '../domain/core/page.ts';
 import { SESSION_NOT_FOUND } from '../domain/sessions/access.ts';
 import { autonomySettingsSchema, numberedPageSchema, reactionSchema, sendMessageSchema } from '../domain/sessions/inputs.ts';
 import { AGENT_IDS_REQUIRED, DEFAULT_MESSAGE_PAGE, MAX_MESSAGE_PAGE } from '../domain/sessions/service.ts';

@@ -1,6 +1,6 @@
-import { balanceOf } from '../../domain/creators/service.ts';
+import { balanceOf } from '../../domain/creators/index.ts';
 import { newestFirst } from '../../domain/core/ordering.ts';
-import { visibleCreations, visibleToFilter } from '../../domain/discovery/store.ts';
+import { visibleCreations, visibleToFilter } from '../../domain/discovery/index.ts';
 import type { User } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
 import { maybeViewer, viewerOf, type GraphQLContext } from '../context.ts';
