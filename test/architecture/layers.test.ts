@@ -130,6 +130,25 @@ const domainFolder = (path: string) => {
   return parts[0] === 'domain' && parts.length > 2 ? parts[1]! : null;
 };
 
+/** What stands between clients (or an operator) and the domain: each takes a domain folder through its front. */
+const transports = ['rest', 'graphql', 'http', 'cli', 'control', 'demo'];
+
+/**
+ * Folders whose files the transports still import one by one, for now: sessions/ is being split
+ * into sessions/, autonomy/, access/ and signals/ (issue 50, item 4), and that split gives each its
+ * front and takes this exception away.
+ */
+const frontsToCome = new Set(['sessions', 'autonomy', 'access', 'signals']);
+
+/**
+ * Whether a transport may import this file of src/domain/: a folder's front (its index.ts),
+ * the shared vocabulary of core/, or the composition (services.ts).
+ */
+const openToTransports = (to: string) => {
+  const inner = domainFolder(to);
+  return inner === null || inner === 'core' || frontsToCome.has(inner) || to === `domain/${inner}/index.ts`;
+};
+
 /** Folders of src/domain/ from which `start` is reached again by following imports, as a path. */
 function cycleThrough(edges: Map<string, Set<string>>, start: string): string[] | null {
   const seen = new Set<string>();
@@ -205,6 +224,13 @@ describe('layers', () => {
     expect(edges.get('sessions')).toContain('core');
     const cycles = [...edges.keys()].map((f) => cycleThrough(edges, f)).filter(Boolean);
     expect(cycles.map((c) => c!.join(' → '))).toEqual([]);
+  });
+
+  it("a transport imports from src/domain/ only a folder's front (its index.ts), core/ and the composition (services.ts)", () => {
+    const reaching = all.filter((i) => transports.includes(folder(i.from)) && folder(i.to) === 'domain');
+    expect(reaching.map((i) => i.from)).toContain('rest/agents.ts');
+    const wrong = reaching.filter((i) => !openToTransports(i.to));
+    expect(wrong.map((i) => `${i.from} → ${i.to}`)).toEqual([]);
   });
 
   it("only stores (and the composition of services) in src/domain/ import the database, the generated Prisma client (its enums too) or Prisma's packages", () => {
