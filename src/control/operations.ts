@@ -7,8 +7,9 @@ import type { Database } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { upgradeToPgvector } from '../db/vector-column.ts';
 import { loadDemo } from '../demo/load.ts';
-import { usernameSchema } from '../domain/creators/service.ts';
-import { amountSchema } from '../domain/manna/service.ts';
+import { mannaNumber } from '../domain/core/manna.ts';
+import { usernameSchema } from '../domain/creators/index.ts';
+import { amountSchema } from '../domain/manna/index.ts';
 import type { Services } from '../domain/services.ts';
 
 /**
@@ -36,10 +37,10 @@ export const operations = {
       const granted = await services.manna.grant(username, amount, kind);
       return {
         ledgerId: granted.ledgerId,
-        amount: granted.amount.toNumber(),
+        amount: mannaNumber(granted.amount),
         kind,
-        subscriptionBalance: granted.subscriptionBalance.toNumber(),
-        foreverBalance: granted.foreverBalance.toNumber(),
+        subscriptionBalance: mannaNumber(granted.subscriptionBalance),
+        foreverBalance: mannaNumber(granted.foreverBalance),
       };
     },
   ),

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { credit } from '../domain/manna/stores/ledger.ts';
+import { credit } from '../domain/manna/index.ts';
 import type { Services } from '../domain/services.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import {

@@ -1,14 +1,18 @@
 import { z } from 'zod';
-import { agentLlmSettings, agentModels, agentSuggestions, agentTools } from '../domain/agents/fields.ts';
 import {
+  agentLlmSettings,
+  agentModels,
+  agentSuggestions,
+  agentTools,
   agentCreateSchema,
   agentPatchSchema,
   modelProfiles,
   ownerPaysValues,
   thinkingEffortCaps,
   thinkingPolicies,
-} from '../domain/agents/inputs.ts';
-import { visiblePersona, type AgentWithKey } from '../domain/agents/service.ts';
+  visiblePersona,
+  type AgentWithKey,
+} from '../domain/agents/index.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import type { User } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';

@@ -1,6 +1,11 @@
 import { z } from 'zod';
-import type { CollectionRead } from '../domain/collections/service.ts';
-import { collectionChangeSchema, collectionCreateSchema, collectionPatchSchema, lightPageSchema } from '../domain/collections/inputs.ts';
+import {
+  type CollectionRead,
+  collectionChangeSchema,
+  collectionCreateSchema,
+  collectionPatchSchema,
+  lightPageSchema,
+} from '../domain/collections/index.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import type { Services } from '../domain/services.ts';
 import type { RestErrorStyle } from '../http/errors.ts';

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { conceptPatchSchema } from '../domain/concepts/inputs.ts';
-import type { ConceptWithImages } from '../domain/concepts/service.ts';
+import { conceptPatchSchema, type ConceptWithImages } from '../domain/concepts/index.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { fieldNames } from './field-names.ts';
 import { operation } from './operation.ts';

@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import type { MediaLinks } from '../domain/core/media-links.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
-import { canReadTask } from '../domain/tasks/service.ts';
-import type { TaskRead } from '../domain/tasks/store.ts';
-import type { ToolRegistry } from '../domain/tools/registry.ts';
+import { canReadTask, type TaskRead } from '../domain/tasks/index.ts';
+import type { ToolRegistry } from '../domain/tools/index.ts';
 import type { Creation } from '../generated/prisma/client.ts';
 import { type CreatorRow, restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
 import { restTaskInclude, restTaskSchema, toRestTask } from './task-shapes.ts';

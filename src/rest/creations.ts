@@ -1,10 +1,9 @@
 import { z } from 'zod';
-import { canReadAgent } from '../domain/agents/service.ts';
+import { canReadAgent } from '../domain/agents/index.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
 import type { MediaLinks } from '../domain/core/media-links.ts';
-import { creationBulkPatchSchema, creationPatchSchema } from '../domain/creations/inputs.ts';
-import { searchInput } from '../domain/search/inputs.ts';
-import type { Scored } from '../domain/search/service.ts';
+import { creationBulkPatchSchema, creationPatchSchema } from '../domain/creations/index.ts';
+import { searchInput, type Scored } from '../domain/search/index.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { type RestCreationRow, restCreationInclude, restCreationSchema, toRestCreation } from './creation-shapes.ts';
@@ -44,7 +43,7 @@ export const restSearchDocSchema = z
   })
   .meta({ id: 'CreationSearchDoc' });
 
-/** The page as the original's "paginate" plugin shaped it (src/domain/search/page.ts). */
+/** The page as the original's "paginate" plugin shaped it (src/domain/core/page.ts). */
 export const restSearchPageSchema = z
   .object({
     docs: z.array(restSearchDocSchema),

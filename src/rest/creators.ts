@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { balanceOf } from '../domain/creators/service.ts';
+import { mannaNumber } from '../domain/core/manna.ts';
+import { balanceOf } from '../domain/creators/index.ts';
 import type { User } from '../generated/prisma/client.ts';
 import { CreatorType } from '../domain/core/vocabulary.ts';
 import { operation } from './operation.ts';
@@ -62,7 +63,7 @@ export const restProfileSchema = z
   .meta({ id: 'CreatorProfile' });
 
 export const toRestProfile = (u: User): z.input<typeof restProfileSchema> => ({
-  balance: balanceOf(u).toNumber(),
+  balance: mannaNumber(balanceOf(u)),
   subscriptionBalance: u.subscriptionBalance.toNumber(),
   foreverBalance: u.foreverBalance.toNumber(),
   creator: {

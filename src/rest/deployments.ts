@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { type FeedEvent, feedFamilies } from '../domain/core/feed-events.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
-import { deploySchema, platformSchema } from '../domain/deployments/inputs.ts';
-import { type DeploymentRow, stateOf } from '../domain/deployments/service.ts';
+import { deploySchema, platformSchema, type DeploymentRow, stateOf } from '../domain/deployments/index.ts';
 import { DeploymentPlatform } from '../domain/core/vocabulary.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { type RestAgentRow, restAgentSchema, toRestAgent } from './agents.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { modelPatchSchema } from '../domain/models/inputs.ts';
-import { paginate } from '../domain/search/page.ts';
+import { modelPatchSchema } from '../domain/models/index.ts';
+import { paginate } from '../domain/core/page.ts';
 import type { Model, User } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restCreatorRefSchema, toRestCreatorRef } from './creators.ts';

@@ -1,4 +1,4 @@
-import type { CreatorService } from '../domain/creators/service.ts';
+import type { CreatorService } from '../domain/creators/index.ts';
 import type { CreatorRow } from './creators.ts';
 
 /** How long a sender's name and picture are reused before they are read again. */

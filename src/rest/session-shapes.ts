@@ -10,7 +10,7 @@ import {
   type ToolCallView,
 } from '../domain/core/events.ts';
 import type { MediaLinks } from '../domain/core/media-links.ts';
-import type { SharedSession } from '../domain/shares/service.ts';
+import type { SharedSession } from '../domain/shares/index.ts';
 import { type CreatorRow, restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
 import { doneFrameSchema, endFrameSchema } from './event-stream.ts';
 import { fieldNames } from './field-names.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { pageSchema } from '../domain/core/cursors.ts';
 import { badInput, forbidden, notFound } from '../domain/core/errors.ts';
-import { paginate } from '../domain/search/page.ts';
+import { paginate } from '../domain/core/page.ts';
 import { SESSION_NOT_FOUND } from '../domain/access/index.ts';
 import {
   AGENT_IDS_REQUIRED,

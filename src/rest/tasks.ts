@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { cancelTaskSchema, costTaskSchema, createTaskSchema, taskPageSchema, taskStatuses } from '../domain/tasks/inputs.ts';
-import { paginate } from '../domain/search/page.ts';
+import { cancelTaskSchema, costTaskSchema, createTaskSchema, taskPageSchema, taskStatuses } from '../domain/tasks/index.ts';
+import { paginate } from '../domain/core/page.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restSearchPageSchema } from './creations.ts';
 import { operation } from './operation.ts';

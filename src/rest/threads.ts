@@ -3,7 +3,7 @@ import type { MessageView, ToolCallView } from '../domain/core/events.ts';
 import type { MediaLinks } from '../domain/core/media-links.ts';
 import { badInput, type ErrorCode, notFound } from '../domain/core/errors.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
-import { paginate } from '../domain/search/page.ts';
+import { paginate } from '../domain/core/page.ts';
 import { MAX_ATTACHMENTS, MAX_CONTENT } from '../domain/sessions/index.ts';
 import type { Services } from '../domain/services.ts';
 import { TaskStatus } from '../domain/core/vocabulary.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { notFound } from '../domain/core/errors.ts';
-import { toolDefinitionSchema, type ToolDefinition, type ToolParameter } from '../domain/tools/definition.ts';
+import { toolDefinitionSchema, type ToolDefinition, type ToolParameter } from '../domain/tools/index.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { operation } from './operation.ts';
 

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { statusOf } from '../domain/triggers/service.ts';
-import { classicCron, splitCron } from '../domain/triggers/schedule.ts';
+import { statusOf, classicCron, splitCron } from '../domain/triggers/index.ts';
 import type { Trigger, TriggerRun } from '../generated/prisma/client.ts';
 import { TriggerRunStatus, TriggerSessionTarget, TriggerStatus } from '../domain/core/vocabulary.ts';
 import type { RestErrorStyle } from '../http/errors.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { feedFamilies } from '../domain/core/feed-events.ts';
-import type { TriggerEvent } from '../domain/triggers/ports.ts';
+import type { TriggerEvent } from '../domain/triggers/index.ts';
 import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';
 import { feedFrameSchema, streamFeed } from './feed-stream.ts';
 import { operation } from './operation.ts';

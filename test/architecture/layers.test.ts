@@ -62,6 +62,32 @@ const domainFolder = (path: string) => {
   return parts[0] === 'domain' && parts.length > 2 ? parts[1]! : null;
 };
 
+/**
+ * What stands between clients (or an operator) and the domain, and the composition roots that
+ * start it: each takes a domain folder through its front.
+ */
+const throughFronts = ['rest', 'graphql', 'http', 'cli', 'control', 'demo', 'app.ts', 'server.ts'];
+
+/**
+ * Whether a transport may import this file of src/domain/: a folder's front (its index.ts),
+ * the shared vocabulary of core/, or the composition (services.ts).
+ */
+const openToTransports = (to: string) => {
+  const inner = domainFolder(to);
+  return inner === null || inner === 'core' || to === `domain/${inner}/index.ts`;
+};
+
+/**
+ * What a front holds other than `export … from './file.ts'` lines, as `line: text`: a front is
+ * the folder's door, naming what the folder offers, and the rules stay in the files behind it.
+ */
+function besidesReexports(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(join(src, file), 'utf8'), ts.ScriptTarget.Latest, true);
+  return source.statements
+    .filter((s) => !(ts.isExportDeclaration(s) && s.moduleSpecifier))
+    .map((s) => `${source.getLineAndCharacterOfPosition(s.getStart(source)).line + 1}: ${s.getText(source).split('\n')[0]}`);
+}
+
 /** Folders of src/domain/ from which `start` is reached again by following imports, as a path. */
 function cycleThrough(edges: Map<string, Set<string>>, start: string): string[] | null {
   const seen = new Set<string>();
@@ -139,12 +165,20 @@ describe('layers', () => {
     expect(cycles.map((c) => c!.join(' → '))).toEqual([]);
   });
 
-  it('the transports reach sessions/, autonomy/, access/ and signals/ only through their fronts (index.ts)', () => {
-    const fronted = new Set(['sessions', 'autonomy', 'access', 'signals']);
-    const reaching = all.filter((i) => ['rest', 'graphql'].includes(folder(i.from)) && fronted.has(domainFolder(i.to) ?? ''));
-    expect(reaching).toContainEqual({ from: 'rest/sessions.ts', to: 'domain/sessions/index.ts' });
-    const past = reaching.filter((i) => !/^domain\/[^/]+\/index\.ts$/.test(i.to));
-    expect(past.map((i) => `${i.from} → ${i.to}`)).toEqual([]);
+  it("a transport (or a composition root) imports from src/domain/ only a folder's front (its index.ts), core/ and the composition (services.ts)", () => {
+    const reaching = all.filter((i) => throughFronts.includes(folder(i.from)) && folder(i.to) === 'domain');
+    expect(reaching.map((i) => i.from)).toContain('rest/agents.ts');
+    const wrong = reaching.filter((i) => !openToTransports(i.to));
+    expect(wrong.map((i) => `${i.from} → ${i.to}`)).toEqual([]);
+  });
+
+  it('every folder of src/domain/ but core/ has a front, and a front only re-exports what lies behind it', () => {
+    const folders = readdirSync(join(src, 'domain'), { withFileTypes: true }).filter((e) => e.isDirectory());
+    expect(folders.map((e) => e.name)).toContain('agents');
+    const without = folders.filter((e) => e.name !== 'core' && !sourceFiles().includes(`domain/${e.name}/index.ts`));
+    expect(without.map((e) => `domain/${e.name}/`)).toEqual([]);
+    const fronts = sourceFiles().filter((file) => /^domain\/[^/]+\/index\.ts$/.test(file));
+    expect(fronts.flatMap((front) => besidesReexports(front).map((found) => `${front}:${found}`))).toEqual([]);
   });
 
   it("only stores (and the composition of services) in src/domain/ import the database, the generated Prisma client (its enums too) or Prisma's packages", () => {

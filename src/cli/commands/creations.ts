@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
-import type { ImportSummary } from '../../domain/search/importer.ts';
+import type { ImportSummary } from '../../domain/search/index.ts';
 import { type CliIo, say } from '../io.ts';
 import { progress } from '../progress.ts';
 import { runCommand } from '../services.ts';

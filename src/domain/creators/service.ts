@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { conflict, notFound } from '../core/errors.ts';
 import { canNameARow } from '../core/ids.ts';
+import { type Manna, mannaFromText } from '../core/manna.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
 import type { CreatorFace, CreatorQuery, CreatorRead, CreatorStore, User } from './store.ts';
@@ -10,7 +11,8 @@ export const usernameSchema = z
   .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]{1,38}$/, 'must be 2 to 39 letters, digits, "_", "." or "-", not starting with "." or "-"');
 
 /** `balance` is what the creator can spend: subscription manna plus purchased manna. */
-export const balanceOf = (user: Pick<User, 'subscriptionBalance' | 'foreverBalance'>) => user.subscriptionBalance.plus(user.foreverBalance);
+export const balanceOf = (user: Pick<User, 'subscriptionBalance' | 'foreverBalance'>): Manna =>
+  mannaFromText(user.subscriptionBalance.plus(user.foreverBalance).toString());
 
 export function creatorService(store: CreatorStore) {
   return {

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.ts';
-import { Prisma } from '../../generated/prisma/client.ts';
+import { mannaFromText } from '../core/manna.ts';
 import { credit } from './stores/ledger.ts';
 import type { MannaStore } from './store.ts';
 
@@ -14,7 +14,12 @@ export function prismaMannaStore(db: Db): MannaStore {
           where: { id: userId },
           select: { subscriptionBalance: true, foreverBalance: true },
         });
-        return { ledgerId: row.id, amount: new Prisma.Decimal(amount), ...balances };
+        return {
+          ledgerId: row.id,
+          amount: mannaFromText(amount),
+          subscriptionBalance: mannaFromText(balances.subscriptionBalance.toString()),
+          foreverBalance: mannaFromText(balances.foreverBalance.toString()),
+        };
       }),
 
     ledger: (userId, from, take) =>

@@ -1,7 +1,11 @@
-import type { MannaLedger, Prisma } from '../../generated/prisma/client.ts';
-import type { BalanceKind } from '../../generated/prisma/enums.ts';
+import type { MannaLedger } from '../../generated/prisma/client.ts';
+import type { Manna } from '../core/manna.ts';
+import type { BalanceKind } from '../core/vocabulary.ts';
 
-/** One move of manna as the ledger keeps it (exact decimals, never floats). */
+/**
+ * One move of manna as the ledger keeps it (exact decimals, never floats): the row itself, as
+ * GraphQL's `LedgerEntry` is the Prisma plugin's object of that table.
+ */
 export type LedgerEntry = MannaLedger;
 
 /** Where an entry stands in a user's ledger: newest first, the id breaking ties. */
@@ -12,9 +16,9 @@ export interface LedgerPosition {
 
 export interface Granted {
   ledgerId: string;
-  amount: Prisma.Decimal;
-  subscriptionBalance: Prisma.Decimal;
-  foreverBalance: Prisma.Decimal;
+  amount: Manna;
+  subscriptionBalance: Manna;
+  foreverBalance: Manna;
 }
 
 /** Every statement the manna rules need. */

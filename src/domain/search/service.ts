@@ -7,7 +7,7 @@ import type { EmbeddingProvider } from './embeddings/provider.ts';
 import { importCreations, type ImportOptions } from './importer.ts';
 import { searchIndex } from './indexing.ts';
 import { connectionPage, searchConnectionInput, searchInput, type SearchConnectionInput } from './inputs.ts';
-import { paginate, type Page } from './page.ts';
+import { paginate, type Page } from '../core/page.ts';
 import { queryVectors } from './query-vectors.ts';
 import type { Hit, NearestQuery, SearchStore } from './store.ts';
 

@@ -6,8 +6,9 @@ import {
   type AgentLlmSettings,
   type AgentModel,
   type AgentSuggestion,
-} from '../../domain/agents/fields.ts';
-import { canReadAgent, visiblePersona } from '../../domain/agents/service.ts';
+  canReadAgent,
+  visiblePersona,
+} from '../../domain/agents/index.ts';
 import type { Agent as AgentRow } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
 import { maybeViewer, viewerOf, type GraphQLContext } from '../context.ts';

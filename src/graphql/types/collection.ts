@@ -1,5 +1,5 @@
 import { prismaConnectionHelpers } from '@pothos/plugin-prisma';
-import { readableCollections, shownItems } from '../../domain/collections/store.ts';
+import { readableCollections, shownItems } from '../../domain/collections/index.ts';
 import { newestFirst } from '../../domain/core/ordering.ts';
 import { builder } from '../builder.ts';
 import { checkHelperConnectionArgs } from '../connection-guard.ts';

@@ -1,8 +1,8 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import type { GraphQLResolveInfo } from 'graphql';
-import type { CreationQuery } from '../../domain/creations/service.ts';
-import type { Page } from '../../domain/search/page.ts';
-import type { Scored } from '../../domain/search/service.ts';
+import type { CreationQuery } from '../../domain/creations/index.ts';
+import type { Page } from '../../domain/core/page.ts';
+import type { Scored } from '../../domain/search/index.ts';
 import type { Creation as CreationRow } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
 import { toConnection } from '../connection.ts';

@@ -1,6 +1,7 @@
-import { balanceOf } from '../../domain/creators/service.ts';
+import { mannaNumber } from '../../domain/core/manna.ts';
+import { balanceOf } from '../../domain/creators/index.ts';
 import { newestFirst } from '../../domain/core/ordering.ts';
-import { visibleCreations, visibleToFilter } from '../../domain/discovery/store.ts';
+import { visibleCreations, visibleToFilter } from '../../domain/discovery/index.ts';
 import type { User } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
 import { maybeViewer, viewerOf, type GraphQLContext } from '../context.ts';
@@ -26,7 +27,7 @@ export const Creator = builder.prismaObject('User', {
     balance: t.float({
       nullable: true,
       description: 'Spendable manna (subscription + forever); only on your own profile.',
-      resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => balanceOf(x).toNumber()),
+      resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => mannaNumber(balanceOf(x))),
     }),
     subscriptionBalance: t.float({ nullable: true, resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => x.subscriptionBalance.toNumber()) }),
     foreverBalance: t.float({ nullable: true, resolve: (u, _, ctx) => ownOnly(ctx, u, (x) => x.foreverBalance.toNumber()) }),

@@ -1,4 +1,4 @@
-import { stateOf } from '../../domain/deployments/service.ts';
+import { stateOf } from '../../domain/deployments/index.ts';
 import type { Deployment as DeploymentRow } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';

@@ -1,7 +1,7 @@
-import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/inputs.ts';
+import { modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from '../../domain/agents/index.ts';
 import { autonomyStopReasons } from '../../domain/core/events.ts';
-import { sortDirections } from '../../domain/search/inputs.ts';
-import { outputTypes, taskOrders, taskTypes } from '../../domain/tasks/inputs.ts';
+import { sortDirections } from '../../domain/search/index.ts';
+import { outputTypes, taskOrders, taskTypes } from '../../domain/tasks/index.ts';
 import {
   ActorSelection,
   BalanceKind,

@@ -1,4 +1,4 @@
-import type { SharedPerson, SharedSession as SharedSessionView } from '../../domain/shares/service.ts';
+import type { SharedPerson, SharedSession as SharedSessionView } from '../../domain/shares/index.ts';
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
 import { nodeInterfaces } from './node.ts';

@@ -1,6 +1,6 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
-import { visibleCreations } from '../../domain/discovery/store.ts';
-import { canReadTask, outputTypeOf } from '../../domain/tasks/service.ts';
+import { visibleCreations } from '../../domain/discovery/index.ts';
+import { canReadTask, outputTypeOf } from '../../domain/tasks/index.ts';
 import { type FeedEventOf, feedFamilies } from '../../domain/core/feed-events.ts';
 import { builder } from '../builder.ts';
 import { feedEventInterface, followFeed } from '../feed.ts';

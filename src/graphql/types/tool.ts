@@ -1,4 +1,4 @@
-import type { ToolDefinition } from '../../domain/tools/definition.ts';
+import type { ToolDefinition } from '../../domain/tools/index.ts';
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
 import { nodeInterfaces } from './node.ts';

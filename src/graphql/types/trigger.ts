@@ -1,7 +1,6 @@
 import { badInput, isDomainError } from '../../domain/core/errors.ts';
 import { feedFamilies } from '../../domain/core/feed-events.ts';
-import { classicCron, splitCron } from '../../domain/triggers/schedule.ts';
-import { statusOf } from '../../domain/triggers/service.ts';
+import { classicCron, splitCron, statusOf } from '../../domain/triggers/index.ts';
 import type { Trigger as TriggerRow } from '../../generated/prisma/client.ts';
 import { TriggerRunStatus, TriggerSessionTarget } from '../../domain/core/vocabulary.ts';
 import { builder } from '../builder.ts';

@@ -1,5 +1,5 @@
 import { Prisma } from '../../../generated/prisma/client.ts';
-import type { BalanceKind } from '../../../generated/prisma/enums.ts';
+import type { BalanceKind } from '../../core/vocabulary.ts';
 
 type Tx = Prisma.TransactionClient;
 

@@ -1,4 +1,4 @@
-import type { NumberedCut } from '../core/byte-pages.ts';
+import type { NumberedCut } from './byte-pages.ts';
 
 /**
  * One page of results with the numbers the "paginate" plugin of document databases gives, which
