@@ -31,6 +31,7 @@ const services: Record<string, string> = {
   creations: 'creations/service.ts',
   search: 'search/service.ts',
   collections: 'collections/service.ts',
+  concepts: 'concepts/service.ts',
   triggers: 'triggers/service.ts',
   sessions: 'sessions/service.ts',
   autonomy: 'sessions/autonomy.ts',
