@@ -15,10 +15,11 @@ const testDir = join(root, 'test');
 
 /**
  * At most this share of test files may start the app or a process. Issue 50 asks for 0.6; the
- * suite was at 0.75 (137 of 183 files) when this was written; it holds the share until app tests that only
- * re-check a rule are moved to test/rules/, and falls with each one moved.
+ * suite was at 0.75 (137 of 183 files) when this was written and is at 0.726 (138 of 190) now: the
+ * rule checks moved out of app test files so far left each of them a transport contract to keep
+ * (docs/build.md, "How the tests are split"). It falls with each app test file that goes.
  */
-const MAX_BOOTING_SHARE = 0.745;
+const MAX_BOOTING_SHARE = 0.727;
 
 /**
  * Each domain service and the module its rules live in (under src/domain/): its rules test is
@@ -31,6 +32,7 @@ const services: Record<string, string> = {
   creations: 'creations/service.ts',
   search: 'search/service.ts',
   collections: 'collections/service.ts',
+  concepts: 'concepts/service.ts',
   triggers: 'triggers/service.ts',
   sessions: 'sessions/service.ts',
   autonomy: 'autonomy/service.ts',

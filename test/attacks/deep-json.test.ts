@@ -1,9 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { parseImportLine } from '../../src/domain/search/import-line.ts';
-import { checkArguments } from '../../src/domain/tools/arguments.ts';
-import { loadToolRegistry } from '../../src/domain/tools/registry.ts';
-import { toolsDir, type TestApp, type TestUser } from '../helpers/app.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients } from '../helpers/graphql-ws.ts';
 import { setUp } from '../helpers/set-up.ts';
@@ -42,6 +39,8 @@ const post = (path: string, json: string, key: string | null = alice.apiKey) =>
   t.rest('POST', path, { key, rawBody: json, headers: { 'content-type': 'application/json' } });
 const balance = async () => (await t.rest('GET', '/v2/creators/me', { key: alice.apiKey })).body.balance;
 
+// Where free-form JSON is refused without the app (a tool call's arguments, a line of a search
+// import) is test/domain/json-depth.test.ts's; here, what each route and GraphQL answer.
 describe('task arguments nested too deep', () => {
   it.each(['/v2/tasks/create', '/v2/tasks/cost'])('on %s are a 400 naming the limit, and nothing is made or held', async (path) => {
     const before = { tasks: await t.db.task.count(), balance: await balance() };
@@ -57,20 +56,6 @@ describe('task arguments nested too deep', () => {
     expect(within.status).toBe(400);
     expect(within.body.error).toMatch(/^args\.prompt: must be text/);
     expect({ tasks: await t.db.task.count(), balance: await balance() }).toEqual(before);
-  });
-
-  it('in a list argument the model sends are refused with the limit, in words for the model', async () => {
-    const trainer = (await loadToolRegistry(toolsDir)).get('flux_lora_trainer')!;
-    expect(checkArguments(trainer, `{"images":${nestedList(DEEP)}}`)).toEqual({ error: expect.stringMatching(fieldLimit) });
-    expect(checkArguments(trainer, `{"images":${nestedList(MAX_JSON_DEPTH)}}`)).toEqual({ error: expect.stringMatching(fieldLimit) });
-    expect(checkArguments(trainer, `{"images":${nestedList(MAX_JSON_DEPTH - 2)}}`)).toMatchObject({ args: { images: expect.any(Array) } });
-  });
-
-  it('in a line of a search import are refused, naming the field', () => {
-    const line = (args: string) =>
-      `{"user":"alice","tool":"flux_dev","name":"n","url":"https://cdn.example.com/a.png","args":{"seed":${args}}}`;
-    expect(parseImportLine(line(nestedList(DEEP)))).toEqual({ ok: false, reason: expect.stringMatching(fieldLimit) });
-    expect(parseImportLine(line(nestedList(3)))).toMatchObject({ ok: true });
   });
 });
 

@@ -281,11 +281,7 @@ describe('createAgent', () => {
 
   it.each([
     ['a name over 100 characters', { name: 'x'.repeat(101) }, 'name'],
-    ['an empty name', { name: '   ' }, 'name'],
-    ['a key with spaces', { key: 'not a key' }, 'key'],
     ['an unknown tool', { tools: { no_such_tool: true } }, 'tools.no_such_tool'],
-    ['a tool flag that is not a boolean', { tools: { flux_dev: 'yes' } }, 'tools.flux_dev'],
-    ['an image that is not a URL', { image: 'not a url' }, 'image'],
   ])('%s is BAD_USER_INPUT naming the field, and nothing is created', async (_name, fields, field) => {
     const before = await t.db.agent.count();
     const response = await t.gql(AgentsCreate, { input: { name: 'Valid name', key: newKey(), ...fields } }, alice.apiKey);
@@ -390,15 +386,16 @@ describe('updateAgent', () => {
     expect(withoutUpdatedAt(await readAgent(agentId))).toEqual(withoutUpdatedAt(updated));
   });
 
+  // Which values each field takes is the agents' rule (test/rules/agents.test.ts, "what an agent’s
+  // fields may be"); here, how GraphQL tells a refusal: its code, and the field as a dotted path.
   it.each([
     ['a name over 100 characters', { name: 'n'.repeat(101) }, 'name'],
-    ['11 models', { models: Array.from({ length: 11 }, () => ({ lora: 'placeholder' })) }, 'models'],
-    ['an unknown tool key', { tools: { flux_dev: true, made_up_tool: true } }, 'tools.made_up_tool'],
-    ['a tool flag that is not a boolean', { tools: { flux_dev: 1 } }, 'tools.flux_dev'],
+    [
+      '11 models (over a limit, still an input error here)',
+      { models: Array.from({ length: 11 }, () => ({ lora: 'placeholder' })) },
+      'models',
+    ],
     ['a model that does not exist', { models: [{ lora: 'no-such-model' }] }, 'models.0.lora'],
-    ['too many suggestions', { suggestions: Array.from({ length: 11 }, (_, i) => ({ label: `l${i}`, prompt: 'p' })) }, 'suggestions'],
-    ['a persona over 20000 characters', { persona: 'p'.repeat(20001) }, 'persona'],
-    ['a null name', { name: null }, 'name'],
   ])('%s is BAD_USER_INPUT naming the field, and nothing changes', async (_name, input, field) => {
     const before = await readAgent(agentId);
     // Keep a valid change alongside, to prove the whole update is refused.
@@ -407,14 +404,6 @@ describe('updateAgent', () => {
     const error = expectGraphQLError(response, 'BAD_USER_INPUT');
     expect(error.extensions?.field).toBe(field);
     expect(error.message).toContain(field.split('.')[0]);
-    expect(await readAgent(agentId)).toEqual(before);
-  });
-
-  it("another user's private model is BAD_USER_INPUT (not usable), and nothing changes", async () => {
-    const hidden = await f.model(bob, { public: false });
-    const before = await readAgent(agentId);
-    const response = await t.gql(AgentsUpdate, { id: agentId, input: { models: [{ lora: modelId }, { lora: hidden.id }] } }, alice.apiKey);
-    expect(expectGraphQLError(response, 'BAD_USER_INPUT').extensions?.field).toBe('models.1.lora');
     expect(await readAgent(agentId)).toEqual(before);
   });
 

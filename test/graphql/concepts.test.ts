@@ -82,16 +82,8 @@ describe('createConcept and concept(id)', () => {
     });
   });
 
-  it('takes exactly 25 images, in order', async () => {
-    const created = expectData(
-      await t.gql(ConceptsCreate, { input: { name: 'Full set', images: images(25, 'max') } }, alice.apiKey),
-    ).createConcept;
-    expect((await readConcept(created.id)).images).toEqual(images(25, 'max'));
-  });
-
   it.each([
     ['26 images', { images: images(26) }, 'images'],
-    ['no images', { images: [] }, 'images'],
     ['an image that is not a URL', { images: [{ image: 'not-a-url' }] }, 'images.0.image'],
     ['an empty name', { name: '' }, 'name'],
   ])('%s is BAD_USER_INPUT naming the field, and nothing is created', async (_name, fields, field) => {
@@ -175,25 +167,16 @@ describe('updateConcept', () => {
     expect(attached.agent).toEqual({ rawId: aliceAgent.id, key: 'alice-painter', name: 'Painter' });
   });
 
+  // Which values each field takes is the concepts' rule (test/rules/concepts.test.ts, "what a
+  // concept’s fields may be"); here, how GraphQL tells a refusal: its code, and the field as a dotted path.
   it.each([
-    ['26 images', { images: images(26) }, 'images'],
-    ['an empty image list', { images: [] }, 'images'],
     ['an image that is not a URL', { images: [...images(2), { image: 'not a url' }] }, 'images.2.image'],
-    ['a name over 100 characters', { name: 'n'.repeat(101) }, 'name'],
     ['usage instructions over 5000 characters', { usageInstructions: 'u'.repeat(5001) }, 'usageInstructions'],
   ])('%s is BAD_USER_INPUT naming the field, and nothing changes', async (_name, input, field) => {
     const before = await readConcept(conceptId);
     const response = await t.gql(ConceptsUpdate, { id: conceptId, input: { name: 'Should not stick', ...input } }, alice.apiKey);
     expect(response.data).toBeNull();
     expect(expectGraphQLError(response, 'BAD_USER_INPUT').extensions?.field).toBe(field);
-    expect(await readConcept(conceptId)).toEqual(before);
-  });
-
-  it("attaching another user's agent is BAD_USER_INPUT, and nothing changes", async () => {
-    const bobAgent = await f.agent(bob);
-    const before = await readConcept(conceptId);
-    const response = await t.gql(ConceptsUpdate, { id: conceptId, input: { agent: bobAgent.id, name: 'Should not stick' } }, alice.apiKey);
-    expect(expectGraphQLError(response, 'BAD_USER_INPUT').extensions?.field).toBe('agent');
     expect(await readConcept(conceptId)).toEqual(before);
   });
 

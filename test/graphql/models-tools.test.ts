@@ -52,11 +52,6 @@ describe('model(id)', () => {
     });
   });
 
-  it('your own private model is readable', async () => {
-    const model = await f.model(alice, { public: false, name: 'Mine only' });
-    expect(expectData(await t.gql(ModelsGet, { id: model.id }, alice.apiKey)).model).toMatchObject({ name: 'Mine only', public: false });
-  });
-
   it("another user's private model is FORBIDDEN", async () => {
     const model = await f.model(alice, { public: false, name: 'Hidden LoRA' });
     const response = await t.gql(ModelsGet, { id: model.id }, bob.apiKey);

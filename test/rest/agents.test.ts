@@ -295,12 +295,6 @@ describe('REST agents', () => {
       );
     });
 
-    it('defaults models[].use_when to "" when it is left out', async () => {
-      const { agent } = await richAgent(alice);
-      const own = await f.model(alice, { public: false });
-      await expectPatched(agent.id, { models: [{ lora: own.id }] }, { models: [{ lora: own.id, use_when: '' }] });
-    });
-
     it('merges llm_settings field by field', async () => {
       const { agent } = await richAgent(alice);
       const base = {
@@ -329,60 +323,16 @@ describe('REST agents', () => {
       );
     });
 
+    // Which values each field takes is the agents' rule (test/rules/agents.test.ts, "what an agent’s
+    // fields may be"); here, that a refusal is a 400 {error} naming the field as this API spells it.
     it.each([
-      ['llm_settings.model_profile', ['low', 'medium', 'high']],
-      ['llm_settings.thinking_policy', ['auto', 'off', 'always']],
-      ['llm_settings.thinking_effort_cap', ['low', 'medium', 'high']],
-      ['owner_pays', ['off', 'deployments', 'full']],
-    ])('accepts every value of %s', async (field, values) => {
-      const { agent } = await richAgent(alice);
-      for (const value of values) {
-        const body = field === 'owner_pays' ? { owner_pays: value } : { llm_settings: { [field.split('.')[1]!]: value } };
-        const after = await read(agent.id);
-        const expected =
-          field === 'owner_pays' ? { owner_pays: value } : { llm_settings: { ...after.llm_settings, [field.split('.')[1]!]: value } };
-        await expectPatched(agent.id, body, expected);
-      }
-    });
-
-    it.each([
-      ['name', { name: 5 }],
-      ['name', { name: '' }],
-      ['name', { name: '   ' }],
       ['name', { name: 'x'.repeat(101) }],
-      ['name', { name: null }],
-      ['key', { key: 'has space' }],
-      ['key', { key: '-leading-dash' }],
-      ['key', { key: 'x' }],
-      ['key', { key: 'x'.repeat(40) }],
-      ['description', { description: 'x'.repeat(2001) }],
-      ['image', { image: 'not a url' }],
-      ['image', { image: 42 }],
-      ['public', { public: 'yes' }],
-      ['models', { models: 'flux' }],
-      ['models[0].lora', { models: [{ lora: 5 }] }],
       ['models[0].lora', { models: [{ lora: '' }] }],
       ['models[0].use_when', { models: [{ lora: 'some-model', use_when: 5 }] }],
-      ['persona', { persona: 7 }],
-      ['isPersonaPublic', { isPersonaPublic: 'true' }],
-      ['greeting', { greeting: 'x'.repeat(2001) }],
-      ['voice', { voice: 'x'.repeat(101) }],
-      ['suggestions', { suggestions: Array.from({ length: 11 }, (_, i) => ({ label: `L${i}`, prompt: `P${i}` })) }],
-      ['suggestions', { suggestions: { label: 'a', prompt: 'b' } }],
-      ['suggestions[0].label', { suggestions: [{ label: '', prompt: 'p' }] }],
       ['suggestions[1].prompt', { suggestions: [{ label: 'a', prompt: 'p' }, { label: 'b' }] }],
       ['owner_pays', { owner_pays: 'sometimes' }],
-      ['owner_pays', { owner_pays: true }],
-      ['tools', { tools: ['flux_dev'] }],
-      ['tools.flux_dev', { tools: { flux_dev: 'yes' } }],
       ['tools.flux_dev', { tools: { flux_dev: [5] } }],
-      ['llm_settings', { llm_settings: 'low' }],
-      ['llm_settings', { llm_settings: null }],
-      ['llm_settings.model_profile', { llm_settings: { model_profile: 'ultra' } }],
-      ['llm_settings.thinking_policy', { llm_settings: { thinking_policy: 'never' } }],
       ['llm_settings.thinking_effort_cap', { llm_settings: { thinking_effort_cap: 'max' } }],
-      ['llm_settings.thinking_effort_instructions', { llm_settings: { thinking_effort_instructions: 5 } }],
-      ['llm_settings.thinking_effort_instructions', { llm_settings: { thinking_effort_instructions: 'x'.repeat(2001) } }],
     ])('refuses a bad %s with 400 naming the field, and changes nothing', async (field, bad) => {
       const { agent } = await richAgent(alice);
       // A valid field next to the bad one must not be applied either.
@@ -390,29 +340,13 @@ describe('REST agents', () => {
       await expectRejected(agent.id, body, 400, { field });
     });
 
-    it('accepts 10 models but refuses 11 with 422 {error} naming models, changing nothing', async () => {
+    it('refuses 11 models with 422 {error} naming models, changing nothing', async () => {
       const { agent } = await richAgent(alice);
       const models = await Promise.all(Array.from({ length: 11 }, () => f.model(alice, { public: false })));
-      const ten = models.slice(0, 10).map((m) => ({ lora: m.id, use_when: 'x' }));
-      await expectPatched(agent.id, { models: ten }, { models: ten });
       const res = await expectRejected(agent.id, { greeting: 'SHOULD NOT APPLY', models: models.map((m) => ({ lora: m.id })) }, 422, {
         field: 'models',
       });
       expect(res.body.error).toMatch(/10/);
-    });
-
-    it('refuses a models[].lora that is not a model I can use with 400 naming that element', async () => {
-      const { agent } = await richAgent(alice);
-      const mine = await f.model(alice, { public: false });
-      const bobsPrivate = await f.model(bob, { public: false });
-      await expectRejected(agent.id, { models: [{ lora: bobsPrivate.id, use_when: 'x' }] }, 400, { field: 'models[0].lora' });
-      await expectRejected(agent.id, { models: [{ lora: mine.id }, { lora: 'no-such-model' }] }, 400, { field: 'models[1].lora' });
-    });
-
-    it('refuses an unknown tool key with 400 naming it', async () => {
-      const { agent } = await richAgent(alice);
-      const res = await expectRejected(agent.id, { tools: { flux_dev: true, teleport: true } }, 400, { field: 'tools.teleport' });
-      expect(res.body.error).toContain('teleport');
     });
 
     it('merges concurrent PATCHes of different llm_settings fields without losing any', async () => {
@@ -430,15 +364,6 @@ describe('REST agents', () => {
       expect((await read(agent.id)).llm_settings).toEqual(settings);
     });
 
-    it('refuses inactive tools (deprecated sdxl); accepts the hidden helper prompt_enhance, which an owner turns on like any tool', async () => {
-      const { agent } = await richAgent(alice);
-      await expectRejected(agent.id, { tools: { sdxl: true } }, 400, { field: 'tools.sdxl' });
-      await expectRejected(agent.id, { tools: { no_such_tool: true } }, 400, { field: 'tools.no_such_tool' });
-      const res = await patch(agent.id, { tools: { prompt_enhance: true } });
-      expect(res.status).toBe(200);
-      expect((await t.db.agent.findUniqueOrThrow({ where: { id: agent.id } })).tools).toMatchObject({ prompt_enhance: true });
-    });
-
     it('changes the key; GET shows the new key and the old key becomes free', async () => {
       const { agent } = await richAgent(alice);
       const oldKey = agent.user.username;
@@ -452,12 +377,10 @@ describe('REST agents', () => {
       await expectPatched(other.id, { key: oldKey, name: 'Same key' }, { key: oldKey, name: 'Same key' });
     });
 
-    it('refuses a key taken by another agent or by a user with 409, changing nothing', async () => {
+    it('refuses a key taken by another agent with 409, changing nothing', async () => {
       const { agent } = await richAgent(alice);
       const taken = await f.agent(bob, { key: uniqueKey('taken') });
       await expectRejected(agent.id, { name: 'SHOULD NOT APPLY', key: taken.user.username }, 409, { text: KEY_TAKEN });
-      await expectRejected(agent.id, { name: 'SHOULD NOT APPLY', key: bob.username }, 409, { text: KEY_TAKEN });
-      await expectRejected(agent.id, { name: 'SHOULD NOT APPLY', key: alice.username }, 409, { text: KEY_TAKEN });
     });
 
     it("refuses a non-owner with 401 {error}, also on another user's public agent, changing nothing", async () => {

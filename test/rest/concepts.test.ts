@@ -184,29 +184,13 @@ describe('REST concepts', () => {
       expect(await imageRows(c.id)).toHaveLength(1);
     });
 
-    it('accepts 25 images', async () => {
-      const c = await concept(alice);
-      const images = Array.from({ length: 25 }, (_, i) => ({ image: `https://example.com/${i}.jpg`, usage_instructions: `#${i}` }));
-      const updated = await expectPatched(c.id, { images }, { images });
-      expect(updated.images).toHaveLength(25);
-    });
-
+    // Which values each field takes is the concepts' rule (test/rules/concepts.test.ts, "what a
+    // concept’s fields may be"); here, that a refusal is a 400 {message} naming the field as REST spells it.
     it.each([
       ['images', { images: [] }],
-      ['images', { images: Array.from({ length: 26 }, (_, i) => ({ image: `https://example.com/${i}.jpg` })) }],
-      ['images', { images: 'https://example.com/a.jpg' }],
-      ['images', { images: null }],
-      ['images[0].image', { images: [{ image: 'not a url' }] }],
-      ['images[0].image', { images: [{ usage_instructions: 'no image' }] }],
       ['images[1].image', { images: [{ image: 'https://example.com/ok.jpg' }, { image: 42 }] }],
       ['images[0].usage_instructions', { images: [{ image: 'https://example.com/ok.jpg', usage_instructions: 'x'.repeat(2001) }] }],
-      ['name', { name: '' }],
-      ['name', { name: '  ' }],
-      ['name', { name: 'x'.repeat(101) }],
-      ['name', { name: 5 }],
       ['usage_instructions', { usage_instructions: 'x'.repeat(5001) }],
-      ['usage_instructions', { usage_instructions: false }],
-      ['agent', { agent: 5 }],
     ])('refuses a bad %s with 400 {message} naming it, changing nothing', async (field, bad) => {
       const c = await concept(alice);
       const valid = field === 'name' ? { usage_instructions: 'SHOULD NOT APPLY' } : { name: 'SHOULD NOT APPLY' };

@@ -101,13 +101,6 @@ describe('GET /v2/models/{id}', () => {
     });
   });
 
-  it('returns my own private model', async () => {
-    const model = await fullModel(alice, false);
-    const res = await t.rest('GET', `/v2/models/${model.id}`, { key: alice.apiKey });
-    expect(res.status).toBe(200);
-    expect(res.body.model).toMatchObject({ id: model.id, user: { _id: alice.id }, public: false, name: 'Lighthouse LoRA' });
-  });
-
   it("refuses another user's private model with 401 {message}", async () => {
     const model = await fullModel(alice, false);
     const res = await t.rest('GET', `/v2/models/${model.id}`, { key: bob.apiKey });

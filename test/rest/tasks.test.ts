@@ -134,19 +134,13 @@ describe('POST /v2/tasks/create', () => {
 
   it('validates at the edge: a 400 naming the field, and nothing changes', async () => {
     const before = await footprint(alice);
+    // Which input is refused, and why, is the tasks' rule (test/rules/tasks.test.ts, "names the field
+    // at fault", "what a task’s input may be"); here, the 400 {error, message} naming the field as REST does.
     const cases: [unknown, string][] = [
       [{}, 'tool: is required'],
-      [{ tool: 7 }, 'tool: must be a string'],
-      [{ tool: 'nope' }, 'tool: there is no tool named "nope"'],
-      // Hidden helpers are for agents that enabled them, not run by themselves.
-      [{ tool: 'prompt_enhance', args: { prompt: 'x' } }, 'tool: there is no tool named "prompt_enhance"'],
       [{ tool: 'wan_t2v', args: { prompt: 'x' } }, 'tool: wan_t2v cannot run on this server (it has no handler here)'],
-      [{ tool: 'flux_dev', args: {} }, 'args.prompt: must be text'],
       [{ tool: 'flux_dev', args: { prompt: 'x', n_samples: 9 } }, 'args.n_samples: must be at most 4'],
-      [{ tool: 'flux_dev', args: { prompt: 'x', colour: 'red' } }, 'args: unknown argument "colour"'],
-      [{ tool: 'flux_dev', args: ['x'] }, 'args: must be an object of the tool’s arguments'],
       [{ tool: 'flux_dev', args: { prompt: 'x' }, makePublic: 'yes' }, 'makePublic: must be true or false'],
-      [{ tool: 'flux_dev', args: { prompt: 'x'.repeat(70_000) } }, 'args: must be at most 65536 bytes of JSON'],
     ];
     for (const [body, message] of cases) {
       const res = await create(alice, body);

@@ -212,21 +212,12 @@ describe('REST triggers', () => {
     expect(await t.db.triggerRun.count({ where: { triggerId: id } })).toBe(0);
   });
 
+  // What a schedule may say is the triggers' rule (test/rules/triggers.test.ts, "what a schedule may
+  // say"); here, that a refusal is a 400 {error} naming the field as REST spells it.
   it.each([
-    [{ prompt: 'x', schedule: { second: '0', minute: '0', hour: '25' } }, /^schedule\.hour: /],
     [
       { prompt: 'x', schedule: { second: '0', minute: '0', hour: '0', day_of_month: '30', month: '2' } },
       /^schedule\.day_of_month: never fires/,
-    ],
-    [{ prompt: 'x', schedule: { second: '0', timezone: 'Europe/Atlantis' } }, /^schedule\.timezone: must be an IANA time zone/],
-    [
-      { prompt: 'x', schedule: { second: '0', start_date: '2030-01-02T00:00:00Z', end_date: '2030-01-01T00:00:00Z' } },
-      /^schedule\.end_date: /,
-    ],
-    [{ prompt: 'x', schedule: { second: '0', end_date: '2020-01-01T00:00:00Z' } }, /^schedule\.end_date: never fires/],
-    [
-      { prompt: 'x', schedule: { second: '*/2' } },
-      /^schedule\.second: runs every 2 s at the closest; the shortest interval allowed is 5 s/,
     ],
     [{ prompt: 'x' }, /^schedule: is required/],
     [{ schedule: null }, /^prompt: /],
@@ -352,15 +343,8 @@ describe('REST trigger schedules as responses show them', () => {
   });
 
   it.each([
-    [{ cron: '0 9 * * *', hour: '10' }, /^schedule\.hour: disagrees with cron, whose hour is "9"/],
     [{ cron: '0 9 * * 1-5', day_of_week: 'sat' }, /^schedule\.day_of_week: disagrees with cron, whose day of week is "1-5"/],
     [{ cron: '0 9 * *' }, /^schedule\.cron: must have 5 fields .* or 6/],
-    [{ cron: '0 0 9 * * * *' }, /^schedule\.cron: must have 5 fields/],
-    [{ cron: '0 25 * * *' }, /^schedule\.cron: its hour "25" .*\(0-23\)/],
-    [{ cron: '*/2 * * * * *' }, /^schedule\.cron: runs every 2 s at the closest; the shortest interval allowed is 5 s/],
-    [{ cron: '0 0 31 2 *' }, /^schedule\.cron: never fires/],
-    [{ cron: '' }, /^schedule\.cron: must not be empty/],
-    [{ cron: 9 }, /^schedule\.cron: must be text/],
   ])('schedule %j is a 400 naming the fields, and makes nothing', async (schedule, message) => {
     const carol = await t.createUser();
     const agent = await f.agent(carol);
@@ -370,31 +354,25 @@ describe('REST trigger schedules as responses show them', () => {
     expect(await t.db.trigger.count({ where: { agentId: agent.id } })).toBe(0);
   });
 
-  it.each([
-    [{ second: '0', start_date: '+275760-09-13T00:00:00Z' }, /^schedule\.start_date: must be a date from 1970-01-01 to 9999-12-31/],
-    [{ second: '0', end_date: '+010000-01-01T00:00:00Z' }, /^schedule\.end_date: must be a date from 1970-01-01 to 9999-12-31/],
-    [{ second: '0', start_date: '1969-12-31T23:59:59Z' }, /^schedule\.start_date: must be a date from 1970-01-01 to 9999-12-31/],
-    // Yearly, from a start date whose first run would fall in the year 10000.
-    [
-      { second: '0', minute: '0', hour: '0', day_of_month: '1', month: '1', start_date: '9999-06-01T00:00:00Z' },
-      /^schedule\.start_date: never fires( from now on)?: no occurrence from start_date to the end of year 9999/,
-    ],
-  ])('a far date %j is a 400 naming the field; sent again, still nothing is made or counted', async (schedule, message) => {
-    const dave = await t.createUser();
-    const agent = await f.agent(dave);
-    for (let i = 0; i < 3; i++) {
-      const res = await post(agent.id, dave.apiKey, schedule);
-      expect(res.status, JSON.stringify(res.body)).toBe(400);
-      expect(res.body.error).toMatch(message);
-    }
-    expect(await t.db.trigger.count({ where: { userId: dave.id } })).toBe(0);
-    // The cap is untouched: all six of the user's triggers can still be made.
-    for (let i = 0; i < 6; i++) expect((await post(agent.id, dave.apiKey, null)).status).toBe(200);
-    // And a PATCH to such a date changes nothing.
-    const [kept] = (await t.rest('GET', `/v2/agents/${agent.id}/triggers`, { key: dave.apiKey })).body.triggers;
-    const patch = await t.rest('PATCH', `/v2/agents/${agent.id}/triggers/${kept.id}`, { key: dave.apiKey, body: { schedule } });
-    expect(patch.status, JSON.stringify(patch.body)).toBe(400);
-    expect(patch.body.error).toMatch(message);
-    expect((await t.rest('GET', `/v2/agents/${agent.id}/triggers/${kept.id}`, { key: dave.apiKey })).body.trigger).toEqual(kept);
-  });
+  it.each([[{ second: '0', end_date: '+010000-01-01T00:00:00Z' }, /^schedule\.end_date: must be a date from 1970-01-01 to 9999-12-31/]])(
+    'a far date %j is a 400 naming the field; sent again, still nothing is made or counted',
+    async (schedule, message) => {
+      const dave = await t.createUser();
+      const agent = await f.agent(dave);
+      for (let i = 0; i < 3; i++) {
+        const res = await post(agent.id, dave.apiKey, schedule);
+        expect(res.status, JSON.stringify(res.body)).toBe(400);
+        expect(res.body.error).toMatch(message);
+      }
+      expect(await t.db.trigger.count({ where: { userId: dave.id } })).toBe(0);
+      // The cap is untouched: all six of the user's triggers can still be made.
+      for (let i = 0; i < 6; i++) expect((await post(agent.id, dave.apiKey, null)).status).toBe(200);
+      // And a PATCH to such a date changes nothing.
+      const [kept] = (await t.rest('GET', `/v2/agents/${agent.id}/triggers`, { key: dave.apiKey })).body.triggers;
+      const patch = await t.rest('PATCH', `/v2/agents/${agent.id}/triggers/${kept.id}`, { key: dave.apiKey, body: { schedule } });
+      expect(patch.status, JSON.stringify(patch.body)).toBe(400);
+      expect(patch.body.error).toMatch(message);
+      expect((await t.rest('GET', `/v2/agents/${agent.id}/triggers/${kept.id}`, { key: dave.apiKey })).body.trigger).toEqual(kept);
+    },
+  );
 });

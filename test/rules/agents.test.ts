@@ -141,3 +141,141 @@ describe('who may see, change and delete an agent', () => {
     expect(changed).toMatchObject({ name: 'Shown', public: true, llmSettings: { modelProfile: 'high', thinkingPolicy: 'always' } });
   });
 });
+
+describe('what an agent’s fields may be', () => {
+  async function anAgent() {
+    const w = world();
+    const agent = await w.agents.create(w.owner, {
+      name: 'Ada',
+      key: 'ada',
+      greeting: 'Hello',
+      llmSettings: { modelProfile: 'medium', thinkingPolicy: 'always', thinkingEffortCap: 'high' },
+    });
+    return { ...w, agent };
+  }
+
+  it.each([
+    [['name'], { name: 5 }],
+    [['name'], { name: '' }],
+    [['name'], { name: '   ' }],
+    [['name'], { name: 'x'.repeat(101) }],
+    [['name'], { name: null }],
+    [['key'], { key: 'has space' }],
+    [['key'], { key: '-leading-dash' }],
+    [['key'], { key: 'x' }],
+    [['key'], { key: 'x'.repeat(40) }],
+    [['description'], { description: 'x'.repeat(2001) }],
+    [['image'], { image: 'not a url' }],
+    [['image'], { image: 42 }],
+    [['public'], { public: 'yes' }],
+    [['models'], { models: 'flux' }],
+    [['models', 0, 'lora'], { models: [{ lora: 5 }] }],
+    [['models', 0, 'lora'], { models: [{ lora: '' }] }],
+    [['models', 0, 'useWhen'], { models: [{ lora: 'some-model', useWhen: 5 }] }],
+    [['persona'], { persona: 7 }],
+    [['persona'], { persona: 'p'.repeat(20001) }],
+    [['isPersonaPublic'], { isPersonaPublic: 'true' }],
+    [['greeting'], { greeting: 'x'.repeat(2001) }],
+    [['voice'], { voice: 'x'.repeat(101) }],
+    [['suggestions'], { suggestions: Array.from({ length: 11 }, (_, i) => ({ label: `L${i}`, prompt: `P${i}` })) }],
+    [['suggestions'], { suggestions: { label: 'a', prompt: 'b' } }],
+    [['suggestions', 0, 'label'], { suggestions: [{ label: '', prompt: 'p' }] }],
+    [['suggestions', 1, 'prompt'], { suggestions: [{ label: 'a', prompt: 'p' }, { label: 'b' }] }],
+    [['ownerPays'], { ownerPays: 'sometimes' }],
+    [['ownerPays'], { ownerPays: true }],
+    [['tools'], { tools: ['flux_dev'] }],
+    [['tools', 'flux_dev'], { tools: { flux_dev: 'yes' } }],
+    [['llmSettings'], { llmSettings: 'low' }],
+    [['llmSettings'], { llmSettings: null }],
+    [['llmSettings', 'modelProfile'], { llmSettings: { modelProfile: 'ultra' } }],
+    [['llmSettings', 'thinkingPolicy'], { llmSettings: { thinkingPolicy: 'never' } }],
+    [['llmSettings', 'thinkingEffortCap'], { llmSettings: { thinkingEffortCap: 'max' } }],
+    [['llmSettings', 'thinkingEffortInstructions'], { llmSettings: { thinkingEffortInstructions: 5 } }],
+    [['llmSettings', 'thinkingEffortInstructions'], { llmSettings: { thinkingEffortInstructions: 'x'.repeat(2001) } }],
+  ])('refuses a bad %j naming it, the valid field beside it not applied either', async (fieldPath, bad) => {
+    const { c, agents, owner, agent } = await anAgent();
+    const before = c.writes.length;
+    const beside = fieldPath[0] === 'greeting' ? { knowledge: 'SHOULD NOT APPLY' } : { greeting: 'SHOULD NOT APPLY' };
+    await expect(agents.update(owner, agent.id, { ...beside, ...bad })).rejects.toEqual(
+      expect.objectContaining({ code: 'BAD_USER_INPUT', fieldPath }),
+    );
+    expect(c.writes).toHaveLength(before);
+    expect(c.agents.get(agent.id)).toMatchObject({ name: 'Ada', key: 'ada' });
+  });
+
+  it.each([
+    ['modelProfile', ['low', 'medium', 'high']],
+    ['thinkingPolicy', ['auto', 'off', 'always']],
+    ['thinkingEffortCap', ['low', 'medium', 'high']],
+  ])('takes every value of llmSettings.%s', async (field, values) => {
+    const { agents, owner, agent } = await anAgent();
+    for (const value of values) {
+      const changed = await agents.update(owner, agent.id, { llmSettings: { [field]: value } });
+      expect(changed.llmSettings).toMatchObject({ [field]: value });
+    }
+  });
+
+  it('takes every value of ownerPays, and a model’s useWhen defaults to ""', async () => {
+    const { c, agents, owner, agent } = await anAgent();
+    for (const ownerPays of ['off', 'deployments', 'full'])
+      expect(await agents.update(owner, agent.id, { ownerPays })).toMatchObject({ ownerPays });
+    const model = c.model(owner);
+    expect((await agents.update(owner, agent.id, { models: [{ lora: model.id }] })).models).toEqual([{ lora: model.id, useWhen: '' }]);
+  });
+
+  it('takes ten models and refuses eleven as over a limit, changing nothing', async () => {
+    const { c, agents, owner, agent } = await anAgent();
+    const models = Array.from({ length: 11 }, () => ({ lora: c.model(owner).id, useWhen: 'x' }));
+    expect((await agents.update(owner, agent.id, { models: models.slice(0, 10) })).models).toHaveLength(10);
+    const before = c.writes.length;
+    await expect(agents.update(owner, agent.id, { greeting: 'SHOULD NOT APPLY', models })).rejects.toEqual(
+      refusal('UNPROCESSABLE', 'must have at most 10 models', ['models']),
+    );
+    expect(c.writes).toHaveLength(before);
+    expect(c.agents.get(agent.id)?.models).toHaveLength(10);
+  });
+
+  it('takes on update only models the owner may use, naming the element', async () => {
+    const { c, agents, owner, stranger, agent } = await anAgent();
+    const mine = c.model(owner);
+    const theirs = c.model(stranger);
+    const before = c.writes.length;
+    await expect(agents.update(owner, agent.id, { models: [{ lora: theirs.id, useWhen: 'x' }] })).rejects.toEqual(
+      refusal('BAD_USER_INPUT', 'model not found or not usable by you', ['models', 0, 'lora']),
+    );
+    await expect(agents.update(owner, agent.id, { models: [{ lora: mine.id }, { lora: 'no-such-model' }] })).rejects.toEqual(
+      refusal('BAD_USER_INPUT', 'model not found or not usable by you', ['models', 1, 'lora']),
+    );
+    expect(c.writes).toHaveLength(before);
+  });
+
+  it('refuses tools that are unknown or inactive (deprecated sdxl), and lets the owner turn on the hidden helper prompt_enhance', async () => {
+    const { agents, owner, agent } = await anAgent();
+    for (const key of ['sdxl', 'teleport'])
+      await expect(agents.update(owner, agent.id, { tools: { flux_dev: true, [key]: true } })).rejects.toEqual(
+        refusal('BAD_USER_INPUT', `unknown tool "${key}" (see the tools list)`, ['tools', key]),
+      );
+    expect((await agents.update(owner, agent.id, { tools: { prompt_enhance: true } })).tools).toMatchObject({ prompt_enhance: true });
+  });
+});
+
+describe('an agent’s key', () => {
+  it('on update, refuses a key another agent or a user has, changing nothing', async () => {
+    const { c, agents, owner, stranger } = world();
+    const ada = await agents.create(owner, { name: 'Ada', key: 'ada' });
+    await agents.create(stranger, { name: 'Taken', key: 'taken' });
+    const before = c.writes.length;
+    for (const key of ['taken', 'stranger', 'owner'])
+      await expect(agents.update(owner, ada.id, { name: 'SHOULD NOT APPLY', key })).rejects.toEqual(refusal('CONFLICT', AGENT_KEY_TAKEN));
+    expect(c.writes).toHaveLength(before);
+    expect(c.agents.get(ada.id)).toMatchObject({ name: 'Ada', key: 'ada' });
+  });
+
+  it('is changed by the owner alone, on a private agent as on a public one', async () => {
+    const { agents, owner, stranger } = world();
+    const hidden = await agents.create(owner, { name: 'Hidden', key: 'hidden' });
+    await expect(agents.update(stranger, hidden.id, { name: 'Hijacked', key: 'hijack' })).rejects.toEqual(
+      refusal('FORBIDDEN', 'Only the owner of this agent can update it'),
+    );
+  });
+});

@@ -219,4 +219,33 @@ describe('collection rules', () => {
     await expect(rules.get(ada, 'nul\u0000id')).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(lookedUp).toEqual([]);
   });
+
+  it.each([
+    ['an empty name', { name: '' }, 'name'],
+    ['a name over 100 characters', { name: 'x'.repeat(101) }, 'name'],
+    ['a description over 2000 characters', { description: 'x'.repeat(2001) }, 'description'],
+    ['public that is no boolean', { public: 'yes' }, 'public'],
+  ])('refuses %s naming the field, and a change with nothing in it; nothing is written', async (_label, patch, field) => {
+    const { rules, writes } = setup();
+    const made = await rules.create(ada, { name: 'Draft', description: 'First go' });
+    writes.length = 0;
+    await expect(rules.update(ada, made.id, patch)).rejects.toMatchObject({ code: 'BAD_USER_INPUT', fieldPath: [field] });
+    await expect(rules.update(ada, made.id, { colour: 'blue' })).rejects.toMatchObject({
+      code: 'BAD_USER_INPUT',
+      message: 'No collection fields to update in the request',
+    });
+    expect(writes).toEqual([]);
+    expect(await rules.get(ada, made.id)).toMatchObject({ name: 'Draft', description: 'First go' });
+  });
+
+  it('names at most 100 creations when a collection is made, as when creations are added', async () => {
+    const { rules, writes } = setup();
+    const hundredAndOne = Array.from({ length: 101 }, (_, i) => `x-${i}`);
+    await expect(rules.create(ada, { name: 'Big', creationIds: hundredAndOne })).rejects.toMatchObject({
+      code: 'BAD_USER_INPUT',
+      message: 'must name at most 100 creations',
+      fieldPath: ['creationIds'],
+    });
+    expect(writes).toEqual([]);
+  });
 });

@@ -92,4 +92,33 @@ describe('search', () => {
     );
     expect(provider.asked).toEqual([]);
   });
+
+  const refused: [Record<string, unknown>, string, string][] = [
+    [{ query: '' }, 'query', 'must not be empty'],
+    [{ query: 'x'.repeat(1001) }, 'query', 'must be at most 1000 characters'],
+    ...[0, -1, 1.5, 'two', '1.5', '', 1_000_001].map((page): [Record<string, unknown>, string, string] => [
+      { query: 'foxes', page },
+      'page',
+      'must be a whole number from 1 to 1000000',
+    ]),
+    ...[0, 101, 'ten'].map((limit): [Record<string, unknown>, string, string] => [
+      { query: 'foxes', limit },
+      'limit',
+      'must be a whole number from 1 to 100',
+    ]),
+    [{ query: 'foxes', direction: 'sideways' }, 'direction', 'must be one of desc, asc'],
+    ...['agentId', 'userId', 'tool'].map((name): [Record<string, unknown>, string, string] => [
+      { query: 'foxes', [name]: '' },
+      name,
+      'must not be empty',
+    ]),
+  ];
+  it.each(refused.map(([params, field, message]) => ({ field, params, message, shown: JSON.stringify(params).slice(0, 60) })))(
+    'refuses $shown on $field, asking the provider nothing',
+    async ({ params, field, message }) => {
+      const { provider, search, owner } = world();
+      await expect(search.search(owner, params)).rejects.toEqual(refusal('BAD_USER_INPUT', message, [field]));
+      expect(provider.asked).toEqual([]);
+    },
+  );
 });

@@ -319,3 +319,116 @@ describe("changing a session's settings on their own (PATCH /v2/sessions/:id, up
     await expect(a.sessions.update(a.viewers.stranger, a.session.id, {})).rejects.toMatchObject(NO_ACCESS);
   });
 });
+
+describe('what a prompt’s input may be', () => {
+  const badInput = (message: string | RegExp, fieldPath?: (string | number)[]) =>
+    expect.objectContaining({
+      code: 'BAD_USER_INPUT',
+      message: typeof message === 'string' ? message : expect.stringMatching(message),
+      fieldPath,
+    });
+
+  it.each([
+    ['no agents for a new session', {}, badInput('agent_ids must be provided when creating a new session')],
+    ['an empty list of agents', { agentIds: [] }, badInput('agent_ids must be provided when creating a new session')],
+    ['an agent named twice', { agentIds: ['ada', 'ada'] }, badInput(/^must not name an agent twice/, ['agentIds'])],
+    ['content that is no text', { agentIds: ['ada'], content: 5 }, badInput(/./, ['content'])],
+    [
+      'a turn budget over 1000',
+      { agentIds: ['ada'], budget: { turnBudget: 1001 } },
+      badInput('must be at most 1000', ['budget', 'turnBudget']),
+    ],
+    [
+      'a turn budget not whole',
+      { agentIds: ['ada'], budget: { turnBudget: 2.5 } },
+      badInput('must be a whole number', ['budget', 'turnBudget']),
+    ],
+    [
+      'a token budget under 1000',
+      { agentIds: ['ada'], budget: { tokenBudget: 999 } },
+      badInput('must be at least 1000', ['budget', 'tokenBudget']),
+    ],
+    [
+      'a manna budget over 50000',
+      { agentIds: ['ada'], budget: { mannaBudget: 50001 } },
+      badInput('must be at most 50000', ['budget', 'mannaBudget']),
+    ],
+    [
+      'a title over 1000 characters',
+      { agentIds: ['ada'], title: 'x'.repeat(1001) },
+      badInput('must be at most 1000 characters', ['title']),
+    ],
+    [
+      'a scenario over 1000 characters',
+      { agentIds: ['ada'], scenario: 'x'.repeat(1001) },
+      badInput('must be at most 1000 characters', ['scenario']),
+    ],
+    [
+      'an attachment that is no web address',
+      { agentIds: ['ada'], attachments: ['javascript:alert(1)'] },
+      badInput(/./, ['attachments', 0]),
+    ],
+    [
+      'an interval over an hour',
+      { agentIds: ['ada'], autonomySettings: { autoReply: false, replyInterval: 3601, actorSelectionMethod: 'random' } },
+      badInput('must be at most 3600', ['autonomySettings', 'replyInterval']),
+    ],
+    [
+      'a negative interval',
+      { agentIds: ['ada'], autonomySettings: { autoReply: false, replyInterval: -1, actorSelectionMethod: 'random' } },
+      badInput('must be at least 0', ['autonomySettings', 'replyInterval']),
+    ],
+    [
+      'an unknown way to choose who speaks',
+      { agentIds: ['ada'], autonomySettings: { autoReply: false, replyInterval: 0, actorSelectionMethod: 'round_robin' } },
+      badInput(/^must be one of/, ['autonomySettings', 'actorSelectionMethod']),
+    ],
+    [
+      'auto-reply that is no boolean',
+      { agentIds: ['ada'], autonomySettings: { autoReply: 'yes', replyInterval: 0, actorSelectionMethod: 'random' } },
+      badInput('must be true or false', ['autonomySettings', 'autoReply']),
+    ],
+    [
+      'autonomy without its method',
+      { agentIds: ['ada'], autonomySettings: { autoReply: true, replyInterval: 0 } },
+      badInput(/./, ['autonomySettings', 'actorSelectionMethod']),
+    ],
+  ])('refuses %s, naming the field, and makes nothing', async (_label, input, refusal) => {
+    const a = (arranged = arrange());
+    const raw = { ...input, agentIds: (input as { agentIds?: string[] }).agentIds?.map((id) => (id === 'ada' ? a.ada.id : id)) };
+    const before = a.world.snapshot();
+    await expect(a.sessions.send(a.viewers.owner, raw)).rejects.toEqual(refusal);
+    expect(a.world.snapshot()).toEqual(before);
+    expect(a.started).toEqual([]);
+  });
+
+  it('takes only agents the caller may use, naming the one at fault, and in a session only its own agents', async () => {
+    const a = (arranged = arrange());
+    const hidden = a.world.agent('Hidden', a.viewers.stranger.id, false);
+    const before = a.world.snapshot();
+    await expect(a.sessions.send(a.viewers.owner, { agentIds: ['no-such-agent'], content: 'hi' })).rejects.toEqual(
+      badInput('agent not found or not usable by you', ['agentIds', 0]),
+    );
+    await expect(a.sessions.send(a.viewers.owner, { agentIds: [a.ada.id, hidden.id], content: 'hi' })).rejects.toEqual(
+      badInput('agent not found or not usable by you', ['agentIds', 1]),
+    );
+    await expect(a.sessions.send(a.viewers.owner, { sessionId: a.session.id, agentIds: [hidden.id], content: 'x' })).rejects.toEqual(
+      badInput('agent is not in this session', ['agentIds', 0]),
+    );
+    expect(a.world.snapshot()).toEqual(before);
+  });
+
+  it('refuses auto-reply without a budget, and lets only an owner change a session’s settings', async () => {
+    const a = (arranged = arrange());
+    const on = { autoReply: true, replyInterval: 0, actorSelectionMethod: 'random' };
+    const before = a.world.snapshot();
+    await expect(a.sessions.send(a.viewers.owner, { agentIds: [a.ada.id], content: 'Hello', autonomySettings: on })).rejects.toMatchObject({
+      code: 'BAD_USER_INPUT',
+      message: 'Session cannot have auto-reply enabled without a set budget',
+    });
+    await expect(a.sessions.send(a.viewers.editor, { sessionId: a.session.id, title: 'Mine now' })).rejects.toMatchObject(
+      refused('FORBIDDEN', 'Only an owner of this session can change its title, scenario or budget'),
+    );
+    expect(a.world.snapshot()).toEqual(before);
+  });
+});

@@ -112,6 +112,45 @@ describe('making a task', () => {
   });
 });
 
+describe('what a task’s input may be', () => {
+  it.each([
+    ['a tool that is no string', { tool: 7 }, ['tool'], 'must be a string'],
+    // Hidden helpers are for agents that enabled them, not run by themselves.
+    [
+      'a hidden helper run by itself',
+      { tool: 'prompt_enhance', args: { prompt: 'x' } },
+      ['tool'],
+      'there is no tool named "prompt_enhance"',
+    ],
+    ['an unknown argument', { tool: 'flux_schnell', args: { prompt: 'x', colour: 'red' } }, ['args'], 'unknown argument "colour"'],
+    ['arguments that are no object', { tool: 'flux_schnell', args: ['x'] }, ['args'], 'must be an object of the tool’s arguments'],
+    [
+      'makePublic that is no boolean',
+      { tool: 'flux_schnell', args: { prompt: 'x' }, makePublic: 'yes' },
+      ['makePublic'],
+      'must be true or false',
+    ],
+    [
+      'arguments over 64 KiB',
+      { tool: 'flux_schnell', args: { prompt: 'x'.repeat(70_000) } },
+      ['args'],
+      'must be at most 65536 bytes of JSON',
+    ],
+    [
+      'an argument of the wrong type',
+      { tool: 'flux_schnell', args: { prompt: 'x', n_samples: 'two' } },
+      ['args', 'n_samples'],
+      'must be a number',
+    ],
+  ])('%s is refused on the field, saying why, with nothing taken or made', async (_label, input, fieldPath, message) => {
+    const { book, tasks, owner, started } = world();
+    await expect(tasks.create(owner, input)).rejects.toEqual(refusal('BAD_USER_INPUT', message, fieldPath));
+    expect(book.tasks.size).toBe(0);
+    expect(book.ledger).toEqual([]);
+    expect(started).toEqual([]);
+  });
+});
+
 describe('reading and cancelling a task', () => {
   it('shows a task to its owner, a public one to anyone, and a private one to no stranger', async () => {
     const { tasks, owner, stranger } = world();

@@ -277,6 +277,74 @@ describe('bad schedules', () => {
   });
 });
 
+describe('what a schedule may say', () => {
+  it.each([
+    [{ second: '0', minute: '0', hour: '25' }, 'schedule.hour', /./],
+    [{ second: '0', minute: '0', hour: '0', dayOfMonth: '30', month: '2' }, 'schedule.dayOfMonth', /^never fires/],
+    [{ second: '0', timezone: 'Europe/Atlantis' }, 'schedule.timezone', /^must be an IANA time zone/],
+    [{ second: '0', startDate: '2030-01-02T00:00:00Z', endDate: '2030-01-01T00:00:00Z' }, 'schedule.endDate', /./],
+    [{ cron: '0 9 * * *', hour: '10' }, 'schedule.hour', /^disagrees with cron, whose hour is "9"/],
+    [{ cron: '0 9 * * 1-5', dayOfWeek: 'sat' }, 'schedule.dayOfWeek', /^disagrees with cron, whose day of week is "1-5"/],
+    [{ cron: '0 9 * *' }, 'schedule.cron', /^must have 5 fields .* or 6/],
+    [{ cron: '0 0 9 * * * *' }, 'schedule.cron', /^must have 5 fields/],
+    [{ cron: '0 25 * * *' }, 'schedule.cron', /^its hour "25" .*\(0-23\)/],
+    [{ cron: '*/2 * * * * *' }, 'schedule.cron', /^runs every 2 s at the closest; the shortest interval allowed is 5 s/],
+    [{ second: '*/2' }, 'schedule.second', /^runs every 2 s at the closest; the shortest interval allowed is 5 s/],
+    [{ cron: '0 0 31 2 *' }, 'schedule.cron', /^never fires/],
+    [{ cron: '' }, 'schedule.cron', /^must not be empty/],
+    [{ cron: 9 }, 'schedule.cron', /^must be text/],
+    [{ second: '0', startDate: '+275760-09-13T00:00:00Z' }, 'schedule.startDate', /^must be a date from 1970-01-01 to 9999-12-31/],
+    [{ second: '0', endDate: '+010000-01-01T00:00:00Z' }, 'schedule.endDate', /^must be a date from 1970-01-01 to 9999-12-31/],
+    [{ second: '0', startDate: '1969-12-31T23:59:59Z' }, 'schedule.startDate', /^must be a date from 1970-01-01 to 9999-12-31/],
+    // Yearly, from a start date whose first run would fall in the year 10000.
+    [
+      { second: '0', minute: '0', hour: '0', dayOfMonth: '1', month: '1', startDate: '9999-06-01T00:00:00Z' },
+      'schedule.startDate',
+      /^never fires( from now on)?: no occurrence from start_date to the end of year 9999/,
+    ],
+  ])('%j is refused on %s, saying why, and nothing is made', async (schedule, field, message) => {
+    const h = harness({ minIntervalS: 5, perUser: 5 });
+    expect(await refusalOf(h.service.create(owner, 'agent', { prompt: 'Hi', schedule }))).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      field,
+      message: expect.stringMatching(message),
+    });
+    expect(h.db.triggers.size).toBe(0);
+    expect(h.queue).toEqual([]);
+  });
+
+  it('an end date already past never fires, on the clock the rules are given', async () => {
+    const h = harness({ minIntervalS: 5, perUser: 5 });
+    const schedule = { second: '0', endDate: '2027-02-28T00:00:00Z' };
+    expect(await refusalOf(h.service.create(owner, 'agent', { prompt: 'Hi', schedule }))).toMatchObject({
+      field: 'schedule.endDate',
+      message: expect.stringMatching(/^never fires/),
+    });
+  });
+
+  it.each([
+    [{ prompt: 'x', schedule: null, sessionTarget: 'existing' }, 'sessionId', /required/],
+    [{ prompt: 'x', schedule: null, sessionTarget: 'sometimes' }, 'sessionTarget', /./],
+  ])('%j is refused on %s', async (input, field, message) => {
+    const h = harness();
+    expect(await refusalOf(h.service.create(owner, 'agent', input))).toMatchObject({ field, message: expect.stringMatching(message) });
+    expect(h.db.triggers.size).toBe(0);
+  });
+
+  it('a change to a schedule that is refused changes nothing, and leaves the cap as it was', async () => {
+    const h = harness({ minIntervalS: 5, perUser: 2 });
+    const made = await h.service.create(owner, 'agent', { prompt: 'Hi', schedule: null });
+    const before = structuredClone(h.db.triggers.get(made.id));
+    const schedule = { second: '0', startDate: '1969-12-31T23:59:59Z' };
+    for (let i = 0; i < 3; i++)
+      expect(await refusalOf(h.service.create(owner, 'agent', { prompt: 'Hi', schedule }))).toMatchObject({ field: 'schedule.startDate' });
+    expect(await refusalOf(h.service.update(owner, made.id, { schedule }))).toMatchObject({ field: 'schedule.startDate' });
+    expect(h.db.triggers.get(made.id)).toEqual(before);
+    await h.service.create(owner, 'agent', { prompt: 'Hi', schedule: null });
+    expect(h.db.triggers.size).toBe(2);
+  });
+});
+
 describe('firing', () => {
   it('runs each occurrence once, as the owner’s prompt in a new session titled after the trigger, and links the reply', async () => {
     const h = harness();

@@ -111,3 +111,66 @@ describe('concept rules', () => {
     expect((await rules.update(ada, id, { agent: null })).agentId).toBeNull();
   });
 });
+
+const imageList = (n: number) => Array.from({ length: n }, (_, i) => ({ image: `https://cdn.example.com/${i}.png` }));
+
+describe('what a concept’s fields may be', () => {
+  it('takes one to 25 images, in order, each with usage instructions defaulting to ""', async () => {
+    const { store, concepts } = memoryStore();
+    const rules = conceptService(store);
+    const made = await rules.create(ada, { name: 'Full set', images: imageList(25) });
+    expect(made.images.map((i) => [i.position, i.image, i.usageInstructions])).toEqual(
+      imageList(25).map((i, position) => [position, i.image, '']),
+    );
+    for (const images of [imageList(26), []])
+      await expect(rules.create(ada, { name: 'x', images })).rejects.toMatchObject({ code: 'BAD_USER_INPUT', fieldPath: ['images'] });
+    expect(concepts.size).toBe(1);
+  });
+
+  it.each([
+    [['images'], { images: [] }],
+    [['images'], { images: imageList(26) }],
+    [['images'], { images: 'https://example.com/a.jpg' }],
+    [['images'], { images: null }],
+    [['images', 0, 'image'], { images: [{ image: 'not a url' }] }],
+    [['images', 0, 'image'], { images: [{ usageInstructions: 'no image' }] }],
+    [['images', 1, 'image'], { images: [{ image: 'https://example.com/ok.jpg' }, { image: 42 }] }],
+    [['images', 0, 'usageInstructions'], { images: [{ image: 'https://example.com/ok.jpg', usageInstructions: 'x'.repeat(2001) }] }],
+    [['name'], { name: '' }],
+    [['name'], { name: '  ' }],
+    [['name'], { name: 'x'.repeat(101) }],
+    [['name'], { name: 5 }],
+    [['usageInstructions'], { usageInstructions: 'x'.repeat(5001) }],
+    [['usageInstructions'], { usageInstructions: false }],
+    [['agent'], { agent: 5 }],
+  ])('refuses a bad %j naming it, the valid field beside it not applied either', async (fieldPath, bad) => {
+    const { store, concepts } = memoryStore();
+    const rules = conceptService(store);
+    const { id } = await rules.create(ada, { name: 'Lighthouse', usageInstructions: 'at dusk', images: [image] });
+    const beside = fieldPath[0] === 'name' ? { usageInstructions: 'SHOULD NOT APPLY' } : { name: 'SHOULD NOT APPLY' };
+    await expect(rules.update(ada, id, { ...beside, ...bad })).rejects.toMatchObject({ code: 'BAD_USER_INPUT', fieldPath });
+    expect(concepts.get(id)).toMatchObject({ name: 'Lighthouse', usageInstructions: 'at dusk' });
+  });
+
+  it('replaces the image list when one is sent, in the order given', async () => {
+    const { store } = memoryStore();
+    const rules = conceptService(store);
+    const { id } = await rules.create(ada, { name: 'Lighthouse', images: imageList(3) });
+    const images = [{ image: 'https://example.com/3.jpg', usageInstructions: 'third' }, { image: 'https://example.com/1.jpg' }];
+    expect((await rules.update(ada, id, { images })).images.map((i) => [i.position, i.image, i.usageInstructions])).toEqual([
+      [0, 'https://example.com/3.jpg', 'third'],
+      [1, 'https://example.com/1.jpg', ''],
+    ]);
+  });
+
+  it('refuses a public concept’s change by anyone but its owner, changing nothing', async () => {
+    const { store, concepts } = memoryStore();
+    const rules = conceptService(store);
+    const { id } = await rules.create(ada, { name: 'Lighthouse', images: [image] });
+    concepts.set(id, { ...concepts.get(id)!, public: true });
+    await expect(rules.update(bob, id, { name: 'Hijacked', images: [{ image: 'https://evil.example.com/x.jpg' }] })).rejects.toMatchObject({
+      code: 'FORBIDDEN',
+    });
+    expect(concepts.get(id)).toMatchObject({ name: 'Lighthouse', images: [{ image: image.image }] });
+  });
+});
