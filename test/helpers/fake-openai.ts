@@ -94,6 +94,9 @@ export async function startFakeOpenAI(defaultScript: Script = { tokens: ['Hello'
       if (i === script.stallAfter) return false; // keep the socket open, send nothing more
       if (i === script.dropAfter) {
         // Ends the TCP connection after what was written reaches the client: a reply cut mid-stream.
+        // What was written is flushed first: ended at once, the chunks still in the response's
+        // buffer went with it on Node 24.22, and the client saw a call that failed before any text.
+        await new Promise<void>((flushed) => res.write('', () => flushed()));
         res.socket?.end();
         return false;
       }
