@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_KEY_TAKEN, AGENT_NOT_FOUND, agentService } from '../../src/domain/agents/service.ts';
+import { AGENT_KEY_TAKEN, AGENT_NOT_FOUND, agentService, visiblePersona } from '../../src/domain/agents/service.ts';
 import { loadToolRegistry, type ToolRegistry } from '../../src/domain/tools/registry.ts';
 import { Catalog, memoryAgentStore } from './support/catalog.ts';
 
@@ -108,6 +108,16 @@ describe('who may see, change and delete an agent', () => {
     await expect(agents.get(stranger, hidden.id)).rejects.toEqual(refusal('FORBIDDEN', 'You do not have access to this agent'));
     await expect(agents.get(owner, 'no-such-agent')).rejects.toEqual(refusal('NOT_FOUND', AGENT_NOT_FOUND));
     await expect(agents.get(owner, 'nul\u0000id')).rejects.toEqual(refusal('NOT_FOUND', AGENT_NOT_FOUND));
+  });
+
+  it('shows a private persona to the owner only, and a public persona to anyone', async () => {
+    const { agents, owner, stranger } = world();
+    const secret = await agents.create(owner, { name: 'Pirate', key: 'pirate', public: true, persona: 'Secretly a pirate' });
+    const open = await agents.create(owner, { name: 'Open', key: 'open', public: true, persona: 'Openly a pirate', isPersonaPublic: true });
+    expect(visiblePersona(stranger, await agents.get(stranger, secret.id))).toBeNull();
+    expect(visiblePersona(null, secret)).toBeNull();
+    expect(visiblePersona(owner, await agents.get(owner, secret.id))).toBe('Secretly a pirate');
+    expect(visiblePersona(stranger, await agents.get(stranger, open.id))).toBe('Openly a pirate');
   });
 
   it('lets only the owner delete: a stranger is told a private agent is not there, a public one is not theirs', async () => {
