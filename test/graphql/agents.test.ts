@@ -590,7 +590,6 @@ describe('discovery lists over GraphQL: agents, models, creations', () => {
       expect(await ids({ public: false })).toEqual([agents.alicePrivate]);
       expect(await ids({ public: false, owner: bob.id })).toEqual([]);
       expect(await ids({ public: true })).toEqual([agents.bobPublic2, agents.bobPublic, agents.alicePublic]);
-      expect(await ids({ text: '  ' })).toHaveLength(4);
     });
 
     it('refuses crafted cursors and contradictory paging as BAD_USER_INPUT', async () => {
@@ -608,7 +607,6 @@ describe('discovery lists over GraphQL: agents, models, creations', () => {
         await t.gql(DiscoverAgents, { first: 1, last: 1, after: (await list({ first: 1 })).edges[0]!.cursor }, alice.apiKey),
         'BAD_USER_INPUT',
       );
-      expectGraphQLError(await t.gql(DiscoverAgents, { filter: { text: 'x'.repeat(201) } }, alice.apiKey), 'BAD_USER_INPUT');
     });
 
     it('needs an API key', async () => {

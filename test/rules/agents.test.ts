@@ -152,6 +152,43 @@ describe('who may see, change and delete an agent', () => {
   });
 });
 
+describe('the list of agents a viewer may read', () => {
+  /** The agents service over the memory store, with the filters its list asked the store for. */
+  function listing() {
+    const c = new Catalog();
+    const store = memoryAgentStore(c);
+    const asked: unknown[] = [];
+    const list: typeof store.list = (viewer, filter, page) => {
+      asked.push(filter);
+      return store.list(viewer, filter, page);
+    };
+    const agents = agentService({ ...store, list }, tools, { maxAgentsPerUser: 3 });
+    const viewer = c.user('viewer');
+    // The list checks its filter before it returns the store's promise: a refusal is thrown, not a rejection.
+    const listed = async (filter: Parameters<typeof agents.list>[1]) => agents.list(viewer, filter, {});
+    return { listed, asked };
+  }
+
+  it('reads blank text and null fields as no filter, and trims the text it keeps', async () => {
+    const { listed, asked } = listing();
+    await listed({ text: '  ' });
+    await listed({ text: null, owner: null, public: null });
+    await listed(null);
+    await listed({ text: '  Lighthouse ', public: false });
+    expect(asked).toEqual([{}, {}, {}, { text: 'Lighthouse', public: false }]);
+  });
+
+  it('refuses text over 200 characters and an owner that names no row, naming the filter field, before reading', async () => {
+    const { listed, asked } = listing();
+    await expect(listed({ text: 'x'.repeat(201) })).rejects.toEqual(refusal('BAD_USER_INPUT', 'must be at most 200 characters', ['text']));
+    await expect(listed({ owner: '' })).rejects.toEqual(refusal('BAD_USER_INPUT', 'must not be empty', ['owner']));
+    await expect(listed({ owner: 'nul\u0000id' })).rejects.toEqual(refusal('BAD_USER_INPUT', 'names no row', ['owner']));
+    expect(asked).toEqual([]);
+    await listed({ text: 'x'.repeat(200) });
+    expect(asked).toHaveLength(1);
+  });
+});
+
 describe('what an agent’s fields may be', () => {
   async function anAgent() {
     const w = world();
