@@ -9,6 +9,12 @@ import { expectError, expectRejectsBadKeys, isoDate, creatorRef } from '../helpe
 import { settledSession } from '../helpers/sessions.ts';
 import { credit } from '../../src/domain/manna/stores/ledger.ts';
 
+/**
+ * Agents and creators on the wire: GraphQL, its discovery lists, then REST, deleting an agent and
+ * the caller's creator profile (the rules: test/rules/agents.test.ts). One file for the domain's
+ * transports; each part starts its own app, as their fixtures name the same users and the lists count every row.
+ */
+
 graphql(`
   fragment AgentsAgentFields on Agent {
     id

@@ -6,6 +6,12 @@ import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 
+/**
+ * Collections on the wire: GraphQL, its statement counts, then REST and its bounds (the rules:
+ * test/rules/collections.test.ts). One file for the domain's transports; each part starts its own
+ * app, as their fixtures name the same users and the bounds need their own limits.
+ */
+
 const CollectionCreate = graphql(`
   mutation CollectionCreate($input: CreateCollectionInput!) {
     createCollection(input: $input) { id rawId name description public owner { username } creationCount }

@@ -6,6 +6,11 @@ import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 import { expectError, expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
 
+/**
+ * Concepts on the wire, GraphQL then REST (the rules: test/rules/concepts.test.ts). One file for
+ * the domain's transports; each part starts its own app, as their fixtures name the same users.
+ */
+
 graphql(`
   fragment ConceptsConceptFields on Concept {
     id

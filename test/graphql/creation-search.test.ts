@@ -13,6 +13,12 @@ import { searchService } from '../../src/domain/search/service.ts';
 import { searchStore } from '../../src/domain/search/store.ts';
 import { axis, startFakeEmbeddings, type FakeEmbeddings } from '../helpers/fake-embeddings.ts';
 
+/**
+ * Creation search on the wire: GraphQL, REST, the demo data, and an embedding server over HTTP
+ * (the rules: test/rules/search.test.ts). One file for the search's transports; each part starts
+ * its own app, as each needs its own data or provider.
+ */
+
 const SearchPage = graphql(`
   query SearchPage($query: String!, $filter: CreationSearchFilter, $page: Int, $limit: Int, $orderBy: CreationSearchOrder, $direction: SortDirection) {
     searchCreations(query: $query, filter: $filter, page: $page, limit: $limit, orderBy: $orderBy, direction: $direction) {

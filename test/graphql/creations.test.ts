@@ -6,6 +6,11 @@ import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 import { expectError, expectRejectsBadKeys } from '../helpers/rest-helpers.ts';
 
+/**
+ * Creations on the wire, GraphQL then REST likes (the rules: test/rules/creations.test.ts). One
+ * file for the domain's transports; each part starts its own app, as their fixtures name the same users.
+ */
+
 const CreationsGet = graphql(`
   query CreationsGet($id: ID!) {
     creation(id: $id) { rawId name url args public toolKey likeCount likedByMe creator { rawId username } agent { rawId key } createdAt }

@@ -9,6 +9,11 @@ import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 import { expectError, expectRejectsBadKeys, isoDate, creatorRef } from '../helpers/rest-helpers.ts';
 
+/**
+ * Models and tools on the wire, GraphQL then REST (the rules: test/rules/models.test.ts). One file
+ * for the domain's transports; each part starts its own app, as their fixtures name the same users.
+ */
+
 const ModelsGet = graphql(`
   query ModelsGet($id: ID!) {
     model(id: $id) { rawId name baseModel loraTriggerText checkpoint thumbnail public args owner { rawId username } createdAt }
