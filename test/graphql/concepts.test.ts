@@ -8,7 +8,7 @@ import { expectError, expectRejectsBadKeys, isoDate } from '../helpers/rest-help
 
 /**
  * Concepts on the wire, GraphQL then REST (the rules: test/rules/concepts.test.ts). One file for
- * the domain's transports; each part starts its own app, as their fixtures name the same users.
+ * the domain's transports, over one app: each test reads and changes concepts of its own.
  */
 
 graphql(`
@@ -42,28 +42,28 @@ const ConceptsUpdate = graphql(`
   }
 `);
 
+let t: TestApp;
+let alice: TestUser;
+let bob: TestUser;
+let f: ReturnType<typeof fixtures>;
+let aliceAgent: { id: string; key: string };
+
+const images = (n: number, prefix = 'img') =>
+  Array.from({ length: n }, (_, i) => ({
+    image: `https://cdn.example.com/${prefix}-${i}.jpg`,
+    usageInstructions: `${prefix} view ${i}`,
+  }));
+
+setUp(async (start) => {
+  t = await start.app();
+  alice = await t.createUser('alice');
+  bob = await t.createUser('bob');
+  f = fixtures(t);
+  const agent = await f.agent(alice, { key: 'alice-painter', name: 'Painter' });
+  aliceAgent = { id: agent.id, key: 'alice-painter' };
+});
+
 describe('concepts over GraphQL', () => {
-  let t: TestApp;
-  let alice: TestUser;
-  let bob: TestUser;
-  let f: ReturnType<typeof fixtures>;
-  let aliceAgent: { id: string; key: string };
-
-  const images = (n: number, prefix = 'img') =>
-    Array.from({ length: n }, (_, i) => ({
-      image: `https://cdn.example.com/${prefix}-${i}.jpg`,
-      usageInstructions: `${prefix} view ${i}`,
-    }));
-
-  setUp(async (start) => {
-    t = await start.app();
-    alice = await t.createUser('alice');
-    bob = await t.createUser('bob');
-    f = fixtures(t);
-    const agent = await f.agent(alice, { key: 'alice-painter', name: 'Painter' });
-    aliceAgent = { id: agent.id, key: 'alice-painter' };
-  });
-
   const readConcept = async (id: string, key = alice.apiKey) => expectData(await t.gql(ConceptsGet, { id }, key)).concept;
 
   describe('createConcept and concept(id)', () => {
@@ -212,18 +212,6 @@ describe('concepts over GraphQL', () => {
 const NOT_FOUND = 'Concept not found';
 
 describe('REST concepts', () => {
-  let t: TestApp;
-  let f: ReturnType<typeof fixtures>;
-  let alice: TestUser;
-  let bob: TestUser;
-
-  setUp(async (start) => {
-    t = await start.app();
-    f = fixtures(t);
-    alice = await t.createUser('alice');
-    bob = await t.createUser('bob');
-  });
-
   const twoImages = [
     { image: 'https://example.com/front.jpg', usageInstructions: 'front view' },
     { image: 'https://example.com/side.jpg', usageInstructions: 'side view' },

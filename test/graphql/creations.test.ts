@@ -8,7 +8,7 @@ import { expectError, expectRejectsBadKeys } from '../helpers/rest-helpers.ts';
 
 /**
  * Creations on the wire, GraphQL then REST likes (the rules: test/rules/creations.test.ts). One
- * file for the domain's transports; each part starts its own app, as their fixtures name the same users.
+ * file for the domain's transports, over one app: each test reads and likes creations of its own.
  */
 
 const CreationsGet = graphql(`
@@ -39,19 +39,19 @@ const CreationsOfCreator = graphql(`
   }
 `);
 
+let t: TestApp;
+let alice: TestUser;
+let bob: TestUser;
+let f: ReturnType<typeof fixtures>;
+
+setUp(async (start) => {
+  t = await start.app();
+  alice = await t.createUser('alice');
+  bob = await t.createUser('bob');
+  f = fixtures(t);
+});
+
 describe('creations over GraphQL', () => {
-  let t: TestApp;
-  let alice: TestUser;
-  let bob: TestUser;
-  let f: ReturnType<typeof fixtures>;
-
-  setUp(async (start) => {
-    t = await start.app();
-    alice = await t.createUser('alice');
-    bob = await t.createUser('bob');
-    f = fixtures(t);
-  });
-
   const read = async (id: string, key: string) => expectData(await t.gql(CreationsGet, { id }, key)).creation;
 
   describe('creation(id)', () => {
@@ -178,18 +178,6 @@ describe('creations over GraphQL', () => {
 const NOT_VISIBLE = 'Creation not found or you do not have access to it';
 
 describe('REST creation likes', () => {
-  let t: TestApp;
-  let f: ReturnType<typeof fixtures>;
-  let alice: TestUser;
-  let bob: TestUser;
-
-  setUp(async (start) => {
-    t = await start.app();
-    f = fixtures(t);
-    alice = await t.createUser('alice');
-    bob = await t.createUser('bob');
-  });
-
   const like = (id: string, user: TestUser) => t.rest('POST', `/v2/creations/${id}/like`, { key: user.apiKey });
   const unlike = (id: string, user: TestUser) => t.rest('DELETE', `/v2/creations/${id}/like`, { key: user.apiKey });
   /** likeCount and the Like rows of a creation, read from the database. */

@@ -11,7 +11,7 @@ import { expectError, expectRejectsBadKeys, isoDate, creatorRef } from '../helpe
 
 /**
  * Models and tools on the wire, GraphQL then REST (the rules: test/rules/models.test.ts). One file
- * for the domain's transports; each part starts its own app, as their fixtures name the same users.
+ * for the domain's transports, over one app: each test reads models of its own.
  */
 
 const ModelsGet = graphql(`
@@ -30,19 +30,19 @@ const ToolsOfCreation = graphql(`
   }
 `);
 
+let t: TestApp;
+let alice: TestUser;
+let bob: TestUser;
+let f: ReturnType<typeof fixtures>;
+
+setUp(async (start) => {
+  t = await start.app();
+  alice = await t.createUser('alice');
+  bob = await t.createUser('bob');
+  f = fixtures(t);
+});
+
 describe('models and tools over GraphQL', () => {
-  let t: TestApp;
-  let alice: TestUser;
-  let bob: TestUser;
-  let f: ReturnType<typeof fixtures>;
-
-  setUp(async (start) => {
-    t = await start.app();
-    alice = await t.createUser('alice');
-    bob = await t.createUser('bob');
-    f = fixtures(t);
-  });
-
   describe('model(id)', () => {
     it('a public model is readable by anyone, with its owner', async () => {
       const model = await f.model(alice, { public: true, name: 'Public LoRA' });
@@ -153,18 +153,6 @@ describe('models and tools over GraphQL', () => {
 });
 
 describe('GET /v2/models/{id}', () => {
-  let t: TestApp;
-  let f: ReturnType<typeof fixtures>;
-  let alice: TestUser;
-  let bob: TestUser;
-
-  setUp(async (start) => {
-    t = await start.app();
-    f = fixtures(t);
-    alice = await t.createUser('alice');
-    bob = await t.createUser('bob');
-  });
-
   const fullModel = (owner: TestUser, isPublic: boolean) =>
     t.db.model.create({
       data: {
