@@ -12,7 +12,8 @@ import { credit } from '../../src/domain/manna/stores/ledger.ts';
 /**
  * Agents and creators on the wire: GraphQL, its discovery lists, then REST, deleting an agent and
  * the caller's creator profile (the rules: test/rules/agents.test.ts). One file for the domain's
- * transports; each part starts its own app, as their fixtures name the same users and the lists count every row.
+ * transports. The discovery lists and the creator profile start apps of their own: the lists
+ * count every agent, and the profile's tests make users the other parts have.
  */
 
 graphql(`
@@ -71,20 +72,22 @@ const AgentsThroughConcept = graphql(`
   }
 `);
 
+/** The app that agents over GraphQL, over REST, and their deletion share: each test makes agents of its own. */
+let t: TestApp;
+let alice: TestUser;
+let bob: TestUser;
+let f: ReturnType<typeof fixtures>;
+
+setUp(async (start) => {
+  t = await start.app();
+  alice = await t.createUser('alice');
+  bob = await t.createUser('bob');
+  f = fixtures(t);
+});
+
 describe('agents over GraphQL', () => {
-  let t: TestApp;
-  let alice: TestUser;
-  let bob: TestUser;
-  let f: ReturnType<typeof fixtures>;
   let keySeq = 0;
   const newKey = () => `agent-key-${++keySeq}`;
-
-  setUp(async (start) => {
-    t = await start.app();
-    alice = await t.createUser('alice');
-    bob = await t.createUser('bob');
-    f = fixtures(t);
-  });
 
   async function readAgent(id: string, key = alice.apiKey) {
     return expectData(await t.gql(AgentsGet, { id }, key)).agent;
@@ -692,19 +695,8 @@ const NOT_FOUND = 'Agent not found';
 const KEY_TAKEN = 'An agent with this key already exists';
 
 describe('REST agents', () => {
-  let t: TestApp;
-  let f: ReturnType<typeof fixtures>;
-  let alice: TestUser;
-  let bob: TestUser;
   let seq = 0;
   const uniqueKey = (prefix = 'agent') => `${prefix}-${Date.now().toString(36)}-${++seq}`;
-
-  setUp(async (start) => {
-    t = await start.app();
-    f = fixtures(t);
-    alice = await t.createUser('alice');
-    bob = await t.createUser('bob');
-  });
 
   /** An agent of `owner` with every field set to a non-default value. */
   async function richAgent(owner: TestUser, fields: Record<string, unknown> = {}) {
@@ -1140,17 +1132,6 @@ describe('REST agents', () => {
  * nothing of another user's is lost (docs/agents-at-work.md, "Deleting an agent").
  */
 describe('deleting an agent', () => {
-  let t: TestApp;
-  let f: ReturnType<typeof fixtures>;
-  let alice: TestUser;
-  let bob: TestUser;
-
-  setUp(async (start) => {
-    t = await start.app();
-    f = fixtures(t);
-    [alice, bob] = [await t.createUser('alice'), await t.createUser('bob')];
-  });
-
   /** Alice's public agent, busy: a trigger, a deployment, memories of both users, bob's session with it, things made with it. */
   async function busyAgent() {
     const agent = await f.agent(alice, { name: 'Busy', image: 'https://cdn.example.com/busy.png' });
