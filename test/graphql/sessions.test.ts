@@ -1,10 +1,11 @@
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { settledSession, titledSession } from '../helpers/sessions.ts';
 import { setUp } from '../helpers/set-up.ts';
+import { until } from '../helpers/until.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 
@@ -118,6 +119,30 @@ const deferred = () => {
   return { promise, resolve };
 };
 
+// Autonomous sessions: the settings on sendMessage and updateSession (and their refusal without
+// a budget), shown on Session; each turn and the stop seen in sessionEvents.
+const SendAutonomous = graphql(`
+  mutation SendAutonomous($input: SendMessageInput!) {
+    sendMessage(input: $input) { seq session { rawId autonomySettings { autoReply replyInterval actorSelectionMethod } } }
+  }
+`);
+const UpdateSession = graphql(`
+  mutation UpdateSession($id: ID!, $input: UpdateSessionInput!) {
+    updateSession(id: $id, input: $input) { rawId title autonomySettings { autoReply replyInterval actorSelectionMethod } }
+  }
+`);
+const AutonomyEvents = graphql(`
+  subscription AutonomyEvents($sessionId: ID!, $after: Seq) {
+    sessionEvents(sessionId: $sessionId, after: $after) {
+      __typename
+      seq
+      ... on AutonomousTurnStarted { promptId replyId agentId }
+      ... on AssistantMessage { promptId message { content } }
+      ... on AutonomyStopped { reason detail }
+    }
+  }
+`);
+
 let t: TestApp;
 let llm: FakeOpenAI;
 let alice: TestUser;
@@ -130,7 +155,11 @@ setUp(async (start) => {
   llm = await start.fakeOpenAI({ tokens: ['Hi', ' from', ' Muse'], usage: { prompt_tokens: 20, completion_tokens: 3 } });
   // The slow-client test replays a reply of 600 tokens of 16 KB (about 20 MB of events with its
   // final message): more than the replay log keeps by default (EVENT_REPLAY_BYTES).
-  t = await start.app({ llm: { baseUrl: llm.baseUrl }, events: { slowClientMs: 500, replayBytes: 64 * 1024 * 1024 } });
+  t = await start.app({
+    llm: { baseUrl: llm.baseUrl },
+    events: { slowClientMs: 500, replayBytes: 64 * 1024 * 1024 },
+    jobs: { pollMs: 500, superviseS: 1 },
+  });
   [alice, bob, carol] = [await t.createUser('alice'), await t.createUser('bob'), await t.createUser('carol')];
   muse = await fixtures(t).agent(alice, { name: 'Muse', key: 'muse' });
 });
@@ -503,5 +532,78 @@ describe('subscriptions over GraphQL SSE', () => {
     controller.abort();
     expect(types).toEqual(['PromptStarted', 'AssistantToken', 'AssistantToken', 'AssistantToken', 'AssistantMessage', 'PromptEnded']);
     expect(text).toBe('Hi from Muse');
+  });
+});
+
+describe('autonomous sessions', () => {
+  let agentIds: string[];
+  beforeAll(async () => {
+    const f = fixtures(t);
+    agentIds = [(await f.agent(alice, { name: 'Ada' })).id, (await f.agent(alice, { name: 'Bo' })).id];
+  });
+  beforeEach(() => llm.setDefault({ tokens: ['Quite', ' so', '.'] }));
+
+  const off = { autoReply: false, replyInterval: 60, actorSelectionMethod: 'RANDOM' as const };
+
+  it('refuses auto-reply without a budget, and shows the settings on the session', async () => {
+    const refused = await t.gql(
+      SendAutonomous,
+      { input: { agentIds, content: 'Hello', autonomySettings: { ...off, autoReply: true } } },
+      alice.apiKey,
+    );
+    expect(expectGraphQLError(refused, 'BAD_USER_INPUT').message).toBe('Session cannot have auto-reply enabled without a set budget');
+    const bad = await t.gql(
+      SendAutonomous,
+      { input: { agentIds, content: 'Hello', autonomySettings: { ...off, replyInterval: 4000 } } },
+      alice.apiKey,
+    );
+    expect(expectGraphQLError(bad, 'BAD_USER_INPUT').extensions?.field).toBe('autonomySettings.replyInterval');
+    const sent = expectData(await t.gql(SendAutonomous, { input: { agentIds, content: 'Hello', autonomySettings: off } }, alice.apiKey));
+    expect(sent.sendMessage.session.autonomySettings).toEqual(off);
+    const id = sent.sendMessage.session.rawId;
+    expectGraphQLError(
+      await t.gql(UpdateSession, { id, input: { autonomySettings: { ...off, autoReply: true } } }, alice.apiKey),
+      'BAD_USER_INPUT',
+    );
+    expectGraphQLError(await t.gql(UpdateSession, { id, input: { title: 'Mine now' } }, bob.apiKey), 'FORBIDDEN');
+    const renamed = expectData(
+      await t.gql(UpdateSession, { id, input: { title: 'Tides', autonomySettings: { ...off, replyInterval: 5 } } }, alice.apiKey),
+    );
+    expect(renamed.updateSession).toEqual({ rawId: id, title: 'Tides', autonomySettings: { ...off, replyInterval: 5 } });
+  });
+
+  it('streams each turn to sessionEvents, and the stop with its reason when the owner turns it off', async () => {
+    // An empty session: an agent opens the conversation as soon as the loop starts.
+    const sent = expectData(await t.gql(SendAutonomous, { input: { agentIds, budget: { turnBudget: 50 } } }, alice.apiKey));
+    const sessionId = sent.sendMessage.session.rawId;
+    const watching = t.services.bus.subscriberCount();
+    const events = wsSubscribe(ws.connect(alice.apiKey), AutonomyEvents, { sessionId });
+    // Nothing has happened in the session yet to replay: the subscription must be open before the loop starts.
+    await expect.poll(() => t.services.bus.subscriberCount()).toBe(watching + 1);
+    const on = { autoReply: true, replyInterval: 30, actorSelectionMethod: 'RANDOM_EXCLUDE_LAST' as const };
+    expect(
+      expectData(await t.gql(UpdateSession, { id: sessionId, input: { autonomySettings: on } }, alice.apiKey)).updateSession
+        .autonomySettings,
+    ).toEqual(on);
+    const turn = await events.waitFor((r) => r.data?.sessionEvents.__typename === 'AutonomousTurnStarted');
+    const turnEvent = turn.data!.sessionEvents as { promptId: string; replyId: string };
+    expect(turnEvent.promptId).toBe(turnEvent.replyId);
+    const reply = await events.waitFor(
+      (r) =>
+        r.data?.sessionEvents.__typename === 'AssistantMessage' &&
+        (r.data.sessionEvents as { promptId: string }).promptId === turnEvent.promptId,
+    );
+    expect((reply.data!.sessionEvents as { message: { content: string } }).message.content).toBe('Quite so.');
+    // The next turn waits 30 s; the owner turns the loop off meanwhile.
+    const turnedOff = expectData(
+      await t.gql(UpdateSession, { id: sessionId, input: { autonomySettings: { ...on, autoReply: false } } }, alice.apiKey),
+    );
+    expect(turnedOff.updateSession.autonomySettings?.autoReply).toBe(false);
+    const stop = await events.waitFor((r) => r.data?.sessionEvents.__typename === 'AutonomyStopped');
+    expect(stop.data!.sessionEvents).toMatchObject({ reason: 'TURNED_OFF', detail: 'Auto-reply was turned off' });
+    events.unsubscribe();
+    // The turn job that took the turn may have sent the next one just after the stop dropped the
+    // waiting one: it takes its own back once it sees the loop is off.
+    await until('no turn waiting', async () => !(await t.services.jobs.waiting('autonomous-turn', sessionId)), { timeoutMs: 10_000 });
   });
 });

@@ -1,13 +1,19 @@
-import { describe, expect, it } from 'vitest';
+import { parse } from 'graphql';
+import { createClient as createSseClient } from 'graphql-sse';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import type { FakeOpenAI } from '../helpers/fake-openai.ts';
+import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { graphql } from './generated/gql.ts';
 import { expectData, expectGraphQLError } from './support.ts';
 
 // Triggers over GraphQL: the type (a Node), Agent.triggers, the four mutations, and each run's
-// session and reply. Firing on a schedule: test/triggers/firing.test.ts.
+// session and reply; and following them: the triggerEvents subscription over graphql-ws and over
+// SSE, runs started, completed and failed, the pause after two failures, the caller's own changes,
+// never another user's, narrowed to one trigger (runs started by hand, so nothing waits on a
+// schedule). Firing on a schedule: test/triggers/firing.test.ts.
 
 const CreateTrigger = graphql(`
   mutation CreateTriggerDoc($agentId: ID!, $input: CreateTriggerInput!) {
@@ -239,5 +245,141 @@ describe('GraphQL trigger schedules as TriggerSchedule shows them', () => {
     );
     expect(patchFar.extensions?.field).toBe('schedule.endDate');
     expect(await t.db.trigger.count({ where: { agentId: agent.id } })).toBe(count);
+  });
+});
+
+const FOLLOW = parse(`subscription Follow($agentId: ID, $triggerId: ID, $after: Seq) {
+  triggerEvents(agentId: $agentId, triggerId: $triggerId, after: $after) {
+    __typename seq type at
+    ... on TriggerRunStarted { triggerId agentId runId scheduledFor trigger { rawId name } }
+    ... on TriggerRunCompleted { triggerId runId sessionId messageId trigger { status runs(first: 1) { edges { node { rawId message { rawId content } } } } } }
+    ... on TriggerRunFailed { triggerId runId reason errorCount }
+    ... on TriggerPaused { triggerId reason message trigger { status } }
+    ... on TriggerChanged { triggerId agentId change name status nextScheduledRun }
+  }
+}`);
+type Event = { __typename: string; seq: number; type: string; triggerId: string; [k: string]: unknown };
+type Follow = { triggerEvents: Event };
+
+/** Resolves once `count` more subscriptions are open on the bus than `before`. */
+const subscribed = (before: number, count = 1) => expect.poll(() => t.services.bus.subscriberCount()).toBe(before + count);
+
+const byHand = (user: TestUser, agentId: string, prompt: string) =>
+  t.rest('POST', `/v2/agents/${agentId}/triggers`, { key: user.apiKey, body: { name: prompt, prompt, schedule: null } });
+
+describe('triggerEvents', () => {
+  // Users of their own: the feed follows every trigger of its caller, and nothing else may run for them.
+  let alice: TestUser;
+  let bob: TestUser;
+  const ws = graphqlWsClients(() => t.url);
+  beforeAll(async () => {
+    alice = await t.createUser();
+    bob = await t.createUser();
+  });
+  beforeEach(() => {
+    llm.choose(null);
+    llm.setDefault({ tokens: ['On', ' it.'] });
+  });
+  afterAll(() => ws.disposeAll());
+
+  it("follows the caller's triggers over graphql-ws: created, run started, completed with its session and reply; another user's never", async () => {
+    const agent = await f.agent(alice);
+    const bobsAgent = await f.agent(bob);
+    const before = t.services.bus.subscriberCount();
+    const mine = wsSubscribe<Follow, object>(ws.connect(alice.apiKey), FOLLOW as never, {});
+    const bobs = wsSubscribe<Follow, object>(ws.connect(bob.apiKey), FOLLOW as never, {});
+    await subscribed(before, 2);
+
+    const made = await byHand(alice, agent.id, 'Digest');
+    expect(made.status).toBe(200);
+    const triggerId = made.body.triggerId as string;
+    const run = await t.rest('POST', `/v2/agents/${agent.id}/triggers/${triggerId}/run`, { key: alice.apiKey });
+    expect(run.status).toBeLessThan(300);
+    const done = await mine.waitFor((r) => r.data?.triggerEvents.type === 'trigger_run_completed');
+    const stored = await t.db.triggerRun.findFirstOrThrow({ where: { triggerId } });
+    expect(mine.results.map((r) => r.data?.triggerEvents)).toEqual([
+      expect.objectContaining({
+        __typename: 'TriggerChanged',
+        triggerId,
+        agentId: agent.id,
+        change: 'CREATED',
+        name: 'Digest',
+        status: 'ACTIVE',
+      }),
+      expect.objectContaining({
+        __typename: 'TriggerRunStarted',
+        triggerId,
+        agentId: agent.id,
+        runId: stored.id,
+        scheduledFor: null,
+        trigger: { rawId: triggerId, name: 'Digest' },
+      }),
+      expect.objectContaining({ __typename: 'TriggerRunCompleted', triggerId, runId: stored.id }),
+    ]);
+    const completed = done.data!.triggerEvents;
+    expect(completed).toMatchObject({ sessionId: stored.sessionId, messageId: stored.messageId });
+    expect(completed.trigger).toEqual({
+      status: 'ACTIVE',
+      runs: { edges: [{ node: { rawId: stored.id, message: { rawId: stored.messageId, content: 'On it.' } } }] },
+    });
+    const seqs = mine.results.map((r) => r.data!.triggerEvents.seq);
+    expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+
+    // Bob's stream has his own trigger's news and nothing of Alice's.
+    const his = await byHand(bob, bobsAgent.id, 'His');
+    await bobs.waitFor((r) => r.data?.triggerEvents.triggerId === his.body.triggerId);
+    expect(bobs.results.map((r) => r.data?.triggerEvents.triggerId)).toEqual([his.body.triggerId]);
+    mine.unsubscribe();
+    bobs.unsubscribe();
+  });
+
+  it('over GraphQL SSE, narrowed to one trigger: two failed runs, then the pause with its reason; a stranger cannot narrow to it', async () => {
+    const agent = await f.agent(alice);
+    const other = (await byHand(alice, agent.id, 'Other')).body.triggerId as string;
+    const triggerId = (await byHand(alice, agent.id, 'Fail please')).body.triggerId as string;
+    llm.choose((request) => (request.body.messages.some((m) => m.content === 'Fail please') ? { status: 500 } : undefined));
+    const client = createSseClient({ url: `${t.url}/graphql`, headers: { 'x-api-key': alice.apiKey }, retryAttempts: 0 });
+    try {
+      const before = t.services.bus.subscriberCount();
+      const events = client.iterate<Follow>({ query: FOLLOW.loc!.source.body, variables: { triggerId } });
+      const received: Event[] = [];
+      const next = async () => {
+        const { value } = await events.next();
+        if (value?.errors) throw new Error(JSON.stringify(value.errors));
+        received.push(value!.data!.triggerEvents);
+        return value!.data!.triggerEvents;
+      };
+      const first = next();
+      await subscribed(before);
+      const path = `/v2/agents/${agent.id}/triggers`;
+      // A run of the other trigger: not in this narrowed stream.
+      await t.rest('POST', `${path}/${other}/run`, { key: alice.apiKey });
+      await t.rest('POST', `${path}/${triggerId}/run`, { key: alice.apiKey });
+      await first; // started
+      expect(await next()).toMatchObject({ __typename: 'TriggerRunFailed', errorCount: 1 });
+      await t.rest('POST', `${path}/${triggerId}/run`, { key: alice.apiKey });
+      await next(); // started
+      expect(await next()).toMatchObject({ __typename: 'TriggerRunFailed', errorCount: 2, reason: expect.any(String) });
+      expect(await next()).toMatchObject({ __typename: 'TriggerPaused', reason: 'FAILURES', trigger: { status: 'PAUSED' } });
+      expect(received.map((e) => e.type)).toEqual([
+        'trigger_run_started',
+        'trigger_run_failed',
+        'trigger_run_started',
+        'trigger_run_failed',
+        'trigger_paused',
+      ]);
+      expect(received.every((e) => e.triggerId === triggerId)).toBe(true);
+      await events.return?.();
+    } finally {
+      llm.choose(null);
+      client.dispose();
+    }
+
+    const stranger = wsSubscribe<Follow, object>(ws.connect(bob.apiKey), FOLLOW as never, { triggerId });
+    const ended = await stranger.ended;
+    expect(ended.at(-1)?.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    const strangerByAgent = wsSubscribe<Follow, object>(ws.connect(bob.apiKey), FOLLOW as never, { agentId: agent.id });
+    const refused = await strangerByAgent.ended;
+    expect(refused.at(-1)?.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
   });
 });

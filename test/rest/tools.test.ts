@@ -5,7 +5,9 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { testConfig, toolsDir, type TestApp, type TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
 import { expectRejectsBadKeys } from '../helpers/rest-helpers.ts';
+import { newSession, settledSession } from '../helpers/sessions.ts';
 import { setUp } from '../helpers/set-up.ts';
 
 const SPEC_FIELDS = [
@@ -22,18 +24,22 @@ const SPEC_FIELDS = [
   'base_model',
 ].sort();
 
+// The app as it starts with nothing configured: the tools of tools/*.yaml, and no model to ask.
+let t: TestApp;
+let alice: TestUser;
+let painter: { id: string };
+let files: Record<string, any>[];
+
+setUp(async (start) => {
+  t = await start.app();
+  alice = await t.createUser('alice');
+  await t.services.manna.grant('alice', '10', 'forever');
+  painter = await fixtures(t).agent(alice, { name: 'Painter', key: 'painter', tools: { flux_schnell: true } });
+  const names = (await readdir(toolsDir)).filter((n) => n.endsWith('.yaml'));
+  files = await Promise.all(names.map(async (n) => parseYaml(await readFile(join(toolsDir, n), 'utf8'))));
+});
+
 describe('GET /v2/tools', () => {
-  let t: TestApp;
-  let alice: TestUser;
-  let files: Record<string, any>[];
-
-  setUp(async (start) => {
-    t = await start.app();
-    alice = await t.createUser('alice');
-    const names = (await readdir(toolsDir)).filter((n) => n.endsWith('.yaml'));
-    files = await Promise.all(names.map(async (n) => parseYaml(await readFile(join(toolsDir, n), 'utf8'))));
-  });
-
   it('answers 401 {error} for missing, malformed and unknown keys', async () => {
     expect(await expectRejectsBadKeys(t, 'GET', '/v2/tools')).toBe(true);
   });
@@ -110,6 +116,34 @@ describe('GET /v2/tools', () => {
     // Tools on FLUX and SDXL carry the short names integrations of the original compare against.
     expect(res.body.tools.find((tool: any) => tool.key === 'flux_dev').base_model).toBe('flux-dev');
     expect(res.body.tools.find((tool: any) => tool.key === 'flux_schnell').base_model).toBe('flux-schnell');
+  });
+});
+
+/** With nothing configured, asking an agent in so many words for a picture still makes one. */
+describe('the offline responder with tools', () => {
+  it('calls the agent’s image tool with the user’s words and links the result, honestly offline', async () => {
+    const id = await newSession(t, alice, [painter.id], { content: 'Please draw a cat asleep on a stack of zines' });
+    const reply = (await settledSession(t, alice, id)).messages.at(-1);
+    expect(reply.tool_calls).toEqual([
+      expect.objectContaining({
+        tool: 'flux_schnell',
+        status: 'completed',
+        cost: 0.25,
+        args: expect.objectContaining({ prompt: 'Please draw a cat asleep on a stack of zines' }),
+      }),
+    ]);
+    const url = reply.tool_calls[0].result.images[0].url;
+    expect(reply.content).toContain('answering offline');
+    expect(reply.content).toContain(url);
+    expect((await fetch(url)).headers.get('content-type')).toBe('image/png');
+    expect((await t.rest('GET', '/v2/creators/me', { key: alice.apiKey })).body.balance).toBe(9.75);
+  });
+
+  it('answers from the profile when nobody asks for a picture', async () => {
+    const id = await newSession(t, alice, [painter.id], { content: 'What do you think of riso printing?' });
+    const reply = (await settledSession(t, alice, id)).messages.at(-1);
+    expect(reply.tool_calls).toEqual([]);
+    expect(reply.content).toMatch(/^I'm Painter, answering offline/);
   });
 });
 

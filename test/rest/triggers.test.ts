@@ -1,10 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectRejectsBadKeys, isoDate } from '../helpers/rest-helpers.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
 import type { FakeOpenAI } from '../helpers/fake-openai.ts';
+import { schemaProblems } from '../helpers/openapi.ts';
 import { setUp } from '../helpers/set-up.ts';
+import { openSse, type SseClient } from '../helpers/sse.ts';
 
 // The trigger routes as an integration calls them: bodies in the original's spelling, the
 // earlier operation-16 fields beside them, errors in the agents' style. Firing on a schedule is
@@ -375,4 +377,72 @@ describe('REST trigger schedules as responses show them', () => {
       expect((await t.rest('GET', `/v2/agents/${agent.id}/triggers/${kept.id}`, { key: dave.apiKey })).body.trigger).toEqual(kept);
     },
   );
+});
+
+describe('GET /v2/agents/triggers/events', () => {
+  // Users of their own, under the cap of triggers the tests above count against.
+  let alice: TestUser;
+  let bob: TestUser;
+  const streams: SseClient[] = [];
+  beforeAll(async () => {
+    alice = await t.createUser();
+    bob = await t.createUser();
+  });
+  afterAll(() => {
+    for (const s of streams.splice(0)) s.close();
+  });
+  /** Resolves once `count` more subscriptions are open on the bus than `before`. */
+  const subscribed = (before: number, count = 1) => expect.poll(() => t.services.bus.subscriberCount()).toBe(before + count);
+  const byHand = (user: TestUser, agentId: string, prompt: string) =>
+    t.rest('POST', `/v2/agents/${agentId}/triggers`, { key: user.apiKey, body: { name: prompt, prompt, schedule: null } });
+
+  it('streams one trigger of the caller as update frames OpenAPI documents, resumes with Last-Event-ID, and refuses a stranger', async () => {
+    const agent = await f.agent(alice);
+    const triggerId = (await byHand(alice, agent.id, 'Streamed')).body.triggerId as string;
+    const open = async (query: string, headers: Record<string, string> = {}, key = alice.apiKey) => {
+      const s = await openSse(`${t.url}/v2/agents/triggers/events${query}`, { headers: { 'x-api-key': key, ...headers } });
+      streams.push(s);
+      return s;
+    };
+    const before = t.services.bus.subscriberCount();
+    const stream = await open(`?trigger_id=${triggerId}`);
+    await subscribed(before);
+    await t.rest('PATCH', `/v2/agents/${agent.id}/triggers/${triggerId}`, { key: alice.apiKey, body: { name: 'Renamed' } });
+    await t.rest('POST', `/v2/agents/${agent.id}/triggers/${triggerId}/run`, { key: alice.apiKey });
+    await stream.waitFor((f) => f.data?.data?.type === 'trigger_run_completed');
+    const run = await t.db.triggerRun.findFirstOrThrow({ where: { triggerId } });
+    expect(stream.frames.map((f) => f.data)).toEqual([
+      {
+        event: 'update',
+        data: expect.objectContaining({ type: 'trigger_changed', trigger_id: triggerId, agent_id: agent.id, change: 'updated' }),
+      },
+      {
+        event: 'update',
+        data: { type: 'trigger_run_started', trigger_id: triggerId, agent_id: agent.id, run_id: run.id, scheduled_for: null },
+      },
+      {
+        event: 'update',
+        data: {
+          type: 'trigger_run_completed',
+          trigger_id: triggerId,
+          agent_id: agent.id,
+          run_id: run.id,
+          session_id: run.sessionId,
+          message_id: run.messageId,
+        },
+      },
+    ]);
+    expect(stream.frames[0]!.data.data.trigger).toMatchObject({ name: 'Renamed', status: 'active' });
+    const doc = (await (await fetch(`${t.url}/v2/openapi.json`)).json()) as any;
+    const schema = doc.paths['/v2/agents/triggers/events'].get.responses['200'].content['text/event-stream'].schema;
+    for (const frame of stream.frames) expect(schemaProblems(doc, schema, frame.data, { closed: true })).toEqual([]);
+
+    const resumed = await open(`?trigger_id=${triggerId}`, { 'last-event-id': String(stream.frames[1]!.id) });
+    await resumed.waitFor((f) => f.id === stream.frames[2]!.id);
+    expect(resumed.frames.map((f) => f.id)).toEqual([stream.frames[2]!.id]);
+
+    const stranger = await fetch(`${t.url}/v2/agents/triggers/events?trigger_id=${triggerId}`, { headers: { 'x-api-key': bob.apiKey } });
+    expect(stranger.status).toBe(404);
+    await stranger.body?.cancel();
+  });
 });

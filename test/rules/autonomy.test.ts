@@ -9,7 +9,7 @@ import { inMemoryAutonomyStore, World } from '../domain/in-memory-session-stores
 
 // The autonomy rules over a session kept in memory, a job queue that runs only when told, and a
 // reply engine that writes (or fails) each reply at once: who speaks next, when, and when and why
-// the loop stops. No app, no database; test/rest/autonomy.test.ts runs the same rules for real.
+// the loop stops. No app, no database; test/rest/sessions.test.ts ("autonomous sessions") runs the same rules for real.
 
 const T0 = new Date('2026-12-01T12:00:00Z');
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);

@@ -419,3 +419,47 @@ describe('what a prompt’s input may be', () => {
     expect(a.world.snapshot()).toEqual(before);
   });
 });
+
+describe('who answers a prompt', () => {
+  it('the agents named, else the one the text mentions (by name or @key), else the first of the session', async () => {
+    const a = (arranged = arrange());
+    const remy = a.world.agent('Remy', a.viewers.owner.id);
+    const owner = a.viewers.owner;
+    const answering = async (input: Record<string, unknown>) =>
+      ((await a.sessions.send(owner, input)) as { replies: { agentId: string }[] }).replies.map((r) => r.agentId);
+
+    const both = await a.sessions.send(owner, { agentIds: [a.ada.id, remy.id], content: 'hello both' });
+    expect(both.replies.map((r) => r.agentId)).toEqual([a.ada.id, remy.id]);
+    const sessionId = both.sessionId;
+    expect(await answering({ sessionId, content: 'Remy, what is for dinner?' })).toEqual([remy.id]);
+    expect(await answering({ sessionId, content: 'a question for @remy' })).toEqual([remy.id]);
+    expect(await answering({ sessionId, content: 'nobody in particular' })).toEqual([a.ada.id]);
+    expect(await answering({ sessionId, content: 'only remy', agentIds: [remy.id] })).toEqual([remy.id]);
+    // The replies started are those agents', a placeholder each, in that order.
+    expect(a.started.map((job) => job.replies.map((r) => r.agentId))).toEqual([
+      [a.ada.id, remy.id],
+      [remy.id],
+      [remy.id],
+      [a.ada.id],
+      [remy.id],
+    ]);
+  });
+});
+
+describe('reactions', () => {
+  it('toggle; thumbs_up and thumbs_down exclude each other; other reactions combine', async () => {
+    const a = (arranged = arrange());
+    const owner = a.viewers.owner;
+    const react = async (reaction: string) => {
+      const { added, reactions } = await a.sessions.react(owner, { messageId: a.answer.id, reaction });
+      return { added, mine: reactions[owner.id] ?? [] };
+    };
+    expect(await react('thumbs_up')).toEqual({ added: true, mine: ['thumbs_up'] });
+    expect(await react('thumbs_down')).toEqual({ added: true, mine: ['thumbs_down'] });
+    expect(await react('🔥')).toEqual({ added: true, mine: ['thumbs_down', '🔥'] });
+    expect(await react('thumbs_down')).toEqual({ added: false, mine: ['🔥'] });
+    // Another's reactions are theirs: the editor's thumbs_up leaves the owner's as they are.
+    const { reactions } = await a.sessions.react(a.viewers.editor, { messageId: a.answer.id, reaction: 'thumbs_up' });
+    expect(reactions).toEqual({ [owner.id]: ['🔥'], [a.viewers.editor.id]: ['thumbs_up'] });
+  });
+});
