@@ -20,18 +20,10 @@ import { domainConfig, quietLog } from './domain-database.ts';
  * store and their start is recorded in `started`. Autonomous turns go to a job queue in memory
  * that nothing works. Stream slots are counted in this process.
  */
-export function sessionsOver(
-  db: Db,
-  bus: EventBus,
-  options: { limits?: Partial<LimitsConfig>; events?: Partial<EventsConfig> } = {},
-) {
+export function sessionsOver(db: Db, bus: EventBus, options: { limits?: Partial<LimitsConfig>; events?: Partial<EventsConfig> } = {}) {
   const streams = streamLimits(memorySlotStore(), { ...domainConfig.limits, ...options.limits }, quietLog);
   const signals = signalOutbox(prismaSignalStore(db), bus, quietLog);
-  const gate = accessGate(
-    prismaWatchAccessStore(db),
-    options.events?.accessRecheckMs ?? domainConfig.events.accessRecheckMs,
-    quietLog,
-  );
+  const gate = accessGate(prismaWatchAccessStore(db), options.events?.accessRecheckMs ?? domainConfig.events.accessRecheckMs, quietLog);
   const started: ReplyJob[] = [];
   const replies = {
     instanceId: 'test-instance',
