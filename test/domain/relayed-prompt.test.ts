@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/core/ids.ts';
 import { PromptSavedAlready } from '../../src/domain/sessions/index.ts';
 import { domainDatabase, people } from '../helpers/domain-database.ts';
@@ -22,6 +22,7 @@ describe('a prompt relayed twice under the same id', () => {
     alice = await make.user('alice');
     agentId = (await make.agent(alice, { name: 'Relay', key: 'relay' })).id;
   });
+  afterAll(() => services?.stop());
 
   it('is saved once; the second time the store answers that it was saved already', async () => {
     const { sessionId } = await services.sessions.send({ id: alice.id }, { agentIds: [agentId], content: 'Hello there' });

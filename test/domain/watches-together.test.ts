@@ -34,6 +34,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const w of opened) w.close();
+  services?.stop();
 });
 
 describe('watches opened together', () => {

@@ -37,5 +37,7 @@ export function sessionsOver(db: Db, bus: EventBus, options: { limits?: Partial<
     apiKeys: apiKeyService(prismaApiKeyStore(db), signals),
     feeds: feedService({ bus, limits: streams, gate }),
     started,
+    /** Stops the periodic check of open watches' access (the app stops it when it closes). */
+    stop: () => gate.stop(),
   };
 }
