@@ -4,31 +4,44 @@ import type { FeedEvent, FeedEventPayload, FeedEventType } from '../../src/domai
 import type { FeedWatchOptions } from '../../src/domain/feeds/service.ts';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
 import type { WatchItem, WatchStream } from '../../src/domain/core/watch.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { fixtures } from '../helpers/fixtures.ts';
-import { newSession } from '../helpers/sessions.ts';
+import type { EventBus } from '../../src/domain/core/bus.ts';
+import { domainDatabase, people } from '../helpers/domain-database.ts';
+import { sessionsOver } from '../helpers/domain-sessions.ts';
 
 /**
- * The domain's watch of a user's own feed (`services.feeds.watch`), through the real app: only
- * the caller's events, narrowed as asked, resumable, one of the key's subscription slots, and
- * ended when the key it was opened with goes, even when no signal says so.
+ * The domain's watch of a user's own feed (`feeds.watch`), over the API keys' and access stores
+ * on a migrated database and the lane's bus, with no app: only the caller's events, narrowed as
+ * asked, resumable, one of the key's subscription slots, and ended when the key it was opened
+ * with goes, even when no signal says so.
  */
-let t: TestApp;
-let alice: TestUser;
-let bob: TestUser;
+type User = { id: string; username: string; apiKey: string };
+const t = domainDatabase();
+let services: ReturnType<typeof sessionsOver>;
+let bus: EventBus;
+let make: Awaited<ReturnType<typeof people>>;
+let alice: User;
+let bob: User;
 const opened: WatchStream<FeedEvent>[] = [];
 
+async function createUser(name: string): Promise<User> {
+  const user = await make.user(name);
+  return { ...user, apiKey: (await services.apiKeys.create(user.id)).apiKey };
+}
+
 beforeAll(async () => {
-  t = await startTestApp({ limits: { maxSubscriptionsPerKey: 2 }, events: { accessRecheckMs: 200 } });
-  [alice, bob] = [await t.createUser('alice'), await t.createUser('bob')];
+  const events = { accessRecheckMs: 200 };
+  bus = t.bus(events);
+  services = sessionsOver(t.db, bus, { limits: { maxSubscriptionsPerKey: 2 }, events });
+  make = await people(t.db);
+  [alice, bob] = [await createUser('alice'), await createUser('bob')];
 });
 afterAll(async () => {
   for (const w of opened) w.close();
-  await t.close();
+  services?.stop();
 });
 
-const viewerOf = (key: string): Promise<Viewer> => t.services.apiKeys.authenticate(key);
-const publish = (userId: string, payload: FeedEventPayload) => t.services.bus.feeds.publish(userId, payload);
+const viewerOf = (key: string): Promise<Viewer> => services.apiKeys.authenticate(key);
+const publish = (userId: string, payload: FeedEventPayload) => bus.feeds.publish(userId, payload);
 const changed = (triggerId: string, status: 'active' | 'paused'): FeedEventPayload => ({
   type: 'trigger_changed',
   triggerId,
@@ -46,7 +59,7 @@ const changed = (triggerId: string, status: 'active' | 'paused'): FeedEventPaylo
 });
 
 async function watch<T extends FeedEventType = FeedEventType>(viewer: Viewer, options: FeedWatchOptions<T> = {}) {
-  const w = await t.services.feeds.watch(viewer, options);
+  const w = await services.feeds.watch(viewer, options);
   opened.push(w as WatchStream<FeedEvent>);
   return w;
 }
@@ -87,19 +100,20 @@ describe("a watch of the caller's own feed", () => {
   });
 
   it('refuses an `after` that is no seq, naming it', async () => {
-    await expect(t.services.feeds.watch(await viewerOf(alice.apiKey), { after: -1 })).rejects.toMatchObject({
+    await expect(services.feeds.watch(await viewerOf(alice.apiKey), { after: -1 })).rejects.toMatchObject({
       code: 'BAD_USER_INPUT',
       fieldPath: ['after'],
     });
   });
 
   it("holds one of the key's subscription slots, shared with session watches, until it ends", async () => {
-    const carol = await t.createUser('carol');
+    const carol = await createUser('carol');
     const viewer = await viewerOf(carol.apiKey);
-    const agent = await fixtures(t).agent(carol, { name: 'Scribe', key: 'scribe' });
-    const session = await t.services.sessions.watch(viewer, await newSession(t, carol, [agent.id]));
+    const agent = await make.agent(carol, { name: 'Scribe', key: 'scribe' });
+    const { sessionId } = await services.sessions.send(viewer, { agentIds: [agent.id], content: 'Hello there' });
+    const session = await services.sessions.watch(viewer, sessionId);
     const feed = await watch(viewer);
-    await expect(t.services.feeds.watch(viewer)).rejects.toMatchObject({ code: 'TOO_MANY_SUBSCRIPTIONS' });
+    await expect(services.feeds.watch(viewer)).rejects.toMatchObject({ code: 'TOO_MANY_SUBSCRIPTIONS' });
     feed.close();
     const again = await watch(viewer);
     again.close();
@@ -107,14 +121,14 @@ describe("a watch of the caller's own feed", () => {
   });
 
   it('ends with ACCESS_REVOKED when its key is deleted, when it was deleted before the watch opened, and when no signal said so', async () => {
-    const keys = await Promise.all([0, 1, 2].map(async () => (await t.services.apiKeys.create(bob.id)).apiKey));
+    const keys = await Promise.all([0, 1, 2].map(async () => (await services.apiKeys.create(bob.id)).apiKey));
     const [signalled, early, silent] = await Promise.all(keys.map(viewerOf));
     const watched = await watch(signalled!);
-    await t.services.apiKeys.delete(signalled!, keys[0]!);
+    await services.apiKeys.delete(signalled!, keys[0]!);
     expect(await take(watched, 1)).toMatchObject([{ end: true, code: 'ACCESS_REVOKED', reason: 'The API key of this stream was deleted' }]);
 
     // Authenticated, then deleted before the watch opened: the watch looks the key up once more.
-    await t.services.apiKeys.delete(early!, keys[1]!);
+    await services.apiKeys.delete(early!, keys[1]!);
     expect(await take(await watch(early!), 1)).toMatchObject([{ end: true, code: 'ACCESS_REVOKED' }]);
 
     // Gone from the database without a revocation on the bus (one Redis never carried): the

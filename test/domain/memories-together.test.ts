@@ -1,30 +1,34 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type MemoryService, memoryService, memoryStore } from '../../src/domain/memories/index.ts';
 import { MEMORY_CAP } from '../../src/domain/memories/service.ts';
-import type { TestApp, TestUser } from '../helpers/app.ts';
-import { fixtures } from '../helpers/fixtures.ts';
-import { setUp } from '../helpers/set-up.ts';
+import { chatProviderFor } from '../../src/providers/index.ts';
+import { domainConfig, domainDatabase, people, quietLog } from '../helpers/domain-database.ts';
 
 // Replies that end together each remember what they learnt; their facts are written by one
-// statement. Against the real database, with the offline extractor (facts by rule from what the
-// user said), so that every exchange is ready in the same moment.
+// statement. The memory service over its store on the real database (no app), with the offline
+// extractor (facts by rule from what the user said), so that every exchange is ready in the same moment.
 
-let t: TestApp;
-let dana: TestUser;
-let fin: TestUser;
+type User = { id: string };
+const t = domainDatabase();
+let memories: MemoryService;
+let dana: User;
+let fin: User;
 let ada: { id: string };
 let bo: { id: string };
+let make: Awaited<ReturnType<typeof people>>;
 
-setUp(async (start) => {
-  t = await start.app();
-  [dana, fin] = [await t.createUser('dana'), await t.createUser('fin')];
-  ada = await fixtures(t).agent(dana, { name: 'Ada', key: 'ada' });
-  bo = await fixtures(t).agent(dana, { name: 'Bo', key: 'bo' });
+beforeAll(async () => {
+  const { provider, offline } = chatProviderFor(domainConfig.llm);
+  memories = memoryService(memoryStore(t.db), provider, { offline, model: domainConfig.llm.models.default }, quietLog);
+  make = await people(t.db);
+  [dana, fin] = [await make.user('dana'), await make.user('fin')];
+  ada = await make.agent(dana, { name: 'Ada', key: 'ada' });
+  bo = await make.agent(dana, { name: 'Bo', key: 'bo' });
 });
 
-const remember = (agent: { id: string }, user: TestUser, prompt: string) =>
-  t.services.memories.host.remember({ agentId: agent.id, userId: user.id, sessionId: 'a-session', prompt, reply: 'Noted.' });
-const facts = async (agent: { id: string }, user: TestUser) =>
-  (await t.services.memories.list({ id: user.id }, agent.id)).map((m) => m.fact);
+const remember = (agent: { id: string }, user: User, prompt: string) =>
+  memories.host.remember({ agentId: agent.id, userId: user.id, sessionId: 'a-session', prompt, reply: 'Noted.' });
+const facts = async (agent: { id: string }, user: User) => (await memories.list({ id: user.id }, agent.id)).map((m) => m.fact);
 const memoryWrites = (from: number) => t.queries.slice(from).filter((q) => q.includes('INSERT INTO "Memory"'));
 
 describe('memories learnt together', () => {
@@ -60,7 +64,7 @@ describe('memories learnt together', () => {
   });
 
   it('that the database refuses as a group are written again one exchange at a time: only the one for a deleted agent is lost', async () => {
-    const gone = await fixtures(t).agent(dana, { name: 'Gone', key: 'gone' });
+    const gone = await make.agent(dana, { name: 'Gone', key: 'gone' });
     await t.db.agent.delete({ where: { id: gone.id } });
     const results = await Promise.allSettled([
       remember(ada, fin, 'I prefer jazz.'),

@@ -1,20 +1,18 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { newSessionWriter } from '../../src/domain/sessions/prompt-store.ts';
-import type { TestApp, TestUser } from '../helpers/app.ts';
-import { fixtures } from '../helpers/fixtures.ts';
-import { setUp } from '../helpers/set-up.ts';
+import { domainDatabase, people } from '../helpers/domain-database.ts';
 
 // New sessions that arrive together are written by one statement; one that cannot be written
-// fails alone. Against the real database, through the writer the sessions service uses.
+// fails alone. Against the real database (no app), through the writer the sessions service uses.
 
-let t: TestApp;
-let alice: TestUser;
+const t = domainDatabase();
+let alice: { id: string };
 let agents: { id: string; name: string }[];
 
-setUp(async (start) => {
-  t = await start.app();
-  alice = await t.createUser('alice');
-  agents = await Promise.all(['Ada', 'Bo'].map((name) => fixtures(t).agent(alice, { name, key: name.toLowerCase() })));
+beforeAll(async () => {
+  const make = await people(t.db);
+  alice = await make.user('alice');
+  agents = await Promise.all(['Ada', 'Bo'].map((name) => make.agent(alice, { name, key: name.toLowerCase() })));
 });
 
 const prompt = (content: string, agentList: { id: string; name: string }[], extra: Record<string, unknown> = {}) => ({

@@ -1,11 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Prisma } from '../../src/generated/prisma/client.ts';
+import type { EventBus } from '../../src/domain/core/bus.ts';
+import { mannaService, prismaMannaStore } from '../../src/domain/manna/index.ts';
 import { debit } from '../../src/domain/manna/stores/ledger.ts';
-import { ABANDONED_REPLY, recoverAbandonedReplies } from '../../src/domain/replies/recovery.ts';
-import { recoveryStore } from '../../src/domain/replies/recovery-store.ts';
-import type { TestApp, TestUser } from '../helpers/app.ts';
-import { fixtures } from '../helpers/fixtures.ts';
-import { setUp } from '../helpers/set-up.ts';
+import { recoverAbandonedReplies, recoveryStore } from '../../src/domain/replies/index.ts';
+import { ABANDONED_REPLY } from '../../src/domain/replies/recovery.ts';
+import { domainDatabase, people } from '../helpers/domain-database.ts';
 
 /**
  * The sweep that closes replies a dead process left `streaming`, on rows made as a process
@@ -13,15 +13,17 @@ import { setUp } from '../helpers/set-up.ts';
  * instances would: for one instance, for old replies, and several times at once.
  */
 describe('recoverAbandonedReplies', () => {
-  let t: TestApp;
-  let alice: TestUser;
+  const t = domainDatabase();
+  let bus: EventBus;
+  let alice: { id: string };
   let agentId: string;
 
-  setUp(async (start) => {
-    t = await start.app();
-    alice = await t.createUser('alice');
-    agentId = (await fixtures(t).agent(alice)).id;
-    await t.services.manna.grant('alice', '10', 'forever');
+  beforeAll(async () => {
+    bus = t.bus();
+    const make = await people(t.db);
+    alice = await make.user('alice');
+    agentId = (await make.agent(alice, { name: 'Test agent', key: 'test-agent' })).id;
+    await mannaService(prismaMannaStore(t.db)).grant('alice', '10', 'forever');
   });
 
   /** A session whose prompt is answered by a reply `streaming` on `instance`, with a paid tool running and one pending. */
@@ -55,11 +57,11 @@ describe('recoverAbandonedReplies', () => {
   it('closes the replies of one instance exactly once when several instances run it at once, and refunds each hold once', async () => {
     const gone = [await abandoned('gone', 'Half a'), await abandoned('gone', 'Another half')];
     const alive = await abandoned('alive', 'Still writing');
-    const watcher = t.services.bus.subscribe(gone[0]!.sessionId);
+    const watcher = bus.subscribe(gone[0]!.sessionId);
     expect(await balance()).toBe(7);
 
     const runs = await Promise.all(
-      Array.from({ length: 4 }, () => recoverAbandonedReplies(recoveryStore(t.db), { instanceId: 'gone', bus: t.services.bus })),
+      Array.from({ length: 4 }, () => recoverAbandonedReplies(recoveryStore(t.db), { instanceId: 'gone', bus: bus })),
     );
     const recovered = runs.flat();
     expect(recovered.map((r) => r.message.id).sort()).toEqual(gone.map((g) => g.replyId).sort());

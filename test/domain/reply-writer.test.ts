@@ -1,27 +1,31 @@
-import { replyStore } from '../../src/domain/replies/store.ts';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { replyStore } from '../../src/domain/replies/index.ts';
 import { createReplyWriter } from '../../src/domain/replies/writer.ts';
-import { sessionTitles } from '../../src/domain/sessions/prisma-store.ts';
-import type { TestApp, TestUser } from '../helpers/app.ts';
-import { fixtures } from '../helpers/fixtures.ts';
-import { newSession, settledSession } from '../helpers/sessions.ts';
-import { setUp } from '../helpers/set-up.ts';
+import { sessionTitles } from '../../src/domain/sessions/index.ts';
+import { newSessionWriter } from '../../src/domain/sessions/prompt-store.ts';
+import { domainDatabase, people } from '../helpers/domain-database.ts';
 
 // The writer saves the replies that complete together in one statement. A row the database
 // refuses must fail only its own reply, not every reply grouped with it, and a reply saved again
-// must not be counted again.
+// must not be counted again. Over the replies' store on a migrated database, with no app.
 
-let t: TestApp;
-let alice: TestUser;
+const t = domainDatabase();
 let sessionId: string;
 let agentId: string;
 
-setUp(async (start) => {
-  t = await start.app();
-  alice = await t.createUser('alice');
-  agentId = (await fixtures(t).agent(alice, { name: 'Scribe', key: 'scribe' })).id;
-  sessionId = await newSession(t, alice, [agentId]);
-  await settledSession(t, alice, sessionId);
+beforeAll(async () => {
+  const make = await people(t.db);
+  const alice = await make.user('alice');
+  const agent = await make.agent(alice, { name: 'Scribe', key: 'scribe' });
+  agentId = agent.id;
+  // A session as a first prompt makes it (its first reply left streaming: no engine runs here).
+  const saved = await newSessionWriter(t.db)({
+    userId: alice.id,
+    instance: 'test-instance',
+    prompt: { content: 'Hello there', attachments: [], responders: [agentId] },
+    session: { create: { agents: [agent] } },
+  });
+  sessionId = saved.sessionId;
 });
 
 const streamingReply = () => t.db.message.create({ data: { sessionId, role: 'assistant', senderId: agentId, status: 'streaming' } });

@@ -1,37 +1,32 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import type { DatabaseConfig } from '../../src/config.ts';
-import { openDatabase } from '../../src/db/database.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { mannaOf } from '../../src/domain/core/manna.ts';
+import { mannaService, prismaMannaStore } from '../../src/domain/manna/index.ts';
+import type { TaskEvents } from '../../src/domain/tasks/events.ts';
+import { taskStore } from '../../src/domain/tasks/index.ts';
+import { recoverAbandonedTasks } from '../../src/domain/tasks/recovery.ts';
 import { SERVER_STOPPED } from '../../src/domain/tasks/runner.ts';
-import { taskStore } from '../../src/domain/tasks/store.ts';
-import type { TestApp, TestUser } from '../helpers/app.ts';
-import { freshDatabase } from '../helpers/database.ts';
-import { startFakeToolService } from '../helpers/fake-tool-service.ts';
-import { viewerOf } from '../helpers/rest-helpers.ts';
-import { setUp } from '../helpers/set-up.ts';
-import { httpTool, toolRegistryWith } from '../helpers/tool-registry.ts';
-
-/** Every user's balances equal the sums of their ledger rows. */
-const ledgerMatches = async (t: Pick<TestApp, 'db'>) =>
-  t.db.$queryRaw`SELECT u."username" FROM "User" u
-    WHERE u."subscriptionBalance" <> (SELECT coalesce(sum("amount"), 0) FROM "MannaLedger" WHERE "userId" = u."id" AND "kind" = 'subscription')
-       OR u."foreverBalance" <> (SELECT coalesce(sum("amount"), 0) FROM "MannaLedger" WHERE "userId" = u."id" AND "kind" = 'forever')`;
+import { domainDatabase, people } from '../helpers/domain-database.ts';
+import { ledgerMismatches } from '../helpers/ledger.ts';
 
 /**
  * Tasks a process left unsettled, settled by recovery as instances run it: for one instance
- * that is gone, several times at once, never touching a live instance's tasks.
+ * that is gone, several times at once, never touching a live instance's tasks. Over the tasks'
+ * store on a migrated database (no app), with their changes published to the owner's feed on the
+ * lane's bus as the tasks service publishes them. (The service closing with a task running is in
+ * test/faults/shutdown.test.ts: it needs the app.)
  */
 describe('recovering tasks made by themselves', () => {
-  let t: TestApp;
-  let alice: TestUser;
+  const t = domainDatabase();
+  let alice: { id: string };
+  let events: TaskEvents;
+  /** The tasks service's `recoverAbandoned`, on the store and feed it is given in src/domain/services.ts. */
+  const recoverAbandoned = (instance?: string) => recoverAbandonedTasks(taskStore(t.db), events, instance);
 
-  setUp(async (start) => {
-    t = await start.app();
-    alice = await t.createUser('alice');
-    await t.services.manna.grant('alice', '10', 'forever');
+  beforeAll(async () => {
+    const bus = t.bus();
+    events = { publish: (userId, event) => bus.feeds.publish(userId, event).then(() => {}) };
+    alice = await (await people(t.db)).user('alice');
+    await mannaService(prismaMannaStore(t.db)).grant('alice', '10', 'forever');
   });
 
   /** A task as a process running it leaves it: saved with its hold, then started. */
@@ -50,7 +45,7 @@ describe('recovering tasks made by themselves', () => {
     const gone = [await left('gone', 'running'), await left('gone', 'pending')];
     const alive = await left('alive', 'running');
     expect((await t.db.user.findUniqueOrThrow({ where: { id: alice.id } })).foreverBalance.toNumber()).toBe(4);
-    const settled = await Promise.all(Array.from({ length: 4 }, () => t.services.tasks.recoverAbandoned('gone')));
+    const settled = await Promise.all(Array.from({ length: 4 }, () => recoverAbandoned('gone')));
     expect(
       settled
         .flat()
@@ -64,44 +59,9 @@ describe('recovering tasks made by themselves', () => {
     }
     expect(await t.db.task.findUniqueOrThrow({ where: { id: alive } })).toMatchObject({ status: 'running' });
     expect((await t.db.user.findUniqueOrThrow({ where: { id: alice.id } })).foreverBalance.toNumber()).toBe(8);
-    expect(await ledgerMatches(t)).toEqual([]);
+    expect(await ledgerMismatches(t.db)).toEqual([]);
     // Alone at start, every unsettled task is taken.
-    expect((await t.services.tasks.recoverAbandoned()).map((s) => s.id)).toEqual([alive]);
-    expect(await ledgerMatches(t)).toEqual([]);
-  });
-});
-
-describe('closing the service with a task running', () => {
-  // Started before the test, as every app is: under load a start-up alone can take most of a test's time.
-  let tools: Awaited<ReturnType<typeof startFakeToolService>>;
-  let database: DatabaseConfig;
-  let t: TestApp;
-  setUp(async (start) => {
-    tools = await start.service(startFakeToolService({ hang: true }));
-    const fresh = await start.service(freshDatabase(), (f) => f.drop());
-    database =
-      fresh.config.kind === 'postgres' ? fresh.config : { kind: 'pglite', dataDir: await mkdtemp(join(tmpdir(), 'parley-tasks-')) };
-    const toolsDir = await toolRegistryWith({ slow: httpTool('slow', tools.url) });
-    t = await start.app({ toolsDir, shutdownGraceMs: 200 }, database);
-  });
-
-  it('lets it run for the grace period, then settles it as failed with its hold given back', async () => {
-    const user = await t.createUser('closer');
-    await t.services.manna.grant(user.username, '3', 'forever');
-    const task = await t.services.tasks.create(await viewerOf(t, user), { tool: 'slow', args: { prompt: 'x' } });
-    while (tools.calls.length === 0) await new Promise((r) => setTimeout(r, 10));
-    await t.close();
-    await tools.calls[0]!.abandoned;
-    const reopened = await openDatabase(database);
-    try {
-      expect(await reopened.prisma.task.findUniqueOrThrow({ where: { id: task.id } })).toMatchObject({
-        status: 'failed',
-        error: SERVER_STOPPED,
-      });
-      expect((await reopened.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).foreverBalance.toNumber()).toBe(3);
-      expect(await ledgerMatches({ db: reopened.prisma as never })).toEqual([]);
-    } finally {
-      await reopened.close();
-    }
+    expect((await recoverAbandoned()).map((s) => s.id)).toEqual([alive]);
+    expect(await ledgerMismatches(t.db)).toEqual([]);
   });
 });

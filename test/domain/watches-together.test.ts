@@ -1,47 +1,48 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/core/ids.ts';
 import type { WatchStream } from '../../src/domain/core/watch.ts';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
-import type { TestApp, TestUser } from '../helpers/app.ts';
-import { fixtures } from '../helpers/fixtures.ts';
-import { newSession } from '../helpers/sessions.ts';
-import { setUp } from '../helpers/set-up.ts';
+import { domainDatabase, people } from '../helpers/domain-database.ts';
+import { sessionsOver } from '../helpers/domain-sessions.ts';
 
 // Thousands of clients opening their watches at once: whether each may watch, and whether its
 // key still exists, are read for the watches that arrive together in a few statements, and each
-// is answered as if it had come alone.
+// is answered as if it had come alone. The sessions service and API keys over their stores on a
+// migrated database, with no app.
 
-let t: TestApp;
-let alice: TestUser;
-let bob: TestUser;
-let carol: TestUser;
-let dave: TestUser;
+type User = { id: string; username: string; apiKey: string };
+const t = domainDatabase();
+let services: ReturnType<typeof sessionsOver>;
+let alice: User;
+let bob: User;
+let carol: User;
+let dave: User;
 let sessionId: string;
 const opened: WatchStream[] = [];
 
-setUp(async (start) => {
-  t = await start.app({ limits: { maxSubscriptionsPerKey: 100 } });
-  [alice, bob, carol, dave] = [
-    await t.createUser('alice'),
-    await t.createUser('bob'),
-    await t.createUser('carol'),
-    await t.createUser('dave'),
-  ];
-  const agent = await fixtures(t).agent(alice, { name: 'Scribe', key: 'scribe' });
-  sessionId = await newSession(t, alice, [agent.id]);
-  for (const u of [bob, dave])
-    await t.rest('POST', `/v2/sessions/${sessionId}/users`, { key: alice.apiKey, body: { username: u.username, permission: 'editor' } });
+beforeAll(async () => {
+  services = sessionsOver(t.db, t.bus(), { limits: { maxSubscriptionsPerKey: 100 } });
+  const make = await people(t.db);
+  const withKey = async (name: string) => {
+    const user = await make.user(name);
+    return { ...user, apiKey: (await services.apiKeys.create(user.id)).apiKey };
+  };
+  [alice, bob, carol, dave] = [await withKey('alice'), await withKey('bob'), await withKey('carol'), await withKey('dave')];
+  const agent = await make.agent(alice, { name: 'Scribe', key: 'scribe' });
+  ({ sessionId } = await services.sessions.send({ id: alice.id }, { agentIds: [agent.id], content: 'Hello there' }));
+  for (const u of [bob, dave]) await services.sessions.addUser({ id: alice.id }, sessionId, { username: u.username, permission: 'editor' });
 });
 afterAll(async () => {
   for (const w of opened) w.close();
+  services?.stop();
 });
 
 describe('watches opened together', () => {
   it('read who may watch, and whether their keys still exist, for all of them at once, each answered as if alone', async () => {
     const [owner, editor, stranger, revoked] = await Promise.all(
-      [alice, bob, carol, dave].map((u) => t.services.apiKeys.authenticate(u.apiKey)),
+      [alice, bob, carol, dave].map((u) => services.apiKeys.authenticate(u.apiKey)),
     );
-    await t.services.apiKeys.delete(revoked!, dave.apiKey);
+    await services.apiKeys.delete(revoked!, dave.apiKey);
     const asked: [Viewer, string][] = [
       ...Array.from({ length: 10 }, () => [owner!, sessionId] as [Viewer, string]),
       ...Array.from({ length: 5 }, () => [editor!, sessionId] as [Viewer, string]),
@@ -52,7 +53,7 @@ describe('watches opened together', () => {
     const before = t.queries.length;
     const outcomes = await Promise.all(
       asked.map(([viewer, id]) =>
-        t.services.sessions.watch(viewer, id).then(
+        services.sessions.watch(viewer, id).then(
           (w) => {
             opened.push(w);
             return w;

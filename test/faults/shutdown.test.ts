@@ -1,11 +1,24 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parse, print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DatabaseConfig } from '../../src/config.ts';
+import { openDatabase } from '../../src/db/database.ts';
+import { SERVER_STOPPED } from '../../src/domain/tasks/runner.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { freshDatabase } from '../helpers/database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.ts';
+import { startFakeToolService } from '../helpers/fake-tool-service.ts';
+import { ledgerMismatches } from '../helpers/ledger.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { apiClient } from '../helpers/api-client.ts';
 import { freshDatabaseEnv, runCli, startServerProcess, type ServerProcess } from '../helpers/process.ts';
 import { openRawSocket } from '../helpers/raw-socket.ts';
+import { viewerOf } from '../helpers/rest-helpers.ts';
+import { setUp } from '../helpers/set-up.ts';
 import { openSse, updates } from '../helpers/sse.ts';
+import { httpTool, toolRegistryWith } from '../helpers/tool-registry.ts';
 
 const SUBSCRIPTION = parse(`subscription Watch($id: ID!, $after: Seq) {
   sessionEvents(sessionId: $id, after: $after) {
@@ -162,5 +175,41 @@ describe('SIGTERM', () => {
     ]);
 
     expect(await server.exited).toBe(0);
+  });
+});
+
+/** The app closed in process (as on SIGTERM) while a task it started is still running. */
+describe('closing the service with a task running', () => {
+  // Started before the test, as every app is: under load a start-up alone can take most of a test's time.
+  let tools: Awaited<ReturnType<typeof startFakeToolService>>;
+  let database: DatabaseConfig;
+  let t: TestApp;
+  setUp(async (start) => {
+    tools = await start.service(startFakeToolService({ hang: true }));
+    const fresh = await start.service(freshDatabase(), (f) => f.drop());
+    database =
+      fresh.config.kind === 'postgres' ? fresh.config : { kind: 'pglite', dataDir: await mkdtemp(join(tmpdir(), 'parley-tasks-')) };
+    const toolsDir = await toolRegistryWith({ slow: httpTool('slow', tools.url) });
+    t = await start.app({ toolsDir, shutdownGraceMs: 200 }, database);
+  });
+
+  it('lets it run for the grace period, then settles it as failed with its hold given back', async () => {
+    const user = await t.createUser('closer');
+    await t.services.manna.grant(user.username, '3', 'forever');
+    const task = await t.services.tasks.create(await viewerOf(t, user), { tool: 'slow', args: { prompt: 'x' } });
+    while (tools.calls.length === 0) await new Promise((r) => setTimeout(r, 10));
+    await t.close();
+    await tools.calls[0]!.abandoned;
+    const reopened = await openDatabase(database);
+    try {
+      expect(await reopened.prisma.task.findUniqueOrThrow({ where: { id: task.id } })).toMatchObject({
+        status: 'failed',
+        error: SERVER_STOPPED,
+      });
+      expect((await reopened.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).foreverBalance.toNumber()).toBe(3);
+      expect(await ledgerMismatches(reopened.prisma)).toEqual([]);
+    } finally {
+      await reopened.close();
+    }
   });
 });
