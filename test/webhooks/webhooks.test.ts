@@ -1,0 +1,213 @@
+import { describe, expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import { setUp } from '../helpers/set-up.ts';
+import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
+
+// Webhooks over REST against a real receiver on loopback that verifies every request with the
+// Standard Webhooks library (`standardwebhooks`): the secret shown once, a test event signed
+// and delivered, tries again after a 500, a timeout and a receiver down for a while (each event
+// with one webhook-id), rotation with both secrets signing, the log and redelivery, refusals.
+
+let t: TestApp;
+let alice: TestUser;
+let bob: TestUser;
+let receiver: Receiver;
+
+setUp(async (start) => {
+  receiver = await start.service(startReceiver());
+  t = await start.app({
+    // The receivers here are on loopback, over http: what an operator allows for tests and private networks.
+    outbound: { allowHttp: true, allowPrivate: true },
+    webhooks: { timeoutMs: 1_000, retryDelaysS: [1, 1, 1, 1, 1], sweepMs: 100 },
+    jobs: { pollMs: 500 },
+  });
+  alice = await t.createUser('alice');
+  bob = await t.createUser('bob');
+});
+
+const create = (user: TestUser, body: Record<string, unknown>) => t.rest('POST', '/v2/webhooks', { key: user.apiKey, body });
+const deliveries = async (user: TestUser, id: string) =>
+  (await t.rest('GET', `/v2/webhooks/${id}/deliveries`, { key: user.apiKey })).body.deliveries as Record<string, any>[];
+/** The requests the receiver got for one event, in order. */
+const tries = (eventId: string) => receiver.received.filter((r) => r.id === eventId);
+
+async function endpoint(user: TestUser, types = ['webhook.test']) {
+  const made = await create(user, { url: receiver.url, event_types: types, description: 'ci' });
+  expect(made.status).toBe(201);
+  return { id: made.body.webhook.id as string, secret: made.body.secret as string };
+}
+
+describe('endpoints', () => {
+  it('shows the secret once, at creation, and never in a read, a list or a change', async () => {
+    const made = await create(alice, { url: receiver.url, event_types: ['task.completed', 'webhook.test'], description: 'mine' });
+    expect(made.status).toBe(201);
+    expect(made.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(made.body.webhook).toMatchObject({
+      url: receiver.url,
+      event_types: ['task.completed', 'webhook.test'],
+      enabled: true,
+      description: 'mine',
+    });
+    const id = made.body.webhook.id;
+    const reads = [
+      await t.rest('GET', `/v2/webhooks/${id}`, { key: alice.apiKey }),
+      await t.rest('GET', '/v2/webhooks', { key: alice.apiKey }),
+      await t.rest('PATCH', `/v2/webhooks/${id}`, { key: alice.apiKey, body: { description: 'changed' } }),
+    ];
+    for (const read of reads) {
+      expect(read.status).toBe(200);
+      expect(JSON.stringify(read.body)).not.toContain(made.body.secret.slice(6));
+      expect(JSON.stringify(read.body)).not.toContain('whsec_');
+    }
+    expect(reads[2]!.body.webhook.description).toBe('changed');
+  });
+
+  it("is its owner's alone: another user reads, changes, tests and deletes nothing of it (404)", async () => {
+    const { id } = await endpoint(alice);
+    for (const [method, path, body] of [
+      ['GET', `/v2/webhooks/${id}`],
+      ['PATCH', `/v2/webhooks/${id}`, { description: 'x' }],
+      ['DELETE', `/v2/webhooks/${id}`],
+      ['POST', `/v2/webhooks/${id}/rotate`, {}],
+      ['POST', `/v2/webhooks/${id}/test`],
+      ['GET', `/v2/webhooks/${id}/deliveries`],
+    ] as const) {
+      const answer = await t.rest(method, path, { key: bob.apiKey, body });
+      expect(answer.status, `${method} ${path}`).toBe(404);
+      expect(answer.body).toEqual({ error: 'Webhook not found' });
+    }
+    expect((await t.rest('GET', '/v2/webhooks', { key: bob.apiKey })).body.webhooks.map((w: { id: string }) => w.id)).not.toContain(id);
+    expect((await t.rest('GET', `/v2/webhooks/${id}`, { key: alice.apiKey })).status).toBe(200);
+  });
+
+  it('refuses event types outside the list naming them, a body with nothing to change, and a URL that is none, changing nothing', async () => {
+    const before = (await t.rest('GET', '/v2/webhooks', { key: bob.apiKey })).body.webhooks.length;
+    const unknown = await create(bob, { url: receiver.url, event_types: ['task.completed', 'task.exploded', 'nope'] });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toContain('event_types');
+    expect(unknown.body.error).toContain('"task.exploded", "nope" are not event types');
+    const none = await create(bob, { url: receiver.url, event_types: [] });
+    expect(none.status).toBe(400);
+    const notUrl = await create(bob, { url: 'not a url', event_types: ['webhook.test'] });
+    expect(notUrl.status).toBe(400);
+    expect(notUrl.body.error).toMatch(/^url: is not a URL/);
+    expect((await t.rest('GET', '/v2/webhooks', { key: bob.apiKey })).body.webhooks.length).toBe(before);
+    const { id } = await endpoint(bob);
+    const empty = await t.rest('PATCH', `/v2/webhooks/${id}`, { key: bob.apiKey, body: { colour: 'red' } });
+    expect(empty.status).toBe(400);
+    expect(empty.body.error).toContain('names nothing to change');
+  });
+});
+
+describe('deliveries', () => {
+  it('sends webhook.test signed so that standardwebhooks verifies it, and logs it delivered with the answer', async () => {
+    const { id, secret } = await endpoint(alice);
+    const sent = await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey });
+    expect(sent.status).toBe(200);
+    const eventId = sent.body.delivery.event_id;
+    await expect.poll(() => tries(eventId).length).toBe(1);
+    const request = tries(eventId)[0]!;
+    const event = receiver.verify(request, secret);
+    expect(event).toMatchObject({ type: 'webhook.test', data: { webhook_id: id, url: receiver.url } });
+    expect(request.headers['content-type']).toBe('application/json');
+    expect(() => receiver.verify(request, `whsec_${Buffer.alloc(32, 7).toString('base64')}`)).toThrow();
+    await expect.poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === eventId)?.status).toBe('delivered');
+    const logged = (await deliveries(alice, id)).find((d) => d.event_id === eventId)!;
+    expect(logged).toMatchObject({
+      event_type: 'webhook.test',
+      attempts: 1,
+      status_code: 200,
+      response: 'ok',
+      error: null,
+      next_attempt_at: null,
+    });
+  });
+
+  it('tries again after 500s with the same webhook-id, until the receiver takes it', async () => {
+    const { id, secret } = await endpoint(alice);
+    receiver.answer({ status: 500, body: 'down for maintenance' }, { status: 503 });
+    const eventId = (await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id;
+    await expect.poll(() => tries(eventId).length, { timeout: 20_000 }).toBe(3);
+    for (const request of tries(eventId)) expect(receiver.verify(request, secret).type).toBe('webhook.test');
+    expect(new Set(tries(eventId).map((r) => r.body)).size).toBe(1);
+    await expect.poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === eventId)?.status).toBe('delivered');
+    expect((await deliveries(alice, id)).find((d) => d.event_id === eventId)).toMatchObject({ attempts: 3, status_code: 200 });
+  });
+
+  it('cuts a receiver that does not answer at the timeout, and tries again', async () => {
+    const { id } = await endpoint(alice);
+    receiver.answer('hang');
+    const eventId = (await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id;
+    await expect
+      .poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === eventId)?.status, { timeout: 20_000 })
+      .toBe('delivered');
+    expect(tries(eventId).map((r) => r.cut)).toEqual([true, false]);
+    expect((await deliveries(alice, id)).find((d) => d.event_id === eventId)).toMatchObject({ attempts: 2, status_code: 200 });
+  });
+
+  it('delivers everything, each event under one id, once a receiver that was down is back', async () => {
+    const down = await startReceiver();
+    const made = await create(alice, { url: down.url, event_types: ['webhook.test'] });
+    const id = made.body.webhook.id;
+    await down.stop();
+    const events: string[] = [];
+    for (let i = 0; i < 3; i++)
+      events.push((await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id);
+    await expect
+      .poll(async () => (await deliveries(alice, id)).filter((d) => d.error === 'the connection was refused').length, { timeout: 20_000 })
+      .toBe(3);
+    await down.restart();
+    try {
+      await expect.poll(() => new Set(down.received.map((r) => r.id)), { timeout: 20_000 }).toEqual(new Set(events));
+      for (const request of down.received) expect(events).toContain(down.verify(request, made.body.secret) && request.id);
+      await expect.poll(async () => (await deliveries(alice, id)).every((d) => d.status === 'delivered')).toBe(true);
+    } finally {
+      await down.close();
+    }
+  });
+
+  it('gives a delivery up after its last try, and redelivers it on request with the same webhook-id', async () => {
+    const { id, secret } = await endpoint(alice);
+    receiver.answer(...Array.from({ length: 6 }, () => ({ status: 500 })));
+    const eventId = (await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id;
+    await expect
+      .poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === eventId)?.status, { timeout: 30_000 })
+      .toBe('failed');
+    const failed = (await deliveries(alice, id)).find((d) => d.event_id === eventId)!;
+    expect(failed).toMatchObject({ attempts: 6, status_code: 500, next_attempt_at: null });
+    const again = await t.rest('POST', `/v2/webhooks/${id}/deliveries/${failed.id}/redeliver`, { key: alice.apiKey });
+    expect(again.status).toBe(200);
+    expect(again.body.delivery).toMatchObject({ event_id: eventId, status: 'pending', attempts: 0 });
+    await expect.poll(async () => (await deliveries(alice, id)).find((d) => d.id === again.body.delivery.id)?.status).toBe('delivered');
+    expect(tries(eventId).length).toBe(7);
+    expect(receiver.verify(tries(eventId).at(-1)!, secret).type).toBe('webhook.test');
+    const stranger = await t.rest('POST', `/v2/webhooks/${id}/deliveries/${failed.id}/redeliver`, { key: bob.apiKey });
+    expect(stranger.status).toBe(404);
+    const unknown = await t.rest('POST', `/v2/webhooks/${id}/deliveries/nope/redeliver`, { key: alice.apiKey });
+    expect(unknown).toMatchObject({ status: 404, body: { error: 'Delivery not found' } });
+  });
+
+  it('signs with both secrets while a rotation overlaps, and with the new one alone after an overlap of 0', async () => {
+    const { id, secret: old } = await endpoint(alice);
+    const rotated = await t.rest('POST', `/v2/webhooks/${id}/rotate`, { key: alice.apiKey, body: { overlap_seconds: 3600 } });
+    expect(rotated.status).toBe(200);
+    const fresh = rotated.body.secret;
+    expect(fresh).not.toBe(old);
+    expect(rotated.body.webhook.previous_secret_until).not.toBeNull();
+    const during = (await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id;
+    await expect.poll(() => tries(during).length).toBe(1);
+    expect(tries(during)[0]!.signature.split(' ')).toHaveLength(2);
+    expect(receiver.verify(tries(during)[0]!, old).type).toBe('webhook.test');
+    expect(receiver.verify(tries(during)[0]!, fresh).type).toBe('webhook.test');
+
+    const last = (await t.rest('POST', `/v2/webhooks/${id}/rotate`, { key: alice.apiKey, body: { overlap_seconds: 0 } })).body.secret;
+    const after = (await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id;
+    await expect.poll(() => tries(after).length).toBe(1);
+    expect(tries(after)[0]!.signature.split(' ')).toHaveLength(1);
+    expect(receiver.verify(tries(after)[0]!, last).type).toBe('webhook.test');
+    expect(() => receiver.verify(tries(after)[0]!, fresh)).toThrow();
+    const bad = await t.rest('POST', `/v2/webhooks/${id}/rotate`, { key: alice.apiKey, body: { overlap_seconds: -1 } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatch(/^overlap_seconds: /);
+  });
+});
