@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
+import { fixtures } from '../helpers/fixtures.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -211,3 +212,54 @@ describe('deliveries', () => {
     expect(bad.body.error).toMatch(/^overlap_seconds: /);
   });
 });
+
+describe('events', () => {
+  it("tells the owner's endpoint of a reply, a trigger's run and a task that ended, and another user's endpoint of none", async () => {
+    const carol = await t.createUser('carol');
+    await t.services.manna.grant('carol', '100', 'subscription');
+    const mine = await endpoint(carol, ['reply.completed', 'trigger.run.completed', 'task.completed']);
+    const theirs = await endpoint(bob, ['reply.completed', 'trigger.run.completed', 'task.completed']);
+    const agent = await fixtures(t).agent(carol);
+    const session = await t.rest('POST', '/v2/sessions', { key: carol.apiKey, body: { agent_ids: [agent.id], content: 'Hello' } });
+    expect(session.status).toBe(200);
+    const trigger = await t.rest('POST', `/v2/agents/${agent.id}/triggers`, {
+      key: carol.apiKey,
+      body: { name: 'Daily', prompt: 'Say hi', schedule: null },
+    });
+    const run = await t.rest('POST', `/v2/agents/${agent.id}/triggers/${trigger.body.triggerId}/run`, { key: carol.apiKey });
+    expect(run.status).toBe(200);
+    const task = await t.rest('POST', '/v2/tasks/create', {
+      key: carol.apiKey,
+      body: { tool: 'flux_schnell', args: { prompt: 'a lighthouse', n_samples: 1 } },
+    });
+    expect(task.status).toBe(200);
+
+    const mineOnly = () => receiver.received.filter((r) => deliveredTo(r, mine.secret));
+    await expect
+      .poll(() => new Set(mineOnly().map((r) => receiver.verify(r, mine.secret).type)), { timeout: 30_000 })
+      .toEqual(new Set(['reply.completed', 'trigger.run.completed', 'task.completed']));
+    const events = mineOnly().map((r) => receiver.verify(r, mine.secret));
+    const reply = events.find((e) => e.type === 'reply.completed')!;
+    expect(reply.data).toMatchObject({ session_id: session.body.session_id, message: { role: 'assistant', status: 'complete' } });
+    expect(events.find((e) => e.type === 'trigger.run.completed')!.data).toMatchObject({
+      trigger_id: trigger.body.triggerId,
+      run_id: run.body.run.id,
+    });
+    expect(events.find((e) => e.type === 'task.completed')!.data).toMatchObject({
+      task_id: task.body.task._id,
+      task: { status: 'completed' },
+    });
+    // Bob's endpoint wants the same types and heard nothing of carol's.
+    expect(receiver.received.filter((r) => deliveredTo(r, theirs.secret))).toEqual([]);
+  });
+});
+
+/** Whether a request was signed with `secret` (sent to that secret's endpoint). */
+function deliveredTo(request: { body: string; id: string; timestamp: string; signature: string }, secret: string) {
+  try {
+    receiver.verify(request as never, secret);
+    return true;
+  } catch {
+    return false;
+  }
+}

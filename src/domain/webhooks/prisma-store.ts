@@ -83,6 +83,23 @@ export async function recordWebhookEvent(tx: Tx, event: WebhookEventInput, at: D
   );
 }
 
+/**
+ * `recordWebhookEvent` for many events in one transaction (replies saved together): one read of
+ * the endpoints of all their owners, then the events that have one.
+ */
+export async function recordWebhookEvents(tx: Tx, events: readonly WebhookEventInput[], at: Date = new Date()): Promise<void> {
+  if (!events.length) return;
+  const endpoints = await tx.webhook.findMany({
+    where: { userId: { in: [...new Set(events.map((e) => e.userId))] }, enabled: true },
+    select: { id: true, userId: true, eventTypes: true },
+  });
+  if (!endpoints.length) return;
+  for (const event of events) {
+    const wanted = endpoints.filter((e) => e.userId === event.userId && e.eventTypes.includes(event.type)).map((e) => e.id);
+    if (wanted.length) await writeEvent(tx, event, wanted, at);
+  }
+}
+
 export function prismaWebhookStore(db: Db): WebhookStore {
   const deliveryById = async (id: string) =>
     deliveryView(await db.webhookDelivery.findUniqueOrThrow({ where: { id }, include: withEvent }));
