@@ -1,3 +1,5 @@
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
@@ -263,3 +265,74 @@ function deliveredTo(request: { body: string; id: string; timestamp: string; sig
     return false;
   }
 }
+
+describe('GraphQL', () => {
+  const gql = <T = any>(query: string, variables: Record<string, unknown>, key: string) =>
+    t.gql(parse(query) as TypedDocumentNode<T, Record<string, unknown>>, variables, key);
+
+  it('makes, lists, reads as a node, tests, rotates and deletes an endpoint; a stranger reads nothing of it', async () => {
+    const made = await gql(
+      `mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { secret webhook { id rawId url eventTypes enabled } } }`,
+      { input: { url: receiver.url, eventTypes: ['WEBHOOK_TEST', 'TASK_FAILED'] } },
+      alice.apiKey,
+    );
+    expect(made.errors).toBeUndefined();
+    const { secret, webhook } = made.data.createWebhook;
+    expect(secret).toMatch(/^whsec_/);
+    expect(webhook).toMatchObject({ url: receiver.url, eventTypes: ['WEBHOOK_TEST', 'TASK_FAILED'], enabled: true });
+
+    const listed = await gql(`{ me { webhooks { id url } } }`, {}, alice.apiKey);
+    expect(listed.data.me.webhooks.map((w: { id: string }) => w.id)).toContain(webhook.id);
+    expect(JSON.stringify(listed)).not.toContain('whsec_');
+    const node = await gql(`query($id: ID!) { node(id: $id) { id ... on Webhook { rawId url } } }`, { id: webhook.id }, alice.apiKey);
+    expect(node.data.node).toEqual({ id: webhook.id, rawId: webhook.rawId, url: receiver.url });
+    const stranger = await gql(`query($id: ID!) { node(id: $id) { id } }`, { id: webhook.id }, bob.apiKey);
+    expect(stranger.data?.node).toBeNull();
+    expect(stranger.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+
+    const tested = await gql(
+      `mutation($id: ID!) { testWebhook(id: $id) { rawId eventId eventType status } }`,
+      { id: webhook.id },
+      alice.apiKey,
+    );
+    const eventId = tested.data.testWebhook.eventId;
+    await expect.poll(() => tries(eventId).length).toBe(1);
+    expect(receiver.verify(tries(eventId)[0]!, secret).type).toBe('webhook.test');
+    await expect
+      .poll(
+        async () =>
+          (
+            await gql(
+              `query($id: ID!) { node(id: $id) { ... on Webhook { deliveries(first: 5) { eventId status statusCode } } } }`,
+              { id: webhook.id },
+              alice.apiKey,
+            )
+          ).data.node.deliveries,
+      )
+      .toEqual([{ eventId, status: 'delivered', statusCode: 200 }]);
+    const redelivered = await gql(
+      `mutation($id: ID!, $d: ID!) { redeliverWebhook(id: $id, deliveryId: $d) { eventId status } }`,
+      { id: webhook.id, d: tested.data.testWebhook.rawId },
+      alice.apiKey,
+    );
+    expect(redelivered.data.redeliverWebhook).toEqual({ eventId, status: 'pending' });
+
+    const rotated = await gql(
+      `mutation($id: ID!) { rotateWebhookSecret(id: $id, overlapSeconds: 0) { secret } }`,
+      { id: webhook.id },
+      alice.apiKey,
+    );
+    expect(rotated.data.rotateWebhookSecret.secret).not.toBe(secret);
+    const unknown = await gql(
+      `mutation($id: ID!) { updateWebhook(id: $id, input: { eventTypes: [TASK_EXPLODED] }) { id } }`,
+      { id: webhook.id },
+      alice.apiKey,
+    );
+    expect(unknown.errors?.[0]?.message).toContain('TASK_EXPLODED');
+    const refused = await gql(`mutation($id: ID!) { deleteWebhook(id: $id) }`, { id: webhook.id }, bob.apiKey);
+    expect(refused.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    const deleted = await gql(`mutation($id: ID!) { deleteWebhook(id: $id) }`, { id: webhook.id }, alice.apiKey);
+    expect(deleted.data.deleteWebhook).toBe(webhook.id);
+    expect((await t.rest('GET', `/v2/webhooks/${webhook.rawId}`, { key: alice.apiKey })).status).toBe(404);
+  });
+});
