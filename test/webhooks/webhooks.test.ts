@@ -215,6 +215,78 @@ describe('deliveries', () => {
   });
 });
 
+describe('an endpoint failing for days', () => {
+  it('is turned off, says why, sends nothing more until its owner turns it on again', async () => {
+    const { id } = await endpoint(alice);
+    // Days of failures, without waiting days: the endpoint has failed since six days ago.
+    await t.db.webhook.update({ where: { id }, data: { failingSince: new Date(Date.now() - 6 * 86_400_000) } });
+    receiver.answer({ status: 500 });
+    const first = (await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id;
+    await expect.poll(async () => (await t.rest('GET', `/v2/webhooks/${id}`, { key: alice.apiKey })).body.webhook.enabled).toBe(false);
+    const off = (await t.rest('GET', `/v2/webhooks/${id}`, { key: alice.apiKey })).body.webhook;
+    expect(off.disabled_reason).toMatch(/every delivery failed for 120 hours/);
+    await expect.poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === first)?.status).toBe('failed');
+    expect((await deliveries(alice, id)).find((d) => d.event_id === first)?.error).toBe('the endpoint is turned off');
+    expect(tries(first)).toHaveLength(1);
+
+    const on = await t.rest('PATCH', `/v2/webhooks/${id}`, { key: alice.apiKey, body: { enabled: true } });
+    expect(on.body.webhook).toMatchObject({ enabled: true, disabled_reason: null, failing_since: null });
+    const next = (await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id;
+    await expect.poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === next)?.status).toBe('delivered');
+  });
+});
+
+describe('where the operator allows no private address', () => {
+  let strict: TestApp;
+  let owner: TestUser;
+  setUp(async (start) => {
+    strict = await start.app({ outbound: { allowHttp: false, allowPrivate: false } });
+    owner = await strict.createUser('dora');
+  });
+
+  it('refuses http, loopback, private, link-local and metadata URLs with a 400 naming url, and makes nothing', async () => {
+    for (const [url, why] of [
+      [receiver.url, 'url: must be an https URL'],
+      ['https://127.0.0.1/hook', 'url: its host 127.0.0.1 resolves to 127.0.0.1'],
+      ['https://localhost/hook', 'url: its host localhost resolves to'],
+      ['https://169.254.169.254/latest', 'url: its host 169.254.169.254 resolves to 169.254.169.254'],
+      ['https://[::1]/hook', 'url: its host ::1 resolves to ::1'],
+      ['https://10.0.0.7/hook', 'url: its host 10.0.0.7 resolves to 10.0.0.7'],
+    ]) {
+      const refused = await strict.rest('POST', '/v2/webhooks', { key: owner.apiKey, body: { url, event_types: ['webhook.test'] } });
+      expect(refused.status, url).toBe(400);
+      expect(refused.body.error, url).toContain(why);
+    }
+    expect((await strict.rest('GET', '/v2/webhooks', { key: owner.apiKey })).body.webhooks).toEqual([]);
+  });
+
+  it('refuses a change of url to such an address, keeping the one it had', async () => {
+    const made = await strict.rest('POST', '/v2/webhooks', {
+      key: owner.apiKey,
+      body: { url: 'https://93.184.215.14/hook', event_types: ['webhook.test'] },
+    });
+    expect(made.status).toBe(201);
+    const id = made.body.webhook.id;
+    const moved = await strict.rest('PATCH', `/v2/webhooks/${id}`, { key: owner.apiKey, body: { url: 'https://192.168.0.1/hook' } });
+    expect(moved.status).toBe(400);
+    expect((await strict.rest('GET', `/v2/webhooks/${id}`, { key: owner.apiKey })).body.webhook.url).toBe('https://93.184.215.14/hook');
+  });
+
+  it('bounds the endpoints of a user, saying how many', async () => {
+    const user = await strict.createUser('erin');
+    const made = [];
+    for (let i = 0; i < 21; i++)
+      made.push(
+        await strict.rest('POST', '/v2/webhooks', {
+          key: user.apiKey,
+          body: { url: `https://93.184.215.14/${i}`, event_types: ['task.failed'] },
+        }),
+      );
+    expect(made.slice(0, 20).every((m) => m.status === 201)).toBe(true);
+    expect(made[20]).toMatchObject({ status: 422, body: { error: 'Webhook limit reached: a user may have at most 20 endpoints' } });
+  });
+});
+
 describe('events', () => {
   it("tells the owner's endpoint of a reply, a trigger's run and a task that ended, and another user's endpoint of none", async () => {
     const carol = await t.createUser('carol');
