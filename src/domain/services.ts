@@ -45,7 +45,14 @@ import { taskService, recordToolCalls, taskStore } from './tasks/index.ts';
 import { claimTask } from './tasks/settle-store.ts';
 import { triggerService, triggerStore } from './triggers/index.ts';
 import type { AddressGuard } from './core/outbound.ts';
-import { prismaDeliveryStore, prismaWebhookStore, webhookDeliveries, type WebhookSender, webhookService } from './webhooks/index.ts';
+import {
+  prismaDeliveryStore,
+  prismaWebhookStore,
+  webhookDeliveries,
+  webhookSealedRows,
+  type WebhookSender,
+  webhookService,
+} from './webhooks/index.ts';
 
 /**
  * What the domain is given by a composition root (`app.ts`, the CLI's `cli/services.ts`): the
@@ -340,6 +347,7 @@ function composeDeployments(
     store: rows,
     sealer,
     connectors,
+    alsoSealed: [webhookSealedRows(db)],
     changed: (row, deleted) => {
       runtime.nudge();
       void announce(row, deleted);

@@ -1,5 +1,8 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { parse } from 'graphql';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
@@ -284,6 +287,40 @@ describe('where the operator allows no private address', () => {
       );
     expect(made.slice(0, 20).every((m) => m.status === 201)).toBe(true);
     expect(made[20]).toMatchObject({ status: 422, body: { error: 'Webhook limit reached: a user may have at most 20 endpoints' } });
+  });
+});
+
+describe('the sealing key rotated', () => {
+  let keyed: TestApp;
+  let owner: TestUser;
+  let keyFile: string;
+  setUp(async (start) => {
+    const dir = await start.service(mkdtemp(join(tmpdir(), 'parley-keys-')), (d) => rm(d, { recursive: true, force: true }));
+    keyFile = join(dir, 'secrets.key');
+    keyed = await start.app({
+      secrets: { key: undefined, previous: [], keyFile, shared: false },
+      outbound: { allowHttp: true, allowPrivate: true },
+      webhooks: { sweepMs: 100 },
+      jobs: { pollMs: 500 },
+    });
+    owner = await keyed.createUser('frank');
+  });
+
+  it("reseals webhooks' secrets with the deployments', so an endpoint still signs once the old key is forgotten", async () => {
+    const made = await keyed.rest('POST', '/v2/webhooks', {
+      key: owner.apiKey,
+      body: { url: receiver.url, event_types: ['webhook.test'] },
+    });
+    const id = made.body.webhook.id;
+    const before = (await readFile(keyFile, 'utf8')).trim();
+    const rotated = await keyed.services.deployments.rotateKey();
+    expect(rotated).toMatchObject({ resealed: 1, unreadable: [] });
+    // The old key is gone from the file: only the new one opens anything now.
+    expect((await readFile(keyFile, 'utf8')).trim().split('\n')).toHaveLength(1);
+    expect((await readFile(keyFile, 'utf8')).trim()).not.toBe(before);
+    const eventId = (await keyed.rest('POST', `/v2/webhooks/${id}/test`, { key: owner.apiKey })).body.delivery.event_id;
+    await expect.poll(() => tries(eventId).length).toBe(1);
+    expect(receiver.verify(tries(eventId)[0]!, made.body.secret).type).toBe('webhook.test');
   });
 });
 

@@ -9,4 +9,4 @@ export { DELIVERY_NOT_FOUND, WEBHOOK_NOT_FOUND, type WebhookService, type Webhoo
 export { MAX_ANSWER_BYTES, WEBHOOK_QUEUE, type WebhookDeliveries, webhookDeliveries } from './delivery.ts';
 export type { DeliveryView, WebhookView } from './store.ts';
 export type { Sealer, WebhookRequest, WebhookResponse, WebhookSender } from './ports.ts';
-export { prismaDeliveryStore, prismaWebhookStore, recordWebhookEvent, recordWebhookEvents } from './prisma-store.ts';
+export { prismaDeliveryStore, prismaWebhookStore, recordWebhookEvent, recordWebhookEvents, webhookSealedRows } from './prisma-store.ts';

@@ -252,3 +252,32 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
     },
   };
 }
+
+/**
+ * The webhooks' sealed secrets as the key's upkeep reseals them (`deployments/sealing.ts`): two
+ * values a row (`<id>:secret`, `<id>:previous`), each sealed for the row's id; a page holds both
+ * of each row it holds.
+ */
+export function webhookSealedRows(db: Db) {
+  const column = (id: string) => (id.endsWith(':previous') ? 'previousSecret' : 'secret');
+  const rowOf = (id: string) => id.slice(0, id.lastIndexOf(':'));
+  return {
+    count: () => db.webhook.count(),
+    async sealedAfter(afterId: string | null, limit: number) {
+      const rows = await db.webhook.findMany({
+        where: afterId ? { id: { gt: rowOf(afterId) } } : {},
+        orderBy: { id: 'asc' },
+        take: Math.max(1, Math.floor(limit / 2)),
+        select: { id: true, secret: true, previousSecret: true },
+      });
+      return rows.flatMap((r) => [
+        { id: `${r.id}:secret`, sealed: r.secret, boundTo: r.id },
+        { id: `${r.id}:previous`, sealed: r.previousSecret, boundTo: r.id },
+      ]);
+    },
+    async replaceSealed(id: string, from: string, to: string) {
+      const { count } = await db.webhook.updateMany({ where: { id: rowOf(id), [column(id)]: from }, data: { [column(id)]: to } });
+      return count > 0;
+    },
+  };
+}
