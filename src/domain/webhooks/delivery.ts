@@ -12,6 +12,11 @@ const CONCURRENCY = 64;
 const SWEEP_BATCH = 500;
 /** How long past its timeout a try holds its delivery: enough to store the outcome. */
 const CLAIM_MARGIN_MS = 5_000;
+/**
+ * A delivery handed to the queue this long ago and held by no try is handed out again: its job
+ * was lost (an instance died between the sweep and the send) or ended without a try.
+ */
+const STALE_MS = 30_000;
 
 export interface DeliverySettings {
   timeoutMs: number;
@@ -118,9 +123,11 @@ export function webhookDeliveries(deps: {
     const now = new Date();
     const claimed = await store.claim(id, now, new Date(now.getTime() + settings.timeoutMs + CLAIM_MARGIN_MS));
     if (!claimed) {
-      // A job sent before the try it was for was put off: it goes to the time now due.
+      // Not due yet (a job sent before its try was put off), or held by a try under way or by an
+      // instance that died during one: the job comes back when it can be taken. A try that ends
+      // meanwhile sends its own next job, and the claim makes the two one.
       const due = await store.dueAt(id);
-      if (due && due > now) await again(id, due);
+      if (due && due > now) await again(id, new Date(due.getTime() + 100));
       return;
     }
     if (claimed.endpointOff) return store.dropOff(id, claimed.attempts, now);
@@ -144,7 +151,7 @@ export function webhookDeliveries(deps: {
   /** Hands every due delivery no job holds to the queue: new events, tries whose job was lost. */
   async function sweep() {
     const now = new Date();
-    const stale = new Date(now.getTime() - Math.max(60_000, 2 * (settings.timeoutMs + CLAIM_MARGIN_MS)));
+    const stale = new Date(now.getTime() - STALE_MS);
     for (;;) {
       const ids = await store.takeDue(now, stale, SWEEP_BATCH);
       await Promise.all(ids.map((id) => jobs.send(WEBHOOK_QUEUE, { id })));
@@ -160,12 +167,15 @@ export function webhookDeliveries(deps: {
       const runSeconds = Math.ceil((settings.timeoutMs + CLAIM_MARGIN_MS) / 1000) + 30;
       await jobs.declare({ name: WEBHOOK_QUEUE, retries: 3, retryDelaySeconds: 1, runSeconds });
       await jobs.work<{ id: string }>(WEBHOOK_QUEUE, { concurrency: CONCURRENCY }, (job) => handle(job.data.id, job.signal));
-      let sweeping: Promise<void> | null = null;
+      // One sweep at a time here: a slow one is not joined by the next tick.
+      let sweeping = false;
       const tick = () => {
-        sweeping ??= sweep()
+        if (sweeping) return;
+        sweeping = true;
+        sweep()
           .catch((err) => log.error({ err }, 'webhook deliveries could not be handed to the queue'))
           .finally(() => {
-            sweeping = null;
+            sweeping = false;
           });
       };
       tick();

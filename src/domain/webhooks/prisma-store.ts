@@ -165,6 +165,7 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
           SELECT "id" FROM "WebhookDelivery"
           WHERE "status" = 'pending' AND "nextAttemptAt" <= ${stamp(now)}::timestamp(3)
             AND ("queuedAt" IS NULL OR "queuedAt" < ${stamp(staleBefore)}::timestamp(3))
+            AND ("claimedUntil" IS NULL OR "claimedUntil" < ${stamp(now)}::timestamp(3))
           ORDER BY "nextAttemptAt" LIMIT ${limit}
           FOR UPDATE SKIP LOCKED)
         RETURNING "id"`;
@@ -204,8 +205,9 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
     },
 
     async dueAt(id) {
-      const row = await db.webhookDelivery.findUnique({ where: { id }, select: { status: true, nextAttemptAt: true } });
-      return row?.status === 'pending' ? row.nextAttemptAt : null;
+      const row = await db.webhookDelivery.findUnique({ where: { id }, select: { status: true, nextAttemptAt: true, claimedUntil: true } });
+      if (row?.status !== 'pending' || !row.nextAttemptAt) return null;
+      return row.claimedUntil && row.claimedUntil > row.nextAttemptAt ? row.claimedUntil : row.nextAttemptAt;
     },
 
     async release(id, attempts, at) {

@@ -102,14 +102,18 @@ export interface TryOutcome {
 /** The statements the delivering side (the jobs) needs. */
 export interface DeliveryStore {
   /**
-   * Deliveries due by `now` that no job holds (none sent, or sent before `staleBefore` and never
-   * run), oldest first, each marked sent at `now` in the same statement: two instances sweeping
-   * together take different ones.
+   * Deliveries due by `now` that no job holds (none sent, or sent before `staleBefore` and no try
+   * holds them now), oldest first, each marked sent at `now` in the same statement: two instances
+   * sweeping together take different ones.
    */
   takeDue(now: Date, staleBefore: Date, limit: number): Promise<string[]>;
   /** Takes the delivery's next try until `until`, if it is due and no one holds it; null otherwise. */
   claim(id: string, now: Date, until: Date): Promise<ClaimedDelivery | null>;
-  /** When a pending delivery that is not due yet is due (a job ran early), or null. */
+  /**
+   * When a pending delivery's next try can be taken: when it is due, or when the claim of a try
+   * under way (or of an instance that died during one) lapses, whichever is later; null once it
+   * is pending no more.
+   */
   dueAt(id: string): Promise<Date | null>;
   /** Puts a claimed try back untried, due at `at` (its endpoint had too many under way here). */
   release(id: string, attempts: number, at: Date): Promise<void>;
