@@ -110,6 +110,12 @@ export function webhookDeliveries(deps: {
 
   async function tryOnce(claimed: ClaimedDelivery, signal: AbortSignal | undefined) {
     const outcome = await send(claimed, signal);
+    if (signal?.aborted) {
+      // Given up here (a shutdown): not the receiver's failure. The try goes back untried, and the
+      // job fails so that another instance takes it at once (the same webhook-id).
+      await store.release(claimed.id, claimed.attempts, new Date());
+      throw new Error('the instance stopped during the try');
+    }
     const { disabled } = await store.settle(claimed, outcome, {
       before: new Date(outcome.at.getTime() - settings.disableAfterS * 1000),
       reason: `every delivery failed for ${Math.round(settings.disableAfterS / 3600)} hours; turn it on again once the receiver answers`,
