@@ -74,9 +74,9 @@ it('tells the owner an autonomous loop stopped on its turn budget, and not when 
   });
   const off = await t.rest('PATCH', `/v2/sessions/${owned.body.session.id}`, {
     key: alice.apiKey,
-    body: { autonomy_settings: { auto_reply: false } },
+    body: { autonomy_settings: { ...on, auto_reply: false } },
   });
-  expect(off.status).toBe(200);
+  expect(off.status, JSON.stringify(off.body)).toBe(200);
   // An event is written in the transaction of the stop it reports, so the log would show it at once.
   const hook = (await t.rest('GET', '/v2/webhooks', { key: alice.apiKey })).body.webhooks[0].id;
   const log = (await t.rest('GET', `/v2/webhooks/${hook}/deliveries`, { key: alice.apiKey })).body.deliveries;
