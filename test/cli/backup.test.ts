@@ -41,11 +41,19 @@ describe('backup and restore of the embedded database', () => {
   let before: View;
   const backupFile = () => join(root, 'parley.backup');
   const restoredDir = () => join(root, 'restored');
+  const startedOnlyDir = () => join(root, 'started-only');
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'parley-backup-'));
     dataDir = join(root, 'data');
-    server = await startServerProcess({ DATA_DIR: dataDir });
+    // A second service only starts and stops, beside the first: a directory a later restore may take without --force.
+    const startOnly = async () => {
+      const started = await startServerProcess({ DATA_DIR: startedOnlyDir() });
+      await started.waitFor(/parley listening on/);
+      started.child.kill('SIGTERM');
+      expect(await started.exited).toBe(0);
+    };
+    [server] = await Promise.all([startServerProcess({ DATA_DIR: dataDir }), startOnly()]);
     await server.waitFor(/parley listening on/);
   });
   afterAll(async () => {
@@ -265,12 +273,7 @@ describe('backup and restore of the embedded database', () => {
     });
 
     it('restore needs no --force for a data directory a service only started in', async () => {
-      const target = join(root, 'started-only');
-      const started = await startServerProcess({ DATA_DIR: target });
-      await started.waitFor(/parley listening on/);
-      started.child.kill('SIGTERM');
-      expect(await started.exited).toBe(0);
-      const restored = await runCli(['restore', backupFile(), '--json'], { DATA_DIR: target });
+      const restored = await runCli(['restore', backupFile(), '--json'], { DATA_DIR: startedOnlyDir() });
       expect(restored.code, restored.stderr).toBe(0);
     });
 

@@ -26,7 +26,8 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
   const backupFile = () => join(root, 'moved.backup');
   const dirs = () => ({ first: join(root, 'first'), restored: join(root, 'restored') });
   const telegram = () => ({ TELEGRAM_API_URL: tg.apiUrl, TELEGRAM_POLL_TIMEOUT_S: '1' });
-  const databases: { drop(): Promise<void> }[] = [];
+  /** The PostgreSQL database `db copy` moves to; on the embedded lane, its cluster starts with the first service. */
+  let target: { url: string; drop(): Promise<void> };
 
   const stop = async (server: ServerProcess) => {
     server.child.kill('SIGTERM');
@@ -80,13 +81,13 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'parley-move-'));
     tg = await startFakeTelegram();
-    first = await startServerProcess({ DATA_DIR: dirs().first, ...telegram() });
+    [target, first] = await Promise.all([freshPostgresDatabase(), startServerProcess({ DATA_DIR: dirs().first, ...telegram() })]);
     await first.waitFor(/parley listening on/);
   });
   afterAll(async () => {
     first?.child.kill('SIGKILL');
     await tg?.close();
-    for (const d of databases) await d.drop();
+    await target?.drop();
     await rm(root, { recursive: true, force: true });
   });
 
@@ -152,8 +153,6 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
   });
 
   it('db copy names SECRETS_KEY and MEDIA_DIR; on PostgreSQL, links are its own and the deployment says which key to set', async () => {
-    const target = await freshPostgresDatabase();
-    databases.push(target);
     const copied = await runCli(['db', 'copy', '--to', target.url, '--without-pgvector'], { DATA_DIR: dirs().restored });
     expect(copied.code, copied.stderr).toBe(0);
     expect(copied.stdout).toMatch(

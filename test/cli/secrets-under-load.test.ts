@@ -8,6 +8,7 @@ import { sealerOver } from '../../src/secrets/keyring.ts';
 import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.ts';
 import { type FakeTelegram, startFakeTelegram, type TgChat } from '../helpers/fake-telegram.ts';
 import { freshDatabaseEnv, runCli, type ServerProcess, startCliProcess, startServerProcess } from '../helpers/process.ts';
+import { until } from '../helpers/until.ts';
 
 /**
  * The sealing key changed while it matters: `parley secrets rotate` (the key in the data
@@ -155,6 +156,8 @@ describe('the key changed while the service answers on several bots', () => {
       expect(done.code, done.stderr).toBe(0);
       expect(JSON.parse(done.stdout)).toMatchObject({ unreadable: [] });
       bots.push(...made);
+      // The two made during the change answer too, so their runners are reading by the check below.
+      for (const token of made) questions.ask(token);
     } finally {
       clearInterval(writing);
     }
@@ -162,7 +165,8 @@ describe('the key changed while the service answers on several bots', () => {
     const listed = await call(server, apiKey, 'GET', '/v2/agents/deployments');
     expect(listed.body.deployments.map((d: any) => [d.state, d.last_error])).toEqual(Array(5).fill(['running', null]));
     // Sealed anew, the same tokens: each runner went on reading (only the two new deployments started one), and
-    // no bot was polled twice at once.
+    // no bot was polled twice at once. A runner's line comes over the process's output, which may trail its answer.
+    await until('the two new runners to say they read', () => readings(server) - started >= 2);
     expect(readings(server) - started).toBe(2);
     for (const token of bots) expect(tg.polling(token).conflicts).toBe(0);
   });

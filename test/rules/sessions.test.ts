@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
-import type { EventBus } from '../../src/domain/core/bus.ts';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
 import type { ReplyJob } from '../../src/domain/replies/engine.ts';
 import { accessGate } from '../../src/domain/access/gate.ts';
@@ -21,6 +20,7 @@ import {
   inMemoryWatchAccessStore,
   World,
 } from '../domain/in-memory-session-stores.ts';
+import { publishedSince } from './support/published.ts';
 
 // The session permission matrix, on the rules alone: the services over in-memory stores and the
 // in-process bus, with no app and no database. Each cell starts from the same session and
@@ -78,19 +78,6 @@ function arrange() {
 }
 type Arranged = ReturnType<typeof arrange>;
 type Role = keyof Arranged['viewers'];
-
-/** The types of the events published to the session since `seq`. */
-async function publishedSince(bus: EventBus, sessionId: string, seq: number) {
-  const now = await bus.position(sessionId);
-  const subscription = bus.subscribe(sessionId, { after: seq });
-  const types: string[] = [];
-  for (let i = seq; i < now; i++) {
-    const { value } = await subscription.next();
-    types.push('type' in value ? value.type : value.code);
-  }
-  subscription.close();
-  return types;
-}
 
 interface Action {
   run(a: Arranged, viewer: Viewer): Promise<unknown>;

@@ -4,6 +4,7 @@ import type { EventBus } from '../../src/domain/core/bus.ts';
 import { signalOutbox } from '../../src/domain/signals/service.ts';
 import { createMemoryBus } from '../../src/realtime/memory-bus.ts';
 import { inMemorySignalStore, World } from '../domain/in-memory-session-stores.ts';
+import { publishedSince } from './support/published.ts';
 
 // The signals outbox on its rules alone: an in-memory store of pending signals and the
 // in-process bus, which a test can take out of reach. What takes access away (a user removed, a
@@ -27,19 +28,6 @@ function arrange() {
   const revoked: string[] = [];
   bus.onKeyRevoked((keyId) => revoked.push(keyId));
   return { world, bus, state, outbox, warnings, revoked };
-}
-
-/** The types of the events published to a session since `seq`. */
-async function publishedSince(bus: EventBus, sessionId: string, seq: number) {
-  const now = await bus.position(sessionId);
-  const subscription = bus.subscribe(sessionId, { after: seq });
-  const types: string[] = [];
-  for (let i = seq; i < now; i++) {
-    const { value } = await subscription.next();
-    types.push('type' in value ? value.type : value.code);
-  }
-  subscription.close();
-  return types;
 }
 
 let arranged: ReturnType<typeof arrange> | undefined;
