@@ -3,8 +3,8 @@ import { recordCreations } from '../creations/store.ts';
 import { Prisma, type Task } from '../../generated/prisma/client.ts';
 import type { TaskStatus } from '../../generated/prisma/enums.ts';
 import { returnHold } from '../manna/stores/holds.ts';
-import { isNoManna, type Manna, mannaFromText } from '../core/manna.ts';
-import { debit } from '../manna/stores/ledger.ts';
+import { isNoManna, type Manna } from '../core/manna.ts';
+import { debit, spendable } from '../manna/stores/ledger.ts';
 import type { CallCreation, ToolStore } from '../tools/ports.ts';
 import type { TaskOrderBy } from './inputs.ts';
 import { recordWebhookEvent, type WebhookEventInput } from '../webhooks/index.ts';
@@ -224,16 +224,7 @@ export function taskStore(db: Db): TaskStore {
           });
           if (!isNoManna(task.cost)) {
             const taken = await debit(tx, task.userId, cost, { reason: `task: ${task.tool}`, taskId: row.id });
-            if (!taken) {
-              const user = await tx.user.findUniqueOrThrow({
-                where: { id: task.userId },
-                select: { subscriptionBalance: true, foreverBalance: true },
-              });
-              throw new Refusal({
-                refused: 'balance',
-                balance: mannaFromText(user.subscriptionBalance.plus(user.foreverBalance).toString()),
-              });
-            }
+            if (!taken) throw new Refusal({ refused: 'balance', balance: await spendable(tx, task.userId) });
           }
           return row;
         });

@@ -2,8 +2,8 @@ import { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/database.ts';
 import { recordCreations } from '../creations/store.ts';
 import { countAgainstDailyCap, returnHold } from '../manna/stores/holds.ts';
-import { debit } from '../manna/stores/ledger.ts';
-import { isNoManna, mannaFromText } from '../core/manna.ts';
+import { debit, spendable } from '../manna/stores/ledger.ts';
+import { isNoManna } from '../core/manna.ts';
 import { spendManna } from '../manna/stores/session-budgets.ts';
 import { toToolCallView } from '../core/stores/message-rows.ts';
 import type { HoldRefused, ToolStore } from './ports.ts';
@@ -55,13 +55,7 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }, tasks: T
               messageId: place.messageId,
               taskId: call.id,
             });
-            if (!taken) {
-              const { subscriptionBalance, foreverBalance } = await tx.user.findUniqueOrThrow({
-                where: { id: payer },
-                select: { subscriptionBalance: true, foreverBalance: true },
-              });
-              throw new Refusal({ refused: 'balance', balance: mannaFromText(subscriptionBalance.plus(foreverBalance).toString()) });
-            }
+            if (!taken) throw new Refusal({ refused: 'balance', balance: await spendable(tx, payer) });
           }
           // A call whose session was deleted meanwhile is gone: roll the charge back.
           if (!(await claimTask(tx, call.id, 'pending', { status: 'running', cost }))) throw new Refusal({ refused: 'gone' });

@@ -1,4 +1,5 @@
 import { Prisma } from '../../../generated/prisma/client.ts';
+import { type Manna, mannaFromText } from '../../core/manna.ts';
 import type { BalanceKind } from '../../core/vocabulary.ts';
 
 type Tx = Prisma.TransactionClient;
@@ -79,6 +80,15 @@ export async function debit(tx: Tx, userId: string, amount: Prisma.Decimal, cont
     data: parts.map((p) => row({ ...context, userId, kind: p.kind, amount: p.amount.negated(), balanceAfter: p.balanceAfter })),
   });
   return parts.map(({ kind, amount }) => ({ kind, amount }));
+}
+
+/** What a user can spend (subscription manna plus purchased manna), as a refused debit tells it. */
+export async function spendable(tx: Tx, userId: string): Promise<Manna> {
+  const { subscriptionBalance, foreverBalance } = await tx.user.findUniqueOrThrow({
+    where: { id: userId },
+    select: { subscriptionBalance: true, foreverBalance: true },
+  });
+  return mannaFromText(subscriptionBalance.plus(foreverBalance).toString());
 }
 
 /** Gives back what a tool call's hold took, to the balances it came from, with its own rows. */
