@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { addressGuard } from './outbound/address-guard.ts';
+import { webhookSender } from './outbound/webhook-sender.ts';
 import type { Server } from 'node:http';
 import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
@@ -95,6 +97,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     chat: chatProviderFor(config.llm),
     embeddings: embeddingProviderFor(config.search.embeddings),
     toolServices: httpExecutor,
+    webhooks: { guard: addressGuard(config.outbound), sender: webhookSender(config.outbound) },
   });
   reportRecovered(http.log, recovered);
   // As with replies: alone, every task left unsettled was left by an earlier process that died.

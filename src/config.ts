@@ -12,6 +12,11 @@ import { derive, family, type Shape, read, refuse, setting } from './settings.ts
 
 const positiveInt = z.coerce.number().int().positive();
 const wholeNumber = z.coerce.number().int().min(0);
+const flag = z.enum(['true', 'false']).transform((v) => v === 'true');
+const secondsList = z
+  .string()
+  .transform((v) => v.split(',').map((x) => Number(x.trim())))
+  .pipe(z.array(z.number().int().min(1)).min(1).max(20));
 const httpUrl = (error: string) => z.url({ protocol: /^https?$/, error });
 /** A URL whose server is reached with fetch, which refuses a user and password in the URL: they would only end up in messages. */
 const httpUrlWithoutPassword = (error: string) =>
@@ -404,6 +409,41 @@ export const settings = {
       meaning: 'a trigger run whose reply has not ended after this many seconds is stopped, failed and released',
     }),
   },
+  outbound: {
+    allowHttp: setting('OUTBOUND_ALLOW_HTTP', flag, {
+      default: false,
+      meaning: 'addresses users give the service to call (webhooks) may be http:// as well as https:// (tests, private networks)',
+    }),
+    allowPrivate: setting('OUTBOUND_ALLOW_PRIVATE', flag, {
+      default: false,
+      meaning:
+        'addresses users give the service to call may resolve to loopback, private, link-local or metadata addresses (tests, private networks); refused otherwise, when given and again on each call',
+    }),
+  },
+  webhooks: {
+    perUser: setting('WEBHOOKS_PER_USER', positiveInt, { default: 20, meaning: 'webhook endpoints one user may have' }),
+    timeoutMs: setting('WEBHOOK_TIMEOUT_MS', positiveInt, {
+      default: 10_000,
+      meaning: 'a delivery whose receiver has not answered (headers and the first 4 KB read) within this fails, and is tried again later',
+    }),
+    retryDelaysS: setting('WEBHOOK_RETRY_DELAYS_S', secondsList, {
+      default: [5, 300, 1_800, 7_200, 18_000, 36_000, 50_400],
+      meaning:
+        'seconds before each try again of a delivery that failed, in order (comma-separated); after the last one fails the delivery is given up',
+    }),
+    disableAfterS: setting('WEBHOOK_DISABLE_AFTER_S', positiveInt, {
+      default: 5 * 86_400,
+      meaning: 'an endpoint whose deliveries have all failed for this many seconds is turned off, and says why',
+    }),
+    inFlightPerEndpoint: setting('WEBHOOK_IN_FLIGHT', positiveInt, {
+      default: 4,
+      meaning: 'deliveries one instance has under way to one endpoint at once; the others wait their turn',
+    }),
+    sweepMs: setting('WEBHOOK_SWEEP_MS', z.coerce.number().int().min(50), {
+      default: 250,
+      meaning: 'how often each instance looks for deliveries due and hands them to the job queue (one indexed query)',
+    }),
+  },
   collections: {
     maxPerUser: setting('MAX_COLLECTIONS_PER_USER', positiveInt, { default: 100, meaning: 'collections one user may own' }),
     maxCreations: setting('COLLECTION_MAX_CREATIONS', positiveInt, {
@@ -552,6 +592,10 @@ export type SearchConfig = Config['search'];
 export type CollectionsConfig = Config['collections'];
 /** Running deployments: the lease, their chats' bounds, the platforms' addresses. */
 export type DeploymentsConfig = Config['deployments'];
+/** Webhooks: their bounds, timeout and retries (`docs/webhooks.md`). */
+export type WebhooksConfig = Config['webhooks'];
+/** Which addresses users give may be called (`docs/webhooks.md`). */
+export type OutboundConfig = Config['outbound'];
 /** The job queue's polling, supervision and connections (`docs/jobs.md`). */
 export type JobsConfig = Config['jobs'];
 

@@ -10,6 +10,7 @@ import { save } from './session-state.ts';
 import { SessionView } from './session-view.tsx';
 import { SharePage } from './share-page.tsx';
 import { TasksView } from './tasks-view.tsx';
+import { WebhooksView } from './webhooks-view.tsx';
 import { TriggersPanel } from './triggers.tsx';
 import './style.css';
 
@@ -37,6 +38,7 @@ const useRoute = () => {
   const [, deployId] = hash.match(/^#\/deploy\/([^/]+)$/) ?? [];
   if (deployId) return { kind: 'deploy', id: decodeURIComponent(deployId) };
   if (hash === '#/tasks') return { kind: 'tasks', id: undefined };
+  if (hash === '#/webhooks') return { kind: 'webhooks', id: undefined };
   const [, kind, id] = hash.match(/^#\/(session|share|triggers)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
@@ -264,6 +266,13 @@ function Workspace({
         </section>
         <section>
           <h3>
+            <a href="#/webhooks" class={route.kind === 'webhooks' ? 'current' : ''}>
+              Webhooks
+            </a>
+          </h3>
+        </section>
+        <section>
+          <h3>
             Sessions <a href="#/">+ new</a>
           </h3>
           <ul class="sessions">
@@ -287,6 +296,8 @@ function Workspace({
           <CollectionsView apiKey={apiKey} onProblem={onProblem} />
         ) : route.kind === 'deploy' && route.id ? (
           <DeployPanel key={route.id} apiKey={apiKey} client={client} agentId={route.id} onChats={loadSessions} onProblem={onProblem} />
+        ) : route.kind === 'webhooks' ? (
+          <WebhooksView apiKey={apiKey} onProblem={onProblem} />
         ) : route.kind === 'tasks' ? (
           <TasksView apiKey={apiKey} client={client} onProblem={onProblem} onBalance={onBalance} />
         ) : route.kind === 'triggers' && route.id ? (

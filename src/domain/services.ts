@@ -44,6 +44,15 @@ import { taskRunner } from './tasks/runner.ts';
 import { taskService, recordToolCalls, taskStore } from './tasks/index.ts';
 import { claimTask } from './tasks/settle-store.ts';
 import { triggerService, triggerStore } from './triggers/index.ts';
+import type { AddressGuard } from './core/outbound.ts';
+import {
+  prismaDeliveryStore,
+  prismaWebhookStore,
+  webhookDeliveries,
+  webhookSealedRows,
+  type WebhookSender,
+  webhookService,
+} from './webhooks/index.ts';
 
 /**
  * What the domain is given by a composition root (`app.ts`, the CLI's `cli/services.ts`): the
@@ -66,6 +75,7 @@ export interface ServiceDependencies {
     | 'deployments'
     | 'triggers'
     | 'jobs'
+    | 'webhooks'
   >;
   /** Live events: in process, or shared by every instance through Redis. */
   bus: EventBus;
@@ -88,6 +98,34 @@ export interface ServiceDependencies {
   embeddings: EmbeddingProvider;
   /** Calls the tools served elsewhere (a tool whose handler is a URL). */
   toolServices: ToolServiceClient;
+  /** The guard of users' URLs and the caller of webhooks' receivers; none by default (webhooks refused). */
+  webhooks?: { guard: AddressGuard; sender: WebhookSender };
+}
+
+/** For compositions that call no receiver (a CLI command's): a URL is refused, saying why. */
+const noWebhooks = (): NonNullable<ServiceDependencies['webhooks']> => {
+  const why = 'webhooks are not served by this process';
+  return {
+    guard: { refusal: async () => why },
+    sender: { post: async () => ({ error: why, durationMs: 0 }) },
+  };
+};
+
+/** Endpoints' rules, and their deliveries on the job queue (worked once the service listens). */
+function composeWebhooks(db: Db, dependencies: ServiceDependencies, log: Log) {
+  const { guard, sender } = dependencies.webhooks ?? noWebhooks();
+  const sealer = dependencies.deployments?.sealer ?? noSealer('no webhooks are signed in this process');
+  const settings = dependencies.config.webhooks;
+  const deliveries = webhookDeliveries({ store: prismaDeliveryStore(db), sender, sealer, jobs: dependencies.jobs, settings, log });
+  let stopSweeping = () => {};
+  return {
+    service: webhookService({ store: prismaWebhookStore(db), sealer, guard, limits: { perUser: settings.perUser } }),
+    /** Declares the deliveries' queue and works it on this instance. */
+    async start() {
+      stopSweeping = await deliveries.start();
+    },
+    stop: () => stopSweeping(),
+  };
 }
 
 type Log = ServiceDependencies['log'];
@@ -204,13 +242,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     promptLeaseMs: config.jobs.takeoverS * 1000,
     log,
   });
-  /** What each service that works jobs starts on this instance. */
-  const workers: (() => Promise<void>)[] = [
-    autonomy.startWork,
-    async () => {
-      stopSweeping = await workTriggers(dependencies.jobs, triggersRun, log);
-    },
-  ];
+  const webhooks = composeWebhooks(db, dependencies, log);
   let stopSweeping = () => {};
   return {
     db,
@@ -220,11 +252,13 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
      * calls it once the service listens.
      */
     async startWork() {
-      await Promise.all(workers.map((start) => start()));
+      const [, , stop] = await Promise.all([autonomy.startWork(), webhooks.start(), workTriggers(dependencies.jobs, triggersRun, log)]);
+      stopSweeping = stop;
     },
     /** Stops what `startWork` started beside the queue's workers (the triggers' sweep, the replies runs follow). */
     stopWork() {
       stopSweeping();
+      webhooks.stop();
       triggersRun.close();
     },
     metrics,
@@ -255,6 +289,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     memories,
     manna: mannaService(prismaMannaStore(db)),
     tasks,
+    webhooks: webhooks.service,
   };
 }
 
@@ -312,6 +347,7 @@ function composeDeployments(
     store: rows,
     sealer,
     connectors,
+    alsoSealed: [webhookSealedRows(db)],
     changed: (row, deleted) => {
       runtime.nudge();
       void announce(row, deleted);

@@ -22,5 +22,6 @@ import './types/share.ts';
 import './types/task.ts';
 import './types/tool.ts';
 import './types/trigger.ts';
+import './types/webhook.ts';
 
 export const schema = lexicographicSortSchema(builder.toSchema());

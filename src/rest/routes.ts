@@ -20,6 +20,7 @@ import { taskOperations } from './tasks.ts';
 import { threadOperations } from './threads.ts';
 import { toolOperations } from './tools.ts';
 import { triggerOperations } from './triggers.ts';
+import { webhookOperations } from './webhooks.ts';
 
 const resources: readonly RestOperation[] = [
   ...apiKeyOperations,
@@ -38,6 +39,7 @@ const resources: readonly RestOperation[] = [
   ...taskOperations,
   ...collectionOperations,
   ...threadOperations,
+  ...webhookOperations,
 ];
 
 /** Every REST operation under `/v2` and `/apikeys`: the routes and the OpenAPI document both come from this list. */

@@ -36,7 +36,7 @@ const folder = (path: string) => path.split('/')[0]!;
 /** The folders above the adapters: transports, plumbing, commands. */
 const above = ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo'];
 /** Adapters of the domain's ports, side by side: none imports another, nor the database. */
-const adapters = ['connectors', 'secrets', 'jobs', 'providers', 'executors'];
+const adapters = ['connectors', 'secrets', 'jobs', 'providers', 'executors', 'outbound'];
 const adapterRules = (self: string) => [...above, 'db', ...adapters.filter((a) => a !== self)];
 
 /** Which top-level folders of src/ each folder must not import: they lie outward of it (docs/decisions.md, "Layers"). */
@@ -46,6 +46,7 @@ const outward: Record<string, string[]> = {
   executors: adapterRules('executors'),
   connectors: adapterRules('connectors'),
   secrets: adapterRules('secrets'),
+  outbound: adapterRules('outbound'),
   jobs: ['graphql', 'rest', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'providers', 'executors'],
   realtime: ['graphql', 'rest', 'http', 'cli', 'jobs'],
   limits: ['graphql', 'rest', 'http', 'realtime', 'cli'],

@@ -40,6 +40,7 @@ const services: Record<string, string> = {
   signals: 'signals/service.ts',
   deployments: 'deployments/service.ts',
   relay: 'deployments/relay.ts',
+  webhooks: 'webhooks/service.ts',
 };
 
 /** Services whose rules are still tested only through the app: each moves up to `services` with its rules test. */

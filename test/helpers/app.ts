@@ -16,6 +16,8 @@ import {
   type EventsConfig,
   type HttpConfig,
   type JobsConfig,
+  type OutboundConfig,
+  type WebhooksConfig,
   type LimitsConfig,
   type LlmConfig,
   type SearchConfig,
@@ -65,6 +67,8 @@ export interface ConfigOverrides {
   secrets?: SecretsConfig;
   deployments?: Partial<Omit<DeploymentsConfig, 'telegram'>> & { telegram?: Partial<DeploymentsConfig['telegram']> };
   jobs?: Partial<JobsConfig>;
+  webhooks?: Partial<WebhooksConfig>;
+  outbound?: Partial<OutboundConfig>;
   instanceHeartbeatMs?: number;
   /** A media folder of the test's own (left in place when the app closes); by default a new one, removed with it. */
   mediaDir?: string;
@@ -110,6 +114,8 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
       telegram: { ...base.deployments.telegram, ...overrides.deployments?.telegram },
     },
     jobs: { ...base.jobs, ...overrides.jobs },
+    webhooks: { ...base.webhooks, ...overrides.webhooks },
+    outbound: { ...base.outbound, ...overrides.outbound },
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
     instanceHeartbeatMs: overrides.instanceHeartbeatMs ?? base.instanceHeartbeatMs,

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { launchChromium, recordingPage } from '../helpers/browser.ts';
 import { setUp } from '../helpers/set-up.ts';
+import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
 
 /**
  * Every panel of the playground, opened as a person opens it (from the page, by its links), in
@@ -13,9 +14,17 @@ import { setUp } from '../helpers/set-up.ts';
 let t: TestApp;
 let alice: TestUser;
 let browser: Browser;
+let receiver: Receiver;
 
 setUp(async (start) => {
-  t = await start.app({ llm: { offlineTokenDelayMs: 40 } });
+  receiver = await start.service(startReceiver());
+  // The webhook the panel makes points at a receiver on loopback: allowed as on a private network.
+  t = await start.app({
+    llm: { offlineTokenDelayMs: 40 },
+    outbound: { allowHttp: true, allowPrivate: true },
+    webhooks: { sweepMs: 100 },
+    jobs: { pollMs: 500 },
+  });
   alice = await t.createUser('alice');
   await t.services.manna.grant('alice', '20', 'forever');
   browser = (await start.service(launchChromium())).browser;
@@ -235,6 +244,29 @@ describe('each panel of the playground, as a person opens it', () => {
     await opened('.deployments h2');
     expect(await page.$eval('.deployments h2', (el) => (el as HTMLElement).innerText)).toBe(`Deploy ${agent} to Telegram`);
     expect(await page.$('.deploy-form input[name="telegram-token"]')).not.toBeNull();
+  });
+
+  it('webhooks: makes an endpoint, shows its secret once, sends a test that the receiver verifies, and logs it delivered', async () => {
+    await page.click('a[href="#/webhooks"]');
+    await opened('.webhooks h2');
+    await page.type('.create-webhook input[name="webhook-url"]', receiver.url);
+    await page.click('.create-webhook input[name="TASK_FAILED"]');
+    await page.click('.create-webhook button[type="submit"]');
+    const item = `li[data-webhook="${receiver.url}"]`;
+    await page.waitForSelector(item, SHOWN);
+    const secret = await page.$eval('.webhook-secret code', (el) => (el as HTMLElement).innerText);
+    expect(secret).toMatch(/^whsec_/);
+    await page.click(`${item} button.test`);
+    await expect.poll(() => receiver.received.length, BOUND).toBe(1);
+    expect(receiver.verify(receiver.received[0]!, secret).type).toBe('webhook.test');
+    // The log shows what was stored when it was read: read again until the try's outcome is in.
+    await expect
+      .poll(async () => {
+        await page.click(`${item} button.refresh`);
+        return (await page.$(`${item} li[data-status="delivered"]`)) !== null;
+      }, BOUND)
+      .toBe(true);
+    await noBanner();
   });
 
   it('loaded everything from the service itself, with nothing blocked or thrown', async () => {

@@ -22,7 +22,8 @@ let alice: TestUser;
 let validateAsServer: (doc: PlaygroundDocument) => readonly GraphQLError[];
 
 setUp(async (start) => {
-  t = await start.app();
+  // A webhook the page makes points at loopback (nothing answers there): allowed as on a private network.
+  t = await start.app({ outbound: { allowHttp: true, allowPrivate: true } });
   alice = await t.createUser('alice');
   await t.services.manna.grant('alice', '50', 'forever');
   await searchableCreation(t, alice, { name: 'A lighthouse at dusk', prompt: 'a lighthouse at dusk' });
@@ -108,6 +109,13 @@ const realistic: Record<string, () => Record<string, unknown>> = {
   UpdateTrigger: () => ({ id: ids.trigger, input: { status: 'PAUSED' } }),
   RunTrigger: () => ({ id: ids.trigger }),
   DeleteTrigger: () => ({ id: ids.trigger }),
+  MyWebhooks: () => ({}),
+  CreateWebhook: () => ({ input: { url: 'http://127.0.0.1:9/hook', eventTypes: ['WEBHOOK_TEST', 'TASK_FAILED'] } }),
+  SetWebhookEnabled: () => ({ id: ids.webhook, input: { enabled: false } }),
+  TestWebhook: () => ({ id: ids.webhook }),
+  RotateWebhook: () => ({ id: ids.webhook }),
+  RedeliverWebhook: () => ({ id: ids.webhook, deliveryId: ids.delivery }),
+  DeleteWebhook: () => ({ id: ids.webhook }),
 };
 
 describe("the playground's GraphQL documents", () => {
@@ -135,7 +143,19 @@ describe("the playground's GraphQL documents", () => {
   });
 
   it('each takes the variables the page gives it', () => {
-    for (const name of ['session', 'message', 'task', 'collection', 'creation', 'trigger', 'agent', 'agentRaw', 'share'])
+    for (const name of [
+      'session',
+      'message',
+      'task',
+      'collection',
+      'creation',
+      'trigger',
+      'agent',
+      'agentRaw',
+      'share',
+      'webhook',
+      'delivery',
+    ])
       ids[name] ??= 'placeholder';
     const problems = documents.flatMap((doc) => {
       const { errors } = getVariableValues(schema, doc.operation.variableDefinitions ?? [], realistic[doc.operation.name!.value]!());
@@ -187,5 +207,12 @@ describe("the playground's GraphQL documents", () => {
     expect(triggers.edges[0].node.runs.edges.length).toBeGreaterThan(0);
     await run('Cancel');
     await run('DeleteTrigger');
+    ids.webhook = (await run('CreateWebhook')).createWebhook.webhook.id;
+    ids.delivery = (await run('TestWebhook')).testWebhook.rawId;
+    await run('RedeliverWebhook');
+    expect((await run('MyWebhooks')).me.webhooks[0].deliveries.length).toBeGreaterThan(0);
+    await run('RotateWebhook');
+    await run('SetWebhookEnabled');
+    await run('DeleteWebhook');
   });
 });

@@ -17,7 +17,11 @@ let bob: TestUser;
 
 beforeAll(async () => {
   tg = await startFakeTelegram();
-  t = await startTestApp({ deployments: { telegram: { apiUrl: tg.apiUrl, pollTimeoutS: 1 } } });
+  t = await startTestApp({
+    deployments: { telegram: { apiUrl: tg.apiUrl, pollTimeoutS: 1 } },
+    // A webhook's receiver on loopback (nothing answers there): allowed as for private networks.
+    outbound: { allowHttp: true, allowPrivate: true },
+  });
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
   const res = await fetch(`${t.url}/v2/openapi.json`);
@@ -520,6 +524,25 @@ describe('what the server answers matches what the document says', () => {
     await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', bob.apiKey, { taskId: task.body.task._id });
     await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', a, { taskId: 'nope' });
     await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', a, {});
+
+    const hook = await call('POST', '/v2/webhooks', '/v2/webhooks', a, { url: 'http://127.0.0.1:9/hook', event_types: ['webhook.test'] });
+    await call('POST', '/v2/webhooks', '/v2/webhooks', a, { url: 'http://127.0.0.1:9/hook', event_types: ['task.exploded'] });
+    const hookPath = `/v2/webhooks/${hook.body.webhook.id}`;
+    await call('GET', '/v2/webhooks', '/v2/webhooks', a);
+    await call('GET', '/v2/webhooks/{webhookId}', hookPath, a);
+    await call('GET', '/v2/webhooks/{webhookId}', hookPath, bob.apiKey);
+    await call('PATCH', '/v2/webhooks/{webhookId}', hookPath, a, { description: 'CI', enabled: false });
+    await call('PATCH', '/v2/webhooks/{webhookId}', hookPath, a, {});
+    await call('POST', '/v2/webhooks/{webhookId}/rotate', `${hookPath}/rotate`, a, { overlap_seconds: 60 });
+    await call('POST', '/v2/webhooks/{webhookId}/rotate', `${hookPath}/rotate`, a, { overlap_seconds: -1 });
+    const tested = await call('POST', '/v2/webhooks/{webhookId}/test', `${hookPath}/test`, a);
+    await call('GET', '/v2/webhooks/{webhookId}/deliveries', `${hookPath}/deliveries?limit=5`, a);
+    await call('GET', '/v2/webhooks/{webhookId}/deliveries', `${hookPath}/deliveries?limit=0`, a);
+    const redeliver = '/v2/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver';
+    await call('POST', redeliver, `${hookPath}/deliveries/${tested.body.delivery.id}/redeliver`, a);
+    await call('POST', redeliver, `${hookPath}/deliveries/nope/redeliver`, a);
+    await call('DELETE', '/v2/webhooks/{webhookId}', hookPath, a);
+    await call('DELETE', '/v2/webhooks/{webhookId}', hookPath, a);
 
     const untried = operationsOf()
       .map(({ method, path }) => `${method.toUpperCase()} ${path}`)

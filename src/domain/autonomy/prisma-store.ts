@@ -4,6 +4,7 @@ import { reserveTurns } from '../manna/stores/session-budgets.ts';
 import { insertMessages } from '../replies/message-store.ts';
 import { turnOffAutoReply } from '../sessions/prisma-store.ts';
 import type { AutonomyStore } from './store.ts';
+import { recordWebhookEvent } from '../webhooks/index.ts';
 
 class Busy extends Error {}
 
@@ -84,7 +85,19 @@ export function prismaAutonomyStore(db: Db): AutonomyStore {
     },
 
     // The session's row is its owner's to write: sessions/ turns the setting off.
-    turnOff: (sessionId) => turnOffAutoReply(db, sessionId),
+    turnOff: (sessionId, reason, detail) =>
+      db.$transaction(async (tx) => {
+        if (!(await turnOffAutoReply(tx, sessionId))) return false;
+        const session = await tx.session.findUnique({ where: { id: sessionId }, select: { ownerId: true } });
+        // The owner who turned it off knows; a stop of the service's own (a budget, a failure) is news.
+        if (session && reason !== 'turned_off')
+          await recordWebhookEvent(tx, {
+            userId: session.ownerId,
+            type: 'autonomy.stopped',
+            data: { session_id: sessionId, reason, detail },
+          });
+        return true;
+      }),
 
     replyOutcome: (messageId) => db.message.findUnique({ where: { id: messageId }, select: { status: true, error: true } }),
   };

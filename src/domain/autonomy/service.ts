@@ -123,7 +123,7 @@ export function autonomyRules({ store, bus, jobs, replies, log, random = Math.ra
 
   /** Ends the loop once: turns auto-reply off, drops the waiting turn, tells the watchers why. */
   async function stop(sessionId: string, reason: AutonomyStopReason) {
-    if (!(await store.turnOff(sessionId))) return false;
+    if (!(await store.turnOff(sessionId, reason, STOP_TEXT[reason]))) return false;
     await jobs.cancelWaiting(TURN_QUEUE, sessionId);
     await bus.publish(sessionId, { type: 'autonomy_stopped', reason, detail: STOP_TEXT[reason] });
     return true;

@@ -1,3 +1,4 @@
+import type { AutonomyStopReason } from '../core/events.ts';
 import type { ActorSelection } from '../core/vocabulary.ts';
 import type { Budget } from '../core/budgets.ts';
 import type { Target } from '../replies/runtime.ts';
@@ -42,8 +43,11 @@ export interface AutonomyStore {
    * (the turn is not spent).
    */
   startTurn(sessionId: string, agentId: string, instance: string): Promise<TurnStart>;
-  /** Sets auto-reply off if it is on; whether it was. */
-  turnOff(sessionId: string): Promise<boolean>;
+  /**
+   * Sets auto-reply off if it is on; whether it was. A stop for `reason` other than the owner's
+   * own is written for the owner's webhooks (`autonomy.stopped`) with it.
+   */
+  turnOff(sessionId: string, reason: AutonomyStopReason, detail: string): Promise<boolean>;
   /** How the reply ended, and its error. */
   replyOutcome(messageId: string): Promise<{ status: string; error: string | null } | null>;
 }

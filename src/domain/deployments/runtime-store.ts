@@ -1,3 +1,4 @@
+import { recordWebhookEvent, type WebhookEventInput } from '../webhooks/index.ts';
 import type { Db } from '../../db/database.ts';
 import type { DeploymentPlatform, DeploymentUpdateStatus } from '../../generated/prisma/enums.ts';
 import { newId } from '../core/ids.ts';
@@ -90,6 +91,8 @@ export interface DeploymentRuntimeStore {
   invalidate(deploymentId: string, reason: string): Promise<void>;
   /** What the deployment last failed at (null: nothing now). */
   noteError(deploymentId: string, error: string | null): Promise<void>;
+  /** Its secrets cannot be opened here: `noteError`, and its owner's webhooks told the first time. */
+  cannotOpen(deploymentId: string, error: string): Promise<void>;
 }
 
 /** How a person is named as a sender: their platform name, and who they are there (names are not unique). */
@@ -295,7 +298,18 @@ function chats(db: Db): Pick<DeploymentRuntimeStore, 'chat' | 'setChatSession' |
 }
 
 /** The deployment's own row as its runner reads and marks it. */
-function deploymentState(db: Db): Pick<DeploymentRuntimeStore, 'relayContext' | 'invalidate' | 'noteError'> {
+/** A deployment that stopped running, for its owner's webhooks: why, in a word and in full. */
+const stoppedEvent = (
+  row: { id: string; userId: string; agentId: string; platform: string },
+  reason: 'secrets_refused' | 'secrets_unopenable',
+  detail: string,
+): WebhookEventInput => ({
+  userId: row.userId,
+  type: 'deployment.stopped',
+  data: { deployment_id: row.id, agent_id: row.agentId, platform: row.platform, reason, detail },
+});
+
+function deploymentState(db: Db): Pick<DeploymentRuntimeStore, 'relayContext' | 'invalidate' | 'noteError' | 'cannotOpen'> {
   return {
     async relayContext(deploymentId) {
       const row = await db.deployment.findUnique({
@@ -305,9 +319,26 @@ function deploymentState(db: Db): Pick<DeploymentRuntimeStore, 'relayContext' | 
       return row ? { ...row, config: (row.config ?? {}) as DeploymentConfig } : null;
     },
 
-    async invalidate(deploymentId, reason) {
-      await db.deployment.updateMany({ where: { id: deploymentId }, data: { valid: false, running: false, lastError: reason } });
-    },
+    invalidate: (deploymentId, reason) =>
+      db.$transaction(async (tx) => {
+        const [row] = await tx.deployment.updateManyAndReturn({
+          where: { id: deploymentId },
+          data: { valid: false, running: false, lastError: reason },
+          select: { id: true, userId: true, agentId: true, platform: true },
+        });
+        if (row) await recordWebhookEvent(tx, stoppedEvent(row, 'secrets_refused', reason));
+      }),
+
+    cannotOpen: (deploymentId, error) =>
+      db.$transaction(async (tx) => {
+        // Told once, when it first cannot run: tries again after a cool-down write nothing new.
+        const [row] = await tx.deployment.updateManyAndReturn({
+          where: { id: deploymentId, OR: [{ lastError: null }, { lastError: { not: error } }] },
+          data: { lastError: error },
+          select: { id: true, userId: true, agentId: true, platform: true },
+        });
+        if (row) await recordWebhookEvent(tx, stoppedEvent(row, 'secrets_unopenable', error));
+      }),
 
     async noteError(deploymentId, error) {
       // Written only when it changes: a fault retried every second costs no write each time.

@@ -77,7 +77,7 @@ export function deploymentRuntime(deps: RuntimeDependencies) {
     } catch (e) {
       if (!(e instanceof SealBroken)) throw e;
       cooling.set(held.id, Date.now() + COOLDOWN_MS);
-      await store.noteError(held.id, `Its secrets cannot be opened (${e.message}): deploy it again with them`);
+      await store.cannotOpen(held.id, `Its secrets cannot be opened (${e.message}): deploy it again with them`);
       await store.release(deps.instanceId, held.id);
       return;
     }

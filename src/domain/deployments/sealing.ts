@@ -87,47 +87,61 @@ export async function keepCurrent(
 export type ResealProgress = (done: number, total: number) => void;
 
 /**
+ * Other rows sealed under the same key (webhooks' secrets, `webhooks/`): paged by `id`, each value
+ * opened and sealed for `boundTo` (its row), so a rotation reseals them with the deployments'.
+ */
+export interface SealedRows {
+  count(): Promise<number>;
+  sealedAfter(afterId: string | null, limit: number): Promise<{ id: string; sealed: string | null; boundTo?: string }[]>;
+  replaceSealed(id: string, from: string, to: string): Promise<boolean>;
+}
+
+/**
  * A page of rows at a time, by id, so a store of any size never sits in memory whole. Each row
  * is written on its own: stopped anywhere (a crash), every row is under the key it had or the
  * new one, both still kept, and running it again goes on with those left.
  */
-async function resealAll(store: DeploymentStore, sealer: SecretSealer, progress: ResealProgress) {
+async function resealAll(stores: readonly SealedRows[], sealer: SecretSealer, progress: ResealProgress) {
   if (sealer.problem) throw unavailable(sealer.problem);
   const result = { resealed: 0, current: 0, unreadable: [] as string[] };
-  const total = await store.count();
+  const total = (await Promise.all(stores.map((s) => s.count()))).reduce((a, b) => a + b, 0);
   let done = 0;
-  for (let after: string | null = null; ; ) {
-    const batch = await store.sealedAfter(after, 200);
-    if (!batch.length) return result;
-    for (const { id, sealed } of batch) {
-      if (!sealed) continue;
-      if (sealer.isCurrent(sealed)) {
-        result.current++;
-        continue;
+  for (const store of stores) {
+    for (let after: string | null = null; ; ) {
+      const batch = await store.sealedAfter(after, 200);
+      if (!batch.length) break;
+      for (const { id, sealed, boundTo = id } of batch) {
+        if (!sealed) continue;
+        if (sealer.isCurrent(sealed)) {
+          result.current++;
+          continue;
+        }
+        try {
+          // A row changed meanwhile was sealed again by that change, under the current key.
+          if (await store.replaceSealed(id, sealed, sealer.seal(sealer.open(sealed, boundTo), boundTo))) result.resealed++;
+          else result.current++;
+        } catch (e) {
+          if (!(e instanceof SealBroken)) throw e;
+          result.unreadable.push(id);
+        }
       }
-      try {
-        // A row changed meanwhile was sealed again by that change, under the current key.
-        if (await store.replaceSealed(id, sealed, sealer.seal(sealer.open(sealed, id), id))) result.resealed++;
-        else result.current++;
-      } catch (e) {
-        if (!(e instanceof SealBroken)) throw e;
-        result.unreadable.push(id);
-      }
+      after = batch.at(-1)!.id;
+      done += batch.length;
+      progress(Math.min(done, total), Math.max(done, total));
     }
-    after = batch.at(-1)!.id;
-    done += batch.length;
-    progress(Math.min(done, total), Math.max(done, total));
   }
+  return result;
 }
 
 /** The sealing key's upkeep, an operator's task (`secrets.reseal`, `secrets.rotate`) rather than an owner's. */
-export function keyUpkeep(store: DeploymentStore, sealer: SecretSealer) {
+export function keyUpkeep(store: DeploymentStore, sealer: SecretSealer, others: readonly SealedRows[] = []) {
+  const stores = [store, ...others];
   return {
     /**
      * Seals every deployment's secrets again under the current key (after a key rotation):
      * how many were resealed, how many were already, and the ids of those no key here opens.
      */
-    resealAll: (progress: ResealProgress = () => {}) => resealAll(store, sealer, progress),
+    resealAll: (progress: ResealProgress = () => {}) => resealAll(stores, sealer, progress),
 
     /**
      * Where the sealer keeps its key itself (the data directory's key file): a new key, every
@@ -136,7 +150,7 @@ export function keyUpkeep(store: DeploymentStore, sealer: SecretSealer) {
     async rotateKey(progress: ResealProgress = () => {}) {
       if (sealer.problem) throw unavailable(sealer.problem);
       await sealer.rotate();
-      const result = await resealAll(store, sealer, progress);
+      const result = await resealAll(stores, sealer, progress);
       if (!result.unreadable.length) await sealer.forgetPrevious();
       return result;
     },

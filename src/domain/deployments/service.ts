@@ -6,7 +6,7 @@ import type { Viewer } from '../core/viewer.ts';
 import { type DeploymentConfig, deploySchema, platformSchema, updateDeploymentSchema } from './inputs.ts';
 import type { Connector, SecretSealer } from './ports.ts';
 import { reportedDeployments } from './reported.ts';
-import { type CheckedSecrets, check, keepCurrent, keyUpkeep, sealedFor, secretsOf, secretsToDeploy } from './sealing.ts';
+import { type CheckedSecrets, check, keepCurrent, keyUpkeep, type SealedRows, sealedFor, secretsOf, secretsToDeploy } from './sealing.ts';
 import {
   AccountTaken,
   type ConfigJson,
@@ -38,6 +38,8 @@ export interface DeploymentServiceDependencies {
    * its owner's feed hears of it.
    */
   changed(deployment: DeploymentRow, deleted?: boolean): void;
+  /** Other rows sealed under the same key, resealed with the deployments' when the key rotates. */
+  alsoSealed?: readonly SealedRows[];
 }
 
 /** `config` as written: the keys sent replace the ones kept, a key sent as null goes back to the default. */
@@ -211,7 +213,7 @@ export function deploymentService(deps: DeploymentServiceDependencies) {
       return kept.id;
     },
 
-    ...keyUpkeep(store, sealer),
+    ...keyUpkeep(store, sealer, deps.alsoSealed),
   };
 }
 

@@ -1,3 +1,4 @@
+import { recordWebhookEvent, recordWebhookEvents, type WebhookEventInput } from '../webhooks/index.ts';
 import type { Db } from '../../db/database.ts';
 import { addTokens, countReplyTokens, reserveTurns } from '../manna/stores/session-budgets.ts';
 import { abandonToolCalls } from '../tasks/settle-store.ts';
@@ -57,6 +58,9 @@ export function replyStore(db: Db, sessions: Pick<ReplyStore, 'nameSessions'>): 
           },
           select: messageSelect,
         });
+        const session = await tx.session.findUnique({ where: { id: sessionId }, select: { ownerId: true } });
+        if (session && (row.status === 'complete' || row.status === 'failed'))
+          await recordWebhookEvent(tx, replyEvent(session.ownerId, row));
         return toMessageView(row);
       }),
 
@@ -74,6 +78,21 @@ async function saveCheckpoints(db: Db, group: Checkpoint[]) {
     WHERE m."id" = v.id AND m."status" = 'streaming'`;
 }
 
+/** A reply's end for the session owner's webhooks: the ids, and the message in REST's names. */
+const replyEvent = (
+  ownerId: string,
+  m: { id: string; sessionId: string; senderId: string | null; status: string; content: string; error: string | null },
+): WebhookEventInput => ({
+  userId: ownerId,
+  type: m.status === 'complete' ? 'reply.completed' : 'reply.failed',
+  data: {
+    session_id: m.sessionId,
+    message_id: m.id,
+    sender_id: m.senderId,
+    message: { _id: m.id, role: 'assistant', status: m.status, content: m.content, error: m.error },
+  },
+});
+
 async function saveCompletions(db: Db, e: Completion[]) {
   const saved = await db.$transaction(async (tx) => {
     // The sessions' counters first (see countReplyTokens); a reply of a session deleted meanwhile is not saved.
@@ -82,7 +101,7 @@ async function saveCompletions(db: Db, e: Completion[]) {
       e.map((c) => ({ messageId: c.messageId, tokens: c.promptTokens + c.completionTokens })),
     );
     if (!counted.length) return [];
-    return tx.$queryRaw<{ id: string }[]>`
+    const updated = await tx.$queryRaw<{ id: string }[]>`
       UPDATE "Message" AS m SET "content" = v.content, "thought" = NULLIF(v.thought, ''), "status" = 'complete', "error" = NULL,
         "promptTokens" = v.prompt_tokens, "completionTokens" = v.completion_tokens, "updatedAt" = now()
       FROM unnest(
@@ -91,6 +110,23 @@ async function saveCompletions(db: Db, e: Completion[]) {
       ) AS v(id, content, thought, prompt_tokens, completion_tokens)
       WHERE m."id" = v.id AND m."status" = 'streaming' AND m."sessionId" = ANY(${counted}::text[])
       RETURNING m."id"`;
+    const rows = await tx.message.findMany({
+      where: { id: { in: updated.map((r) => r.id) } },
+      select: {
+        id: true,
+        sessionId: true,
+        senderId: true,
+        status: true,
+        content: true,
+        error: true,
+        session: { select: { ownerId: true } },
+      },
+    });
+    await recordWebhookEvents(
+      tx,
+      rows.map((r) => replyEvent(r.session.ownerId, r)),
+    );
+    return updated;
   });
   const rows = saved.length ? await db.message.findMany({ where: { id: { in: saved.map((r) => r.id) } }, select: messageSelect }) : [];
   return new Map(rows.map((r) => [r.id, toMessageView(r)]));

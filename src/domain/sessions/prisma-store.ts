@@ -298,7 +298,7 @@ export function sessionTitles(db: Db) {
  * Turns a session's auto-reply off if it is on, for the autonomy rules (which sit above sessions
  * and stop their loop with it); whether it was on.
  */
-export async function turnOffAutoReply(db: Db, sessionId: string): Promise<boolean> {
+export async function turnOffAutoReply(db: Db | Prisma.TransactionClient, sessionId: string): Promise<boolean> {
   const changed =
     await db.$executeRaw`UPDATE "Session" SET "autoReply" = false, "updatedAt" = now() WHERE "id" = ${sessionId} AND "autoReply"`;
   return changed === 1;

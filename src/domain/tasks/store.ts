@@ -7,6 +7,28 @@ import { isNoManna, type Manna } from '../core/manna.ts';
 import { debit, spendable } from '../manna/stores/ledger.ts';
 import type { CallCreation, ToolStore } from '../tools/ports.ts';
 import type { TaskOrderBy } from './inputs.ts';
+import { recordWebhookEvent, type WebhookEventInput } from '../webhooks/index.ts';
+
+/**
+ * A task's end for its owner's webhooks: its ids and fields in REST's names. Its result stays out
+ * (it may be large): `GET /v2/tasks/{taskId}` reads it.
+ */
+const taskEvent = (task: Task): WebhookEventInput => ({
+  userId: task.userId,
+  type: task.status === 'completed' ? 'task.completed' : task.status === 'cancelled' ? 'task.cancelled' : 'task.failed',
+  data: {
+    task_id: task.id,
+    task: {
+      _id: task.id,
+      tool: task.tool,
+      status: task.status,
+      error: task.error,
+      cost: Number(task.cost),
+      createdAt: task.createdAt.toISOString(),
+      updatedAt: task.updatedAt.toISOString(),
+    },
+  },
+});
 
 export type { Task };
 
@@ -235,7 +257,9 @@ export function taskStore(db: Db): TaskStore {
         if (outcome.status !== 'completed')
           await returnHold(tx, id, { reason: `refund: ${claimed.tool} ${outcome.status}`, sessionId: null, messageId: null });
         await recordCreations(tx, id, creations);
-        return tx.task.findUniqueOrThrow({ where: { id } });
+        const task = await tx.task.findUniqueOrThrow({ where: { id } });
+        await recordWebhookEvent(tx, taskEvent(task));
+        return task;
       }),
 
     async find<Q extends TaskQuery>(id: string, query?: Q) {

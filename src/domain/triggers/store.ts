@@ -1,3 +1,4 @@
+import { recordWebhookEvent, type WebhookEventInput } from '../webhooks/index.ts';
 import type { Db } from '../../db/database.ts';
 import type { Prisma, Trigger, TriggerRun } from '../../generated/prisma/client.ts';
 import type { TriggerSessionTarget, TriggerStatus } from '../../generated/prisma/enums.ts';
@@ -47,6 +48,27 @@ export interface RunLink {
 }
 
 /** How a run ended. */
+/** A run's end for its owner's webhooks: the ids, and the run and its trigger in REST's names. */
+const runEvent = (trigger: Trigger, run: TriggerRun): WebhookEventInput => ({
+  userId: trigger.userId,
+  type: run.status === 'completed' ? 'trigger.run.completed' : 'trigger.run.failed',
+  data: {
+    trigger_id: trigger.id,
+    agent_id: trigger.agentId,
+    run_id: run.id,
+    session_id: run.sessionId,
+    message_id: run.messageId,
+    run: {
+      id: run.id,
+      status: run.status,
+      error: run.error,
+      started_at: run.startedAt.toISOString(),
+      finished_at: run.finishedAt?.toISOString() ?? null,
+    },
+    trigger: { name: trigger.name, status: trigger.status, error_count: trigger.errorCount },
+  },
+});
+
 export type RunOutcome = { status: 'completed' } | { status: 'failed'; error: string };
 
 /** A position in a trigger's runs (newest first). */
@@ -310,9 +332,11 @@ function runRows(db: Db): Pick<TriggerStore, 'runs' | 'run' | 'claim' | 'renewLe
         if (!ended.count) return null;
         const run = await tx.triggerRun.findUniqueOrThrow({ where: { id: runId } });
         const released = await release(tx, run, error, pauseAfter);
-        return released
+        const settled = released
           ? { run, ...released }
           : { run, trigger: await tx.trigger.findUnique({ where: { id: run.triggerId } }), paused: false };
+        if (settled.trigger) await recordWebhookEvent(tx, runEvent(settled.trigger, run));
+        return settled;
       }),
   };
 }

@@ -34,6 +34,7 @@ const loaders: Record<string, Loader> = {
   Deployment: (ctx, id, info) => ctx.services.deployments.get(viewerOf(ctx), id, planFor(ctx, info, 'Deployment')),
   Trigger: (ctx, id, info) => ctx.services.triggers.get(viewerOf(ctx), id, planFor(ctx, info, 'Trigger')),
   Task: (ctx, id, info) => ctx.services.tasks.get(viewerOf(ctx), id, planFor(ctx, info, 'Task')),
+  Webhook: (ctx, id) => ctx.services.webhooks.get(viewerOf(ctx), id),
   Message: (ctx, id) => ctx.services.sessions.message(viewerOf(ctx), id),
   // A share is public by its id, as `share(shareId:)` is.
   Share: (ctx, id) => ctx.services.shares.read(id),

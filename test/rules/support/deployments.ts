@@ -298,6 +298,7 @@ export class Relayed {
       release: unused,
       receive: unused,
       pending: unused,
+      cannotOpen: unused,
       invalidate: unused,
       noteError: async () => {},
       relayContext: async () => ({ ...this.context }),

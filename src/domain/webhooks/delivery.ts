@@ -1,0 +1,195 @@
+import type { JobQueue } from '../core/jobs.ts';
+import type { Sealer, WebhookSender } from './ports.ts';
+import { signedHeaders } from './signing.ts';
+import type { ClaimedDelivery, DeliveryStore, TryOutcome } from './store.ts';
+
+export const WEBHOOK_QUEUE = 'webhook-deliveries';
+/** Of an answer, what is read and kept in the log: a receiver cannot make the service read more. */
+export const MAX_ANSWER_BYTES = 4096;
+/** Deliveries one instance runs at once, over all endpoints. */
+const CONCURRENCY = 64;
+/** Deliveries a sweep hands to the queue at most; the rest go in the next. */
+const SWEEP_BATCH = 500;
+/** How long past its timeout a try holds its delivery: enough to store the outcome. */
+const CLAIM_MARGIN_MS = 5_000;
+/**
+ * A delivery handed to the queue this long ago and held by no try is handed out again: its job
+ * was lost (an instance died between the sweep and the send) or ended without a try.
+ */
+const STALE_MS = 30_000;
+
+export interface DeliverySettings {
+  timeoutMs: number;
+  retryDelaysS: readonly number[];
+  disableAfterS: number;
+  inFlightPerEndpoint: number;
+  sweepMs: number;
+}
+
+interface Log {
+  error(obj: unknown, msg?: string): void;
+  warn?(obj: unknown, msg?: string): void;
+  info?(obj: unknown, msg?: string): void;
+}
+
+/** The secrets that sign now: the current one, and the one before while its overlap lasts. */
+function openSecrets(sealer: Sealer, claimed: ClaimedDelivery, now: Date): string[] {
+  const { secret, previousSecret, previousUntil } = claimed.secrets;
+  const open = [sealer.open(secret, claimed.webhookId)];
+  if (previousSecret && previousUntil && previousUntil > now) open.push(sealer.open(previousSecret, claimed.webhookId));
+  return open;
+}
+
+/**
+ * Delivering on the job queue, at least once: a delivery is a row, due at `nextAttemptAt`; a
+ * sweep on every instance hands due ones to the queue, a job takes one try (the row's claim, so
+ * one instance tries it however many jobs name it), signs it, sends it and stores the outcome,
+ * then sends the job of the next try with the growing delay. A try whose instance dies is taken
+ * again once its claim lapses, with the same `webhook-id`.
+ */
+export function webhookDeliveries(deps: {
+  store: DeliveryStore;
+  sender: WebhookSender;
+  sealer: Sealer;
+  jobs: JobQueue;
+  settings: DeliverySettings;
+  log: Log;
+}) {
+  const { store, sender, sealer, jobs, settings, log } = deps;
+  const inFlight = new Map<string, number>();
+  const again = (id: string, at: Date) => jobs.send(WEBHOOK_QUEUE, { id }, { at });
+
+  const nextTry = (attempt: number, at: Date) => {
+    const delay = settings.retryDelaysS[attempt - 1];
+    return delay === undefined ? null : new Date(at.getTime() + delay * 1000);
+  };
+
+  async function send(claimed: ClaimedDelivery, signal: AbortSignal | undefined): Promise<TryOutcome> {
+    const at = new Date();
+    let secrets: string[];
+    try {
+      secrets = openSecrets(sealer, claimed, at);
+    } catch (err) {
+      log.error({ err, webhook: claimed.webhookId }, 'a webhook secret could not be opened');
+      return {
+        at,
+        statusCode: null,
+        durationMs: 0,
+        answer: null,
+        error: 'the signing secret cannot be opened here',
+        delivered: false,
+        nextAttemptAt: nextTry(claimed.attempts + 1, at),
+      };
+    }
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'parley-webhooks',
+      ...signedHeaders(secrets, claimed.eventId, at, claimed.body),
+    };
+    const response = await sender.post({
+      url: claimed.url,
+      headers,
+      body: claimed.body,
+      timeoutMs: settings.timeoutMs,
+      maxAnswerBytes: MAX_ANSWER_BYTES,
+      signal,
+    });
+    const delivered = response.status !== undefined && response.status >= 200 && response.status < 300;
+    // The wait before the next try counts from the end of this one: a try cut at the timeout is not followed at once.
+    const ended = new Date();
+    return {
+      at,
+      statusCode: response.status ?? null,
+      durationMs: response.durationMs,
+      answer: response.status !== undefined ? response.answer : null,
+      error: response.status === undefined ? response.error : null,
+      delivered,
+      nextAttemptAt: delivered ? null : nextTry(claimed.attempts + 1, ended),
+    };
+  }
+
+  async function tryOnce(claimed: ClaimedDelivery, signal: AbortSignal | undefined) {
+    const outcome = await send(claimed, signal);
+    if (signal?.aborted) {
+      // Given up here (a shutdown): not the receiver's failure. The try goes back untried, and the
+      // job fails so that another instance takes it at once (the same webhook-id).
+      await store.release(claimed.id, claimed.attempts, new Date());
+      throw new Error('the instance stopped during the try');
+    }
+    const { disabled } = await store.settle(claimed, outcome, {
+      before: new Date(outcome.at.getTime() - settings.disableAfterS * 1000),
+      reason: `every delivery failed for ${Math.round(settings.disableAfterS / 3600)} hours; turn it on again once the receiver answers`,
+    });
+    if (disabled) log.warn?.({ webhook: claimed.webhookId, user: claimed.userId }, 'a webhook that kept failing was turned off');
+    if (outcome.nextAttemptAt) await again(claimed.id, outcome.nextAttemptAt);
+  }
+
+  /** One job: one try of the delivery, if it is due and no one else holds it. */
+  async function handle(id: string, signal?: AbortSignal) {
+    const now = new Date();
+    const claimed = await store.claim(id, now, new Date(now.getTime() + settings.timeoutMs + CLAIM_MARGIN_MS));
+    if (!claimed) {
+      // Not due yet (a job sent before its try was put off), or held by a try under way or by an
+      // instance that died during one: the job comes back when it can be taken. A try that ends
+      // meanwhile sends its own next job, and the claim makes the two one.
+      const due = await store.dueAt(id);
+      if (due && due > now) await again(id, new Date(due.getTime() + 100));
+      return;
+    }
+    if (claimed.endpointOff) return store.dropOff(id, claimed.attempts, now);
+    const running = inFlight.get(claimed.webhookId) ?? 0;
+    if (running >= settings.inFlightPerEndpoint) {
+      const later = new Date(now.getTime() + 1_000);
+      await store.release(id, claimed.attempts, later);
+      await again(id, later);
+      return;
+    }
+    inFlight.set(claimed.webhookId, running + 1);
+    try {
+      await tryOnce(claimed, signal);
+    } finally {
+      const left = (inFlight.get(claimed.webhookId) ?? 1) - 1;
+      if (left) inFlight.set(claimed.webhookId, left);
+      else inFlight.delete(claimed.webhookId);
+    }
+  }
+
+  /** Hands every due delivery no job holds to the queue: new events, tries whose job was lost. */
+  async function sweep() {
+    const now = new Date();
+    const stale = new Date(now.getTime() - STALE_MS);
+    for (;;) {
+      const ids = await store.takeDue(now, stale, SWEEP_BATCH);
+      await Promise.all(ids.map((id) => jobs.send(WEBHOOK_QUEUE, { id })));
+      if (ids.length < SWEEP_BATCH) return;
+    }
+  }
+
+  return {
+    handle,
+    sweep,
+    /** Declares the queue, works it here and sweeps every `sweepMs`; returns how to stop sweeping. */
+    async start() {
+      const runSeconds = Math.ceil((settings.timeoutMs + CLAIM_MARGIN_MS) / 1000) + 30;
+      await jobs.declare({ name: WEBHOOK_QUEUE, retries: 3, retryDelaySeconds: 1, runSeconds });
+      await jobs.work<{ id: string }>(WEBHOOK_QUEUE, { concurrency: CONCURRENCY }, (job) => handle(job.data.id, job.signal));
+      // One sweep at a time here: a slow one is not joined by the next tick.
+      let sweeping = false;
+      const tick = () => {
+        if (sweeping) return;
+        sweeping = true;
+        sweep()
+          .catch((err) => log.error({ err }, 'webhook deliveries could not be handed to the queue'))
+          .finally(() => {
+            sweeping = false;
+          });
+      };
+      tick();
+      const timer = setInterval(tick, settings.sweepMs);
+      timer.unref();
+      return () => clearInterval(timer);
+    },
+  };
+}
+
+export type WebhookDeliveries = ReturnType<typeof webhookDeliveries>;

@@ -1,0 +1,85 @@
+import { expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import { type FakeTelegram, startFakeTelegram } from '../helpers/fake-telegram.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { setUp } from '../helpers/set-up.ts';
+import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
+
+// Webhook events written where the service stops something on its own: a deployment whose token
+// the platform refused (fake Telegram), and an autonomous loop that spent its turn budget (the
+// real job queue, the offline responder). A real receiver verifies each with standardwebhooks.
+
+let t: TestApp;
+let tg: FakeTelegram;
+let alice: TestUser;
+let receiver: Receiver;
+let secret: string;
+
+setUp(async (start) => {
+  receiver = await start.service(startReceiver());
+  tg = await start.service(startFakeTelegram());
+  t = await start.app({
+    outbound: { allowHttp: true, allowPrivate: true },
+    webhooks: { sweepMs: 100 },
+    jobs: { pollMs: 500 },
+    deployments: { leaseMs: 1_500, telegram: { apiUrl: tg.apiUrl, pollTimeoutS: 1 } },
+  });
+  alice = await t.createUser('alice');
+  const made = await t.rest('POST', '/v2/webhooks', {
+    key: alice.apiKey,
+    body: { url: receiver.url, event_types: ['deployment.stopped', 'autonomy.stopped'] },
+  });
+  expect(made.status).toBe(201);
+  secret = made.body.secret;
+});
+
+/** The events of `type` the receiver got, verified. */
+const heard = (type: string) => receiver.received.map((r) => receiver.verify(r, secret)).filter((e) => e.type === type);
+
+it('tells the owner a deployment stopped because the platform refused its token, with why', async () => {
+  const agent = await fixtures(t).agent(alice, { public: false });
+  const token = tg.addBot();
+  const deployed = await t.rest('POST', `/v2/agents/${agent.id}/deployments`, {
+    key: alice.apiKey,
+    body: { platform: 'telegram', secrets: { telegram: { token } } },
+  });
+  expect(deployed.status).toBe(200);
+  await tg.until(() => tg.polling(token).now === 1, 20_000, 'the deployment to poll');
+  tg.revoke(token);
+  await expect.poll(() => heard('deployment.stopped'), { timeout: 20_000 }).toHaveLength(1);
+  expect(heard('deployment.stopped')[0]!.data).toEqual({
+    deployment_id: deployed.body.deploymentId,
+    agent_id: agent.id,
+    platform: 'telegram',
+    reason: 'secrets_refused',
+    detail: 'Telegram refused the bot token (it was revoked or changed)',
+  });
+});
+
+it('tells the owner an autonomous loop stopped on its turn budget, and not when the owner turned it off', async () => {
+  const agent = await fixtures(t).agent(alice);
+  const on = { auto_reply: true, reply_interval: 0, actor_selection_method: 'random' };
+  const spent = await t.rest('POST', '/v2/sessions/create', {
+    key: alice.apiKey,
+    body: { agent_ids: [agent.id], budget: { turn_budget: 2 }, autonomy_settings: on },
+  });
+  expect(spent.status).toBe(201);
+  const sessionId = spent.body.session.id;
+  await expect.poll(() => heard('autonomy.stopped'), { timeout: 30_000 }).toHaveLength(1);
+  expect(heard('autonomy.stopped')[0]!.data).toMatchObject({ session_id: sessionId, reason: 'turn_budget' });
+
+  const owned = await t.rest('POST', '/v2/sessions/create', {
+    key: alice.apiKey,
+    body: { agent_ids: [agent.id], budget: { turn_budget: 1000 }, autonomy_settings: { ...on, reply_interval: 3600 } },
+  });
+  const off = await t.rest('PATCH', `/v2/sessions/${owned.body.session.id}`, {
+    key: alice.apiKey,
+    body: { autonomy_settings: { ...on, auto_reply: false } },
+  });
+  expect(off.status, JSON.stringify(off.body)).toBe(200);
+  // An event is written in the transaction of the stop it reports, so the log would show it at once.
+  const hook = (await t.rest('GET', '/v2/webhooks', { key: alice.apiKey })).body.webhooks[0].id;
+  const log = (await t.rest('GET', `/v2/webhooks/${hook}/deliveries`, { key: alice.apiKey })).body.deliveries;
+  expect(log.filter((d: { event_type: string }) => d.event_type === 'autonomy.stopped')).toHaveLength(1);
+  expect(heard('autonomy.stopped').map((e) => e.data.session_id)).toEqual([sessionId]);
+});
