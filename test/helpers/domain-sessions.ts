@@ -5,7 +5,7 @@ import { apiKeyService, prismaApiKeyStore } from '../../src/domain/api-keys/inde
 import { autonomyRules, prismaAutonomyStore } from '../../src/domain/autonomy/index.ts';
 import type { EventBus } from '../../src/domain/core/bus.ts';
 import { feedService } from '../../src/domain/feeds/index.ts';
-import type { ReplyJob } from '../../src/domain/replies/engine.ts';
+import type { ReplyEngine, ReplyJob } from '../../src/domain/replies/engine.ts';
 import { prismaSessionStore, sessionService } from '../../src/domain/sessions/index.ts';
 import { prismaSignalStore, signalOutbox } from '../../src/domain/signals/index.ts';
 import { memorySlotStore } from '../../src/limits/slots.ts';
@@ -16,16 +16,20 @@ import { domainConfig, quietLog } from './domain-database.ts';
 /**
  * The sessions service, API keys and users' feeds over their Prisma stores, composed as
  * src/domain/services.ts composes them, for tests of what those stores answer on a real database.
- * No reply engine runs: the replies a prompt asks for are written `streaming` by the sessions'
- * store and their start is recorded in `started`. Autonomous turns go to a job queue in memory
+ * Unless given `replies` (a reply engine of the test's), none runs: the replies a prompt asks for
+ * are written `streaming` by the sessions' store and their start is recorded in `started`. Autonomous turns go to a job queue in memory
  * that nothing works. Stream slots are counted in this process.
  */
-export function sessionsOver(db: Db, bus: EventBus, options: { limits?: Partial<LimitsConfig>; events?: Partial<EventsConfig> } = {}) {
+export function sessionsOver(
+  db: Db,
+  bus: EventBus,
+  options: { limits?: Partial<LimitsConfig>; events?: Partial<EventsConfig>; replies?: Pick<ReplyEngine, 'instanceId' | 'start'> } = {},
+) {
   const streams = streamLimits(memorySlotStore(), { ...domainConfig.limits, ...options.limits }, quietLog);
   const signals = signalOutbox(prismaSignalStore(db), bus, quietLog);
   const gate = accessGate(prismaWatchAccessStore(db), options.events?.accessRecheckMs ?? domainConfig.events.accessRecheckMs, quietLog);
   const started: ReplyJob[] = [];
-  const replies = {
+  const replies = options.replies ?? {
     instanceId: 'test-instance',
     start: async (job: ReplyJob) => {
       started.push(job);
