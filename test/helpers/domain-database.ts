@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll } from 'vitest';
 import { type EventsConfig, loadConfig } from '../../src/config.ts';
-import { type Database, type Db, openDatabase } from '../../src/db/database.ts';
+import { type Database, type Db, type JobsConnection, openDatabase } from '../../src/db/database.ts';
 import { applyMigrations } from '../../src/db/migrate.ts';
 import type { EventBus } from '../../src/domain/core/bus.ts';
 import { agentService, agentStore } from '../../src/domain/agents/index.ts';
@@ -22,6 +22,8 @@ export const quietLog = { error: () => {}, warn: () => {}, info: () => {} };
 export interface DomainDatabase {
   /** Prisma over the migrated database, as the app's stores are given it. */
   readonly db: Db;
+  /** Where the job queue keeps its jobs on this database (`pgBossQueue`'s connection), as the app gives it. */
+  readonly jobs: JobsConnection;
   /** Every SQL statement Prisma sent, in order (for the checks of how many statements a write takes). */
   readonly queries: string[];
   /** The live events bus CI's lane runs on: through Redis on the second lane (TEST_REDIS_URL), else in process; closed after the file. */
@@ -61,6 +63,10 @@ export function domainDatabase(): DomainDatabase {
     get db() {
       if (!database) throw new Error('domain-database: the database is opened before the tests, in beforeAll');
       return database.prisma;
+    },
+    get jobs() {
+      if (!database) throw new Error('domain-database: the database is opened before the tests, in beforeAll');
+      return database.jobs;
     },
     queries,
     bus(events = {}) {

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import type { Job, JobQueue } from '../../src/domain/core/jobs.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { pgBossQueue } from '../../src/jobs/pg-boss.ts';
 import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
@@ -10,88 +9,7 @@ import { root } from '../helpers/service-command.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { until } from '../helpers/until.ts';
-
-/** Quick polling and supervision, so a test waits no longer than the rule it checks. */
-const jobs = { pollMs: 500, superviseS: 1 };
-const spec = { retries: 2, retryDelaySeconds: 0, runSeconds: 600 };
-
-/** Works `queue` on `app` and records each job it runs. */
-async function worked<T extends object>(queue: JobQueue, name: string, concurrency = 2, handle?: (job: Job<T>) => Promise<void>) {
-  const runs: { id: string; data: T; retry: number; at: number }[] = [];
-  await queue.work<T>(name, { concurrency }, async (job) => {
-    runs.push({ id: job.id, data: job.data, retry: job.retry, at: Date.now() });
-    await handle?.(job);
-  });
-  return runs;
-}
-
-describe('the job queue, on the database the service runs on', () => {
-  let app: TestApp;
-  setUp(async (start) => {
-    app = await start.app({ jobs });
-  });
-
-  it('runs a job sent now, once', async () => {
-    const queue = app.services.jobs;
-    await queue.declare({ name: 'now', ...spec });
-    const runs = await worked<{ n: number }>(queue, 'now');
-    const id = await queue.send('now', { n: 1 });
-    await until('the job to run', () => runs.length);
-    expect(runs).toEqual([{ id, data: { n: 1 }, retry: 0, at: expect.any(Number) }]);
-  });
-
-  it('runs a job sent for a time at that time, not before', async () => {
-    const queue = app.services.jobs;
-    await queue.declare({ name: 'later', ...spec });
-    const runs = await worked<{ n: number }>(queue, 'later');
-    const at = new Date(Date.now() + 1_500);
-    await queue.send('later', { n: 2 }, { at });
-    await until('the job to run', () => runs.length, { timeoutMs: 10_000 });
-    expect(runs[0]!.at).toBeGreaterThanOrEqual(at.getTime());
-    expect(runs[0]!.data).toEqual({ n: 2 });
-  });
-
-  it('keeps one job of a key waiting: a second is not sent, and cancelling the first leaves none', async () => {
-    const queue = app.services.jobs;
-    await queue.declare({ name: 'keyed', oneAtATimePerKey: true, ...spec });
-    const at = new Date(Date.now() + 60_000);
-    const first = await queue.send('keyed', { n: 1 }, { key: 'session-1', at });
-    expect(first).toEqual(expect.any(String));
-    expect(await queue.send('keyed', { n: 2 }, { key: 'session-1', at })).toBeNull();
-    // Another key is another job.
-    expect(await queue.send('keyed', { n: 3 }, { key: 'session-2', at })).toEqual(expect.any(String));
-    expect(await queue.waiting('keyed', 'session-1')).toBe(true);
-    expect(await queue.cancelWaiting('keyed', 'session-1')).toBe(1);
-    expect(await queue.waiting('keyed', 'session-1')).toBe(false);
-    expect(await queue.waiting('keyed', 'session-2')).toBe(true);
-    expect(await queue.send('keyed', { n: 4 }, { key: 'session-1', at })).toEqual(expect.any(String));
-  });
-
-  it('tries a job again when its handler throws, as the queue says', async () => {
-    const queue = app.services.jobs;
-    await queue.declare({ name: 'flaky', ...spec, retries: 1 });
-    const runs = await worked<{ n: number }>(queue, 'flaky', 1, async (job) => {
-      if (job.retry === 0) throw new Error('first try fails');
-    });
-    await queue.send('flaky', { n: 5 });
-    await until('the second try', () => runs.length === 2, { timeoutMs: 10_000 });
-    expect(runs.map((r) => r.retry)).toEqual([0, 1]);
-  });
-
-  it('hands a job whose last try threw to its givenUpTo queue, with its data, once', async () => {
-    const queue = app.services.jobs;
-    await queue.declare({ name: 'hopeless-given-up', ...spec });
-    await queue.declare({ name: 'hopeless', ...spec, retries: 1, givenUpTo: 'hopeless-given-up' });
-    const runs = await worked<{ n: number }>(queue, 'hopeless', 1, async () => {
-      throw new Error('every try fails');
-    });
-    const givenUp = await worked<{ n: number }>(queue, 'hopeless-given-up');
-    await queue.send('hopeless', { n: 6 });
-    await until('the given-up job', () => givenUp.length, { timeoutMs: 10_000 });
-    expect(runs.map((r) => r.retry)).toEqual([0, 1]);
-    expect(givenUp.map((r) => r.data)).toEqual([{ n: 6 }]);
-  });
-});
+import { jobs, spec, worked } from './support.ts';
 
 describe('the job queue, with two instances over one PostgreSQL', () => {
   let url: string;

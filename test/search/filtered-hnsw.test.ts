@@ -1,25 +1,28 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultSearchConfig } from '../../src/config.ts';
 import { detectVectorColumn } from '../../src/db/vector-column.ts';
 import { hashedNgramVector } from '../../src/domain/search/embeddings/hashed-ngrams.ts';
-import type { TestApp, TestUser } from '../helpers/app.ts';
+import { searchService, searchStore } from '../../src/domain/search/index.ts';
+import { embeddingProviderFor } from '../../src/providers/index.ts';
 import { onRealPostgres } from '../helpers/database.ts';
-import { setUp } from '../helpers/set-up.ts';
+import { domainDatabase, people } from '../helpers/domain-database.ts';
 
 /**
  * A filter that drops every nearest neighbour must not empty the page. 380 creations match the
  * query closely and 20 loosely; filtering on the tool of the 20 leaves nothing among the first
  * `ef_search` candidates of the HNSW index, so only iterative index scans (which search turns
- * on for its transaction) find them.
+ * on for its transaction) find them. The search service over its store on a migrated database, no app.
  */
 describe('filtered search over the HNSW index', () => {
-  let t: TestApp;
-  let alice: TestUser;
+  const t = domainDatabase();
+  let search: ReturnType<typeof searchService>;
+  let alice: { id: string };
   const efSearch = 40;
 
-  setUp(async (start) => {
-    t = await start.app({ search: { ...defaultSearchConfig, efSearch, minScore: -1 } });
-    alice = await t.createUser('alice');
+  beforeAll(async () => {
+    const config = { ...defaultSearchConfig, efSearch, minScore: -1 };
+    search = searchService(searchStore(t.db), config, embeddingProviderFor(config.embeddings));
+    alice = await (await people(t.db)).user('alice');
     // Varied names: hundreds of near-identical vectors would leave some unreachable in any HNSW graph.
     const adjectives =
       'amber brisk calm dusky eager faded gilded hazy icy jolly keen lush misty noble ochre pale quiet rusty sunny tawny'.split(' ');
@@ -40,7 +43,7 @@ describe('filtered search over the HNSW index', () => {
         ).id,
       );
     }
-    await t.services.search.indexCreations(ids);
+    await search.indexCreations(ids);
     // On a table this small the planner would rather scan it than use the HNSW index. The
     // embedded database is one session: these settings (and no other index to prefer) make it
     // plan as it does on a large table.
@@ -53,7 +56,7 @@ describe('filtered search over the HNSW index', () => {
   });
 
   it('still finds the 20 creations of the filtered tool', async () => {
-    const page = await t.services.search.search({ id: alice.id }, { query: 'kite festival dunes', tool: 'sdxl', limit: 100 });
+    const page = await search.search({ id: alice.id }, { query: 'kite festival dunes', tool: 'sdxl', limit: 100 });
     expect(page.total).toBe(20);
     expect(page.docs.every((d) => d.tool === 'sdxl')).toBe(true);
   });
