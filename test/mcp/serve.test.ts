@@ -122,6 +122,23 @@ describe('/mcp: the tools', () => {
     expect(JSON.stringify(session.body)).not.toContain('Mine now');
   });
 
+  it("refuses arguments outside a tool's input schema before any domain call: nothing is sent, nothing is held", async () => {
+    const client = await connect(alice.apiKey);
+    const before = { sessions: await t.db.session.count(), tasks: await t.db.task.count() };
+    for (const [name, args] of [
+      ['talk_to_agent', { agent_id: scribe }],
+      ['talk_to_agent', { agent_id: scribe, content: 42 }],
+      ['run_task', { args: { seconds: 1 } }],
+    ] as const) {
+      const refused = await call(client, name, args);
+      expect(refused.isError, `${name} ${JSON.stringify(args)}`).toBe(true);
+      expect(textOf(refused)).toMatch(
+        /^MCP error -32602: Input validation error: Invalid arguments for tool (talk_to_agent|run_task): .*at (content|tool)$/s,
+      );
+    }
+    expect({ sessions: await t.db.session.count(), tasks: await t.db.task.count() }).toEqual(before);
+  });
+
   it('searches creations as GET /v2/creations/search does', async () => {
     await searchableCreation(t, alice, { name: 'Lighthouse in a thunderstorm', prompt: 'a lighthouse in a thunderstorm, watercolor' });
     await searchableCreation(t, alice, { name: 'Fox reading under a streetlamp', prompt: 'a fox reading a book under a streetlamp' });
