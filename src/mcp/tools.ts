@@ -17,7 +17,7 @@ const json = (value: unknown): CallToolResult => ({
 });
 
 /** A refusal the caller can act on (not found, bad input, not enough manna) is the tool's failure, told to the model. */
-export const failure = (message: string): CallToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
+const failure = (message: string): CallToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
 
 /** A field of the domain's input as the tools' arguments name it (`agentIds` is `agent_id`). */
 const argumentName = (field: string | number) =>
