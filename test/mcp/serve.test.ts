@@ -221,6 +221,9 @@ describe('/mcp: keys and sessions', () => {
     const client = await connect(dave.apiKey);
     const other = await connect(dave.apiKey);
     const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId!;
+    // The idle session's event stream (the GET the client holds open) is closed by the server; the
+    // client's attempt to open it again is refused, which it reports as an error.
+    const otherStreamLost = new Promise<Error>((r) => (other.onerror = r));
     let firstToken = () => {};
     const streaming = new Promise<void>((r) => (firstToken = r));
     const calling = call(client, 'talk_to_agent', { agent_id: scribe, content: 'Go on' }, () => firstToken());
@@ -237,6 +240,7 @@ describe('/mcp: keys and sessions', () => {
     release();
     expect(ended).toEqual({ result: expect.objectContaining({ isError: true }) });
     expect(textOf((ended as { result: CallToolResult }).result)).toBe('The API key of this stream was deleted');
+    expect((await otherStreamLost).message).toMatch(/401|Unauthorized|Invalid API key/i);
     await expect(other.listTools()).rejects.toThrow();
     expect((await post(dave.apiKey, sessionId, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} })).status).toBe(401);
   });
