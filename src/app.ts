@@ -38,6 +38,7 @@ import { chatProviderFor, embeddingProviderFor } from './providers/index.ts';
 import { createEventBus } from './realtime/index.ts';
 import { instanceRegistry } from './realtime/instances.ts';
 import { connectRedis } from './redis/client.ts';
+import { mcpRoute } from './mcp/route.ts';
 import { mediaRoutes } from './rest/media.ts';
 import { restRoutes } from './rest/routes.ts';
 import { loadSealer } from './secrets/keyring.ts';
@@ -126,6 +127,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   graphqlRoute(http, yoga);
   restRoutes(http, services, config.events);
   mediaRoutes(http, config.mediaDir);
+  mcpRoute(http, services, config.mcp);
   const websocket = attachGraphQLWebSocket(http.server, yoga, yoga.graphqlEndpoint, {
     bus: services.bus,
     events: config.events,

@@ -357,6 +357,16 @@ export const settings = {
       meaning: 'graphql-ws sockets one API key may hold open',
     }),
   },
+  mcp: {
+    maxSessionsPerKey: setting('MCP_MAX_SESSIONS_PER_KEY', positiveInt, {
+      default: 10,
+      meaning: 'MCP sessions (`/mcp`, `docs/mcp.md`) one API key may hold open on one instance',
+    }),
+    sessionIdleS: setting('MCP_SESSION_IDLE_S', positiveInt, {
+      default: 1800,
+      meaning: 'seconds an MCP session lives without a request before it is closed',
+    }),
+  },
   limits: {
     rate: {
       windowMs: setting('RATE_LIMIT_WINDOW_MS', positiveInt, { default: 60_000, meaning: 'the window requests are counted in' }),
@@ -578,6 +588,7 @@ export type Config = Shape<typeof settings>;
 export type LlmConfig = Config['llm'];
 export type EventsConfig = Config['events'];
 export type WebSocketConfig = Config['websocket'];
+export type McpConfig = Config['mcp'];
 export type HttpConfig = Config['http'];
 /** What one API key (or, without one, one IP address) may do; 0 in a rate means no limit. */
 export type LimitsConfig = Config['limits'];

@@ -19,6 +19,13 @@ export function closeIfBodyUnread(request: FastifyRequest, reply: FastifyReply) 
     reply.header('connection', 'close');
 }
 
+/** The key a request carries: `X-Api-Key`, or `Authorization: Bearer` where the route takes it (MCP). */
+function keyOf(request: FastifyRequest): string | undefined {
+  const key = request.headers['x-api-key'] as string | undefined;
+  if (key !== undefined || !request.routeOptions.config.bearer) return key;
+  return /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+}
+
 /**
  * Every REST route needs `X-Api-Key` unless its config says `public`; failures are 401 `{error}`.
  * GraphQL's route is public (some fields are) but takes a key when one is sent. `admit` runs
@@ -32,7 +39,7 @@ export function installAuth(app: FastifyInstance, services: Services, admit: Adm
     let refusal: DomainError | null = null;
     if (required || (route.config.graphql && request.headers['x-api-key'] !== undefined)) {
       try {
-        request.viewer = await services.apiKeys.authenticate(request.headers['x-api-key'] as string | undefined);
+        request.viewer = await services.apiKeys.authenticate(keyOf(request));
       } catch (e) {
         // GraphQL looks the key up again and answers a failure (the database is down) its own way.
         if (!isDomainError(e) && required) throw e;

@@ -46,6 +46,8 @@ declare module 'fastify' {
     public?: boolean;
     /** GraphQL over HTTP: a key is optional, and refusals before GraphQL runs are GraphQL errors. */
     graphql?: boolean;
+    /** The key may also come as `Authorization: Bearer <key>`, as MCP clients send it. */
+    bearer?: boolean;
   }
 }
 

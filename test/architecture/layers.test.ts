@@ -34,7 +34,7 @@ function imports(): { from: string; to: string }[] {
 const folder = (path: string) => path.split('/')[0]!;
 
 /** The folders above the adapters: transports, plumbing, commands. */
-const above = ['rest', 'graphql', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo'];
+const above = ['rest', 'graphql', 'mcp', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo'];
 /** Adapters of the domain's ports, side by side: none imports another, nor the database. */
 const adapters = ['connectors', 'secrets', 'jobs', 'providers', 'executors', 'outbound'];
 const adapterRules = (self: string) => [...above, 'db', ...adapters.filter((a) => a !== self)];
@@ -47,14 +47,15 @@ const outward: Record<string, string[]> = {
   connectors: adapterRules('connectors'),
   secrets: adapterRules('secrets'),
   outbound: adapterRules('outbound'),
-  jobs: ['graphql', 'rest', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'providers', 'executors'],
-  realtime: ['graphql', 'rest', 'http', 'cli', 'jobs'],
-  limits: ['graphql', 'rest', 'http', 'realtime', 'cli'],
-  db: ['domain', 'graphql', 'rest', 'http', 'realtime', 'limits', 'cli', 'jobs', 'providers', 'executors'],
-  rest: ['graphql', 'cli'],
-  graphql: ['rest', 'cli'],
-  http: ['rest', 'graphql', 'cli'],
-  control: ['rest', 'graphql', 'http', 'realtime', 'cli'],
+  jobs: ['graphql', 'rest', 'mcp', 'http', 'realtime', 'limits', 'redis', 'cli', 'control', 'demo', 'providers', 'executors'],
+  realtime: ['graphql', 'rest', 'mcp', 'http', 'cli', 'jobs'],
+  limits: ['graphql', 'rest', 'mcp', 'http', 'realtime', 'cli'],
+  db: ['domain', 'graphql', 'rest', 'mcp', 'http', 'realtime', 'limits', 'cli', 'jobs', 'providers', 'executors'],
+  rest: ['graphql', 'mcp', 'cli'],
+  graphql: ['rest', 'mcp', 'cli'],
+  mcp: ['rest', 'graphql', 'cli'],
+  http: ['rest', 'graphql', 'mcp', 'cli'],
+  control: ['rest', 'graphql', 'mcp', 'http', 'realtime', 'cli'],
 };
 
 /** The folder of src/domain/ a path lies in (`core`, `sessions`, ...), or null for the composition at its root. */
@@ -67,7 +68,7 @@ const domainFolder = (path: string) => {
  * What stands between clients (or an operator) and the domain, and the composition roots that
  * start it: each takes a domain folder through its front.
  */
-const throughFronts = ['rest', 'graphql', 'http', 'cli', 'control', 'demo', 'app.ts', 'server.ts'];
+const throughFronts = ['rest', 'graphql', 'mcp', 'http', 'cli', 'control', 'demo', 'app.ts', 'server.ts'];
 
 /**
  * Whether a transport may import this file of src/domain/: a folder's front (its index.ts),

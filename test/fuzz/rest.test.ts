@@ -268,6 +268,14 @@ function expectErrorShape(url: string, res: RawResponse, context: string) {
     }
     return;
   }
+  // MCP's refusals are JSON-RPC's error responses (the SDK's transport answers most of them).
+  if (url === '/mcp') {
+    const error = body.error as { code?: unknown; message?: unknown } | undefined;
+    if (body.jsonrpc === '2.0' && typeof error === 'object') {
+      expect([typeof error.code, typeof error.message], context).toEqual(['number', 'string']);
+      return;
+    }
+  }
   const keys = Object.keys(body).sort();
   expect(['error', 'error,message', 'message'], context).toContain(keys.join(','));
   for (const key of keys) expect(typeof body[key] === 'string' && (body[key] as string).length > 0, `${context}: ${key}`).toBe(true);

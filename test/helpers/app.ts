@@ -24,6 +24,7 @@ import {
   type SecretsConfig,
   type TriggersConfig,
   type WebSocketConfig,
+  type McpConfig,
   type WorkConfig,
 } from '../../src/config.ts';
 import { freshDatabase } from './database.ts';
@@ -51,6 +52,7 @@ export interface GraphQLResponse<T> {
 export interface ConfigOverrides {
   llm?: Partial<LlmConfig>;
   websocket?: Partial<WebSocketConfig>;
+  mcp?: Partial<McpConfig>;
   search?: SearchConfig;
   events?: Partial<EventsConfig>;
   shutdownGraceMs?: number;
@@ -99,6 +101,7 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     events: { ...base.events, ...overrides.events },
     search: overrides.search ?? base.search,
     websocket: { ...base.websocket, ...overrides.websocket },
+    mcp: { ...base.mcp, ...overrides.mcp },
     shutdownGraceMs: overrides.shutdownGraceMs ?? base.shutdownGraceMs,
     http: { ...base.http, ...overrides.http },
     maxAgentsPerUser: overrides.maxAgentsPerUser ?? base.maxAgentsPerUser,
