@@ -1,3 +1,4 @@
+import type { EventBus } from '../core/bus.ts';
 import type { JobQueue } from '../core/jobs.ts';
 import type { Sealer, WebhookSender } from './ports.ts';
 import { signedHeaders } from './signing.ts';
@@ -52,10 +53,12 @@ export function webhookDeliveries(deps: {
   sender: WebhookSender;
   sealer: Sealer;
   jobs: JobQueue;
+  /** The owner's feed, told when an endpoint is turned off (`webhook_disabled`). */
+  feeds: Pick<EventBus['feeds'], 'publish'>;
   settings: DeliverySettings;
   log: Log;
 }) {
-  const { store, sender, sealer, jobs, settings, log } = deps;
+  const { store, sender, sealer, jobs, feeds, settings, log } = deps;
   const inFlight = new Map<string, number>();
   const again = (id: string, at: Date) => jobs.send(WEBHOOK_QUEUE, { id }, { at });
 
@@ -116,12 +119,31 @@ export function webhookDeliveries(deps: {
       await store.release(claimed.id, claimed.attempts, new Date());
       throw new Error('the instance stopped during the try');
     }
+    const reason = `every delivery failed for ${Math.round(settings.disableAfterS / 3600)} hours; turn it on again once the receiver answers`;
     const { disabled } = await store.settle(claimed, outcome, {
       before: new Date(outcome.at.getTime() - settings.disableAfterS * 1000),
-      reason: `every delivery failed for ${Math.round(settings.disableAfterS / 3600)} hours; turn it on again once the receiver answers`,
+      reason,
     });
-    if (disabled) log.warn?.({ webhook: claimed.webhookId, user: claimed.userId }, 'a webhook that kept failing was turned off');
+    if (disabled) await tellDisabled(claimed, reason, outcome.at);
     if (outcome.nextAttemptAt) await again(claimed.id, outcome.nextAttemptAt);
+  }
+
+  /**
+   * The owner hears an endpoint was turned off on their feed, once it is stored (the endpoint's
+   * `disabled_reason` and `disabled_at` say it too, whether or not a watcher was there).
+   */
+  async function tellDisabled(claimed: ClaimedDelivery, reason: string, at: Date) {
+    log.warn?.({ webhook: claimed.webhookId, user: claimed.userId }, 'a webhook that kept failing was turned off');
+    const event = {
+      type: 'webhook_disabled' as const,
+      webhookId: claimed.webhookId,
+      url: claimed.url,
+      reason,
+      disabledAt: at.toISOString(),
+    };
+    await feeds
+      .publish(claimed.userId, event)
+      .catch((err) => log.error({ err, webhook: claimed.webhookId }, 'could not publish webhook_disabled'));
   }
 
   /** One job: one try of the delivery, if it is due and no one else holds it. */

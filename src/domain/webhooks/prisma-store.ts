@@ -14,6 +14,7 @@ const webhookView = (row: {
   eventTypes: string[];
   enabled: boolean;
   disabledReason: string | null;
+  disabledAt: Date | null;
   failingSince: Date | null;
   previousUntil: Date | null;
   createdAt: Date;
@@ -26,13 +27,20 @@ const webhookView = (row: {
   eventTypes: row.eventTypes,
   enabled: row.enabled,
   disabledReason: row.disabledReason,
+  disabledAt: row.disabledAt,
   failingSince: row.failingSince,
   previousSecretUntil: row.previousUntil,
   createdAt: row.createdAt,
   updatedAt: row.updatedAt,
 });
 
-const withEvent = { event: { select: { type: true } } } as const;
+const withEvent = {
+  event: { select: { type: true } },
+  tries: {
+    select: { attempt: true, at: true, statusCode: true, durationMs: true, answer: true, error: true, nextAttemptAt: true },
+    orderBy: { attempt: 'asc' },
+  },
+} as const;
 type DeliveryRow = Prisma.WebhookDeliveryGetPayload<{ include: typeof withEvent }>;
 
 const deliveryView = (row: DeliveryRow): DeliveryView => ({
@@ -49,6 +57,7 @@ const deliveryView = (row: DeliveryRow): DeliveryView => ({
   error: row.error,
   nextAttemptAt: row.status === 'pending' ? row.nextAttemptAt : null,
   createdAt: row.createdAt,
+  tries: row.tries,
 });
 
 /** An event's id, the `webhook-id` of its deliveries: `msg_` and a time-ordered id, as the specification's examples are. */
@@ -116,7 +125,7 @@ export function prismaWebhookStore(db: Db): WebhookStore {
       return row && webhookView(row);
     },
     async update(id, changes) {
-      const on = changes.enabled === true ? { disabledReason: null, failingSince: null } : {};
+      const on = changes.enabled === true ? { disabledReason: null, disabledAt: null, failingSince: null } : {};
       return webhookView(await db.webhook.update({ where: { id }, data: { ...changes, ...on } }));
     },
     async remove(id) {
@@ -233,6 +242,18 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
           },
         });
         if (!count) return { disabled: false };
+        await tx.webhookAttempt.create({
+          data: {
+            deliveryId: claimed.id,
+            attempt: claimed.attempts + 1,
+            at: outcome.at,
+            statusCode: outcome.statusCode,
+            durationMs: outcome.durationMs,
+            answer: outcome.answer,
+            error: outcome.error,
+            nextAttemptAt: outcome.nextAttemptAt,
+          },
+        });
         if (outcome.delivered) {
           await tx.webhook.updateMany({ where: { id: claimed.webhookId, failingSince: { not: null } }, data: { failingSince: null } });
           return { disabled: false };
@@ -240,7 +261,7 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
         await tx.webhook.updateMany({ where: { id: claimed.webhookId, failingSince: null }, data: { failingSince: outcome.at } });
         const { count: disabled } = await tx.webhook.updateMany({
           where: { id: claimed.webhookId, enabled: true, failingSince: { lt: disable.before } },
-          data: { enabled: false, disabledReason: disable.reason },
+          data: { enabled: false, disabledReason: disable.reason, disabledAt: outcome.at },
         });
         return { disabled: disabled > 0 };
       });
