@@ -1,4 +1,7 @@
 -- AlterTable
+ALTER TABLE "Deployment" ADD COLUMN     "capStoppedUntil" TIMESTAMP(3);
+
+-- AlterTable
 ALTER TABLE "Webhook" ADD COLUMN     "disabledAt" TIMESTAMP(3);
 
 -- CreateTable
