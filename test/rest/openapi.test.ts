@@ -534,19 +534,14 @@ describe('what the server answers matches what the document says', () => {
     await call('GET', '/v2/webhooks/{webhookId}', hookPath, bob.apiKey);
     await call('PATCH', '/v2/webhooks/{webhookId}', hookPath, a, { description: 'CI', enabled: false });
     await call('PATCH', '/v2/webhooks/{webhookId}', hookPath, a, {});
-    await call('PATCH', '/v2/webhooks/{webhookId}', hookPath, a, { enabled: true });
-    // Failing for days (nothing answers on port 9): its next failure turns it off, and the feed says so.
-    await t.db.webhook.update({ where: { id: hook.body.webhook.id }, data: { failingSince: new Date(Date.now() - 6 * 86_400_000) } });
     await call('POST', '/v2/webhooks/{webhookId}/rotate', `${hookPath}/rotate`, a, { overlap_seconds: 60 });
     await call('POST', '/v2/webhooks/{webhookId}/rotate', `${hookPath}/rotate`, a, { overlap_seconds: -1 });
     const tested = await call('POST', '/v2/webhooks/{webhookId}/test', `${hookPath}/test`, a);
-    await hookEvents.waitFor((f) => f.data?.data?.type === 'webhook_disabled');
+    // Its one frame (webhook_disabled, after days of failures) is checked field by field in test/webhooks/webhooks.test.ts.
+    expect(hookEvents.status).toBe(200);
     hookEvents.close();
-    const hookFrames = operation('GET', '/v2/webhooks/events').responses['200'].content['text/event-stream'].schema;
-    for (const frame of hookEvents.frames) expect(schemaProblems(doc, hookFrames, frame.data, { closed: true })).toEqual([]);
     seen.add('GET /v2/webhooks/events');
     await call('GET', '/v2/webhooks/events', '/v2/webhooks/events?after=x', a);
-    await call('GET', '/v2/webhooks/{webhookId}', hookPath, a);
     await call('GET', '/v2/webhooks/{webhookId}/deliveries', `${hookPath}/deliveries?limit=5`, a);
     await call('GET', '/v2/webhooks/{webhookId}/deliveries', `${hookPath}/deliveries?limit=0`, a);
     const redeliver = '/v2/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver';
