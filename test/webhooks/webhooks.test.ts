@@ -179,6 +179,27 @@ describe('deliveries', () => {
     expect((await deliveries(alice, id)).find((d) => d.event_id === eventId)).toMatchObject({ attempts: 2, status_code: 200 });
   });
 
+  it('holds no more tries in flight to one receiver than WEBHOOK_IN_FLIGHT (4), however many are due, and delivers them all', async () => {
+    const slow = await startReceiver();
+    try {
+      const made = await create(alice, { url: slow.url, event_types: ['webhook.test'] });
+      const id = made.body.webhook.id;
+      // Ten tries held unanswered until the timeout cuts each: ten events due at once.
+      slow.answer(...Array.from({ length: 10 }, () => 'hang' as const));
+      const events: string[] = [];
+      for (let i = 0; i < 10; i++)
+        events.push((await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id);
+      await expect
+        .poll(async () => (await deliveries(alice, id)).filter((d) => d.status === 'delivered').length, { timeout: 30_000 })
+        .toBe(10);
+      expect(new Set(slow.received.filter((r) => !r.cut).map((r) => r.id))).toEqual(new Set(events));
+      expect(slow.mostAtOnce()).toBeLessThanOrEqual(4);
+      expect(slow.mostAtOnce()).toBeGreaterThan(1);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('delivers everything, each event under one id, once a receiver that was down is back', async () => {
     const down = await startReceiver();
     const made = await create(alice, { url: down.url, event_types: ['webhook.test'] });

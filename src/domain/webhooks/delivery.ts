@@ -18,6 +18,57 @@ const CLAIM_MARGIN_MS = 5_000;
  * was lost (an instance died between the sweep and the send) or ended without a try.
  */
 const STALE_MS = 30_000;
+/**
+ * How long a job waits on this instance for a slot of its endpoint (`inFlightPerEndpoint`) before
+ * it puts its try off by a second: a try that ends hands its slot to the next at once, rather than
+ * every try over the bound taking a claim, giving it back and waiting a second.
+ */
+const SLOT_WAIT_MS = 2_000;
+
+/** A job of the queue: the delivery, and its endpoint (known to jobs sent since the endpoint was named in them). */
+interface DeliveryJob {
+  id: string;
+  webhookId?: string;
+}
+
+/** Slots of tries under way to each endpoint on this instance: at most `size` each, the rest wait in turn. */
+function endpointSlots(size: number) {
+  const slots = new Map<string, { running: number; waiting: (() => void)[] }>();
+  return {
+    /** Takes a slot of `webhookId` now, or within `waitMs`; whether it got one. */
+    take(webhookId: string, waitMs: number): Promise<boolean> {
+      const slot = slots.get(webhookId) ?? { running: 0, waiting: [] };
+      slots.set(webhookId, slot);
+      if (slot.running < size) {
+        slot.running++;
+        return Promise.resolve(true);
+      }
+      // As many wait as run, no more: jobs waiting on one busy endpoint would hold the workers
+      // the others' tries need.
+      if (waitMs <= 0 || slot.waiting.length >= size) return Promise.resolve(false);
+      return new Promise((resolve) => {
+        const handed = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        const timer = setTimeout(() => {
+          slot.waiting.splice(slot.waiting.indexOf(handed), 1);
+          resolve(false);
+        }, waitMs);
+        slot.waiting.push(handed);
+      });
+    },
+    /** Gives a slot back: to the next waiting, if any. */
+    give(webhookId: string) {
+      const slot = slots.get(webhookId);
+      if (!slot) return;
+      const next = slot.waiting.shift();
+      if (next) return next();
+      slot.running--;
+      if (!slot.running) slots.delete(webhookId);
+    },
+  };
+}
 
 export interface DeliverySettings {
   timeoutMs: number;
@@ -59,8 +110,9 @@ export function webhookDeliveries(deps: {
   log: Log;
 }) {
   const { store, sender, sealer, jobs, feeds, settings, log } = deps;
-  const inFlight = new Map<string, number>();
-  const again = (id: string, at: Date) => jobs.send(WEBHOOK_QUEUE, { id }, { at });
+  const slots = endpointSlots(settings.inFlightPerEndpoint);
+  const again = (id: string, webhookId: string | undefined, at: Date) =>
+    jobs.send(WEBHOOK_QUEUE, { id, webhookId } satisfies DeliveryJob, { at });
 
   const nextTry = (attempt: number, at: Date) => {
     const delay = settings.retryDelaysS[attempt - 1];
@@ -125,7 +177,7 @@ export function webhookDeliveries(deps: {
       reason,
     });
     if (disabled) await tellDisabled(claimed, reason, outcome.at);
-    if (outcome.nextAttemptAt) await again(claimed.id, outcome.nextAttemptAt);
+    if (outcome.nextAttemptAt) await again(claimed.id, claimed.webhookId, outcome.nextAttemptAt);
   }
 
   /**
@@ -146,33 +198,38 @@ export function webhookDeliveries(deps: {
       .catch((err) => log.error({ err, webhook: claimed.webhookId }, 'could not publish webhook_disabled'));
   }
 
-  /** One job: one try of the delivery, if it is due and no one else holds it. */
-  async function handle(id: string, signal?: AbortSignal) {
-    const now = new Date();
-    const claimed = await store.claim(id, now, new Date(now.getTime() + settings.timeoutMs + CLAIM_MARGIN_MS));
-    if (!claimed) {
-      // Not due yet (a job sent before its try was put off), or held by a try under way or by an
-      // instance that died during one: the job comes back when it can be taken. A try that ends
-      // meanwhile sends its own next job, and the claim makes the two one.
-      const due = await store.dueAt(id);
-      if (due && due > now) await again(id, new Date(due.getTime() + 100));
-      return;
-    }
-    if (claimed.endpointOff) return store.dropOff(id, claimed.attempts, now);
-    const running = inFlight.get(claimed.webhookId) ?? 0;
-    if (running >= settings.inFlightPerEndpoint) {
-      const later = new Date(now.getTime() + 1_000);
-      await store.release(id, claimed.attempts, later);
-      await again(id, later);
-      return;
-    }
-    inFlight.set(claimed.webhookId, running + 1);
+  /**
+   * One job: one try of the delivery, if it is due and no one else holds it, once a slot of its
+   * endpoint is free here (waited for before the claim when the job names the endpoint).
+   */
+  async function handle(job: DeliveryJob, signal?: AbortSignal) {
+    const { id, webhookId } = job;
+    if (webhookId && !(await slots.take(webhookId, SLOT_WAIT_MS))) return void (await again(id, webhookId, new Date(Date.now() + 1_000)));
+    let held = webhookId;
     try {
+      const now = new Date();
+      const claimed = await store.claim(id, now, new Date(now.getTime() + settings.timeoutMs + CLAIM_MARGIN_MS));
+      if (!claimed) {
+        // Not due yet (a job sent before its try was put off), or held by a try under way or by an
+        // instance that died during one: the job comes back when it can be taken. A try that ends
+        // meanwhile sends its own next job, and the claim makes the two one.
+        const due = await store.dueAt(id);
+        if (due && due > now) await again(id, webhookId, new Date(due.getTime() + 100));
+        return;
+      }
+      if (claimed.endpointOff) return await store.dropOff(id, claimed.attempts, now);
+      if (!held) {
+        if (!(await slots.take(claimed.webhookId, 0))) {
+          const later = new Date(now.getTime() + 1_000);
+          await store.release(id, claimed.attempts, later);
+          await again(id, claimed.webhookId, later);
+          return;
+        }
+        held = claimed.webhookId;
+      }
       await tryOnce(claimed, signal);
     } finally {
-      const left = (inFlight.get(claimed.webhookId) ?? 1) - 1;
-      if (left) inFlight.set(claimed.webhookId, left);
-      else inFlight.delete(claimed.webhookId);
+      if (held) slots.give(held);
     }
   }
 
@@ -181,9 +238,9 @@ export function webhookDeliveries(deps: {
     const now = new Date();
     const stale = new Date(now.getTime() - STALE_MS);
     for (;;) {
-      const ids = await store.takeDue(now, stale, SWEEP_BATCH);
-      await Promise.all(ids.map((id) => jobs.send(WEBHOOK_QUEUE, { id })));
-      if (ids.length < SWEEP_BATCH) return;
+      const due = await store.takeDue(now, stale, SWEEP_BATCH);
+      await Promise.all(due.map((job) => jobs.send(WEBHOOK_QUEUE, job satisfies DeliveryJob)));
+      if (due.length < SWEEP_BATCH) return;
     }
   }
 
@@ -194,7 +251,7 @@ export function webhookDeliveries(deps: {
     async start() {
       const runSeconds = Math.ceil((settings.timeoutMs + CLAIM_MARGIN_MS) / 1000) + 30;
       await jobs.declare({ name: WEBHOOK_QUEUE, retries: 3, retryDelaySeconds: 1, runSeconds });
-      await jobs.work<{ id: string }>(WEBHOOK_QUEUE, { concurrency: CONCURRENCY }, (job) => handle(job.data.id, job.signal));
+      await jobs.work<DeliveryJob>(WEBHOOK_QUEUE, { concurrency: CONCURRENCY }, (job) => handle(job.data, job.signal));
       // One sweep at a time here: a slow one is not joined by the next tick.
       let sweeping = false;
       const tick = () => {

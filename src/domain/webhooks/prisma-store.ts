@@ -168,7 +168,7 @@ const stamp = (at: Date) => at.toISOString();
 export function prismaDeliveryStore(db: Db): DeliveryStore {
   return {
     async takeDue(now, staleBefore, limit) {
-      const rows = await db.$queryRaw<{ id: string }[]>`
+      return db.$queryRaw<{ id: string; webhookId: string }[]>`
         UPDATE "WebhookDelivery" SET "queuedAt" = ${stamp(now)}::timestamp(3)
         WHERE "id" IN (
           SELECT "id" FROM "WebhookDelivery"
@@ -177,8 +177,7 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
             AND ("claimedUntil" IS NULL OR "claimedUntil" < ${stamp(now)}::timestamp(3))
           ORDER BY "nextAttemptAt" LIMIT ${limit}
           FOR UPDATE SKIP LOCKED)
-        RETURNING "id"`;
-      return rows.map((r) => r.id);
+        RETURNING "id", "webhookId"`;
     },
 
     async claim(id, now, until): Promise<ClaimedDelivery | null> {
@@ -194,7 +193,16 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
           attempts: true,
           event: { select: { id: true, body: true } },
           webhook: {
-            select: { id: true, userId: true, url: true, enabled: true, secret: true, previousSecret: true, previousUntil: true },
+            select: {
+              id: true,
+              userId: true,
+              url: true,
+              enabled: true,
+              failingSince: true,
+              secret: true,
+              previousSecret: true,
+              previousUntil: true,
+            },
           },
         },
       });
@@ -210,6 +218,7 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
         attempts: row.attempts,
         secrets: { secret: webhook.secret, previousSecret: webhook.previousSecret, previousUntil: webhook.previousUntil },
         endpointOff: !webhook.enabled,
+        endpointFailing: webhook.failingSince !== null,
       };
     },
 
@@ -255,7 +264,9 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
           },
         });
         if (outcome.delivered) {
-          await tx.webhook.updateMany({ where: { id: claimed.webhookId, failingSince: { not: null } }, data: { failingSince: null } });
+          // Most successes follow successes: the endpoint's row is written only when it was failing.
+          if (claimed.endpointFailing)
+            await tx.webhook.updateMany({ where: { id: claimed.webhookId, failingSince: { not: null } }, data: { failingSince: null } });
           return { disabled: false };
         }
         await tx.webhook.updateMany({ where: { id: claimed.webhookId, failingSince: null }, data: { failingSince: outcome.at } });

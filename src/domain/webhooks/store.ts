@@ -103,6 +103,8 @@ export interface ClaimedDelivery {
   secrets: SealedSecrets;
   /** The endpoint was turned off since the event: nothing is sent. */
   endpointOff: boolean;
+  /** The endpoint's deliveries were failing when the try was taken: a success clears it. */
+  endpointFailing: boolean;
 }
 
 /** How a try ended, to be stored. */
@@ -124,7 +126,7 @@ export interface DeliveryStore {
    * holds them now), oldest first, each marked sent at `now` in the same statement: two instances
    * sweeping together take different ones.
    */
-  takeDue(now: Date, staleBefore: Date, limit: number): Promise<string[]>;
+  takeDue(now: Date, staleBefore: Date, limit: number): Promise<{ id: string; webhookId: string }[]>;
   /** Takes the delivery's next try until `until`, if it is due and no one holds it; null otherwise. */
   claim(id: string, now: Date, until: Date): Promise<ClaimedDelivery | null>;
   /**
