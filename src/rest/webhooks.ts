@@ -56,15 +56,20 @@ export const webhookOperations = [
     method: 'get',
     path: '/v2/webhooks/events',
     tag: TAG,
-    summary: 'Your endpoints turned off by the service (every delivery failed for days), live (SSE); resume with Last-Event-ID or `after`',
-    query: resumeQuery,
+    summary:
+      'Your endpoints turned off by the service (every delivery failed for days), live (SSE); `webhook_id` narrows it to one endpoint of yours; resume with Last-Event-ID or `after`',
+    query: resumeQuery.extend({ webhook_id: z.string().optional().meta({ description: 'Only this endpoint of yours' }) }),
     headers: resumeHeaders,
     ok: { events: feedFrameSchema('WebhookStream', restWebhookEventSchema) },
-    errors: { style, codes: ['BAD_USER_INPUT'] },
+    errors: { style, codes: ['BAD_USER_INPUT', 'NOT_FOUND', 'TOO_MANY_SUBSCRIPTIONS'] },
     handler: async (request, reply, { services, stream }) => {
+      const { webhook_id: webhookId } = request.query;
+      // Checked before watching (docs/feeds.md): another user's endpoint is not found, as reading it is.
+      if (webhookId !== undefined) await services.webhooks.get(request.viewer, webhookId);
       const events = await services.feeds.watch(request.viewer, {
         after: resumePoint(request.headers['last-event-id'], request.query.after),
         types: feedFamilies.webhook,
+        where: webhookId === undefined ? undefined : (e) => e.webhookId === webhookId,
       });
       return streamFeed(reply, events, stream, toRestWebhookEvent);
     },

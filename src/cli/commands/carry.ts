@@ -1,6 +1,6 @@
 import type { Config } from '../../config.ts';
 import type { Sql } from '../../db/sql.ts';
-import { type SealedKey, sealedKeysSql, sealedWhat } from '../../domain/deployments/sealed-keys.ts';
+import { type SealedKey, sealedKeysSql, sealedWhat } from '../../domain/deployments/index.ts';
 import { keyIdOf, readKeyFile } from '../../secrets/keyring.ts';
 
 /**

@@ -92,6 +92,62 @@ function openSecrets(sealer: Sealer, claimed: ClaimedDelivery, now: Date): strin
   return open;
 }
 
+/** When the try after try `attempt` (ended at `at`) is due; null after the last. */
+function nextTry(settings: DeliverySettings, attempt: number, at: Date) {
+  const delay = settings.retryDelaysS[attempt - 1];
+  return delay === undefined ? null : new Date(at.getTime() + delay * 1000);
+}
+
+/** One try: signed with the secrets that sign now, posted, and how it went (nothing stored). */
+async function sendTry(
+  deps: { sender: WebhookSender; sealer: Sealer; settings: DeliverySettings; log: Log },
+  claimed: ClaimedDelivery,
+  signal: AbortSignal | undefined,
+): Promise<TryOutcome> {
+  const { sender, sealer, settings, log } = deps;
+  const at = new Date();
+  let secrets: string[];
+  try {
+    secrets = openSecrets(sealer, claimed, at);
+  } catch (err) {
+    log.error({ err, webhook: claimed.webhookId }, 'a webhook secret could not be opened');
+    return {
+      at,
+      statusCode: null,
+      durationMs: 0,
+      answer: null,
+      error: 'the signing secret cannot be opened here',
+      delivered: false,
+      nextAttemptAt: nextTry(settings, claimed.attempts + 1, at),
+    };
+  }
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'parley-webhooks',
+    ...signedHeaders(secrets, claimed.eventId, at, claimed.body),
+  };
+  const response = await sender.post({
+    url: claimed.url,
+    headers,
+    body: claimed.body,
+    timeoutMs: settings.timeoutMs,
+    maxAnswerBytes: MAX_ANSWER_BYTES,
+    signal,
+  });
+  const delivered = response.status !== undefined && response.status >= 200 && response.status < 300;
+  // The wait before the next try counts from the end of this one: a try cut at the timeout is not followed at once.
+  const ended = new Date();
+  return {
+    at,
+    statusCode: response.status ?? null,
+    durationMs: response.durationMs,
+    answer: response.status !== undefined ? response.answer : null,
+    error: response.status === undefined ? response.error : null,
+    delivered,
+    nextAttemptAt: delivered ? null : nextTry(settings, claimed.attempts + 1, ended),
+  };
+}
+
 /**
  * Delivering on the job queue, at least once: a delivery is a row, due at `nextAttemptAt`; a
  * sweep on every instance hands due ones to the queue, a job takes one try (the row's claim, so
@@ -114,54 +170,7 @@ export function webhookDeliveries(deps: {
   const again = (id: string, webhookId: string | undefined, at: Date) =>
     jobs.send(WEBHOOK_QUEUE, { id, webhookId } satisfies DeliveryJob, { at });
 
-  const nextTry = (attempt: number, at: Date) => {
-    const delay = settings.retryDelaysS[attempt - 1];
-    return delay === undefined ? null : new Date(at.getTime() + delay * 1000);
-  };
-
-  async function send(claimed: ClaimedDelivery, signal: AbortSignal | undefined): Promise<TryOutcome> {
-    const at = new Date();
-    let secrets: string[];
-    try {
-      secrets = openSecrets(sealer, claimed, at);
-    } catch (err) {
-      log.error({ err, webhook: claimed.webhookId }, 'a webhook secret could not be opened');
-      return {
-        at,
-        statusCode: null,
-        durationMs: 0,
-        answer: null,
-        error: 'the signing secret cannot be opened here',
-        delivered: false,
-        nextAttemptAt: nextTry(claimed.attempts + 1, at),
-      };
-    }
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': 'parley-webhooks',
-      ...signedHeaders(secrets, claimed.eventId, at, claimed.body),
-    };
-    const response = await sender.post({
-      url: claimed.url,
-      headers,
-      body: claimed.body,
-      timeoutMs: settings.timeoutMs,
-      maxAnswerBytes: MAX_ANSWER_BYTES,
-      signal,
-    });
-    const delivered = response.status !== undefined && response.status >= 200 && response.status < 300;
-    // The wait before the next try counts from the end of this one: a try cut at the timeout is not followed at once.
-    const ended = new Date();
-    return {
-      at,
-      statusCode: response.status ?? null,
-      durationMs: response.durationMs,
-      answer: response.status !== undefined ? response.answer : null,
-      error: response.status === undefined ? response.error : null,
-      delivered,
-      nextAttemptAt: delivered ? null : nextTry(claimed.attempts + 1, ended),
-    };
-  }
+  const send = (claimed: ClaimedDelivery, signal: AbortSignal | undefined) => sendTry({ sender, sealer, settings, log }, claimed, signal);
 
   async function tryOnce(claimed: ClaimedDelivery, signal: AbortSignal | undefined) {
     const outcome = await send(claimed, signal);

@@ -18,8 +18,18 @@ const WebhookFeedEvent = feedEventInterface('WebhookFeedEvent', 'A change the se
 builder.subscriptionFields((t) => ({
   webhookUpdates: t.field({
     type: WebhookFeedEvent,
-    description: 'Your webhook endpoints turned off by the service, live; resume with after.',
-    args: { after: t.arg({ type: 'Seq' }) },
-    ...followFeed<'webhook_disabled', { after?: number | null }>(feedFamilies.webhook),
+    description:
+      "Your webhook endpoints turned off by the service (one of yours, given webhookId: another's is NOT_FOUND, as reading it), live; resume with after.",
+    args: { webhookId: t.arg.id({ description: 'The raw id of one endpoint of yours.' }), after: t.arg({ type: 'Seq' }) },
+    ...followFeed(
+      feedFamilies.webhook,
+      async ({ webhookId }: { webhookId?: string | number | null; after?: number | null }, viewer, ctx) => {
+        if (webhookId == null) return undefined;
+        const id = String(webhookId);
+        // Checked before watching (docs/feeds.md), as reading it is.
+        await ctx.services.webhooks.get(viewer, id);
+        return (e) => e.webhookId === id;
+      },
+    ),
   }),
 }));
