@@ -116,7 +116,15 @@ function composeWebhooks(db: Db, dependencies: ServiceDependencies, log: Log) {
   const { guard, sender } = dependencies.webhooks ?? noWebhooks();
   const sealer = dependencies.deployments?.sealer ?? noSealer('no webhooks are signed in this process');
   const settings = dependencies.config.webhooks;
-  const deliveries = webhookDeliveries({ store: prismaDeliveryStore(db), sender, sealer, jobs: dependencies.jobs, settings, log });
+  const deliveries = webhookDeliveries({
+    store: prismaDeliveryStore(db),
+    sender,
+    sealer,
+    jobs: dependencies.jobs,
+    feeds: dependencies.bus.feeds,
+    settings,
+    log,
+  });
   let stopSweeping = () => {};
   return {
     service: webhookService({ store: prismaWebhookStore(db), sealer, guard, limits: { perUser: settings.perUser } }),

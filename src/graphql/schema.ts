@@ -23,5 +23,6 @@ import './types/task.ts';
 import './types/tool.ts';
 import './types/trigger.ts';
 import './types/webhook.ts';
+import './types/webhook-event.ts';
 
 export const schema = lexicographicSortSchema(builder.toSchema());

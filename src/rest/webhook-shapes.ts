@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { type DeliveryView, webhookEventTypes, type WebhookView } from '../domain/webhooks/index.ts';
+import type { FeedEventOf } from '../domain/core/feed-events.ts';
+import { type AttemptView, type DeliveryView, webhookEventTypes, type WebhookView } from '../domain/webhooks/index.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { fieldNames } from './field-names.ts';
 
@@ -18,12 +19,25 @@ export const restWebhookSchema = z
     event_types: z.array(z.string()),
     enabled: z.boolean(),
     disabled_reason: z.string().nullable().meta({ description: 'Why the service turned it off (it kept failing); null otherwise' }),
+    disabled_at: z.string().nullable().meta({ description: 'When the service turned it off; null otherwise' }),
     failing_since: z.string().nullable().meta({ description: 'Since when every delivery has failed; null while they arrive' }),
     previous_secret_until: z.string().nullable().meta({ description: 'Until when the secret before the last rotation still signs' }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
   .meta({ id: 'Webhook' });
+
+const restAttemptSchema = z
+  .object({
+    attempt: z.number().int().meta({ description: '1 for the first try of this delivery' }),
+    at: z.string(),
+    status_code: z.number().int().nullable(),
+    duration_ms: z.number().int(),
+    response: z.string().nullable().meta({ description: 'The first bytes (at most 4 KB) of the answer' }),
+    error: z.string().nullable().meta({ description: 'Why there was no answer' }),
+    next_attempt_at: z.string().nullable().meta({ description: 'When the next try was due after this one; null after the last' }),
+  })
+  .meta({ id: 'WebhookAttempt' });
 
 export const restDeliverySchema = z
   .object({
@@ -40,8 +54,20 @@ export const restDeliverySchema = z
     error: z.string().nullable().meta({ description: 'Why the last try got no answer' }),
     next_attempt_at: z.string().nullable(),
     createdAt: z.string(),
+    tries: z.array(restAttemptSchema).meta({ description: 'Every try so far, the first first' }),
   })
   .meta({ id: 'WebhookDelivery' });
+
+/** An endpoint of yours turned off, as REST streams your feed's webhook events. */
+export const restWebhookEventSchema = z
+  .object({
+    type: z.literal('webhook_disabled'),
+    webhook_id: z.string(),
+    url: z.string(),
+    reason: z.string(),
+    disabled_at: z.string(),
+  })
+  .meta({ id: 'WebhookFeedEvent' });
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
@@ -52,6 +78,7 @@ export const toRestWebhook = (w: WebhookView): z.infer<typeof restWebhookSchema>
   event_types: w.eventTypes,
   enabled: w.enabled,
   disabled_reason: w.disabledReason,
+  disabled_at: iso(w.disabledAt),
   failing_since: iso(w.failingSince),
   previous_secret_until: iso(w.previousSecretUntil),
   createdAt: w.createdAt.toISOString(),
@@ -72,6 +99,25 @@ export const toRestDelivery = (d: DeliveryView): z.infer<typeof restDeliverySche
   error: d.error,
   next_attempt_at: iso(d.nextAttemptAt),
   createdAt: d.createdAt.toISOString(),
+  tries: d.tries.map(toRestAttempt),
+});
+
+const toRestAttempt = (a: AttemptView): z.infer<typeof restAttemptSchema> => ({
+  attempt: a.attempt,
+  at: a.at.toISOString(),
+  status_code: a.statusCode,
+  duration_ms: a.durationMs,
+  response: a.answer,
+  error: a.error,
+  next_attempt_at: iso(a.nextAttemptAt),
+});
+
+export const toRestWebhookEvent = (e: FeedEventOf<'webhook_disabled'>): z.infer<typeof restWebhookEventSchema> => ({
+  type: e.type,
+  webhook_id: e.webhookId,
+  url: e.url,
+  reason: e.reason,
+  disabled_at: e.disabledAt,
 });
 
 export const restWebhookCreateBody = z.object({

@@ -1,13 +1,18 @@
 import { z } from 'zod';
+import { feedFamilies } from '../domain/core/feed-events.ts';
+import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';
+import { feedFrameSchema, streamFeed } from './feed-stream.ts';
 import { operation } from './operation.ts';
 import {
   restDeliverySchema,
   restRotateBody,
   restWebhookCreateBody,
   restWebhookPatchBody,
+  restWebhookEventSchema,
   restWebhookSchema,
   toRestDelivery,
   toRestWebhook,
+  toRestWebhookEvent,
   webhookErrors as style,
   webhookNames,
 } from './webhook-shapes.ts';
@@ -45,6 +50,29 @@ export const webhookOperations = [
     summary: 'Your endpoints, newest first',
     ok: { json: z.object({ webhooks: z.array(restWebhookSchema) }) },
     handler: async (request, _reply, { services }) => ({ webhooks: (await services.webhooks.list(request.viewer)).map(toRestWebhook) }),
+  }),
+  operation({
+    operationId: 'streamWebhookEvents',
+    method: 'get',
+    path: '/v2/webhooks/events',
+    tag: TAG,
+    summary:
+      'Your endpoints turned off by the service (every delivery failed for days), live (SSE); `webhook_id` narrows it to one endpoint of yours; resume with Last-Event-ID or `after`',
+    query: resumeQuery.extend({ webhook_id: z.string().optional().meta({ description: 'Only this endpoint of yours' }) }),
+    headers: resumeHeaders,
+    ok: { events: feedFrameSchema('WebhookStream', restWebhookEventSchema) },
+    errors: { style, codes: ['BAD_USER_INPUT', 'NOT_FOUND', 'TOO_MANY_SUBSCRIPTIONS'] },
+    handler: async (request, reply, { services, stream }) => {
+      const { webhook_id: webhookId } = request.query;
+      // Checked before watching (docs/feeds.md): another user's endpoint is not found, as reading it is.
+      if (webhookId !== undefined) await services.webhooks.get(request.viewer, webhookId);
+      const events = await services.feeds.watch(request.viewer, {
+        after: resumePoint(request.headers['last-event-id'], request.query.after),
+        types: feedFamilies.webhook,
+        where: webhookId === undefined ? undefined : (e) => e.webhookId === webhookId,
+      });
+      return streamFeed(reply, events, stream, toRestWebhookEvent);
+    },
   }),
   operation({
     operationId: 'getWebhook',

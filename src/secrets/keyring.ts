@@ -3,6 +3,9 @@ import { chmod, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promise
 import { dirname } from 'node:path';
 import type { SecretsConfig } from '../config.ts';
 import { SealBroken, type SecretSealer } from '../domain/deployments/ports.ts';
+import { type SealedKey, sealedWhat } from '../domain/deployments/sealed-keys.ts';
+
+export type { SealedKey };
 
 /**
  * Seals deployments' secrets with AES-256-GCM from `node:crypto`: a fresh 96-bit nonce per seal,
@@ -101,14 +104,7 @@ export function sealerOver(keys: Keys | { problem: string }): SecretSealer {
   };
 }
 
-/** The key ids deployments' secrets are sealed with, and how many each (read from the database at start). */
-export interface SealedKey {
-  keyId: string;
-  deployments: number;
-}
-
-const listSealed = (sealed: SealedKey[]) =>
-  sealed.map((s) => `${s.deployments} deployment${s.deployments === 1 ? '' : 's'} with key id ${s.keyId}`).join(', ');
+const listSealed = (sealed: SealedKey[]) => sealed.map((s) => `${sealedWhat(s)} with key id ${s.keyId}`).join(', ');
 
 type Log = { warn(obj: unknown, msg?: string): void };
 

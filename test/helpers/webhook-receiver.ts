@@ -25,11 +25,15 @@ export async function startReceiver(port = 0) {
   const received: Received[] = [];
   const answers: Answer[] = [];
   const sockets = new Set<Socket>();
+  /** Requests under way (arrived, not yet answered or cut), and the most there were at once. */
+  const load = { open: 0, most: 0 };
   let server: Server;
   const listen = (on: number) =>
     new Promise<number>((resolve, reject) => {
       server = createServer((req, res) => {
         const chunks: Buffer[] = [];
+        load.most = Math.max(load.most, ++load.open);
+        res.on('close', () => load.open--);
         req.on('data', (c: Buffer) => chunks.push(c));
         req.on('end', () => {
           const request: Received = {
@@ -66,6 +70,8 @@ export async function startReceiver(port = 0) {
     url: `http://127.0.0.1:${bound}/hook`,
     port: bound,
     received,
+    /** The most requests it held unanswered at once. */
+    mostAtOnce: () => load.most,
     /** Answers queued for the next requests, in order. */
     answer: (...next: Answer[]) => answers.push(...next),
     /** The event the request carries, verified with `secret` (throws when the signature does not hold). */

@@ -19,11 +19,11 @@ let t: TestApp;
 let alice: TestUser;
 let bob: TestUser;
 const ws = graphqlWsClients(() => t.url);
-const ids = { publicAgent: '', privateAgent: '', trigger: '', task: '', session: '' };
+const ids = { publicAgent: '', privateAgent: '', trigger: '', task: '', session: '', webhook: '' };
 const UNKNOWN = '00000000-0000-7000-8000-000000000000';
 
 setUp(async (start) => {
-  t = await start.app({ limits: { maxSubscriptionsPerKey: 50 } });
+  t = await start.app({ limits: { maxSubscriptionsPerKey: 50 }, outbound: { allowHttp: true, allowPrivate: true } });
   [alice, bob] = [await t.createUser('alice'), await t.createUser('bob')];
   const f = fixtures(t);
   ids.publicAgent = (await f.agent(alice, { public: true })).id;
@@ -31,6 +31,9 @@ setUp(async (start) => {
   ids.trigger = (await f.trigger(ids.publicAgent, alice.id)).id;
   ids.task = (await t.db.task.create({ data: { userId: alice.id, tool: 'flux_dev', args: {}, cost: 1, status: 'completed' } })).id;
   ids.session = await newSession(t, alice, [ids.privateAgent]);
+  ids.webhook = (
+    await t.rest('POST', '/v2/webhooks', { key: alice.apiKey, body: { url: 'http://127.0.0.1:9/hook', event_types: ['webhook.test'] } })
+  ).body.webhook.id;
 });
 afterAll(() => ws.disposeAll());
 
@@ -79,6 +82,14 @@ const subscriptions: { field: string; arg: string; query: string; id: () => stri
     message: /^Task not found$/,
   },
   {
+    field: 'webhookUpdates',
+    arg: 'webhookId',
+    query: `subscription($id: ID) { webhookUpdates(webhookId: $id) { seq } }`,
+    id: () => ids.webhook,
+    code: 'NOT_FOUND',
+    message: /^Webhook not found$/,
+  },
+  {
     field: 'sessionEvents',
     arg: 'sessionId',
     query: `subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }`,
@@ -95,6 +106,7 @@ const routes: { url: string; query: (id: string) => string; id: () => string; st
   { url: '/v2/agents/triggers/events', query: (id) => `agent_id=${id}`, id: () => ids.privateAgent, status: 401, error: /access/ },
   { url: '/v2/agents/triggers/events', query: (id) => `trigger_id=${id}`, id: () => ids.trigger, status: 404, error: /Trigger not found/ },
   { url: '/v2/tasks/events', query: (id) => `taskId=${id}`, id: () => ids.task, status: 404, error: /Task not found/ },
+  { url: '/v2/webhooks/events', query: (id) => `webhook_id=${id}`, id: () => ids.webhook, status: 404, error: /Webhook not found/ },
 ];
 
 describe("a feed narrowed by a stranger's argument", () => {

@@ -525,6 +525,7 @@ describe('what the server answers matches what the document says', () => {
     await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', a, { taskId: 'nope' });
     await call('POST', '/v2/tasks/cancel', '/v2/tasks/cancel', a, {});
 
+    const hookEvents = await openSse(`${t.url}/v2/webhooks/events`, { headers: { 'x-api-key': a } });
     const hook = await call('POST', '/v2/webhooks', '/v2/webhooks', a, { url: 'http://127.0.0.1:9/hook', event_types: ['webhook.test'] });
     await call('POST', '/v2/webhooks', '/v2/webhooks', a, { url: 'http://127.0.0.1:9/hook', event_types: ['task.exploded'] });
     const hookPath = `/v2/webhooks/${hook.body.webhook.id}`;
@@ -536,6 +537,11 @@ describe('what the server answers matches what the document says', () => {
     await call('POST', '/v2/webhooks/{webhookId}/rotate', `${hookPath}/rotate`, a, { overlap_seconds: 60 });
     await call('POST', '/v2/webhooks/{webhookId}/rotate', `${hookPath}/rotate`, a, { overlap_seconds: -1 });
     const tested = await call('POST', '/v2/webhooks/{webhookId}/test', `${hookPath}/test`, a);
+    // Its one frame (webhook_disabled, after days of failures) is checked field by field in test/webhooks/webhooks.test.ts.
+    expect(hookEvents.status).toBe(200);
+    hookEvents.close();
+    seen.add('GET /v2/webhooks/events');
+    await call('GET', '/v2/webhooks/events', '/v2/webhooks/events?after=x', a);
     await call('GET', '/v2/webhooks/{webhookId}/deliveries', `${hookPath}/deliveries?limit=5`, a);
     await call('GET', '/v2/webhooks/{webhookId}/deliveries', `${hookPath}/deliveries?limit=0`, a);
     const redeliver = '/v2/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver';

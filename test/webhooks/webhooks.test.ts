@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { setUp } from '../helpers/set-up.ts';
+import { openSse, updates } from '../helpers/sse.ts';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
 
 // Webhooks over REST against a real receiver on loopback that verifies every request with the
@@ -140,6 +141,33 @@ describe('deliveries', () => {
     expect((await deliveries(alice, id)).find((d) => d.event_id === eventId)).toMatchObject({ attempts: 3, status_code: 200 });
   });
 
+  it('logs every try of a delivery: its number, time, status code, duration, the first bytes of the answer and the next try', async () => {
+    const { id } = await endpoint(alice);
+    receiver.answer({ status: 500, body: 'down for maintenance' }, { status: 503, body: 'x'.repeat(10_000) });
+    const eventId = (await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id;
+    await expect
+      .poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === eventId)?.status, { timeout: 20_000 })
+      .toBe('delivered');
+    const { tries: log } = (await deliveries(alice, id)).find((d) => d.event_id === eventId)!;
+    expect(log.map((a: Record<string, unknown>) => [a.attempt, a.status_code, a.error])).toEqual([
+      [1, 500, null],
+      [2, 503, null],
+      [3, 200, null],
+    ]);
+    expect(log[0].response).toBe('down for maintenance');
+    expect(log[1].response).toHaveLength(4096);
+    expect(log[2].response).toBe('ok');
+    for (const [i, a] of log.entries()) {
+      expect(a.duration_ms).toBeGreaterThanOrEqual(0);
+      // Each try was made when the one before said the next was due, or after.
+      if (i > 0) expect(Date.parse(a.at)).toBeGreaterThanOrEqual(Date.parse(log[i - 1].next_attempt_at));
+      // The try the receiver got, by its webhook-timestamp (seconds).
+      expect(Math.floor(Date.parse(a.at) / 1000)).toBe(Number(tries(eventId)[i]!.timestamp));
+    }
+    expect(log[0].next_attempt_at).not.toBeNull();
+    expect(log[2].next_attempt_at).toBeNull();
+  });
+
   it('cuts a receiver that does not answer at the timeout, and tries again', async () => {
     const { id } = await endpoint(alice);
     receiver.answer('hang');
@@ -149,6 +177,27 @@ describe('deliveries', () => {
       .toBe('delivered');
     expect(tries(eventId).map((r) => r.cut)).toEqual([true, false]);
     expect((await deliveries(alice, id)).find((d) => d.event_id === eventId)).toMatchObject({ attempts: 2, status_code: 200 });
+  });
+
+  it('holds no more tries in flight to one receiver than WEBHOOK_IN_FLIGHT (4), however many are due, and delivers them all', async () => {
+    const slow = await startReceiver();
+    try {
+      const made = await create(alice, { url: slow.url, event_types: ['webhook.test'] });
+      const id = made.body.webhook.id;
+      // Ten tries held unanswered until the timeout cuts each: ten events due at once.
+      slow.answer(...Array.from({ length: 10 }, () => 'hang' as const));
+      const events: string[] = [];
+      for (let i = 0; i < 10; i++)
+        events.push((await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id);
+      await expect
+        .poll(async () => (await deliveries(alice, id)).filter((d) => d.status === 'delivered').length, { timeout: 30_000 })
+        .toBe(10);
+      expect(new Set(slow.received.filter((r) => !r.cut).map((r) => r.id))).toEqual(new Set(events));
+      expect(slow.mostAtOnce()).toBeLessThanOrEqual(4);
+      expect(slow.mostAtOnce()).toBeGreaterThan(1);
+    } finally {
+      await slow.close();
+    }
   });
 
   it('delivers everything, each event under one id, once a receiver that was down is back', async () => {
@@ -221,6 +270,8 @@ describe('deliveries', () => {
 describe('an endpoint failing for days', () => {
   it('is turned off, says why, sends nothing more until its owner turns it on again', async () => {
     const { id } = await endpoint(alice);
+    const feed = await openSse(`${t.url}/v2/webhooks/events`, { headers: { 'x-api-key': alice.apiKey } });
+    const strangers = await openSse(`${t.url}/v2/webhooks/events`, { headers: { 'x-api-key': bob.apiKey } });
     // Days of failures, without waiting days: the endpoint has failed since six days ago.
     await t.db.webhook.update({ where: { id }, data: { failingSince: new Date(Date.now() - 6 * 86_400_000) } });
     receiver.answer({ status: 500 });
@@ -228,12 +279,24 @@ describe('an endpoint failing for days', () => {
     await expect.poll(async () => (await t.rest('GET', `/v2/webhooks/${id}`, { key: alice.apiKey })).body.webhook.enabled).toBe(false);
     const off = (await t.rest('GET', `/v2/webhooks/${id}`, { key: alice.apiKey })).body.webhook;
     expect(off.disabled_reason).toMatch(/every delivery failed for 120 hours/);
-    await expect.poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === first)?.status).toBe('failed');
+    expect(Date.parse(off.disabled_at)).toBeGreaterThan(Date.parse(off.failing_since));
+    // Its owner is told on their feed, with what the endpoint now says; no one else is.
+    await feed.waitFor((f) => f.event === 'update');
+    expect(updates(feed.frames).map(({ _id, ...e }) => e)).toEqual([
+      { type: 'webhook_disabled', webhook_id: id, url: receiver.url, reason: off.disabled_reason, disabled_at: off.disabled_at },
+    ]);
+    feed.close();
+    strangers.close();
+    expect(updates(strangers.frames)).toEqual([]);
+    // Its next try (due a second after the first) finds the endpoint off and gives the delivery up untried.
+    await expect
+      .poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === first)?.status, { timeout: 20_000 })
+      .toBe('failed');
     expect((await deliveries(alice, id)).find((d) => d.event_id === first)?.error).toBe('the endpoint is turned off');
     expect(tries(first)).toHaveLength(1);
 
     const on = await t.rest('PATCH', `/v2/webhooks/${id}`, { key: alice.apiKey, body: { enabled: true } });
-    expect(on.body.webhook).toMatchObject({ enabled: true, disabled_reason: null, failing_since: null });
+    expect(on.body.webhook).toMatchObject({ enabled: true, disabled_reason: null, disabled_at: null, failing_since: null });
     const next = (await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id;
     await expect.poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === next)?.status).toBe('delivered');
   });
@@ -412,13 +475,18 @@ describe('GraphQL', () => {
         async () =>
           (
             await gql(
-              `query($id: ID!) { node(id: $id) { ... on Webhook { deliveries(first: 5) { eventId status statusCode } } } }`,
+              `query($id: ID!) { node(id: $id) { ... on Webhook { disabledAt deliveries(first: 5) { eventId status statusCode tries { attempt statusCode response nextAttemptAt } } } } }`,
               { id: webhook.id },
               alice.apiKey,
             )
-          ).data.node.deliveries,
+          ).data.node,
       )
-      .toEqual([{ eventId, status: 'delivered', statusCode: 200 }]);
+      .toEqual({
+        disabledAt: null,
+        deliveries: [
+          { eventId, status: 'delivered', statusCode: 200, tries: [{ attempt: 1, statusCode: 200, response: 'ok', nextAttemptAt: null }] },
+        ],
+      });
     const redelivered = await gql(
       `mutation($id: ID!, $d: ID!) { redeliverWebhook(id: $id, deliveryId: $d) { eventId status } }`,
       { id: webhook.id, d: tested.data.testWebhook.rawId },

@@ -1,20 +1,19 @@
 import type { Config } from '../../config.ts';
 import type { Sql } from '../../db/sql.ts';
-import { keyIdOf, readKeyFile, type SealedKey } from '../../secrets/keyring.ts';
+import { type SealedKey, sealedKeysSql, sealedWhat } from '../../domain/deployments/index.ts';
+import { keyIdOf, readKeyFile } from '../../secrets/keyring.ts';
 
 /**
  * What data moved by `backup`/`restore` or `db copy` needs beside it, said by those commands when
- * it does: the key deployments' secrets are sealed with (never in a backup or a copy), the media
+ * it does: the key deployments' and webhooks' secrets are sealed with (never in a backup or a copy), the media
  * files (MEDIA_DIR), and the public address media links resolve against (PUBLIC_URL).
  */
 
-/** The key ids deployments' secrets are sealed with in the database `sql` reads, and how many each. */
+/** The key ids deployments' and webhooks' secrets are sealed with in the database `sql` reads, and how many of each. */
 export async function sealedKeysIn(sql: Sql): Promise<SealedKey[]> {
-  const rows = (await sql.rows(
-    `SELECT split_part("secrets"->>'sealed', '.', 2), count(*)::text FROM "Deployment"
-     WHERE "secrets"->>'sealed' IS NOT NULL GROUP BY 1 ORDER BY 1`,
-  )) as [string, string][];
-  return rows.map(([keyId, n]) => ({ keyId, deployments: Number(n) }));
+  const [[webhooks]] = (await sql.rows(`SELECT (to_regclass('"Webhook"') IS NOT NULL)::text`)) as [[string]];
+  const rows = (await sql.rows(sealedKeysSql(webhooks === 'true'))) as [string, string | number, string | number][];
+  return rows.map(([keyId, d, w]) => ({ keyId, deployments: Number(d), webhooks: Number(w) }));
 }
 
 /** Where a command's configuration takes the key from, and the ids of the keys there (none: no key file yet). */
@@ -26,9 +25,10 @@ export async function keysHere(config: Pick<Config, 'secrets'>): Promise<{ where
   return { where: keyFile ?? 'SECRETS_KEY', keyIds: (kept ?? []).map(keyIdOf) };
 }
 
-const count = (sealed: SealedKey[]) => sealed.reduce((n, s) => n + s.deployments, 0);
 const ids = (sealed: SealedKey[]) => sealed.map((s) => s.keyId).join(', ');
-const deployments = (n: number) => `${n} deployment${n === 1 ? '' : 's'}`;
+/** What the secrets of `sealed` are of, all keys together: "2 deployments and 1 webhook endpoint". */
+const owners = (sealed: SealedKey[]) =>
+  sealedWhat({ deployments: sealed.reduce((n, s) => n + s.deployments, 0), webhooks: sealed.reduce((n, s) => n + s.webhooks, 0) });
 
 /** What a backup leaves out and a restore will need. */
 export async function carryFromBackup(config: Config, sealed: SealedKey[], mediaFiles: number): Promise<string[]> {
@@ -36,8 +36,8 @@ export async function carryFromBackup(config: Config, sealed: SealedKey[], media
   if (sealed.length) {
     const { where } = await keysHere(config);
     lines.push(
-      `Not in it: the key the secrets of ${deployments(count(sealed))} are sealed with (key id ${ids(sealed)}, ${where === 'SECRETS_KEY' ? 'in SECRETS_KEY' : `in ${where}`}). ` +
-        'Keep a copy of it apart from the backups: where this is restored, put it in the new DATA_DIR as secrets.key (mode 0600) or set SECRETS_KEY to it, or those deployments do not run.',
+      `Not in it: the key the secrets of ${owners(sealed)} are sealed with (key id ${ids(sealed)}, ${where === 'SECRETS_KEY' ? 'in SECRETS_KEY' : `in ${where}`}). ` +
+        'Keep a copy of it apart from the backups: where this is restored, put it in the new DATA_DIR as secrets.key (mode 0600) or set SECRETS_KEY to it, or those do not run (a webhook endpoint signs nothing).',
     );
   }
   if (mediaFiles && config.publicUrl) {
@@ -53,10 +53,10 @@ export async function carryIntoRestore(config: Config, sealed: SealedKey[]): Pro
   if (!sealed.length) return [];
   const { where, keyIds } = await keysHere(config);
   const missing = sealed.filter((s) => !keyIds.includes(s.keyId));
-  if (!missing.length) return [`The secrets of ${deployments(count(sealed))} open with the key in ${where}.`];
+  if (!missing.length) return [`The secrets of ${owners(sealed)} open with the key in ${where}.`];
   const held = where === 'SECRETS_KEY' ? 'SECRETS_KEY is not' : keyIds.length ? `${where} does not hold` : `there is no ${where} with`;
   return [
-    `The secrets of ${deployments(count(missing))} are sealed with key id ${ids(missing)}, and ${held} that key: before starting, copy the secrets.key ` +
+    `The secrets of ${owners(missing)} are sealed with key id ${ids(missing)}, and ${held} that key: before starting, copy the secrets.key ` +
       `of the data directory the backup was made from to ${config.secrets.keyFile ?? 'the data directory'} (mode 0600), or set SECRETS_KEY to its first line. Without it they do not run.`,
   ];
 }
@@ -69,8 +69,8 @@ export async function carryToPostgres(config: Config, sealed: SealedKey[], media
     const missing = sealed.filter((s) => !keyIds.includes(s.keyId));
     lines.push(
       missing.length
-        ? `The secrets of ${deployments(count(missing))} are sealed with key id ${ids(missing)}, which ${where} does not hold: start PostgreSQL's instances with SECRETS_KEY set to that key, or deploy them again with their tokens.`
-        : `The secrets of ${deployments(count(sealed))} are sealed with key id ${ids(sealed)}: start every instance on PostgreSQL with SECRETS_KEY set to ${where === 'SECRETS_KEY' ? 'the same key' : `the key in ${where} (its first line)`}, or they do not run.`,
+        ? `The secrets of ${owners(missing)} are sealed with key id ${ids(missing)}, which ${where} does not hold: start PostgreSQL's instances with SECRETS_KEY set to that key, or deploy them again with their tokens.`
+        : `The secrets of ${owners(sealed)} are sealed with key id ${ids(sealed)}: start every instance on PostgreSQL with SECRETS_KEY set to ${where === 'SECRETS_KEY' ? 'the same key' : `the key in ${where} (its first line)`}, or they do not run.`,
     );
   }
   if (mediaFiles) {

@@ -95,6 +95,11 @@ export interface FeedEventPayloads {
     lastError: string | null;
     deleted: boolean;
   };
+  /**
+   * The service turned one of your webhook endpoints off: every delivery to it failed for days
+   * (`reason` says how long). Nothing more is sent to it until you turn it on again.
+   */
+  webhook_disabled: { webhookId: string; url: string; reason: string; disabledAt: string };
 }
 
 export type FeedEventType = keyof FeedEventPayloads;
@@ -112,4 +117,5 @@ export const feedFamilies = {
   trigger: ['trigger_run_started', 'trigger_run_completed', 'trigger_run_failed', 'trigger_paused', 'trigger_finished', 'trigger_changed'],
   task: ['task_created', 'task_started', 'task_progress', 'task_completed', 'task_failed', 'task_cancelled'],
   deployment: ['deployment_state'],
+  webhook: ['webhook_disabled'],
 } as const satisfies Record<string, readonly FeedEventType[]>;

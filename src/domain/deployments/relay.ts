@@ -139,6 +139,8 @@ export function relayRules({ store, conversations, answers, defaults, links }: R
     if (!at) {
       const refusal = await refusalFor(run, ctx, chat.id, update);
       if (refusal) {
+        if (refusal.reason === 'cap')
+          await store.capReached(run.deployment.id, refusal.until, 'Its daily manna cap is reached: it answers again after midnight (UTC)');
         await tell(outbox, chat.id, refusal, update.messageRef).catch(async (e) => {
           if (e instanceof SecretsRefused) await run.revoked(e.reason);
           throw e;

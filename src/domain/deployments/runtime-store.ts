@@ -93,6 +93,8 @@ export interface DeploymentRuntimeStore {
   noteError(deploymentId: string, error: string | null): Promise<void>;
   /** Its secrets cannot be opened here: `noteError`, and its owner's webhooks told the first time. */
   cannotOpen(deploymentId: string, error: string): Promise<void>;
+  /** Its daily manna cap is reached until `until`: its owner's webhooks told once for that period. */
+  capReached(deploymentId: string, until: Date, detail: string): Promise<void>;
 }
 
 /** How a person is named as a sender: their platform name, and who they are there (names are not unique). */
@@ -301,7 +303,7 @@ function chats(db: Db): Pick<DeploymentRuntimeStore, 'chat' | 'setChatSession' |
 /** A deployment that stopped running, for its owner's webhooks: why, in a word and in full. */
 const stoppedEvent = (
   row: { id: string; userId: string; agentId: string; platform: string },
-  reason: 'secrets_refused' | 'secrets_unopenable',
+  reason: 'secrets_refused' | 'secrets_unopenable' | 'cap',
   detail: string,
 ): WebhookEventInput => ({
   userId: row.userId,
@@ -309,7 +311,7 @@ const stoppedEvent = (
   data: { deployment_id: row.id, agent_id: row.agentId, platform: row.platform, reason, detail },
 });
 
-function deploymentState(db: Db): Pick<DeploymentRuntimeStore, 'relayContext' | 'invalidate' | 'noteError' | 'cannotOpen'> {
+function deploymentState(db: Db): Pick<DeploymentRuntimeStore, 'relayContext' | 'invalidate' | 'noteError' | 'cannotOpen' | 'capReached'> {
   return {
     async relayContext(deploymentId) {
       const row = await db.deployment.findUnique({
@@ -338,6 +340,17 @@ function deploymentState(db: Db): Pick<DeploymentRuntimeStore, 'relayContext' | 
           select: { id: true, userId: true, agentId: true, platform: true },
         });
         if (row) await recordWebhookEvent(tx, stoppedEvent(row, 'secrets_unopenable', error));
+      }),
+
+    capReached: (deploymentId, until, detail) =>
+      db.$transaction(async (tx) => {
+        // Once a period, whichever chat or instance meets the cap first: the others update nothing.
+        const [row] = await tx.deployment.updateManyAndReturn({
+          where: { id: deploymentId, OR: [{ capStoppedUntil: null }, { capStoppedUntil: { lt: until } }] },
+          data: { capStoppedUntil: until },
+          select: { id: true, userId: true, agentId: true, platform: true },
+        });
+        if (row) await recordWebhookEvent(tx, stoppedEvent(row, 'cap', detail));
       }),
 
     async noteError(deploymentId, error) {

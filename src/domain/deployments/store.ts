@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { Deployment, Prisma } from '../../generated/prisma/client.ts';
 import type { DeploymentPlatform } from '../../generated/prisma/enums.ts';
 import { newestFirst } from '../core/ordering.ts';
+import { type SealedKey, sealedKeysSql } from './sealed-keys.ts';
 import { newId } from '../core/ids.ts';
 import { isRecordGone, isUniqueViolation } from '../core/stores/prisma-errors.ts';
 
@@ -80,7 +81,8 @@ export interface DeploymentStore {
   /** The sealed secrets of the deployments `ids` (null: none), to tell which a key here opens. */
   sealedFor(ids: string[]): Promise<Map<string, string | null>>;
   /** The key ids secrets are sealed with, and how many deployments each (what a start needs keys for). */
-  sealedKeys(): Promise<{ keyId: string; deployments: number }[]>;
+  /** The keys deployments' and webhooks' secrets are sealed with, and how many of each. */
+  sealedKeys(): Promise<SealedKey[]>;
 }
 
 const keptOf = ({ secrets, ...row }: Deployment): KeptDeployment => ({ ...row, sealed: sealedOf(secrets) });
@@ -180,11 +182,9 @@ export function deploymentStore(db: Db): DeploymentStore {
       // `parley migrate` composes the services before it migrates: a database not migrated yet holds none.
       const [{ present }] = await db.$queryRaw<[{ present: boolean }]>`SELECT to_regclass('"Deployment"') IS NOT NULL AS "present"`;
       if (!present) return [];
-      // The key id is the second part of the sealed text (`v1.<key id>.<nonce>.<tag>.<data>`): no secret.
-      const rows = await db.$queryRaw<{ keyId: string; deployments: number }[]>`
-        SELECT split_part("secrets"->>'sealed', '.', 2) AS "keyId", count(*)::int AS "deployments"
-        FROM "Deployment" WHERE "secrets"->>'sealed' IS NOT NULL GROUP BY 1 ORDER BY 1`;
-      return rows;
+      // Webhooks' secrets are sealed with the same key (`webhooks/`), so a key that opens none of them is as missing.
+      const [{ webhooks }] = await db.$queryRaw<[{ webhooks: boolean }]>`SELECT to_regclass('"Webhook"') IS NOT NULL AS "webhooks"`;
+      return db.$queryRawUnsafe<SealedKey[]>(sealedKeysSql(webhooks));
     },
 
     async replaceSealed(id, from, to) {

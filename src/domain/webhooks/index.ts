@@ -7,6 +7,6 @@ export { webhookEventTypes, type WebhookEventType, type WebhookEventInput } from
 export type { CreateWebhookInput, RotateWebhookInput, UpdateWebhookInput } from './inputs.ts';
 export { DELIVERY_NOT_FOUND, WEBHOOK_NOT_FOUND, type WebhookService, type WebhookWithSecret, webhookService } from './service.ts';
 export { MAX_ANSWER_BYTES, WEBHOOK_QUEUE, type WebhookDeliveries, webhookDeliveries } from './delivery.ts';
-export type { DeliveryView, WebhookView } from './store.ts';
+export type { AttemptView, DeliveryView, WebhookView } from './store.ts';
 export type { Sealer, WebhookRequest, WebhookResponse, WebhookSender } from './ports.ts';
 export { prismaDeliveryStore, prismaWebhookStore, recordWebhookEvent, recordWebhookEvents, webhookSealedRows } from './prisma-store.ts';

@@ -14,6 +14,7 @@ const webhookView = (row: {
   eventTypes: string[];
   enabled: boolean;
   disabledReason: string | null;
+  disabledAt: Date | null;
   failingSince: Date | null;
   previousUntil: Date | null;
   createdAt: Date;
@@ -26,13 +27,20 @@ const webhookView = (row: {
   eventTypes: row.eventTypes,
   enabled: row.enabled,
   disabledReason: row.disabledReason,
+  disabledAt: row.disabledAt,
   failingSince: row.failingSince,
   previousSecretUntil: row.previousUntil,
   createdAt: row.createdAt,
   updatedAt: row.updatedAt,
 });
 
-const withEvent = { event: { select: { type: true } } } as const;
+const withEvent = {
+  event: { select: { type: true } },
+  tries: {
+    select: { attempt: true, at: true, statusCode: true, durationMs: true, answer: true, error: true, nextAttemptAt: true },
+    orderBy: { attempt: 'asc' },
+  },
+} as const;
 type DeliveryRow = Prisma.WebhookDeliveryGetPayload<{ include: typeof withEvent }>;
 
 const deliveryView = (row: DeliveryRow): DeliveryView => ({
@@ -49,6 +57,7 @@ const deliveryView = (row: DeliveryRow): DeliveryView => ({
   error: row.error,
   nextAttemptAt: row.status === 'pending' ? row.nextAttemptAt : null,
   createdAt: row.createdAt,
+  tries: row.tries,
 });
 
 /** An event's id, the `webhook-id` of its deliveries: `msg_` and a time-ordered id, as the specification's examples are. */
@@ -116,7 +125,7 @@ export function prismaWebhookStore(db: Db): WebhookStore {
       return row && webhookView(row);
     },
     async update(id, changes) {
-      const on = changes.enabled === true ? { disabledReason: null, failingSince: null } : {};
+      const on = changes.enabled === true ? { disabledReason: null, disabledAt: null, failingSince: null } : {};
       return webhookView(await db.webhook.update({ where: { id }, data: { ...changes, ...on } }));
     },
     async remove(id) {
@@ -159,7 +168,7 @@ const stamp = (at: Date) => at.toISOString();
 export function prismaDeliveryStore(db: Db): DeliveryStore {
   return {
     async takeDue(now, staleBefore, limit) {
-      const rows = await db.$queryRaw<{ id: string }[]>`
+      return db.$queryRaw<{ id: string; webhookId: string }[]>`
         UPDATE "WebhookDelivery" SET "queuedAt" = ${stamp(now)}::timestamp(3)
         WHERE "id" IN (
           SELECT "id" FROM "WebhookDelivery"
@@ -168,8 +177,7 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
             AND ("claimedUntil" IS NULL OR "claimedUntil" < ${stamp(now)}::timestamp(3))
           ORDER BY "nextAttemptAt" LIMIT ${limit}
           FOR UPDATE SKIP LOCKED)
-        RETURNING "id"`;
-      return rows.map((r) => r.id);
+        RETURNING "id", "webhookId"`;
     },
 
     async claim(id, now, until): Promise<ClaimedDelivery | null> {
@@ -185,7 +193,16 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
           attempts: true,
           event: { select: { id: true, body: true } },
           webhook: {
-            select: { id: true, userId: true, url: true, enabled: true, secret: true, previousSecret: true, previousUntil: true },
+            select: {
+              id: true,
+              userId: true,
+              url: true,
+              enabled: true,
+              failingSince: true,
+              secret: true,
+              previousSecret: true,
+              previousUntil: true,
+            },
           },
         },
       });
@@ -201,6 +218,7 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
         attempts: row.attempts,
         secrets: { secret: webhook.secret, previousSecret: webhook.previousSecret, previousUntil: webhook.previousUntil },
         endpointOff: !webhook.enabled,
+        endpointFailing: webhook.failingSince !== null,
       };
     },
 
@@ -233,14 +251,28 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
           },
         });
         if (!count) return { disabled: false };
+        await tx.webhookAttempt.create({
+          data: {
+            deliveryId: claimed.id,
+            attempt: claimed.attempts + 1,
+            at: outcome.at,
+            statusCode: outcome.statusCode,
+            durationMs: outcome.durationMs,
+            answer: outcome.answer,
+            error: outcome.error,
+            nextAttemptAt: outcome.nextAttemptAt,
+          },
+        });
         if (outcome.delivered) {
-          await tx.webhook.updateMany({ where: { id: claimed.webhookId, failingSince: { not: null } }, data: { failingSince: null } });
+          // Most successes follow successes: the endpoint's row is written only when it was failing.
+          if (claimed.endpointFailing)
+            await tx.webhook.updateMany({ where: { id: claimed.webhookId, failingSince: { not: null } }, data: { failingSince: null } });
           return { disabled: false };
         }
         await tx.webhook.updateMany({ where: { id: claimed.webhookId, failingSince: null }, data: { failingSince: outcome.at } });
         const { count: disabled } = await tx.webhook.updateMany({
           where: { id: claimed.webhookId, enabled: true, failingSince: { lt: disable.before } },
-          data: { enabled: false, disabledReason: disable.reason },
+          data: { enabled: false, disabledReason: disable.reason, disabledAt: outcome.at },
         });
         return { disabled: disabled > 0 };
       });

@@ -10,6 +10,8 @@ export interface WebhookView {
   enabled: boolean;
   /** Why the service turned it off, or null. */
   disabledReason: string | null;
+  /** When the service turned it off, or null. */
+  disabledAt: Date | null;
   failingSince: Date | null;
   /** Until when the secret before the last rotation still signs, or null. */
   previousSecretUntil: Date | null;
@@ -17,7 +19,21 @@ export interface WebhookView {
   updatedAt: Date;
 }
 
-/** One event bound for one endpoint, and its last try. */
+/** One try of a delivery, as the log keeps it. */
+export interface AttemptView {
+  /** 1 for the delivery's first try. */
+  attempt: number;
+  at: Date;
+  statusCode: number | null;
+  durationMs: number;
+  /** The first bytes of the answer. */
+  answer: string | null;
+  error: string | null;
+  /** When the next try was due after this one; null when it was the last. */
+  nextAttemptAt: Date | null;
+}
+
+/** One event bound for one endpoint: its last try, and every try so far. */
 export interface DeliveryView {
   id: string;
   webhookId: string;
@@ -34,6 +50,8 @@ export interface DeliveryView {
   /** When it is tried next; null once delivered or given up. */
   nextAttemptAt: Date | null;
   createdAt: Date;
+  /** Every try so far, first first. */
+  tries: AttemptView[];
 }
 
 /** The secrets that sign an endpoint's deliveries, sealed. */
@@ -85,6 +103,8 @@ export interface ClaimedDelivery {
   secrets: SealedSecrets;
   /** The endpoint was turned off since the event: nothing is sent. */
   endpointOff: boolean;
+  /** The endpoint's deliveries were failing when the try was taken: a success clears it. */
+  endpointFailing: boolean;
 }
 
 /** How a try ended, to be stored. */
@@ -106,7 +126,7 @@ export interface DeliveryStore {
    * holds them now), oldest first, each marked sent at `now` in the same statement: two instances
    * sweeping together take different ones.
    */
-  takeDue(now: Date, staleBefore: Date, limit: number): Promise<string[]>;
+  takeDue(now: Date, staleBefore: Date, limit: number): Promise<{ id: string; webhookId: string }[]>;
   /** Takes the delivery's next try until `until`, if it is due and no one holds it; null otherwise. */
   claim(id: string, now: Date, until: Date): Promise<ClaimedDelivery | null>;
   /**
@@ -118,8 +138,8 @@ export interface DeliveryStore {
   /** Puts a claimed try back untried, due at `at` (its endpoint had too many under way here). */
   release(id: string, attempts: number, at: Date): Promise<void>;
   /**
-   * Stores a try's outcome (only if the try is still the one claimed, `attempts` unchanged), and
-   * the endpoint's state: failing since when, turned off (with `disableReason`) once failing
+   * Stores a try's outcome (only if the try is still the one claimed, `attempts` unchanged) with
+   * its row in the log, and the endpoint's state: failing since when, turned off (with `disableReason`) once failing
    * before `disableBefore`. Whether the endpoint was turned off now.
    */
   settle(claimed: ClaimedDelivery, outcome: TryOutcome, disable: { before: Date; reason: string }): Promise<{ disabled: boolean }>;

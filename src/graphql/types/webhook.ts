@@ -3,6 +3,7 @@ import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
 import { Creator } from './creator.ts';
 import { nodeInterfaces, RAW_ID } from './node.ts';
+import { WebhookAttempt } from './webhook-attempt.ts';
 
 /** `reply.completed` → `REPLY_COMPLETED`: the body's `type` is the value. */
 export const WebhookEventTypeEnum = builder.enumType('WebhookEventType', {
@@ -14,7 +15,7 @@ export const WebhookEventTypeEnum = builder.enumType('WebhookEventType', {
 });
 
 export const WebhookDelivery = builder.objectRef<DeliveryView>('WebhookDelivery').implement({
-  description: 'One event bound for one endpoint, and its last try.',
+  description: 'One event bound for one endpoint: its last try, and every try so far.',
   fields: (t) => ({
     rawId: t.exposeID('id', { description: 'The id `redeliverWebhook` takes.' }),
     eventId: t.exposeString('eventId', { description: 'The `webhook-id` header of every try of this event.' }),
@@ -28,6 +29,7 @@ export const WebhookDelivery = builder.objectRef<DeliveryView>('WebhookDelivery'
     error: t.exposeString('error', { nullable: true, description: 'Why the last try got no answer.' }),
     nextAttemptAt: t.expose('nextAttemptAt', { type: 'DateTime', nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    tries: t.field({ type: [WebhookAttempt], description: 'Every try so far, the first first.', resolve: (d) => d.tries }),
   }),
 });
 
@@ -43,6 +45,7 @@ export const Webhook = builder.objectRef<WebhookView>('Webhook').implement({
     eventTypes: t.field({ type: [WebhookEventTypeEnum], resolve: (w) => w.eventTypes as never }),
     enabled: t.exposeBoolean('enabled'),
     disabledReason: t.exposeString('disabledReason', { nullable: true, description: 'Why the service turned it off (it kept failing).' }),
+    disabledAt: t.expose('disabledAt', { type: 'DateTime', nullable: true, description: 'When the service turned it off.' }),
     failingSince: t.expose('failingSince', { type: 'DateTime', nullable: true }),
     previousSecretUntil: t.expose('previousSecretUntil', { type: 'DateTime', nullable: true }),
     deliveries: t.field({

@@ -66,6 +66,7 @@ export class Deployments {
       account: null,
       accountId: null,
       cursor: null,
+      capStoppedUntil: null,
       createdAt: now,
       updatedAt: now,
     };
@@ -150,7 +151,7 @@ export function memoryDeploymentStore(d: Deployments): DeploymentStore {
     async sealedKeys() {
       const counts = new Map<string, number>();
       for (const r of d.rows.values()) if (r.sealed) counts.set(r.sealed.split('.')[1]!, (counts.get(r.sealed.split('.')[1]!) ?? 0) + 1);
-      return [...counts].map(([keyId, deployments]) => ({ keyId, deployments }));
+      return [...counts].map(([keyId, deployments]) => ({ keyId, deployments, webhooks: 0 }));
     },
   };
 }
@@ -299,6 +300,7 @@ export class Relayed {
       receive: unused,
       pending: unused,
       cannotOpen: unused,
+      capReached: async () => {},
       invalidate: unused,
       noteError: async () => {},
       relayContext: async () => ({ ...this.context }),
