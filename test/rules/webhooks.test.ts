@@ -137,16 +137,6 @@ describe('changing an endpoint', () => {
     await expect(webhooks.update(owner, webhook.id, {})).rejects.toEqual(refusal('BAD_USER_INPUT', /names nothing to change/, []));
   });
 
-  it('turned on again, forgets why it was turned off', async () => {
-    const { webhooks, rows } = world();
-    const { webhook } = await webhooks.create(owner, input);
-    Object.assign(rows.get(webhook.id)!, { enabled: false, disabledReason: 'kept failing', failingSince: new Date() });
-    expect(await webhooks.update(owner, webhook.id, { enabled: true })).toMatchObject({
-      enabled: true,
-      disabledReason: null,
-      failingSince: null,
-    });
-  });
 
   it('removed, is gone for its owner', async () => {
     const { webhooks } = world();

@@ -33,6 +33,7 @@ export function memoryWebhookStore() {
       error: null,
       nextAttemptAt: at,
       createdAt: at,
+      tries: [],
     };
     deliveries.push(delivery);
     return { ...delivery };
@@ -45,6 +46,7 @@ export function memoryWebhookStore() {
       const stored: Row = {
         ...row,
         disabledReason: null,
+        disabledAt: null,
         failingSince: null,
         previousSecretUntil: null,
         createdAt: at,
@@ -62,7 +64,7 @@ export function memoryWebhookStore() {
     async update(id, changes) {
       const row = must(id);
       for (const [key, value] of Object.entries(changes)) if (value !== undefined) Object.assign(row, { [key]: value });
-      if (changes.enabled) Object.assign(row, { disabledReason: null, failingSince: null });
+      if (changes.enabled) Object.assign(row, { disabledReason: null, disabledAt: null, failingSince: null });
       row.updatedAt = new Date();
       return view(row);
     },
