@@ -137,7 +137,6 @@ describe('changing an endpoint', () => {
     await expect(webhooks.update(owner, webhook.id, {})).rejects.toEqual(refusal('BAD_USER_INPUT', /names nothing to change/, []));
   });
 
-
   it('removed, is gone for its owner', async () => {
     const { webhooks } = world();
     const { webhook } = await webhooks.create(owner, input);
