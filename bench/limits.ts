@@ -3,7 +3,7 @@
 // Three instances of the service (each on its own in-memory PGlite) answer GET /v2/creators/me:
 // without rate limits, counting in the process, and counting in a throwaway redis-server. Their
 // throughput is reported as a ratio to the first, measured in interleaved rounds. Then each
-// hostile GraphQL document of test/graphql/hostile-documents.test.ts is timed against a small
+// hostile GraphQL document of test/graphql/hostile.test.ts is timed against a small
 // valid query on the same instance.
 import { parseArgs } from 'node:util';
 import { getIntrospectionQuery } from 'graphql';
