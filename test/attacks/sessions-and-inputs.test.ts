@@ -1,0 +1,537 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { type FakeOpenAI, isMemoryRequest } from '../helpers/fake-openai.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { graphqlWsClients } from '../helpers/graphql-ws.ts';
+import { settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
+import { openSse, updates } from '../helpers/sse.ts';
+import { postRaw } from '../graphql/support.ts';
+
+/**
+ * Attacks through sessions and their inputs, on one app with the fake model (whose replies the
+ * tests script) and a cap of 4 tool calls per model call. Each `describe` was a file of its own
+ * that started the same app (or one with nothing set: the offline responder's replies were not
+ * what those checked); each has users of its own, and counts only its own rows.
+ */
+let t: TestApp;
+let llm: FakeOpenAI;
+const ws = graphqlWsClients(() => t.url);
+
+setUp(async (start) => {
+  llm = await start.fakeOpenAI({ tokens: ['First', ' answer.'] });
+  // Caps below the defaults (8 per model call): the machine running the tests is shared.
+  t = await start.app({ llm: { baseUrl: llm.baseUrl }, work: { toolCallsPerModelCall: 4 } });
+});
+beforeEach(() => llm.reset());
+afterAll(() => ws.disposeAll());
+
+describe('share-snapshot', () => {
+  let alice: TestUser;
+  beforeAll(async () => {
+    alice = await t.createUser('alice_share');
+  });
+
+  describe('a public share', () => {
+    it('shows exactly what existed when it was made: not a reply still being written then, nor later reactions', async () => {
+      const agent = await fixtures(t).agent(alice, { name: 'Echo', key: 'echo-share' });
+      const first = await t.rest('POST', '/v2/sessions', {
+        key: alice.apiKey,
+        body: { agent_ids: [agent.id], content: 'hello', title: 'Shared' },
+      });
+      const sessionId = first.body.session_id as string;
+      const before = await settledSession(t, alice, sessionId);
+      const firstReply = before.messages.at(-1);
+      await t.rest('POST', '/v2/sessions/react', { key: alice.apiKey, body: { message_id: firstReply.id, reaction: 'thumbs_up' } });
+
+      // A second reply is being written when the session is shared.
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      // Chosen by its prompt, not by the order of the calls: the two replies below start together,
+      // and on a busy machine the second one's call can reach the model first.
+      llm.choose((r) =>
+        !isMemoryRequest(r) && r.body.messages.filter((m) => m.role === 'user').at(-1)?.content === 'and now?'
+          ? { tokens: ['Written', ' after', ' sharing'], gate: (i) => (i === 1 ? held : undefined) }
+          : undefined,
+      );
+      expect(
+        (await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { session_id: sessionId, content: 'and now?' } })).status,
+      ).toBe(200);
+      // Meanwhile another prompt is answered in full: the share's last message comes after the held reply.
+      expect(
+        (await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { session_id: sessionId, content: 'quick one' } })).status,
+      ).toBe(200);
+      await expect
+        .poll(async () => {
+          const { messages } = (await t.rest('GET', `/v2/sessions/${sessionId}`, { key: alice.apiKey })).body;
+          return messages.filter((m: { content: string; status: string }) => m.content === 'First answer.' && m.status === 'complete')
+            .length;
+        })
+        .toBe(2);
+      const made = await t.rest('POST', `/v2/sessions/${sessionId}/share`, { key: alice.apiKey });
+      expect(made.status).toBe(201);
+      const shareId = made.body.share.share_id as string;
+      const read = async () => (await t.rest('GET', `/v2/sessions/share/${shareId}`)).body.share;
+      const atShare = await read();
+
+      release();
+      const after = await settledSession(t, alice, sessionId);
+      expect(after.messages.find((m: { content: string }) => m.content === 'Written after sharing')).toMatchObject({ status: 'complete' });
+      await t.rest('POST', '/v2/sessions/react', { key: alice.apiKey, body: { message_id: firstReply.id, reaction: '🔥' } });
+
+      const later = await read();
+      expect(later).toEqual(atShare);
+      expect(later.messages.map((m: { content: string }) => m.content)).not.toContain('Written after sharing');
+      expect(later.messages.map((m: { content: string }) => m.content)).toEqual([
+        expect.stringMatching(/joined the session/),
+        'hello',
+        'First answer.',
+        'and now?',
+        'quick one',
+        'First answer.',
+      ]);
+      expect(later.messages[2].reactions).toEqual([{ reaction: 'thumbs_up', count: 1 }]);
+    });
+  });
+});
+
+describe('revocation', () => {
+  let alice: TestUser;
+  let mallory: TestUser;
+  beforeAll(async () => {
+    alice = await t.createUser('alice_revoking');
+    mallory = await t.createUser('mallory');
+    await t.services.manna.grant(alice.username, '100', 'subscription');
+  });
+
+  const balanceOf = async (user: TestUser) => (await t.rest('GET', '/v2/creators/me', { key: user.apiKey })).body.balance as number;
+  const paidCall = {
+    id: 'call_paint',
+    name: 'flux_schnell',
+    arguments: JSON.stringify({ prompt: 'a gift', n_samples: 1, resolution: '1024x1024' }),
+  };
+
+  describe('an agent made private', () => {
+    it("stops answering a stranger's existing session, and stops charging its owner", async () => {
+      const patron = await fixtures(t).agent(alice, {
+        name: 'Patron',
+        key: 'patron-private',
+        ownerPays: 'full',
+        tools: { flux_schnell: true },
+      });
+      llm.enqueue({ toolCalls: [paidCall] }, { tokens: ['On me.'] });
+      const started = await t.rest('POST', '/v2/sessions', {
+        key: mallory.apiKey,
+        body: { agent_ids: [patron.id], content: 'paint me a gift' },
+      });
+      expect(started.status, JSON.stringify(started.body)).toBe(200);
+      const sessionId = started.body.session_id as string;
+      await settledSession(t, mallory, sessionId);
+      const charged = await balanceOf(alice);
+      expect(charged).toBeLessThan(100);
+
+      expect((await t.rest('PATCH', `/v2/agents/${patron.id}`, { key: alice.apiKey, body: { public: false } })).status).toBe(200);
+      expect((await t.rest('GET', `/v2/agents/${patron.id}`, { key: mallory.apiKey })).status).toBeGreaterThanOrEqual(400);
+      const modelCalls = llm.replyRequests().length;
+
+      // Mallory posts again, to the session at large and to the agent by name: both refused.
+      llm.enqueue({ toolCalls: [paidCall] }, { tokens: ['On me again.'] });
+      const again = await t.rest('POST', '/v2/sessions', { key: mallory.apiKey, body: { session_id: sessionId, content: 'another one' } });
+      expect(again.status).toBe(403);
+      expect(again.body.message).toMatch(/no longer usable/);
+      const named = await t.rest('POST', '/v2/sessions', {
+        key: mallory.apiKey,
+        body: { session_id: sessionId, agent_ids: [patron.id], content: 'another one' },
+      });
+      expect(named.status).toBe(403);
+      expect(named.body.message).toMatch(/no longer usable/);
+
+      const after = await settledSession(t, mallory, sessionId);
+      expect(after.messages.filter((m: { role: string }) => m.role === 'user')).toHaveLength(1);
+      expect(llm.replyRequests().length).toBe(modelCalls);
+      expect(await balanceOf(alice)).toBe(charged);
+
+      // Its owner still may use it in a session of her own.
+      llm.reset();
+      const own = await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [patron.id], content: 'hello' } });
+      expect(own.status).toBe(200);
+      const mine = await settledSession(t, alice, own.body.session_id);
+      expect(mine.messages.at(-1)).toMatchObject({ role: 'assistant', status: 'complete' });
+    });
+  });
+
+  describe('the hidden paid helper prompt_enhance', () => {
+    it("is never offered, nor run, unless the agent's owner turned it on", async () => {
+      const patron = await fixtures(t).agent(alice, {
+        name: 'Helper',
+        key: 'helper-off',
+        ownerPays: 'full',
+        tools: { flux_schnell: true },
+      });
+      const before = await balanceOf(alice);
+      llm.reset();
+      // A model asking for it anyway (it knows the name) is told there is no such tool; nobody pays.
+      llm.enqueue(
+        { toolCalls: [{ id: 'call_enhance', name: 'prompt_enhance', arguments: '{"prompt":"cat","max_tokens":500}' }] },
+        { tokens: ['Ok.'] },
+      );
+      const res = await t.rest('POST', '/v2/sessions', { key: mallory.apiKey, body: { agent_ids: [patron.id], content: 'enhance' } });
+      expect(res.status).toBe(200);
+      const done = await settledSession(t, mallory, res.body.session_id);
+      const offered = llm.replyRequests()[0]!.body.tools!.map((x) => x.function.name);
+      expect(offered).toEqual(['flux_schnell']);
+      const reply = done.messages.find((m: { role: string }) => m.role === 'assistant');
+      expect(reply.tool_calls[0]).toMatchObject({
+        tool: 'prompt_enhance',
+        status: 'failed',
+        error: expect.stringMatching(/no tool named/),
+      });
+      expect(await balanceOf(alice)).toBe(before);
+
+      // Turned on by its owner, it is offered, and charges her as owner_pays says.
+      expect(
+        (await t.rest('PATCH', `/v2/agents/${patron.id}`, { key: alice.apiKey, body: { tools: { prompt_enhance: true } } })).status,
+      ).toBe(200);
+      llm.reset();
+      llm.enqueue(
+        { toolCalls: [{ id: 'call_enhance', name: 'prompt_enhance', arguments: '{"prompt":"cat","max_tokens":500}' }] },
+        { tokens: ['Ok.'] },
+      );
+      const on = await t.rest('POST', '/v2/sessions', { key: mallory.apiKey, body: { agent_ids: [patron.id], content: 'enhance' } });
+      await settledSession(t, mallory, on.body.session_id);
+      expect(llm.replyRequests()[0]!.body.tools!.map((x) => x.function.name)).toContain('prompt_enhance');
+      expect(await balanceOf(alice)).toBe(before - 0.5);
+    });
+  });
+});
+
+describe('tool-burst', () => {
+  let alice: TestUser;
+  beforeAll(async () => {
+    alice = await t.createUser('alice_burst');
+    await t.services.manna.grant(alice.username, '1000', 'subscription');
+  });
+
+  const paint = (i: number) => ({
+    id: `call_${i}`,
+    name: 'flux_schnell',
+    arguments: JSON.stringify({ prompt: `lighthouse number ${i} at dusk`, n_samples: 6, resolution: '1024x1024' }),
+  });
+
+  describe('a burst of paid image tools in one model call', () => {
+    it('runs only as many as the caps allow, tells the model about the rest, and /healthz answers 200 all along', async () => {
+      const agent = await fixtures(t).agent(alice, { name: 'Painter', key: 'painter-burst', tools: { flux_schnell: true } });
+      llm.enqueue({ toolCalls: Array.from({ length: 16 }, (_, i) => paint(i)) }, { tokens: ['All painted.'] });
+      const started = await t.rest('POST', '/v2/sessions', {
+        key: alice.apiKey,
+        body: { agent_ids: [agent.id], content: 'paint 16 lighthouses' },
+      });
+      expect(started.status).toBe(200);
+      const sessionId = started.body.session_id as string;
+
+      const health: number[] = [];
+      let settled = false;
+      const polling = (async () => {
+        for (let i = 0; i < 2_000 && !settled; i++) {
+          health.push((await fetch(`${t.url}/healthz`)).status);
+          await new Promise((r) => setTimeout(r, 25));
+        }
+      })();
+      const done = await settledSession(t, alice, sessionId);
+      settled = true;
+      await polling;
+
+      expect(health.length).toBeGreaterThan(0);
+      expect(health.filter((s) => s !== 200)).toEqual([]);
+      const reply = done.messages.find((m: { role: string }) => m.role === 'assistant');
+      expect(reply.status).toBe('complete');
+      const calls = reply.tool_calls as { status: string; error: string | null }[];
+      expect(calls).toHaveLength(16);
+      expect(calls.slice(0, 4).map((c) => c.status)).toEqual(Array(4).fill('completed'));
+      for (const c of calls.slice(4))
+        expect(c).toMatchObject({ status: 'failed', error: expect.stringMatching(/at most 4 run per model call/) });
+      // Four calls of six images each were made and charged; the other twelve cost nothing.
+      expect(await t.db.creation.count({ where: { userId: alice.id, tool: 'flux_schnell' } })).toBe(24);
+      expect((await t.rest('GET', '/v2/creators/me', { key: alice.apiKey })).body.balance).toBe(1000 - 4 * 6 * 0.25);
+      // The model was told which calls did not run, and why.
+      const told = llm
+        .replyRequests()[1]!
+        .body.messages.filter((m) => m.role === 'tool')
+        .map((m) => JSON.parse(m.content!));
+      expect(told.filter((r) => /at most 4 run per model call/.test(r.error ?? ''))).toHaveLength(12);
+    });
+
+    it('a reply keeps to its total of tool calls over several model calls', async () => {
+      const small = await startTestApp({ llm: { baseUrl: llm.baseUrl }, work: { toolCallsPerReply: 3 } });
+      try {
+        const bob = await small.createUser('bob');
+        await small.services.manna.grant('bob', '100', 'subscription');
+        const agent = await fixtures(small).agent(bob, { name: 'Painter', key: 'painter-reply', tools: { flux_schnell: true } });
+        const one = (i: number) => ({
+          ...paint(i),
+          arguments: JSON.stringify({ prompt: `tiny ${i}`, n_samples: 1, resolution: '1024x1024' }),
+        });
+        llm.reset();
+        llm.enqueue({ toolCalls: [one(1), one(2)] }, { toolCalls: [one(3), one(4)] }, { tokens: ['Enough.'] });
+        const res = await small.rest('POST', '/v2/sessions', { key: bob.apiKey, body: { agent_ids: [agent.id], content: 'paint' } });
+        const done = await settledSession(small, bob, res.body.session_id);
+        const calls = done.messages.find((m: { role: string }) => m.role === 'assistant').tool_calls as { status: string; error: string }[];
+        expect(calls.map((c) => c.status)).toEqual(['completed', 'completed', 'completed', 'failed']);
+        expect(calls[3]!.error).toMatch(/at most 3 run per reply/);
+      } finally {
+        await small.close();
+      }
+    });
+  });
+});
+
+/**
+ * Free-form JSON nested far deeper than any real input, as one client can send it: a list in a
+ * list 20,000 times is 40 kB of body. Every walk of it that recurses (serialising, measuring,
+ * storing, parsing a GraphQL document) overflowed the stack and answered 500. Each input that
+ * takes free-form JSON refuses it first, with a 400 naming the limit, and keeps nothing.
+ */
+describe('deep-json', () => {
+  let alice: TestUser;
+  beforeAll(async () => {
+    alice = await t.createUser('alice');
+    await t.services.manna.grant(alice.username, '100', 'forever');
+  });
+
+  /** A list within a list `levels` times, around 1, as JSON text (built as text: the test's own stringify would overflow). */
+  const nestedList = (levels: number) => `${'['.repeat(levels)}1${']'.repeat(levels)}`;
+  /** The same as a GraphQL literal. */
+  const nestedObject = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
+  const DEEP = 20_000;
+  /** The limits, as docs/security.md states them: free-form JSON, a whole body, a GraphQL document's brackets. */
+  const MAX_JSON_DEPTH = 32;
+  const MAX_BODY_DEPTH = 64;
+  const MAX_DOCUMENT_NESTING = 64;
+  const fieldLimit = new RegExp(`must not nest objects and lists more than ${MAX_JSON_DEPTH} levels deep`);
+  const bodyLimit = `The request body nests objects and lists more than ${MAX_BODY_DEPTH} levels deep`;
+
+  const post = (path: string, json: string, key: string | null = alice.apiKey) =>
+    t.rest('POST', path, { key, rawBody: json, headers: { 'content-type': 'application/json' } });
+  const balance = async () => (await t.rest('GET', '/v2/creators/me', { key: alice.apiKey })).body.balance;
+
+  // Where free-form JSON is refused without the app (a tool call's arguments, a line of a search
+  // import) is test/domain/json-depth.test.ts's; here, what each route and GraphQL answer.
+  describe('task arguments nested too deep', () => {
+    it.each(['/v2/tasks/create', '/v2/tasks/cost'])('on %s are a 400 naming the limit, and nothing is made or held', async (path) => {
+      const before = { tasks: await t.db.task.count(), balance: await balance() };
+      // Far past any body's depth: refused as the body is read.
+      const deep = await post(path, `{"tool":"flux_dev","args":{"prompt":${nestedList(DEEP)}}}`);
+      expect(deep).toMatchObject({ status: 400, body: { error: 'Bad Request', message: bodyLimit } });
+      // Within a body's depth but past the arguments': refused naming them.
+      const past = await post(path, `{"tool":"flux_dev","args":{"prompt":${nestedList(MAX_JSON_DEPTH)}}}`);
+      expect(past.status, JSON.stringify(past.body)).toBe(400);
+      expect(past.body.error).toMatch(new RegExp(`^args: ${fieldLimit.source}$`));
+      // At the limit, the depth is no objection: the tool's own rule for the prompt speaks.
+      const within = await post(path, `{"tool":"flux_dev","args":{"prompt":${nestedList(MAX_JSON_DEPTH - 1)}}}`);
+      expect(within.status).toBe(400);
+      expect(within.body.error).toMatch(/^args\.prompt: must be text/);
+      expect({ tasks: await t.db.task.count(), balance: await balance() }).toEqual(before);
+    });
+  });
+
+  describe('every route that reads a JSON body', () => {
+    it('answers a body nested 20,000 deep with a 400 naming the limit, never a 5xx', async () => {
+      const agent = await fixtures(t).agent(alice);
+      const writing = t.routes.flatMap(({ method, url }) =>
+        [method]
+          .flat()
+          .filter((m) => m === 'POST' || m === 'PATCH' || m === 'PUT')
+          .map((m) => ({ method: m, url })),
+      );
+      expect(writing.length).toBeGreaterThan(20);
+      for (const { method, url } of writing) {
+        const path = url.replace(/:[A-Za-z]+/g, (name) => (name === ':agentId' || name === ':id' ? agent.id : 'x'));
+        const res = await t.rest(method, path, {
+          key: alice.apiKey,
+          rawBody: `{"config":${nestedList(DEEP)},"args":${nestedList(DEEP)}}`,
+          headers: { 'content-type': 'application/json' },
+        });
+        expect({ route: `${method} ${url}`, status: res.status, said: JSON.stringify(res.body).includes(bodyLimit) }).toEqual({
+          route: `${method} ${url}`,
+          status: 400,
+          said: true,
+        });
+      }
+    });
+
+    it('takes a deployment config and agent tools nested deep no further than the body', async () => {
+      const agent = await fixtures(t).agent(alice);
+      const deploy = await post(`/v2/agents/${agent.id}/deployments`, `{"platform":"telegram","config":{"telegram":${nestedList(DEEP)}}}`);
+      expect(deploy).toMatchObject({ status: 400, body: { error: 'Bad Request', message: bodyLimit } });
+      const tools = await t.rest('PATCH', `/v2/agents/${agent.id}`, {
+        key: alice.apiKey,
+        rawBody: `{"tools":${nestedObject(DEEP)}}`,
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(tools.status).toBe(400);
+      expect(JSON.stringify(tools.body)).toContain(bodyLimit);
+      expect(await t.db.deployment.count({ where: { agentId: agent.id } })).toBe(0);
+    });
+  });
+
+  describe('GraphQL JSON arguments nested too deep', () => {
+    const estimate = `query Estimate($args: JSON) { estimateTaskCost(tool: "flux_dev", args: $args) }`;
+
+    it('a literal list nested 2,000 deep, under the token limit and sent with no key, is refused before it is parsed', async () => {
+      // 4,001 tokens: under the limit of 5,000.
+      const res = await postRaw(t, { query: `{ estimateTaskCost(tool: "flux_dev", args: {prompt: ${nestedList(2_000)}}) }` }, null);
+      expect(res.status).toBe(400);
+      expect(res.json.errors).toEqual([
+        {
+          message: `Nesting limit of ${MAX_DOCUMENT_NESTING} exceeded: braces, brackets and parentheses nest deeper.`,
+          extensions: { code: 'NESTING_LIMIT_EXCEEDED' },
+        },
+      ]);
+    });
+
+    it('a literal or a variable past the JSON limit is refused naming it; at the limit it reaches the tool’s rules', async () => {
+      const literal = await postRaw(
+        t,
+        { query: `{ estimateTaskCost(tool: "flux_dev", args: {prompt: ${nestedList(MAX_JSON_DEPTH)}}) }` },
+        alice.apiKey,
+      );
+      expect(literal.json.errors[0].message).toMatch(fieldLimit);
+      const variable = await postRaw(
+        t,
+        `{"query":${JSON.stringify(estimate)},"variables":{"args":{"prompt":${nestedList(MAX_JSON_DEPTH)}}}}`,
+        alice.apiKey,
+      );
+      expect(variable.status).toBe(400);
+      expect(variable.json.errors[0].message).toMatch(fieldLimit);
+      const within = await postRaw(
+        t,
+        `{"query":${JSON.stringify(estimate)},"variables":{"args":{"prompt":${nestedList(MAX_JSON_DEPTH - 2)}}}}`,
+        alice.apiKey,
+      );
+      expect(within.json.errors[0]).toMatchObject({
+        message: expect.stringMatching(/must be text/),
+        extensions: { code: 'BAD_USER_INPUT' },
+      });
+      const body = await postRaw(t, `{"query":${JSON.stringify(estimate)},"variables":{"args":${nestedList(DEEP)}}}`, alice.apiKey);
+      expect(body.status).toBe(400);
+      expect(body.text).toContain(bodyLimit);
+    });
+
+    it('over graphql-ws, where no body parser stands first: a deep document or variable is refused and the socket goes on', async () => {
+      const client = ws.connect(alice.apiKey);
+      const run = (query: string, variables?: Record<string, unknown>) =>
+        new Promise<{ errors?: { message: string; extensions?: { code?: string } }[]; data?: unknown }>((resolve) => {
+          let result: { errors?: { message: string }[]; data?: unknown } = {};
+          client.subscribe(
+            { query, variables },
+            {
+              next: (r) => (result = r as typeof result),
+              error: (errors) => resolve({ errors: errors as never }),
+              complete: () => resolve(result),
+            },
+          );
+        });
+      const document = await run(`{ estimateTaskCost(tool: "flux_dev", args: {prompt: ${nestedList(2_000)}}) }`);
+      expect(document.errors?.[0]?.extensions?.code).toBe('NESTING_LIMIT_EXCEEDED');
+      // No client's JSON.stringify writes it: the message goes as text, over a socket of its own.
+      const variable = await new Promise<string>((resolve, reject) => {
+        const socket = new WebSocket(`${t.url.replace('http', 'ws')}/graphql`, 'graphql-transport-ws');
+        socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { 'X-Api-Key': alice.apiKey } })));
+        socket.on('message', (data) => {
+          const message = JSON.parse(String(data));
+          if (message.type === 'connection_ack')
+            socket.send(
+              `{"id":"1","type":"subscribe","payload":{"query":${JSON.stringify(estimate)},"variables":{"args":{"prompt":${nestedList(DEEP)}}}}}`,
+            );
+          else if (message.type === 'next' || message.type === 'error') {
+            resolve(String(data));
+            socket.close();
+          }
+        });
+        socket.on('error', reject);
+      });
+      expect(variable).toMatch(fieldLimit);
+      expect(await run('{ me { username } }')).toEqual({ data: { me: { username: 'alice' } } });
+    });
+  });
+});
+
+describe('reactions', () => {
+  let alice: TestUser;
+  let sessionId: string;
+  let replyId: string;
+  const editors: TestUser[] = [];
+  beforeAll(async () => {
+    alice = await t.createUser('alice_reacting');
+    const agent = await fixtures(t).agent(alice, { name: 'Echo', key: 'echo-react' });
+    const res = await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agent.id], content: 'hello' } });
+    sessionId = res.body.session_id;
+    replyId = (await settledSession(t, alice, sessionId)).messages.at(-1).id;
+    for (let i = 0; i < 12; i++) {
+      const u = await t.createUser(`editor${i}`);
+      await t.rest('POST', `/v2/sessions/${sessionId}/users`, { key: alice.apiKey, body: { username: u.username, permission: 'editor' } });
+      editors.push(u);
+    }
+  });
+
+  const react = (user: TestUser, reaction: string) =>
+    t.rest('POST', '/v2/sessions/react', { key: user.apiKey, body: { message_id: replyId, reaction } });
+  const ALLOWED = ['thumbs_up', 'pin', '🔥', '🎉', '❤️', '👀', '🚀', '💯', '✅', '⭐'];
+
+  describe('reactions', () => {
+    it('are a closed set: names outside it are refused and change nothing', async () => {
+      for (const reaction of ['x', 'lol', '<script>', '🦄', 'thumbs-up']) {
+        const res = await react(alice, reaction);
+        expect(res.status).toBe(400);
+        expect(res.body.message).toMatch(/^reaction: must be one of thumbs_up thumbs_down pin /);
+      }
+      expect(await t.db.reaction.count({ where: { messageId: replyId } })).toBe(0);
+    });
+
+    it('at most 10 per user and message; one more is refused (422), a toggle off still works', async () => {
+      for (const r of ALLOWED) expect((await react(alice, r)).status).toBe(200);
+      const eleventh = await react(alice, '😊');
+      expect(eleventh.status).toBe(422);
+      expect(eleventh.body.message).toMatch(/at most 10 reactions per user on one message/);
+      expect(await t.db.reaction.count({ where: { messageId: replyId, userId: alice.id } })).toBe(10);
+      expect((await react(alice, 'pin')).status).toBe(200);
+      expect(await t.db.reaction.count({ where: { messageId: replyId, userId: alice.id } })).toBe(9);
+      // Ten at once cannot pass the cap either.
+      const burst = await Promise.all(['pin', '😊', '🤔', '🙏', '👏'].map((r) => react(alice, r)));
+      expect(burst.filter((r) => r.status === 200)).toHaveLength(1);
+      expect(await t.db.reaction.count({ where: { messageId: replyId, userId: alice.id } })).toBe(10);
+    });
+
+    it("a watcher receives each change with the message's totals, never the whole map: traffic grows with the number of reactions, not its square", async () => {
+      const watch = await openSse(`${t.url}/v2/sessions/${sessionId}/events`, { headers: { 'x-api-key': alice.apiKey } });
+      let requests = 0;
+      // Twelve users give ten reactions each: 120 requests (before: each event carried every reaction so far).
+      for (let round = 0; round < 1; round++) {
+        await Promise.all(
+          editors.map(async (u) => {
+            for (const r of ALLOWED) {
+              expect((await react(u, r)).status).toBe(200);
+              requests++;
+            }
+          }),
+        );
+      }
+      await watch.waitFor(() => updates(watch.frames).filter((e) => e.type === 'reaction').length >= requests);
+      watch.close();
+      const events = updates(watch.frames).filter((e) => e.type === 'reaction');
+      expect(events).toHaveLength(requests);
+      const sizes = watch.frames.filter((f) => f.data?.data?.type === 'reaction').map((f) => JSON.stringify(f.data).length);
+      // The largest event holds at most one user's ten reactions and a total per reaction in the set.
+      expect(Math.max(...sizes)).toBeLessThan(2_000);
+      const last = events.at(-1);
+      expect(Object.keys(last.reactions)).toEqual([last.user]);
+      // Every editor has all ten, alice her own.
+      const totals = Object.fromEntries(last.counts.map((c: { reaction: string; count: number }) => [c.reaction, c.count]));
+      const mine = (await t.db.reaction.findMany({ where: { messageId: replyId, userId: alice.id } })).map((r) => r.reaction);
+      for (const r of ALLOWED) expect(totals[r]).toBe(12 + (mine.includes(r) ? 1 : 0));
+      const stored = await settledSession(t, alice, sessionId);
+      expect(Object.keys(stored.messages.at(-1).reactions)).toHaveLength(13);
+    });
+  });
+});
