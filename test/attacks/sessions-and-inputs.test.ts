@@ -1,31 +1,221 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { type FakeOpenAI, isMemoryRequest } from '../helpers/fake-openai.ts';
 import { fixtures } from '../helpers/fixtures.ts';
-import { graphqlWsClients } from '../helpers/graphql-ws.ts';
-import { settledSession } from '../helpers/sessions.ts';
+import { graphqlWsClients, wsExecute, wsSubscribe } from '../helpers/graphql-ws.ts';
+import { type Scrape, scrape } from '../helpers/metrics.ts';
+import { newSession, settledSession } from '../helpers/sessions.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { openSse, updates } from '../helpers/sse.ts';
+import { graphql } from '../graphql/generated/gql.ts';
 import { postRaw } from '../graphql/support.ts';
 
 /**
- * Attacks through sessions and their inputs, on one app with the fake model (whose replies the
- * tests script) and a cap of 4 tool calls per model call. Each `describe` was a file of its own
- * that started the same app (or one with nothing set: the offline responder's replies were not
- * what those checked); each has users of its own, and counts only its own rows.
+ * Attacks through sessions, their inputs and GraphQL, and the metrics they move (test/observability's
+ * metrics, here for its app), on one app: the fake model (whose replies the tests script), 4 tool
+ * calls per model call, 4 GraphQL operations in flight per key, a page of messages of 300,000 bytes
+ * and production's rate limits for the free and pro tiers. Each `describe` was a file of its own
+ * that started an app with one of these settings (or nothing set: the offline responder's replies
+ * were not what those checked), which the other parts stay well inside; each has users of its own,
+ * and counts only its own rows.
  */
 let t: TestApp;
 let llm: FakeOpenAI;
+const PAGE_BYTES = 300_000;
+const IN_FLIGHT = 4;
+const FLOOD = 120;
 const ws = graphqlWsClients(() => t.url);
 
 setUp(async (start) => {
   llm = await start.fakeOpenAI({ tokens: ['First', ' answer.'] });
   // Caps below the defaults (8 per model call): the machine running the tests is shared.
-  t = await start.app({ llm: { baseUrl: llm.baseUrl }, work: { toolCallsPerModelCall: 4 } });
+  t = await start.app({
+    llm: { baseUrl: llm.baseUrl },
+    work: { toolCallsPerModelCall: 4, graphqlInFlightPerKey: IN_FLIGHT, messagePageMaxBytes: PAGE_BYTES },
+    // Rate limits as in production for the pro tier (graphql-in-flight's flood fits in them, so only
+    // the in-flight cap stops it); no other part sends a free key's 300 requests in a window.
+    limits: { rate: { perTier: { pro: 1_200, free: 300 } } },
+  });
 });
 beforeEach(() => llm.reset());
 afterAll(() => ws.disposeAll());
+
+const OpsMe = graphql(`
+  query OpsMe { me { username } }
+`);
+const OpsMissingSession = graphql(`
+  query OpsMissingSession($id: ID!) { session(id: $id) { id } }
+`);
+const OpsWatch = graphql(`
+  subscription OpsWatch($sessionId: ID!) { sessionEvents(sessionId: $sessionId) { __typename seq } }
+`);
+
+// Metrics first: its gauges are read whole, so nothing another part opened may be open yet.
+describe('metrics', () => {
+  let alice: TestUser;
+  let painter: { id: string };
+  beforeAll(async () => {
+    alice = await t.createUser('alice_metrics');
+    await t.services.manna.grant(alice.username, '100', 'subscription');
+    painter = await fixtures(t).agent(alice, { name: 'Painter', key: 'painter', tools: { flux_dev: true } });
+  });
+
+  /** Scrapes until `check` passes: gauges follow sockets and streams that close in the background. */
+  const eventually = (check: (m: Scrape) => void) =>
+    vi.waitFor(
+      async () => {
+        check(await scrape(t.url));
+      },
+      { timeout: 20_000, interval: 20 },
+    );
+
+  const deferred = () => {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    return { promise, resolve };
+  };
+
+  const balance = async () => (await t.rest('GET', '/v2/creators/me', { key: alice.apiKey })).body.balance as number;
+
+  describe('GET /metrics', () => {
+    it('is Prometheus text, served without an API key', async () => {
+      const m = await scrape(t.url);
+      expect(m.status).toBe(200);
+      expect(m.contentType).toMatch(/^text\/plain; version=0\.0\.4/);
+      expect(m.text).toMatch(/^# HELP parley_http_requests_total /m);
+      expect(m.text).toMatch(/^process_resident_memory_bytes \d+/m);
+    });
+
+    it('a streamed reply that paints an image moves the request, token, usage and manna counters by what happened', async () => {
+      llm.enqueue(
+        {
+          tokens: ['Painting.'],
+          toolCalls: [{ id: 'call_1', name: 'flux_dev', arguments: JSON.stringify({ prompt: 'a fox in a lighthouse', n_samples: 2 }) }],
+        },
+        { tokens: ['Here', ' it', ' is.'] },
+      );
+      const balanceBefore = await balance();
+      const before = await scrape(t.url);
+
+      const s = await openSse(`${t.url}/v2/sessions`, {
+        method: 'POST',
+        headers: { 'x-api-key': alice.apiKey, 'content-type': 'application/json' },
+        body: JSON.stringify({ agent_ids: [painter.id], content: 'Paint me a fox', stream: true }),
+      });
+      const events = updates(await s.done);
+      expect(events.map((e) => e.type)).toContain('tool_complete');
+      const sessionId = events[0].session_id as string;
+      expect((await t.rest('GET', `/v2/sessions/${sessionId}`, { key: alice.apiKey })).status).toBe(200);
+      const charged = balanceBefore - (await balance());
+      expect(charged).toBe(2);
+
+      const after = await scrape(t.url);
+      const moved = (name: string, labels?: Record<string, string>) => after.value(name, labels) - before.value(name, labels);
+      expect(moved('parley_tokens_streamed_total', { kind: 'content' })).toBe(4);
+      expect(moved('parley_llm_tokens_total', { type: 'completion' })).toBe(4);
+      expect(moved('parley_manna_charged_total', { tool: 'flux_dev' })).toBe(charged);
+      expect(moved('parley_http_requests_total', { route: '/v2/sessions', method: 'POST', status: '200' })).toBe(1);
+      expect(moved('parley_http_request_duration_seconds_count', { route: '/v2/sessions', method: 'POST', status: '200' })).toBe(1);
+      expect(moved('parley_http_requests_total', { route: '/v2/sessions/:session_id', method: 'GET', status: '200' })).toBe(1);
+      expect(moved('parley_http_requests_total', { route: '/v2/creators/me', method: 'GET', status: '200' })).toBe(1);
+      // Routes are named by their pattern: no id of a session ever becomes a label.
+      expect(after.text).not.toContain(sessionId);
+      expect(after.value('parley_replies_streaming')).toBe(0);
+    });
+
+    it('counts requests no route matched under one label, whatever their URL', async () => {
+      const before = await scrape(t.url);
+      await t.rest('GET', '/v2/no-such-thing/123456789');
+      await t.rest('GET', '/v2/agents/some-agent', { key: 'not-a-key' });
+      const after = await scrape(t.url);
+      expect(
+        after.value('parley_http_requests_total', { route: 'unmatched', method: 'GET', status: '404' }) -
+          before.value('parley_http_requests_total', { route: 'unmatched', method: 'GET', status: '404' }),
+      ).toBe(1);
+      expect(
+        after.value('parley_http_requests_total', { route: '/v2/agents/:agentId', method: 'GET', status: '401' }) -
+          before.value('parley_http_requests_total', { route: '/v2/agents/:agentId', method: 'GET', status: '401' }),
+      ).toBe(1);
+      expect(after.text).not.toContain('123456789');
+    });
+
+    it('counts provider failures by kind, once per failed call (after its retry)', async () => {
+      const before = await scrape(t.url);
+      llm.enqueue({ status: 503 }, { status: 503 });
+      const failed = await newSession(t, alice, [painter.id]);
+      expect((await settledSession(t, alice, failed)).messages.at(-1)).toMatchObject({ status: 'failed' });
+      llm.enqueue({ status: 400 });
+      const refused = await newSession(t, alice, [painter.id]);
+      expect((await settledSession(t, alice, refused)).messages.at(-1)).toMatchObject({ status: 'failed' });
+
+      const after = await scrape(t.url);
+      expect(
+        after.value('parley_provider_errors_total', { kind: 'server_error' }) -
+          before.value('parley_provider_errors_total', { kind: 'server_error' }),
+      ).toBe(1);
+      expect(
+        after.value('parley_provider_errors_total', { kind: 'refused' }) -
+          before.value('parley_provider_errors_total', { kind: 'refused' }),
+      ).toBe(1);
+      expect(llm.replyRequests()).toHaveLength(3);
+    });
+
+    it('shows a reply while it is being written', async () => {
+      const hold = deferred();
+      llm.enqueue({ tokens: ['Wait', ' for', ' it'], gate: (i) => (i === 1 ? hold.promise : undefined) });
+      const sessionId = await newSession(t, alice, [painter.id]);
+      await eventually((m) => expect(m.value('parley_replies_streaming')).toBe(1));
+      hold.resolve();
+      await settledSession(t, alice, sessionId);
+      await eventually((m) => expect(m.value('parley_replies_streaming')).toBe(0));
+    });
+
+    it('counts GraphQL operations by name, type and outcome, over HTTP and graphql-ws', async () => {
+      const before = await scrape(t.url);
+      expect((await t.gql(OpsMe, {}, alice.apiKey)).data?.me.username).toBe(alice.username);
+      expect((await t.gql(OpsMe, {}, alice.apiKey)).data?.me.username).toBe(alice.username);
+      expect((await t.gql(OpsMissingSession, { id: 'nope' }, alice.apiKey)).errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+      expect((await wsExecute(ws.connect(alice.apiKey), OpsMe)).data?.me.username).toBe(alice.username);
+      await ws.disposeAll();
+      const after = await scrape(t.url);
+      const moved = (name: string, labels: Record<string, string>) => after.value(name, labels) - before.value(name, labels);
+      expect(moved('parley_graphql_operations_total', { operation: 'OpsMe', type: 'query', outcome: 'ok' })).toBe(3);
+      expect(moved('parley_graphql_operation_duration_seconds_count', { operation: 'OpsMe', type: 'query' })).toBe(3);
+      expect(moved('parley_graphql_operations_total', { operation: 'OpsMissingSession', type: 'query', outcome: 'error' })).toBe(1);
+      // A GraphQL error is still an HTTP 200: the operation's outcome is where it shows.
+      expect(moved('parley_http_requests_total', { route: '/graphql', method: 'POST', status: '200' })).toBe(3);
+    });
+
+    it('counts open event streams, subscriptions and sockets while they are open, and not after', async () => {
+      const sessionId = await newSession(t, alice, [painter.id]);
+      await settledSession(t, alice, sessionId);
+      await eventually((m) => expect(m.value('parley_event_subscribers')).toBe(0));
+
+      const sse = await openSse(`${t.url}/v2/sessions/${sessionId}/events`, { headers: { 'x-api-key': alice.apiKey } });
+      const client = ws.connect(alice.apiKey);
+      const sub = wsSubscribe(client, OpsWatch, { sessionId });
+      await eventually((m) => {
+        expect(m.value('parley_sse_streams_open')).toBe(1);
+        expect(m.value('parley_graphql_subscriptions_open')).toBe(1);
+        expect(m.value('parley_graphql_ws_sockets_open')).toBe(1);
+        expect(m.value('parley_event_subscribers')).toBe(2);
+      });
+      const m = await scrape(t.url);
+      expect(m.value('parley_graphql_operations_total', { operation: 'OpsWatch', type: 'subscription', outcome: 'ok' })).toBe(1);
+
+      sse.close();
+      sub.unsubscribe();
+      await ws.disposeAll();
+      await eventually((m) => {
+        expect(m.value('parley_sse_streams_open')).toBe(0);
+        expect(m.value('parley_graphql_subscriptions_open')).toBe(0);
+        expect(m.value('parley_graphql_ws_sockets_open')).toBe(0);
+        expect(m.value('parley_event_subscribers')).toBe(0);
+      });
+    });
+  });
+});
 
 describe('share-snapshot', () => {
   let alice: TestUser;
@@ -532,6 +722,173 @@ describe('reactions', () => {
       for (const r of ALLOWED) expect(totals[r]).toBe(12 + (mine.includes(r) ? 1 : 0));
       const stored = await settledSession(t, alice, sessionId);
       expect(Object.keys(stored.messages.at(-1).reactions)).toHaveLength(13);
+    });
+  });
+});
+
+describe('bounded-reads', () => {
+  let alice: TestUser;
+  let sessionId: string;
+  const big = (i: number) => `${i}:`.padEnd(100_000, 'x');
+  beforeAll(async () => {
+    alice = await t.createUser('alice_pages');
+    const agent = await fixtures(t).agent(alice, { name: 'Echo', key: 'echo-pages' });
+    const first = await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agent.id], content: big(0) } });
+    sessionId = first.body.session_id;
+    await settledSession(t, alice, sessionId);
+    for (let i = 1; i < 6; i++) {
+      expect((await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { session_id: sessionId, content: big(i) } })).status).toBe(
+        200,
+      );
+      await settledSession(t, alice, sessionId);
+    }
+  });
+
+  describe('a page of messages', () => {
+    it('stops before its byte budget whatever the limit asked for; the cursors walk every message, each whole', async () => {
+      const res = await fetch(`${t.url}/v2/sessions/${sessionId}?limit=200`, { headers: { 'x-api-key': alice.apiKey } });
+      const text = await res.text();
+      expect(res.status).toBe(200);
+      // Three 100,000-character prompts fit in 300,000 bytes with the short replies; six would not.
+      // (The body carries the page twice: in the original's `session.messages` and in `messages`.)
+      const textBytes = (messages: { content: string }[]) => messages.reduce((n, m) => n + Buffer.byteLength(m.content), 0);
+      expect(textBytes(JSON.parse(text).messages)).toBeLessThanOrEqual(PAGE_BYTES);
+      expect(text.length).toBeLessThan(2 * PAGE_BYTES + 50_000);
+      const latest = JSON.parse(text);
+      expect(latest.page.hasOlder).toBe(true);
+      const seen: { role: string; content: string }[] = [...latest.messages];
+      let cursor = latest.page.olderCursor;
+      let page = latest.page;
+      for (let reads = 0; page.hasOlder && reads < 20; reads++) {
+        const older = await t.rest('GET', `/v2/sessions/${sessionId}?limit=200&before=${encodeURIComponent(cursor)}`, {
+          key: alice.apiKey,
+        });
+        expect(older.status).toBe(200);
+        expect(textBytes(older.body.messages)).toBeLessThanOrEqual(PAGE_BYTES);
+        seen.unshift(...older.body.messages);
+        page = older.body.page;
+        cursor = page.olderCursor;
+      }
+      expect(page.hasOlder).toBe(false);
+      const prompts = seen.filter((m) => m.role === 'user').map((m) => m.content);
+      expect(prompts).toEqual([0, 1, 2, 3, 4, 5].map(big));
+
+      // Forwards too, over GraphQL-equivalent REST paging with `after`.
+      const forwards = await t.rest(
+        'GET',
+        `/v2/sessions/${sessionId}?limit=200&after=${encodeURIComponent(cursor ?? latest.page.olderCursor)}`,
+        {
+          key: alice.apiKey,
+        },
+      );
+      expect(forwards.status).toBe(200);
+      expect(forwards.body.messages.length).toBeGreaterThan(0);
+      expect(textBytes(forwards.body.messages)).toBeLessThanOrEqual(PAGE_BYTES);
+      expect(forwards.body.page.hasNewer).toBe(true);
+    });
+
+    it('holds one message even when that one alone is over the budget', async () => {
+      const small = await startTestApp({ work: { messagePageMaxBytes: 1_000 } });
+      try {
+        const bob = await small.createUser('bob');
+        const agent = await fixtures(small).agent(bob, { name: 'Echo', key: 'echo-one' });
+        const res = await small.rest('POST', '/v2/sessions', { key: bob.apiKey, body: { agent_ids: [agent.id], content: big(9) } });
+        await settledSession(small, bob, res.body.session_id);
+        // The latest page is the short reply alone: the prompt before it would pass the budget.
+        const latest = await small.rest('GET', `/v2/sessions/${res.body.session_id}?limit=50`, { key: bob.apiKey });
+        expect(latest.body.messages.map((m: { role: string }) => m.role)).toEqual(['assistant']);
+        const before = encodeURIComponent(latest.body.page.olderCursor);
+        const read = await small.rest('GET', `/v2/sessions/${res.body.session_id}?limit=50&before=${before}`, { key: bob.apiKey });
+        expect(read.body.messages.map((m: { content: string }) => m.content)).toEqual([big(9)]);
+        expect(read.body.page.hasOlder).toBe(true);
+      } finally {
+        await small.close();
+      }
+    });
+  });
+});
+
+describe('graphql-in-flight', () => {
+  let pro: TestUser;
+  const sockets: WebSocket[] = [];
+  beforeAll(async () => {
+    pro = await t.createUser('pro');
+    await t.db.user.update({ where: { id: pro.id }, data: { subscriptionTier: 'pro' } });
+  });
+  afterEach(() => {
+    for (const ws of sockets.splice(0)) ws.terminate();
+  });
+
+  /** A graphql-ws socket past connection_init that collects every message. */
+  async function socketFor(key: string) {
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/graphql`, 'graphql-transport-ws');
+    sockets.push(ws);
+    const messages: { id?: string; type: string; payload?: any }[] = [];
+    ws.on('message', (data) => messages.push(JSON.parse(String(data))));
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    ws.send(JSON.stringify({ type: 'connection_init', payload: { 'X-Api-Key': key } }));
+    for (let i = 0; i < 200 && !messages.some((m) => m.type === 'connection_ack'); i++) await new Promise((r) => setTimeout(r, 10));
+    return { ws, messages };
+  }
+
+  /** Heavy for the CPU (introspection, run in one go) and for the database (awaited), with the caller's id to check. */
+  const heavy =
+    '{ me { rawId username } __schema { types { name fields { name } } } sessions(first: 50) { edges { node { id title } } } sharedSessions(first: 50) { edges { node { id } } } deployments { id } triggers { id } }';
+
+  describe('one key flooding heavy operations', () => {
+    it('has at most its share executing: the rest are refused with TOO_MANY_IN_FLIGHT, every one is answered, /healthz stays up', async () => {
+      const { ws, messages } = await socketFor(pro.apiKey);
+      for (let i = 0; i < FLOOD; i++) ws.send(JSON.stringify({ id: `q${i}`, type: 'subscribe', payload: { query: heavy } }));
+      const health: number[] = [];
+      const ended = () => messages.filter((m) => m.type === 'complete' || m.type === 'error');
+      for (let i = 0; i < 400 && ended().length < FLOOD; i++) {
+        health.push((await fetch(`${t.url}/healthz`)).status);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const results = messages.filter((m) => m.type === 'next');
+      expect(ended()).toHaveLength(FLOOD);
+      // Refused as they arrive, before they are parsed or run.
+      const refused = messages.filter((m) => m.type === 'error' && m.payload[0]?.extensions?.code === 'TOO_MANY_IN_FLIGHT');
+      const answered = results.filter((m) => m.payload.data?.me?.rawId === pro.id);
+      // Past WS_MAX_OPERATIONS (100) unanswered on the socket, an operation is refused before it executes.
+      const overSocket = messages.filter((m) => m.type === 'error' && m.payload[0]?.extensions?.code === 'TOO_MANY_OPERATIONS');
+      expect(refused.length + answered.length + overSocket.length).toBe(FLOOD);
+      expect(refused.length).toBeGreaterThan(0);
+      expect(answered.length).toBeGreaterThanOrEqual(IN_FLIGHT);
+      expect(refused[0]!.payload[0].message).toMatch(/at most 4/);
+      expect(health.filter((s) => s !== 200)).toEqual([]);
+
+      // Over HTTP, the same key is answered again once its operations are done; 429 while they run.
+      const after = await fetch(`${t.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': pro.apiKey },
+        body: JSON.stringify({ query: '{ me { rawId } }' }),
+      });
+      expect(after.status).toBe(200);
+      expect((await after.json()).data.me.rawId).toBe(pro.id);
+    });
+
+    it('counts HTTP and WebSocket operations of a key together, and other keys not at all', async () => {
+      const other = await t.createUser('other');
+      const { ws, messages } = await socketFor(pro.apiKey);
+      for (let i = 0; i < 40; i++) ws.send(JSON.stringify({ id: `q${i}`, type: 'subscribe', payload: { query: heavy } }));
+      const post = (key: string) =>
+        fetch(`${t.url}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': key },
+          body: JSON.stringify({ query: heavy }),
+        });
+      const [mine, theirs] = await Promise.all([Promise.all(Array.from({ length: 20 }, () => post(pro.apiKey))), post(other.apiKey)]);
+      expect(theirs.status).toBe(200);
+      const statuses = mine.map((r) => r.status);
+      expect(statuses.every((s) => s === 200 || s === 429)).toBe(true);
+      for (let i = 0; i < 400 && messages.filter((m) => m.type === 'complete' || m.type === 'error').length < 40; i++)
+        await new Promise((r) => setTimeout(r, 10));
+      const wsRefused = messages.filter((m) => m.type === 'error' && m.payload[0]?.extensions?.code === 'TOO_MANY_IN_FLIGHT');
+      // 60 operations of one key at once against a limit of 4: many were refused, on one transport or both.
+      expect(statuses.filter((s) => s === 429).length + wsRefused.length).toBeGreaterThan(0);
+      const body = await mine.find((r) => r.status === 429)?.json();
+      if (body) expect(body.errors[0].extensions.code).toBe('TOO_MANY_IN_FLIGHT');
     });
   });
 });
