@@ -14,12 +14,12 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const testDir = join(root, 'test');
 
 /**
- * At most this share of test files may start the app or a process. Issue 50 asks for 0.6; the
- * suite was at 0.75 (137 of 183 files) when this was written and is at 0.726 (138 of 190) now: the
- * rule checks moved out of app test files so far left each of them a transport contract to keep
- * (docs/build.md, "How the tests are split"). It falls with each app test file that goes.
+ * At most this share of test files may start the app or a process: issue 50's aim. It was 0.75
+ * (137 of 183) when first measured; the store checks now run over a database with no app
+ * (test/helpers/domain-database.ts), and a domain's transport files that could share one app are
+ * one file that starts it once (docs/build.md, "How the tests are split").
  */
-const MAX_BOOTING_SHARE = 0.727;
+const MAX_BOOTING_SHARE = 0.6;
 
 /**
  * Each domain service and the module its rules live in (under src/domain/): its rules test is
