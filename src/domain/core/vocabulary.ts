@@ -68,8 +68,9 @@ export type MessageStatus = (typeof MessageStatus)[keyof typeof MessageStatus];
  */
 export const WhileReplying = { reject: 'reject', enqueue: 'enqueue', interrupt: 'interrupt', rollback: 'rollback' } as const;
 export type WhileReplying = (typeof WhileReplying)[keyof typeof WhileReplying];
-/** A session's default (the column's, in the schema): every prompt is answered, none overlaps another's replies. */
-export const DEFAULT_WHILE_REPLYING: WhileReplying = WhileReplying.enqueue;
+/** What a newer prompt asked of a reply still being written: stop it and keep it, or stop it and remove it. */
+export const ReplyStop = { interrupt: 'interrupt', rollback: 'rollback' } as const;
+export type ReplyStop = (typeof ReplyStop)[keyof typeof ReplyStop];
 
 /** A task (a reply's tool call too) is `pending` until it runs, then `running`, then one of the three ends. */
 export const TaskStatus = {

@@ -44,6 +44,9 @@ export const autonomySettingsSchema = z.object({
 });
 export type AutonomySettings = z.output<typeof autonomySettingsSchema>;
 
+/** A session's default (the column's, in the schema): every prompt is answered, none overlaps another's replies. */
+export const DEFAULT_WHILE_REPLYING: WhileReplying = WhileReplying.enqueue;
+
 export const whileReplyingSchema = z.enum(WhileReplying, { error: `must be one of ${Object.values(WhileReplying).join(', ')}` });
 
 /** Operation 4: a prompt to an existing session, or a new session with its first prompt. */

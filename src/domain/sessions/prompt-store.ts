@@ -1,11 +1,11 @@
 import { Prisma } from '../../generated/prisma/client.ts';
 import { coalescedWrites } from '../core/coalesce.ts';
 import { newId } from '../core/ids.ts';
-import { DEFAULT_WHILE_REPLYING } from '../core/vocabulary.ts';
 import { reserveTurns } from '../manna/stores/session-budgets.ts';
 import type { newMessageSelect } from '../core/stores/message-rows.ts';
 import { toMessageView } from '../core/stores/message-rows.ts';
 import { askToStop, insertMessages, insertMessagesSql, type MessageInsert, repliesUnderWay } from '../replies/message-store.ts';
+import { DEFAULT_WHILE_REPLYING } from './inputs.ts';
 import {
   BudgetStop,
   KeyGone,
