@@ -15,3 +15,7 @@ ALTER TABLE "Session" ADD COLUMN     "whileReplying" "WhileReplying" NOT NULL DE
 
 -- AlterTable
 ALTER TABLE "Message" ADD COLUMN     "stopRequest" "ReplyStop";
+
+-- Every prompt to a session looks for its replies still being written (what `while_replying`
+-- decides about): few rows, so a partial index by session, as recovery has by instance.
+CREATE INDEX "Message_streaming_session_idx" ON "Message"("sessionId") WHERE "status" = 'streaming';
