@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
-import type { FakeOpenAI, RecordedRequest } from '../helpers/fake-openai.ts';
+import { type FakeOpenAI, isMemoryRequest, isTitleRequest, type RecordedRequest } from '../helpers/fake-openai.ts';
 import { startFakeToolService } from '../helpers/fake-tool-service.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { settledSession } from '../helpers/sessions.ts';
@@ -195,6 +195,39 @@ describe('a prompt while an agent replies', () => {
     // The one that survives answers the prompt saved last.
     expect(complete[0]).toBe(replies.at(-1));
     expect(await ledgerAddsUp(alice)).toBe(before);
+  });
+
+  it("an autonomous turn is stopped by a person's interrupt, and the loop goes on", async () => {
+    // The opening turn is held mid-stream; the person's message is answered at once.
+    llm.choose((r) =>
+      isTitleRequest(r) || isMemoryRequest(r) || r.body.messages.some((m) => m.role === 'user' && m.content === 'hello there')
+        ? undefined
+        : { tokens: ['Opening', ' words'], stallAfter: 1 },
+    );
+    const created = await t.rest('POST', '/v2/sessions/create', {
+      key: alice.apiKey,
+      body: { agent_ids: [muse.id], budget: { turn_budget: 10 } },
+    });
+    const sessionId = created.body.session.id as string;
+    const on = await t.rest('PATCH', `/v2/sessions/${sessionId}`, {
+      key: alice.apiKey,
+      body: { autonomy_settings: { auto_reply: true, reply_interval: 3600, actor_selection_method: 'random' } },
+    });
+    expect(on.status).toBe(200);
+    await until('the turn to stream', async () => (await t.db.message.findFirst({ where: { sessionId, content: 'Opening' } })) !== null);
+    expect((await send({ session_id: sessionId, content: 'hello there', while_replying: 'interrupt' })).status).toBe(200);
+    const body = await settledSession(t, alice, sessionId);
+    const replies = body.messages.filter((m: { role: string }) => m.role === 'assistant');
+    expect(replies.map((m: { status: string; content: string }) => [m.status, m.content])).toEqual([
+      ['interrupted', 'Opening'],
+      ['complete', 'Done.'],
+    ]);
+    // An interrupted turn is not a failed one: auto-reply stays on, its next turn an hour away.
+    expect(body.session.autonomy_settings).toMatchObject({ auto_reply: true });
+    await t.rest('PATCH', `/v2/sessions/${sessionId}`, {
+      key: alice.apiKey,
+      body: { autonomy_settings: { auto_reply: false, reply_interval: 3600, actor_selection_method: 'random' } },
+    });
   });
 
   it("a session's default: set on creation and by PATCH, shown on the session, used by prompts that do not say", async () => {
