@@ -323,8 +323,8 @@ function composeDeployments(
   const { sealer, connectors } = dependencies.deployments ?? { sealer: noSealer('no deployments run in this process'), connectors: [] };
   const conversations: Conversations = {
     open: async (ownerId, agentId, title) => (await parts.sessions.send({ id: ownerId }, { agentIds: [agentId], title })).sessionId,
-    post: (ownerId, sessionId, content, relay) =>
-      parts.sessions.send({ id: ownerId }, { sessionId, content }, { relay }).then(
+    post: (ownerId, sessionId, content, { whileReplying, ...relay }) =>
+      parts.sessions.send({ id: ownerId }, { sessionId, content, whileReplying }, { relay }).then(
         (started) => ({ after: started.startSeq }),
         (e: unknown) => {
           if (e instanceof PromptSavedAlready) return { conflict: 'saved-already' as const };

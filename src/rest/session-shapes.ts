@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import type { Session } from '../generated/prisma/client.ts';
-import { ActorSelection, MessageRole, MessageStatus, SessionPermission, SessionStatus, TaskStatus } from '../domain/core/vocabulary.ts';
+import {
+  ActorSelection,
+  MessageRole,
+  MessageStatus,
+  SessionPermission,
+  SessionStatus,
+  TaskStatus,
+  WhileReplying,
+} from '../domain/core/vocabulary.ts';
 import {
   autonomyStopReasons,
   type MessageView,
@@ -29,6 +37,7 @@ export const sessionNames = fieldNames({
   autoReply: 'auto_reply',
   replyInterval: 'reply_interval',
   actorSelectionMethod: 'actor_selection_method',
+  whileReplying: 'while_replying',
 });
 /** The REST fields of a session body whose contents are renamed too. */
 export const nestedSessionFields = ['budget', 'extras', 'autonomy_settings'] as const;
@@ -76,6 +85,9 @@ export const restSessionSchema = z
       .object({ auto_reply: z.boolean(), reply_interval: z.number().int(), actor_selection_method: z.enum(ActorSelection) })
       .nullable()
       .meta({ description: 'Null until set; auto_reply turns false when the loop stops (a budget spent, cancel)' }),
+    while_replying: z
+      .enum(WhileReplying)
+      .meta({ description: 'What a prompt that does not say does while an agent is still replying (docs/sessions.md)' }),
     createdAt: z.date(),
     updatedAt: z.date(),
   })
@@ -168,6 +180,7 @@ export const toRestSession = (s: RestSessionRow): z.input<typeof restSessionSche
     s.autoReply === null || s.replyInterval === null || s.actorSelection === null
       ? null
       : { auto_reply: s.autoReply, reply_interval: s.replyInterval, actor_selection_method: s.actorSelection },
+  while_replying: s.whileReplying,
   createdAt: s.createdAt,
   updatedAt: s.updatedAt,
 });
@@ -298,6 +311,11 @@ const restEvents: { [T in SessionEventType]: RestEvent<T> } = {
     message: toRestMessage(e.message, senders, links),
   })),
   end_prompt: restEvent('end_prompt', ofPrompt, (e) => ({ session_id: e.sessionId, prompt_id: e.promptId })),
+  reply_removed: restEvent(
+    'reply_removed',
+    { ...ofPrompt, agent: z.string(), message_id: z.string().meta({ description: 'The reply rolled back by a newer prompt: it is gone' }) },
+    (e) => ({ session_id: e.sessionId, prompt_id: e.promptId, agent: e.agentId, message_id: e.messageId }),
+  ),
   autonomous_turn: restEvent(
     'autonomous_turn',
     {

@@ -11,6 +11,7 @@ import {
   numberedPageSchema,
   reactionSchema,
   sendMessageSchema,
+  whileReplyingSchema,
 } from '../domain/sessions/index.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restSearchPageSchema } from './creations.ts';
@@ -55,6 +56,7 @@ const renameBodySchema = z.object({ title: titleSchema });
 const patchBodySchema = z.object({
   title: titleSchema.optional(),
   autonomy_settings: sessionNames.schema(autonomySettingsSchema).optional(),
+  while_replying: whileReplyingSchema.optional().meta({ description: "The session's default for prompts sent while an agent replies" }),
 });
 /** `POST /v2/sessions/{id}/cancel`: parley's `prompt_id`, or the original's tool call fields (which stop the whole reply). */
 const cancelBodySchema = z.object({
@@ -157,7 +159,7 @@ export const sessionOperations = [
       }),
       events: restStreamFrameSchema,
     },
-    errors: { style: sessionErrors, codes: ['BAD_USER_INPUT', 'FORBIDDEN', 'NOT_FOUND'] },
+    errors: { style: sessionErrors, codes: ['BAD_USER_INPUT', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT'] },
     handler: async (request, reply, { services, stream }) => {
       const body = objectBody(request.body);
       if (body.stream !== undefined && typeof body.stream !== 'boolean') throw badInput('must be true or false', ['stream']);
@@ -241,14 +243,16 @@ export const sessionOperations = [
     method: 'patch',
     path: '/v2/sessions/:session_id',
     tag: 'Sessions',
-    summary: 'Rename a session you own, or set its autonomy (auto_reply needs a budget; false stops the loop)',
+    summary:
+      'Rename a session you own, or set its autonomy (auto_reply needs a budget; false stops the loop) or what prompts do while an agent replies',
     body: patchBodySchema,
     ok: { json: z.object({ success: z.boolean() }) },
     errors: { style: renameErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT'] },
     handler: async (request, _reply, { services }) => {
       const body = objectBody(request.body);
-      // The original's rename needs a title; a body that sets autonomy may leave it out.
-      const title = body.title === undefined && body.autonomy_settings !== undefined ? undefined : titleOf(body);
+      // The original's rename needs a title; a body that sets other settings may leave it out.
+      const title =
+        body.title === undefined && (body.autonomy_settings !== undefined || body.while_replying !== undefined) ? undefined : titleOf(body);
       const existing = await services.sessions.permissionIn(request.viewer, request.params.session_id);
       if (existing === null) throw notFound(SESSION_NOT_FOUND);
       if (existing !== 'owner')
@@ -256,7 +260,11 @@ export const sessionOperations = [
       const { autonomySettings } = sessionNames.toDomain({ autonomy_settings: body.autonomy_settings }, nestedSessionFields) as {
         autonomySettings?: unknown;
       };
-      await services.sessions.update(request.viewer, request.params.session_id, { title, autonomySettings });
+      await services.sessions.update(request.viewer, request.params.session_id, {
+        title,
+        autonomySettings,
+        whileReplying: body.while_replying,
+      });
       return { success: true };
     },
   }),

@@ -241,6 +241,31 @@ describe('an agent on Telegram', () => {
   });
 });
 
+describe('a message while the agent still answers the one before', () => {
+  it('with config.while_replying interrupt: the answer under way stops and says so, the new message is answered', async () => {
+    expect(
+      (
+        await rest('POST', `/v2/agents/${(await f.agent(alice)).id}/deployments`, {
+          platform: 'telegram',
+          config: { while_replying: 'reject' },
+        })
+      ).status,
+    ).toBe(400);
+    const { token } = await deployed({ while_replying: 'interrupt' });
+    const chat: TgChat = { id: 3401, type: 'private', first_name: 'Ann' };
+    scripts.set('Tell me a long story', { tokens: [' Once', ' upon', ' a time'], stallAfter: 2 });
+    scripts.set('Just say hi', { tokens: [' Hi', '.'] });
+    const story = tg.message(token, chat, ann, 'Tell me a long story');
+    await tg.until(() => tg.answersTo(chat.id, story).length === 1, 30_000, 'the story to start');
+    const hi = tg.message(token, chat, ann, 'Just say hi');
+    await answered(chat, story, 'Once upon\n\n(the answer was stopped)');
+    await answered(chat, hi, 'Hi.');
+    const session = (await sessionTitled('Ann (telegram)'))!;
+    const read = await rest('GET', `/v2/sessions/${session._id ?? session.id}?limit=20`);
+    expect(read.body.messages.filter((m: any) => m.role === 'assistant').map((m: any) => m.status)).toEqual(['interrupted', 'complete']);
+  });
+});
+
 describe('when Telegram answers with faults', () => {
   it('a revoked token makes the deployment invalid, stops its polling and says why', async () => {
     const { agent, token } = await deployed();

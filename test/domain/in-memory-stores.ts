@@ -122,6 +122,24 @@ export function memoryReplyStore(db: MemoryDatabase): ReplyStore {
       );
     },
 
+    async removeReply(sessionId, messageId, tokens, toolError) {
+      reachable();
+      if (message(messageId).status !== 'streaming') return false;
+      session(sessionId).tokensSpent += tokens;
+      abandonCalls(messageId, toolError);
+      return db.messages.delete(messageId);
+    },
+
+    async stillWriting(messageIds) {
+      reachable();
+      return messageIds.filter((id) => db.messages.get(id)?.status === 'streaming');
+    },
+
+    async stopRequested() {
+      reachable();
+      return null;
+    },
+
     async saveCheckpoints(group) {
       reachable();
       for (const c of group) {

@@ -187,6 +187,7 @@ describe('GET /v2/openapi.json', () => {
           'title',
           'extras',
           'autonomy_settings',
+          'while_replying',
         ],
         ['session_id'],
       ],

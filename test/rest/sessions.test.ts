@@ -312,6 +312,7 @@ describe('reading and listing sessions', () => {
       },
       spent: { manna: 0, tokens: expect.any(Number), turns: 1 },
       autonomy_settings: null,
+      while_replying: 'enqueue',
       createdAt: isoDate,
       updatedAt: isoDate,
     });

@@ -55,8 +55,11 @@ export interface SubscribeOptions {
 export interface CancelRequest {
   sessionId: string;
   promptId?: string;
-  /** `deleted`: the session is gone, so nothing is saved. */
-  reason: 'cancelled' | 'deleted';
+  /**
+   * `deleted`: the session is gone, so nothing is saved. `interrupted` and `rolled_back`: a newer
+   * prompt asked it (the reply's row says so too, so a request that arrives early is not lost).
+   */
+  reason: 'cancelled' | 'deleted' | 'interrupted' | 'rolled_back';
 }
 
 /**

@@ -63,6 +63,8 @@ export interface SessionEventPayloads {
   /** One reply failed; `message` is the saved (failed) assistant message with its partial text. */
   error: { promptId: string; agentId: string; error: string; message: MessageView };
   end_prompt: { promptId: string };
+  /** A reply was rolled back by a newer prompt: it is gone from the session, its running tools refunded. */
+  reply_removed: { promptId: string; messageId: string; agentId: string };
   /**
    * An agent of an autonomous session takes its turn, with no user message: its reply `replyId`
    * streams like any other, under `promptId`, the turn's own id (the reply's).

@@ -48,9 +48,29 @@ export type SessionPermission = (typeof SessionPermission)[keyof typeof SessionP
 export const MessageRole = { user: 'user', assistant: 'assistant', system: 'system', tool: 'tool', eden: 'eden' } as const;
 export type MessageRole = (typeof MessageRole)[keyof typeof MessageRole];
 
-/** `streaming` while its agent still writes it; a reply that breaks off is kept as `failed`, with its text. */
-export const MessageStatus = { streaming: 'streaming', complete: 'complete', failed: 'failed', cancelled: 'cancelled' } as const;
+/**
+ * `streaming` while its agent still writes it; a reply that breaks off is kept as `failed`, with
+ * its text, and one a newer prompt interrupted as `interrupted`, with what it had written.
+ */
+export const MessageStatus = {
+  streaming: 'streaming',
+  complete: 'complete',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  interrupted: 'interrupted',
+} as const;
 export type MessageStatus = (typeof MessageStatus)[keyof typeof MessageStatus];
+
+/**
+ * What a prompt does while an agent of its session is still replying (`docs/sessions.md`): refused
+ * (409), answered after the replies under way, or answered once they are stopped and kept as
+ * interrupted, or stopped and removed.
+ */
+export const WhileReplying = { reject: 'reject', enqueue: 'enqueue', interrupt: 'interrupt', rollback: 'rollback' } as const;
+export type WhileReplying = (typeof WhileReplying)[keyof typeof WhileReplying];
+/** What a newer prompt asked of a reply still being written: stop it and keep it, or stop it and remove it. */
+export const ReplyStop = { interrupt: 'interrupt', rollback: 'rollback' } as const;
+export type ReplyStop = (typeof ReplyStop)[keyof typeof ReplyStop];
 
 /** A task (a reply's tool call too) is `pending` until it runs, then `running`, then one of the three ends. */
 export const TaskStatus = {

@@ -21,6 +21,7 @@ export function answerText(reply: ChatReply | null, links: MediaLinks): string {
   if (!reply) return 'Sorry, something went wrong before I could answer.';
   const body = [reply.content.trim(), ...mediaLinks(reply.toolCalls, links)].filter(Boolean).join('\n\n');
   if (reply.status === 'complete') return body || '…';
-  const why = reply.status === 'cancelled' ? 'the answer was stopped' : (reply.error ?? 'the answer failed');
+  const why =
+    reply.status === 'cancelled' || reply.status === 'interrupted' ? 'the answer was stopped' : (reply.error ?? 'the answer failed');
   return body ? `${body}\n\n(${why})` : `Sorry, I could not answer: ${why}`;
 }

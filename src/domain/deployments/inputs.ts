@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DeploymentPlatform } from '../core/vocabulary.ts';
+import { DeploymentPlatform, WhileReplying } from '../core/vocabulary.ts';
 
 /**
  * What owners send to deploy an agent, in the original's spelling (its SDK's `config` and
@@ -22,9 +22,16 @@ const channelItem = z.object({
 const MAX_ALLOWLIST = 500;
 
 /**
+ * What a chat's message does while the agent still answers the one before (`docs/sessions.md`):
+ * not `reject`, which would drop what the person wrote, who cannot send it again another way.
+ */
+const chatWhileReplying = [WhileReplying.enqueue, WhileReplying.interrupt, WhileReplying.rollback] as const;
+
+/**
  * A deployment's `config`. `telegram.topic_allowlist`: when it lists chats, only those are
  * answered. `daily_manna_cap` and `chat_messages_per_minute` override the service's defaults
- * (`DEPLOYMENT_DAILY_MANNA_CAP`, `DEPLOYMENT_CHAT_RATE`); null goes back to them.
+ * (`DEPLOYMENT_DAILY_MANNA_CAP`, `DEPLOYMENT_CHAT_RATE`); null goes back to them. `while_replying`:
+ * what a message does while the agent still answers the chat's one before (`enqueue` unless set).
  * Other keys are dropped.
  */
 export const deploymentConfigSchema = z.object({
@@ -47,6 +54,7 @@ export const deploymentConfigSchema = z.object({
     .max(600, 'must be at most 600')
     .nullable()
     .optional(),
+  while_replying: z.enum(chatWhileReplying, { error: `must be one of ${chatWhileReplying.join(', ')}` }).optional(),
 });
 export type DeploymentConfig = z.output<typeof deploymentConfigSchema>;
 

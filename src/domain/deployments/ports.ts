@@ -156,7 +156,7 @@ export function noSealer(problem: string): SecretSealer {
 
 /** A reply as a chat is shown it, and whether it ended only because its process stopped (then it is asked again). */
 export interface ChatReply {
-  status: 'streaming' | 'complete' | 'failed' | 'cancelled';
+  status: 'streaming' | 'complete' | 'failed' | 'cancelled' | 'interrupted';
   content: string;
   error: string | null;
   toolCalls: { status: string; result: unknown }[];

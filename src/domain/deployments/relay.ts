@@ -1,4 +1,5 @@
 import { isDomainError } from '../core/errors.ts';
+import type { WhileReplying } from '../core/vocabulary.ts';
 import { newId } from '../core/ids.ts';
 import type { MediaLinks } from '../core/media-links.ts';
 import { answerText } from './answer-text.ts';
@@ -25,7 +26,7 @@ export interface Conversations {
     ownerId: string,
     sessionId: string,
     text: string,
-    relay: { sender: string; promptId: string },
+    relay: { sender: string; promptId: string; whileReplying?: WhileReplying },
   ): Promise<{ after: number | null } | { conflict: 'saved-already' }>;
 }
 
@@ -63,7 +64,8 @@ export interface RelayDependencies {
  * relayed into the chat's session as the person's prompt and the agent's reply carried back as
  * it grows. Safe to run again for the same update at any point (a restart, another instance):
  * the prompt is saved under the update's prompt id, so only once; the answer edits the messages
- * already sent. Returns when it is answered, or throws LeftForLater.
+ * already sent. Calls `saved` once the prompt is in its session (or the update was refused), so
+ * the chat's next update may be saved meanwhile; returns when it is answered, or throws LeftForLater.
  */
 export function relayRules({ store, conversations, answers, defaults, links }: RelayDependencies) {
   async function refusalFor(run: DeploymentRun, ctx: RelayContext, chatId: string, update: RecordedUpdate): Promise<Refusal | null> {
@@ -99,7 +101,8 @@ export function relayRules({ store, conversations, answers, defaults, links }: R
         chat.sessionId = sessionId;
       }
       try {
-        const posted = await conversations.post(ctx.userId, sessionId, update.text, { sender, promptId });
+        const whileReplying = ctx.config.while_replying;
+        const posted = await conversations.post(ctx.userId, sessionId, update.text, { sender, promptId, whileReplying });
         // Saved already (a runner that lost its lease got there first): follow that one.
         return { sessionId, after: 'conflict' in posted ? null : posted.after };
       } catch (e) {
@@ -129,7 +132,12 @@ export function relayRules({ store, conversations, answers, defaults, links }: R
     }
   }
 
-  async function answer(run: DeploymentRun, update: RecordedUpdate, wait: (attempt: number) => Promise<void>): Promise<void> {
+  async function answer(
+    run: DeploymentRun,
+    update: RecordedUpdate,
+    wait: (attempt: number) => Promise<void>,
+    saved: () => void = () => {},
+  ): Promise<void> {
     const ctx = await store.relayContext(run.deployment.id);
     if (!ctx?.running || !ctx.valid) throw new LeftForLater();
     const chat = await store.chat(run.deployment.id, update.conversation);
@@ -150,6 +158,7 @@ export function relayRules({ store, conversations, answers, defaults, links }: R
       }
       at = await relay(run, ctx, chat, update, promptId);
     }
+    saved();
     const out = outbox.answer({
       messageRef: update.messageRef,
       refs: update.replyRefs,

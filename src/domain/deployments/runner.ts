@@ -43,8 +43,8 @@ export interface Runner {
 
 /**
  * One running deployment on the instance that holds its lease: the connector's receiver records
- * each batch with the cursor past it (only while the lease holds), then its updates are answered
- * in order per chat, a few chats at once. An update that cannot be answered now is retried after
+ * each batch with the cursor past it (only while the lease holds), then its updates are saved in
+ * order per chat and answered as their session says (`while_replying`), a few chats at once. An update that cannot be answered now is retried after
  * a pause while the lease holds, and otherwise left recorded for whoever holds it next.
  */
 export function startRunner(
@@ -61,7 +61,10 @@ export function startRunner(
   let cursor = held.cursor;
   let ended = false;
   const queued = new Set<string>();
+  /** By chat: its last update queued, saved in its session (what the chat's next update waits for). */
   const chats = new Map<string, Promise<void>>();
+  /** Every update being answered. */
+  const answering = new Set<Promise<void>>();
   let running = 0;
   const waiting: (() => void)[] = [];
 
@@ -81,7 +84,7 @@ export function startRunner(
       accepting = false;
       controller.abort();
       await receiver.stop();
-      await Promise.allSettled([...chats.values()]);
+      await Promise.allSettled([...chats.values(), ...answering]);
     },
   };
 
@@ -109,12 +112,12 @@ export function startRunner(
     waiting.shift()?.();
   };
 
-  async function answer(update: RecordedUpdate) {
+  async function answer(update: RecordedUpdate, saved: () => void) {
     await slot();
     try {
       for (let attempt = 1; run.holds(); attempt++) {
         try {
-          await relay.answer(run, update, (n) => deps.pause(n, signal));
+          await relay.answer(run, update, (n) => deps.pause(n, signal), saved);
           return;
         } catch (e) {
           if (e instanceof LeftForLater || !run.holds()) return;
@@ -142,10 +145,18 @@ export function startRunner(
       if (queued.has(update.id)) continue;
       queued.add(update.id);
       const key = update.conversation.id;
-      const next = (chats.get(key) ?? Promise.resolve()).then(() => answer(update));
-      chats.set(key, next);
-      void next.then(() => {
-        if (chats.get(key) === next) chats.delete(key);
+      // The chat's next update waits for this one to be saved in the session, not answered: the
+      // deployment's `while_replying` then says whether it waits for the answer or stops it.
+      let saved!: () => void;
+      const relayed = new Promise<void>((resolve) => {
+        saved = resolve;
+      });
+      const answered = (chats.get(key) ?? Promise.resolve()).then(() => answer(update, saved)).finally(saved);
+      answering.add(answered);
+      void answered.finally(() => answering.delete(answered));
+      chats.set(key, relayed);
+      void relayed.then(() => {
+        if (chats.get(key) === relayed) chats.delete(key);
       });
     }
   }

@@ -84,14 +84,23 @@ async function answerAs(rt: ReplyRuntime, job: ReplyJob, target: Target, context
  */
 export async function answerPrompt(rt: ReplyRuntime, job: ReplyJob, signal: AbortSignal) {
   let conversation: Conversation | null;
+  const endUnstarted = async (reason: unknown) => {
+    await Promise.all(job.replies.map((target) => rt.fail(job, target, reason, nothingWritten)));
+    if (reason !== SESSION_GONE) await rt.emit(job.sessionId, { type: 'end_prompt', promptId: job.promptId });
+  };
+  if (job.after?.length)
+    try {
+      // Answered after the replies under way when it was saved, with what they wrote in its context.
+      await rt.ended(job.sessionId, job.after, signal);
+    } catch (e) {
+      return endUnstarted(signal.aborted ? signal.reason : e);
+    }
   if (job.known) conversation = conversationKnown(job.known);
   else
     try {
       conversation = await rt.store.conversation(job.sessionId, HISTORY_LIMIT);
     } catch (e) {
-      await Promise.all(job.replies.map((target) => rt.fail(job, target, e, nothingWritten)));
-      await rt.emit(job.sessionId, { type: 'end_prompt', promptId: job.promptId });
-      return;
+      return endUnstarted(e);
     }
   if (!conversation) return;
   const agents = new Map(conversation.agents.map((a) => [a.id, a]));
@@ -99,7 +108,9 @@ export async function answerPrompt(rt: ReplyRuntime, job: ReplyJob, signal: Abor
     conversation.history.flatMap((h) => (h.message.senderId && h.senderName !== null ? [[h.message.senderId, h.senderName] as const] : [])),
   );
   for (const a of agents.values()) names.set(a.id, a.name);
-  const history = conversation.history.map((h) => h.message);
+  // A reply answers the conversation up to its prompt: prompts saved after it (waiting their turn) are not yet said.
+  const before = Math.min(...job.replies.map((r) => r.ordinal));
+  const history = conversation.history.map((h) => h.message).filter((m) => m.ordinal < before);
   const prompt = history.find((m) => m.id === job.promptId);
   const context: Context = { scenario: conversation.scenario, agents, names, history, prompt };
 

@@ -13,6 +13,12 @@ export class ReplyStopped extends Error {}
 export const SESSION_GONE = Symbol('session deleted');
 export const CANCELLED = Symbol('cancelled');
 export const SHUTTING_DOWN = Symbol('shutting down');
+/** A newer prompt stopped the reply: kept with what it wrote, or removed. */
+export const INTERRUPTED = Symbol('interrupted');
+export const ROLLED_BACK = Symbol('rolled back');
+
+export const INTERRUPTED_TEXT = 'Interrupted by a newer prompt';
+const ROLLED_BACK_TOOL = 'The reply was rolled back by a newer prompt';
 
 export const DATABASE_LOST = 'The database became unavailable while the reply was being written';
 export const SHUT_DOWN = 'The server shut down before the reply was finished';
@@ -25,8 +31,9 @@ const SAVE_RETRY_MAX_MS = 30_000;
  * How a reply that did not complete is saved and told, by what stopped it. `expected` failures
  * are the provider's, the service's rules, or the database going away; anything else is logged.
  */
-export function failureOf(reason: unknown): { status: 'failed' | 'cancelled'; error: string; expected: boolean } {
+export function failureOf(reason: unknown): { status: Exclude<Outcome['status'], 'complete'>; error: string; expected: boolean } {
   if (reason === CANCELLED) return { status: 'cancelled', error: 'The reply was cancelled', expected: true };
+  if (reason === INTERRUPTED) return { status: 'interrupted', error: INTERRUPTED_TEXT, expected: true };
   if (reason === SHUTTING_DOWN) return { status: 'failed', error: SHUT_DOWN, expected: true };
   if (reason instanceof ProviderError || reason instanceof ReplyStopped || reason instanceof CallLimitReached)
     return { status: 'failed', error: reason.message, expected: true };
@@ -55,7 +62,7 @@ const unsavedView = (job: ReplyJob, target: Target, outcome: Outcome): MessageVi
 });
 
 interface EndingsDeps {
-  store: Pick<ReplyStore, 'closeReply'>;
+  store: Pick<ReplyStore, 'closeReply' | 'removeReply'>;
   emit: ReplyRuntime['emit'];
   log: { error(obj: unknown, msg?: string): void };
   metrics: Metrics['replies'];
@@ -91,8 +98,23 @@ export function replyEndings({ store, emit, log, metrics }: EndingsDeps) {
     retries.add(timer);
   }
 
+  /** A rolled-back reply goes, and its watchers are told; the tokens it used stay counted. */
+  async function remove(job: ReplyJob, target: Target, written: Written) {
+    const { sessionId, promptId } = job;
+    const { messageId, agentId } = target;
+    const tokens = written.promptTokens + written.completionTokens;
+    if (await store.removeReply(sessionId, messageId, tokens, ROLLED_BACK_TOOL)) {
+      metrics.usage(written.promptTokens, written.completionTokens);
+      await emit(sessionId, { type: 'reply_removed', promptId, messageId, agentId });
+    }
+  }
+
   async function fail(job: ReplyJob, target: Target, reason: unknown, written: Written) {
     if (reason === SESSION_GONE) return;
+    if (reason === ROLLED_BACK)
+      return remove(job, target, written).catch((e) => {
+        if (!isRecordGone(e)) log.error({ err: e }, 'a rolled-back reply could not be removed');
+      });
     const { sessionId, promptId } = job;
     const { messageId, agentId } = target;
     const { status, error, expected } = failureOf(reason);

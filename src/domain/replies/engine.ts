@@ -7,10 +7,18 @@ import { isRecordGone } from '../core/stores/prisma-errors.ts';
 import { noMemory, noTools, type MemoryHost, type ToolHost } from '../core/tool-host.ts';
 import { within } from '../core/within.ts';
 import { answerPrompt } from './answer-prompt.ts';
-import { CANCELLED, replyEndings, SESSION_GONE, SHUTTING_DOWN } from './endings.ts';
+import { CANCELLED, INTERRUPTED, ROLLED_BACK, replyEndings, SESSION_GONE, SHUTTING_DOWN } from './endings.ts';
 import type { ReplyStore } from './ports.ts';
 import type { ReplyJob, ReplyRuntime } from './runtime.ts';
+import { repliesEnded } from './waiting.ts';
 import { createReplyWriter, type ReplyWriter } from './writer.ts';
+
+const stopReasons = { cancelled: CANCELLED, deleted: SESSION_GONE, interrupted: INTERRUPTED, rolled_back: ROLLED_BACK } as const;
+/**
+ * How long a newer prompt's stop is remembered for a prompt not being answered here (yet): its
+ * signal can come before the instance that saved that prompt has started its replies.
+ */
+const EARLY_STOP_MS = 60_000;
 
 export type { ReplyJob } from './runtime.ts';
 
@@ -65,6 +73,7 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     metrics,
     emit,
     fail: endings.fail,
+    ended: repliesEnded(bus, store),
     track,
     housekeeping: housekeeping.signal,
   };
@@ -79,8 +88,16 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     return stopped;
   }
 
+  /** Stops newer prompts asked of prompts whose replies had not started here when they were asked, by prompt. */
+  const earlyStops = new Map<string, symbol>();
+
   // A cancel may be asked of any instance; the one writing the reply hears it here.
-  bus.onCancelReplies(({ sessionId, promptId, reason }) => stop(sessionId, promptId, reason === 'deleted' ? SESSION_GONE : CANCELLED));
+  bus.onCancelReplies(({ sessionId, promptId, reason }) => {
+    const stopped = stop(sessionId, promptId, stopReasons[reason]);
+    if (stopped || !promptId || (reason !== 'interrupted' && reason !== 'rolled_back')) return;
+    earlyStops.set(promptId, stopReasons[reason]);
+    setTimeout(() => earlyStops.delete(promptId), EARLY_STOP_MS).unref();
+  });
 
   return {
     /** Starts a prompt's replies in the background; resolves when every one has ended (never rejects). */
@@ -88,6 +105,8 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
       const entry = { promptId: job.promptId, controller: new AbortController() };
       const set = running.get(job.sessionId) ?? new Set();
       running.set(job.sessionId, set.add(entry));
+      const early = earlyStops.get(job.promptId);
+      if (early) entry.controller.abort(early);
       const answered = answerPrompt(rt, job, entry.controller.signal)
         .catch((err) => {
           if (!isRecordGone(err)) log.error({ err }, 'a prompt could not be answered');

@@ -1,4 +1,5 @@
 import { Prisma } from '../../generated/prisma/client.ts';
+import type { ReplyStop } from '../../generated/prisma/enums.ts';
 import { newMessageSelect } from '../core/stores/message-rows.ts';
 
 /**
@@ -12,6 +13,24 @@ type Tx = Prisma.TransactionClient;
 /** Adds messages in the caller's transaction (a prompt and its placeholder replies, an agent's own turn); in order. */
 export async function insertMessages(tx: Pick<Tx, 'message'>, messages: Prisma.MessageCreateManyInput[]) {
   return (await tx.message.createManyAndReturn({ data: messages, select: newMessageSelect })).sort((a, b) => a.ordinal - b.ordinal);
+}
+
+/** A session's replies still being written, oldest first (with the session's row locked by the caller). */
+export function repliesUnderWay(tx: Pick<Tx, 'message'>, sessionId: string) {
+  return tx.message.findMany({
+    where: { sessionId, role: 'assistant', status: 'streaming' },
+    orderBy: { ordinal: 'asc' },
+    select: { id: true, promptId: true },
+  });
+}
+
+/**
+ * Records that a newer prompt asks these replies to stop, in its transaction: whoever writes
+ * them reads it before saving one as complete, so a request that reaches no running reply (it
+ * had not started yet, or its instance missed the signal) still holds. The first request stands.
+ */
+export async function askToStop(tx: Pick<Tx, 'message'>, messageIds: string[], how: ReplyStop) {
+  await tx.message.updateMany({ where: { id: { in: messageIds }, status: 'streaming', stopRequest: null }, data: { stopRequest: how } });
 }
 
 /** A message as a new session's statement adds it; `attachments` as a JSON array's text. */

@@ -35,7 +35,7 @@ export interface Conversation {
 export interface Outcome {
   content: string;
   thought: string;
-  status: 'complete' | 'failed' | 'cancelled';
+  status: 'complete' | 'failed' | 'cancelled' | 'interrupted';
   error: string | null;
   promptTokens: number;
   completionTokens: number;
@@ -80,6 +80,16 @@ export interface ReplyStore {
    * transaction; a tool call of it still unsettled ends with `toolError` (its hold given back).
    */
   closeReply(sessionId: string, messageId: string, outcome: Outcome, toolError: string): Promise<MessageView>;
+  /**
+   * Removes a reply a newer prompt rolled back, in one transaction: its tokens counted on the
+   * session, its unsettled tool calls ended with `toolError` (holds given back); false when it was
+   * no longer being written.
+   */
+  removeReply(sessionId: string, messageId: string, tokens: number, toolError: string): Promise<boolean>;
+  /** Those of these replies still being written. */
+  stillWriting(messageIds: string[]): Promise<string[]>;
+  /** What a newer prompt asked of this reply, while it is being written. */
+  stopRequested(messageId: string): Promise<'interrupt' | 'rollback' | null>;
   /** Saves the text of the replies still streaming among these, in one statement. */
   saveCheckpoints(group: Checkpoint[]): Promise<void>;
   /**
@@ -94,7 +104,7 @@ export interface ReplyStore {
 /** A reply as saved, as whoever waits for it reads it. */
 export interface SavedReply {
   messageId: string;
-  status: 'streaming' | 'complete' | 'failed' | 'cancelled';
+  status: 'streaming' | 'complete' | 'failed' | 'cancelled' | 'interrupted';
   content: string;
   error: string | null;
   toolCalls: { status: string; result: unknown; error: string | null }[];

@@ -59,9 +59,12 @@ function asChatMessage(m: MessageView, p: PromptInput, multipleHumans: boolean):
       const content = `${m.content}${attachments}`;
       return { role: 'user', content: multipleHumans ? `${speaker}: ${content}` : content };
     }
-    case 'assistant':
+    case 'assistant': {
       if (!m.content) return null;
-      return m.senderId === p.agent.id ? { role: 'assistant', content: m.content } : { role: 'user', content: `${speaker}: ${m.content}` };
+      // The model should know it was cut off, not take the text for a whole answer.
+      const content = m.status === 'interrupted' ? `${m.content} [interrupted]` : m.content;
+      return m.senderId === p.agent.id ? { role: 'assistant', content } : { role: 'user', content: `${speaker}: ${content}` };
+    }
     case 'eden':
     case 'system':
       return { role: 'system', content: m.content };

@@ -2,7 +2,7 @@ import { agentLlmSettings, agentSuggestions, agentTools } from '../agents/fields
 import { BUDGET_EXCEEDED } from '../core/budgets.ts';
 import type { ChatMessage, ChatRequest } from '../core/chat.ts';
 import type { MessageView } from '../core/events.ts';
-import { ReplyStopped } from './endings.ts';
+import { INTERRUPTED, ReplyStopped, ROLLED_BACK } from './endings.ts';
 import type { ReplyAgent } from './ports.ts';
 import type { ReplyJob, ReplyRuntime, Target, Written } from './runtime.ts';
 import { CallLimitReached, type CallSink, type StreamedCall, streamCall } from './stream-call.ts';
@@ -137,8 +137,13 @@ export async function writeReply(
       messages.push(...(await toolRound(rt, job, target, draft.content, called, signal)));
     }
     const message = await rt.writer.complete({ sessionId, messageId, ...draft });
-    // No longer streaming: its session was deleted, or recovery closed it and told its watchers.
-    if (!message) return null;
+    if (!message) {
+      // A newer prompt asked it to stop and the signal did not reach it in time: it ends as asked.
+      // Otherwise its session was deleted, or recovery closed it and told its watchers.
+      const stop = await rt.store.stopRequested(messageId);
+      if (stop) await rt.fail(job, target, stop === 'interrupt' ? INTERRUPTED : ROLLED_BACK, draft);
+      return null;
+    }
     rt.metrics.usage(draft.promptTokens, draft.completionTokens);
     await rt.emit(sessionId, { type: 'assistant_message', promptId, agentId, message });
     return message;

@@ -19,6 +19,8 @@ export interface ReplyJob {
   excludeMemory: boolean;
   /** The first exchange of a session without a title: name it afterwards. */
   generateTitle: boolean;
+  /** Replies under way when the prompt was saved: these replies start once they have ended. */
+  after?: string[];
   /** The session and its messages so far, when the caller has them (a session it just created). */
   known?: {
     scenario: string | null;
@@ -55,6 +57,8 @@ export interface ReplyRuntime {
   emit(sessionId: string, event: SessionEventPayload): Promise<unknown>;
   /** Ends a reply that did not complete (`endings.ts`). */
   fail(job: ReplyJob, target: Target, reason: unknown, written: Written): Promise<void>;
+  /** Resolves once none of these replies of the session is being written any more (rejects when `signal` aborts). */
+  ended(sessionId: string, messageIds: string[], signal: AbortSignal): Promise<void>;
   /** Work that shutdown waits for (within its grace period), besides the replies. */
   track(task: Promise<void>): void;
   /** Aborted when the grace period ends: what a reply set off afterwards (memories) is given up. */

@@ -64,6 +64,24 @@ export function replyStore(db: Db, sessions: Pick<ReplyStore, 'nameSessions'>): 
         return toMessageView(row);
       }),
 
+    removeReply: (sessionId, messageId, tokens, toolError) =>
+      db.$transaction(async (tx) => {
+        await addTokens(tx, sessionId, tokens);
+        await abandonToolCalls(tx, { messageId }, toolError);
+        // Its ledger rows stay (their link to the message cleared), as a deleted session's do.
+        return (await tx.message.deleteMany({ where: { id: messageId, status: 'streaming' } })).count > 0;
+      }),
+
+    async stillWriting(messageIds) {
+      const rows = await db.message.findMany({ where: { id: { in: messageIds }, status: 'streaming' }, select: { id: true } });
+      return rows.map((r) => r.id);
+    },
+
+    async stopRequested(messageId) {
+      const row = await db.message.findUnique({ where: { id: messageId }, select: { status: true, stopRequest: true } });
+      return row?.status === 'streaming' ? row.stopRequest : null;
+    },
+
     saveCheckpoints: (group) => saveCheckpoints(db, group),
     saveCompletions: (group) => saveCompletions(db, group),
     nameSessions: (group) => sessions.nameSessions(group),
@@ -108,7 +126,7 @@ async function saveCompletions(db: Db, e: Completion[]) {
         ${e.map((c) => c.messageId)}::text[], ${e.map((c) => c.content)}::text[], ${e.map((c) => c.thought)}::text[],
         ${e.map((c) => c.promptTokens)}::int[], ${e.map((c) => c.completionTokens)}::int[]
       ) AS v(id, content, thought, prompt_tokens, completion_tokens)
-      WHERE m."id" = v.id AND m."status" = 'streaming' AND m."sessionId" = ANY(${counted}::text[])
+      WHERE m."id" = v.id AND m."status" = 'streaming' AND m."stopRequest" IS NULL AND m."sessionId" = ANY(${counted}::text[])
       RETURNING m."id"`;
     const rows = await tx.message.findMany({
       where: { id: { in: updated.map((r) => r.id) } },

@@ -17,6 +17,7 @@ export {
   type SendMessageInput,
   sendMessageSchema,
   sessionUserSchema,
+  whileReplyingSchema,
 } from './inputs.ts';
 export {
   AGENT_IDS_REQUIRED,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ActorSelection, SessionPermission } from '../core/vocabulary.ts';
+import { ActorSelection, SessionPermission, WhileReplying } from '../core/vocabulary.ts';
 import { text, urlField } from '../core/validation.ts';
 import { REACTIONS } from './reactions.ts';
 
@@ -44,6 +44,11 @@ export const autonomySettingsSchema = z.object({
 });
 export type AutonomySettings = z.output<typeof autonomySettingsSchema>;
 
+/** A session's default (the column's, in the schema): every prompt is answered, none overlaps another's replies. */
+export const DEFAULT_WHILE_REPLYING: WhileReplying = WhileReplying.enqueue;
+
+export const whileReplyingSchema = z.enum(WhileReplying, { error: `must be one of ${Object.values(WhileReplying).join(', ')}` });
+
 /** Operation 4: a prompt to an existing session, or a new session with its first prompt. */
 export const sendMessageSchema = z.object({
   sessionId: id.optional(),
@@ -60,6 +65,8 @@ export const sendMessageSchema = z.object({
   title: text(1000).optional(),
   extras: z.object({ excludeMemory: z.boolean().optional() }).optional(),
   autonomySettings: autonomySettingsSchema.optional(),
+  /** What this prompt does if an agent of the session is still replying; the session's default otherwise. */
+  whileReplying: whileReplyingSchema.optional(),
 });
 export type SendMessageInput = z.output<typeof sendMessageSchema>;
 

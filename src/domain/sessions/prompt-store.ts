@@ -4,8 +4,17 @@ import { newId } from '../core/ids.ts';
 import { reserveTurns } from '../manna/stores/session-budgets.ts';
 import type { newMessageSelect } from '../core/stores/message-rows.ts';
 import { toMessageView } from '../core/stores/message-rows.ts';
-import { insertMessages, insertMessagesSql, type MessageInsert } from '../replies/message-store.ts';
-import { BudgetStop, KeyGone, type PromptToNewSession, type PromptToSession, type SavedNewSession, type SavedPrompt } from './store.ts';
+import { askToStop, insertMessages, insertMessagesSql, type MessageInsert, repliesUnderWay } from '../replies/message-store.ts';
+import { DEFAULT_WHILE_REPLYING } from './inputs.ts';
+import {
+  BudgetStop,
+  KeyGone,
+  RepliesUnderWay,
+  type PromptToNewSession,
+  type PromptToSession,
+  type SavedNewSession,
+  type SavedPrompt,
+} from './store.ts';
 
 type Tx = Prisma.TransactionClient;
 
@@ -80,13 +89,14 @@ async function insertSessions(db: Pick<Tx, '$queryRaw'>, batch: readonly NewSess
         ${sessions.map((x) => text(x.s.tokenBudget))}::text[], ${sessions.map((x) => text(x.s.turnBudget))}::text[],
         ${sessions.map((x) => x.turnsSpent)}::int[], ${sessions.map((x) => x.p.keyId ?? null)}::text[],
         ${sessions.map((x) => x.s.autoReply ?? null)}::boolean[], ${sessions.map((x) => x.s.replyInterval ?? null)}::int[],
-        ${sessions.map((x) => x.s.actorSelection ?? null)}::text[]
-      ) AS s(id, owner, title, scenario, manna_budget, token_budget, turn_budget, turns_spent, key_id, auto_reply, reply_interval, actor_selection)
+        ${sessions.map((x) => x.s.actorSelection ?? null)}::text[], ${sessions.map((x) => x.s.whileReplying ?? DEFAULT_WHILE_REPLYING)}::text[]
+      ) AS s(id, owner, title, scenario, manna_budget, token_budget, turn_budget, turns_spent, key_id, auto_reply, reply_interval, actor_selection,
+        while_replying)
     ), session AS (
       INSERT INTO "Session" ("id", "ownerId", "title", "scenario", "mannaBudget", "tokenBudget", "turnBudget", "turnsSpent",
-        "autoReply", "replyInterval", "actorSelection", "updatedAt")
+        "autoReply", "replyInterval", "actorSelection", "whileReplying", "updatedAt")
       SELECT s.id, s.owner, s.title, s.scenario, s.manna_budget::decimal, s.token_budget::int, s.turn_budget::int, s.turns_spent,
-        s.auto_reply, s.reply_interval, s.actor_selection::"ActorSelection", now()
+        s.auto_reply, s.reply_interval, s.actor_selection::"ActorSelection", s.while_replying::"WhileReplying", now()
       FROM s WHERE s.key_id IS NULL OR EXISTS (SELECT 1 FROM "ApiKey" WHERE "id" = s.key_id)
       RETURNING "id", "ownerId"
     ), agents AS (
@@ -133,6 +143,7 @@ export async function savePrompt(tx: Tx, p: PromptToSession): Promise<SavedPromp
   if (!p.prompt) return { sessionId, prompt: null, replies: [], firstExchange: false };
   const stopped = await reserveTurns(tx, sessionId, turns);
   if (stopped) throw new BudgetStop(stopped);
+  const underWay = await whileReplying(tx, p);
   const firstExchange = await isUntitledAndUnprompted(tx, sessionId);
   const messages: Prisma.MessageCreateManyInput[] = [];
   const promptId = p.promptId ?? newId();
@@ -148,7 +159,26 @@ export async function savePrompt(tx: Tx, p: PromptToSession): Promise<SavedPromp
     })),
   );
   const rows = await insertMessages(tx, messages);
-  return saved(sessionId, rows, promptId, firstExchange);
+  return { ...saved(sessionId, rows, promptId, firstExchange), ...underWay };
+}
+
+/**
+ * What the prompt does about the session's replies still being written, with the session's row
+ * locked (its turns were just reserved), so prompts to one session take their turn here one at a
+ * time: the last of a burst of `interrupt`s is the one that no later prompt stops. `reject`
+ * saves nothing; the others answer after those replies end, `interrupt` and `rollback` once they
+ * have been asked to stop.
+ */
+async function whileReplying(tx: Tx, p: PromptToSession): Promise<Pick<SavedPrompt, 'waitFor' | 'stopped'>> {
+  const underWay = await repliesUnderWay(tx, p.session.id);
+  if (!underWay.length) return {};
+  const how =
+    p.whileReplying ?? (await tx.session.findUniqueOrThrow({ where: { id: p.session.id }, select: { whileReplying: true } })).whileReplying;
+  const waitFor = underWay.map((r) => r.id);
+  if (how === 'reject') throw new RepliesUnderWay(waitFor);
+  if (how === 'enqueue') return { waitFor };
+  await askToStop(tx, waitFor, how);
+  return { waitFor, stopped: { promptIds: [...new Set(underWay.flatMap((r) => (r.promptId ? [r.promptId] : [])))], how } };
 }
 
 /** The prompt and its placeholder replies, as `savePrompt` hands them back. */

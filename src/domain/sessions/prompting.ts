@@ -2,7 +2,7 @@ import { canReadAgent } from '../agents/service.ts';
 import { BUDGET_EXCEEDED } from '../core/budgets.ts';
 import type { EventBus } from '../core/bus.ts';
 import { coalesced } from '../core/coalesce.ts';
-import { badInput, forbidden, unauthenticated } from '../core/errors.ts';
+import { badInput, conflict, forbidden, unauthenticated } from '../core/errors.ts';
 import type { MessageView } from '../core/events.ts';
 import { canNameARow } from '../core/ids.ts';
 import { parseInput } from '../core/validation.ts';
@@ -13,10 +13,13 @@ import { canPost, NO_ACCESS, type SessionAccess } from '../access/service.ts';
 import { KEY_DELETED_END } from '../core/watch.ts';
 import { type AutonomySettings, type SendMessageInput, sendMessageSchema } from './inputs.ts';
 import { allowChange, announceChange } from './settings.ts';
-import { type AgentAsk, BudgetStop, KeyGone, type NewSessionAgent, type SavedPrompt, type SessionStore } from './store.ts';
+import { type AgentAsk, BudgetStop, KeyGone, type NewSessionAgent, RepliesUnderWay, type SavedPrompt, type SessionStore } from './store.ts';
 
 export const AGENT_IDS_REQUIRED = 'agent_ids must be provided when creating a new session';
 export const AGENT_NO_LONGER_USABLE = 'This agent is no longer usable by you (its owner made it private)';
+/** A prompt that said `reject` while replies were being written: the 409 names them. */
+export const repliesUnderWayText = (replyIds: string[]) =>
+  `An agent is still replying in this session (reply ${replyIds.join(', ')}); send again when it has finished, or with while_replying enqueue, interrupt or rollback`;
 export const NO_USABLE_AGENT = "This session's agents are no longer usable by you (their owners made them private or deleted them)";
 
 /** The result of operation 4: the session, and the prompt whose replies are now being written. */
@@ -117,7 +120,11 @@ export function promptRules({ store, bus, replies, access, autonomy }: PromptDep
   async function send(viewer: Viewer, raw: unknown, options: { confirmKey?: boolean; relay?: Relay } = {}): Promise<PromptStarted> {
     const input = parseInput(sendMessageSchema, raw);
     if (options.relay && !input.sessionId) throw new Error('a relayed prompt goes to a session that exists');
-    const change = await allowChange({ access, autonomy }, viewer, input.sessionId, input);
+    // A prompt's `whileReplying` is its own; on a request that creates the session it is the session's default too.
+    const change = await allowChange({ access, autonomy }, viewer, input.sessionId, {
+      ...input,
+      whileReplying: input.sessionId ? undefined : input.whileReplying,
+    });
     const { settings } = change;
     const agents = await agentsFor(viewer, input);
     const content = input.content ?? '';
@@ -140,7 +147,11 @@ export function promptRules({ store, bus, replies, access, autonomy }: PromptDep
     let known: ReplyJob['known'];
     try {
       if (input.sessionId) {
-        saved = await store.addPrompt({ ...toSave, session: { id: input.sessionId, update: change.changes ? settings : undefined } });
+        saved = await store.addPrompt({
+          ...toSave,
+          session: { id: input.sessionId, update: change.changes ? settings : undefined },
+          whileReplying: input.whileReplying,
+        });
       } else {
         const created = await store.createSession({ ...toSave, session: { create: { ...settings, agents } } });
         saved = created;
@@ -155,8 +166,14 @@ export function promptRules({ store, bus, replies, access, autonomy }: PromptDep
     } catch (e) {
       if (e instanceof KeyGone) throw unauthenticated(KEY_DELETED_END.reason);
       if (e instanceof BudgetStop) throw badInput(BUDGET_EXCEEDED[e.budget]);
+      if (e instanceof RepliesUnderWay) throw conflict(repliesUnderWayText(e.replyIds));
       throw e;
     }
+    // Whichever instance writes them stops them now. Their rows say so already: should the bus be
+    // out of reach, each ends as asked when it would have completed, and the prompt still stands.
+    const reason = saved.stopped?.how === 'rollback' ? 'rolled_back' : 'interrupted';
+    for (const promptId of saved.stopped?.promptIds ?? [])
+      await bus.cancelReplies({ sessionId: saved.sessionId, promptId, reason }).catch(() => {});
 
     const { sessionId, prompt: message } = saved;
     // A new session's settings are news to no one yet; its autonomy starts all the same.
@@ -178,6 +195,7 @@ export function promptRules({ store, bus, replies, access, autonomy }: PromptDep
       excludeMemory: input.extras?.excludeMemory ?? false,
       generateTitle: saved.firstExchange,
       known,
+      after: saved.waitFor,
     });
     return { sessionId, created: !input.sessionId, promptId: message.id, message, replies: saved.replies, startSeq: started.seq };
   }

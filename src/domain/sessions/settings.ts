@@ -8,11 +8,11 @@ import type { SessionAutonomy } from './prompting.ts';
 import type { SessionSettings, SessionStore } from './store.ts';
 
 /** What a change of a session's settings carries, in a prompt or on its own. */
-type Changes = Pick<SendMessageInput, 'title' | 'scenario' | 'budget' | 'autonomySettings'>;
+type Changes = Pick<SendMessageInput, 'title' | 'scenario' | 'budget' | 'autonomySettings' | 'whileReplying'>;
 
 /** A change of a session's settings without a prompt: the fields of a prompt that change them, checked alike. */
 export const updateSessionSchema = sendMessageSchema
-  .pick({ sessionId: true, title: true, scenario: true, budget: true, autonomySettings: true })
+  .pick({ sessionId: true, title: true, scenario: true, budget: true, autonomySettings: true, whileReplying: true })
   .required({ sessionId: true });
 
 const OWNER_ONLY = 'Only an owner of this session can change its title, scenario or budget';
@@ -27,6 +27,7 @@ const settingsOf = (input: Changes): SessionSettings => ({
   autoReply: input.autonomySettings?.autoReply,
   replyInterval: input.autonomySettings?.replyInterval,
   actorSelection: input.autonomySettings?.actorSelectionMethod,
+  whileReplying: input.whileReplying,
 });
 
 export interface SettingsDependencies {

@@ -1,6 +1,6 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
 import type { NumberedCut, NumberedWindow } from '../core/byte-pages.ts';
-import type { ActorSelection } from '../../generated/prisma/enums.ts';
+import type { ActorSelection, ReplyStop, WhileReplying } from '../../generated/prisma/enums.ts';
 import type { Budget } from '../core/budgets.ts';
 import type { MessageView } from '../core/events.ts';
 import type { ReplyJob } from '../replies/engine.ts';
@@ -65,6 +65,8 @@ export interface SessionSettings {
   autoReply?: boolean;
   replyInterval?: number;
   actorSelection?: ActorSelection;
+  /** What a prompt that does not say does while an agent is replying. */
+  whileReplying?: WhileReplying;
 }
 
 interface PromptParts {
@@ -81,6 +83,8 @@ interface PromptParts {
 /** A prompt to an existing session, with the changes to its settings it carries. */
 export interface PromptToSession extends PromptParts {
   session: { id: string; update?: SessionSettings };
+  /** What the prompt does if replies are being written in the session; the session's default when absent. */
+  whileReplying?: WhileReplying;
 }
 /** A new session with these agents (in order), and its first prompt. */
 export interface PromptToNewSession extends PromptParts {
@@ -94,6 +98,10 @@ export interface SavedPrompt {
   replies: ReplyJob['replies'];
   /** The first exchange of a session without a title: the replies name it afterwards. */
   firstExchange: boolean;
+  /** Replies that were being written when the prompt was saved: its own replies start after they end. */
+  waitFor?: string[];
+  /** The prompts whose replies the prompt asked to stop (`interrupt`, `rollback`), and how. */
+  stopped?: { promptIds: string[]; how: ReplyStop };
 }
 /** A new session's prompt, with the conversation so far (what its replies start from). */
 export interface SavedNewSession extends SavedPrompt {
@@ -108,6 +116,14 @@ export class KeyGone extends Error {
 /** A relayed prompt's id is saved already (the same update relayed twice): nothing was saved again. */
 export class PromptSavedAlready extends Error {
   override name = 'PromptSavedAlready';
+}
+
+/** Replies are being written and the prompt said `reject`: nothing was saved. */
+export class RepliesUnderWay extends Error {
+  override name = 'RepliesUnderWay';
+  constructor(readonly replyIds: string[]) {
+    super('replies are being written in the session');
+  }
 }
 
 /** A budget of the session has no room for the prompt's turns: nothing was saved. */

@@ -40,6 +40,7 @@ export function outcomeOf(replies: ReplyOutcome[]): RunOutcome | null {
     if (reply.status === 'streaming') return null;
     if (reply.status === 'failed') return { status: 'failed', error: reply.error ?? 'The reply failed' };
     if (reply.status === 'cancelled') return { status: 'failed', error: 'The reply was cancelled' };
+    if (reply.status === 'interrupted') return { status: 'failed', error: 'The reply was interrupted by a newer prompt' };
     const unpaid = reply.toolErrors.find(isPaymentRefusal);
     if (unpaid) return { status: 'failed', error: unpaid };
   }

@@ -13,6 +13,7 @@ import {
   SessionStatus,
   TaskStatus,
   TriggerStatus,
+  WhileReplying,
 } from '../../domain/core/vocabulary.ts';
 import { builder } from '../builder.ts';
 
@@ -31,6 +32,22 @@ export const SessionStatusEnum = builder.enumType('SessionStatus', { values: upp
 export const MessageRoleEnum = builder.enumType('MessageRole', { values: upper(Object.values(MessageRole)) });
 export const BalanceKindEnum = builder.enumType('BalanceKind', { values: upper(Object.values(BalanceKind)) });
 export const MessageStatusEnum = builder.enumType('MessageStatus', { values: upper(Object.values(MessageStatus)) });
+export const WhileReplyingEnum = builder.enumType('WhileReplying', {
+  description: 'What a prompt does while an agent of the session is still replying.',
+  values: {
+    REJECT: { value: WhileReplying.reject, description: 'Refused (CONFLICT, naming the replies under way); nothing is saved.' },
+    ENQUEUE: { value: WhileReplying.enqueue, description: 'Answered after the replies under way, in order (the default).' },
+    INTERRUPT: {
+      value: WhileReplying.interrupt,
+      description: 'The replies under way stop at once, kept as INTERRUPTED with their text; the prompt is answered with it in context.',
+    },
+    ROLLBACK: {
+      value: WhileReplying.rollback,
+      description:
+        'The replies under way stop and are removed (ReplyRemoved), their running tools refunded; answered as if they never ran.',
+    },
+  } as const,
+});
 export const SessionPermissionEnum = builder.enumType('SessionPermission', { values: upper(Object.values(SessionPermission)) });
 export const ToolCallStatusEnum = builder.enumType('ToolCallStatus', { values: upper(Object.values(TaskStatus)) });
 export const TaskStatusEnum = builder.enumType('TaskStatus', { values: upper(Object.values(TaskStatus)) });

@@ -108,6 +108,15 @@ const eventTypes: { [T in SessionEventType]: EventTypeSpec<T> } = {
     description: 'Every reply to a prompt (or to an autonomous turn) has finished or failed.',
     fields: (t) => ({ promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }) }),
   },
+  reply_removed: {
+    name: 'ReplyRemoved',
+    description: 'A reply was rolled back by a newer prompt (whileReplying: ROLLBACK): it is gone, its running tools refunded.',
+    fields: (t) => ({
+      promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+      messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
+      agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
+    }),
+  },
   autonomous_turn: {
     name: 'AutonomousTurnStarted',
     description: "An agent of an autonomous session takes its turn, with no user message; promptId is the turn's reply (replyId) itself.",

@@ -8,7 +8,7 @@ import { builder } from '../builder.ts';
 import { toConnection } from '../connection.ts';
 import { viewerOf, type GraphQLContext } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';
-import { ActorSelectionEnum, SessionPermissionEnum, SessionStatusEnum } from './enums.ts';
+import { ActorSelectionEnum, SessionPermissionEnum, SessionStatusEnum, WhileReplyingEnum } from './enums.ts';
 import { Message } from './message.ts';
 import { nodeInterfaces, RAW_ID } from './node.ts';
 
@@ -87,6 +87,10 @@ export const Session = builder.prismaObject('Session', {
         s.autoReply === null || s.replyInterval === null || s.actorSelection === null
           ? null
           : { autoReply: s.autoReply, replyInterval: s.replyInterval, actorSelectionMethod: s.actorSelection },
+    }),
+    whileReplying: t.expose('whileReplying', {
+      type: WhileReplyingEnum,
+      description: 'What a message that does not say does while an agent of the session is still replying.',
     }),
     messages: t.connection({
       type: Message,
@@ -171,6 +175,11 @@ export const SendMessageInput = builder.inputType('SendMessageInput', {
     title: t.string(),
     extras: t.field({ type: SendExtrasInput }),
     autonomySettings: t.field({ type: AutonomySettingsInput, description: 'Agents that take turns on their own (owners only).' }),
+    whileReplying: t.field({
+      type: WhileReplyingEnum,
+      description:
+        "What this message does if an agent of the session is still replying (the session's whileReplying when left out); on a new session, its default too.",
+    }),
   }),
 });
 
@@ -181,6 +190,10 @@ const UpdateSessionInput = builder.inputType('UpdateSessionInput', {
     scenario: t.string(),
     budget: t.field({ type: SessionBudgetInput, description: 'What the session may spend in all (what it has spent counts).' }),
     autonomySettings: t.field({ type: AutonomySettingsInput }),
+    whileReplying: t.field({
+      type: WhileReplyingEnum,
+      description: 'What a message that does not say does while an agent is still replying.',
+    }),
   }),
 });
 
@@ -232,6 +245,7 @@ builder.mutationFields((t) => ({
         scenario: input.scenario ?? undefined,
         budget: input.budget ?? undefined,
         autonomySettings: input.autonomySettings ?? undefined,
+        whileReplying: input.whileReplying ?? undefined,
       };
       if (Object.values(changes).every((v) => v === undefined)) throw badInput('Nothing to change', ['input']);
       await ctx.services.sessions.update(viewer, String(id), changes);

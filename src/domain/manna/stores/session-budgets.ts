@@ -36,7 +36,8 @@ export const addTokens = (tx: Tx, sessionId: string, tokens: number) =>
 
 /**
  * Adds the tokens of replies being completed to their sessions' counters, counting only replies
- * still streaming, so a save made again (a group retried reply by reply) counts nothing twice.
+ * still streaming, so a save made again (a group retried reply by reply) counts nothing twice,
+ * and not asked to stop by a newer prompt (those are saved as they stopped, tokens and all).
  * The first statement of the transaction that completes them: the sessions' rows are taken
  * before the messages', in the order a session delete takes them. Returns the sessions counted
  * (one deleted meanwhile is not).
@@ -47,7 +48,7 @@ export async function countReplyTokens(tx: Pick<Tx, '$queryRaw'>, replies: reado
     FROM (
       SELECT m."sessionId" AS session_id, sum(v.n)::int AS n
       FROM unnest(${replies.map((r) => r.messageId)}::text[], ${replies.map((r) => r.tokens)}::int[]) AS v(id, n)
-      JOIN "Message" AS m ON m."id" = v.id AND m."status" = 'streaming'
+      JOIN "Message" AS m ON m."id" = v.id AND m."status" = 'streaming' AND m."stopRequest" IS NULL
       GROUP BY m."sessionId"
     ) AS t
     WHERE s."id" = t.session_id
