@@ -260,10 +260,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   return {
     db,
     jobs: dependencies.jobs,
-    /**
-     * Declares the job queues and starts working them on this instance; the composition root
-     * calls it once the service listens, with how webhooks' events show their objects (REST's).
-     */
+    /** Declares the job queues and works them here, once the service listens; webhooks' events show their objects as REST does. */
     async startWork(parts: { webhookPayloads: WebhookPayloads }) {
       const [, , stop] = await Promise.all([
         autonomy.startWork(),
