@@ -29,6 +29,10 @@ export default defineConfig({
     // By path, forward or reversed, when a proof of order asks (scripts/suite-proofs.sh); by
     // vitest's own order (longest first, from the last run) otherwise.
     ...(process.env.TEST_FILE_ORDER ? { sequence: { sequencer: PathOrder } } : {}),
+    // expect.poll waits for something another task does (a delivery, a job, a socket's frame);
+    // vitest's 1 s default failed working features when the two cores were shared with other
+    // work. A poll still fails when what it waits for never comes, well within the test's time.
+    expect: { poll: { timeout: 10_000 } },
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },
