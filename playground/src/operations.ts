@@ -41,6 +41,7 @@ export const EVENTS = `subscription Events($sessionId: ID!, $after: Seq) { sessi
   ... on ToolCancelled { messageId toolCall { id tool args status result error } }
   ... on AssistantMessage { message { ${MESSAGE} } }
   ... on ReplyFailed { error message { ${MESSAGE} } }
+  ... on ReplyRemoved { messageId }
   ... on PromptEnded { promptId }
   ... on ReactionsChanged { messageId reactions { reaction count reactedByMe } }
 } }`;

@@ -71,6 +71,10 @@ export function applyEvent(state: SessionState, event: SessionEvent, agentName: 
     case 'ReplyFailed':
       if (event.message) put({ ...event.message, error: event.message.error ?? event.error ?? null });
       break;
+    case 'ReplyRemoved':
+      // Rolled back by a newer prompt: it is gone from the session, so from the page too.
+      delete messages[event.messageId!];
+      return { seq: event.seq, order: order.filter((id) => id !== event.messageId), messages };
     case 'ReactionsChanged': {
       const m = messages[event.messageId!];
       if (m) put({ ...m, reactions: event.reactions as Reaction[] });

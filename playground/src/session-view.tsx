@@ -35,7 +35,7 @@ function ToolCallView({ call }: { call: ToolCall }) {
   );
 }
 
-function MessageView({ message, onReact }: { message: Message; onReact: (reaction: string) => void }) {
+function MessageView({ message, waiting, onReact }: { message: Message; waiting: boolean; onReact: (reaction: string) => void }) {
   const mine = message.role === 'USER';
   const who = mine ? (message.sender?.username ?? 'you') : (message.agent?.name ?? message.role.toLowerCase());
   return (
@@ -46,7 +46,8 @@ function MessageView({ message, onReact }: { message: Message; onReact: (reactio
       data-role={message.role}
     >
       <header>
-        <strong>{who}</strong> {message.status === 'STREAMING' && <span class="typing">writing…</span>}
+        <strong>{who}</strong>{' '}
+        {message.status === 'STREAMING' && <span class="typing">{waiting ? 'waiting for the reply before' : 'writing…'}</span>}
         {message.status !== 'STREAMING' && message.status !== 'COMPLETE' && <span class="muted">{message.status.toLowerCase()}</span>}
       </header>
       {message.thought && (
@@ -59,7 +60,8 @@ function MessageView({ message, onReact }: { message: Message; onReact: (reactio
         <ToolCallView key={c.id} call={c} />
       ))}
       <div class="content">{message.content}</div>
-      {message.error && <p class="error">{message.error}</p>}
+      {/* A reply stopped by a newer prompt is how the person wanted it, not a failure. */}
+      {message.error && <p class={message.status === 'INTERRUPTED' ? 'muted stopped' : 'error'}>{message.error}</p>}
       <footer class="reactions">
         {REACTIONS.map(([name, emoji]) => {
           const r = message.reactions.find((x) => x.reaction === name);
@@ -81,6 +83,103 @@ function MessageView({ message, onReact }: { message: Message; onReact: (reactio
   );
 }
 
+/**
+ * Replies that wait for an earlier prompt's reply to end (prompts sent while one was written are
+ * answered in order): the page says they wait rather than that they are being written.
+ */
+function waitingReplies(messages: Message[]): Set<string> {
+  const streaming = messages.filter((m) => m.role === 'ASSISTANT' && m.status === 'STREAMING');
+  const first = streaming[0]?.promptId;
+  return new Set(streaming.filter((m) => m.promptId !== first).map((m) => m.id));
+}
+
+type WhileReplying = 'ENQUEUE' | 'INTERRUPT' | 'ROLLBACK';
+
+/**
+ * What a person writes. While an agent replies, "Send" (and Enter) queues the message after the
+ * reply, "Stop and send" interrupts the reply (its text so far stays, marked interrupted) and the
+ * ▾ menu's "Discard the reply and send" rolls it back; otherwise "Send" alone. Each button says
+ * what it wants, whatever the session's default: the person chose it.
+ */
+function Composer({ replying, send }: { replying: boolean; send: (content: string, how: WhileReplying) => Promise<boolean> }) {
+  const [text, setText] = useState('');
+  const [menu, setMenu] = useState(false);
+  useEffect(() => {
+    if (!replying) setMenu(false);
+  }, [replying]);
+  const submit = async (how: WhileReplying) => {
+    const content = text;
+    if (!content.trim()) return;
+    setText('');
+    setMenu(false);
+    if (!(await send(content, how))) setText(content);
+  };
+  const empty = !text.trim();
+  return (
+    <form
+      class="composer"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void submit('ENQUEUE');
+      }}
+    >
+      <textarea
+        name="message"
+        rows={2}
+        placeholder="Say something…"
+        value={text}
+        onInput={(e) => setText(e.currentTarget.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' && !e.shiftKey) {
+            e.preventDefault();
+            e.currentTarget.form?.requestSubmit();
+          }
+        }}
+      />
+      <div class="send-buttons">
+        <button type="submit" name="send" disabled={empty} title={replying ? 'Answered after the reply being written' : undefined}>
+          Send
+        </button>
+        {replying && (
+          <>
+            <button
+              type="button"
+              name="interrupt"
+              disabled={empty}
+              title="Stops the reply being written (its text so far stays) and answers this instead"
+              onClick={() => submit('INTERRUPT')}
+            >
+              Stop and send
+            </button>
+            <button
+              type="button"
+              name="more"
+              class="more"
+              aria-haspopup="menu"
+              aria-expanded={menu}
+              aria-label="More ways to send"
+              disabled={empty}
+              onClick={() => setMenu(!menu)}
+            >
+              ▾
+            </button>
+            {menu && (
+              <div class="send-menu" role="menu">
+                <button type="button" role="menuitem" name="rollback" onClick={() => submit('ROLLBACK')}>
+                  Discard the reply and send
+                </button>
+              </div>
+            )}
+          </>
+        )}
+      </div>
+      {replying && (
+        <p class="muted composer-hint">An agent is replying: Send queues your message after the reply; Stop and send interrupts it.</p>
+      )}
+    </form>
+  );
+}
+
 export function SessionView({
   apiKey,
   client,
@@ -97,7 +196,6 @@ export function SessionView({
   const [state, setState] = useState<SessionState | null>(null);
   const [title, setTitle] = useState('');
   const [sessionAgents, setSessionAgents] = useState<{ id: string; name: string }[]>([]);
-  const [text, setText] = useState('');
   const [shareId, setShareId] = useState<string | null>(null);
   const [generation, setGeneration] = useState(0);
   const names = useRef(new Map<string, string>());
@@ -160,6 +258,7 @@ export function SessionView({
   if (!state) return <p class="muted">Loading the session…</p>;
   const messages = state.order.map((id) => state.messages[id]!).filter(Boolean);
   const streaming = messages.some((m) => m.status === 'STREAMING');
+  const queued = waitingReplies(messages);
   const act = async (query: string, variables: Record<string, unknown>) => {
     try {
       onProblem(null);
@@ -199,35 +298,18 @@ export function SessionView({
       </header>
       <div class="messages">
         {messages.map((m) => (
-          <MessageView key={m.id} message={m} onReact={(reaction) => act(REACT, { messageId: m.id, reaction })} />
+          <MessageView
+            key={m.id}
+            message={m}
+            waiting={queued.has(m.id)}
+            onReact={(reaction) => act(REACT, { messageId: m.id, reaction })}
+          />
         ))}
       </div>
-      <form
-        class="composer"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          const content = text;
-          setText('');
-          if (!(await act(SEND, { input: { sessionId, content } }))) setText(content);
-        }}
-      >
-        <textarea
-          name="message"
-          rows={2}
-          placeholder="Say something…"
-          value={text}
-          onInput={(e) => setText(e.currentTarget.value)}
-          onKeyDown={(e) => {
-            if (e.key === 'Enter' && !e.shiftKey) {
-              e.preventDefault();
-              e.currentTarget.form?.requestSubmit();
-            }
-          }}
-        />
-        <button type="submit" disabled={!text.trim()}>
-          Send
-        </button>
-      </form>
+      <Composer
+        replying={streaming}
+        send={async (content, how) => Boolean(await act(SEND, { input: { sessionId, content, whileReplying: how } }))}
+      />
     </section>
   );
 }

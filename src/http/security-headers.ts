@@ -13,8 +13,11 @@ export async function installCors(app: FastifyInstance, config: Pick<HttpConfig,
     origin: config.corsOrigins,
     credentials: false,
     methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
-    // Scripts may read what a refusal tells them: when to retry, and where the caller stands.
-    exposedHeaders: ['Allow', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+    // Scripts may read what a refusal tells them: when to retry, and where the caller stands; and
+    // a browser's MCP client, the session /mcp gave it. The request headers a preflight asks for
+    // are granted as asked (X-Api-Key, Authorization, Mcp-Session-Id, Mcp-Protocol-Version,
+    // Last-Event-ID...): CORS without credentials protects nothing by refusing one.
+    exposedHeaders: ['Allow', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Mcp-Session-Id'],
     maxAge: 600,
     // An OPTIONS request without the preflight headers is answered too, not refused as text.
     strictPreflight: false,

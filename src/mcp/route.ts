@@ -42,11 +42,22 @@ export function mcpRoute(http: FastifyInstance, services: Services, config: McpC
       // A call's answer is written before a deletion of the key closes its session (a GET's stream is never an answer).
       if (found.session && request.method === 'POST') reply.raw.once('close', sessions.answering(found.session));
       // The transport writes the response itself (JSON or a stream of events) on Node's objects.
+      keepReplyHeaders(reply);
       reply.hijack();
       await found.transport.handleRequest(request.raw, reply.raw, request.body);
       return reply;
     },
   });
+}
+
+/**
+ * What the hooks every route goes through put on the reply (CORS, `x-request-id`, the rate
+ * limit's headers) is written only when Fastify sends it; a hijacked reply's answer is written by
+ * the transport on Node's response, so they are set there first (helmet's security headers are
+ * there already). The transport's own headers, set as it answers, come on top.
+ */
+function keepReplyHeaders(reply: FastifyReply) {
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
 }
 
 /** The session's transport a request goes to, or a new session's for an `initialize`; null once refused. */

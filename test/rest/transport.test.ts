@@ -513,7 +513,7 @@ describe('headers', () => {
       }
     });
 
-    it('a preflight grants the methods the API uses and no others; scripts may read Allow, Retry-After and RateLimit-*', async () => {
+    it('a preflight grants the methods the API uses and no others; scripts may read Allow, Retry-After, RateLimit-* and Mcp-Session-Id', async () => {
       const res = await preflight(open, '/v2/agents/some-id', 'https://elsewhere.example', 'PUT');
       const methods = res.headers.get('access-control-allow-methods')!.split(/,\s*/);
       expect(methods.sort()).toEqual(['DELETE', 'GET', 'HEAD', 'PATCH', 'POST']);
@@ -524,6 +524,7 @@ describe('headers', () => {
         'RateLimit-Limit',
         'RateLimit-Remaining',
         'RateLimit-Reset',
+        'Mcp-Session-Id',
       ]);
     });
 
