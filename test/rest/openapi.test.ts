@@ -168,6 +168,7 @@ describe('GET /v2/openapi.json', () => {
           'owner_pays',
           'tools',
           'llm_settings',
+          'tool_approval',
         ],
         ['agentId'],
       ],
