@@ -23,6 +23,7 @@ import { type ChosenProvider, createReplyEngine, promptOutcomeStore, promptOutco
 import type { EventBus } from './core/bus.ts';
 import type { JobQueue } from './core/jobs.ts';
 import { autonomyRules, prismaAutonomyStore } from './autonomy/index.ts';
+import { approvalRules } from './approvals/index.ts';
 import { PromptSavedAlready, prismaSessionStore, sessionService, sessionTitles } from './sessions/index.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate, prismaWatchAccessStore } from './access/index.ts';
@@ -41,7 +42,7 @@ import { triggerJobs, workTriggers } from './triggers/queue.ts';
 import { triggerRunner } from './triggers/runner.ts';
 import type { TaskEvents } from './tasks/events.ts';
 import { taskRunner } from './tasks/runner.ts';
-import { taskService, recordToolCalls, taskStore } from './tasks/index.ts';
+import { approvalStatements, taskService, recordToolCalls, taskStore } from './tasks/index.ts';
 import { claimTask } from './tasks/settle-store.ts';
 import { triggerService, triggerStore } from './triggers/index.ts';
 import type { AddressGuard } from './core/outbound.ts';
@@ -172,8 +173,13 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const links = mediaLinks(dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
   const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
   const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers, remote: dependencies.toolServices });
+  const taskApprovals = approvalStatements(db);
   const tools = createToolHost({
-    store: toolStore(db, { deploymentDailyCap: config.deployments.dailyMannaCap }, { record: recordToolCalls(db), claim: claimTask }),
+    store: toolStore(
+      db,
+      { deploymentDailyCap: config.deployments.dailyMannaCap },
+      { record: recordToolCalls(db), claim: claimTask, approvals: taskApprovals },
+    ),
     registry,
     executors,
     search,
@@ -183,6 +189,13 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     work: config.work,
     queue,
     links,
+  });
+  const approvals = approvalRules({
+    store: taskApprovals,
+    permissionIn: (viewer, sessionId) => sessions.permissionIn(viewer, sessionId),
+    bus,
+    jobs: dependencies.jobs,
+    log,
   });
   const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
@@ -196,6 +209,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     instanceId,
     log,
     metrics: metrics.replies,
+    approvals: approvals.timers,
   });
   /**
    * A task's changes go to its owner's feed (docs/feeds.md), once stored: a bus out of reach
@@ -266,6 +280,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
         autonomy.startWork(),
         webhooks.start(parts.webhookPayloads),
         workTriggers(dependencies.jobs, triggersRun, log),
+        approvals.startWork(replies),
       ]);
       stopSweeping = stop;
     },
@@ -297,6 +312,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     /** Users' own feeds (triggers, tasks, deployments): features publish on `bus.feeds` and watch through this. */
     feeds: feedService({ bus, limits: dependencies.streamLimits, gate: access }),
     sessions,
+    /** Tool calls that wait for their payer's yes: `settle` is the one front every surface answers them through. */
+    approvals: { settle: approvals.settle },
     signals,
     access,
     shares: shareService(prismaShareStore(db), sessions),
