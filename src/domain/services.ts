@@ -158,16 +158,12 @@ function outageAware(log: Log): Log {
   };
 }
 
-/** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
-export function createServices(db: Db, registry: ToolRegistry, dependencies: ServiceDependencies) {
+/**
+ * Tools at work: search and media they make, the queue of runs, who runs each tool, and the
+ * host replies run them through (its calls' rows written by the tasks' statements).
+ */
+function composeTools(db: Db, registry: ToolRegistry, dependencies: ServiceDependencies, log: Log) {
   const { config, bus, metrics } = dependencies;
-  const log = outageAware(dependencies.log);
-  const instanceId = dependencies.instanceId ?? randomUUID();
-  const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
-  const { offline } = dependencies.chat;
-  // A model call that failed before anything streamed is tried once more, and every failure counted;
-  // the offline responder reaches nothing, so it has no such failures.
-  const provider = offline ? dependencies.chat.provider : withOneRetry(dependencies.chat.provider, metrics.replies.providerError);
   const search = searchService(searchStore(db), config.search, dependencies.embeddings);
   const media = mediaStore(config.mediaDir);
   const links = mediaLinks(dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
@@ -190,6 +186,20 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     queue,
     links,
   });
+  return { search, media, links, queue, executors, tools, taskApprovals };
+}
+
+/** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
+export function createServices(db: Db, registry: ToolRegistry, dependencies: ServiceDependencies) {
+  const { config, bus, metrics } = dependencies;
+  const log = outageAware(dependencies.log);
+  const instanceId = dependencies.instanceId ?? randomUUID();
+  const warnings = { warn: (obj: unknown, msg?: string) => (log.warn ? log.warn(obj, msg) : log.error(obj, msg)) };
+  const { offline } = dependencies.chat;
+  // A model call that failed before anything streamed is tried once more, and every failure counted;
+  // the offline responder reaches nothing, so it has no such failures.
+  const provider = offline ? dependencies.chat.provider : withOneRetry(dependencies.chat.provider, metrics.replies.providerError);
+  const { search, media, links, queue, executors, tools, taskApprovals } = composeTools(db, registry, dependencies, log);
   const approvals = approvalRules({
     store: taskApprovals,
     permissionIn: (viewer, sessionId) => sessions.permissionIn(viewer, sessionId),
