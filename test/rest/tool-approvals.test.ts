@@ -247,4 +247,24 @@ describe('a tool call that waits for approval', () => {
     expect(await ledgerAddsUp(alice)).toBe(before);
     close(watch, feed);
   });
+
+  it('a newer prompt with interrupt ends a reply that waits, kept as interrupted with its call cancelled, and is answered', async () => {
+    const before = await ledgerAddsUp(alice);
+    const { sessionId, watch, feed, callId } = await pausedReply(careful, 'draw a fox den');
+    const second = await t.rest('POST', '/v2/sessions', {
+      key: alice.apiKey,
+      body: { session_id: sessionId, content: 'never mind', while_replying: 'interrupt' },
+    });
+    expect(second.status).toBe(200);
+    const replies = (await settledSession(t, alice, sessionId)).messages.filter((m: { role: string }) => m.role === 'assistant');
+    expect(replies.map((m: { status: string; content: string }) => [m.status, m.content])).toEqual([
+      ['interrupted', 'Let me make it.'],
+      ['complete', 'Done.'],
+    ]);
+    expect(replies[0].tool_calls).toEqual([expect.objectContaining({ id: callId, status: 'cancelled' })]);
+    expect((await settle(alice, sessionId, callId, { approve: true })).status).toBe(409);
+    expect(svc.calls).toHaveLength(0);
+    expect(await ledgerAddsUp(alice)).toBe(before);
+    close(watch, feed);
+  });
 });
