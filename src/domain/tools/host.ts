@@ -144,9 +144,12 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
               const tool = usable(registry.get(call.name), enabled) ? registry.get(call.name) : undefined;
               const price = approvalPrice(tool, call, approval);
               if (price !== null) {
+                // Not run now: it has no result until it is answered (null when the call is gone meanwhile).
                 const toolCall = await store.awaitApproval(row, price);
-                if (toolCall)
-                  return void awaiting.push({ call, position: row.position, toolCall, payer, timeoutSeconds: approval.timeoutSeconds });
+                if (toolCall) {
+                  awaiting.push({ call, position: row.position, toolCall, payer, timeoutSeconds: approval.timeoutSeconds });
+                  return undefined;
+                }
               }
               return toModel(call.id, await calls.run(row, call, tool, ctx, payer));
             }),
@@ -163,7 +166,7 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       return Promise.all(
         paused.map(async ({ call, taskId, position }) => {
           const outcome = outcomes.get(taskId);
-          // Approved: it runs as any call does, charged as it starts; the payer may have turned the tool off meanwhile.
+          // Approved: it runs as any call does, charged as it starts; the owner may have turned the tool off meanwhile.
           if (outcome?.status === 'pending') {
             const tool = registry.get(call.name);
             return toModel(
