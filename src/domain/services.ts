@@ -23,6 +23,7 @@ import { type ChosenProvider, createReplyEngine, promptOutcomeStore, promptOutco
 import type { EventBus } from './core/bus.ts';
 import type { JobQueue } from './core/jobs.ts';
 import { autonomyRules, prismaAutonomyStore } from './autonomy/index.ts';
+import { approvalRules } from './approvals/index.ts';
 import { PromptSavedAlready, prismaSessionStore, sessionService, sessionTitles } from './sessions/index.ts';
 import type { StreamLimits } from './core/stream-limits.ts';
 import { accessGate, prismaWatchAccessStore } from './access/index.ts';
@@ -41,7 +42,7 @@ import { triggerJobs, workTriggers } from './triggers/queue.ts';
 import { triggerRunner } from './triggers/runner.ts';
 import type { TaskEvents } from './tasks/events.ts';
 import { taskRunner } from './tasks/runner.ts';
-import { taskService, recordToolCalls, taskStore } from './tasks/index.ts';
+import { approvalStatements, taskService, recordToolCalls, taskStore } from './tasks/index.ts';
 import { claimTask } from './tasks/settle-store.ts';
 import { triggerService, triggerStore } from './triggers/index.ts';
 import type { AddressGuard } from './core/outbound.ts';
@@ -157,6 +158,37 @@ function outageAware(log: Log): Log {
   };
 }
 
+/**
+ * Tools at work: search and media they make, the queue of runs, who runs each tool, and the
+ * host replies run them through (its calls' rows written by the tasks' statements).
+ */
+function composeTools(db: Db, registry: ToolRegistry, dependencies: ServiceDependencies, log: Log) {
+  const { config, bus, metrics } = dependencies;
+  const search = searchService(searchStore(db), config.search, dependencies.embeddings);
+  const media = mediaStore(config.mediaDir);
+  const links = mediaLinks(dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
+  const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
+  const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers, remote: dependencies.toolServices });
+  const taskApprovals = approvalStatements(db);
+  const tools = createToolHost({
+    store: toolStore(
+      db,
+      { deploymentDailyCap: config.deployments.dailyMannaCap },
+      { record: recordToolCalls(db), claim: claimTask, approvals: taskApprovals },
+    ),
+    registry,
+    executors,
+    search,
+    bus,
+    log,
+    metrics: metrics.manna,
+    work: config.work,
+    queue,
+    links,
+  });
+  return { search, media, links, queue, executors, tools, taskApprovals };
+}
+
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
 export function createServices(db: Db, registry: ToolRegistry, dependencies: ServiceDependencies) {
   const { config, bus, metrics } = dependencies;
@@ -167,22 +199,13 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   // A model call that failed before anything streamed is tried once more, and every failure counted;
   // the offline responder reaches nothing, so it has no such failures.
   const provider = offline ? dependencies.chat.provider : withOneRetry(dependencies.chat.provider, metrics.replies.providerError);
-  const search = searchService(searchStore(db), config.search, dependencies.embeddings);
-  const media = mediaStore(config.mediaDir);
-  const links = mediaLinks(dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
-  const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
-  const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers, remote: dependencies.toolServices });
-  const tools = createToolHost({
-    store: toolStore(db, { deploymentDailyCap: config.deployments.dailyMannaCap }, { record: recordToolCalls(db), claim: claimTask }),
-    registry,
-    executors,
-    search,
+  const { search, media, links, queue, executors, tools, taskApprovals } = composeTools(db, registry, dependencies, log);
+  const approvals = approvalRules({
+    store: taskApprovals,
+    permissionIn: (viewer, sessionId) => sessions.permissionIn(viewer, sessionId),
     bus,
+    jobs: dependencies.jobs,
     log,
-    metrics: metrics.manna,
-    work: config.work,
-    queue,
-    links,
   });
   const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
@@ -196,6 +219,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     instanceId,
     log,
     metrics: metrics.replies,
+    approvals: approvals.timers,
   });
   /**
    * A task's changes go to its owner's feed (docs/feeds.md), once stored: a bus out of reach
@@ -266,6 +290,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
         autonomy.startWork(),
         webhooks.start(parts.webhookPayloads),
         workTriggers(dependencies.jobs, triggersRun, log),
+        approvals.startWork(replies),
       ]);
       stopSweeping = stop;
     },
@@ -297,6 +322,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     /** Users' own feeds (triggers, tasks, deployments): features publish on `bus.feeds` and watch through this. */
     feeds: feedService({ bus, limits: dependencies.streamLimits, gate: access }),
     sessions,
+    /** Tool calls that wait for their payer's yes: `settle` is the one front every surface answers them through. */
+    approvals: { settle: approvals.settle },
     signals,
     access,
     shares: shareService(prismaShareStore(db), sessions),

@@ -21,6 +21,7 @@ import './types/session-event.ts';
 import './types/share.ts';
 import './types/task.ts';
 import './types/tool.ts';
+import './types/tool-approval.ts';
 import './types/trigger.ts';
 import './types/webhook.ts';
 import './types/webhook-event.ts';

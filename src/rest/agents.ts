@@ -3,6 +3,7 @@ import {
   agentLlmSettings,
   agentModels,
   agentSuggestions,
+  agentToolApproval,
   agentTools,
   agentCreateSchema,
   agentPatchSchema,
@@ -28,7 +29,12 @@ const names = fieldNames({
   thinkingPolicy: 'thinking_policy',
   thinkingEffortCap: 'thinking_effort_cap',
   thinkingEffortInstructions: 'thinking_effort_instructions',
+  toolApproval: 'tool_approval',
+  timeoutSeconds: 'timeout_seconds',
 });
+
+/** The REST fields whose own keys are renamed too. */
+const nestedFields = ['llm_settings', 'models', 'tool_approval'];
 
 /** Agents answer `{error}`, and 401 (not 403) when the caller is not the owner, as the original did. */
 const errors: RestErrorStyle = { bodyKey: 'error', status: { FORBIDDEN: 401 }, fieldName: names.toRest };
@@ -57,6 +63,15 @@ export const restAgentSchema = z
       description: "The enabled tools, as the original's clients read them: tool key to a list (always empty here)",
     }),
     tools_enabled: z.record(z.string(), z.boolean()).meta({ description: 'Every tool setting as last written: true on, false off' }),
+    tool_approval: z
+      .object({
+        tools: z.record(z.string(), z.union([z.literal('always'), z.object({ above: z.number() })])),
+        timeout_seconds: z.number().int(),
+      })
+      .meta({
+        description:
+          "parley's extension: the tools whose calls wait for the owner's approval (`always`, or `{above}` a cost in manna) and how long a call waits (600 s unless set)",
+      }),
     llm_settings: z.object({
       model_profile: z.enum(modelProfiles).nullable(),
       thinking_policy: z.enum(thinkingPolicies).nullable(),
@@ -77,6 +92,7 @@ export const restAgentQuery = { include: { owner: true } } as const;
 export function toRestAgent(agent: RestAgentRow, viewer: Viewer): z.input<typeof restAgentSchema> {
   const llm = agentLlmSettings(agent);
   const tools = agentTools(agent);
+  const approval = agentToolApproval(agent);
   return {
     _id: agent.id,
     id: agent.id,
@@ -102,6 +118,7 @@ export function toRestAgent(agent: RestAgentRow, viewer: Viewer): z.input<typeof
         .map(([key]) => [key, []]),
     ),
     tools_enabled: tools,
+    tool_approval: { tools: approval.tools, timeout_seconds: approval.timeoutSeconds },
     llm_settings: {
       model_profile: llm.modelProfile ?? null,
       thinking_policy: llm.thinkingPolicy ?? null,
@@ -132,7 +149,7 @@ export const agentOperations = [
     created: true,
     errors: { style: errors, codes: ['BAD_USER_INPUT', 'CONFLICT', 'UNPROCESSABLE'] },
     handler: async (request, _reply, { services }) => {
-      const input = names.toDomain(acceptToolLists(request.body ?? {}), ['llm_settings', 'models']);
+      const input = names.toDomain(acceptToolLists(request.body ?? {}), nestedFields);
       const agent = (await services.agents.create(request.viewer, input, restAgentQuery)) as RestAgentRow;
       return { agentId: agent.id, agent: toRestAgent(agent, request.viewer) };
     },
@@ -175,7 +192,7 @@ export const agentOperations = [
     ok: { json: z.object({ agentId: z.string(), agent: restAgentSchema }) },
     errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'CONFLICT', 'UNPROCESSABLE'] },
     handler: async (request, _reply, { services }) => {
-      const input = names.toDomain(acceptToolLists(request.body), ['llm_settings', 'models']);
+      const input = names.toDomain(acceptToolLists(request.body), nestedFields);
       const agent = (await services.agents.update(request.viewer, request.params.agentId, input, restAgentQuery)) as RestAgentRow;
       // The spec's body is `{agentId}`; the original's SDK reads `{agent}`: both, so either client works.
       return { agentId: agent.id, agent: toRestAgent(agent, request.viewer) };

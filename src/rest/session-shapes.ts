@@ -7,6 +7,7 @@ import {
   SessionPermission,
   SessionStatus,
   TaskStatus,
+  ToolApprovalState,
   WhileReplying,
 } from '../domain/core/vocabulary.ts';
 import {
@@ -100,8 +101,12 @@ export const restToolCallSchema = z
     args: z.unknown(),
     status: z.enum(TaskStatus),
     result: z.unknown(),
-    cost: z.number().nullable(),
+    cost: z.number().nullable().meta({ description: 'Manna charged; while awaiting_approval, its price' }),
     error: z.string().nullable(),
+    approval: z
+      .enum(ToolApprovalState)
+      .nullable()
+      .meta({ description: "For a call that needed its payer's yes: requested, approved, denied or expired; null otherwise" }),
   })
   .meta({ id: 'ToolCall' });
 
@@ -194,6 +199,7 @@ export const toRestToolCall = (c: ToolCallView, links: MediaLinks): z.input<type
   result: links.absoluteIn(c.result),
   cost: c.cost,
   error: c.error,
+  approval: c.approval,
 });
 
 /** A message as REST shows it; `senders` holds its sender's row (see `senders.ts`). */
@@ -303,6 +309,24 @@ const restEvents: { [T in SessionEventType]: RestEvent<T> } = {
   ),
   tool_complete: settledToolCall('tool_complete'),
   tool_cancelled: settledToolCall('tool_cancelled'),
+  tool_approval_requested: restEvent(
+    'tool_approval_requested',
+    {
+      ...ofPrompt,
+      message_id: z.string(),
+      agent: z.string(),
+      tool_call: restToolCallSchema,
+      expires_at: z.string().meta({ description: 'When it counts as denied, unanswered (ISO 8601)' }),
+    },
+    (e, _senders, links) => ({
+      session_id: e.sessionId,
+      prompt_id: e.promptId,
+      message_id: e.messageId,
+      agent: e.agentId,
+      tool_call: toRestToolCall(e.toolCall, links),
+      expires_at: e.expiresAt,
+    }),
+  ),
   error: restEvent('error', { ...ofPrompt, agent: z.string(), error: z.string(), message: restMessageSchema }, (e, senders, links) => ({
     session_id: e.sessionId,
     prompt_id: e.promptId,

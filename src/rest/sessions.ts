@@ -3,6 +3,7 @@ import { pageSchema } from '../domain/core/cursors.ts';
 import { badInput, forbidden, notFound } from '../domain/core/errors.ts';
 import { paginate } from '../domain/core/page.ts';
 import { SESSION_NOT_FOUND } from '../domain/access/index.ts';
+import { settleApprovalSchema } from '../domain/approvals/index.ts';
 import {
   AGENT_IDS_REQUIRED,
   autonomySettingsSchema,
@@ -24,8 +25,10 @@ import {
   restSessionInclude,
   restSessionSchema,
   restStreamFrameSchema,
+  restToolCallSchema,
   sessionNames,
   toRestMessage,
+  toRestToolCall,
   toRestSession,
 } from './session-shapes.ts';
 import { streamEvents } from './session-stream.ts';
@@ -319,6 +322,21 @@ export const sessionOperations = [
       const sessionId = request.params.session_id;
       const cancelled = await services.sessions.cancel(request.viewer, sessionId, promptId);
       return { status: 'cancel_signal_sent' as const, session_id: sessionId, success: true, cancelled };
+    },
+  }),
+  operation({
+    operationId: 'settleToolApproval',
+    method: 'post',
+    path: '/v2/sessions/:session_id/approvals/:call_id',
+    tag: 'Sessions',
+    summary: "Approve or deny a tool call that waits for its payer's yes; the reply goes on (docs/sessions.md)",
+    body: settleApprovalSchema,
+    ok: { json: z.object({ success: z.boolean(), tool_call: restToolCallSchema }) },
+    errors: { style: sessionExtraErrors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'CONFLICT'] },
+    handler: async (request, _reply, { services }) => {
+      const { session_id: sessionId, call_id: callId } = request.params;
+      const saved = await services.approvals.settle(request.viewer, sessionId, callId, request.body ?? {});
+      return { success: true, tool_call: toRestToolCall(saved, services.links) };
     },
   }),
   operation({

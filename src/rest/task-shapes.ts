@@ -167,6 +167,22 @@ export const restTaskEventSchema = z
     z
       .object({ type: z.literal('task_cancelled'), ...eventBase })
       .meta({ id: 'TaskCancelledEvent', description: 'Its owner cancelled it: its hold was returned' }),
+    z
+      .object({
+        type: z.literal('tool_approval_requested'),
+        ...eventBase,
+        session: z.string(),
+        message: z.string().meta({ description: 'The reply paused at the call' }),
+        agent: z.string(),
+        tool: z.string(),
+        args: z.unknown(),
+        cost: z.number().meta({ description: 'What it would be charged, if approved' }),
+        expires_at: z.string().meta({ description: 'When it counts as denied, unanswered (ISO 8601)' }),
+      })
+      .meta({
+        id: 'ToolApprovalRequestedEvent',
+        description: 'A reply paused at a tool call of yours: approve or deny it with POST /v2/sessions/{session}/approvals/{taskId}',
+      }),
   ])
   .meta({ id: 'TaskEvent' });
 
@@ -201,6 +217,18 @@ const restTaskEventOf: { [T in TaskFeedEvent['type']]: (e: FeedEventOf<T>, links
   }),
   task_failed: (e) => ({ type: e.type, taskId: e.taskId, at: e.at, error: e.error }),
   task_cancelled: (e) => ({ type: e.type, taskId: e.taskId, at: e.at }),
+  tool_approval_requested: (e, links) => ({
+    type: e.type,
+    taskId: e.taskId,
+    at: e.at,
+    session: e.sessionId,
+    message: e.messageId,
+    agent: e.agentId,
+    tool: e.tool,
+    args: links.absoluteIn(e.args),
+    cost: e.cost,
+    expires_at: e.expiresAt,
+  }),
 };
 
 /** A task event as REST streams it: named fields, never the stored event passed through; media links absolute. */

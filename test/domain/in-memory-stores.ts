@@ -3,6 +3,7 @@ import { mannaFromText } from '../../src/domain/core/manna.ts';
 import type { MessageView, ToolCallView } from '../../src/domain/core/events.ts';
 import type { Budget } from '../../src/domain/core/budgets.ts';
 import type { Outcome, ReplyAgent, ReplyStore } from '../../src/domain/replies/ports.ts';
+import type { PausedReply } from '../../src/domain/replies/runtime.ts';
 import type { RecordedCall, ToolStore } from '../../src/domain/tools/ports.ts';
 
 // The reply engine's and the tool host's stores kept in memory, holding the rules their SQL
@@ -30,6 +31,7 @@ export interface CallRow extends RecordedCall {
   result: unknown;
   cost: Decimal | null;
   error: string | null;
+  approval?: ToolCallView['approval'];
 }
 
 export interface LedgerRow {
@@ -48,7 +50,12 @@ export function memoryDatabase() {
     calls: new Map<string, CallRow>(),
     balances: new Map<string, { subscription: Decimal; forever: Decimal }>(),
     ledger: [] as LedgerRow[],
-    agentTools: new Map<string, { tools: Record<string, boolean>; ownerId: string; ownerPays: 'off' | 'full' }>(),
+    agentTools: new Map<
+      string,
+      { tools: Record<string, boolean>; ownerId: string; ownerPays: 'off' | 'full'; toolApproval?: Record<string, unknown> }
+    >(),
+    /** Replies paused for approval: what each needs to go on, by message. */
+    paused: new Map<string, PausedReply>(),
     /** Set to make every statement fail as a database out of reach does. */
     away: false,
   };
@@ -78,7 +85,7 @@ export function memoryReplyStore(db: MemoryDatabase): ReplyStore {
       if (c.status === 'running') {
         Object.assign(c, { status: 'cancelled', error });
         refund(db, c, session(message(messageId).sessionId));
-      } else if (c.status === 'pending') Object.assign(c, { status: 'cancelled', error });
+      } else if (c.status === 'pending' || c.status === 'awaiting_approval') Object.assign(c, { status: 'cancelled', error });
     }
   };
 
@@ -140,6 +147,33 @@ export function memoryReplyStore(db: MemoryDatabase): ReplyStore {
       return null;
     },
 
+    async pause(messageId, content, state) {
+      reachable();
+      const m = db.messages.get(messageId);
+      if (!m || m.status !== 'streaming') return null;
+      m.content = content;
+      db.paused.set(messageId, structuredClone(state));
+      return withCalls(m);
+    },
+
+    async claimPaused(messageId) {
+      reachable();
+      const state = db.paused.get(messageId);
+      const waiting = [...db.calls.values()].some((c) => c.messageId === messageId && c.status === 'awaiting_approval');
+      if (!state || waiting || db.messages.get(messageId)?.status !== 'streaming') return null;
+      db.paused.delete(messageId);
+      return state;
+    },
+
+    async claimPausedIn(sessionId, promptId) {
+      reachable();
+      const taken = [...db.paused.entries()].filter(
+        ([, p]) => p.job.sessionId === sessionId && (promptId === undefined || p.job.promptId === promptId),
+      );
+      for (const [id] of taken) db.paused.delete(id);
+      return taken.map(([, p]) => p);
+    },
+
     async saveCheckpoints(group) {
       reachable();
       for (const c of group) {
@@ -185,6 +219,7 @@ const callView = (c: CallRow): ToolCallView => ({
   result: c.result,
   cost: c.cost === null ? null : c.cost.toNumber(),
   error: c.error,
+  approval: c.approval ?? null,
 });
 
 /** Gives a call's hold back to the balances it came from, and to its session's manna budget. */
@@ -207,7 +242,22 @@ export function memoryToolStore(db: MemoryDatabase): ToolStore {
         ownerPays: agent.ownerPays,
         agentOwnerId: agent.ownerId,
         sessionOwnerId: db.sessions.get(sessionId)!.ownerId,
+        toolApproval: agent.toolApproval ?? {},
       };
+    },
+
+    async awaitApproval(call, price) {
+      const row = db.calls.get(call.id)!;
+      if (row.status !== 'pending') return null;
+      Object.assign(row, { status: 'awaiting_approval', approval: 'requested', cost: new Decimal(price) });
+      return callView(row);
+    },
+
+    async approvalOutcomes(ids) {
+      return ids.flatMap((id) => {
+        const row = db.calls.get(id);
+        return row ? [{ id, status: row.status, error: row.error }] : [];
+      });
     },
 
     async record({ messageId }, calls) {

@@ -57,6 +57,16 @@ const AgentsUpdate = graphql(`
     updateAgent(id: $id, input: $input) { ...AgentsAgentFields }
   }
 `);
+const AgentsSetApproval = graphql(`
+  mutation AgentsSetApproval($id: ID!, $input: UpdateAgentInput!) {
+    updateAgent(id: $id, input: $input) { id toolApproval { rules { tool always aboveManna } timeoutSeconds } }
+  }
+`);
+const AgentsCreateWithApproval = graphql(`
+  mutation AgentsCreateWithApproval($input: CreateAgentInput!) {
+    createAgent(input: $input) { id toolApproval { rules { tool always aboveManna } timeoutSeconds } }
+  }
+`);
 const AgentsThroughCreation = graphql(`
   query AgentsThroughCreation($id: ID!) {
     creation(id: $id) {
@@ -412,6 +422,49 @@ describe('agents over GraphQL', () => {
       expect(await readAgent(agentId)).toEqual(before);
     });
 
+    it('sets toolApproval: a rule without aboveManna asks always, rules are replaced whole, the timeout kept unless given', async () => {
+      const made = expectData(
+        await t.gql(AgentsCreateWithApproval, { input: { name: 'Careful', key: newKey() } }, alice.apiKey),
+      ).createAgent;
+      expect(made.toolApproval).toEqual({ rules: [], timeoutSeconds: 600 });
+      const set = expectData(
+        await t.gql(
+          AgentsSetApproval,
+          {
+            id: agentId,
+            input: { toolApproval: { rules: [{ tool: 'flux_dev', aboveManna: 1.5 }, { tool: 'flux_schnell' }], timeoutSeconds: 45 } },
+          },
+          alice.apiKey,
+        ),
+      ).updateAgent;
+      expect(set.toolApproval).toEqual({
+        rules: [
+          { tool: 'flux_dev', always: false, aboveManna: 1.5 },
+          { tool: 'flux_schnell', always: true, aboveManna: null },
+        ],
+        timeoutSeconds: 45,
+      });
+      const replaced = expectData(
+        await t.gql(AgentsSetApproval, { id: agentId, input: { toolApproval: { rules: [{ tool: 'kokoro_tts' }] } } }, alice.apiKey),
+      ).updateAgent;
+      expect(replaced.toolApproval).toEqual({ rules: [{ tool: 'kokoro_tts', always: true, aboveManna: null }], timeoutSeconds: 45 });
+    });
+
+    it.each([
+      ['a tool that does not exist', { rules: [{ tool: 'teleport' }] }, 'toolApproval.tools.teleport'],
+      ['a negative amount', { rules: [{ tool: 'flux_dev', aboveManna: -1 }] }, 'toolApproval.tools.flux_dev.above'],
+      ['a timeout under 5 s', { timeoutSeconds: 2 }, 'toolApproval.timeoutSeconds'],
+    ])('toolApproval with %s is BAD_USER_INPUT naming the field, and nothing changes', async (_name, toolApproval, field) => {
+      const before = await readAgent(agentId);
+      const response = await t.gql(
+        AgentsSetApproval,
+        { id: agentId, input: { description: 'should not stick', toolApproval } },
+        alice.apiKey,
+      );
+      expect(expectGraphQLError(response, 'BAD_USER_INPUT').extensions?.field).toBe(field);
+      expect(await readAgent(agentId)).toEqual(before);
+    });
+
     it('an empty input is BAD_USER_INPUT', async () => {
       const before = await readAgent(agentId);
       expectGraphQLError(await t.gql(AgentsUpdate, { id: agentId, input: {} }, alice.apiKey), 'BAD_USER_INPUT');
@@ -716,6 +769,7 @@ describe('REST agents', () => {
       suggestions: [{ label: 'Paint', prompt: 'Paint a lighthouse' }],
       ownerPays: 'deployments',
       tools: { flux_dev: true, wan_t2v: false },
+      toolApproval: { tools: { flux_dev: { above: 2 } }, timeoutSeconds: 90 },
       llmSettings: {
         modelProfile: 'medium',
         thinkingPolicy: 'always',
@@ -772,6 +826,7 @@ describe('REST agents', () => {
         owner_pays: 'deployments',
         tools: { flux_dev: [] },
         tools_enabled: { flux_dev: true, wan_t2v: false },
+        tool_approval: { tools: { flux_dev: { above: 2 } }, timeout_seconds: 90 },
         llm_settings: {
           model_profile: 'medium',
           thinking_policy: 'always',
@@ -807,6 +862,7 @@ describe('REST agents', () => {
         owner_pays: 'off',
         tools: {},
         tools_enabled: {},
+        tool_approval: { tools: {}, timeout_seconds: 600 },
         llm_settings: { model_profile: null, thinking_policy: null, thinking_effort_cap: null, thinking_effort_instructions: null },
         owner: creatorRef(alice),
         createdAt: isoDate,
@@ -969,6 +1025,31 @@ describe('REST agents', () => {
         { name: 'Multi', greeting: 'Yo', owner_pays: 'off', suggestions: [] },
         { name: 'Multi', greeting: 'Yo', owner_pays: 'off', suggestions: [] },
       );
+    });
+
+    it('sets tool_approval, keeps the timeout when only the rules are sent, and refuses a tool that does not exist', async () => {
+      const { agent } = await richAgent(alice);
+      await expectPatched(
+        agent.id,
+        { tool_approval: { tools: { flux_schnell: 'always', flux_dev: { above: 0.5 } } } },
+        { tool_approval: { tools: { flux_schnell: 'always', flux_dev: { above: 0.5 } }, timeout_seconds: 90 } },
+      );
+      await expectPatched(
+        agent.id,
+        { tool_approval: { timeout_seconds: 300 } },
+        { tool_approval: { tools: { flux_schnell: 'always', flux_dev: { above: 0.5 } }, timeout_seconds: 300 } },
+      );
+      await expectPatched(agent.id, { tool_approval: { tools: {} } }, { tool_approval: { tools: {}, timeout_seconds: 300 } });
+      await expectRejected(agent.id, { name: 'Kept', tool_approval: { tools: { teleport: 'always' } } }, 400, {
+        field: 'tool_approval.tools.teleport',
+      });
+      await expectRejected(agent.id, { tool_approval: { timeout_seconds: 1 } }, 400, { field: 'tool_approval.timeout_seconds' });
+      await expectRejected(agent.id, { tool_approval: { tools: { flux_dev: { above: -1 } } } }, 400, {
+        field: 'tool_approval.tools.flux_dev.above',
+      });
+      await expectRejected(agent.id, { tool_approval: { tools: { flux_dev: 'sometimes' } } }, 400, {
+        text: 'tool_approval.tools.flux_dev: must be "always" or {"above": <an amount of manna>}',
+      });
     });
 
     it('merges llm_settings field by field', async () => {

@@ -6,6 +6,7 @@ import { fixtures } from '../helpers/fixtures.ts';
 import { deref, refsIn, resolveRef, routesFromPrintout, schemaProblems, type SchemaObject } from '../helpers/openapi.ts';
 import { settledSession } from '../helpers/sessions.ts';
 import { openSse } from '../helpers/sse.ts';
+import { until } from '../helpers/until.ts';
 import { callCollectionsAndSdkRoutes } from './openapi-v2-calls.ts';
 import { searchableCreation } from '../search/support.ts';
 
@@ -168,6 +169,7 @@ describe('GET /v2/openapi.json', () => {
           'owner_pays',
           'tools',
           'llm_settings',
+          'tool_approval',
         ],
         ['agentId'],
       ],
@@ -439,6 +441,25 @@ describe('what the server answers matches what the document says', () => {
     for (const frame of watch.frames) expect(schemaProblems(doc, watchSchema, frame.data, { closed: true })).toEqual([]);
     seen.add('GET /v2/sessions/{session_id}/events');
     await call('DELETE', '/v2/sessions/{session_id}/users/{user_id}', `/v2/sessions/${sessionId}/users/${bob.id}`, a);
+    // A call that waits for approval (the offline responder draws when asked), denied by its payer.
+    const careful = await f.agent(alice, {
+      name: 'Careful',
+      key: 'careful',
+      tools: { flux_schnell: true },
+      toolApproval: { tools: { flux_schnell: 'always' } },
+    });
+    const asked = await t.rest('POST', '/v2/sessions', { key: a, body: { agent_ids: [careful.id], content: 'Please draw a boat' } });
+    const waiting = await until('the call to wait for approval', () =>
+      t.db.task.findFirst({ where: { sessionId: asked.body.session_id, status: 'awaiting_approval' } }),
+    );
+    const approval = `/v2/sessions/${asked.body.session_id}/approvals`;
+    await call('POST', '/v2/sessions/{session_id}/approvals/{call_id}', `${approval}/${waiting.id}`, a, { approve: 'yes' });
+    await call('POST', '/v2/sessions/{session_id}/approvals/{call_id}', `${approval}/nope`, a, { approve: true });
+    await call('POST', '/v2/sessions/{session_id}/approvals/{call_id}', `${approval}/${waiting.id}`, a, {
+      approve: false,
+      reason: 'not now',
+    });
+    await call('POST', '/v2/sessions/{session_id}/approvals/{call_id}', `${approval}/${waiting.id}`, a, { approve: true });
     await call('POST', '/v2/sessions/{session_id}/cancel', `/v2/sessions/${sessionId}/cancel`, a, {});
     await call('POST', '/v2/sessions/{session_id}/cancel', `/v2/sessions/${sessionId}/cancel`, a, { prompt_id: 7 });
     const shared = await call('POST', '/v2/sessions/{session_id}/share', `/v2/sessions/${sessionId}/share`, a);

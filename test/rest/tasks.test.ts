@@ -235,6 +235,7 @@ describe('GET /v2/tasks/{taskId} and GET /v2/tasks', () => {
       result: 'reply',
       cost: 1,
       error: null,
+      approval: null,
     });
     const bySession = (await t.rest('GET', `/v2/tasks?session_id=${sent.body.session_id}`, { key: carol.apiKey })).body;
     expect(bySession.docs.map((d: any) => d._id)).toEqual([call._id]);
@@ -560,6 +561,7 @@ describe('tools in replies', () => {
         result: null,
         cost: null,
         error: null,
+        approval: null,
       },
     ]);
     const done = events[3].tool_call;

@@ -1,6 +1,11 @@
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_KEY_TAKEN, AGENT_NOT_FOUND, agentService, visiblePersona } from '../../src/domain/agents/service.ts';
+import { agentToolApproval } from '../../src/domain/agents/fields.ts';
+import { mannaOf } from '../../src/domain/core/manna.ts';
+import { needsApproval } from '../../src/domain/tools/approval.ts';
+import { checkArguments } from '../../src/domain/tools/arguments.ts';
+import { costOf } from '../../src/domain/tools/cost-of.ts';
 import { loadToolRegistry, type ToolRegistry } from '../../src/domain/tools/registry.ts';
 import { Catalog, memoryAgentStore } from './support/catalog.ts';
 
@@ -239,6 +244,15 @@ describe('what an agent’s fields may be', () => {
     [['llmSettings', 'thinkingEffortCap'], { llmSettings: { thinkingEffortCap: 'max' } }],
     [['llmSettings', 'thinkingEffortInstructions'], { llmSettings: { thinkingEffortInstructions: 5 } }],
     [['llmSettings', 'thinkingEffortInstructions'], { llmSettings: { thinkingEffortInstructions: 'x'.repeat(2001) } }],
+    [['toolApproval'], { toolApproval: 'always' }],
+    [['toolApproval', 'tools', 'flux_dev'], { toolApproval: { tools: { flux_dev: 'sometimes' } } }],
+    [['toolApproval', 'tools', 'flux_dev', 'above'], { toolApproval: { tools: { flux_dev: { above: -1 } } } }],
+    [['toolApproval', 'tools', 'flux_dev'], { toolApproval: { tools: { flux_dev: { above: '5' } } } }],
+    [['toolApproval', 'tools', 'flux_dev'], { toolApproval: { tools: { flux_dev: { above: 5, below: 9 } } } }],
+    [['toolApproval', 'tools', 'teleport'], { toolApproval: { tools: { teleport: 'always' } } }],
+    [['toolApproval', 'timeoutSeconds'], { toolApproval: { timeoutSeconds: 4 } }],
+    [['toolApproval', 'timeoutSeconds'], { toolApproval: { timeoutSeconds: 7 * 24 * 3600 + 1 } }],
+    [['toolApproval', 'timeoutSeconds'], { toolApproval: { timeoutSeconds: 60.5 } }],
   ])('refuses a bad %j naming it, the valid field beside it not applied either', async (fieldPath, bad) => {
     const { c, agents, owner, agent } = await anAgent();
     const before = c.writes.length;
@@ -303,6 +317,72 @@ describe('what an agent’s fields may be', () => {
         refusal('BAD_USER_INPUT', `unknown tool "${key}" (see the tools list)`, ['tools', key]),
       );
     expect((await agents.update(owner, agent.id, { tools: { prompt_enhance: true } })).tools).toMatchObject({ prompt_enhance: true });
+  });
+});
+
+describe('tools whose calls wait for the owner’s approval', () => {
+  it('asks nothing of any tool, and waits ten minutes, until the owner says', async () => {
+    const { agents, owner } = world();
+    const agent = await agents.create(owner, { name: 'Ada', key: 'ada', tools: { flux_dev: true } });
+    expect(agentToolApproval(agent)).toEqual({ tools: {}, timeoutSeconds: 600 });
+  });
+
+  it('keeps the rules and the timeout the owner set, merging a later change field by field', async () => {
+    const { agents, owner } = world();
+    const made = await agents.create(owner, {
+      name: 'Ada',
+      key: 'ada',
+      toolApproval: { tools: { flux_dev: { above: 1.5 }, prompt_enhance: 'always' }, timeoutSeconds: 120 },
+    });
+    expect(agentToolApproval(made)).toEqual({ tools: { flux_dev: { above: 1.5 }, prompt_enhance: 'always' }, timeoutSeconds: 120 });
+    const timeoutOnly = await agents.update(owner, made.id, { toolApproval: { timeoutSeconds: 30 } });
+    expect(agentToolApproval(timeoutOnly)).toEqual({ tools: { flux_dev: { above: 1.5 }, prompt_enhance: 'always' }, timeoutSeconds: 30 });
+    // The rules are one field: a new set replaces the old, and none leaves none.
+    const rulesOnly = await agents.update(owner, made.id, { toolApproval: { tools: { flux_schnell: 'always' } } });
+    expect(agentToolApproval(rulesOnly)).toEqual({ tools: { flux_schnell: 'always' }, timeoutSeconds: 30 });
+    expect(agentToolApproval(await agents.update(owner, made.id, { toolApproval: { tools: {} } })).tools).toEqual({});
+  });
+
+  it('says what a rule may be', async () => {
+    const { agents, owner } = world();
+    const made = await agents.create(owner, { name: 'Ada', key: 'ada' });
+    await expect(agents.update(owner, made.id, { toolApproval: { tools: { flux_dev: 'sometimes' } } })).rejects.toEqual(
+      refusal('BAD_USER_INPUT', 'must be "always" or {"above": <an amount of manna>}', ['toolApproval', 'tools', 'flux_dev']),
+    );
+    await expect(agents.update(owner, made.id, { toolApproval: { tools: { flux_dev: { above: -1 } } } })).rejects.toEqual(
+      refusal('BAD_USER_INPUT', 'must be at least 0', ['toolApproval', 'tools', 'flux_dev', 'above']),
+    );
+  });
+
+  it('lets only the owner change them', async () => {
+    const { c, agents, owner, stranger } = world();
+    const made = await agents.create(owner, { name: 'Ada', key: 'ada', public: true });
+    const before = c.writes.length;
+    await expect(agents.update(stranger, made.id, { toolApproval: { tools: { flux_dev: 'always' } } })).rejects.toEqual(
+      refusal('FORBIDDEN', 'Only the owner of this agent can update it'),
+    );
+    expect(c.writes).toHaveLength(before);
+  });
+
+  it('asks for a call always, or when the tool’s cost on the call’s arguments is above the amount, and never for other tools', () => {
+    // A call's arguments as the tool host prices them: checked, with the tool's defaults filled in.
+    const priced = (key: string, args: Record<string, unknown>) => {
+      const checked = checkArguments(tools.get(key)!, JSON.stringify({ prompt: 'a lighthouse', ...args }));
+      if ('error' in checked) throw new Error(checked.error);
+      return costOf(tools.get(key)!, checked.args);
+    };
+    const setting = agentToolApproval({ toolApproval: { tools: { flux_dev: { above: 2 }, flux_schnell: 'always' } } });
+    // flux_dev costs n_samples * max(1, steps / 28): 1, 2 (at the line: not above), 3 and 2.1429.
+    expect(needsApproval(setting, 'flux_dev', priced('flux_dev', { n_samples: 1 }))).toBe(false);
+    expect(needsApproval(setting, 'flux_dev', priced('flux_dev', { n_samples: 2 }))).toBe(false);
+    expect(needsApproval(setting, 'flux_dev', priced('flux_dev', { n_samples: 3 }))).toBe(true);
+    expect(needsApproval(setting, 'flux_dev', priced('flux_dev', { n_samples: 2, num_inference_steps: 30 }))).toBe(true);
+    expect(needsApproval(setting, 'flux_schnell', priced('flux_schnell', {}))).toBe(true);
+    expect(needsApproval(setting, 'prompt_enhance', priced('prompt_enhance', {}))).toBe(false);
+    const above = (amount: number) => agentToolApproval({ toolApproval: { tools: { flux_dev: { above: amount } } } });
+    expect(needsApproval(above(0), 'flux_dev', priced('flux_dev', {}))).toBe(true);
+    // Compared as the ledger's decimals: a cost that comes to 0.1 + 0.2 in floats is not above 0.3.
+    expect(needsApproval(above(0.3), 'flux_dev', mannaOf(0.1 + 0.2))).toBe(false);
   });
 });
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { OwnerPays } from '../core/vocabulary.ts';
 import { usernameSchema } from '../creators/service.ts';
 import { nameField, text, urlField } from '../core/validation.ts';
+import { toolApprovalSchema } from '../tools/approval.ts';
 
 /**
  * Agent input as the domain sees it (camelCase). The spec lists one value per enum; we accept
@@ -50,6 +51,8 @@ export const agentFieldsSchema = z.object({
   ownerPays: z.enum(OwnerPays),
   tools: z.record(z.string(), z.boolean({ error: 'must be true or false (tool enabled)' })),
   llmSettings: llmSettingsSchema,
+  // Which tools' calls wait for the owner's yes, and for how long (merged field by field, as llmSettings).
+  toolApproval: toolApprovalSchema,
 });
 
 export const agentPatchSchema = agentFieldsSchema.partial();

@@ -26,6 +26,9 @@ export function agentService(store: AgentStore, tools: ToolRegistry, limits: { m
     for (const key of Object.keys(input.tools ?? {})) {
       if (!tools.canEnable(key)) throw badInput(`unknown tool "${key}" (see the tools list)`, ['tools', key]);
     }
+    for (const key of Object.keys(input.toolApproval?.tools ?? {})) {
+      if (!tools.canEnable(key)) throw badInput(`unknown tool "${key}" (see the tools list)`, ['toolApproval', 'tools', key]);
+    }
     const loras = input.models?.map((m) => m.lora) ?? [];
     if (loras.length) {
       const ids = await store.usableModels(viewer, loras);
@@ -66,7 +69,7 @@ export function agentService(store: AgentStore, tools: ToolRegistry, limits: { m
       await store.delete(id);
     },
 
-    /** Only the fields present change; `llmSettings` is merged field by field. */
+    /** Only the fields present change; `llmSettings` and `toolApproval` are merged field by field. */
     async update(viewer: Viewer, id: string, raw: unknown, query?: AgentQuery): Promise<AgentWithKey> {
       const ownerId = canNameARow(id) ? await store.ownerOf(id) : null;
       if (!ownerId) throw notFound(AGENT_NOT_FOUND);

@@ -27,7 +27,7 @@ const keyTakenOr = <T>(write: Promise<T>) =>
 const withKey = (query: AgentQuery = {}) => ({ include: { user: true, ...query.include } }) as const;
 
 /** The agent's own columns of a patch: its key and image live on its creator row, its settings are merged. */
-const columns = ({ key: _key, llmSettings: _llm, ...rest }: AgentPatch) => rest;
+const columns = ({ key: _key, llmSettings: _llm, toolApproval: _approval, ...rest }: AgentPatch) => rest;
 
 /** Agents on Prisma: every read returns the agent with its key, and what `query` asks for. */
 export function agentStore(db: Db) {
@@ -61,6 +61,7 @@ export function agentStore(db: Db) {
             ...columns(input),
             name: input.name,
             llmSettings: input.llmSettings ?? {},
+            toolApproval: input.toolApproval ?? {},
             owner: { connect: { id: ownerId } },
             user: { connect: { id: face.id } },
           },
@@ -78,14 +79,17 @@ export function agentStore(db: Db) {
       await db.agent.deleteMany({ where: { id } });
     },
 
-    /** Changes only the fields present (unless the new key is taken); `llmSettings` is merged field by field. */
+    /** Changes only the fields present (unless the new key is taken); `llmSettings` and `toolApproval` are merged field by field. */
     update: (id: string, patch: AgentPatch, query?: AgentQuery) =>
       db.$transaction(async (tx): Promise<AgentWithKey> => {
-        // Merging llmSettings reads it and writes it back: the row lock makes concurrent PATCHes
+        // Merging settings reads them and writes them back: the row lock makes concurrent PATCHes
         // of different settings apply one after the other instead of overwriting each other.
-        const [current] = patch.llmSettings
-          ? await tx.$queryRaw<{ llmSettings: object }[]>`SELECT "llmSettings" FROM "Agent" WHERE "id" = ${id} FOR UPDATE`
-          : [];
+        const [current] =
+          patch.llmSettings || patch.toolApproval
+            ? await tx.$queryRaw<
+                { llmSettings: object; toolApproval: object }[]
+              >`SELECT "llmSettings", "toolApproval" FROM "Agent" WHERE "id" = ${id} FOR UPDATE`
+            : [];
         // The key and the image live on the creator row, whose owner changes them; first, so the
         // agent read back below carries them.
         if (patch.key !== undefined || patch.image !== undefined)
@@ -95,6 +99,7 @@ export function agentStore(db: Db) {
           data: {
             ...columns(patch),
             llmSettings: patch.llmSettings && { ...current?.llmSettings, ...patch.llmSettings },
+            toolApproval: patch.toolApproval && { ...current?.toolApproval, ...patch.toolApproval },
           },
           ...withKey(query),
         });

@@ -1,4 +1,4 @@
-import type { MessageRole, MessageStatus, SessionPermission, TaskStatus } from './vocabulary.ts';
+import type { MessageRole, MessageStatus, SessionPermission, TaskStatus, ToolApprovalState } from './vocabulary.ts';
 
 /**
  * What a session's watchers are told, independent of transport: REST writes these as SSE frames,
@@ -13,6 +13,8 @@ export interface ToolCallView {
   result: unknown;
   cost: number | null;
   error: string | null;
+  /** For a call that needed its payer's yes: where that stands; null when none was needed. */
+  approval: ToolApprovalState | null;
 }
 
 /** Who reacted how: user id → reactions, as the original service stored them. */
@@ -60,6 +62,11 @@ export interface SessionEventPayloads {
   assistant_message: { promptId: string; agentId: string; message: MessageView };
   tool_complete: { promptId: string; messageId: string; agentId: string; toolCall: ToolCallView };
   tool_cancelled: { promptId: string; messageId: string; agentId: string; toolCall: ToolCallView };
+  /**
+   * The reply paused at a call that waits for its payer's yes (`toolCall`: its arguments, and its
+   * price as `cost`); it goes on once answered, or denied at `expiresAt`.
+   */
+  tool_approval_requested: { promptId: string; messageId: string; agentId: string; toolCall: ToolCallView; expiresAt: string };
   /** One reply failed; `message` is the saved (failed) assistant message with its partial text. */
   error: { promptId: string; agentId: string; error: string; message: MessageView };
   end_prompt: { promptId: string };

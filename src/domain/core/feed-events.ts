@@ -27,7 +27,7 @@ export interface TriggerFeedView {
 /** Why a trigger stopped firing by itself. */
 export type TriggerPauseReason = 'failures' | 'stuck' | 'owner';
 
-export type TaskStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
+export type TaskStatus = 'pending' | 'awaiting_approval' | 'running' | 'completed' | 'failed' | 'cancelled';
 
 /** A task as its owner's feed shows it when it is created: what it runs and what it holds, not its arguments. */
 export interface TaskFeedView {
@@ -83,6 +83,20 @@ export interface FeedEventPayloads {
   task_failed: { taskId: string; error: string };
   task_cancelled: { taskId: string };
   /**
+   * A reply's tool call of yours waits for your yes (`POST /v2/sessions/{sessionId}/approvals/{taskId}`,
+   * `settleToolApproval`): what it would run and cost, and when it counts as denied.
+   */
+  tool_approval_requested: {
+    taskId: string;
+    sessionId: string;
+    messageId: string;
+    agentId: string;
+    tool: string;
+    args: JsonValue;
+    cost: number;
+    expiresAt: string;
+  };
+  /**
    * A deployment started, stopped, was found invalid (a revoked token) or was deleted, with the
    * last error it met. A deleted one's event is its last, with the state it ended in.
    */
@@ -115,7 +129,7 @@ export type FeedEventOf<T extends FeedEventType> = Extract<FeedEvent, { type: T 
 /** The event types of each family, for a transport showing one family (and for narrowing a watch to it). */
 export const feedFamilies = {
   trigger: ['trigger_run_started', 'trigger_run_completed', 'trigger_run_failed', 'trigger_paused', 'trigger_finished', 'trigger_changed'],
-  task: ['task_created', 'task_started', 'task_progress', 'task_completed', 'task_failed', 'task_cancelled'],
+  task: ['task_created', 'task_started', 'task_progress', 'task_completed', 'task_failed', 'task_cancelled', 'tool_approval_requested'],
   deployment: ['deployment_state'],
   webhook: ['webhook_disabled'],
 } as const satisfies Record<string, readonly FeedEventType[]>;

@@ -72,15 +72,23 @@ export type WhileReplying = (typeof WhileReplying)[keyof typeof WhileReplying];
 export const ReplyStop = { interrupt: 'interrupt', rollback: 'rollback' } as const;
 export type ReplyStop = (typeof ReplyStop)[keyof typeof ReplyStop];
 
-/** A task (a reply's tool call too) is `pending` until it runs, then `running`, then one of the three ends. */
+/**
+ * A task (a reply's tool call too) is `pending` until it runs, then `running`, then one of the
+ * three ends; a reply's call that needs its payer's yes is `awaiting_approval` first.
+ */
 export const TaskStatus = {
   pending: 'pending',
+  awaiting_approval: 'awaiting_approval',
   running: 'running',
   completed: 'completed',
   failed: 'failed',
   cancelled: 'cancelled',
 } as const;
 export type TaskStatus = (typeof TaskStatus)[keyof typeof TaskStatus];
+
+/** Where a tool call's approval stands: asked, answered yes or no, or given up after the agent's timeout. */
+export const ToolApprovalState = { requested: 'requested', approved: 'approved', denied: 'denied', expired: 'expired' } as const;
+export type ToolApprovalState = (typeof ToolApprovalState)[keyof typeof ToolApprovalState];
 
 /** A user's two balances: the subscription's, spent first, and the one that does not expire. */
 export const BalanceKind = { subscription: 'subscription', forever: 'forever' } as const;

@@ -4,12 +4,12 @@ import { toMessageView } from '../core/stores/message-rows.ts';
 import { SESSION_GONE } from './endings.ts';
 import type { Conversation, ReplyAgent } from './ports.ts';
 import { buildPrompt, type PromptAgent } from './prompt.ts';
-import { writeReply } from './reply-loop.ts';
+import { PAUSED, writeReply } from './reply-loop.ts';
 import type { ReplyJob, ReplyRuntime, Target, Written } from './runtime.ts';
 import { nameSession } from './title.ts';
 
 /** Stored messages read for a prompt; the context window usually keeps fewer. */
-const HISTORY_LIMIT = 200;
+export const HISTORY_LIMIT = 200;
 
 const nothingWritten: Written = { content: '', thought: '', promptTokens: 0, completionTokens: 0 };
 
@@ -69,12 +69,21 @@ async function answerAs(rt: ReplyRuntime, job: ReplyJob, target: Target, context
     maxCompletionTokens: rt.llm.maxCompletionTokens,
   });
   const saved = await writeReply(rt, job, target, agent, { messages, maxTokens: rt.llm.maxCompletionTokens }, signal);
-  const { prompt } = context;
-  if (saved && prompt && !job.excludeMemory) {
-    const exchange = { agentId: agent.id, userId: job.userId, sessionId: job.sessionId, prompt: prompt.content, reply: saved.content };
-    rt.track(rt.memory.remember(exchange, rt.housekeeping).catch((err) => rt.log.error({ err }, 'could not update memory')));
-  }
+  if (saved !== PAUSED) remember(rt, job, agent.id, context.prompt, saved);
   return saved;
+}
+
+/** What a completed reply taught its agent about the user, kept in the background (unless excluded). */
+export function remember(
+  rt: ReplyRuntime,
+  job: Pick<ReplyJob, 'userId' | 'sessionId' | 'excludeMemory'>,
+  agentId: string,
+  prompt: MessageView | undefined,
+  saved: MessageView | null,
+) {
+  if (!saved || !prompt || job.excludeMemory) return;
+  const exchange = { agentId, userId: job.userId, sessionId: job.sessionId, prompt: prompt.content, reply: saved.content };
+  rt.track(rt.memory.remember(exchange, rt.housekeeping).catch((err) => rt.log.error({ err }, 'could not update memory')));
 }
 
 /**
@@ -116,10 +125,13 @@ export async function answerPrompt(rt: ReplyRuntime, job: ReplyJob, signal: Abor
 
   const results = await Promise.all(job.replies.map((target) => answerAs(rt, job, target, context, signal)));
   if (signal.aborted && signal.reason === SESSION_GONE) return;
+  // A reply paused for approvals ends the prompt when it goes on and ends (`resume.ts`).
+  if (results.includes(PAUSED)) return;
   await rt.emit(job.sessionId, { type: 'end_prompt', promptId: job.promptId });
+  const first = results.find((r): r is MessageView => r !== null && r !== PAUSED);
   // A title is a nicety: one that cannot be saved (the database went away) is left out.
   if (job.generateTitle && prompt)
-    await nameSession(rt, job, conversation.scenario, prompt.content, results.find((r) => r)?.content, signal).catch((e) => {
+    await nameSession(rt, job, conversation.scenario, prompt.content, first?.content, signal).catch((e) => {
       if (!isDatabaseUnavailable(e)) throw e;
     });
 }

@@ -7,9 +7,10 @@ import { isRecordGone } from '../core/stores/prisma-errors.ts';
 import { noMemory, noTools, type MemoryHost, type ToolHost } from '../core/tool-host.ts';
 import { within } from '../core/within.ts';
 import { answerPrompt } from './answer-prompt.ts';
+import { endPaused, goOn } from './resume.ts';
 import { CANCELLED, INTERRUPTED, ROLLED_BACK, replyEndings, SESSION_GONE, SHUTTING_DOWN } from './endings.ts';
 import type { ReplyStore } from './ports.ts';
-import type { ReplyJob, ReplyRuntime } from './runtime.ts';
+import type { ApprovalTimers, ReplyJob, ReplyRuntime } from './runtime.ts';
 import { repliesEnded } from './waiting.ts';
 import { createReplyWriter, type ReplyWriter } from './writer.ts';
 
@@ -38,6 +39,8 @@ export interface ReplyEngineDeps {
   metrics: Metrics['replies'];
   /** Where streaming replies are saved; by default a write-behind queue on `store`. */
   writer?: ReplyWriter;
+  /** Where the timeouts of calls that wait for approval are kept; none by default (they wait until answered). */
+  approvals?: ApprovalTimers;
 }
 
 /**
@@ -72,6 +75,8 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
     log,
     metrics,
     emit,
+    tell: (userId, event) => bus.feeds.publish(userId, event).catch((err) => log.error({ err }, 'could not publish a feed event')),
+    approvals: deps.approvals ?? { schedule: async () => {} },
     fail: endings.fail,
     ended: repliesEnded(bus, store),
     track,
@@ -91,8 +96,46 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
   /** Stops newer prompts asked of prompts whose replies had not started here when they were asked, by prompt. */
   const earlyStops = new Map<string, symbol>();
 
+  /**
+   * Replies paused for approval are written by no instance: every instance hears a stop, and
+   * the one that takes each (`claimPausedIn`) ends it as asked.
+   */
+  function endPausedReplies(sessionId: string, promptId: string | undefined, reason: symbol) {
+    if (reason === SESSION_GONE) return;
+    track(
+      store
+        .claimPausedIn(sessionId, promptId, deps.instanceId)
+        .then((taken) => Promise.all(taken.map((paused) => endPaused(rt, paused, reason))))
+        .then(() => {})
+        .catch((err) => {
+          if (!isRecordGone(err)) log.error({ err }, 'a paused reply could not be ended');
+        }),
+    );
+  }
+
+  /** Runs a reply's work here, stoppable by its prompt (a cancel, a newer prompt, shutdown). */
+  function runHere(sessionId: string, promptId: string, work: (signal: AbortSignal) => Promise<unknown>, failure: string): Promise<void> {
+    const entry = { promptId, controller: new AbortController() };
+    const set = running.get(sessionId) ?? new Set();
+    running.set(sessionId, set.add(entry));
+    const early = earlyStops.get(promptId);
+    if (early) entry.controller.abort(early);
+    const done = work(entry.controller.signal)
+      .then(() => {})
+      .catch((err) => {
+        if (!isRecordGone(err)) log.error({ err }, failure);
+      })
+      .finally(() => {
+        set.delete(entry);
+        if (set.size === 0) running.delete(sessionId);
+      });
+    track(done);
+    return done;
+  }
+
   // A cancel may be asked of any instance; the one writing the reply hears it here.
   bus.onCancelReplies(({ sessionId, promptId, reason }) => {
+    endPausedReplies(sessionId, promptId, stopReasons[reason]);
     const stopped = stop(sessionId, promptId, stopReasons[reason]);
     if (stopped || !promptId || (reason !== 'interrupted' && reason !== 'rolled_back')) return;
     earlyStops.set(promptId, stopReasons[reason]);
@@ -102,21 +145,19 @@ export function createReplyEngine(deps: ReplyEngineDeps) {
   return {
     /** Starts a prompt's replies in the background; resolves when every one has ended (never rejects). */
     start(job: ReplyJob): Promise<void> {
-      const entry = { promptId: job.promptId, controller: new AbortController() };
-      const set = running.get(job.sessionId) ?? new Set();
-      running.set(job.sessionId, set.add(entry));
-      const early = earlyStops.get(job.promptId);
-      if (early) entry.controller.abort(early);
-      const answered = answerPrompt(rt, job, entry.controller.signal)
-        .catch((err) => {
-          if (!isRecordGone(err)) log.error({ err }, 'a prompt could not be answered');
-        })
-        .finally(() => {
-          set.delete(entry);
-          if (set.size === 0) running.delete(job.sessionId);
-        });
-      track(answered);
-      return answered;
+      return runHere(job.sessionId, job.promptId, (signal) => answerPrompt(rt, job, signal), 'a prompt could not be answered');
+    },
+
+    /**
+     * Goes on with a reply paused for approval once none of its calls waits, here (whichever
+     * instance's job queue handed it over), in the background as any reply; false when there is
+     * nothing to take (still waiting, or taken already).
+     */
+    async resume(messageId: string): Promise<boolean> {
+      const paused = await store.claimPaused(messageId, deps.instanceId);
+      if (!paused) return false;
+      void runHere(paused.job.sessionId, paused.job.promptId, (signal) => goOn(rt, paused, signal), 'a paused reply could not go on');
+      return true;
     },
 
     /**

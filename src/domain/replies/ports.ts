@@ -1,5 +1,6 @@
 import type { Budget } from '../core/budgets.ts';
 import type { MessageView } from '../core/events.ts';
+import type { PausedReply } from './runtime.ts';
 
 /** An agent as its replies need it: its profile and settings, and the username that is its key. */
 export interface ReplyAgent {
@@ -90,6 +91,20 @@ export interface ReplyStore {
   stillWriting(messageIds: string[]): Promise<string[]>;
   /** What a newer prompt asked of this reply, while it is being written. */
   stopRequested(messageId: string): Promise<'interrupt' | 'rollback' | null>;
+  /**
+   * Pauses a reply at calls that wait for approval: its text so far and what it needs to go on,
+   * and no instance named as writing it. The message as saved, with its calls; null when it is
+   * no longer being written, or a newer prompt asked it to stop.
+   */
+  pause(messageId: string, content: string, state: PausedReply): Promise<MessageView | null>;
+  /**
+   * Takes a paused reply to go on with, once none of its calls waits any more: its state, with
+   * `instance` named as writing it; null when there is none to take (not paused, still waiting,
+   * or taken by another instance first).
+   */
+  claimPaused(messageId: string, instance: string): Promise<PausedReply | null>;
+  /** Takes the paused replies of a session (of one prompt, when given) to end them: a newer prompt or a cancel stops them. */
+  claimPausedIn(sessionId: string, promptId: string | undefined, instance: string): Promise<PausedReply[]>;
   /** Saves the text of the replies still streaming among these, in one statement. */
   saveCheckpoints(group: Checkpoint[]): Promise<void>;
   /**

@@ -1,11 +1,13 @@
 import type { Db } from '../../db/database.ts';
-import type { Prisma } from '../../generated/prisma/client.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
 import { abandonToolCalls } from '../tasks/settle-store.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
 import type { AbandonedReplies, RecoveryStore } from './ports.ts';
 
+/** Replies being written that `which` takes; one paused for approval is written by no process, so none left it. */
 const streaming = (which: AbandonedReplies): Prisma.MessageWhereInput => ({
   status: 'streaming',
+  resumeState: { equals: Prisma.DbNull },
   ...(which.instanceId !== undefined ? { instance: which.instanceId } : {}),
   ...(which.olderThan ? { updatedAt: { lt: which.olderThan } } : {}),
 });

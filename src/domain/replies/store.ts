@@ -3,7 +3,9 @@ import type { Db } from '../../db/database.ts';
 import { addTokens, countReplyTokens, reserveTurns } from '../manna/stores/session-budgets.ts';
 import { abandonToolCalls } from '../tasks/settle-store.ts';
 import { messageSelect, toMessageView } from '../core/stores/message-rows.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Checkpoint, Completion, Conversation, PromptOutcomes, ReplyStore } from './ports.ts';
+import type { PausedReply } from './runtime.ts';
 
 /**
  * The reply engine's statements on Prisma: the reads a prompt's replies start from, and each
@@ -80,6 +82,37 @@ export function replyStore(db: Db, sessions: Pick<ReplyStore, 'nameSessions'>): 
     async stopRequested(messageId) {
       const row = await db.message.findUnique({ where: { id: messageId }, select: { status: true, stopRequest: true } });
       return row?.status === 'streaming' ? row.stopRequest : null;
+    },
+
+    async pause(messageId, content, state) {
+      // Not a reply a newer prompt asked to stop: that one ends as asked instead.
+      const { count } = await db.message.updateMany({
+        where: { id: messageId, status: 'streaming', stopRequest: null },
+        data: { content, resumeState: state as unknown as Prisma.InputJsonValue, instance: null },
+      });
+      if (count === 0) return null;
+      return toMessageView(await db.message.findUniqueOrThrow({ where: { id: messageId }, select: messageSelect }));
+    },
+
+    async claimPaused(messageId, instance) {
+      // One statement, so of the instances that take the same reply's job, one goes on with it.
+      const [row] = await db.$queryRaw<{ resumeState: PausedReply }[]>`
+        UPDATE "Message" AS m SET "resumeState" = NULL, "instance" = ${instance}, "updatedAt" = now()
+        FROM "Message" AS before
+        WHERE before."id" = m."id" AND m."id" = ${messageId} AND m."status" = 'streaming' AND m."resumeState" IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM "Task" WHERE "messageId" = ${messageId} AND "status" = 'awaiting_approval')
+        RETURNING before."resumeState" AS "resumeState"`;
+      return row?.resumeState ?? null;
+    },
+
+    async claimPausedIn(sessionId, promptId, instance) {
+      const rows = await db.$queryRaw<{ resumeState: PausedReply }[]>`
+        UPDATE "Message" AS m SET "resumeState" = NULL, "instance" = ${instance}, "updatedAt" = now()
+        FROM "Message" AS before
+        WHERE before."id" = m."id" AND m."sessionId" = ${sessionId} AND m."status" = 'streaming' AND m."resumeState" IS NOT NULL
+          AND (${promptId ?? null}::text IS NULL OR m."promptId" = ${promptId ?? null})
+        RETURNING before."resumeState" AS "resumeState"`;
+      return rows.map((r) => r.resumeState);
     },
 
     saveCheckpoints: (group) => saveCheckpoints(db, group),

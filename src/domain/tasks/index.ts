@@ -13,3 +13,5 @@ export { canReadTask, outputTypeOf, taskService } from './service.ts';
 export type { TaskService } from './service.ts';
 export { recordToolCalls, taskStore } from './store.ts';
 export type { ListedTask, TaskRead } from './store.ts';
+export { approvalStatements } from './approval-store.ts';
+export type { ApprovalAnswer, ApprovalRow, ApprovalStatements } from './approval-store.ts';

@@ -42,10 +42,10 @@ export async function releaseHolds(tx: Tx, where: Prisma.TaskWhereInput, error: 
 
 /**
  * Ends the unsettled tool calls `where` selects for good: running ones are cancelled with their
- * holds given back, pending ones (not yet charged) cancelled. For replies that end while a call
- * of theirs is still unsettled, and for those a stopped process left.
+ * holds given back, pending ones and those waiting for approval (not charged) cancelled. For
+ * replies that end while a call of theirs is still unsettled, and for those a stopped process left.
  */
 export async function abandonToolCalls(tx: Tx, where: Prisma.TaskWhereInput, error: string) {
   await releaseHolds(tx, where, error);
-  await tx.task.updateMany({ where: { ...where, status: 'pending' }, data: { status: 'cancelled', error } });
+  await tx.task.updateMany({ where: { ...where, status: { in: ['pending', 'awaiting_approval'] } }, data: { status: 'cancelled', error } });
 }

@@ -4,10 +4,13 @@ import type { EventBus } from '../core/bus.ts';
 import type { ChatTool } from '../core/chat.ts';
 import type { SessionEventPayload } from '../core/events.ts';
 import type { MediaLinks } from '../core/media-links.ts';
-import type { ToolHost } from '../core/tool-host.ts';
+import type { Manna } from '../core/manna.ts';
+import type { AwaitingCall, RequestedToolCall, ToolHost, ToolResult, ToolRunContext } from '../core/tool-host.ts';
 import type { MediaStore } from '../media/store.ts';
 import type { SearchService } from '../search/service.ts';
-import { parametersJsonSchema } from './arguments.ts';
+import { type ToolApproval, needsApproval, toolApprovalOf } from './approval.ts';
+import { checkArguments, parametersJsonSchema } from './arguments.ts';
+import { costOf } from './cost-of.ts';
 import type { ToolDefinition } from './definition.ts';
 import { countdownExecutor } from './executors/countdown.ts';
 import { imageExecutor } from './executors/image.ts';
@@ -72,6 +75,15 @@ function overCap(index: number, position: number, work: ToolHostDeps['work']) {
   return null;
 }
 
+/** Whether a call must wait for approval: a usable tool, good arguments, and the agent's rule says so. */
+function approvalPrice(tool: ToolDefinition | undefined, call: RequestedToolCall, setting: ToolApproval): Manna | null {
+  if (!tool) return null;
+  const checked = checkArguments(tool, call.arguments);
+  if ('error' in checked) return null;
+  const cost = costOf(tool, checked.args);
+  return needsApproval(setting, tool.key, cost) ? cost : null;
+}
+
 /**
  * Tools at work in replies. The model is offered the agent's enabled tools that can run here
  * (hidden helpers included, only when enabled like any other). Each call it asks for is saved
@@ -79,7 +91,9 @@ function overCap(index: number, position: number, work: ToolHostDeps['work']) {
  * session's manna budget, in one transaction with its ledger rows), run, and settled: completed
  * with its result and the creations it made, or failed or cancelled with its hold refunded
  * (`run-call.ts`). Calls of one model call run in parallel; a bad call is an error result, never
- * a crash.
+ * a crash. A call the agent's owner wants to approve first (`approval.ts`) is not run: it is saved
+ * `awaiting_approval` at its price, holding nothing, and the reply pauses; once answered, `resume`
+ * runs it (approved) or tells the model why not.
  */
 export function createToolHost(deps: ToolHostDeps): ToolHost {
   const { store, registry, bus, log, work, executors, queue } = deps;
@@ -96,6 +110,17 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
         Object.hasOwn(enabled, tool.key) &&
         enabled[tool.key] === true,
     );
+  const toModel = (id: string, result: unknown): ToolResult => ({ id, content: JSON.stringify(deps.links.absoluteIn(result ?? null)) });
+
+  async function payerOf(ctx: ToolRunContext) {
+    const payers = await store.payers(ctx.agentId, ctx.sessionId);
+    return {
+      // The session's owner pays, unless the agent's owner pays for everything it does.
+      payer: payers.ownerPays === 'full' ? payers.agentOwnerId : payers.sessionOwnerId,
+      enabled: payers.tools as Record<string, boolean>,
+      approval: toolApprovalOf(payers.toolApproval),
+    };
+  }
 
   return {
     offer(_agentId, enabled): ChatTool[] {
@@ -106,25 +131,52 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
     },
 
     async record(requested, ctx) {
-      const payers = await store.payers(ctx.agentId, ctx.sessionId);
-      // The session's owner pays, unless the agent's owner pays for everything it does.
-      const payer = payers.ownerPays === 'full' ? payers.agentOwnerId : payers.sessionOwnerId;
-      const enabled = payers.tools as Record<string, boolean>;
+      const { payer, enabled, approval } = await payerOf(ctx);
       const rows = await store.record({ messageId: ctx.messageId, sessionId: ctx.sessionId, agentId: ctx.agentId, payer }, requested);
       return {
         async run() {
+          const awaiting: AwaitingCall[] = [];
           const results = await Promise.all(
-            rows.map((row, i) => {
+            rows.map(async (row, i) => {
               const over = overCap(i, row.position, work);
-              if (over) return calls.refuse(row, ctx, over);
+              if (over) return toModel(requested[i]!.id, await calls.refuse(row, ctx, over));
               const call = requested[i]!;
-              const tool = registry.get(call.name);
-              return calls.run(row, call, usable(tool, enabled) ? tool : undefined, ctx, payer);
+              const tool = usable(registry.get(call.name), enabled) ? registry.get(call.name) : undefined;
+              const price = approvalPrice(tool, call, approval);
+              if (price !== null) {
+                // Not run now: it has no result until it is answered (null when the call is gone meanwhile).
+                const toolCall = await store.awaitApproval(row, price);
+                if (toolCall) {
+                  awaiting.push({ call, position: row.position, toolCall, payer, timeoutSeconds: approval.timeoutSeconds });
+                  return undefined;
+                }
+              }
+              return toModel(call.id, await calls.run(row, call, tool, ctx, payer));
             }),
           );
-          return requested.map((c, i) => ({ id: c.id, content: JSON.stringify(deps.links.absoluteIn(results[i] ?? null)) }));
+          awaiting.sort((a, b) => a.position - b.position);
+          return { results: results.filter((r): r is ToolResult => r !== undefined), awaiting };
         },
       };
+    },
+
+    async resume(paused, ctx) {
+      const { payer, enabled } = await payerOf(ctx);
+      const outcomes = new Map((await store.approvalOutcomes(paused.map((p) => p.taskId))).map((o) => [o.id, o]));
+      return Promise.all(
+        paused.map(async ({ call, taskId, position }) => {
+          const outcome = outcomes.get(taskId);
+          // Approved: it runs as any call does, charged as it starts; the owner may have turned the tool off meanwhile.
+          if (outcome?.status === 'pending') {
+            const tool = registry.get(call.name);
+            return toModel(
+              call.id,
+              await calls.run({ id: taskId, position, tool: call.name }, call, usable(tool, enabled) ? tool : undefined, ctx, payer),
+            );
+          }
+          return toModel(call.id, { error: outcome?.error ?? 'The tool call was not approved' });
+        }),
+      );
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { OwnerPays } from '../core/vocabulary.ts';
+import type { OwnerPays, TaskStatus } from '../core/vocabulary.ts';
 import type { ToolCallView } from '../core/events.ts';
 import type { Manna } from '../core/manna.ts';
 import type { RequestedToolCall } from '../core/tool-host.ts';
@@ -42,11 +42,14 @@ export type HoldRefused = { refused: 'budget' } | { refused: 'cap' } | { refused
 
 /** The statements of tools at work in replies. */
 export interface ToolStore {
-  /** The tools the agent's owner enabled and who pays for what it does, and the session's owner. */
+  /**
+   * The tools the agent's owner enabled, which of their calls wait for approval, who pays for
+   * what it does, and the session's owner.
+   */
   payers(
     agentId: string,
     sessionId: string,
-  ): Promise<{ tools: unknown; ownerPays: OwnerPays; agentOwnerId: string; sessionOwnerId: string }>;
+  ): Promise<{ tools: unknown; toolApproval: unknown; ownerPays: OwnerPays; agentOwnerId: string; sessionOwnerId: string }>;
   /** Saves the calls as tasks of the payer, pending, after the message's earlier ones; returns them in order. */
   record(owner: CallOwner, calls: RequestedToolCall[]): Promise<RecordedCall[]>;
   /**
@@ -62,4 +65,8 @@ export interface ToolStore {
    * as saved, or null when someone else settled it first (its session deleted, say).
    */
   settle(call: RecordedCall, place: CallPlace, outcome: Settlement, held: boolean, creations: CallCreation[]): Promise<ToolCallView | null>;
+  /** Moves a pending call to `awaiting_approval` at `price` (nothing held); the call as saved, or null when it is no longer pending. */
+  awaitApproval(call: RecordedCall, price: Manna): Promise<ToolCallView | null>;
+  /** Where the calls a reply paused at stand now: approved ones are `pending` again, denied ones `failed` with why. */
+  approvalOutcomes(ids: string[]): Promise<{ id: string; status: TaskStatus; error: string | null }[]>;
 }

@@ -3,15 +3,16 @@ import type { Db } from '../../db/database.ts';
 import { recordCreations } from '../creations/store.ts';
 import { countAgainstDailyCap, returnHold } from '../manna/stores/holds.ts';
 import { debit, spendable } from '../manna/stores/ledger.ts';
-import { isNoManna } from '../core/manna.ts';
+import { isNoManna, type Manna } from '../core/manna.ts';
 import { spendManna } from '../manna/stores/session-budgets.ts';
 import { toToolCallView } from '../core/stores/message-rows.ts';
 import type { HoldRefused, ToolStore } from './ports.ts';
 
-/** The tasks' statements a tool call's row is written with (`tasks/store.ts`, `tasks/settle-store.ts`). */
+/** The tasks' statements a tool call's row is written with (`tasks/store.ts`, `tasks/settle-store.ts`, `tasks/approval-store.ts`). */
 export interface TaskStatements extends Pick<ToolStore, 'record'> {
   /** Moves the task out of `from` in the caller's transaction; false when another party settled it first. */
   claim(tx: Prisma.TransactionClient, id: string, from: 'pending' | 'running', data: Prisma.TaskUpdateManyMutationInput): Promise<boolean>;
+  approvals: { request(id: string, price: Manna): ReturnType<ToolStore['awaitApproval']>; outcomes: ToolStore['approvalOutcomes'] };
 }
 
 /** A hold that must take nothing: thrown inside its transaction so that all of it rolls back. */
@@ -32,13 +33,21 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }, tasks: T
   return {
     async payers(agentId, sessionId) {
       const [agent, session] = await Promise.all([
-        db.agent.findUniqueOrThrow({ where: { id: agentId }, select: { tools: true, ownerPays: true, ownerId: true } }),
+        db.agent.findUniqueOrThrow({ where: { id: agentId }, select: { tools: true, toolApproval: true, ownerPays: true, ownerId: true } }),
         db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { ownerId: true } }),
       ]);
-      return { tools: agent.tools, ownerPays: agent.ownerPays, agentOwnerId: agent.ownerId, sessionOwnerId: session.ownerId };
+      return {
+        tools: agent.tools,
+        toolApproval: agent.toolApproval,
+        ownerPays: agent.ownerPays,
+        agentOwnerId: agent.ownerId,
+        sessionOwnerId: session.ownerId,
+      };
     },
 
     record: tasks.record,
+    awaitApproval: (call, price) => tasks.approvals.request(call.id, price),
+    approvalOutcomes: (ids) => tasks.approvals.outcomes(ids),
 
     async hold(call, price, payer, place) {
       const cost = new Prisma.Decimal(price);

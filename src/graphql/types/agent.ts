@@ -2,11 +2,14 @@ import {
   agentLlmSettings,
   agentModels,
   agentSuggestions,
+  agentToolApproval,
   agentTools,
+  type ApprovalRule,
   type AgentLlmSettings,
   type AgentModel,
   type AgentSuggestion,
   canReadAgent,
+  type ToolApproval,
   visiblePersona,
 } from '../../domain/agents/index.ts';
 import type { Agent as AgentRow } from '../../generated/prisma/client.ts';
@@ -30,6 +33,23 @@ const LlmSettingsRef = builder.objectRef<AgentLlmSettings>('LlmSettings').implem
     thinkingPolicy: t.string({ nullable: true, resolve: (s) => s.thinkingPolicy ?? null }),
     thinkingEffortCap: t.string({ nullable: true, resolve: (s) => s.thinkingEffortCap ?? null }),
     thinkingEffortInstructions: t.string({ nullable: true, resolve: (s) => s.thinkingEffortInstructions ?? null }),
+  }),
+});
+
+const ToolApprovalRuleRef = builder.objectRef<[string, ApprovalRule]>('ToolApprovalRule').implement({
+  description: "A tool whose calls wait for the agent's owner to approve them: always, or when they cost more than aboveManna.",
+  fields: (t) => ({
+    tool: t.string({ description: 'The tool key.', resolve: ([tool]) => tool }),
+    always: t.boolean({ resolve: ([, rule]) => rule === 'always' }),
+    aboveManna: t.float({ nullable: true, resolve: ([, rule]) => (rule === 'always' ? null : rule.above) }),
+  }),
+});
+
+const ToolApprovalRef = builder.objectRef<ToolApproval>('ToolApproval').implement({
+  description: "Which tools' calls wait for the owner's approval, and how long one waits before it counts as denied.",
+  fields: (t) => ({
+    rules: t.field({ type: [ToolApprovalRuleRef], resolve: (s) => Object.entries(s.tools) }),
+    timeoutSeconds: t.exposeInt('timeoutSeconds'),
   }),
 });
 
@@ -61,6 +81,7 @@ export const Agent = builder.prismaObject('Agent', {
     ownerPays: t.expose('ownerPays', { type: OwnerPaysEnum }),
     tools: t.field({ type: 'JSON', description: 'Tool key → enabled.', resolve: agentTools }),
     llmSettings: t.field({ type: LlmSettingsRef, resolve: agentLlmSettings }),
+    toolApproval: t.field({ type: ToolApprovalRef, resolve: agentToolApproval }),
     owner: t.relation('owner'),
     creator: t.relation('user', { description: 'The creator profile of the agent itself.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
@@ -90,6 +111,32 @@ const LlmSettingsInput = builder.inputType('LlmSettingsInput', {
   }),
 });
 
+const ToolApprovalRuleInput = builder.inputType('ToolApprovalRuleInput', {
+  fields: (t) => ({
+    tool: t.string({ required: true }),
+    aboveManna: t.float({ description: 'Ask only when a call costs more than this; without it, ask for every call.' }),
+  }),
+});
+const ToolApprovalInput = builder.inputType('ToolApprovalInput', {
+  fields: (t) => ({
+    rules: t.field({ type: [ToolApprovalRuleInput], description: 'Replaces the rules as a whole; [] asks for none.' }),
+    timeoutSeconds: t.int({ description: 'How long a call waits for an answer (5 s to a week; 600 unless set).' }),
+  }),
+});
+
+type ApprovalInput = { rules?: { tool: string; aboveManna?: number | null }[] | null; timeoutSeconds?: number | null } | null | undefined;
+
+/** The input's list of rules as the domain keeps them, by tool key; what is left unsaid stays unsaid (the domain checks values). */
+const toDomainApproval = (input: ApprovalInput) =>
+  input && {
+    ...(input.rules && {
+      tools: Object.fromEntries(
+        input.rules.map((r) => [r.tool, r.aboveManna === null || r.aboveManna === undefined ? 'always' : { above: r.aboveManna }]),
+      ),
+    }),
+    ...(input.timeoutSeconds !== undefined && { timeoutSeconds: input.timeoutSeconds }),
+  };
+
 /** Field checks (lengths, limits, references) happen once, in the domain's zod schema. */
 const agentInputFields = (required: boolean) =>
   builder.inputType(required ? 'CreateAgentInput' : 'UpdateAgentInput', {
@@ -109,6 +156,7 @@ const agentInputFields = (required: boolean) =>
       ownerPays: t.field({ type: OwnerPaysEnum }),
       tools: t.field({ type: 'JSON' }),
       llmSettings: t.field({ type: LlmSettingsInput }),
+      toolApproval: t.field({ type: ToolApprovalInput }),
     }),
   });
 const CreateAgentInput = agentInputFields(true);
@@ -126,7 +174,8 @@ builder.mutationFields((t) => ({
   createAgent: t.prismaField({
     type: 'Agent',
     args: { input: t.arg({ type: CreateAgentInput, required: true }) },
-    resolve: (query, _root, { input }, ctx) => ctx.services.agents.create(viewerOf(ctx), input, query),
+    resolve: (query, _root, { input }, ctx) =>
+      ctx.services.agents.create(viewerOf(ctx), { ...input, toolApproval: toDomainApproval(input.toolApproval) }, query),
   }),
   deleteAgent: t.boolean({
     description: 'Deletes an agent you own with its triggers, deployments and memories; sessions keep its messages and go on without it.',
@@ -140,6 +189,7 @@ builder.mutationFields((t) => ({
     type: 'Agent',
     description: 'Changes only the fields given; llmSettings is merged field by field.',
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateAgentInput, required: true }) },
-    resolve: (query, _root, { id, input }, ctx) => ctx.services.agents.update(viewerOf(ctx), String(id), input, query),
+    resolve: (query, _root, { id, input }, ctx) =>
+      ctx.services.agents.update(viewerOf(ctx), String(id), { ...input, toolApproval: toDomainApproval(input.toolApproval) }, query),
   }),
 }));

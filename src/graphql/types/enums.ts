@@ -12,6 +12,7 @@ import {
   SessionPermission,
   SessionStatus,
   TaskStatus,
+  ToolApprovalState,
   TriggerStatus,
   WhileReplying,
 } from '../../domain/core/vocabulary.ts';
@@ -50,6 +51,10 @@ export const WhileReplyingEnum = builder.enumType('WhileReplying', {
 });
 export const SessionPermissionEnum = builder.enumType('SessionPermission', { values: upper(Object.values(SessionPermission)) });
 export const ToolCallStatusEnum = builder.enumType('ToolCallStatus', { values: upper(Object.values(TaskStatus)) });
+export const ToolApprovalStateEnum = builder.enumType('ToolApprovalState', {
+  description: 'Where a tool call\'s approval stands (docs/sessions.md, "Tool calls that wait for approval").',
+  values: upper(Object.values(ToolApprovalState)),
+});
 export const TaskStatusEnum = builder.enumType('TaskStatus', { values: upper(Object.values(TaskStatus)) });
 export const OutputTypeEnum = builder.enumType('OutputType', { values: upper(outputTypes) });
 export const TaskTypeEnum = builder.enumType('TaskType', {

@@ -4,7 +4,7 @@ import { builder } from '../builder.ts';
 import { loadersOf, maybeViewer, viewerOf } from '../context.ts';
 import { Agent, readableAgent } from './agent.ts';
 import { Creator } from './creator.ts';
-import { MessageRoleEnum, MessageStatusEnum, ToolCallStatusEnum } from './enums.ts';
+import { MessageRoleEnum, MessageStatusEnum, ToolApprovalStateEnum, ToolCallStatusEnum } from './enums.ts';
 import { nodeInterfaces, RAW_ID } from './node.ts';
 
 export const ToolCall = builder.objectRef<ToolCallView>('ToolCall').implement({
@@ -15,8 +15,13 @@ export const ToolCall = builder.objectRef<ToolCallView>('ToolCall').implement({
     args: t.expose('args', { type: 'JSON' }),
     status: t.expose('status', { type: ToolCallStatusEnum }),
     result: t.field({ type: 'JSON', nullable: true, resolve: (c, _, ctx) => ctx.services.links.absoluteIn(c.result) }),
-    cost: t.exposeFloat('cost', { nullable: true, description: 'Manna charged for the call.' }),
+    cost: t.exposeFloat('cost', { nullable: true, description: 'Manna charged for the call; while AWAITING_APPROVAL, its price.' }),
     error: t.exposeString('error', { nullable: true }),
+    approval: t.expose('approval', {
+      type: ToolApprovalStateEnum,
+      nullable: true,
+      description: "For a call that needed its payer's yes: where that stands; null when none was needed.",
+    }),
   }),
 });
 

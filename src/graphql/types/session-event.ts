@@ -93,6 +93,18 @@ const eventTypes: { [T in SessionEventType]: EventTypeSpec<T> } = {
       toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
     }),
   },
+  tool_approval_requested: {
+    name: 'ToolApprovalRequested',
+    description:
+      "A reply paused at a tool call that waits for its payer's yes (settleToolApproval); toolCall has its arguments and its price as cost.",
+    fields: (t) => ({
+      promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+      messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
+      agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
+      toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
+      expiresAt: t.field({ type: 'DateTime', description: 'When it counts as denied, unanswered.', resolve: (e) => new Date(e.expiresAt) }),
+    }),
+  },
   error: {
     name: 'ReplyFailed',
     description: 'A reply broke off; message is the saved reply (status FAILED) with what was written.',

@@ -244,6 +244,21 @@ const TaskEvent = feedEventInterface<TaskFeedEvent['type']>('TaskEvent', 'A chan
       rawTaskId: t.exposeID('taskId', { description: RAW_ID }),
     }),
   },
+  tool_approval_requested: {
+    name: 'TaskApprovalRequested',
+    description: 'A reply paused at a tool call of yours: approve or deny it with settleToolApproval (nothing is charged until it runs).',
+    fields: (t) => ({
+      taskId: t.globalID({ resolve: (e) => ({ type: 'Task', id: e.taskId }) }),
+      rawTaskId: t.exposeID('taskId', { description: RAW_ID }),
+      sessionId: t.globalID({ resolve: (e) => ({ type: 'Session', id: e.sessionId }) }),
+      messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
+      agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
+      toolKey: t.exposeString('tool'),
+      args: t.field({ type: 'JSON', resolve: (e, _, ctx) => ctx.services.links.absoluteIn(e.args) }),
+      cost: t.exposeFloat('cost', { description: 'What it would be charged, if approved.' }),
+      expiresAt: t.field({ type: 'DateTime', description: 'When it counts as denied, unanswered.', resolve: (e) => new Date(e.expiresAt) }),
+    }),
+  },
 });
 
 builder.subscriptionFields((t) => ({

@@ -22,6 +22,7 @@ export interface MemAgent {
   isPersonaPublic: boolean;
   llmSettings: Record<string, unknown>;
   tools: Record<string, boolean>;
+  toolApproval: Record<string, unknown>;
   models: { lora: string; useWhen: string }[];
   createdAt: Date;
 }
@@ -124,6 +125,7 @@ export function memoryAgentStore(c: Catalog): AgentStore {
         isPersonaPublic: input.isPersonaPublic ?? false,
         llmSettings: input.llmSettings ?? {},
         tools: input.tools ?? {},
+        toolApproval: input.toolApproval ?? {},
         models: input.models ?? [],
         createdAt: c.clock.now(),
       };
@@ -141,9 +143,10 @@ export function memoryAgentStore(c: Catalog): AgentStore {
         if (!takeKey(patch.key, id)) return { refused: 'key-taken' as const };
         c.usernames.delete(agent.key.toLowerCase());
       }
-      const { llmSettings, ...rest } = patch;
+      const { llmSettings, toolApproval, ...rest } = patch;
       Object.assign(agent, Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)));
       if (llmSettings) agent.llmSettings = { ...agent.llmSettings, ...llmSettings };
+      if (toolApproval) agent.toolApproval = { ...agent.toolApproval, ...toolApproval };
       c.writes.push(`update agent ${id}`);
       return withKey(agent);
     },

@@ -40,6 +40,7 @@ export const toToolCallView = (c: MessageRow['toolCalls'][number]): ToolCallView
   result: c.result,
   cost: c.cost === null ? null : c.cost.toNumber(),
   error: c.error,
+  approval: c.approval,
 });
 
 export const toMessageView = (m: MessageRow): MessageView => ({

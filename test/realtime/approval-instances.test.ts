@@ -1,0 +1,67 @@
+import { expect, it } from 'vitest';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import type { FakeOpenAI } from '../helpers/fake-openai.ts';
+import { startFakeToolService } from '../helpers/fake-tool-service.ts';
+import { fixtures } from '../helpers/fixtures.ts';
+import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
+import { startRedis } from '../helpers/redis.ts';
+import { settledSession } from '../helpers/sessions.ts';
+import { setUp } from '../helpers/set-up.ts';
+import { toolRegistryWith, httpTool } from '../helpers/tool-registry.ts';
+import { until } from '../helpers/until.ts';
+
+/**
+ * A reply paused for approval on one instance goes on on another: two instances over one
+ * PostgreSQL and one Redis; the reply pauses on a, a stops, the payer answers on b, and b (the
+ * only one left to take the job) runs the tool and finishes the reply.
+ */
+let llm: FakeOpenAI;
+let svc: Awaited<ReturnType<typeof startFakeToolService>>;
+let a: TestApp;
+let b: TestApp;
+let alice: TestUser;
+let agentId: string;
+
+setUp(async (start) => {
+  const [redis, database] = await Promise.all([start.service(startRedis()), start.service(freshPostgresDatabase(), (d) => d.drop())]);
+  llm = await start.fakeOpenAI({ tokens: ['Done.'] });
+  svc = await start.service(startFakeToolService({ answer: { result: { made: 'a boat' } } }));
+  const toolsDir = await toolRegistryWith({ remote_maker: httpTool('remote_maker', svc.url) });
+  const config = { redisUrl: redis.url, llm: { baseUrl: llm.baseUrl }, toolsDir };
+  // One after the other: the first applies the migrations.
+  a = await start.app(config, { kind: 'postgres', url: database.url });
+  b = await start.app(config, { kind: 'postgres', url: database.url });
+  alice = await a.createUser('alice');
+  await a.services.manna.grant('alice', '10', 'forever');
+  agentId = (
+    await fixtures(a).agent(alice, { name: 'Ada', tools: { remote_maker: true }, toolApproval: { tools: { remote_maker: 'always' } } })
+  ).id;
+});
+
+it('paused on a, approved on b with a gone: b runs the tool once, charged, and finishes the reply', async () => {
+  llm.choose((r) => {
+    const last = r.body.messages.at(-1);
+    if (last?.role === 'user' && last.content === 'build a boat')
+      return { tokens: ['Sawing.'], toolCalls: [{ id: 'call_1', name: 'remote_maker', arguments: '{"prompt":"a boat","n":2}' }] };
+    if (last?.role === 'tool') return { tokens: [' Afloat.'] };
+    return undefined;
+  });
+  const sent = await a.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agentId], content: 'build a boat' } });
+  const sessionId = sent.body.session_id as string;
+  const call = await until('the call to wait for approval', () =>
+    a.db.task.findFirst({ where: { sessionId, status: 'awaiting_approval' } }),
+  );
+  await a.close();
+
+  const approved = await b.rest('POST', `/v2/sessions/${sessionId}/approvals/${call.id}`, { key: alice.apiKey, body: { approve: true } });
+  expect(approved.status, JSON.stringify(approved.body)).toBe(200);
+  const reply = (await settledSession(b, alice, sessionId)).messages.at(-1);
+  expect(reply).toMatchObject({ status: 'complete', content: 'Sawing. Afloat.' });
+  expect(reply.tool_calls).toEqual([expect.objectContaining({ id: call.id, status: 'completed', cost: 2 })]);
+  expect((await b.db.message.findUniqueOrThrow({ where: { id: reply.id } })).instance).toBe(b.services.replies.instanceId);
+  expect(svc.calls).toHaveLength(1);
+  const user = await b.db.user.findUniqueOrThrow({ where: { id: alice.id } });
+  const ledger = await b.db.mannaLedger.findMany({ where: { userId: alice.id } });
+  expect(ledger.reduce((s, r) => s + r.amount.toNumber(), 0)).toBe(user.foreverBalance.toNumber() + user.subscriptionBalance.toNumber());
+  expect(user.foreverBalance.toNumber()).toBe(8);
+});
