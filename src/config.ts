@@ -450,8 +450,9 @@ export const settings = {
       meaning: 'deliveries one instance has under way to one endpoint at once; the others wait their turn',
     }),
     sweepMs: setting('WEBHOOK_SWEEP_MS', z.coerce.number().int().min(50), {
-      default: 250,
-      meaning: 'how often each instance looks for deliveries due and hands them to the job queue (one indexed query)',
+      default: 10_000,
+      meaning:
+        'the safety net: how often each instance looks for deliveries due that nothing handed to the job queue (the instance that records an event hands its deliveries over once it commits; one that died first leaves them to this look)',
     }),
   },
   collections: {

@@ -154,8 +154,9 @@ async function sendTry(
 }
 
 /**
- * Delivering on the job queue, at least once: a delivery is a row, due at `nextAttemptAt`; a
- * sweep on every instance hands due ones to the queue, a job takes one try (the row's claim, so
+ * Delivering on the job queue, at least once: a delivery is a row, due at `nextAttemptAt`; the
+ * instance whose transaction made it due hands it to the queue once that commits (a slow sweep on
+ * every instance catches what such a nudge missed), a job takes one try (the row's claim, so
  * one instance tries it however many jobs name it), signs it, sends it and stores the outcome,
  * then sends the job of the next try with the growing delay. A try whose instance dies is taken
  * again once its claim lapses, with the same `webhook-id`.
@@ -284,26 +285,38 @@ export function webhookDeliveries(deps: {
   return {
     handle,
     sweep,
-    /** Declares the queue, works it here and sweeps every `sweepMs`; returns how to stop sweeping. */
-    async start() {
+    /**
+     * Declares the queue and works it here; hands due deliveries to the queue each time `nudges`
+     * says a transaction made some (after it commits), and every `sweepMs` as the safety net (a
+     * nudge lost with an instance that died, a job lost); returns how to stop.
+     */
+    async start(nudges: (nudge: () => void) => () => void) {
       const runSeconds = Math.ceil((settings.timeoutMs + CLAIM_MARGIN_MS) / 1000) + 30;
       await jobs.declare({ name: WEBHOOK_QUEUE, retries: 3, retryDelaySeconds: 1, runSeconds });
       await jobs.work<DeliveryJob>(WEBHOOK_QUEUE, { concurrency: CONCURRENCY }, (job) => handle(job.data, job.signal));
-      // One sweep at a time here: a slow one is not joined by the next tick.
+      // One sweep at a time here; nudges during one make one more after it, not one each (a
+      // thousand events committed together are handed over in a few sweeps).
       let sweeping = false;
+      let again = false;
       const tick = () => {
-        if (sweeping) return;
+        if (sweeping) return void (again = true);
         sweeping = true;
+        again = false;
         sweep()
           .catch((err) => log.error({ err }, 'webhook deliveries could not be handed to the queue'))
           .finally(() => {
             sweeping = false;
+            if (again) tick();
           });
       };
+      const stopNudges = nudges(tick);
       tick();
       const timer = setInterval(tick, settings.sweepMs);
       timer.unref();
-      return () => clearInterval(timer);
+      return () => {
+        stopNudges();
+        clearInterval(timer);
+      };
     },
   };
 }

@@ -1,3 +1,4 @@
+import { signalOnCommit } from '../../db/after-commit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { newId } from '../core/ids.ts';
@@ -60,6 +61,12 @@ const deliveryView = (row: DeliveryRow): DeliveryView => ({
   tries: row.tries,
 });
 
+/**
+ * What a transaction that made deliveries due signals once it commits: the deliverer hands them
+ * to the queue then (`webhookDeliveries`), rather than a poll finding them.
+ */
+export const DELIVERIES_DUE = 'webhook-deliveries-due';
+
 /** An event's id, the `webhook-id` of its deliveries: `msg_` and a time-ordered id, as the specification's examples are. */
 const eventId = () => `msg_${newId().replaceAll('-', '')}`;
 
@@ -70,6 +77,7 @@ async function writeEvent(tx: Tx, event: WebhookEventInput, webhookIds: string[]
   await tx.webhookDelivery.createMany({
     data: webhookIds.map((webhookId) => ({ id: newId(), webhookId, eventId: id, nextAttemptAt: at, createdAt: at })),
   });
+  signalOnCommit(tx, DELIVERIES_DUE);
   return id;
 }
 
@@ -152,7 +160,10 @@ export function prismaWebhookStore(db: Db): WebhookStore {
     },
     async redeliver(webhookId, eventId, at) {
       const id = newId();
-      await db.webhookDelivery.create({ data: { id, webhookId, eventId, nextAttemptAt: at, createdAt: at } });
+      await db.$transaction(async (tx) => {
+        await tx.webhookDelivery.create({ data: { id, webhookId, eventId, nextAttemptAt: at, createdAt: at } });
+        signalOnCommit(tx, DELIVERIES_DUE);
+      });
       return deliveryById(id);
     },
     async recordFor(webhookId, event, at) {
