@@ -6,7 +6,7 @@ import type { DatabaseConfig, SecretsConfig } from '../../src/config.ts';
 import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { freshDatabase, onRealPostgres } from '../helpers/database.ts';
 import { setUp } from '../helpers/set-up.ts';
-import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
+import { type Receiver, startReceiver, SAFETY_NET_NEVER } from '../helpers/webhook-receiver.ts';
 
 /**
  * A webhook's secret is sealed with the key deployments' tokens are: moved without that key (a
@@ -35,7 +35,7 @@ async function startedWith<T>(s: SecretsConfig, check: (t: TestApp) => Promise<T
     {
       secrets: s,
       outbound: { allowHttp: true, allowPrivate: true },
-      webhooks: { sweepMs: 100, retryDelaysS: [60] },
+      webhooks: { sweepMs: SAFETY_NET_NEVER, retryDelaysS: [60] },
       jobs: { pollMs: 500 },
     },
     database,
