@@ -1,37 +1,40 @@
 /**
  * Signals sent once a transaction has committed: a change marks the transaction it writes in
- * (`signalOnCommit`), and the client that ran it tells the listeners of that signal
- * (`onCommitted`) after the commit, never after a rollback. A listener that acts at once (a
- * webhook's deliverer handing the new deliveries to the queue) so sees what the transaction
- * wrote, and work that nothing recorded costs no poll.
+ * with what it made (`signalOnCommit`), and the client that ran it tells the listeners of that
+ * signal (`onCommitted`) after the commit, never after a rollback. A listener that acts at once
+ * (a webhook's deliverer handing the new deliveries to the queue) so acts on rows others can
+ * read, and work that nothing recorded costs no poll.
  */
-type Listeners = Map<string, Set<() => void>>;
+type Listener = (values: unknown[]) => void;
 
-const marked = new WeakMap<object, Set<string>>();
-const listenersOf = new WeakMap<object, Listeners>();
+const marked = new WeakMap<object, Map<string, unknown[]>>();
+const listenersOf = new WeakMap<object, Map<string, Set<Listener>>>();
 
-/** Marks `tx` so that the listeners of `signal` on its client hear of it once it commits. */
-export function signalOnCommit(tx: object, signal: string): void {
-  const signals = marked.get(tx) ?? new Set<string>();
-  signals.add(signal);
+/** Marks `tx` so that the listeners of `signal` on its client hear of `values` once it commits. */
+export function signalOnCommit(tx: object, signal: string, ...values: unknown[]): void {
+  const signals = marked.get(tx) ?? new Map<string, unknown[]>();
+  signals.set(signal, [...(signals.get(signal) ?? []), ...values]);
   marked.set(tx, signals);
 }
 
-/** Calls `listener` after each transaction of `client` that committed marked with `signal`; returns how to stop. */
-export function onCommitted(client: object, signal: string, listener: () => void): () => void {
-  const listeners = listenersOf.get(client) ?? new Map<string, Set<() => void>>();
+/**
+ * Calls `listener` after each transaction of `client` that committed marked with `signal`, with
+ * the values it was marked with, in order; returns how to stop.
+ */
+export function onCommitted<T>(client: object, signal: string, listener: (values: T[]) => void): () => void {
+  const listeners = listenersOf.get(client) ?? new Map<string, Set<Listener>>();
   listenersOf.set(client, listeners);
-  const set = listeners.get(signal) ?? new Set<() => void>();
+  const set = listeners.get(signal) ?? new Set<Listener>();
   listeners.set(signal, set);
-  set.add(listener);
-  return () => set.delete(listener);
+  set.add(listener as Listener);
+  return () => set.delete(listener as Listener);
 }
 
 function committed(client: object, tx: object) {
   const signals = marked.get(tx);
   if (!signals) return;
   marked.delete(tx);
-  for (const signal of signals) for (const listener of listenersOf.get(client)?.get(signal) ?? []) listener();
+  for (const [signal, values] of signals) for (const listener of listenersOf.get(client)?.get(signal) ?? []) listener(values);
 }
 
 interface Transacting {

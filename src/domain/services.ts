@@ -137,7 +137,7 @@ function composeWebhooks(db: Db, dependencies: ServiceDependencies, log: Log) {
         settings,
         log,
       });
-      stopSweeping = await deliveries.start((nudge) => onCommitted(db, DELIVERIES_DUE, nudge));
+      stopSweeping = await deliveries.start((handOver) => onCommitted(db, DELIVERIES_DUE, handOver));
     },
     stop: () => stopSweeping(),
   };

@@ -26,7 +26,7 @@ const STALE_MS = 30_000;
 const SLOT_WAIT_MS = 2_000;
 
 /** A job of the queue: the delivery, and its endpoint (known to jobs sent since the endpoint was named in them). */
-interface DeliveryJob {
+export interface DeliveryJob {
   id: string;
   webhookId?: string;
 }
@@ -155,8 +155,8 @@ async function sendTry(
 
 /**
  * Delivering on the job queue, at least once: a delivery is a row, due at `nextAttemptAt`; the
- * instance whose transaction made it due hands it to the queue once that commits (a slow sweep on
- * every instance catches what such a nudge missed), a job takes one try (the row's claim, so
+ * instance whose transaction made it hands it to the queue once that commits (a slow sweep on
+ * every instance catches what such a hand-over missed), a job takes one try (the row's claim, so
  * one instance tries it however many jobs name it), signs it, sends it and stores the outcome,
  * then sends the job of the next try with the growing delay. A try whose instance dies is taken
  * again once its claim lapses, with the same `webhook-id`.
@@ -271,10 +271,14 @@ export function webhookDeliveries(deps: {
     }
   }
 
-  /** Hands every due delivery no job holds to the queue: new events, tries whose job was lost. */
-  async function sweep() {
+  /**
+   * Hands every due delivery no job holds to the queue: tries whose job was lost, events whose
+   * hand-over was. `all`: also those handed over within `STALE_MS` (the first sweep of an
+   * instance: an event recorded before its deliverer listened for nudges was handed to no one).
+   */
+  async function sweep(all = false) {
     const now = new Date();
-    const stale = new Date(now.getTime() - STALE_MS);
+    const stale = all ? now : new Date(now.getTime() - STALE_MS);
     for (;;) {
       const due = await store.takeDue(now, stale, SWEEP_BATCH);
       await Promise.all(due.map((job) => jobs.send(WEBHOOK_QUEUE, job satisfies DeliveryJob)));
@@ -286,31 +290,33 @@ export function webhookDeliveries(deps: {
     handle,
     sweep,
     /**
-     * Declares the queue and works it here; hands due deliveries to the queue each time `nudges`
-     * says a transaction made some (after it commits), and every `sweepMs` as the safety net (a
-     * nudge lost with an instance that died, a job lost); returns how to stop.
+     * Declares the queue and works it here. `nudges` calls back with the deliveries a transaction
+     * made once it commits: each is sent to the queue at once (whichever instance works it). Every
+     * `sweepMs` a sweep is the safety net (a hand-over lost with an instance that died, a job
+     * lost). Returns how to stop.
      */
-    async start(nudges: (nudge: () => void) => () => void) {
+    async start(nudges: (handOver: (made: DeliveryJob[]) => void) => () => void) {
       const runSeconds = Math.ceil((settings.timeoutMs + CLAIM_MARGIN_MS) / 1000) + 30;
       await jobs.declare({ name: WEBHOOK_QUEUE, retries: 3, retryDelaySeconds: 1, runSeconds });
       await jobs.work<DeliveryJob>(WEBHOOK_QUEUE, { concurrency: CONCURRENCY }, (job) => handle(job.data, job.signal));
-      // One sweep at a time here; nudges during one make one more after it, not one each (a
-      // thousand events committed together are handed over in a few sweeps).
+      const stopNudges = nudges((made) => {
+        for (const job of made)
+          jobs
+            .send(WEBHOOK_QUEUE, { id: job.id, webhookId: job.webhookId } satisfies DeliveryJob)
+            .catch((err) => log.error({ err, delivery: job.id }, 'a webhook delivery could not be handed to the queue; the sweep will'));
+      });
+      // One sweep at a time here: a slow one is not joined by the next tick.
       let sweeping = false;
-      let again = false;
-      const tick = () => {
-        if (sweeping) return void (again = true);
+      const tick = (all = false) => {
+        if (sweeping) return;
         sweeping = true;
-        again = false;
-        sweep()
+        sweep(all)
           .catch((err) => log.error({ err }, 'webhook deliveries could not be handed to the queue'))
           .finally(() => {
             sweeping = false;
-            if (again) tick();
           });
       };
-      const stopNudges = nudges(tick);
-      tick();
+      tick(true);
       const timer = setInterval(tick, settings.sweepMs);
       timer.unref();
       return () => {
