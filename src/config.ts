@@ -422,12 +422,12 @@ export const settings = {
   outbound: {
     allowHttp: setting('OUTBOUND_ALLOW_HTTP', flag, {
       default: false,
-      meaning: 'addresses users give the service to call (webhooks) may be http:// as well as https:// (tests, private networks)',
+      meaning: 'addresses the service is given to call (webhooks, tool services: docs/outbound.md) may be http:// as well as https:// (tests, private networks)',
     }),
     allowPrivate: setting('OUTBOUND_ALLOW_PRIVATE', flag, {
       default: false,
       meaning:
-        'addresses users give the service to call may resolve to loopback, private, link-local or metadata addresses (tests, private networks); refused otherwise, when given and again on each call',
+        'addresses the service is given to call (webhooks, tool services) may resolve to loopback, private, link-local or metadata addresses (tests, private networks); refused otherwise, when given and again on each call',
     }),
   },
   webhooks: {

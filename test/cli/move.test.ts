@@ -25,6 +25,9 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
   let root: string;
   let tg: FakeTelegram;
   let first: ServerProcess;
+  /** The restored service and the one on PostgreSQL, each kept for the step after the one that starts it. */
+  let second: ServerProcess;
+  let third: ServerProcess;
   let alice: string;
   let made: { creationId: string; taskId: string; file: string; bytes: Buffer };
   let token: string;
@@ -133,7 +136,7 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
     await first.waitFor(/parley listening on/);
   });
   afterAll(async () => {
-    first?.child.kill('SIGKILL');
+    for (const server of [first, second, third]) server?.child.kill('SIGKILL');
     await tg?.close();
     await receiver?.stop();
     await target?.drop();
@@ -200,23 +203,23 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
         `The secrets of 1 deployment and 1 webhook endpoint are sealed with key id ${keyId}, and there is no .*restored/secrets\\.key with that key: before starting, copy the secrets\\.key`,
       ),
     );
-    const second = await startServerProcess({ DATA_DIR: dirs().restored, ...telegram() });
-    try {
-      await second.waitFor(/parley listening on/);
-      expect(second.url).not.toBe(first.url);
-      await expectLinksTo(second.url);
-      expect(await deployment(second.url)).toEqual({
-        state: 'stopped',
-        valid: true,
-        last_error: expect.stringMatching(
-          /^Not running: .*restored\/secrets\.key is missing, and the secrets of 1 deployment and 1 webhook endpoint with key id/,
-        ),
-      });
-      expect(second.output()).toMatch(/deployments do not run on this instance: .*restored\/secrets\.key is missing/);
-      await expectUnsigned(second.url);
-    } finally {
-      await stop(second);
-    }
+    second = await startServerProcess({ DATA_DIR: dirs().restored, ...telegram() });
+    await second.waitFor(/parley listening on/);
+    expect(second.url).not.toBe(first.url);
+    await expectLinksTo(second.url);
+    expect(await deployment(second.url)).toEqual({
+      state: 'stopped',
+      valid: true,
+      last_error: expect.stringMatching(
+        /^Not running: .*restored\/secrets\.key is missing, and the secrets of 1 deployment and 1 webhook endpoint with key id/,
+      ),
+    });
+    expect(second.output()).toMatch(/deployments do not run on this instance: .*restored\/secrets\.key is missing/);
+  });
+
+  it('restored without its key, the webhook sends nothing rather than a try signed otherwise, and its log says why', async () => {
+    await expectUnsigned(second.url);
+    await stop(second);
     // No key was made beside secrets sealed with another.
     await expect(access(join(dirs().restored, 'secrets.key'))).rejects.toThrow(/ENOENT/);
   });
@@ -236,23 +239,23 @@ describe('moving data: backup, restore and db copy, then serving from elsewhere'
     const redis: Record<string, string> = process.env.TEST_REDIS_URL
       ? { REDIS_URL: process.env.TEST_REDIS_URL, REDIS_KEY_PREFIX: `move-${process.pid}:` }
       : {};
-    const third = await startServerProcess({ DATABASE_URL: target.url, MEDIA_DIR: mediaDir, ...redis, ...telegram() });
-    try {
-      await third.waitFor(/parley listening on/);
-      await expectLinksTo(third.url);
-      expect(await deployment(third.url)).toEqual({
-        state: 'stopped',
-        valid: true,
-        last_error: expect.stringMatching(
-          new RegExp(
-            `^Not running: SECRETS_KEY is not set, and the secrets of 1 deployment and 1 webhook endpoint with key id ${keyId} are sealed with a key`,
-          ),
+    third = await startServerProcess({ DATABASE_URL: target.url, MEDIA_DIR: mediaDir, ...redis, ...telegram() });
+    await third.waitFor(/parley listening on/);
+    await expectLinksTo(third.url);
+    expect(await deployment(third.url)).toEqual({
+      state: 'stopped',
+      valid: true,
+      last_error: expect.stringMatching(
+        new RegExp(
+          `^Not running: SECRETS_KEY is not set, and the secrets of 1 deployment and 1 webhook endpoint with key id ${keyId} are sealed with a key`,
         ),
-      });
-      await expectUnsigned(third.url);
-    } finally {
-      await stop(third);
-    }
+      ),
+    });
+  });
+
+  it('copied to PostgreSQL without SECRETS_KEY, the webhook sends nothing, and its log says why', async () => {
+    await expectUnsigned(third.url);
+    await stop(third);
   });
 
   it('given the key, the restored directory and PostgreSQL sign with the secret the webhook was made with', async () => {

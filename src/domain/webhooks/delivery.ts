@@ -295,35 +295,47 @@ export function webhookDeliveries(deps: {
      * `sweepMs` a sweep is the safety net (a hand-over lost with an instance that died, a job
      * lost). Returns how to stop.
      */
-    async start(nudges: (handOver: (made: DeliveryJob[]) => void) => () => void) {
+    async start(nudges: Nudges) {
       const runSeconds = Math.ceil((settings.timeoutMs + CLAIM_MARGIN_MS) / 1000) + 30;
       await jobs.declare({ name: WEBHOOK_QUEUE, retries: 3, retryDelaySeconds: 1, runSeconds });
       await jobs.work<DeliveryJob>(WEBHOOK_QUEUE, { concurrency: CONCURRENCY }, (job) => handle(job.data, job.signal));
-      const stopNudges = nudges((made) => {
-        for (const job of made)
-          jobs
-            .send(WEBHOOK_QUEUE, { id: job.id, webhookId: job.webhookId } satisfies DeliveryJob)
-            .catch((err) => log.error({ err, delivery: job.id }, 'a webhook delivery could not be handed to the queue; the sweep will'));
-      });
-      // One sweep at a time here: a slow one is not joined by the next tick.
-      let sweeping = false;
-      const tick = (all = false) => {
-        if (sweeping) return;
-        sweeping = true;
-        sweep(all)
-          .catch((err) => log.error({ err }, 'webhook deliveries could not be handed to the queue'))
-          .finally(() => {
-            sweeping = false;
-          });
-      };
-      tick(true);
-      const timer = setInterval(tick, settings.sweepMs);
-      timer.unref();
-      return () => {
-        stopNudges();
-        clearInterval(timer);
-      };
+      return handOverAndSweep({ jobs, log, sweepMs: settings.sweepMs, sweep }, nudges);
     },
+  };
+}
+
+/** Subscribes a hand-over to the deliveries each committed transaction made; returns how to stop. */
+type Nudges = (handOver: (made: DeliveryJob[]) => void) => () => void;
+
+/** Sends what nudges name to the queue, and sweeps as the safety net (one sweep at a time here); returns how to stop. */
+function handOverAndSweep(
+  deps: { jobs: JobQueue; log: Log; sweepMs: number; sweep: (all: boolean) => Promise<void> },
+  nudges: Nudges,
+): () => void {
+  const { jobs, log, sweepMs, sweep } = deps;
+  const stopNudges = nudges((made) => {
+    for (const job of made)
+      jobs
+        .send(WEBHOOK_QUEUE, { id: job.id, webhookId: job.webhookId } satisfies DeliveryJob)
+        .catch((err) => log.error({ err, delivery: job.id }, 'a webhook delivery could not be handed to the queue; the sweep will'));
+  });
+  // A slow sweep is not joined by the next tick.
+  let sweeping = false;
+  const tick = (all = false) => {
+    if (sweeping) return;
+    sweeping = true;
+    sweep(all)
+      .catch((err) => log.error({ err }, 'webhook deliveries could not be handed to the queue'))
+      .finally(() => {
+        sweeping = false;
+      });
+  };
+  tick(true);
+  const timer = setInterval(tick, sweepMs);
+  timer.unref();
+  return () => {
+    stopNudges();
+    clearInterval(timer);
   };
 }
 
