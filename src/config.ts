@@ -422,7 +422,8 @@ export const settings = {
   outbound: {
     allowHttp: setting('OUTBOUND_ALLOW_HTTP', flag, {
       default: false,
-      meaning: 'addresses the service is given to call (webhooks, tool services: docs/outbound.md) may be http:// as well as https:// (tests, private networks)',
+      meaning:
+        'addresses the service is given to call (webhooks, tool services: docs/outbound.md) may be http:// as well as https:// (tests, private networks)',
     }),
     allowPrivate: setting('OUTBOUND_ALLOW_PRIVATE', flag, {
       default: false,

@@ -112,7 +112,14 @@ describe("the tool services' client", () => {
     const tool = (await loadToolRegistry(dir)).get('far_tool')!;
     const handler = tool.handler as { http: string; timeout_ms: number; retries: number };
     const execute = httpExecutor(guardedFetch(config))({ url: handler.http, timeoutMs: handler.timeout_ms, retries: handler.retries });
-    return execute({ tool, args: { prompt: 'a kite', n: 1 }, userId: 'u', agentId: null, sessionId: null, signal: new AbortController().signal });
+    return execute({
+      tool,
+      args: { prompt: 'a kite', n: 1 },
+      userId: 'u',
+      agentId: null,
+      sessionId: null,
+      signal: new AbortController().signal,
+    });
   }
 
   it('checks the address at each call: a tool service on loopback is not called unless the operator allows it', async () => {
