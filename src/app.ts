@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { addressGuard } from './outbound/address-guard.ts';
+import { addressGuard, guardedFetch } from './outbound/address-guard.ts';
 import { webhookSender } from './outbound/webhook-sender.ts';
 import type { Server } from 'node:http';
 import fastifyStatic from '@fastify/static';
@@ -77,8 +77,9 @@ export interface BuildOptions {
 
 /** Builds the whole service from config; production and tests use this same factory. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
-  // The registry is checked first: a broken tool file should stop start-up before anything opens.
-  const tools = await loadToolRegistry(config.toolsDir);
+  // The registry is checked first: a broken tool file, or a tool service at an address the
+  // outbound rules refuse, should stop start-up before anything opens.
+  const tools = await loadToolRegistry(config.toolsDir, addressGuard(config.outbound));
   const { database, recovered } = await openMigratedDatabase(config, options);
   const http = createHttpServer(config, options);
   const metrics = createMetrics({ process: true });
@@ -98,7 +99,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     deployments: { sealer, connectors: connectorsFor(config) },
     chat: chatProviderFor(config.llm),
     embeddings: embeddingProviderFor(config.search.embeddings),
-    toolServices: httpExecutor,
+    toolServices: httpExecutor(guardedFetch(config.outbound)),
     webhooks: { guard: addressGuard(config.outbound), sender: webhookSender(config.outbound) },
   });
   reportRecovered(http.log, recovered);

@@ -422,12 +422,13 @@ export const settings = {
   outbound: {
     allowHttp: setting('OUTBOUND_ALLOW_HTTP', flag, {
       default: false,
-      meaning: 'addresses users give the service to call (webhooks) may be http:// as well as https:// (tests, private networks)',
+      meaning:
+        'addresses the service is given to call (webhooks, tool services: docs/outbound.md) may be http:// as well as https:// (tests, private networks)',
     }),
     allowPrivate: setting('OUTBOUND_ALLOW_PRIVATE', flag, {
       default: false,
       meaning:
-        'addresses users give the service to call may resolve to loopback, private, link-local or metadata addresses (tests, private networks); refused otherwise, when given and again on each call',
+        'addresses the service is given to call (webhooks, tool services) may resolve to loopback, private, link-local or metadata addresses (tests, private networks); refused otherwise, when given and again on each call',
     }),
   },
   webhooks: {
@@ -450,8 +451,9 @@ export const settings = {
       meaning: 'deliveries one instance has under way to one endpoint at once; the others wait their turn',
     }),
     sweepMs: setting('WEBHOOK_SWEEP_MS', z.coerce.number().int().min(50), {
-      default: 250,
-      meaning: 'how often each instance looks for deliveries due and hands them to the job queue (one indexed query)',
+      default: 10_000,
+      meaning:
+        'the safety net: how often each instance looks for deliveries due that nothing handed to the job queue (the instance that records an event hands its deliveries over once it commits; one that died first leaves them to this look)',
     }),
   },
   collections: {

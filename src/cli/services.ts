@@ -5,6 +5,7 @@ import { liveLockHolder } from '../db/data-dir-lock.ts';
 import { type Database, openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { httpExecutor } from '../executors/http.ts';
+import { guardedFetch } from '../outbound/address-guard.ts';
 import { connectorsFor } from '../connectors/index.ts';
 import { parseInput } from '../domain/core/validation.ts';
 import { deploymentStore } from '../domain/deployments/index.ts';
@@ -100,7 +101,7 @@ export async function withServices<T>(
         deployments,
         chat: chatProviderFor(config.llm),
         embeddings: embeddingProviderFor(config.search.embeddings),
-        toolServices: httpExecutor,
+        toolServices: httpExecutor(guardedFetch(config.outbound)),
       }),
     );
   } finally {

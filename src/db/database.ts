@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.ts';
 import { PrismaClient } from '../generated/prisma/client.ts';
+import { withCommitSignals } from './after-commit.ts';
 import { startAdapterThread } from './adapter-thread.ts';
 import { startEmbedded } from './embedded.ts';
 import { startPGliteThread } from './pglite-thread.ts';
@@ -24,7 +25,7 @@ function createClient(adapter: Adapter, onQuery?: (sql: string) => void) {
     transactionOptions: { maxWait: 60_000, timeout: 15_000 },
   });
   if (onQuery) prisma.$on('query' as never, (e: { query: string }) => onQuery(e.query));
-  return prisma;
+  return withCommitSignals(prisma);
 }
 
 export type Db = ReturnType<typeof createClient>;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
+import { onCommitted } from '../db/after-commit.ts';
 import type { Db } from '../db/database.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { isDatabaseUnavailable } from './core/stores/prisma-errors.ts';
@@ -47,6 +48,7 @@ import { claimTask } from './tasks/settle-store.ts';
 import { triggerService, triggerStore } from './triggers/index.ts';
 import type { AddressGuard } from './core/outbound.ts';
 import {
+  DELIVERIES_DUE,
   prismaDeliveryStore,
   prismaWebhookStore,
   webhookDeliveries,
@@ -136,7 +138,7 @@ function composeWebhooks(db: Db, dependencies: ServiceDependencies, log: Log) {
         settings,
         log,
       });
-      stopSweeping = await deliveries.start();
+      stopSweeping = await deliveries.start((handOver) => onCommitted(db, DELIVERIES_DUE, handOver));
     },
     stop: () => stopSweeping(),
   };

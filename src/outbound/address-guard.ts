@@ -1,7 +1,10 @@
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { Readable } from 'node:stream';
 import type { OutboundConfig } from '../config.ts';
-import type { AddressGuard } from '../domain/core/outbound.ts';
+import { type AddressGuard, type OutboundFetch, OutboundRefused } from '../domain/core/outbound.ts';
 
 /**
  * Addresses a user's URL may not reach unless the operator allows it: this host and its
@@ -50,8 +53,11 @@ export interface Checked {
   addresses: { address: string; family: number }[];
 }
 
-/** Why `raw` may not be called, or the URL and the addresses it may be reached at. */
-export async function checkAddress(raw: string, config: OutboundConfig): Promise<{ refusal: string } | Checked> {
+/**
+ * Why `raw` may not be called, or the URL and the addresses it may be reached at. A host that
+ * cannot be resolved is refused with `unresolved` set (a caller checking ahead may let it pass).
+ */
+export async function checkAddress(raw: string, config: OutboundConfig): Promise<{ refusal: string; unresolved?: true } | Checked> {
   if (!URL.canParse(raw)) return { refusal: 'is not a URL' };
   const url = new URL(raw);
   const schemes = config.allowHttp ? ['https:', 'http:'] : ['https:'];
@@ -64,21 +70,65 @@ export async function checkAddress(raw: string, config: OutboundConfig): Promise
     try {
       addresses = await lookup(host, { all: true, verbatim: true });
     } catch {
-      return { refusal: `its host ${host} cannot be resolved` };
+      return { refusal: `its host ${host} cannot be resolved`, unresolved: true };
     }
   }
   if (!config.allowPrivate) {
     const refused = addresses.find((a) => isInside(a.address));
     if (refused) return { refusal: `its host ${host} resolves to ${refused.address}, a loopback, private, link-local or metadata address` };
   }
-  if (!addresses.length) return { refusal: `its host ${host} cannot be resolved` };
+  if (!addresses.length) return { refusal: `its host ${host} cannot be resolved`, unresolved: true };
   return { url, addresses };
 }
 
 /** The guard every feature that calls a user's URL shares. */
 export const addressGuard = (config: OutboundConfig): AddressGuard => ({
-  async refusal(url) {
+  async refusal(url, options) {
     const checked = await checkAddress(url, config);
-    return 'refusal' in checked ? checked.refusal : null;
+    if (!('refusal' in checked)) return null;
+    return checked.unresolved && options?.unresolved === 'allow' ? null : checked.refusal;
   },
 });
+
+/** A connection's name lookup that answers the address that passed the check, whatever DNS says now. */
+export function pinnedLookup(checked: Checked): LookupFunction {
+  const pinned = checked.addresses[0]!;
+  return (_host, options, callback) => (options.all ? callback(null, [pinned] as never) : callback(null, pinned.address, pinned.family));
+}
+
+/** An answer's headers as the fetch API's, each repeated header kept. */
+function headersOf(response: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(response.headers)) {
+    for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, one);
+  }
+  return headers;
+}
+
+/**
+ * Calls through the guard (`OutboundFetch`): Node's own HTTP client rather than `fetch`, since a
+ * connection's lookup can be pinned there and nothing is followed; the answer is read as `fetch`'s
+ * (a stream of its body), so a caller reads a guarded call as any other.
+ */
+export const guardedFetch =
+  (config: OutboundConfig): OutboundFetch =>
+  async (url, { method, headers, body, signal }) => {
+    const checked = await checkAddress(url, config);
+    if ('refusal' in checked) throw new OutboundRefused(checked.refusal);
+    const request = checked.url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const length = body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) };
+      const req = request(checked.url, { method, headers: { ...headers, ...length }, lookup: pinnedLookup(checked), agent: false, signal });
+      req.on('response', resolve);
+      req.on('error', reject);
+      req.end(body);
+    });
+    const status = response.statusCode ?? 502;
+    const empty = [204, 205, 304].includes(status) || method === 'HEAD';
+    if (empty) response.resume();
+    return new Response(empty ? null : (Readable.toWeb(response) as ReadableStream<Uint8Array>), {
+      status,
+      statusText: response.statusMessage,
+      headers: headersOf(response),
+    });
+  };

@@ -1,9 +1,8 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { LookupFunction } from 'node:net';
 import type { OutboundConfig } from '../config.ts';
 import type { WebhookRequest, WebhookResponse, WebhookSender } from '../domain/webhooks/index.ts';
-import { checkAddress } from './address-guard.ts';
+import { checkAddress, pinnedLookup } from './address-guard.ts';
 
 /** Reads at most `max` bytes of an answer, then lets the rest go with the connection. */
 function readStart(response: IncomingMessage, max: number): Promise<string> {
@@ -48,9 +47,7 @@ export const webhookSender = (config: OutboundConfig): WebhookSender => ({
     const elapsed = () => Math.round(performance.now() - started);
     const checked = await checkAddress(call.url, config);
     if ('refusal' in checked) return { error: `the URL is refused: ${checked.refusal}`, durationMs: elapsed() };
-    const pinned = checked.addresses[0]!;
-    const lookup: LookupFunction = (_host, options, callback) =>
-      options.all ? callback(null, [pinned] as never) : callback(null, pinned.address, pinned.family);
+    const lookup = pinnedLookup(checked);
     const abort = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {

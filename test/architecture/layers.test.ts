@@ -288,15 +288,19 @@ describe('network clients', () => {
   });
 
   it('the adapters outside it are found by the same reading', () => {
-    const adapters = [...networkClientsUnder('providers'), ...networkClientsUnder('executors'), ...networkClientsUnder('connectors')];
+    const adapters = [...networkClientsUnder('providers'), ...networkClientsUnder('outbound'), ...networkClientsUnder('connectors')];
     expect(adapters).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^providers\/chat\/openai\/http\.ts:\d+: 'node:https'$/),
         expect.stringMatching(/^providers\/embeddings\/openai-http\.ts:\d+: fetch\(\)$/),
-        expect.stringMatching(/^executors\/http\.ts:\d+: fetch\(\)$/),
+        // Webhooks and tool services: calls to addresses the service is given, through the one guard.
+        expect.stringMatching(/^outbound\/address-guard\.ts:\d+: 'node:https'$/),
+        expect.stringMatching(/^outbound\/webhook-sender\.ts:\d+: 'node:https'$/),
         expect.stringMatching(/^connectors\/telegram\/.+: fetch\(\)$/),
       ]),
     );
+    // The tool services' client calls only through the guard's fetch, handed to it.
+    expect(networkClientsUnder('executors')).toEqual([]);
   });
 
   it('are told from what only looks like one', () => {

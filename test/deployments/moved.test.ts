@@ -1,12 +1,10 @@
-import { copyFile, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { copyFile, readFile, stat } from 'node:fs/promises';
 import { expect, it } from 'vitest';
 import type { DatabaseConfig, SecretsConfig } from '../../src/config.ts';
-import { type ConfigOverrides, startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { freshDatabase, onRealPostgres } from '../helpers/database.ts';
+import type { ConfigOverrides, TestApp, TestUser } from '../helpers/app.ts';
 import { type FakeTelegram, startFakeTelegram } from '../helpers/fake-telegram.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { literally, movedKeys, secrets, startedOn } from '../helpers/moved-keys.ts';
 import { setUp } from '../helpers/set-up.ts';
 
 /**
@@ -23,14 +21,6 @@ let token: string;
 let agentId: string;
 let sealedIn: string;
 let elsewhere: string;
-const secrets = (s: Partial<SecretsConfig>): SecretsConfig => ({ key: undefined, previous: [], keyFile: undefined, shared: false, ...s });
-
-/** One database the apps open in turn: a new one on PostgreSQL, or an embedded data directory. */
-async function sharedDatabase(): Promise<{ config: DatabaseConfig; drop(): Promise<void> }> {
-  if (onRealPostgres()) return freshDatabase();
-  const dataDir = await mkdtemp(join(tmpdir(), 'parley-moved-'));
-  return { config: { kind: 'pglite', dataDir }, drop: () => rm(dataDir, { recursive: true, force: true }) };
-}
 
 const withTelegram = (s: SecretsConfig): ConfigOverrides => ({
   secrets: s,
@@ -38,14 +28,7 @@ const withTelegram = (s: SecretsConfig): ConfigOverrides => ({
 });
 
 /** Runs `check` on an app started with `s`, then closes it (also when `check` fails). */
-async function startedWith<T>(s: SecretsConfig, check: (t: TestApp) => Promise<T>): Promise<T> {
-  const t = await startTestApp(withTelegram(s), database);
-  try {
-    return await check(t);
-  } finally {
-    await t.close();
-  }
-}
+const startedWith = <T>(s: SecretsConfig, check: (t: TestApp) => Promise<T>) => startedOn(database, withTelegram(s), check);
 
 /** The deployment as REST (operation 15) and GraphQL show it to its owner. */
 async function shown(t: TestApp) {
@@ -60,13 +43,7 @@ async function shown(t: TestApp) {
 
 setUp(async (start) => {
   tg = await start.service(startFakeTelegram());
-  const db = await start.service(sharedDatabase(), (d) => d.drop());
-  database = db.config;
-  const dirs = await start.service(Promise.all([mkdtemp(join(tmpdir(), 'parley-key-')), mkdtemp(join(tmpdir(), 'parley-key-'))]), (made) =>
-    Promise.all(made.map((d) => rm(d, { recursive: true, force: true }))),
-  );
-  sealedIn = join(dirs[0], 'secrets.key');
-  elsewhere = join(dirs[1], 'secrets.key');
+  ({ database, sealedIn, elsewhere } = await movedKeys(start));
   // Deployed where the key was made, running there.
   await startedWith(secrets({ keyFile: sealedIn }), async (t) => {
     alice = await t.createUser('alice');
@@ -89,7 +66,7 @@ it('moved into a data directory without its key: not running, saying the key is 
       valid: true,
       last_error: expect.stringMatching(
         new RegExp(
-          `^Not running: ${elsewhere.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is missing, and the secrets of 1 deployment with key id [\\w-]{12} are sealed with the key it held: copy the secrets\\.key`,
+          `^Not running: ${literally(elsewhere)} is missing, and the secrets of 1 deployment with key id [\\w-]{12} are sealed with the key it held: copy the secrets\\.key`,
         ),
       ),
     });

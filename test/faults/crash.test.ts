@@ -6,6 +6,7 @@ import { applyMigrations } from '../../src/db/migrate.ts';
 import { ABANDONED_REPLY } from '../../src/domain/replies/recovery.ts';
 import { createServices } from '../../src/domain/services.ts';
 import { httpExecutor } from '../../src/executors/http.ts';
+import { guardedFetch } from '../../src/outbound/address-guard.ts';
 import { createLimits } from '../../src/limits/index.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { chatProviderFor, embeddingProviderFor } from '../../src/providers/index.ts';
@@ -70,7 +71,7 @@ describe('SIGKILL during a burst of writes', () => {
         jobs: pgBossQueue(database.jobs, config.jobs, console),
         chat: chatProviderFor(config.llm),
         embeddings: embeddingProviderFor(config.search.embeddings),
-        toolServices: httpExecutor,
+        toolServices: httpExecutor(guardedFetch(config.outbound)),
       });
       const person = async (username: string) => {
         const user = await services.creators.ensureUser(username);

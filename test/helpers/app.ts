@@ -78,8 +78,9 @@ export interface ConfigOverrides {
 
 /**
  * The production configuration with nothing set (offline responder without pauses), on
- * `database`, except that requests are not rate-limited unless a test says how: most tests make
- * many requests with one key, faster than any client would.
+ * `database`, except that requests are not rate-limited unless a test says how (most tests make
+ * many requests with one key, faster than any client would), and that outbound calls may go to
+ * loopback over http.
  */
 export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides = {}): Config {
   const base = loadConfig({
@@ -118,7 +119,9 @@ export function testConfig(database: DatabaseConfig, overrides: ConfigOverrides 
     },
     jobs: { ...base.jobs, ...overrides.jobs },
     webhooks: { ...base.webhooks, ...overrides.webhooks },
-    outbound: { ...base.outbound, ...overrides.outbound },
+    // Tool services, receivers and fakes of tests listen on loopback, over http: what an operator
+    // allows for tests (docs/outbound.md). A test of the refusals sets both false.
+    outbound: { allowHttp: true, allowPrivate: true, ...overrides.outbound },
     // CI's second lane runs everything on PostgreSQL with live events through Redis.
     redisUrl: 'redisUrl' in overrides ? overrides.redisUrl : process.env.TEST_REDIS_URL,
     instanceHeartbeatMs: overrides.instanceHeartbeatMs ?? base.instanceHeartbeatMs,

@@ -89,3 +89,10 @@ export async function startReceiver(port = 0) {
 }
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/**
+ * A safety-net sweep (`WEBHOOK_SWEEP_MS`) that does not come again within a test once the app has
+ * started: every delivery a test sees was handed to the queue by the nudge after the commit that
+ * recorded it, or by its previous try.
+ */
+export const SAFETY_NET_NEVER = 3_600_000;

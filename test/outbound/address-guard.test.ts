@@ -1,11 +1,16 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addressGuard, isInside } from '../../src/outbound/address-guard.ts';
+import { loadToolRegistry } from '../../src/domain/tools/registry.ts';
+import { httpExecutor } from '../../src/executors/http.ts';
+import { addressGuard, guardedFetch, isInside } from '../../src/outbound/address-guard.ts';
 import { webhookSender } from '../../src/outbound/webhook-sender.ts';
+import { httpTool, toolRegistryWith } from '../helpers/tool-registry.ts';
 
-// The one guard of users' URLs, and the webhook sender that checks again at each call: what is
-// refused without the operator's leave, over real sockets on loopback.
+// The one guard of the URLs the service is given to call, and the callers that check again at
+// each call (the webhook sender, the tool services' client): what is refused without the
+// operator's leave, over real sockets on loopback.
 
 const strict = { allowHttp: false, allowPrivate: false };
 const loose = { allowHttp: true, allowPrivate: true };
@@ -19,6 +24,8 @@ beforeAll(async () => {
     hits.push(req.url ?? '');
     if (req.url === '/redirect') return res.writeHead(302, { location: `${base}/elsewhere` }).end();
     if (req.url === '/big') return res.writeHead(200).end('x'.repeat(100_000));
+    if (req.url === '/tool') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"result": {"made": 1}}');
+    if (req.url === '/tool-moved') return res.writeHead(307, { location: `${base}/tool` }).end();
     res.writeHead(204).end();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -91,5 +98,57 @@ describe('the webhook sender', () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     expect(await post(loose, `http://127.0.0.1:${port}/hook`)).toMatchObject({ error: 'the connection was refused' });
+  });
+});
+
+describe("the tool services' client", () => {
+  const dirs: string[] = [];
+  afterAll(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
+
+  /** The tool `key` served at `url`, as the registry reads it, run once through the client over `config`. */
+  async function run(config: typeof strict, url: string) {
+    const dir = await toolRegistryWith({ far_tool: httpTool('far_tool', url, 'n', { retries: 0 }) });
+    dirs.push(dir);
+    const tool = (await loadToolRegistry(dir)).get('far_tool')!;
+    const handler = tool.handler as { http: string; timeout_ms: number; retries: number };
+    const execute = httpExecutor(guardedFetch(config))({ url: handler.http, timeoutMs: handler.timeout_ms, retries: handler.retries });
+    return execute({
+      tool,
+      args: { prompt: 'a kite', n: 1 },
+      userId: 'u',
+      agentId: null,
+      sessionId: null,
+      signal: new AbortController().signal,
+    });
+  }
+
+  it('checks the address at each call: a tool service on loopback is not called unless the operator allows it', async () => {
+    hits.length = 0;
+    await expect(run({ allowHttp: true, allowPrivate: false }, `${base}/tool`)).rejects.toThrow(
+      "The tool service's address is refused by this service's outbound rules",
+    );
+    await expect(run(strict, `${base}/tool`)).rejects.toThrow("The tool service's address is refused by this service's outbound rules");
+    expect(hits).toEqual([]);
+    expect(await run(loose, `${base}/tool`)).toEqual({ result: { made: 1 }, media: [] });
+    expect(hits).toEqual(['/tool']);
+  });
+
+  it('follows no redirect: a 307 is a failed call, and where it points is never called', async () => {
+    hits.length = 0;
+    await expect(run(loose, `${base}/tool-moved`)).rejects.toThrow('The tool service answered HTTP 307');
+    expect(hits).toEqual(['/tool-moved']);
+  });
+
+  it('refuses a tool file whose service is at an address the rules refuse, when the registry is loaded', async () => {
+    const dir = await toolRegistryWith({ inside_tool: httpTool('inside_tool', 'https://10.0.0.7/run') });
+    dirs.push(dir);
+    await expect(loadToolRegistry(dir, addressGuard(strict))).rejects.toThrow(
+      /inside_tool\.yaml: handler\.http: its host 10\.0\.0\.7 resolves to 10\.0\.0\.7, a loopback, private, link-local or metadata address/,
+    );
+    expect((await loadToolRegistry(dir, addressGuard(loose))).get('inside_tool')).toBeDefined();
+    // A name that does not resolve yet is left to each call's check (a service started after this one).
+    const later = await toolRegistryWith({ later_tool: httpTool('later_tool', 'https://tools.invalid/run') });
+    dirs.push(later);
+    expect((await loadToolRegistry(later, addressGuard(strict))).get('later_tool')).toBeDefined();
   });
 });

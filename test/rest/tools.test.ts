@@ -1,6 +1,6 @@
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
@@ -9,6 +9,7 @@ import { fixtures } from '../helpers/fixtures.ts';
 import { expectRejectsBadKeys } from '../helpers/rest-helpers.ts';
 import { newSession, settledSession } from '../helpers/sessions.ts';
 import { setUp } from '../helpers/set-up.ts';
+import { httpTool } from '../helpers/tool-registry.ts';
 
 const SPEC_FIELDS = [
   'key',
@@ -174,5 +175,25 @@ describe('start-up with a broken tool file', () => {
     expect(outcome).toBeInstanceOf(Error);
     expect(outcome!.message).toContain('holo_tool.yaml');
     expect(outcome!.message).toContain('output_type');
+  });
+
+  it('stops start-up when a tool is served at an address the outbound rules refuse, naming the file, the field and why', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'parley-tools-'));
+    await writeFile(join(dir, 'flux_schnell.yaml'), await readFile(join(toolsDir, 'flux_schnell.yaml'), 'utf8'));
+    await writeFile(join(dir, 'inside_tool.yaml'), httpTool('inside_tool', 'https://169.254.169.254/latest/meta-data'));
+    const config = testConfig(
+      { kind: 'pglite', dataDir: undefined },
+      { toolsDir: dir, outbound: { allowHttp: false, allowPrivate: false } },
+    );
+    const outcome = await buildApp(config).then(
+      async (app) => {
+        await app.close();
+        return null;
+      },
+      (e: Error) => e,
+    );
+    expect(outcome?.message).toBe(
+      `Tool registry: ${relative(process.cwd(), join(dir, 'inside_tool.yaml'))}: handler.http: its host 169.254.169.254 resolves to 169.254.169.254, a loopback, private, link-local or metadata address (OUTBOUND_ALLOW_HTTP and OUTBOUND_ALLOW_PRIVATE allow a tool service over http or on a private network: docs/outbound.md)`,
+    );
   });
 });

@@ -1,12 +1,10 @@
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { stat } from 'node:fs/promises';
 import { expect, it } from 'vitest';
 import type { DatabaseConfig, SecretsConfig } from '../../src/config.ts';
-import { startTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import { freshDatabase, onRealPostgres } from '../helpers/database.ts';
+import type { TestApp, TestUser } from '../helpers/app.ts';
+import { literally, movedKeys, secrets, startedOn } from '../helpers/moved-keys.ts';
 import { setUp } from '../helpers/set-up.ts';
-import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
+import { type Receiver, SAFETY_NET_NEVER, startReceiver } from '../helpers/webhook-receiver.ts';
 
 /**
  * A webhook's secret is sealed with the key deployments' tokens are: moved without that key (a
@@ -21,31 +19,18 @@ let alice: TestUser;
 let hook: { id: string; secret: string };
 let sealedIn: string;
 let elsewhere: string;
-const secrets = (s: Partial<SecretsConfig>): SecretsConfig => ({ key: undefined, previous: [], keyFile: undefined, shared: false, ...s });
-
-async function sharedDatabase(): Promise<{ config: DatabaseConfig; drop(): Promise<void> }> {
-  if (onRealPostgres()) return freshDatabase();
-  const dataDir = await mkdtemp(join(tmpdir(), 'parley-hooks-moved-'));
-  return { config: { kind: 'pglite', dataDir }, drop: () => rm(dataDir, { recursive: true, force: true }) };
-}
-
 /** Runs `check` on an app started with `s`, then closes it (also when `check` fails). */
-async function startedWith<T>(s: SecretsConfig, check: (t: TestApp) => Promise<T>): Promise<T> {
-  const t = await startTestApp(
+const startedWith = <T>(s: SecretsConfig, check: (t: TestApp) => Promise<T>) =>
+  startedOn(
+    database,
     {
       secrets: s,
       outbound: { allowHttp: true, allowPrivate: true },
-      webhooks: { sweepMs: 100, retryDelaysS: [60] },
+      webhooks: { sweepMs: SAFETY_NET_NEVER, retryDelaysS: [60] },
       jobs: { pollMs: 500 },
     },
-    database,
+    check,
   );
-  try {
-    return await check(t);
-  } finally {
-    await t.close();
-  }
-}
 
 const log = async (t: TestApp, eventId: string) =>
   ((await t.rest('GET', `/v2/webhooks/${hook.id}/deliveries`, { key: alice.apiKey })).body.deliveries as Record<string, any>[]).find(
@@ -54,13 +39,7 @@ const log = async (t: TestApp, eventId: string) =>
 
 setUp(async (start) => {
   receiver = await start.service(startReceiver());
-  const db = await start.service(sharedDatabase(), (d) => d.drop());
-  database = db.config;
-  const dirs = await start.service(Promise.all([mkdtemp(join(tmpdir(), 'parley-key-')), mkdtemp(join(tmpdir(), 'parley-key-'))]), (made) =>
-    Promise.all(made.map((d) => rm(d, { recursive: true, force: true }))),
-  );
-  sealedIn = join(dirs[0], 'secrets.key');
-  elsewhere = join(dirs[1], 'secrets.key');
+  ({ database, sealedIn, elsewhere } = await movedKeys(start));
   // Made where the key was made (no deployment: the webhook's is the only sealed secret).
   await startedWith(secrets({ keyFile: sealedIn }), async (t) => {
     alice = await t.createUser('alice');
@@ -75,9 +54,7 @@ it("moved into a data directory without its key: no new key is made, and what ne
     const refused = await t.rest('POST', `/v2/webhooks/${hook.id}/rotate`, { key: alice.apiKey, body: {} });
     expect(refused.status).toBe(503);
     expect(refused.body.error).toMatch(
-      new RegExp(
-        `^${elsewhere.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is missing, and the secrets of 1 webhook endpoint with key id [\\w-]{12} are sealed`,
-      ),
+      new RegExp(`^${literally(elsewhere)} is missing, and the secrets of 1 webhook endpoint with key id [\\w-]{12} are sealed`),
     );
   });
   await expect(stat(elsewhere)).rejects.toThrow(/ENOENT/);

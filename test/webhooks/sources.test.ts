@@ -4,7 +4,7 @@ import type { FakeOpenAI } from '../helpers/fake-openai.ts';
 import { type FakeTelegram, startFakeTelegram } from '../helpers/fake-telegram.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { setUp } from '../helpers/set-up.ts';
-import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
+import { type Receiver, startReceiver, SAFETY_NET_NEVER } from '../helpers/webhook-receiver.ts';
 
 // Webhook events written where the service stops something on its own: a deployment whose token
 // the platform refused or whose daily manna cap is reached (fake Telegram), and an autonomous
@@ -25,7 +25,7 @@ setUp(async (start) => {
   t = await start.app({
     llm: { baseUrl: llm.baseUrl },
     outbound: { allowHttp: true, allowPrivate: true },
-    webhooks: { sweepMs: 100 },
+    webhooks: { sweepMs: SAFETY_NET_NEVER },
     jobs: { pollMs: 500 },
     deployments: { leaseMs: 1_500, telegram: { apiUrl: tg.apiUrl, pollTimeoutS: 1 } },
   });

@@ -8,7 +8,7 @@ import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { openSse, updates } from '../helpers/sse.ts';
-import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
+import { type Receiver, startReceiver, SAFETY_NET_NEVER } from '../helpers/webhook-receiver.ts';
 
 // Webhooks over REST against a real receiver on loopback that verifies every request with the
 // Standard Webhooks library (`standardwebhooks`): the secret shown once, a test event signed
@@ -25,7 +25,7 @@ setUp(async (start) => {
   t = await start.app({
     // The receivers here are on loopback, over http: what an operator allows for tests and private networks.
     outbound: { allowHttp: true, allowPrivate: true },
-    webhooks: { timeoutMs: 1_000, retryDelaysS: [1, 1, 1, 1, 1], sweepMs: 100 },
+    webhooks: { timeoutMs: 1_000, retryDelaysS: [1, 1, 1, 1, 1], sweepMs: SAFETY_NET_NEVER },
     jobs: { pollMs: 500 },
   });
   alice = await t.createUser('alice');
@@ -386,7 +386,7 @@ describe('the sealing key rotated', () => {
     keyed = await start.app({
       secrets: { key: undefined, previous: [], keyFile, shared: false },
       outbound: { allowHttp: true, allowPrivate: true },
-      webhooks: { sweepMs: 100 },
+      webhooks: { sweepMs: SAFETY_NET_NEVER },
       jobs: { pollMs: 500 },
     });
     owner = await keyed.createUser('frank');

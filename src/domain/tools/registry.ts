@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, extname, join, relative } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import type { AddressGuard } from '../core/outbound.ts';
 import { formatPath } from '../core/validation.ts';
 import { toolDefinitionSchema, type ToolDefinition } from './definition.ts';
 
@@ -20,8 +21,12 @@ export interface ToolRegistry {
   all(): ToolDefinition[];
 }
 
-/** Loads every `*.yaml` / `*.yml` in `dir`; any broken file stops start-up, naming file and field. */
-export async function loadToolRegistry(dir: string): Promise<ToolRegistry> {
+/**
+ * Loads every `*.yaml` / `*.yml` in `dir`; any broken file stops start-up, naming file and field.
+ * With `guard`, a tool served at an address the outbound rules refuse does too (a host that
+ * cannot be resolved yet passes: each call checks again).
+ */
+export async function loadToolRegistry(dir: string, guard?: AddressGuard): Promise<ToolRegistry> {
   let files: string[];
   try {
     files = (await readdir(dir)).filter((f) => ['.yaml', '.yml'].includes(extname(f))).sort();
@@ -49,6 +54,13 @@ export async function loadToolRegistry(dir: string): Promise<ToolRegistry> {
     if (tool.key !== basename(file, extname(file)))
       throw new ToolRegistryError(`Tool registry: ${where}: key: "${tool.key}" must match the file name`);
     if (byKey.has(tool.key)) throw new ToolRegistryError(`Tool registry: ${where}: key: "${tool.key}" is already defined by another file`);
+    const handler = tool.handler;
+    const refusal = guard && typeof handler === 'object' ? await guard.refusal(handler.http, { unresolved: 'allow' }) : null;
+    if (refusal) {
+      throw new ToolRegistryError(
+        `Tool registry: ${where}: handler.http: ${refusal} (OUTBOUND_ALLOW_HTTP and OUTBOUND_ALLOW_PRIVATE allow a tool service over http or on a private network: docs/outbound.md)`,
+      );
+    }
     byKey.set(tool.key, tool);
   }
 

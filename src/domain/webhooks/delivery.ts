@@ -26,7 +26,7 @@ const STALE_MS = 30_000;
 const SLOT_WAIT_MS = 2_000;
 
 /** A job of the queue: the delivery, and its endpoint (known to jobs sent since the endpoint was named in them). */
-interface DeliveryJob {
+export interface DeliveryJob {
   id: string;
   webhookId?: string;
 }
@@ -154,8 +154,9 @@ async function sendTry(
 }
 
 /**
- * Delivering on the job queue, at least once: a delivery is a row, due at `nextAttemptAt`; a
- * sweep on every instance hands due ones to the queue, a job takes one try (the row's claim, so
+ * Delivering on the job queue, at least once: a delivery is a row, due at `nextAttemptAt`; the
+ * instance whose transaction made it hands it to the queue once that commits (a slow sweep on
+ * every instance catches what such a hand-over missed), a job takes one try (the row's claim, so
  * one instance tries it however many jobs name it), signs it, sends it and stores the outcome,
  * then sends the job of the next try with the growing delay. A try whose instance dies is taken
  * again once its claim lapses, with the same `webhook-id`.
@@ -270,10 +271,14 @@ export function webhookDeliveries(deps: {
     }
   }
 
-  /** Hands every due delivery no job holds to the queue: new events, tries whose job was lost. */
-  async function sweep() {
+  /**
+   * Hands every due delivery no job holds to the queue: tries whose job was lost, events whose
+   * hand-over was. `all`: also those handed over within `STALE_MS` (the first sweep of an
+   * instance: an event recorded before its deliverer listened for nudges was handed to no one).
+   */
+  async function sweep(all = false) {
     const now = new Date();
-    const stale = new Date(now.getTime() - STALE_MS);
+    const stale = all ? now : new Date(now.getTime() - STALE_MS);
     for (;;) {
       const due = await store.takeDue(now, stale, SWEEP_BATCH);
       await Promise.all(due.map((job) => jobs.send(WEBHOOK_QUEUE, job satisfies DeliveryJob)));
@@ -284,27 +289,53 @@ export function webhookDeliveries(deps: {
   return {
     handle,
     sweep,
-    /** Declares the queue, works it here and sweeps every `sweepMs`; returns how to stop sweeping. */
-    async start() {
+    /**
+     * Declares the queue and works it here. `nudges` calls back with the deliveries a transaction
+     * made once it commits: each is sent to the queue at once (whichever instance works it). Every
+     * `sweepMs` a sweep is the safety net (a hand-over lost with an instance that died, a job
+     * lost). Returns how to stop.
+     */
+    async start(nudges: Nudges) {
       const runSeconds = Math.ceil((settings.timeoutMs + CLAIM_MARGIN_MS) / 1000) + 30;
       await jobs.declare({ name: WEBHOOK_QUEUE, retries: 3, retryDelaySeconds: 1, runSeconds });
       await jobs.work<DeliveryJob>(WEBHOOK_QUEUE, { concurrency: CONCURRENCY }, (job) => handle(job.data, job.signal));
-      // One sweep at a time here: a slow one is not joined by the next tick.
-      let sweeping = false;
-      const tick = () => {
-        if (sweeping) return;
-        sweeping = true;
-        sweep()
-          .catch((err) => log.error({ err }, 'webhook deliveries could not be handed to the queue'))
-          .finally(() => {
-            sweeping = false;
-          });
-      };
-      tick();
-      const timer = setInterval(tick, settings.sweepMs);
-      timer.unref();
-      return () => clearInterval(timer);
+      return handOverAndSweep({ jobs, log, sweepMs: settings.sweepMs, sweep }, nudges);
     },
+  };
+}
+
+/** Subscribes a hand-over to the deliveries each committed transaction made; returns how to stop. */
+type Nudges = (handOver: (made: DeliveryJob[]) => void) => () => void;
+
+/** Sends what nudges name to the queue, and sweeps as the safety net (one sweep at a time here); returns how to stop. */
+function handOverAndSweep(
+  deps: { jobs: JobQueue; log: Log; sweepMs: number; sweep: (all: boolean) => Promise<void> },
+  nudges: Nudges,
+): () => void {
+  const { jobs, log, sweepMs, sweep } = deps;
+  const stopNudges = nudges((made) => {
+    for (const job of made)
+      jobs
+        .send(WEBHOOK_QUEUE, { id: job.id, webhookId: job.webhookId } satisfies DeliveryJob)
+        .catch((err) => log.error({ err, delivery: job.id }, 'a webhook delivery could not be handed to the queue; the sweep will'));
+  });
+  // A slow sweep is not joined by the next tick.
+  let sweeping = false;
+  const tick = (all = false) => {
+    if (sweeping) return;
+    sweeping = true;
+    sweep(all)
+      .catch((err) => log.error({ err }, 'webhook deliveries could not be handed to the queue'))
+      .finally(() => {
+        sweeping = false;
+      });
+  };
+  tick(true);
+  const timer = setInterval(tick, sweepMs);
+  timer.unref();
+  return () => {
+    stopNudges();
+    clearInterval(timer);
   };
 }
 

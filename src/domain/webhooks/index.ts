@@ -9,4 +9,11 @@ export { DELIVERY_NOT_FOUND, WEBHOOK_NOT_FOUND, type WebhookService, type Webhoo
 export { MAX_ANSWER_BYTES, WEBHOOK_QUEUE, type WebhookDeliveries, webhookDeliveries } from './delivery.ts';
 export type { AttemptView, DeliveryView, WebhookView } from './store.ts';
 export type { Sealer, WebhookPayloads, WebhookRequest, WebhookResponse, WebhookSender } from './ports.ts';
-export { prismaDeliveryStore, prismaWebhookStore, recordWebhookEvent, recordWebhookEvents, webhookSealedRows } from './prisma-store.ts';
+export {
+  DELIVERIES_DUE,
+  prismaDeliveryStore,
+  prismaWebhookStore,
+  recordWebhookEvent,
+  recordWebhookEvents,
+  webhookSealedRows,
+} from './prisma-store.ts';

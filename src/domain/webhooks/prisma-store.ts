@@ -1,3 +1,4 @@
+import { signalOnCommit } from '../../db/after-commit.ts';
 import type { Db } from '../../db/database.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { newId } from '../core/ids.ts';
@@ -60,6 +61,14 @@ const deliveryView = (row: DeliveryRow): DeliveryView => ({
   tries: row.tries,
 });
 
+/**
+ * What a transaction that made deliveries due signals once it commits, with each delivery and its
+ * endpoint: the deliverer hands them to the queue then (`webhookDeliveries`), rather than a poll
+ * finding them. They are written as handed over already; one whose hand-over was lost with its
+ * instance is found by the safety-net sweep once that is stale.
+ */
+export const DELIVERIES_DUE = 'webhook-deliveries-due';
+
 /** An event's id, the `webhook-id` of its deliveries: `msg_` and a time-ordered id, as the specification's examples are. */
 const eventId = () => `msg_${newId().replaceAll('-', '')}`;
 
@@ -67,9 +76,11 @@ async function writeEvent(tx: Tx, event: WebhookEventInput, webhookIds: string[]
   const id = eventId();
   const body = JSON.stringify({ type: event.type, timestamp: at.toISOString(), data: event.data });
   await tx.webhookEvent.create({ data: { id, userId: event.userId, type: event.type, body, createdAt: at } });
+  const deliveries = webhookIds.map((webhookId) => ({ id: newId(), webhookId }));
   await tx.webhookDelivery.createMany({
-    data: webhookIds.map((webhookId) => ({ id: newId(), webhookId, eventId: id, nextAttemptAt: at, createdAt: at })),
+    data: deliveries.map((d) => ({ ...d, eventId: id, nextAttemptAt: at, queuedAt: at, createdAt: at })),
   });
+  signalOnCommit(tx, DELIVERIES_DUE, ...deliveries);
   return id;
 }
 
@@ -152,7 +163,10 @@ export function prismaWebhookStore(db: Db): WebhookStore {
     },
     async redeliver(webhookId, eventId, at) {
       const id = newId();
-      await db.webhookDelivery.create({ data: { id, webhookId, eventId, nextAttemptAt: at, createdAt: at } });
+      await db.$transaction(async (tx) => {
+        await tx.webhookDelivery.create({ data: { id, webhookId, eventId, nextAttemptAt: at, queuedAt: at, createdAt: at } });
+        signalOnCommit(tx, DELIVERIES_DUE, { id, webhookId });
+      });
       return deliveryById(id);
     },
     async recordFor(webhookId, event, at) {
