@@ -366,6 +366,10 @@ export const settings = {
       default: 1800,
       meaning: 'seconds an MCP session lives without a request before it is closed',
     }),
+    serversPerUser: setting('MCP_SERVERS_PER_USER', positiveInt, {
+      default: 20,
+      meaning: "MCP servers one user may register for their agents' tools (`docs/mcp.md`)",
+    }),
   },
   limits: {
     rate: {

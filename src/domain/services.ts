@@ -45,6 +45,7 @@ import { taskService, recordToolCalls, taskStore } from './tasks/index.ts';
 import { claimTask } from './tasks/settle-store.ts';
 import { triggerService, triggerStore } from './triggers/index.ts';
 import type { AddressGuard } from './core/outbound.ts';
+import { mcpServerSealedRows, mcpServerService, prismaMcpServerStore } from './mcp-servers/index.ts';
 import {
   prismaDeliveryStore,
   prismaWebhookStore,
@@ -76,6 +77,7 @@ export interface ServiceDependencies {
     | 'triggers'
     | 'jobs'
     | 'webhooks'
+    | 'mcp'
   >;
   /** Live events: in process, or shared by every instance through Redis. */
   bus: EventBus;
@@ -135,6 +137,15 @@ function composeWebhooks(db: Db, dependencies: ServiceDependencies, log: Log) {
     stop: () => stopSweeping(),
   };
 }
+
+/** MCP servers users register: checked by the guard webhooks' URLs are, sealed with the deployments' key. */
+const composeMcpServers = (db: Db, dependencies: ServiceDependencies) =>
+  mcpServerService({
+    store: prismaMcpServerStore(db),
+    sealer: dependencies.deployments?.sealer ?? noSealer('no MCP server authorization is sealed in this process'),
+    guard: (dependencies.webhooks ?? noWebhooks()).guard,
+    limits: { perUser: dependencies.config.mcp.serversPerUser },
+  });
 
 type Log = ServiceDependencies['log'];
 
@@ -298,6 +309,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     manna: mannaService(prismaMannaStore(db)),
     tasks,
     webhooks: webhooks.service,
+    mcpServers: composeMcpServers(db, dependencies),
   };
 }
 
@@ -355,7 +367,7 @@ function composeDeployments(
     store: rows,
     sealer,
     connectors,
-    alsoSealed: [webhookSealedRows(db)],
+    alsoSealed: [webhookSealedRows(db), mcpServerSealedRows(db)],
     changed: (row, deleted) => {
       runtime.nudge();
       void announce(row, deleted);

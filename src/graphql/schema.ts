@@ -12,6 +12,7 @@ import './types/deployment.ts';
 import './types/deployment-event.ts';
 import './types/discovery.ts';
 import './types/ledger.ts';
+import './types/mcp-server.ts';
 import './types/memory.ts';
 import './types/message.ts';
 import './types/model.ts';

@@ -551,6 +551,23 @@ describe('what the server answers matches what the document says', () => {
     await call('DELETE', '/v2/webhooks/{webhookId}', hookPath, a);
     await call('DELETE', '/v2/webhooks/{webhookId}', hookPath, a);
 
+    const mcp = await call('POST', '/v2/mcp/servers', '/v2/mcp/servers', a, {
+      name: 'tools',
+      url: 'http://127.0.0.1:9/mcp',
+      headers: { Authorization: 'Bearer x', 'X-Team': 'ci' },
+      price_per_call: 1,
+    });
+    await call('POST', '/v2/mcp/servers', '/v2/mcp/servers', a, { name: 'Bad Name', url: 'http://127.0.0.1:9/mcp' });
+    await call('POST', '/v2/mcp/servers', '/v2/mcp/servers', a, { name: 'tools', url: 'http://127.0.0.1:9/mcp' });
+    const mcpPath = `/v2/mcp/servers/${mcp.body.server.id}`;
+    await call('GET', '/v2/mcp/servers', '/v2/mcp/servers', a);
+    await call('GET', '/v2/mcp/servers/{serverId}', mcpPath, a);
+    await call('GET', '/v2/mcp/servers/{serverId}', mcpPath, bob.apiKey);
+    await call('PATCH', '/v2/mcp/servers/{serverId}', mcpPath, a, { headers: { 'X-Team': null }, price_per_call: 2 });
+    await call('PATCH', '/v2/mcp/servers/{serverId}', mcpPath, a, {});
+    await call('DELETE', '/v2/mcp/servers/{serverId}', mcpPath, a);
+    await call('DELETE', '/v2/mcp/servers/{serverId}', mcpPath, a);
+
     const untried = operationsOf()
       .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
       .filter((o) => !seen.has(o));

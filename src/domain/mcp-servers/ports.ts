@@ -1,0 +1,42 @@
+/**
+ * Seals and opens secrets for one row, as deployments' secrets are (`src/secrets/`): the same
+ * sealer, handed in by the composition.
+ */
+export interface Sealer {
+  readonly problem: string | null;
+  seal(plain: string, boundTo: string): string;
+  open(sealed: string, boundTo: string): string;
+}
+
+/** Where and how to reach one server: its URL and every header to send, the authorization opened. */
+export interface McpEndpoint {
+  id: string;
+  url: string;
+  headers: Record<string, string>;
+  /** Changes whenever the server's settings do: a connection made with others is not used again. */
+  version: string;
+}
+
+/** A tool a server offers, as `tools/list` gave it. */
+export interface McpTool {
+  name: string;
+  title: string | null;
+  description: string;
+  /** The JSON Schema of its arguments (an object's). */
+  inputSchema: Record<string, unknown>;
+}
+
+/** Why a server could not be used, in words for its owner (never a driver's raw text or a header). */
+export class McpServerFailed extends Error {}
+
+/**
+ * Talks to users' MCP servers through the MCP SDK's client (`src/outbound/`): the domain opens
+ * no connection itself. The adapter checks the URL again at each connection, with every address
+ * its host resolves to, and bounds what a server may send and how long it may take.
+ */
+export interface McpClients {
+  /** The server's tools, kept for a while and refreshed when the server says they changed; throws `McpServerFailed`. */
+  tools(endpoint: McpEndpoint): Promise<McpTool[]>;
+  /** Drops what is kept of a server (it was changed or deleted) and closes its connection. */
+  forget(id: string): void;
+}
