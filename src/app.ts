@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { addressGuard } from './outbound/address-guard.ts';
+import { mcpClients } from './outbound/mcp-clients.ts';
 import { webhookSender } from './outbound/webhook-sender.ts';
 import type { Server } from 'node:http';
 import fastifyStatic from '@fastify/static';
@@ -85,6 +86,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // What the database holds sealed decides whether a key may be made: never a new one beside secrets sealed with another.
   const sealer = await loadSealer(config.secrets, http.log, await deploymentStore(database.prisma).sealedKeys());
   const jobs = pgBossQueue(database.jobs, config.jobs, http.log);
+  const mcp = mcpClients(config.outbound, {
+    timeoutMs: config.mcp.timeoutMs,
+    toolsTtlMs: config.mcp.toolsTtlS * 1000,
+    maxAnswerBytes: config.mcp.maxAnswerBytes,
+    idleMs: config.mcp.clientIdleS * 1000,
+  });
   const services = createServices(database.prisma, tools, {
     jobs,
     config,
@@ -99,6 +106,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     embeddings: embeddingProviderFor(config.search.embeddings),
     toolServices: httpExecutor,
     webhooks: { guard: addressGuard(config.outbound), sender: webhookSender(config.outbound) },
+    mcp,
   });
   reportRecovered(http.log, recovered);
   // As with replies: alone, every task left unsettled was left by an earlier process that died.
@@ -153,7 +161,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     commands,
     database,
     adapters,
-    stop: [stopWatchingInstances, stopWatchingRunners, stopFlushingSignals],
+    stop: [stopWatchingInstances, stopWatchingRunners, stopFlushingSignals, () => void mcp.close()],
   });
 
   return {

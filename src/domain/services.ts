@@ -45,7 +45,7 @@ import { taskService, recordToolCalls, taskStore } from './tasks/index.ts';
 import { claimTask } from './tasks/settle-store.ts';
 import { triggerService, triggerStore } from './triggers/index.ts';
 import type { AddressGuard } from './core/outbound.ts';
-import { mcpServerSealedRows, mcpServerService, prismaMcpServerStore } from './mcp-servers/index.ts';
+import { type McpClients, McpServerFailed, mcpServerSealedRows, mcpServerService, prismaMcpServerStore } from './mcp-servers/index.ts';
 import {
   prismaDeliveryStore,
   prismaWebhookStore,
@@ -102,7 +102,17 @@ export interface ServiceDependencies {
   toolServices: ToolServiceClient;
   /** The guard of users' URLs and the caller of webhooks' receivers; none by default (webhooks refused). */
   webhooks?: { guard: AddressGuard; sender: WebhookSender };
+  /** The client of users' MCP servers; none by default (their tools cannot be listed or called). */
+  mcp?: McpClients;
 }
+
+/** For compositions that reach no MCP server (a CLI command's). */
+const noMcpClients: McpClients = {
+  tools: async () => {
+    throw new McpServerFailed('MCP servers are not reached by this process');
+  },
+  forget: () => {},
+};
 
 /** For compositions that call no receiver (a CLI command's): a URL is refused, saying why. */
 const noWebhooks = (): NonNullable<ServiceDependencies['webhooks']> => {
@@ -144,6 +154,7 @@ const composeMcpServers = (db: Db, dependencies: ServiceDependencies) =>
     store: prismaMcpServerStore(db),
     sealer: dependencies.deployments?.sealer ?? noSealer('no MCP server authorization is sealed in this process'),
     guard: (dependencies.webhooks ?? noWebhooks()).guard,
+    clients: dependencies.mcp ?? noMcpClients,
     limits: { perUser: dependencies.config.mcp.serversPerUser },
   });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { McpServerView } from '../domain/mcp-servers/index.ts';
+import type { McpServerView, McpTool } from '../domain/mcp-servers/index.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { fieldNames } from './field-names.ts';
 
@@ -35,6 +35,22 @@ export const toRestMcpServer = (s: McpServerView): z.infer<typeof restMcpServerS
   price_per_call: s.pricePerCall,
   createdAt: s.createdAt.toISOString(),
   updatedAt: s.updatedAt.toISOString(),
+});
+
+export const restMcpToolSchema = z
+  .object({
+    name: z.string(),
+    title: z.string().nullable(),
+    description: z.string(),
+    input_schema: z.record(z.string(), z.unknown()).meta({ description: "The JSON Schema of the tool's arguments, as the server gave it" }),
+  })
+  .meta({ id: 'McpTool' });
+
+export const toRestMcpTool = (t: McpTool): z.infer<typeof restMcpToolSchema> => ({
+  name: t.name,
+  title: t.title,
+  description: t.description,
+  input_schema: t.inputSchema,
 });
 
 export const restMcpServerCreateBody = z.object({

@@ -5,7 +5,9 @@ import {
   restMcpServerCreateBody,
   restMcpServerPatchBody,
   restMcpServerSchema,
+  restMcpToolSchema,
   toRestMcpServer,
+  toRestMcpTool,
 } from './mcp-server-shapes.ts';
 import { operation } from './operation.ts';
 
@@ -47,6 +49,18 @@ export const mcpServerOperations = [
     errors: { style, codes: ['NOT_FOUND'] },
     handler: async (request, _reply, { services }) => ({
       server: toRestMcpServer(await services.mcpServers.get(request.viewer, request.params.serverId)),
+    }),
+  }),
+  operation({
+    operationId: 'listMcpServerTools',
+    method: 'get',
+    path: '/v2/mcp/servers/:serverId/tools',
+    tag: TAG,
+    summary: "The server's tools with their JSON Schemas (tools/list, kept a while and refreshed when the server says they changed)",
+    ok: { json: z.object({ tools: z.array(restMcpToolSchema) }) },
+    errors: { style, codes: ['NOT_FOUND', 'UNAVAILABLE'] },
+    handler: async (request, _reply, { services }) => ({
+      tools: (await services.mcpServers.tools(request.viewer, request.params.serverId)).map(toRestMcpTool),
     }),
   }),
   operation({

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { deploymentStore } from '../../src/domain/deployments/store.ts';
 import type { TestApp, TestUser } from '../helpers/app.ts';
+import { type McpToolServer, startMcpToolServer } from '../helpers/mcp-tool-server.ts';
 import { setUp } from '../helpers/set-up.ts';
 
 /**
@@ -190,5 +191,62 @@ describe('the sealing key', () => {
     expect(after.split('.')[1]).not.toBe(keyBefore);
     const recounted = await deploymentStore(t.db).sealedKeys();
     expect(recounted.map((k) => k.keyId)).toEqual([after.split('.')[1]]);
+  });
+});
+
+describe("a server's tools, from the SDK's own server on loopback", () => {
+  let app: TestApp;
+  let carol: TestUser;
+  let tools: McpToolServer;
+
+  setUp(async (start) => {
+    tools = await start.service(startMcpToolServer({ authorization: TOKEN }));
+    // The server is on loopback, over http: what an operator allows for tests and private networks.
+    app = await start.app({ outbound: { allowHttp: true, allowPrivate: true }, mcp: { timeoutMs: 2_000 } });
+    carol = await app.createUser('carol');
+  });
+
+  const register = async (name: string, headers: Record<string, string>, url = tools.url) =>
+    (await app.rest('POST', '/v2/mcp/servers', { key: carol.apiKey, body: { name, url, headers } })).body.server.id as string;
+
+  it('lists them with their JSON Schemas over REST and GraphQL, sending the sealed authorization header', async () => {
+    const id = await register('loop', { authorization: TOKEN });
+    const listed = await app.rest('GET', `/v2/mcp/servers/${id}/tools`, { key: carol.apiKey });
+    expect(listed.status).toBe(200);
+    const echo = listed.body.tools.find((x: { name: string }) => x.name === 'echo');
+    expect(echo).toEqual({
+      name: 'echo',
+      title: null,
+      description: 'Says the text back',
+      input_schema: expect.objectContaining({
+        type: 'object',
+        properties: { text: { type: 'string', maxLength: 200 } },
+        required: ['text'],
+      }),
+    });
+    expect(tools.requests.at(-1)?.authorization).toBe(TOKEN);
+    const viaGraphQL = await app.gql(
+      parse('{ me { mcpServers { name tools { name inputSchema } } } }') as TypedDocumentNode<any, Record<string, unknown>>,
+      {},
+      carol.apiKey,
+    );
+    expect(viaGraphQL.errors).toBeUndefined();
+    const loop = viaGraphQL.data.me.mcpServers.find((s: { name: string }) => s.name === 'loop');
+    expect(loop.tools.map((x: { name: string }) => x.name).sort()).toEqual(['echo', 'fail', 'hang', 'slow', 'snapshot']);
+  });
+
+  it('is 503 with the reason when the server refuses or is not there, and 404 for a stranger, who reaches nothing', async () => {
+    const wrong = await register('wrong', { authorization: 'Bearer wrong' });
+    const refused = await app.rest('GET', `/v2/mcp/servers/${wrong}/tools`, { key: carol.apiKey });
+    expect(refused.status).toBe(503);
+    expect(refused.body.error).toBe('The MCP server wrong could not be used: the server answered HTTP 401');
+    const gone = await register('gone', {}, 'http://127.0.0.1:9/mcp');
+    const down = await app.rest('GET', `/v2/mcp/servers/${gone}/tools`, { key: carol.apiKey });
+    expect(down.status).toBe(503);
+    expect(down.body.error).toBe('The MCP server gone could not be used: the connection was refused');
+    const asked = tools.requests.length;
+    const stranger = await app.createUser('dave');
+    expect((await app.rest('GET', `/v2/mcp/servers/${wrong}/tools`, { key: stranger.apiKey })).status).toBe(404);
+    expect(tools.requests.length).toBe(asked);
   });
 });

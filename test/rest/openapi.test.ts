@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restOperations } from '../../src/rest/routes.ts';
+import { startMcpToolServer } from '../helpers/mcp-tool-server.ts';
 import { startTestApp, type RestResponse, type TestApp, type TestUser } from '../helpers/app.ts';
 import { type FakeTelegram, startFakeTelegram } from '../helpers/fake-telegram.ts';
 import { fixtures } from '../helpers/fixtures.ts';
@@ -563,6 +564,16 @@ describe('what the server answers matches what the document says', () => {
     await call('GET', '/v2/mcp/servers', '/v2/mcp/servers', a);
     await call('GET', '/v2/mcp/servers/{serverId}', mcpPath, a);
     await call('GET', '/v2/mcp/servers/{serverId}', mcpPath, bob.apiKey);
+    await call('GET', '/v2/mcp/servers/{serverId}/tools', `${mcpPath}/tools`, a);
+    // A success needs a server that answers: the SDK's own, on loopback, for this call alone.
+    const loopback = await startMcpToolServer();
+    try {
+      const served = await call('POST', '/v2/mcp/servers', '/v2/mcp/servers', a, { name: 'loopback', url: loopback.url });
+      await call('GET', '/v2/mcp/servers/{serverId}/tools', `/v2/mcp/servers/${served.body.server.id}/tools`, a);
+    } finally {
+      await loopback.close();
+    }
+    await call('GET', '/v2/mcp/servers/{serverId}/tools', `${mcpPath}/tools`, bob.apiKey);
     await call('PATCH', '/v2/mcp/servers/{serverId}', mcpPath, a, { headers: { 'X-Team': null }, price_per_call: 2 });
     await call('PATCH', '/v2/mcp/servers/{serverId}', mcpPath, a, {});
     await call('DELETE', '/v2/mcp/servers/{serverId}', mcpPath, a);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
+import { type McpEndpoint, McpServerFailed } from '../../src/domain/mcp-servers/ports.ts';
 import { MCP_SERVER_NOT_FOUND, mcpServerService } from '../../src/domain/mcp-servers/service.ts';
 import { memoryMcpSealer, memoryMcpServerStore } from './support/mcp-servers.ts';
 
@@ -14,8 +15,18 @@ const owner: Viewer = { id: 'owner' };
 const stranger: Viewer = { id: 'stranger' };
 const TOKEN = 'Bearer s3cret-token-value';
 
-function world(options: { refuse?: string; problem?: string; perUser?: number } = {}) {
+function world(options: { refuse?: string; problem?: string; perUser?: number; failing?: string } = {}) {
   const { store, rows } = memoryMcpServerStore();
+  const reached: McpEndpoint[] = [];
+  const forgotten: string[] = [];
+  const clients = {
+    async tools(endpoint: McpEndpoint) {
+      reached.push(endpoint);
+      if (options.failing) throw new McpServerFailed(options.failing);
+      return [{ name: 'echo', title: null, description: 'Says it back', inputSchema: { type: 'object' } }];
+    },
+    forget: (id: string) => void forgotten.push(id),
+  };
   const sealer = memoryMcpSealer(options.problem ?? null);
   const checked: string[] = [];
   const guard = {
@@ -24,8 +35,8 @@ function world(options: { refuse?: string; problem?: string; perUser?: number } 
       return options.refuse && url.includes('inside') ? options.refuse : null;
     },
   };
-  const servers = mcpServerService({ store, sealer, guard, limits: { perUser: options.perUser ?? 3 } });
-  return { servers, rows, sealer, checked };
+  const servers = mcpServerService({ store, sealer, guard, clients, limits: { perUser: options.perUser ?? 3 } });
+  return { servers, rows, sealer, checked, reached, forgotten };
 }
 
 const refusal = (code: string, message: string | RegExp, fieldPath?: (string | number)[]) =>
@@ -185,5 +196,41 @@ describe("someone else's server", () => {
     await expect(servers.remove(owner, id)).resolves.toBe(id);
     expect(rows.size).toBe(0);
     await expect(servers.get(owner, id)).rejects.toEqual(refusal('NOT_FOUND', MCP_SERVER_NOT_FOUND));
+  });
+});
+
+describe("a server's tools", () => {
+  it('are asked of the server with its headers and its authorization header opened, a new version after a change', async () => {
+    const { servers, reached } = world();
+    const { id, updatedAt } = await servers.create(owner, { ...input, headers: { authorization: TOKEN, 'x-team': 'blue' } });
+    await expect(servers.tools(owner, id)).resolves.toEqual([
+      { name: 'echo', title: null, description: 'Says it back', inputSchema: { type: 'object' } },
+    ]);
+    expect(reached).toEqual([
+      { id, url: input.url, headers: { 'x-team': 'blue', authorization: TOKEN }, version: updatedAt.toISOString() },
+    ]);
+  });
+
+  it("are unavailable with the server's reason when it cannot be used", async () => {
+    const { servers } = world({ failing: 'no answer within 30000 ms' });
+    const { id } = await servers.create(owner, input);
+    await expect(servers.tools(owner, id)).rejects.toEqual(
+      refusal('UNAVAILABLE', 'The MCP server search could not be used: no answer within 30000 ms'),
+    );
+  });
+
+  it('are not found for a stranger, whose request reaches no server', async () => {
+    const { servers, reached } = world();
+    const { id } = await servers.create(owner, input);
+    await expect(servers.tools(stranger, id)).rejects.toEqual(refusal('NOT_FOUND', MCP_SERVER_NOT_FOUND));
+    expect(reached).toEqual([]);
+  });
+
+  it('are forgotten, with the connection, when the server is changed or deleted', async () => {
+    const { servers, forgotten } = world();
+    const { id } = await servers.create(owner, input);
+    await servers.update(owner, id, { pricePerCall: 1 });
+    await servers.remove(owner, id);
+    expect(forgotten).toEqual([id, id]);
   });
 });

@@ -11,7 +11,7 @@ import {
   updateMcpServerInput,
   type UpdateMcpServerInput,
 } from './inputs.ts';
-import type { Sealer } from './ports.ts';
+import { type McpClients, type McpEndpoint, McpServerFailed, type McpTool, type Sealer } from './ports.ts';
 import type { McpServerStore, McpServerView } from './store.ts';
 
 export const MCP_SERVER_NOT_FOUND = 'MCP server not found';
@@ -27,8 +27,14 @@ const nameTaken = (name: string) => conflict(`You already have an MCP server nam
  * users' addresses when given, its authorization header sealed for its row and never shown
  * again; only its owner sees or changes it (another user's is "not found", as if it were not there).
  */
-export function mcpServerService(deps: { store: McpServerStore; sealer: Sealer; guard: AddressGuard; limits: McpServerLimits }) {
-  const { store, sealer, guard } = deps;
+export function mcpServerService(deps: {
+  store: McpServerStore;
+  sealer: Sealer;
+  guard: AddressGuard;
+  clients: McpClients;
+  limits: McpServerLimits;
+}) {
+  const { store, sealer, guard, clients } = deps;
 
   async function own(viewer: Viewer, id: string): Promise<McpServerView> {
     const row = canNameARow(id) ? await store.byId(id) : null;
@@ -45,6 +51,23 @@ export function mcpServerService(deps: { store: McpServerStore; sealer: Sealer; 
   function seal(value: string, id: string) {
     if (sealer.problem) throw unavailable(sealer.problem);
     return sealer.seal(value, id);
+  }
+
+  /** How to reach `server`: its headers and its authorization header opened. */
+  async function endpointOf(server: McpServerView): Promise<McpEndpoint> {
+    const sealed = server.hasAuthorization ? await store.sealedAuthorization(server.id) : null;
+    const headers = { ...server.headers };
+    if (sealed) {
+      if (sealer.problem) throw unavailable(sealer.problem);
+      try {
+        headers[AUTHORIZATION] = sealer.open(sealed, server.id);
+      } catch {
+        throw unavailable(
+          `The authorization header kept for the MCP server ${server.name} cannot be opened here (sealed with a key this service does not have): set it again`,
+        );
+      }
+    }
+    return { id: server.id, url: server.url, headers, version: server.updatedAt.toISOString() };
   }
 
   return {
@@ -98,13 +121,26 @@ export function mcpServerService(deps: { store: McpServerStore; sealer: Sealer; 
         pricePerCall: input.pricePerCall,
       });
       if (!changed) throw nameTaken(input.name!);
+      clients.forget(id);
       return changed;
     },
 
     async remove(viewer: Viewer, id: string): Promise<string> {
       await own(viewer, id);
       await store.remove(id);
+      clients.forget(id);
       return id;
+    },
+
+    /** The server's tools with their JSON Schemas, as it lists them (kept a while); unavailable, with the reason, when it cannot be used. */
+    async tools(viewer: Viewer, id: string): Promise<McpTool[]> {
+      const server = await own(viewer, id);
+      try {
+        return await clients.tools(await endpointOf(server));
+      } catch (e) {
+        if (e instanceof McpServerFailed) throw unavailable(`The MCP server ${server.name} could not be used: ${e.message}`);
+        throw e;
+      }
     },
   };
 }

@@ -1,5 +1,5 @@
 import { badInput } from '../../domain/core/errors.ts';
-import type { McpServerView } from '../../domain/mcp-servers/index.ts';
+import type { McpServerView, McpTool } from '../../domain/mcp-servers/index.ts';
 import { builder } from '../builder.ts';
 import { viewerOf } from '../context.ts';
 import { Creator } from './creator.ts';
@@ -8,6 +8,16 @@ import { nodeInterfaces, RAW_ID } from './node.ts';
 const McpHeader = builder.objectRef<{ name: string; value: string }>('McpHeader').implement({
   description: 'A header sent with every request to an MCP server.',
   fields: (t) => ({ name: t.exposeString('name', { description: 'Lower-cased.' }), value: t.exposeString('value') }),
+});
+
+const McpToolRef = builder.objectRef<McpTool>('McpTool').implement({
+  description: 'A tool an MCP server offers, as its tools/list gave it.',
+  fields: (t) => ({
+    name: t.exposeString('name'),
+    title: t.exposeString('title', { nullable: true }),
+    description: t.exposeString('description'),
+    inputSchema: t.field({ type: 'JSON', description: "The JSON Schema of the tool's arguments.", resolve: (tool) => tool.inputSchema }),
+  }),
 });
 
 export const McpServer = builder.objectRef<McpServerView>('McpServer').implement({
@@ -26,6 +36,12 @@ export const McpServer = builder.objectRef<McpServerView>('McpServer').implement
     }),
     hasAuthorization: t.exposeBoolean('hasAuthorization', { description: 'Whether an authorization header is kept (sealed).' }),
     pricePerCall: t.exposeInt('pricePerCall', { description: 'Manna a call of one of its tools costs.' }),
+    tools: t.field({
+      type: [McpToolRef],
+      description:
+        'Its tools with their JSON Schemas (kept a while, refreshed when the server says they changed); an error, with the reason, when it cannot be used.',
+      resolve: (s, _args, ctx) => ctx.services.mcpServers.tools(viewerOf(ctx), s.id),
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
   }),
