@@ -111,6 +111,9 @@ const noMcpClients: McpClients = {
   tools: async () => {
     throw new McpServerFailed('MCP servers are not reached by this process');
   },
+  call: async () => {
+    throw new McpServerFailed('MCP servers are not reached by this process');
+  },
   forget: () => {},
 };
 

@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { OutboundConfig } from '../config.ts';
-import { type McpClients, type McpEndpoint, McpServerFailed, type McpTool } from '../domain/mcp-servers/index.ts';
+import { type McpCallResult, type McpClients, type McpEndpoint, McpServerFailed, type McpTool } from '../domain/mcp-servers/index.ts';
 import { checkAddress } from './address-guard.ts';
 
 /** How long a server may take and how much it may send (`mcp.*` settings). */
@@ -110,6 +110,23 @@ const toolOf = (t: Tool): McpTool => ({
   inputSchema: t.inputSchema as Record<string, unknown>,
 });
 
+/** A call's answer as the domain takes it: text parts joined, images kept, other parts named. */
+function resultOf(answer: { isError?: unknown; content?: unknown }): McpCallResult {
+  const parts = Array.isArray(answer.content)
+    ? (answer.content as { type?: string; text?: string; data?: string; mimeType?: string; uri?: string }[])
+    : [];
+  const texts: string[] = [];
+  const images: McpCallResult['images'] = [];
+  for (const part of parts) {
+    if (part.type === 'text' && typeof part.text === 'string') texts.push(part.text);
+    else if (part.type === 'image' && typeof part.data === 'string' && typeof part.mimeType === 'string')
+      images.push({ data: part.data, mimeType: part.mimeType });
+    else if (part.type === 'resource_link' && typeof part.uri === 'string') texts.push(`[resource ${part.uri}]`);
+    else texts.push(`[${part.type ?? 'unknown'} content]`);
+  }
+  return { isError: answer.isError === true, text: texts.join('\n'), images };
+}
+
 interface Connection {
   version: string;
   client: Client;
@@ -200,6 +217,26 @@ export function mcpClients(config: OutboundConfig, limits: McpClientLimits): Mcp
         return c.tools.list;
       } catch (err) {
         drop(endpoint.id, c);
+        throw new McpServerFailed(reasonOf(err, limits.timeoutMs));
+      }
+    },
+    async call(endpoint, tool, args, options) {
+      const c = await open(endpoint);
+      used(endpoint.id, c);
+      try {
+        const answer = await c.client.callTool({ name: tool, arguments: args }, undefined, {
+          timeout: limits.timeoutMs,
+          signal: options.signal,
+          onprogress: options.onProgress
+            ? (p) => options.onProgress!({ progress: p.progress, total: p.total ?? null, message: p.message ?? null })
+            : undefined,
+        });
+        return resultOf(answer as { isError?: unknown; content?: unknown });
+      } catch (err) {
+        if (options.signal.aborted) throw options.signal.reason;
+        // A call past its timeout was cancelled by the SDK (notifications/cancelled) on a session
+        // that still works; any other failure leaves the session in doubt: the next use opens another.
+        if (!(err instanceof McpError && err.code === ErrorCode.RequestTimeout)) drop(endpoint.id, c);
         throw new McpServerFailed(reasonOf(err, limits.timeoutMs));
       }
     },

@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { McpEndpoint } from '../../src/domain/mcp-servers/index.ts';
+import type { McpEndpoint, McpProgress } from '../../src/domain/mcp-servers/index.ts';
 import { mcpClients } from '../../src/outbound/mcp-clients.ts';
-import { type McpToolServer, startMcpToolServer } from '../helpers/mcp-tool-server.ts';
+import { type McpToolServer, PNG_1x1, startMcpToolServer } from '../helpers/mcp-tool-server.ts';
 import { until } from '../helpers/until.ts';
 
 // The MCP client adapter against the SDK's own server on loopback, and against servers that
@@ -120,6 +120,55 @@ describe('the guard of users’ URLs', () => {
         /^the URL is refused: its host 127\.0\.0\.1 resolves to 127\.0\.0\.1, a loopback/,
       );
       expect(tools.requests.length).toBe(before);
+    } finally {
+      await clients.close();
+    }
+  });
+});
+
+describe('calling a tool', () => {
+  const signal = () => new AbortController().signal;
+
+  it('hears its progress notifications as they come, then gives its text', async () => {
+    const clients = mcpClients(loose, limits);
+    try {
+      const heard: McpProgress[] = [];
+      const server = endpoint(tools.url, { authorization: TOKEN });
+      const result = await clients.call(server, 'slow', { steps: 3 }, { signal: signal(), onProgress: (p) => heard.push(p) });
+      expect(result).toEqual({ isError: false, text: 'counted to 3', images: [] });
+      expect(heard).toEqual([1, 2, 3].map((n) => ({ progress: n, total: 3, message: `step ${n} of 3` })));
+    } finally {
+      await clients.close();
+    }
+  });
+
+  it("gives a tool's failure as its answer, and its images", async () => {
+    const clients = mcpClients(loose, limits);
+    try {
+      const server = endpoint(tools.url, { authorization: TOKEN });
+      await expect(clients.call(server, 'fail', {}, { signal: signal() })).resolves.toEqual({
+        isError: true,
+        text: 'the tool failed on purpose',
+        images: [],
+      });
+      await expect(clients.call(server, 'snapshot', {}, { signal: signal() })).resolves.toEqual({
+        isError: false,
+        text: 'a picture',
+        images: [{ data: PNG_1x1, mimeType: 'image/png' }],
+      });
+    } finally {
+      await clients.close();
+    }
+  });
+
+  it('fails a call with no answer within the timeout, and the server is told to stop it', async () => {
+    const clients = mcpClients(loose, limits);
+    try {
+      const server = endpoint(tools.url, { authorization: TOKEN });
+      await expect(clients.call(server, 'hang', {}, { signal: signal() })).rejects.toThrow(`no answer within ${limits.timeoutMs} ms`);
+      await until('the hanging call given up on the server', () => tools.hanging() === 0);
+      // The session goes on: the next call is answered.
+      await expect(clients.call(server, 'echo', { text: 'again' }, { signal: signal() })).resolves.toMatchObject({ text: 'echo: again' });
     } finally {
       await clients.close();
     }

@@ -25,6 +25,7 @@ function world(options: { refuse?: string; problem?: string; perUser?: number; f
       if (options.failing) throw new McpServerFailed(options.failing);
       return [{ name: 'echo', title: null, description: 'Says it back', inputSchema: { type: 'object' } }];
     },
+    call: async () => ({ isError: false, text: '', images: [] }),
     forget: (id: string) => void forgotten.push(id),
   };
   const sealer = memoryMcpSealer(options.problem ?? null);

@@ -5,5 +5,13 @@
 export type { CreateMcpServerInput, UpdateMcpServerInput } from './inputs.ts';
 export { MCP_SERVER_NOT_FOUND, type McpServerService, mcpServerService } from './service.ts';
 export type { McpServerView } from './store.ts';
-export { type McpClients, type McpEndpoint, McpServerFailed, type McpTool, type Sealer } from './ports.ts';
+export {
+  type McpCallResult,
+  type McpClients,
+  type McpEndpoint,
+  type McpProgress,
+  McpServerFailed,
+  type McpTool,
+  type Sealer,
+} from './ports.ts';
 export { mcpServerSealedRows, prismaMcpServerStore } from './prisma-store.ts';

@@ -26,6 +26,20 @@ export interface McpTool {
   inputSchema: Record<string, unknown>;
 }
 
+/** What a tool call gave: its text, its images (base64), and whether the tool said it failed. */
+export interface McpCallResult {
+  isError: boolean;
+  text: string;
+  images: { data: string; mimeType: string }[];
+}
+
+/** A progress notification of a call under way. */
+export interface McpProgress {
+  progress: number;
+  total: number | null;
+  message: string | null;
+}
+
 /** Why a server could not be used, in words for its owner (never a driver's raw text or a header). */
 export class McpServerFailed extends Error {}
 
@@ -37,6 +51,17 @@ export class McpServerFailed extends Error {}
 export interface McpClients {
   /** The server's tools, kept for a while and refreshed when the server says they changed; throws `McpServerFailed`. */
   tools(endpoint: McpEndpoint): Promise<McpTool[]>;
+  /**
+   * Calls one of the server's tools, with at most the timeout for an answer; `onProgress` hears
+   * its progress notifications as they come. A failure to get an answer (no answer, too much,
+   * malformed) throws `McpServerFailed`; a tool that fails answers `isError`.
+   */
+  call(
+    endpoint: McpEndpoint,
+    tool: string,
+    args: Record<string, unknown>,
+    options: { signal: AbortSignal; onProgress?(progress: McpProgress): void },
+  ): Promise<McpCallResult>;
   /** Drops what is kept of a server (it was changed or deleted) and closes its connection. */
   forget(id: string): void;
 }
