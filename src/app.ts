@@ -42,6 +42,7 @@ import { connectRedis } from './redis/client.ts';
 import { mcpRoute } from './mcp/route.ts';
 import { mediaRoutes } from './rest/media.ts';
 import { restRoutes } from './rest/routes.ts';
+import { restWebhookPayloads } from './rest/webhook-payloads.ts';
 import { loadSealer } from './secrets/keyring.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -174,7 +175,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       // After listening, not before: the queue's start is none of /healthz's business.
       void jobs
         .start()
-        .then(() => services.startWork())
+        .then(() => services.startWork({ webhookPayloads: restWebhookPayloads(services) }))
         .catch((err) => http.log.error({ err }, 'the job queue could not start'));
       return address;
     },

@@ -50,6 +50,7 @@ import {
   prismaDeliveryStore,
   prismaWebhookStore,
   webhookDeliveries,
+  type WebhookPayloads,
   webhookSealedRows,
   type WebhookSender,
   webhookService,
@@ -131,20 +132,24 @@ function composeWebhooks(db: Db, dependencies: ServiceDependencies, log: Log) {
   const { guard, sender } = dependencies.webhooks ?? noWebhooks();
   const sealer = dependencies.deployments?.sealer ?? noSealer('no webhooks are signed in this process');
   const settings = dependencies.config.webhooks;
-  const deliveries = webhookDeliveries({
-    store: prismaDeliveryStore(db),
-    sender,
-    sealer,
-    jobs: dependencies.jobs,
-    feeds: dependencies.bus.feeds,
-    settings,
-    log,
-  });
   let stopSweeping = () => {};
   return {
     service: webhookService({ store: prismaWebhookStore(db), sealer, guard, limits: { perUser: settings.perUser } }),
-    /** Declares the deliveries' queue and works it on this instance. */
-    async start() {
+    /**
+     * Declares the deliveries' queue and works it on this instance, rendering events' objects with
+     * `payloads` (REST's, handed in by the composition root: it is built from these services).
+     */
+    async start(payloads: WebhookPayloads) {
+      const deliveries = webhookDeliveries({
+        store: prismaDeliveryStore(db),
+        sender,
+        sealer,
+        payloads,
+        jobs: dependencies.jobs,
+        feeds: dependencies.bus.feeds,
+        settings,
+        log,
+      });
       stopSweeping = await deliveries.start();
     },
     stop: () => stopSweeping(),
@@ -280,12 +285,13 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   return {
     db,
     jobs: dependencies.jobs,
-    /**
-     * Declares the job queues and starts working them on this instance; the composition root
-     * calls it once the service listens.
-     */
-    async startWork() {
-      const [, , stop] = await Promise.all([autonomy.startWork(), webhooks.start(), workTriggers(dependencies.jobs, triggersRun, log)]);
+    /** Declares the job queues and works them here, once the service listens; webhooks' events show their objects as REST does. */
+    async startWork(parts: { webhookPayloads: WebhookPayloads }) {
+      const [, , stop] = await Promise.all([
+        autonomy.startWork(),
+        webhooks.start(parts.webhookPayloads),
+        workTriggers(dependencies.jobs, triggersRun, log),
+      ]);
       stopSweeping = stop;
     },
     /** Stops what `startWork` started beside the queue's workers (the triggers' sweep, the replies runs follow). */

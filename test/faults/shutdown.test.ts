@@ -41,6 +41,7 @@ describe('SIGTERM', () => {
   let server: ServerProcess;
   let apiKey: string;
   let agentId: string;
+  let slowId: string;
   let sessionId: string;
   const ws = graphqlWsClients(() => server.url);
 
@@ -58,7 +59,9 @@ describe('SIGTERM', () => {
     await server.waitFor(/listening on/);
     const created = await alice.graphql('mutation { createAgent(input: {name: "Calm", key: "calm"}) { rawId } }');
     agentId = created.body.data.createAgent.rawId;
-    const first = await alice.rest('POST', '/v2/sessions', { agent_ids: [agentId], content: 'hello' });
+    const slow = await alice.graphql('mutation { createAgent(input: {name: "Slow", key: "slow"}) { rawId } }');
+    slowId = slow.body.data.createAgent.rawId;
+    const first = await alice.rest('POST', '/v2/sessions', { agent_ids: [agentId, slowId], content: 'hello' });
     sessionId = first.body.session_id;
     // Its reply done, so that the watchers opened next see only what the test does.
     for (;;) {
@@ -78,19 +81,20 @@ describe('SIGTERM', () => {
     // A watcher of the whole session over SSE (and, below, over graphql-ws and GraphQL over SSE).
     const watcher = await openSse(`${server.url}/v2/sessions/${sessionId}/events`, { headers: { 'x-api-key': apiKey } });
 
-    // Two replies held mid-stream: one the test lets finish during the grace period, one never.
+    // Two replies to one prompt, by the session's two agents, held mid-stream: one the test lets
+    // finish during the grace period, one never. (One prompt, since a session answers its prompts
+    // one at a time: a second prompt would wait for the first's replies.)
     let release!: () => void;
     const finishing = new Promise<void>((resolve) => (release = resolve));
     llm.choose((r) => {
-      const last = r.body.messages.at(-1)?.content;
-      if (last === 'finish please') return { tokens: ['Done', ' in', ' time'], gate: (i) => (i === 2 ? finishing : undefined) };
-      if (last === 'take forever')
+      if (r.body.messages.at(-1)?.content !== 'both of you, please') return undefined;
+      const system = String(r.body.messages[0]?.content);
+      if (system.includes('(@calm)')) return { tokens: ['Done', ' in', ' time'], gate: (i) => (i === 2 ? finishing : undefined) };
+      if (system.includes('(@slow)'))
         return { tokens: ['Too', ' slow', ' for', ' this'], gate: (i) => (i === 2 ? new Promise<void>(() => {}) : undefined) };
       return undefined;
     });
-    const prompt = (content: string) => alice.stream({ session_id: sessionId, content });
-    const finished = await prompt('finish please');
-    const cut = await prompt('take forever');
+    const both = await alice.stream({ session_id: sessionId, content: 'both of you, please', agent_ids: [agentId, slowId] });
     const token = (text: string) => (f: { data: { data?: { type?: string; text?: string } } }) =>
       f.data.data?.type === 'assistant_token' && f.data.data.text === text;
     await watcher.waitFor(token(' in'));
@@ -128,9 +132,8 @@ describe('SIGTERM', () => {
     expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ session_id: expect.any(String), message_id: null });
 
     // The reply released in time completes; the other is cut off when the grace period ends.
-    const done = updates(await finished.done);
-    expect(done.find((e) => e.type === 'assistant_message').message).toMatchObject({ status: 'complete', content: 'Done in time' });
-    const stopped = updates(await cut.done);
+    const stopped = updates(await both.done);
+    expect(stopped.find((e) => e.type === 'assistant_message').message).toMatchObject({ status: 'complete', content: 'Done in time' });
     const failure = stopped.find((e) => e.type === 'error');
     expect(failure).toMatchObject({ error: 'The server shut down before the reply was finished' });
     expect(failure.message).toMatchObject({ status: 'failed', content: 'Too slow' });

@@ -355,6 +355,11 @@ describe('replies', () => {
       expect(system).toContain('- Prefers warm colours');
       // The same fact again is kept once.
       await expect.poll(async () => expectData(await t.gql(Memories, { id: muse.id }, alice.apiKey)).agent.memories).toHaveLength(2);
+      // This exchange's own extraction must have been asked before the fake is told to answer a secret,
+      // or it could be the one to learn it.
+      await expect
+        .poll(() => llm.requests.some((r) => isMemoryRequest(r) && r.body.messages[1]?.content?.includes('What should I paint today')))
+        .toBe(true);
 
       llm.reset();
       llm.setMemories(['Has a secret project']);
@@ -363,7 +368,6 @@ describe('replies', () => {
         body: { agent_ids: [muse.id], content: 'Between us: I have a secret project.', extras: { exclude_memory: true } },
       });
       await settledSession(t, alice, private_.body.session_id);
-      // (The previous exchange's own extraction may still arrive after the reset: only this one's counts.)
       const extractions = llm.requests.filter(isMemoryRequest);
       expect(extractions.some((r) => r.body.messages[1]?.content?.includes('secret project'))).toBe(false);
       expect(llm.replyRequests()[0]!.body.messages[0]!.content).not.toContain('Their name is Zoe');

@@ -130,11 +130,17 @@ describe('POST /v2/sessions with stream: true', () => {
     const before = t.queries.length;
     const s = await prompt(alice, { agent_ids: [muse.id], content: 'Count my statements' });
     await s.waitFor((f) => f.data?.data?.type === 'assistant_token');
-    // Open watches have their access re-checked every second on a timer of their own (this
-    // prompt's stream among them): on a busy machine one can fall inside the window, and its
-    // reads of keys and members are not this prompt's.
-    const recheck = [/^SELECT "t0"."id" FROM "public"."ApiKey" AS "t0" WHERE "t0"."id" IN/, /FROM "public"."SessionUser"/];
-    const taken = t.queries.slice(before).filter((sql) => !recheck.some((r) => r.test(sql)));
+    // Timers of the service's own run beside the prompt and can fall inside the window on a busy
+    // machine; their statements are not this prompt's: open watches' access re-checked every
+    // second (reads of keys and members), the trigger scheduler's look for runs due, and the
+    // webhooks' sweep for deliveries due.
+    const background = [
+      /^SELECT "t0"."id" FROM "public"."ApiKey" AS "t0" WHERE "t0"."id" IN/,
+      /FROM "public"."SessionUser"/,
+      /^\s*SELECT \* FROM "Trigger" WHERE "nextRun" IS NOT NULL/,
+      /^\s*UPDATE "WebhookDelivery" SET "queuedAt"/,
+    ];
+    const taken = t.queries.slice(before).filter((sql) => !background.some((r) => r.test(sql)));
     held.resolve();
     await s.done;
     // The key; the agents with what they remember of the user; the session with its messages

@@ -38,6 +38,15 @@ setUp(async (start) => {
   secret = made.body.secret;
 });
 
+/** A deployment as `GET /v2/agents/deployments` shows it. */
+const shownDeployment = async (id: string) =>
+  (await t.rest('GET', '/v2/agents/deployments', { key: alice.apiKey })).body.deployments.find((d: { id: string }) => d.id === id);
+/** A session as `GET /v2/sessions/{id}` shows it, without the page of its messages beside it. */
+const shownSession = async (id: string) => {
+  const { messages: _page, ...session } = (await t.rest('GET', `/v2/sessions/${id}`, { key: alice.apiKey })).body.session;
+  return session;
+};
+
 /** The events of `type` the receiver got, verified. */
 const heard = (type: string) => receiver.received.map((r) => receiver.verify(r, secret)).filter((e) => e.type === type);
 
@@ -58,6 +67,7 @@ it('tells the owner a deployment stopped because the platform refused its token,
     platform: 'telegram',
     reason: 'secrets_refused',
     detail: 'Telegram refused the bot token (it was revoked or changed)',
+    deployment: await shownDeployment(deployed.body.deploymentId),
   });
 });
 
@@ -72,6 +82,7 @@ it('tells the owner an autonomous loop stopped on its turn budget, and not when 
   const sessionId = spent.body.session.id;
   await expect.poll(() => heard('autonomy.stopped'), { timeout: 30_000 }).toHaveLength(1);
   expect(heard('autonomy.stopped')[0]!.data).toMatchObject({ session_id: sessionId, reason: 'turn_budget' });
+  expect(heard('autonomy.stopped')[0]!.data.session).toEqual(await shownSession(sessionId));
 
   const owned = await t.rest('POST', '/v2/sessions/create', {
     key: alice.apiKey,
@@ -108,6 +119,7 @@ it('tells the owner once a deployment stopped answering because its daily manna 
     platform: 'telegram',
     reason: 'cap',
     detail: 'Its daily manna cap is reached: it answers again after midnight (UTC)',
+    deployment: await shownDeployment(deployed.body.deploymentId),
   });
   // The log says the same: one event for the day, though two chats met the cap.
   const hook = (await t.rest('GET', '/v2/webhooks', { key: alice.apiKey })).body.webhooks[0].id;
@@ -137,6 +149,7 @@ it('tells the owner an autonomous loop stopped because a turn failed', async () 
       session_id: sessionId,
       reason: 'reply_failed',
       detail: 'A turn failed',
+      session: await shownSession(sessionId),
     });
   } finally {
     llm.reset();

@@ -116,6 +116,8 @@ describe('deliveries', () => {
     const request = tries(eventId)[0]!;
     const event = receiver.verify(request, secret);
     expect(event).toMatchObject({ type: 'webhook.test', data: { webhook_id: id, url: receiver.url } });
+    // The endpoint as REST's GET shows it, made by REST's own mapping.
+    expect(event.data.webhook).toEqual((await t.rest('GET', `/v2/webhooks/${id}`, { key: alice.apiKey })).body.webhook);
     expect(request.headers['content-type']).toBe('application/json');
     expect(() => receiver.verify(request, `whsec_${Buffer.alloc(32, 7).toString('base64')}`)).toThrow();
     await expect.poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === eventId)?.status).toBe('delivered');
@@ -139,6 +141,27 @@ describe('deliveries', () => {
     expect(new Set(tries(eventId).map((r) => r.body)).size).toBe(1);
     await expect.poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === eventId)?.status).toBe('delivered');
     expect((await deliveries(alice, id)).find((d) => d.event_id === eventId)).toMatchObject({ attempts: 3, status_code: 200 });
+  });
+
+  it('renders the object once, before the first try: a retry and a redelivery send the same bytes, though the object changed since', async () => {
+    const { id, secret } = await endpoint(alice);
+    // As GET shows it at the event: the failed first try marks it failing_since.
+    const shown = (await t.rest('GET', `/v2/webhooks/${id}`, { key: alice.apiKey })).body.webhook;
+    receiver.answer({ status: 500 });
+    const eventId = (await t.rest('POST', `/v2/webhooks/${id}/test`, { key: alice.apiKey })).body.delivery.event_id;
+    await expect.poll(() => tries(eventId).length).toBe(1);
+    expect(receiver.verify(tries(eventId)[0]!, secret).data.webhook).toEqual(shown);
+    const changed = await t.rest('PATCH', `/v2/webhooks/${id}`, { key: alice.apiKey, body: { description: 'changed since the event' } });
+    expect(changed.status).toBe(200);
+    await expect
+      .poll(async () => (await deliveries(alice, id)).find((d) => d.event_id === eventId)?.status, { timeout: 20_000 })
+      .toBe('delivered');
+    const delivery = (await deliveries(alice, id)).find((d) => d.event_id === eventId)!;
+    const again = await t.rest('POST', `/v2/webhooks/${id}/deliveries/${delivery.id}/redeliver`, { key: alice.apiKey });
+    expect(again.status).toBe(200);
+    await expect.poll(() => tries(eventId).length).toBe(3);
+    expect(tries(eventId).map((r) => r.body)).toEqual(Array(3).fill(tries(eventId)[0]!.body));
+    expect(receiver.verify(tries(eventId)[2]!, secret).data.webhook).toEqual(shown);
   });
 
   it('logs every try of a delivery: its number, time, status code, duration, the first bytes of the answer and the next try', async () => {
@@ -408,21 +431,31 @@ describe('events', () => {
     });
     expect(task.status).toBe(200);
 
-    const mineOnly = () => receiver.received.filter((r) => deliveredTo(r, mine.secret));
+    const mineOnly = () => receiver.received.filter((r) => deliveredTo(r, mine.secret)).map((r) => receiver.verify(r, mine.secret));
+    // Two replies end: the prompt's, and the trigger run's in a session of its own, in either order.
+    const promptReply = (e: { type: string; data: { session_id?: string } }) =>
+      e.type === 'reply.completed' && e.data.session_id === session.body.session_id;
     await expect
-      .poll(() => new Set(mineOnly().map((r) => receiver.verify(r, mine.secret).type)), { timeout: 30_000 })
-      .toEqual(new Set(['reply.completed', 'trigger.run.completed', 'task.completed']));
-    const events = mineOnly().map((r) => receiver.verify(r, mine.secret));
-    const reply = events.find((e) => e.type === 'reply.completed')!;
-    expect(reply.data).toMatchObject({ session_id: session.body.session_id, message: { role: 'assistant', status: 'complete' } });
-    expect(events.find((e) => e.type === 'trigger.run.completed')!.data).toMatchObject({
-      trigger_id: trigger.body.triggerId,
-      run_id: run.body.run.id,
-    });
-    expect(events.find((e) => e.type === 'task.completed')!.data).toMatchObject({
-      task_id: task.body.task._id,
-      task: { status: 'completed' },
-    });
+      .poll(() => [...new Set(mineOnly().map((e) => e.type))].sort().concat(mineOnly().some(promptReply) ? ['the prompt'] : []), {
+        timeout: 30_000,
+      })
+      .toEqual(['reply.completed', 'task.completed', 'trigger.run.completed', 'the prompt']);
+    const events = mineOnly();
+    expect(events.find(promptReply)!.data).toMatchObject({ message: { role: 'assistant', status: 'complete' } });
+    // Each object as its GET shows it right after (made by REST's own mapping), beside the ids.
+    for (const e of events.filter((r) => r.type === 'reply.completed')) {
+      const shown = (await t.rest('GET', `/v2/sessions/${e.data.session_id}`, { key: carol.apiKey })).body.messages;
+      expect(e.data.message).toEqual(shown.find((m: { _id: string }) => m._id === e.data.message_id));
+    }
+    const ran = events.find((e) => e.type === 'trigger.run.completed')!;
+    expect(ran.data).toMatchObject({ trigger_id: trigger.body.triggerId, run_id: run.body.run.id });
+    const shownTrigger = (await t.rest('GET', `/v2/agents/${agent.id}/triggers/${trigger.body.triggerId}`, { key: carol.apiKey })).body
+      .trigger;
+    expect(ran.data.run).toEqual(shownTrigger.runs.find((r: { id: string }) => r.id === run.body.run.id));
+    expect(ran.data.trigger).toEqual(shownTrigger);
+    const done = events.find((e) => e.type === 'task.completed')!;
+    expect(done.data).toMatchObject({ task_id: task.body.task._id, task: { status: 'completed' } });
+    expect(done.data.task).toEqual((await t.rest('GET', `/v2/tasks/${task.body.task._id}`, { key: carol.apiKey })).body.task);
     // Bob's endpoint wants the same types and heard nothing of carol's.
     expect(receiver.received.filter((r) => deliveredTo(r, theirs.secret))).toEqual([]);
   });

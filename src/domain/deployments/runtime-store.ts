@@ -300,7 +300,7 @@ function chats(db: Db): Pick<DeploymentRuntimeStore, 'chat' | 'setChatSession' |
 }
 
 /** The deployment's own row as its runner reads and marks it. */
-/** A deployment that stopped running, for its owner's webhooks: why, in a word and in full. */
+/** A deployment that stopped running, for its owner's webhooks: why, in a word and in full (the deployment is added as REST shows it). */
 const stoppedEvent = (
   row: { id: string; userId: string; agentId: string; platform: string },
   reason: 'secrets_refused' | 'secrets_unopenable' | 'cap',

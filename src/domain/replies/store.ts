@@ -96,19 +96,11 @@ async function saveCheckpoints(db: Db, group: Checkpoint[]) {
     WHERE m."id" = v.id AND m."status" = 'streaming'`;
 }
 
-/** A reply's end for the session owner's webhooks: the ids, and the message in REST's names. */
-const replyEvent = (
-  ownerId: string,
-  m: { id: string; sessionId: string; senderId: string | null; status: string; content: string; error: string | null },
-): WebhookEventInput => ({
+/** A reply's end for the session owner's webhooks: its ids (the message is added as REST shows it, before the first try). */
+const replyEvent = (ownerId: string, m: { id: string; sessionId: string; senderId: string | null; status: string }): WebhookEventInput => ({
   userId: ownerId,
   type: m.status === 'complete' ? 'reply.completed' : 'reply.failed',
-  data: {
-    session_id: m.sessionId,
-    message_id: m.id,
-    sender_id: m.senderId,
-    message: { _id: m.id, role: 'assistant', status: m.status, content: m.content, error: m.error },
-  },
+  data: { session_id: m.sessionId, message_id: m.id, sender_id: m.senderId },
 });
 
 async function saveCompletions(db: Db, e: Completion[]) {
@@ -135,8 +127,6 @@ async function saveCompletions(db: Db, e: Completion[]) {
         sessionId: true,
         senderId: true,
         status: true,
-        content: true,
-        error: true,
         session: { select: { ownerId: true } },
       },
     });

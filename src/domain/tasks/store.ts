@@ -9,25 +9,11 @@ import type { CallCreation, ToolStore } from '../tools/ports.ts';
 import type { TaskOrderBy } from './inputs.ts';
 import { recordWebhookEvent, type WebhookEventInput } from '../webhooks/index.ts';
 
-/**
- * A task's end for its owner's webhooks: its ids and fields in REST's names. Its result stays out
- * (it may be large): `GET /v2/tasks/{taskId}` reads it.
- */
-const taskEvent = (task: Task): WebhookEventInput => ({
+/** A task's end for its owner's webhooks: its id (the task is added as REST shows it, before the first try). */
+const taskEvent = (task: Pick<Task, 'id' | 'userId' | 'status'>): WebhookEventInput => ({
   userId: task.userId,
   type: task.status === 'completed' ? 'task.completed' : task.status === 'cancelled' ? 'task.cancelled' : 'task.failed',
-  data: {
-    task_id: task.id,
-    task: {
-      _id: task.id,
-      tool: task.tool,
-      status: task.status,
-      error: task.error,
-      cost: Number(task.cost),
-      createdAt: task.createdAt.toISOString(),
-      updatedAt: task.updatedAt.toISOString(),
-    },
-  },
+  data: { task_id: task.id },
 });
 
 export type { Task };

@@ -14,6 +14,7 @@ import type { RunPosition, Trigger, TriggerData, TriggerQuery, TriggerRead, Trig
 export type { TriggerQuery, TriggerRead } from './store.ts';
 
 export const TRIGGER_NOT_FOUND = 'Trigger not found';
+const RUN_NOT_FOUND = 'Run not found';
 /** What a stranger is told about someone else's agent: what `GET /v2/agents/{id}` says of a private one. */
 export const NOT_YOUR_AGENT = 'You do not have access to this agent';
 
@@ -82,6 +83,14 @@ export function triggerService(store: TriggerStore, runner: TriggerRunner, event
       const trigger = await ownTrigger(store, viewer, id, agentId);
       const runId = await runner.runNow(trigger);
       return (await store.run(runId))!;
+    },
+
+    /** One run of a trigger the caller owns. */
+    async run(viewer: Viewer, triggerId: string, runId: string): Promise<TriggerRun> {
+      const trigger = await ownTrigger(store, viewer, triggerId);
+      const run = canNameARow(runId) ? await store.run(runId) : null;
+      if (run?.triggerId !== trigger.id) throw notFound(RUN_NOT_FOUND);
+      return run;
     },
 
     /** A trigger's runs, newest first, a page at a time. */

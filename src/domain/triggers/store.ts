@@ -48,25 +48,11 @@ export interface RunLink {
 }
 
 /** How a run ended. */
-/** A run's end for its owner's webhooks: the ids, and the run and its trigger in REST's names. */
+/** A run's end for its owner's webhooks: the ids (the run and its trigger are added as REST shows them, before the first try). */
 const runEvent = (trigger: Trigger, run: TriggerRun): WebhookEventInput => ({
   userId: trigger.userId,
   type: run.status === 'completed' ? 'trigger.run.completed' : 'trigger.run.failed',
-  data: {
-    trigger_id: trigger.id,
-    agent_id: trigger.agentId,
-    run_id: run.id,
-    session_id: run.sessionId,
-    message_id: run.messageId,
-    run: {
-      id: run.id,
-      status: run.status,
-      error: run.error,
-      started_at: run.startedAt.toISOString(),
-      finished_at: run.finishedAt?.toISOString() ?? null,
-    },
-    trigger: { name: trigger.name, status: trigger.status, error_count: trigger.errorCount },
-  },
+  data: { trigger_id: trigger.id, agent_id: trigger.agentId, run_id: run.id, session_id: run.sessionId, message_id: run.messageId },
 });
 
 export type RunOutcome = { status: 'completed' } | { status: 'failed'; error: string };

@@ -1,6 +1,6 @@
 import type { EventBus } from '../core/bus.ts';
 import type { JobQueue } from '../core/jobs.ts';
-import type { Sealer, WebhookSender } from './ports.ts';
+import type { Sealer, WebhookPayloads, WebhookSender } from './ports.ts';
 import { signedHeaders } from './signing.ts';
 import type { ClaimedDelivery, DeliveryStore, TryOutcome } from './store.ts';
 
@@ -98,6 +98,19 @@ function nextTry(settings: DeliverySettings, attempt: number, at: Date) {
   return delay === undefined ? null : new Date(at.getTime() + delay * 1000);
 }
 
+/** A try that sent nothing, for a reason of the service's (a secret it cannot open, an event it cannot render). */
+function unsent(settings: DeliverySettings, claimed: ClaimedDelivery, at: Date, error: string): TryOutcome {
+  return {
+    at,
+    statusCode: null,
+    durationMs: 0,
+    answer: null,
+    error,
+    delivered: false,
+    nextAttemptAt: nextTry(settings, claimed.attempts + 1, at),
+  };
+}
+
 /** One try: signed with the secrets that sign now, posted, and how it went (nothing stored). */
 async function sendTry(
   deps: { sender: WebhookSender; sealer: Sealer; settings: DeliverySettings; log: Log },
@@ -111,15 +124,7 @@ async function sendTry(
     secrets = openSecrets(sealer, claimed, at);
   } catch (err) {
     log.error({ err, webhook: claimed.webhookId }, 'a webhook secret could not be opened');
-    return {
-      at,
-      statusCode: null,
-      durationMs: 0,
-      answer: null,
-      error: 'the signing secret cannot be opened here',
-      delivered: false,
-      nextAttemptAt: nextTry(settings, claimed.attempts + 1, at),
-    };
+    return unsent(settings, claimed, at, 'the signing secret cannot be opened here');
   }
   const headers = {
     'content-type': 'application/json',
@@ -159,21 +164,44 @@ export function webhookDeliveries(deps: {
   store: DeliveryStore;
   sender: WebhookSender;
   sealer: Sealer;
+  /** Adds the objects an event names, as REST shows them, before its first try. */
+  payloads: WebhookPayloads;
   jobs: JobQueue;
   /** The owner's feed, told when an endpoint is turned off (`webhook_disabled`). */
   feeds: Pick<EventBus['feeds'], 'publish'>;
   settings: DeliverySettings;
   log: Log;
 }) {
-  const { store, sender, sealer, jobs, feeds, settings, log } = deps;
+  const { store, sender, sealer, payloads, jobs, feeds, settings, log } = deps;
   const slots = endpointSlots(settings.inFlightPerEndpoint);
   const again = (id: string, webhookId: string | undefined, at: Date) =>
     jobs.send(WEBHOOK_QUEUE, { id, webhookId } satisfies DeliveryJob, { at });
 
   const send = (claimed: ClaimedDelivery, signal: AbortSignal | undefined) => sendTry({ sender, sealer, settings, log }, claimed, signal);
 
+  /**
+   * The event's body with its objects as REST shows them, rendered by the first try of any of its
+   * deliveries and stored (whichever try stored first is what all send); null when it cannot be
+   * rendered now (the try fails, and the next renders again).
+   */
+  async function rendered(claimed: ClaimedDelivery): Promise<ClaimedDelivery | null> {
+    if (claimed.rendered) return claimed;
+    try {
+      const { type, timestamp, data } = JSON.parse(claimed.body) as { type: string; timestamp: string; data: Record<string, unknown> };
+      const full = await payloads.render({ userId: claimed.userId, type: claimed.eventType, data });
+      const body = await store.saveRendered(claimed.eventId, JSON.stringify({ type, timestamp, data: full }));
+      return { ...claimed, body, rendered: true };
+    } catch (err) {
+      log.error({ err, webhook: claimed.webhookId, event: claimed.eventId }, 'a webhook event could not be rendered');
+      return null;
+    }
+  }
+
   async function tryOnce(claimed: ClaimedDelivery, signal: AbortSignal | undefined) {
-    const outcome = await send(claimed, signal);
+    const ready = await rendered(claimed);
+    const outcome = ready
+      ? await send(ready, signal)
+      : unsent(settings, claimed, new Date(), 'the event could not be rendered; it is tried again');
     if (signal?.aborted) {
       // Given up here (a shutdown): not the receiver's failure. The try goes back untried, and the
       // job fails so that another instance takes it at once (the same webhook-id).

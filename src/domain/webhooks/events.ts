@@ -18,7 +18,11 @@ export const webhookEventTypes = [
 
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
-/** An event as a change records it: whose it is, its type, and `data` (ids, and the object's fields in REST's names). */
+/**
+ * An event as a change records it: whose it is, its type, and `data`, the ids of what it reports
+ * (and why, where it says). The objects themselves are added as REST shows them, once, before the
+ * first try (`WebhookPayloads`).
+ */
 export interface WebhookEventInput {
   userId: string;
   type: WebhookEventType;

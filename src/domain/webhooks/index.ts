@@ -8,5 +8,5 @@ export type { CreateWebhookInput, RotateWebhookInput, UpdateWebhookInput } from 
 export { DELIVERY_NOT_FOUND, WEBHOOK_NOT_FOUND, type WebhookService, type WebhookWithSecret, webhookService } from './service.ts';
 export { MAX_ANSWER_BYTES, WEBHOOK_QUEUE, type WebhookDeliveries, webhookDeliveries } from './delivery.ts';
 export type { AttemptView, DeliveryView, WebhookView } from './store.ts';
-export type { Sealer, WebhookRequest, WebhookResponse, WebhookSender } from './ports.ts';
+export type { Sealer, WebhookPayloads, WebhookRequest, WebhookResponse, WebhookSender } from './ports.ts';
 export { prismaDeliveryStore, prismaWebhookStore, recordWebhookEvent, recordWebhookEvents, webhookSealedRows } from './prisma-store.ts';

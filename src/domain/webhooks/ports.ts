@@ -1,3 +1,5 @@
+import type { WebhookEventInput } from './events.ts';
+
 /** One try's request: the adapter checks the address again, follows no redirect and reads at most `maxAnswerBytes`. */
 export interface WebhookRequest {
   url: string;
@@ -27,4 +29,14 @@ export interface Sealer {
   readonly problem: string | null;
   seal(plain: string, boundTo: string): string;
   open(sealed: string, boundTo: string): string;
+}
+
+/**
+ * Renders an event's `data` for its receivers: the ids the change recorded, with the objects they
+ * name as REST's `GET` shows them to the endpoint's owner. REST implements it (`src/rest/`), the
+ * composition hands it to the deliveries; it runs once per event, before its first try, and its
+ * result is stored, so every try and redelivery sends the same bytes.
+ */
+export interface WebhookPayloads {
+  render(event: WebhookEventInput): Promise<Record<string, unknown>>;
 }

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { newId } from '../core/ids.ts';
-import type { WebhookEventInput } from './events.ts';
+import type { WebhookEventInput, WebhookEventType } from './events.ts';
 import type { ClaimedDelivery, DeliveryStore, DeliveryView, WebhookStore, WebhookView } from './store.ts';
 
 type Tx = Prisma.TransactionClient;
@@ -191,7 +191,7 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
         select: {
           id: true,
           attempts: true,
-          event: { select: { id: true, body: true } },
+          event: { select: { id: true, type: true, body: true, rendered: true } },
           webhook: {
             select: {
               id: true,
@@ -214,7 +214,9 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
         userId: webhook.userId,
         url: webhook.url,
         eventId: row.event.id,
+        eventType: row.event.type as WebhookEventType,
         body: row.event.body,
+        rendered: row.event.rendered,
         attempts: row.attempts,
         secrets: { secret: webhook.secret, previousSecret: webhook.previousSecret, previousUntil: webhook.previousUntil },
         endpointOff: !webhook.enabled,
@@ -276,6 +278,12 @@ export function prismaDeliveryStore(db: Db): DeliveryStore {
         });
         return { disabled: disabled > 0 };
       });
+    },
+
+    async saveRendered(eventId, body) {
+      // The first to render wins: a try of another endpoint of the same owner may have rendered it meanwhile.
+      await db.webhookEvent.updateMany({ where: { id: eventId, rendered: false }, data: { body, rendered: true } });
+      return (await db.webhookEvent.findUniqueOrThrow({ where: { id: eventId }, select: { body: true } })).body;
     },
 
     async dropOff(id, attempts, at) {

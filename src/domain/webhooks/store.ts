@@ -1,4 +1,4 @@
-import type { WebhookEventInput } from './events.ts';
+import type { WebhookEventInput, WebhookEventType } from './events.ts';
 
 /** An endpoint as its owner sees it: never its secret. */
 export interface WebhookView {
@@ -98,7 +98,10 @@ export interface ClaimedDelivery {
   userId: string;
   url: string;
   eventId: string;
+  eventType: WebhookEventType;
   body: string;
+  /** Whether `body` carries its objects as REST shows them; false until its first try renders them. */
+  rendered: boolean;
   attempts: number;
   secrets: SealedSecrets;
   /** The endpoint was turned off since the event: nothing is sent. */
@@ -143,6 +146,11 @@ export interface DeliveryStore {
    * before `disableBefore`. Whether the endpoint was turned off now.
    */
   settle(claimed: ClaimedDelivery, outcome: TryOutcome, disable: { before: Date; reason: string }): Promise<{ disabled: boolean }>;
+  /**
+   * Stores an event's rendered body, unless another try rendered it first; the body stored, which
+   * every try of the event sends.
+   */
+  saveRendered(eventId: string, body: string): Promise<string>;
   /** A delivery bound for an endpoint that was turned off: given up without a try. */
   dropOff(id: string, attempts: number, at: Date): Promise<void>;
 }
