@@ -30,7 +30,7 @@ import { prismaSignalStore, signalOutbox } from './signals/index.ts';
 import { shareService, prismaShareStore } from './shares/index.ts';
 import { mannaService, prismaMannaStore } from './manna/index.ts';
 import { type MediaLinks, mediaLinks } from './core/media-links.ts';
-import { mediaStore } from './media/index.ts';
+import { type MediaStore, mediaStore } from './media/index.ts';
 import { memoryService, memoryStore } from './memories/index.ts';
 import type { EmbeddingProvider } from './search/embeddings/provider.ts';
 import { searchService, searchStore } from './search/index.ts';
@@ -45,7 +45,15 @@ import { taskService, recordToolCalls, taskStore } from './tasks/index.ts';
 import { claimTask } from './tasks/settle-store.ts';
 import { triggerService, triggerStore } from './triggers/index.ts';
 import type { AddressGuard } from './core/outbound.ts';
-import { type McpClients, McpServerFailed, mcpServerSealedRows, mcpServerService, prismaMcpServerStore } from './mcp-servers/index.ts';
+import {
+  mcpAgentTools,
+  type McpClients,
+  mcpEndpoint,
+  McpServerFailed,
+  mcpServerSealedRows,
+  mcpServerService,
+  prismaMcpServerStore,
+} from './mcp-servers/index.ts';
 import {
   prismaDeliveryStore,
   prismaWebhookStore,
@@ -115,6 +123,7 @@ const noMcpClients: McpClients = {
   call: async () => {
     throw new McpServerFailed('MCP servers are not reached by this process');
   },
+  check: () => 'MCP servers are not reached by this process',
   forget: () => {},
 };
 
@@ -157,14 +166,22 @@ function composeWebhooks(db: Db, dependencies: ServiceDependencies, log: Log) {
 }
 
 /** MCP servers users register: checked by the guard webhooks' URLs are, sealed with the deployments' key. */
-const composeMcpServers = (db: Db, dependencies: ServiceDependencies) =>
-  mcpServerService({
-    store: prismaMcpServerStore(db),
-    sealer: dependencies.deployments?.sealer ?? noSealer('no MCP server authorization is sealed in this process'),
-    guard: (dependencies.webhooks ?? noWebhooks()).guard,
-    clients: dependencies.mcp ?? noMcpClients,
-    limits: { perUser: dependencies.config.mcp.serversPerUser },
-  });
+function composeMcpServers(db: Db, dependencies: ServiceDependencies, parts: { media: MediaStore; log: Log }) {
+  const store = prismaMcpServerStore(db);
+  const sealer = dependencies.deployments?.sealer ?? noSealer('no MCP server authorization is sealed in this process');
+  const clients = dependencies.mcp ?? noMcpClients;
+  return {
+    service: mcpServerService({
+      store,
+      sealer,
+      guard: (dependencies.webhooks ?? noWebhooks()).guard,
+      clients,
+      limits: { perUser: dependencies.config.mcp.serversPerUser },
+    }),
+    /** Their tools as agents' replies offer and run them. */
+    agentTools: mcpAgentTools({ store, endpointOf: mcpEndpoint(store, sealer), clients, media: parts.media, log: parts.log }),
+  };
+}
 
 type Log = ServiceDependencies['log'];
 
@@ -197,6 +214,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   const links = mediaLinks(dependencies.publicUrl ?? (() => config.publicUrl ?? `http://${config.host}:${config.port}`));
   const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
   const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers, remote: dependencies.toolServices });
+  const mcpServers = composeMcpServers(db, dependencies, { media, log });
   const tools = createToolHost({
     store: toolStore(db, { deploymentDailyCap: config.deployments.dailyMannaCap }, { record: recordToolCalls(db), claim: claimTask }),
     registry,
@@ -208,6 +226,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     work: config.work,
     queue,
     links,
+    mcp: mcpServers.agentTools,
   });
   const memories = memoryService(memoryStore(db), provider, { offline, model: config.llm.models.default }, log);
   const replies = createReplyEngine({
@@ -329,7 +348,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     manna: mannaService(prismaMannaStore(db)),
     tasks,
     webhooks: webhooks.service,
-    mcpServers: composeMcpServers(db, dependencies),
+    mcpServers: mcpServers.service,
   };
 }
 

@@ -2,6 +2,7 @@ import { lexicographicSortSchema } from 'graphql';
 import { builder } from './builder.ts';
 import './scalars.ts';
 import './types/agent.ts';
+import './types/agent-mcp-tool.ts';
 import './types/api-key.ts';
 import './types/collection.ts';
 import './types/concept.ts';

@@ -5,6 +5,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import type { OutboundConfig } from '../config.ts';
 import { type McpCallResult, type McpClients, type McpEndpoint, McpServerFailed, type McpTool } from '../domain/mcp-servers/index.ts';
 import { checkAddress } from './address-guard.ts';
@@ -103,6 +105,19 @@ export function reasonOf(err: unknown, timeoutMs: number): string {
   return 'the server could not be used';
 }
 
+/**
+ * A validator of one tool's input schema: the SDK's own (Ajv, JSON Schema 2020-12 with formats),
+ * each on an Ajv of its own, so an `$id` in one server's schema never stands for another's. A
+ * schema Ajv cannot compile gives the reason instead, and the tool's calls are refused with it.
+ */
+function schemaValidator(schema: Record<string, unknown>): JsonSchemaValidator<unknown> | string {
+  try {
+    return new AjvJsonSchemaValidator().getValidator(schema);
+  } catch {
+    return "the tool's input schema cannot be used to check its arguments";
+  }
+}
+
 const toolOf = (t: Tool): McpTool => ({
   name: t.name,
   title: t.title ?? t.annotations?.title ?? null,
@@ -143,6 +158,8 @@ interface Connection {
  */
 export function mcpClients(config: OutboundConfig, limits: McpClientLimits): McpClients & { close(): Promise<void> } {
   const connections = new Map<string, Connection>();
+  /** Each listed tool's schema compiled once, kept as long as its list is. */
+  const validators = new WeakMap<McpTool, JsonSchemaValidator<unknown> | string>();
 
   function drop(id: string, which?: Connection) {
     const c = connections.get(id);
@@ -239,6 +256,16 @@ export function mcpClients(config: OutboundConfig, limits: McpClientLimits): Mcp
         if (!(err instanceof McpError && err.code === ErrorCode.RequestTimeout)) drop(endpoint.id, c);
         throw new McpServerFailed(reasonOf(err, limits.timeoutMs));
       }
+    },
+    check(tool, args) {
+      let validate = validators.get(tool);
+      if (validate === undefined) {
+        validate = schemaValidator(tool.inputSchema);
+        validators.set(tool, validate);
+      }
+      if (typeof validate === 'string') return validate;
+      const verdict = validate(args);
+      return verdict.valid ? null : verdict.errorMessage.slice(0, 500);
     },
     forget: (id) => drop(id),
     async close() {

@@ -11,6 +11,7 @@ import {
   thinkingEffortCaps,
   thinkingPolicies,
   visiblePersona,
+  type AgentMcpToolView,
   type AgentWithKey,
 } from '../domain/agents/index.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
@@ -28,6 +29,8 @@ const names = fieldNames({
   thinkingPolicy: 'thinking_policy',
   thinkingEffortCap: 'thinking_effort_cap',
   thinkingEffortInstructions: 'thinking_effort_instructions',
+  mcpTools: 'mcp_tools',
+  serverId: 'server_id',
 });
 
 /** Agents answer `{error}`, and 401 (not 403) when the caller is not the owner, as the original did. */
@@ -57,6 +60,10 @@ export const restAgentSchema = z
       description: "The enabled tools, as the original's clients read them: tool key to a list (always empty here)",
     }),
     tools_enabled: z.record(z.string(), z.boolean()).meta({ description: 'Every tool setting as last written: true on, false off' }),
+    mcp_tools: z
+      .array(z.object({ server_id: z.string(), tool: z.string() }))
+      .nullable()
+      .meta({ description: 'Tools of your MCP servers enabled on the agent (a parley extension); null unless you own the agent' }),
     llm_settings: z.object({
       model_profile: z.enum(modelProfiles).nullable(),
       thinking_policy: z.enum(thinkingPolicies).nullable(),
@@ -70,9 +77,11 @@ export const restAgentSchema = z
   .meta({ id: 'Agent' });
 
 /** An agent read with its owner's row, which REST shows populated. */
-export type RestAgentRow = AgentWithKey & { owner: User };
+export type RestAgentRow = AgentWithKey & { owner: User; mcpTools: AgentMcpToolView[] };
 /** What `services.agents` is asked to load for a REST answer. */
-export const restAgentQuery = { include: { owner: true } } as const;
+export const restAgentQuery = {
+  include: { owner: true as const, mcpTools: { orderBy: [{ serverId: 'asc' as const }, { tool: 'asc' as const }] } },
+};
 
 export function toRestAgent(agent: RestAgentRow, viewer: Viewer): z.input<typeof restAgentSchema> {
   const llm = agentLlmSettings(agent);
@@ -102,6 +111,7 @@ export function toRestAgent(agent: RestAgentRow, viewer: Viewer): z.input<typeof
         .map(([key]) => [key, []]),
     ),
     tools_enabled: tools,
+    mcp_tools: viewer.id === agent.ownerId ? agent.mcpTools.map((t) => ({ server_id: t.serverId, tool: t.tool })) : null,
     llm_settings: {
       model_profile: llm.modelProfile ?? null,
       thinking_policy: llm.thinkingPolicy ?? null,
@@ -132,7 +142,7 @@ export const agentOperations = [
     created: true,
     errors: { style: errors, codes: ['BAD_USER_INPUT', 'CONFLICT', 'UNPROCESSABLE'] },
     handler: async (request, _reply, { services }) => {
-      const input = names.toDomain(acceptToolLists(request.body ?? {}), ['llm_settings', 'models']);
+      const input = names.toDomain(acceptToolLists(request.body ?? {}), ['llm_settings', 'models', 'mcp_tools']);
       const agent = (await services.agents.create(request.viewer, input, restAgentQuery)) as RestAgentRow;
       return { agentId: agent.id, agent: toRestAgent(agent, request.viewer) };
     },
@@ -175,7 +185,7 @@ export const agentOperations = [
     ok: { json: z.object({ agentId: z.string(), agent: restAgentSchema }) },
     errors: { style: errors, codes: ['FORBIDDEN', 'NOT_FOUND', 'BAD_USER_INPUT', 'CONFLICT', 'UNPROCESSABLE'] },
     handler: async (request, _reply, { services }) => {
-      const input = names.toDomain(acceptToolLists(request.body), ['llm_settings', 'models']);
+      const input = names.toDomain(acceptToolLists(request.body), ['llm_settings', 'models', 'mcp_tools']);
       const agent = (await services.agents.update(request.viewer, request.params.agentId, input, restAgentQuery)) as RestAgentRow;
       // The spec's body is `{agentId}`; the original's SDK reads `{agent}`: both, so either client works.
       return { agentId: agent.id, agent: toRestAgent(agent, request.viewer) };

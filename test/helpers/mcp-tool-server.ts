@@ -15,13 +15,21 @@ export interface McpToolServer {
   requests: IncomingHttpHeaders[];
   /** Calls of `hang` under way (each ends when its caller gives it up or the server closes). */
   hanging(): number;
+  /** Lets the calls of `paced` waiting after their first progress notification go on to finish. */
+  release(): void;
   /** Adds a tool named `name` (it echoes); the SDK tells each connected client that the list changed. */
   addTool(name: string): RegisteredTool[];
   close(): Promise<void>;
 }
 
 /** The tools every session of the server offers; `extra` ones added later are registered on each. */
-function register(server: McpServer, state: { hanging: number }, extra: string[]) {
+interface State {
+  hanging: number;
+  /** Calls of `paced` waiting to be released. */
+  paced: (() => void)[];
+}
+
+function register(server: McpServer, state: State, extra: string[]) {
   const tools: RegisteredTool[] = [];
   tools.push(
     server.registerTool('echo', { description: 'Says the text back', inputSchema: { text: z.string().max(200) } }, async ({ text }) => ({
@@ -41,6 +49,21 @@ function register(server: McpServer, state: { hanging: number }, extra: string[]
           await new Promise((r) => setTimeout(r, 20));
         }
         return { content: [{ type: 'text', text: `counted to ${steps}` }] };
+      },
+    ),
+    server.registerTool(
+      'paced',
+      { description: 'Reports it is half done, then waits for the test to release it', inputSchema: { label: z.string().optional() } },
+      async (_args, request) => {
+        const token = request._meta?.progressToken;
+        const report = (progress: number, message: string) =>
+          token === undefined
+            ? Promise.resolve()
+            : request.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, total: 2, message } });
+        await report(1, 'half way');
+        await new Promise<void>((resolve) => state.paced.push(resolve));
+        await report(2, 'done');
+        return { content: [{ type: 'text', text: 'paced to the end' }] };
       },
     ),
     server.registerTool('fail', { description: 'Always fails', inputSchema: {} }, async () => ({
@@ -77,13 +100,14 @@ async function body(request: IncomingMessage): Promise<unknown> {
 
 /**
  * An MCP server made with the SDK's own `McpServer` over Streamable HTTP on 127.0.0.1, with
- * sessions: tools `echo`, `slow` (progress), `fail`, `snapshot` (an image) and `hang`. It answers
+ * sessions: tools `echo`, `slow` (progress), `paced` (progress, then held until `release()`),
+ * `fail`, `snapshot` (an image) and `hang`. It answers
  * only requests whose Authorization is `authorization`, when given.
  */
 export async function startMcpToolServer(options: { authorization?: string } = {}): Promise<McpToolServer> {
   const sessions = new Map<string, { server: McpServer; transport: StreamableHTTPServerTransport }>();
   const requests: IncomingHttpHeaders[] = [];
-  const state = { hanging: 0 };
+  const state: State = { hanging: 0, paced: [] };
   const extra: string[] = [];
 
   async function handle(request: IncomingMessage, response: ServerResponse) {
@@ -122,6 +146,9 @@ export async function startMcpToolServer(options: { authorization?: string } = {
     url: `http://127.0.0.1:${port}/mcp`,
     requests,
     hanging: () => state.hanging,
+    release: () => {
+      for (const resolve of state.paced.splice(0)) resolve();
+    },
     addTool(name) {
       extra.push(name);
       return [...sessions.values()].map(({ server }) =>
@@ -131,6 +158,7 @@ export async function startMcpToolServer(options: { authorization?: string } = {
       );
     },
     async close() {
+      for (const resolve of state.paced.splice(0)) resolve();
       await Promise.all([...sessions.values()].map(({ server }) => server.close().catch(() => {})));
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));

@@ -232,7 +232,7 @@ describe("a server's tools, from the SDK's own server on loopback", () => {
     );
     expect(viaGraphQL.errors).toBeUndefined();
     const loop = viaGraphQL.data.me.mcpServers.find((s: { name: string }) => s.name === 'loop');
-    expect(loop.tools.map((x: { name: string }) => x.name).sort()).toEqual(['echo', 'fail', 'hang', 'slow', 'snapshot']);
+    expect(loop.tools.map((x: { name: string }) => x.name).sort()).toEqual(['echo', 'fail', 'hang', 'paced', 'slow', 'snapshot']);
   });
 
   it('is 503 with the reason when the server refuses or is not there, and 404 for a stranger, who reaches nothing', async () => {

@@ -54,7 +54,7 @@ describe("listing a server's tools", () => {
     const clients = mcpClients(loose, limits);
     try {
       const list = await clients.tools(endpoint(tools.url, { authorization: TOKEN, 'x-team': 'blue' }));
-      expect(list.map((t) => t.name).sort()).toEqual(['echo', 'fail', 'hang', 'slow', 'snapshot']);
+      expect(list.map((t) => t.name).sort()).toEqual(['echo', 'fail', 'hang', 'paced', 'slow', 'snapshot']);
       const echo = list.find((t) => t.name === 'echo')!;
       expect(echo.description).toBe('Says the text back');
       expect(echo.inputSchema).toMatchObject({

@@ -26,6 +26,7 @@ function world(options: { refuse?: string; problem?: string; perUser?: number; f
       return [{ name: 'echo', title: null, description: 'Says it back', inputSchema: { type: 'object' } }];
     },
     call: async () => ({ isError: false, text: '', images: [] }),
+    check: () => null,
     forget: (id: string) => void forgotten.push(id),
   };
   const sealer = memoryMcpSealer(options.problem ?? null);

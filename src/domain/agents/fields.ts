@@ -17,3 +17,9 @@ export const agentModels = (a: { models: unknown }) => a.models as AgentModel[];
 export const agentSuggestions = (a: { suggestions: unknown }) => a.suggestions as AgentSuggestion[];
 export const agentLlmSettings = (a: { llmSettings: unknown }) => a.llmSettings as AgentLlmSettings;
 export const agentTools = (a: { tools: unknown }) => a.tools as Record<string, boolean>;
+
+/** An MCP server's tool enabled on an agent. */
+export interface AgentMcpToolView {
+  serverId: string;
+  tool: string;
+}

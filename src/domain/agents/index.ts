@@ -3,7 +3,7 @@
  * rules, their inputs and how an agent's JSON fields read); the rest of the folder is its own.
  */
 export { agentLlmSettings, agentModels, agentSuggestions, agentTools } from './fields.ts';
-export type { AgentLlmSettings, AgentModel, AgentSuggestion } from './fields.ts';
+export type { AgentLlmSettings, AgentMcpToolView, AgentModel, AgentSuggestion } from './fields.ts';
 export { agentCreateSchema, agentPatchSchema, modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from './inputs.ts';
 export { agentService, canReadAgent, visiblePersona } from './service.ts';
 export type { AgentService, AgentWithKey } from './service.ts';

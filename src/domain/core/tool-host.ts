@@ -28,13 +28,13 @@ export interface RecordedCalls {
  * call, saved first (the engine then shows the reply with them) and run after.
  */
 export interface ToolHost {
-  offer(agentId: string, enabled: Record<string, boolean>): ChatTool[];
+  offer(agentId: string, enabled: Record<string, boolean>): Promise<ChatTool[]>;
   record(calls: RequestedToolCall[], context: ToolRunContext): Promise<RecordedCalls>;
 }
 
 /** No tools: a model that asks for one anyway is told it does not exist. */
 export const noTools: ToolHost = {
-  offer: () => [],
+  offer: async () => [],
   record: async (calls) => ({
     run: async () => calls.map((c) => ({ id: c.id, content: JSON.stringify({ error: `There is no tool named "${c.name}"` }) })),
   }),

@@ -3,7 +3,8 @@
  * in replies (`docs/mcp.md`, "Tools from MCP servers").
  */
 export type { CreateMcpServerInput, UpdateMcpServerInput } from './inputs.ts';
-export { MCP_SERVER_NOT_FOUND, type McpServerService, mcpServerService } from './service.ts';
+export { functionName, mcpAgentTools } from './agent-tools.ts';
+export { MCP_SERVER_NOT_FOUND, mcpEndpoint, type McpServerService, mcpServerService } from './service.ts';
 export type { McpServerView } from './store.ts';
 export {
   type McpCallResult,

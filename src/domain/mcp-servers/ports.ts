@@ -62,6 +62,11 @@ export interface McpClients {
     args: Record<string, unknown>,
     options: { signal: AbortSignal; onProgress?(progress: McpProgress): void },
   ): Promise<McpCallResult>;
+  /**
+   * Why `args` do not fit the tool's input schema (JSON Schema, checked by a maintained
+   * validator), or null when they do; also a reason when the schema itself cannot be used.
+   */
+  check(tool: McpTool, args: Record<string, unknown>): string | null;
   /** Drops what is kept of a server (it was changed or deleted) and closes its connection. */
   forget(id: string): void;
 }

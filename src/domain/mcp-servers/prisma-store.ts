@@ -70,6 +70,14 @@ export function prismaMcpServerStore(db: Db): McpServerStore {
     async sealedAuthorization(id) {
       return (await db.mcpServer.findUnique({ where: { id }, select: { authorization: true } }))?.authorization ?? null;
     },
+    async enabledOn(agentId) {
+      const rows = await db.agentMcpTool.findMany({
+        where: { agentId },
+        orderBy: [{ serverId: 'asc' }, { tool: 'asc' }],
+        select: { tool: true, server: { select } },
+      });
+      return rows.map((r) => ({ server: serverView(r.server), tool: r.tool }));
+    },
   };
 }
 

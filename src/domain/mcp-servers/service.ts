@@ -22,6 +22,25 @@ export interface McpServerLimits {
 
 const nameTaken = (name: string) => conflict(`You already have an MCP server named ${name}`);
 
+/** How to reach a server: its headers, and its authorization header opened (unavailable, saying why, when it cannot be). */
+export function mcpEndpoint(store: Pick<McpServerStore, 'sealedAuthorization'>, sealer: Sealer) {
+  return async (server: McpServerView): Promise<McpEndpoint> => {
+    const sealed = server.hasAuthorization ? await store.sealedAuthorization(server.id) : null;
+    const headers = { ...server.headers };
+    if (sealed) {
+      if (sealer.problem) throw unavailable(sealer.problem);
+      try {
+        headers[AUTHORIZATION] = sealer.open(sealed, server.id);
+      } catch {
+        throw unavailable(
+          `The authorization header kept for the MCP server ${server.name} cannot be opened here (sealed with a key this service does not have): set it again`,
+        );
+      }
+    }
+    return { id: server.id, url: server.url, headers, version: server.updatedAt.toISOString() };
+  };
+}
+
 /**
  * MCP servers a user registers (`docs/mcp.md`): each one's URL is checked by the shared guard of
  * users' addresses when given, its authorization header sealed for its row and never shown
@@ -53,22 +72,7 @@ export function mcpServerService(deps: {
     return sealer.seal(value, id);
   }
 
-  /** How to reach `server`: its headers and its authorization header opened. */
-  async function endpointOf(server: McpServerView): Promise<McpEndpoint> {
-    const sealed = server.hasAuthorization ? await store.sealedAuthorization(server.id) : null;
-    const headers = { ...server.headers };
-    if (sealed) {
-      if (sealer.problem) throw unavailable(sealer.problem);
-      try {
-        headers[AUTHORIZATION] = sealer.open(sealed, server.id);
-      } catch {
-        throw unavailable(
-          `The authorization header kept for the MCP server ${server.name} cannot be opened here (sealed with a key this service does not have): set it again`,
-        );
-      }
-    }
-    return { id: server.id, url: server.url, headers, version: server.updatedAt.toISOString() };
-  }
+  const endpointOf = mcpEndpoint(store, sealer);
 
   return {
     async create(viewer: Viewer, raw: CreateMcpServerInput): Promise<McpServerView> {

@@ -37,4 +37,6 @@ export interface McpServerStore {
   remove(id: string): Promise<void>;
   /** The authorization header's value, sealed, or null. */
   sealedAuthorization(id: string): Promise<string | null>;
+  /** The tools enabled on an agent, each with its server. */
+  enabledOn(agentId: string): Promise<{ server: McpServerView; tool: string }[]>;
 }

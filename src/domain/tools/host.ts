@@ -7,14 +7,15 @@ import type { MediaLinks } from '../core/media-links.ts';
 import type { ToolHost } from '../core/tool-host.ts';
 import type { MediaStore } from '../media/store.ts';
 import type { SearchService } from '../search/service.ts';
-import { parametersJsonSchema } from './arguments.ts';
+import { checkArguments, parametersJsonSchema } from './arguments.ts';
+import { costOf } from './cost-of.ts';
 import type { ToolDefinition } from './definition.ts';
 import { countdownExecutor } from './executors/countdown.ts';
 import { imageExecutor } from './executors/image.ts';
 import { searchExecutor } from './executors/search.ts';
 import { textExecutor } from './executors/text.ts';
 import type { Executor, ToolServiceClient } from './executors/types.ts';
-import type { ToolStore } from './ports.ts';
+import type { McpToolSource, OfferedTool, RunnableTool, ToolStore } from './ports.ts';
 import type { ToolRegistry } from './registry.ts';
 import { callRunner } from './run-call.ts';
 import type { ToolRunQueue } from './run-queue.ts';
@@ -35,7 +36,19 @@ export interface ToolHostDeps {
   queue: ToolRunQueue;
   /** Results keep the links they are stored with; the model is given them absolute, to show them. */
   links: MediaLinks;
+  /** Tools of the MCP servers agents' owners enabled on them (none without). */
+  mcp?: McpToolSource;
 }
+
+/** A registry tool as a reply's call runs it: checked against its parameters, priced by its estimate, run by its executor. */
+const registryTool = (tool: ToolDefinition, executor: Executor): RunnableTool => ({
+  key: tool.key,
+  check: (raw) => checkArguments(tool, raw),
+  cost: (args) => costOf(tool, args),
+  execute: ({ progress, ...run }) => executor({ tool, ...run, progress: (fraction, detail) => progress(fraction, detail) }),
+});
+
+const noMcpTools: McpToolSource = { forAgent: async () => new Map() };
 
 /**
  * Who runs each tool of the registry that has a handler: an executor built in, or a service
@@ -85,7 +98,8 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
   const { store, registry, bus, log, work, executors, queue } = deps;
   const emit = (sessionId: string, event: SessionEventPayload) =>
     bus.publish(sessionId, event).catch((err) => log.error({ err }, 'could not publish a tool event'));
-  const calls = callRunner({ store, executors, queue, search: deps.search, emit, log, metrics: deps.metrics });
+  const calls = callRunner({ store, queue, search: deps.search, emit, log, metrics: deps.metrics });
+  const mcp = deps.mcp ?? noMcpTools;
 
   const usable = (tool: ToolDefinition | undefined, enabled: Record<string, boolean>): tool is ToolDefinition =>
     Boolean(
@@ -97,19 +111,32 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
         enabled[tool.key] === true,
     );
 
+  /**
+   * Every tool the agent may call now, by the name the model calls it: its enabled registry tools,
+   * then its MCP tools whose names no registry tool of it takes.
+   */
+  async function offered(agentId: string, enabled: Record<string, boolean>, signal?: AbortSignal) {
+    const all = new Map<string, OfferedTool>();
+    for (const t of registry.all())
+      if (usable(t, enabled))
+        all.set(t.key, {
+          chat: { type: 'function', function: { name: t.key, description: t.description, parameters: parametersJsonSchema(t) } },
+          tool: registryTool(t, executors.get(t.key)!),
+        });
+    for (const [name, tool] of await mcp.forAgent(agentId, signal)) if (!all.has(name)) all.set(name, tool);
+    return all;
+  }
+
   return {
-    offer(_agentId, enabled): ChatTool[] {
-      return registry
-        .all()
-        .filter((t) => usable(t, enabled))
-        .map((t) => ({ type: 'function', function: { name: t.key, description: t.description, parameters: parametersJsonSchema(t) } }));
+    async offer(agentId, enabled): Promise<ChatTool[]> {
+      return [...(await offered(agentId, enabled)).values()].map((t) => t.chat);
     },
 
     async record(requested, ctx) {
       const payers = await store.payers(ctx.agentId, ctx.sessionId);
       // The session's owner pays, unless the agent's owner pays for everything it does.
       const payer = payers.ownerPays === 'full' ? payers.agentOwnerId : payers.sessionOwnerId;
-      const enabled = payers.tools as Record<string, boolean>;
+      const tools = await offered(ctx.agentId, payers.tools as Record<string, boolean>, ctx.signal);
       const rows = await store.record({ messageId: ctx.messageId, sessionId: ctx.sessionId, agentId: ctx.agentId, payer }, requested);
       return {
         async run() {
@@ -118,8 +145,7 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
               const over = overCap(i, row.position, work);
               if (over) return calls.refuse(row, ctx, over);
               const call = requested[i]!;
-              const tool = registry.get(call.name);
-              return calls.run(row, call, usable(tool, enabled) ? tool : undefined, ctx, payer);
+              return calls.run(row, call, tools.get(call.name)?.tool, ctx, payer);
             }),
           );
           return requested.map((c, i) => ({ id: c.id, content: JSON.stringify(deps.links.absoluteIn(results[i] ?? null)) }));

@@ -1,8 +1,10 @@
+import type { ChatTool } from '../core/chat.ts';
 import type { OwnerPays } from '../core/vocabulary.ts';
 import type { ToolCallView } from '../core/events.ts';
 import type { Manna } from '../core/manna.ts';
 import type { RequestedToolCall } from '../core/tool-host.ts';
 import type { MadeCreation } from '../creations/store.ts';
+import type { ToolOutput } from './executors/types.ts';
 
 /** A tool call as saved: pending until it is charged. */
 export interface RecordedCall {
@@ -62,4 +64,44 @@ export interface ToolStore {
    * as saved, or null when someone else settled it first (its session deleted, say).
    */
   settle(call: RecordedCall, place: CallPlace, outcome: Settlement, held: boolean, creations: CallCreation[]): Promise<ToolCallView | null>;
+}
+
+/** How far a call is, as its tool reports it: from 0 to 1, or null when it gives no total; and what it is doing. */
+export type ReportProgress = (fraction: number | null, detail?: string) => void;
+
+/**
+ * A tool a reply's call can run, whatever runs it: a registry tool's executor, or a tool of one
+ * of the agent's owner's MCP servers. Each call goes the same way (`run-call.ts`): checked, given
+ * a turn, held, run, settled.
+ */
+export interface RunnableTool {
+  /** The name the call is saved under, and the creations it makes. */
+  key: string;
+  /** The model's arguments (JSON text) checked; a refusal is told the model and nothing is charged. */
+  check(raw: string): { args: Record<string, unknown> } | { error: string };
+  cost(args: Record<string, unknown>): Manna;
+  /** Runs the call; a `ToolError` is a failure the model is told. */
+  execute(run: {
+    args: Record<string, unknown>;
+    userId: string;
+    agentId: string;
+    sessionId: string;
+    signal: AbortSignal;
+    progress: ReportProgress;
+  }): Promise<ToolOutput>;
+}
+
+/** A tool offered to the model: the function it sees, and what runs a call of it. */
+export interface OfferedTool {
+  chat: ChatTool;
+  tool: RunnableTool;
+}
+
+/**
+ * Tools of MCP servers an agent's owner enabled on it (the mcp-servers service gives them): the
+ * ones their servers list now, by the function name the model is given. A server out of reach
+ * gives none, and the reply goes on with the rest.
+ */
+export interface McpToolSource {
+  forAgent(agentId: string, signal?: AbortSignal): Promise<Map<string, OfferedTool>>;
 }

@@ -46,6 +46,8 @@ export function memoryMcpServerStore() {
       rows.delete(id);
     },
     sealedAuthorization: async (id) => rows.get(id)?.authorization ?? null,
+    // Agents are not kept here: the rules of their tools are tested on the app (test/mcp/agent-tools.test.ts).
+    enabledOn: async () => [],
   };
   return { store, rows };
 }
