@@ -241,10 +241,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     log,
     metrics: metrics.replies,
   });
-  /**
-   * A task's changes go to its owner's feed (docs/feeds.md), once stored: a bus out of reach
-   * loses the announcement (a watcher reads the task again), never the change or a settlement.
-   */
+  // A task's changes go to its owner's feed (docs/feeds.md), once stored: a bus out of reach loses
+  // the announcement (a watcher reads the task again), never the change or a settlement.
   const taskEvents: TaskEvents = {
     publish: (userId, event) =>
       bus.feeds.publish(userId, event).catch((err) => warnings.warn({ err, task: event.taskId }, 'could not publish a task event')),

@@ -168,6 +168,7 @@ describe('GET /v2/openapi.json', () => {
           'suggestions',
           'owner_pays',
           'tools',
+          'mcp_tools',
           'llm_settings',
         ],
         ['agentId'],
