@@ -772,6 +772,7 @@ describe('REST agents', () => {
         owner_pays: 'deployments',
         tools: { flux_dev: [] },
         tools_enabled: { flux_dev: true, wan_t2v: false },
+        mcp_tools: [],
         llm_settings: {
           model_profile: 'medium',
           thinking_policy: 'always',
@@ -807,6 +808,7 @@ describe('REST agents', () => {
         owner_pays: 'off',
         tools: {},
         tools_enabled: {},
+        mcp_tools: [],
         llm_settings: { model_profile: null, thinking_policy: null, thinking_effort_cap: null, thinking_effort_instructions: null },
         owner: creatorRef(alice),
         createdAt: isoDate,
@@ -820,14 +822,14 @@ describe('REST agents', () => {
       const theirs = await read(agent.id, bob);
       expect(mine.persona).toBe('You are a painter.');
       expect(theirs.persona).toBeNull();
-      expect(theirs).toEqual({ ...mine, persona: null });
+      expect(theirs).toEqual({ ...mine, persona: null, mcp_tools: null });
     });
 
     it("shows another user's public agent with a public persona in full", async () => {
       const { agent } = await richAgent(alice, { isPersonaPublic: true });
       const theirs = await read(agent.id, bob);
       expect(theirs.persona).toBe('You are a painter.');
-      expect(theirs).toEqual(await read(agent.id, alice));
+      expect(theirs).toEqual({ ...(await read(agent.id, alice)), mcp_tools: null });
     });
 
     it("refuses another user's private agent with 401 {error}", async () => {

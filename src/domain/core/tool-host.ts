@@ -28,7 +28,8 @@ export interface RecordedCalls {
  * call, saved first (the engine then shows the reply with them) and run after.
  */
 export interface ToolHost {
-  offer(agentId: string, enabled: Record<string, boolean>): Promise<ChatTool[]>;
+  /** `withMcp`: the agent has tools of MCP servers enabled (without, none is looked for). */
+  offer(agentId: string, enabled: Record<string, boolean>, withMcp: boolean): Promise<ChatTool[]>;
   record(calls: RequestedToolCall[], context: ToolRunContext): Promise<RecordedCalls>;
 }
 

@@ -125,7 +125,7 @@ export async function writeReply(
   const ended = rt.metrics.started();
   try {
     // Inside: a tool source that fails (the database out of reach) fails the reply, which ends.
-    const tools = await rt.tools.offer(agent.id, agentTools(agent));
+    const tools = await rt.tools.offer(agent.id, agentTools(agent), Boolean(agent.mcpTools));
     for (let call = 0; ; call++) {
       signal.throwIfAborted();
       await reserveCall(rt, sessionId, call, draft);

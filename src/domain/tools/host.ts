@@ -115,7 +115,7 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
    * Every tool the agent may call now, by the name the model calls it: its enabled registry tools,
    * then its MCP tools whose names no registry tool of it takes.
    */
-  async function offered(agentId: string, enabled: Record<string, boolean>, signal?: AbortSignal) {
+  async function offered(agentId: string, enabled: Record<string, boolean>, withMcp: boolean) {
     const all = new Map<string, OfferedTool>();
     for (const t of registry.all())
       if (usable(t, enabled))
@@ -123,20 +123,20 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
           chat: { type: 'function', function: { name: t.key, description: t.description, parameters: parametersJsonSchema(t) } },
           tool: registryTool(t, executors.get(t.key)!),
         });
-    for (const [name, tool] of await mcp.forAgent(agentId, signal)) if (!all.has(name)) all.set(name, tool);
+    if (withMcp) for (const [name, tool] of await mcp.forAgent(agentId)) if (!all.has(name)) all.set(name, tool);
     return all;
   }
 
   return {
-    async offer(agentId, enabled): Promise<ChatTool[]> {
-      return [...(await offered(agentId, enabled)).values()].map((t) => t.chat);
+    async offer(agentId, enabled, withMcp): Promise<ChatTool[]> {
+      return [...(await offered(agentId, enabled, withMcp)).values()].map((t) => t.chat);
     },
 
     async record(requested, ctx) {
       const payers = await store.payers(ctx.agentId, ctx.sessionId);
       // The session's owner pays, unless the agent's owner pays for everything it does.
       const payer = payers.ownerPays === 'full' ? payers.agentOwnerId : payers.sessionOwnerId;
-      const tools = await offered(ctx.agentId, payers.tools as Record<string, boolean>, ctx.signal);
+      const tools = await offered(ctx.agentId, payers.tools as Record<string, boolean>, Boolean(payers.mcpTools));
       const rows = await store.record({ messageId: ctx.messageId, sessionId: ctx.sessionId, agentId: ctx.agentId, payer }, requested);
       return {
         async run() {

@@ -48,7 +48,7 @@ export interface ToolStore {
   payers(
     agentId: string,
     sessionId: string,
-  ): Promise<{ tools: unknown; ownerPays: OwnerPays; agentOwnerId: string; sessionOwnerId: string }>;
+  ): Promise<{ tools: unknown; ownerPays: OwnerPays; agentOwnerId: string; sessionOwnerId: string; mcpTools?: number }>;
   /** Saves the calls as tasks of the payer, pending, after the message's earlier ones; returns them in order. */
   record(owner: CallOwner, calls: RequestedToolCall[]): Promise<RecordedCall[]>;
   /**
@@ -103,5 +103,5 @@ export interface OfferedTool {
  * gives none, and the reply goes on with the rest.
  */
 export interface McpToolSource {
-  forAgent(agentId: string, signal?: AbortSignal): Promise<Map<string, OfferedTool>>;
+  forAgent(agentId: string): Promise<Map<string, OfferedTool>>;
 }

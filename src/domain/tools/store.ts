@@ -32,10 +32,19 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }, tasks: T
   return {
     async payers(agentId, sessionId) {
       const [agent, session] = await Promise.all([
-        db.agent.findUniqueOrThrow({ where: { id: agentId }, select: { tools: true, ownerPays: true, ownerId: true } }),
+        db.agent.findUniqueOrThrow({
+          where: { id: agentId },
+          select: { tools: true, ownerPays: true, ownerId: true, _count: { select: { mcpTools: true } } },
+        }),
         db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { ownerId: true } }),
       ]);
-      return { tools: agent.tools, ownerPays: agent.ownerPays, agentOwnerId: agent.ownerId, sessionOwnerId: session.ownerId };
+      return {
+        tools: agent.tools,
+        ownerPays: agent.ownerPays,
+        agentOwnerId: agent.ownerId,
+        sessionOwnerId: session.ownerId,
+        mcpTools: agent._count.mcpTools,
+      };
     },
 
     record: tasks.record,
