@@ -23,6 +23,8 @@ export interface CallRunnerDeps {
 type Refusal = { error: string };
 
 const NOT_ENOUGH_MANNA = 'Not enough manna:';
+/** The most progress events one call sends its session's watchers; later reports are not shown. */
+export const MOST_PROGRESS_EVENTS = 200;
 const DAILY_CAP_REACHED = "The deployment's daily manna cap is reached";
 
 const refusalText = (why: HoldRefused, cost: Manna) =>
@@ -77,10 +79,14 @@ export function callRunner(deps: CallRunnerDeps) {
   const refuse = (row: RecordedCall, ctx: ToolRunContext, error: string): Promise<Refusal> =>
     finish(row, ctx, { status: 'failed', error }, false).then(() => ({ error }));
 
-  /** The call's progress, live on its session (not saved: a settled call says it is done). */
-  const progressOf =
-    (row: RecordedCall, ctx: ToolRunContext) =>
-    (fraction: number | null, detail?: string): void =>
+  /**
+   * The call's progress, live on its session (not saved: a settled call says it is done). At most
+   * `MOST_PROGRESS_EVENTS` a call: a tool that reports without end does not flood the watchers.
+   */
+  const progressOf = (row: RecordedCall, ctx: ToolRunContext) => {
+    let told = 0;
+    return (fraction: number | null, detail?: string): void => {
+      if (++told > MOST_PROGRESS_EVENTS) return;
       void deps.emit(ctx.sessionId, {
         type: 'tool_progress',
         promptId: ctx.promptId,
@@ -89,8 +95,10 @@ export function callRunner(deps: CallRunnerDeps) {
         toolCallId: row.id,
         tool: row.tool,
         progress: fraction,
-        detail: detail ?? null,
+        detail: detail === undefined ? null : detail.slice(0, 500),
       });
+    };
+  };
 
   /** Charged, run and settled, with the call's turn held throughout. */
   async function runHeld(
