@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { addressGuard, guardedFetch } from './outbound/address-guard.ts';
+import { mcpClients } from './outbound/mcp-clients.ts';
 import { webhookSender } from './outbound/webhook-sender.ts';
 import type { Server } from 'node:http';
 import fastifyStatic from '@fastify/static';
@@ -87,6 +88,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // What the database holds sealed decides whether a key may be made: never a new one beside secrets sealed with another.
   const sealer = await loadSealer(config.secrets, http.log, await deploymentStore(database.prisma).sealedKeys());
   const jobs = pgBossQueue(database.jobs, config.jobs, http.log);
+  const mcp = mcpClients(config.outbound, {
+    timeoutMs: config.mcp.timeoutMs,
+    toolsTtlMs: config.mcp.toolsTtlS * 1000,
+    maxAnswerBytes: config.mcp.maxAnswerBytes,
+    idleMs: config.mcp.clientIdleS * 1000,
+  });
   const services = createServices(database.prisma, tools, {
     jobs,
     config,
@@ -101,6 +108,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     embeddings: embeddingProviderFor(config.search.embeddings),
     toolServices: httpExecutor(guardedFetch(config.outbound)),
     webhooks: { guard: addressGuard(config.outbound), sender: webhookSender(config.outbound) },
+    mcp,
   });
   reportRecovered(http.log, recovered);
   // As with replies: alone, every task left unsettled was left by an earlier process that died.
@@ -155,7 +163,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     commands,
     database,
     adapters,
-    stop: [stopWatchingInstances, stopWatchingRunners, stopFlushingSignals],
+    stop: [stopWatchingInstances, stopWatchingRunners, stopFlushingSignals, () => void mcp.close()],
   });
 
   return {

@@ -366,6 +366,26 @@ export const settings = {
       default: 1800,
       meaning: 'seconds an MCP session lives without a request before it is closed',
     }),
+    serversPerUser: setting('MCP_SERVERS_PER_USER', positiveInt, {
+      default: 20,
+      meaning: "MCP servers one user may register for their agents' tools (`docs/mcp.md`)",
+    }),
+    timeoutMs: setting('MCP_TIMEOUT_MS', positiveInt, {
+      default: 30_000,
+      meaning: "a request to a user's MCP server (connecting, listing its tools, a call) with no answer within this fails, with the reason",
+    }),
+    toolsTtlS: setting('MCP_TOOLS_TTL_S', positiveInt, {
+      default: 300,
+      meaning: "seconds a user's MCP server's list of tools is kept; it is replaced sooner when the server says it changed",
+    }),
+    maxAnswerBytes: setting('MCP_MAX_ANSWER_BYTES', positiveInt, {
+      default: 4 * 1024 * 1024,
+      meaning: "bytes one answer of a user's MCP server may hold (its event stream: over its life); past it the request fails",
+    }),
+    clientIdleS: setting('MCP_CLIENT_IDLE_S', positiveInt, {
+      default: 300,
+      meaning: "seconds a connection to a user's MCP server stays open unused before it is closed",
+    }),
   },
   limits: {
     rate: {

@@ -18,7 +18,12 @@ function createClient(adapter: Adapter, onQuery?: (sql: string) => void) {
   const prisma = new PrismaClient({
     adapter,
     log: onQuery ? [{ emit: 'event', level: 'query' }] : [],
-    omit: { deployment: { secrets: true }, apiKey: { hash: true }, webhook: { secret: true, previousSecret: true } },
+    omit: {
+      deployment: { secrets: true },
+      apiKey: { hash: true },
+      webhook: { secret: true, previousSecret: true },
+      mcpServer: { authorization: true },
+    },
     // Interactive transactions queue for the single embedded connection or the pool. Under load
     // work waits rather than fails, so the wait is bounded far above what a burst of a thousand
     // prompts produces (seconds); only a database that is stuck reaches it (docs/faults.md).

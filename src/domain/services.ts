@@ -32,7 +32,7 @@ import { prismaSignalStore, signalOutbox } from './signals/index.ts';
 import { shareService, prismaShareStore } from './shares/index.ts';
 import { mannaService, prismaMannaStore } from './manna/index.ts';
 import { type MediaLinks, mediaLinks } from './core/media-links.ts';
-import { mediaStore } from './media/index.ts';
+import { type MediaStore, mediaStore } from './media/index.ts';
 import { memoryService, memoryStore } from './memories/index.ts';
 import type { EmbeddingProvider } from './search/embeddings/provider.ts';
 import { searchService, searchStore } from './search/index.ts';
@@ -47,6 +47,15 @@ import { approvalStatements, taskService, recordToolCalls, taskStore } from './t
 import { claimTask } from './tasks/settle-store.ts';
 import { triggerService, triggerStore } from './triggers/index.ts';
 import type { AddressGuard } from './core/outbound.ts';
+import {
+  mcpAgentTools,
+  type McpClients,
+  mcpEndpoint,
+  McpServerFailed,
+  mcpServerSealedRows,
+  mcpServerService,
+  prismaMcpServerStore,
+} from './mcp-servers/index.ts';
 import {
   DELIVERIES_DUE,
   prismaDeliveryStore,
@@ -80,6 +89,7 @@ export interface ServiceDependencies {
     | 'triggers'
     | 'jobs'
     | 'webhooks'
+    | 'mcp'
   >;
   /** Live events: in process, or shared by every instance through Redis. */
   bus: EventBus;
@@ -104,7 +114,21 @@ export interface ServiceDependencies {
   toolServices: ToolServiceClient;
   /** The guard of users' URLs and the caller of webhooks' receivers; none by default (webhooks refused). */
   webhooks?: { guard: AddressGuard; sender: WebhookSender };
+  /** The client of users' MCP servers; none by default (their tools cannot be listed or called). */
+  mcp?: McpClients;
 }
+
+/** For compositions that reach no MCP server (a CLI command's). */
+const noMcpClients: McpClients = {
+  tools: async () => {
+    throw new McpServerFailed('MCP servers are not reached by this process');
+  },
+  call: async () => {
+    throw new McpServerFailed('MCP servers are not reached by this process');
+  },
+  check: () => 'MCP servers are not reached by this process',
+  forget: () => {},
+};
 
 /** For compositions that call no receiver (a CLI command's): a URL is refused, saying why. */
 const noWebhooks = (): NonNullable<ServiceDependencies['webhooks']> => {
@@ -144,6 +168,24 @@ function composeWebhooks(db: Db, dependencies: ServiceDependencies, log: Log) {
   };
 }
 
+/** MCP servers users register: checked by the guard webhooks' URLs are, sealed with the deployments' key. */
+function composeMcpServers(db: Db, dependencies: ServiceDependencies, parts: { media: MediaStore; log: Log }) {
+  const store = prismaMcpServerStore(db);
+  const sealer = dependencies.deployments?.sealer ?? noSealer('no MCP server authorization is sealed in this process');
+  const clients = dependencies.mcp ?? noMcpClients;
+  return {
+    service: mcpServerService({
+      store,
+      sealer,
+      guard: (dependencies.webhooks ?? noWebhooks()).guard,
+      clients,
+      limits: { perUser: dependencies.config.mcp.serversPerUser },
+    }),
+    /** Their tools as agents' replies offer and run them. */
+    agentTools: mcpAgentTools({ store, endpointOf: mcpEndpoint(store, sealer), clients, media: parts.media, log: parts.log }),
+  };
+}
+
 type Log = ServiceDependencies['log'];
 
 /**
@@ -172,6 +214,7 @@ function composeTools(db: Db, registry: ToolRegistry, dependencies: ServiceDepen
   const queue = toolRunQueue({ perUser: config.work.toolRunsPerUser, total: config.work.toolRunsPerProcess });
   const executors = toolExecutors(registry, { search, media, imageWorkers: config.work.imageWorkers, remote: dependencies.toolServices });
   const taskApprovals = approvalStatements(db);
+  const mcpServers = composeMcpServers(db, dependencies, { media, log });
   const tools = createToolHost({
     store: toolStore(
       db,
@@ -187,8 +230,9 @@ function composeTools(db: Db, registry: ToolRegistry, dependencies: ServiceDepen
     work: config.work,
     queue,
     links,
+    mcp: mcpServers.agentTools,
   });
-  return { search, media, links, queue, executors, tools, taskApprovals };
+  return { search, media, links, queue, executors, tools, taskApprovals, mcpServers };
 }
 
 /** Every domain service, built once per app; REST handlers and GraphQL resolvers both use these. */
@@ -201,7 +245,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
   // A model call that failed before anything streamed is tried once more, and every failure counted;
   // the offline responder reaches nothing, so it has no such failures.
   const provider = offline ? dependencies.chat.provider : withOneRetry(dependencies.chat.provider, metrics.replies.providerError);
-  const { search, media, links, queue, executors, tools, taskApprovals } = composeTools(db, registry, dependencies, log);
+  const { search, media, links, queue, executors, tools, taskApprovals, mcpServers } = composeTools(db, registry, dependencies, log);
   const approvals = approvalRules({
     store: taskApprovals,
     permissionIn: (viewer, sessionId) => sessions.permissionIn(viewer, sessionId),
@@ -223,10 +267,8 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     metrics: metrics.replies,
     approvals: approvals.timers,
   });
-  /**
-   * A task's changes go to its owner's feed (docs/feeds.md), once stored: a bus out of reach
-   * loses the announcement (a watcher reads the task again), never the change or a settlement.
-   */
+  // A task's changes go to its owner's feed (docs/feeds.md), once stored: a bus out of reach loses
+  // the announcement (a watcher reads the task again), never the change or a settlement.
   const taskEvents: TaskEvents = {
     publish: (userId, event) =>
       bus.feeds.publish(userId, event).catch((err) => warnings.warn({ err, task: event.taskId }, 'could not publish a task event')),
@@ -333,6 +375,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     manna: mannaService(prismaMannaStore(db)),
     tasks,
     webhooks: webhooks.service,
+    mcpServers: mcpServers.service,
   };
 }
 
@@ -390,7 +433,7 @@ function composeDeployments(
     store: rows,
     sealer,
     connectors,
-    alsoSealed: [webhookSealedRows(db)],
+    alsoSealed: [webhookSealedRows(db), mcpServerSealedRows(db)],
     changed: (row, deleted) => {
       runtime.nudge();
       void announce(row, deleted);

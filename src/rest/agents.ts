@@ -12,6 +12,7 @@ import {
   thinkingEffortCaps,
   thinkingPolicies,
   visiblePersona,
+  type AgentMcpToolView,
   type AgentWithKey,
 } from '../domain/agents/index.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
@@ -31,10 +32,12 @@ const names = fieldNames({
   thinkingEffortInstructions: 'thinking_effort_instructions',
   toolApproval: 'tool_approval',
   timeoutSeconds: 'timeout_seconds',
+  mcpTools: 'mcp_tools',
+  serverId: 'server_id',
 });
 
 /** The REST fields whose own keys are renamed too. */
-const nestedFields = ['llm_settings', 'models', 'tool_approval'];
+const nestedFields = ['llm_settings', 'models', 'tool_approval', 'mcp_tools'];
 
 /** Agents answer `{error}`, and 401 (not 403) when the caller is not the owner, as the original did. */
 const errors: RestErrorStyle = { bodyKey: 'error', status: { FORBIDDEN: 401 }, fieldName: names.toRest };
@@ -72,6 +75,10 @@ export const restAgentSchema = z
         description:
           "parley's extension: the tools whose calls wait for the owner's approval (`always`, or `{above}` a cost in manna) and how long a call waits (600 s unless set)",
       }),
+    mcp_tools: z
+      .array(z.object({ server_id: z.string(), tool: z.string() }))
+      .nullable()
+      .meta({ description: 'Tools of your MCP servers enabled on the agent (a parley extension); null unless you own the agent' }),
     llm_settings: z.object({
       model_profile: z.enum(modelProfiles).nullable(),
       thinking_policy: z.enum(thinkingPolicies).nullable(),
@@ -85,9 +92,11 @@ export const restAgentSchema = z
   .meta({ id: 'Agent' });
 
 /** An agent read with its owner's row, which REST shows populated. */
-export type RestAgentRow = AgentWithKey & { owner: User };
+export type RestAgentRow = AgentWithKey & { owner: User; mcpTools: AgentMcpToolView[] };
 /** What `services.agents` is asked to load for a REST answer. */
-export const restAgentQuery = { include: { owner: true } } as const;
+export const restAgentQuery = {
+  include: { owner: true as const, mcpTools: { orderBy: [{ serverId: 'asc' as const }, { tool: 'asc' as const }] } },
+};
 
 export function toRestAgent(agent: RestAgentRow, viewer: Viewer): z.input<typeof restAgentSchema> {
   const llm = agentLlmSettings(agent);
@@ -119,6 +128,7 @@ export function toRestAgent(agent: RestAgentRow, viewer: Viewer): z.input<typeof
     ),
     tools_enabled: tools,
     tool_approval: { tools: approval.tools, timeout_seconds: approval.timeoutSeconds },
+    mcp_tools: viewer.id === agent.ownerId ? agent.mcpTools.map((t) => ({ server_id: t.serverId, tool: t.tool })) : null,
     llm_settings: {
       model_profile: llm.modelProfile ?? null,
       thinking_policy: llm.thinkingPolicy ?? null,

@@ -4,7 +4,7 @@ import type { Viewer } from '../domain/core/viewer.ts';
 import { deploySchema, platformSchema, type DeploymentRow, stateOf } from '../domain/deployments/index.ts';
 import { DeploymentPlatform } from '../domain/core/vocabulary.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
-import { type RestAgentRow, restAgentSchema, toRestAgent } from './agents.ts';
+import { type RestAgentRow, restAgentQuery, restAgentSchema, toRestAgent } from './agents.ts';
 import { resumeHeaders, resumePoint, resumeQuery } from './event-stream.ts';
 import { feedFrameSchema, streamFeed } from './feed-stream.ts';
 import { operation } from './operation.ts';
@@ -77,7 +77,7 @@ const commonFields = (d: DeploymentRow) => ({
 
 export const toRestDeployment = (d: DeploymentRow): z.input<typeof restDeploymentSchema> => ({ ...commonFields(d), agent: d.agentId });
 
-const withAgent = { include: { agent: { include: { owner: true, user: { select: { username: true } } } } } } as const;
+const withAgent = { include: { agent: { include: { ...restAgentQuery.include, user: { select: { username: true } } } } } } as const;
 const toRestAgentDeployment = (d: DeploymentRow & { agent: RestAgentRow }, viewer: Viewer) => ({
   ...commonFields(d),
   agent: toRestAgent(d.agent, viewer),

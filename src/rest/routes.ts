@@ -8,6 +8,7 @@ import { conceptOperations } from './concepts.ts';
 import { creationOperations } from './creations.ts';
 import { creatorOperations } from './creators.ts';
 import { deploymentOperations } from './deployments.ts';
+import { mcpServerOperations } from './mcp-servers.ts';
 import { memoryOperations } from './memories.ts';
 import { modelOperations } from './models.ts';
 import { openApiOperation } from './openapi.ts';
@@ -40,6 +41,7 @@ const resources: readonly RestOperation[] = [
   ...collectionOperations,
   ...threadOperations,
   ...webhookOperations,
+  ...mcpServerOperations,
 ];
 
 /** Every REST operation under `/v2` and `/apikeys`: the routes and the OpenAPI document both come from this list. */

@@ -307,6 +307,28 @@ const restEvents: { [T in SessionEventType]: RestEvent<T> } = {
       tool_calls: e.message.toolCalls.map((c) => toRestToolCall(c, links)),
     }),
   ),
+  tool_progress: restEvent(
+    'tool_progress',
+    {
+      ...ofPrompt,
+      message_id: z.string(),
+      agent: z.string(),
+      tool_call_id: z.string(),
+      tool: z.string(),
+      progress: z.number().nullable().meta({ description: 'From 0 to 1; null when the tool gives no total' }),
+      message: z.string().nullable(),
+    },
+    (e) => ({
+      session_id: e.sessionId,
+      prompt_id: e.promptId,
+      message_id: e.messageId,
+      agent: e.agentId,
+      tool_call_id: e.toolCallId,
+      tool: e.tool,
+      progress: e.progress,
+      message: e.detail,
+    }),
+  ),
   tool_complete: settledToolCall('tool_complete'),
   tool_cancelled: settledToolCall('tool_cancelled'),
   tool_approval_requested: restEvent(

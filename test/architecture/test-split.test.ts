@@ -41,6 +41,7 @@ const services: Record<string, string> = {
   deployments: 'deployments/service.ts',
   relay: 'deployments/relay.ts',
   webhooks: 'webhooks/service.ts',
+  'mcp-servers': 'mcp-servers/service.ts',
 };
 
 /** Services whose rules are still tested only through the app: each moves up to `services` with its rules test. */

@@ -10,6 +10,7 @@ import { toolDefinitionSchema } from '../../src/domain/tools/definition.ts';
 import { textExecutor } from '../../src/domain/tools/executors/text.ts';
 import type { Executor } from '../../src/domain/tools/executors/types.ts';
 import { createToolHost } from '../../src/domain/tools/host.ts';
+import { MOST_PROGRESS_EVENTS } from '../../src/domain/tools/run-call.ts';
 import { toolRunQueue } from '../../src/domain/tools/run-queue.ts';
 import type { ToolRegistry } from '../../src/domain/tools/registry.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
@@ -381,6 +382,21 @@ describe('how a reply that does not complete ends', () => {
     // The sketch had completed before the cancel: its charge stands.
     expect(s.calls()).toMatchObject([{ status: 'completed' }]);
     expect(s.session.mannaSpent.toString()).toBe('2');
+  });
+
+  it('a running call’s progress goes to the session live, at most MOST_PROGRESS_EVENTS of it, before the call settles', async () => {
+    const model = scriptedModel([{ tool: 'sketch' }, { content: 'Drawn' }]);
+    const executor: Executor = async ({ progress }) => {
+      for (let step = 1; step <= MOST_PROGRESS_EVENTS + 50; step++) progress?.(step / (MOST_PROGRESS_EVENTS + 50), `step ${step}`);
+      return { result: 'sketched' };
+    };
+    const s = setup(model, { executor });
+    await s.answer();
+    const progress = s.events.filter((e) => e.type === 'tool_progress');
+    expect(progress).toHaveLength(MOST_PROGRESS_EVENTS);
+    expect(progress[0]).toMatchObject({ tool: 'sketch', detail: 'step 1', toolCallId: s.calls()[0]!.id, messageId: 'r1', promptId: 'p1' });
+    expect(s.events.findIndex((e) => e.type === 'tool_progress')).toBeLessThan(s.events.findIndex((e) => e.type === 'tool_complete'));
+    expect(s.calls()).toMatchObject([{ status: 'completed' }]);
   });
 
   it('a cancel while a tool runs cancels the call and gives its hold back', async () => {

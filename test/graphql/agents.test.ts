@@ -827,6 +827,7 @@ describe('REST agents', () => {
         tools: { flux_dev: [] },
         tools_enabled: { flux_dev: true, wan_t2v: false },
         tool_approval: { tools: { flux_dev: { above: 2 } }, timeout_seconds: 90 },
+        mcp_tools: [],
         llm_settings: {
           model_profile: 'medium',
           thinking_policy: 'always',
@@ -863,6 +864,7 @@ describe('REST agents', () => {
         tools: {},
         tools_enabled: {},
         tool_approval: { tools: {}, timeout_seconds: 600 },
+        mcp_tools: [],
         llm_settings: { model_profile: null, thinking_policy: null, thinking_effort_cap: null, thinking_effort_instructions: null },
         owner: creatorRef(alice),
         createdAt: isoDate,
@@ -876,14 +878,14 @@ describe('REST agents', () => {
       const theirs = await read(agent.id, bob);
       expect(mine.persona).toBe('You are a painter.');
       expect(theirs.persona).toBeNull();
-      expect(theirs).toEqual({ ...mine, persona: null });
+      expect(theirs).toEqual({ ...mine, persona: null, mcp_tools: null });
     });
 
     it("shows another user's public agent with a public persona in full", async () => {
       const { agent } = await richAgent(alice, { isPersonaPublic: true });
       const theirs = await read(agent.id, bob);
       expect(theirs.persona).toBe('You are a painter.');
-      expect(theirs).toEqual(await read(agent.id, alice));
+      expect(theirs).toEqual({ ...(await read(agent.id, alice)), mcp_tools: null });
     });
 
     it("refuses another user's private agent with 401 {error}", async () => {

@@ -255,6 +255,9 @@ describe('replies', () => {
       expect(events.map((e) => e.__typename)).toEqual([
         'PromptStarted',
         'AssistantMessage',
+        // The painter's progress, one image at a time, live as the call runs.
+        'ToolProgress',
+        'ToolProgress',
         'ToolCompleted',
         'AssistantToken',
         'AssistantToken',
@@ -273,7 +276,7 @@ describe('replies', () => {
           error: null,
         },
       ]);
-      const done = events[2] as Extract<(typeof events)[number], { __typename: 'ToolCompleted' }>;
+      const done = events[4] as Extract<(typeof events)[number], { __typename: 'ToolCompleted' }>;
       expect(done.toolCall).toMatchObject({ tool: 'flux_schnell', status: 'COMPLETED', cost: 0.5 });
       const images = (done.toolCall.result as { images: { url: string; width: number; height: number }[] }).images;
       expect(images.map((i) => [i.width, i.height])).toEqual([
@@ -282,7 +285,7 @@ describe('replies', () => {
       ]);
       const png = PNG.sync.read(Buffer.from(await (await fetch(images[1]!.url)).arrayBuffer()));
       expect([png.width, png.height]).toEqual([1344, 768]);
-      const final = events[5] as Extract<(typeof events)[number], { __typename: 'AssistantMessage' }>;
+      const final = events[7] as Extract<(typeof events)[number], { __typename: 'AssistantMessage' }>;
       expect(final.message).toMatchObject({
         status: 'COMPLETE',
         content: 'Two versions.',

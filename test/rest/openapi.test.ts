@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restOperations } from '../../src/rest/routes.ts';
+import { startMcpToolServer } from '../helpers/mcp-tool-server.ts';
 import { startTestApp, type RestResponse, type TestApp, type TestUser } from '../helpers/app.ts';
 import { type FakeTelegram, startFakeTelegram } from '../helpers/fake-telegram.ts';
 import { fixtures } from '../helpers/fixtures.ts';
@@ -168,6 +169,7 @@ describe('GET /v2/openapi.json', () => {
           'suggestions',
           'owner_pays',
           'tools',
+          'mcp_tools',
           'llm_settings',
           'tool_approval',
         ],
@@ -571,6 +573,33 @@ describe('what the server answers matches what the document says', () => {
     await call('POST', redeliver, `${hookPath}/deliveries/nope/redeliver`, a);
     await call('DELETE', '/v2/webhooks/{webhookId}', hookPath, a);
     await call('DELETE', '/v2/webhooks/{webhookId}', hookPath, a);
+
+    const mcp = await call('POST', '/v2/mcp/servers', '/v2/mcp/servers', a, {
+      name: 'tools',
+      url: 'http://127.0.0.1:9/mcp',
+      headers: { Authorization: 'Bearer x', 'X-Team': 'ci' },
+      price_per_call: 1,
+    });
+    await call('POST', '/v2/mcp/servers', '/v2/mcp/servers', a, { name: 'Bad Name', url: 'http://127.0.0.1:9/mcp' });
+    await call('POST', '/v2/mcp/servers', '/v2/mcp/servers', a, { name: 'tools', url: 'http://127.0.0.1:9/mcp' });
+    const mcpPath = `/v2/mcp/servers/${mcp.body.server.id}`;
+    await call('GET', '/v2/mcp/servers', '/v2/mcp/servers', a);
+    await call('GET', '/v2/mcp/servers/{serverId}', mcpPath, a);
+    await call('GET', '/v2/mcp/servers/{serverId}', mcpPath, bob.apiKey);
+    await call('GET', '/v2/mcp/servers/{serverId}/tools', `${mcpPath}/tools`, a);
+    // A success needs a server that answers: the SDK's own, on loopback, for this call alone.
+    const loopback = await startMcpToolServer();
+    try {
+      const served = await call('POST', '/v2/mcp/servers', '/v2/mcp/servers', a, { name: 'loopback', url: loopback.url });
+      await call('GET', '/v2/mcp/servers/{serverId}/tools', `/v2/mcp/servers/${served.body.server.id}/tools`, a);
+    } finally {
+      await loopback.close();
+    }
+    await call('GET', '/v2/mcp/servers/{serverId}/tools', `${mcpPath}/tools`, bob.apiKey);
+    await call('PATCH', '/v2/mcp/servers/{serverId}', mcpPath, a, { headers: { 'X-Team': null }, price_per_call: 2 });
+    await call('PATCH', '/v2/mcp/servers/{serverId}', mcpPath, a, {});
+    await call('DELETE', '/v2/mcp/servers/{serverId}', mcpPath, a);
+    await call('DELETE', '/v2/mcp/servers/{serverId}', mcpPath, a);
 
     const untried = operationsOf()
       .map(({ method, path }) => `${method.toUpperCase()} ${path}`)

@@ -543,6 +543,7 @@ describe('tools in replies', () => {
       'start_prompt',
       'assistant_token',
       'assistant_message',
+      'tool_progress',
       'tool_complete',
       'assistant_token',
       'assistant_token',
@@ -564,7 +565,9 @@ describe('tools in replies', () => {
         approval: null,
       },
     ]);
-    const done = events[3].tool_call;
+    // The painter's progress, live on the stream as the call runs (one image: painted 1 of 1).
+    expect(events[3]).toMatchObject({ tool_call_id: asking.tool_calls[0].id, tool: 'flux_dev', progress: 1, message: 'Painted 1 of 1' });
+    const done = events[4].tool_call;
     expect(done).toMatchObject({ id: asking.tool_calls[0].id, tool: 'flux_dev', status: 'completed', cost: 1, error: null });
     const image = done.result.images[0];
     expect(image).toEqual({

@@ -1,6 +1,6 @@
 import type { Config } from '../../config.ts';
 import type { Sql } from '../../db/sql.ts';
-import { type SealedKey, sealedKeysSql, sealedWhat } from '../../domain/deployments/index.ts';
+import { type SealedKey, sealedKeysSql, sealedTablesSql, sealedWhat } from '../../domain/deployments/index.ts';
 import { keyIdOf, readKeyFile } from '../../secrets/keyring.ts';
 
 /**
@@ -11,9 +11,10 @@ import { keyIdOf, readKeyFile } from '../../secrets/keyring.ts';
 
 /** The key ids deployments' and webhooks' secrets are sealed with in the database `sql` reads, and how many of each. */
 export async function sealedKeysIn(sql: Sql): Promise<SealedKey[]> {
-  const [[webhooks]] = (await sql.rows(`SELECT (to_regclass('"Webhook"') IS NOT NULL)::text`)) as [[string]];
-  const rows = (await sql.rows(sealedKeysSql(webhooks === 'true'))) as [string, string | number, string | number][];
-  return rows.map(([keyId, d, w]) => ({ keyId, deployments: Number(d), webhooks: Number(w) }));
+  const [[webhooks, mcpServers]] = (await sql.rows(sealedTablesSql)) as [[unknown, unknown]];
+  const present = { webhooks: webhooks === true || webhooks === 'true', mcpServers: mcpServers === true || mcpServers === 'true' };
+  const rows = (await sql.rows(sealedKeysSql(present))) as [string, ...(string | number)[]][];
+  return rows.map(([keyId, d, w, m]) => ({ keyId, deployments: Number(d), webhooks: Number(w), mcpServers: Number(m) }));
 }
 
 /** Where a command's configuration takes the key from, and the ids of the keys there (none: no key file yet). */
@@ -28,7 +29,11 @@ export async function keysHere(config: Pick<Config, 'secrets'>): Promise<{ where
 const ids = (sealed: SealedKey[]) => sealed.map((s) => s.keyId).join(', ');
 /** What the secrets of `sealed` are of, all keys together: "2 deployments and 1 webhook endpoint". */
 const owners = (sealed: SealedKey[]) =>
-  sealedWhat({ deployments: sealed.reduce((n, s) => n + s.deployments, 0), webhooks: sealed.reduce((n, s) => n + s.webhooks, 0) });
+  sealedWhat({
+    deployments: sealed.reduce((n, s) => n + s.deployments, 0),
+    webhooks: sealed.reduce((n, s) => n + s.webhooks, 0),
+    mcpServers: sealed.reduce((n, s) => n + s.mcpServers, 0),
+  });
 
 /** What a backup leaves out and a restore will need. */
 export async function carryFromBackup(config: Config, sealed: SealedKey[], mediaFiles: number): Promise<string[]> {

@@ -20,3 +20,9 @@ export const agentLlmSettings = (a: { llmSettings: unknown }) => a.llmSettings a
 export const agentTools = (a: { tools: unknown }) => a.tools as Record<string, boolean>;
 /** Which tools' calls wait for approval and how long, defaults filled in. */
 export const agentToolApproval = (a: { toolApproval: unknown }) => toolApprovalOf(a.toolApproval);
+
+/** An MCP server's tool enabled on an agent. */
+export interface AgentMcpToolView {
+  serverId: string;
+  tool: string;
+}

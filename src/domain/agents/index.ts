@@ -4,7 +4,7 @@
  */
 export { agentLlmSettings, agentModels, agentSuggestions, agentToolApproval, agentTools } from './fields.ts';
 export type { ApprovalRule, ToolApproval } from '../tools/approval.ts';
-export type { AgentLlmSettings, AgentModel, AgentSuggestion } from './fields.ts';
+export type { AgentLlmSettings, AgentMcpToolView, AgentModel, AgentSuggestion } from './fields.ts';
 export { agentCreateSchema, agentPatchSchema, modelProfiles, ownerPaysValues, thinkingEffortCaps, thinkingPolicies } from './inputs.ts';
 export { agentService, canReadAgent, visiblePersona } from './service.ts';
 export type { AgentService, AgentWithKey } from './service.ts';

@@ -13,6 +13,14 @@ export const thinkingPolicies = ['auto', 'off', 'always'] as const;
 export const thinkingEffortCaps = ['low', 'medium', 'high'] as const;
 export const ownerPaysValues = Object.values(OwnerPays);
 export const MAX_AGENT_MODELS = 10;
+/** MCP tools one agent may have enabled: the model is offered each as a function. */
+export const MAX_AGENT_MCP_TOOLS = 64;
+
+/** A tool of one of the owner's MCP servers, by the name its server lists it under. */
+const agentMcpToolSchema = z.object({
+  serverId: z.string().min(1, 'must name one of your MCP servers'),
+  tool: z.string().min(1, 'must name a tool of the server').max(128),
+});
 
 export const llmSettingsSchema = z
   .object({
@@ -50,6 +58,11 @@ export const agentFieldsSchema = z.object({
   suggestions: z.array(suggestionSchema).max(10, 'must have at most 10 suggestions'),
   ownerPays: z.enum(OwnerPays),
   tools: z.record(z.string(), z.boolean({ error: 'must be true or false (tool enabled)' })),
+  /** Replaces the whole list when given. */
+  mcpTools: z
+    .array(agentMcpToolSchema)
+    .max(MAX_AGENT_MCP_TOOLS, `must have at most ${MAX_AGENT_MCP_TOOLS} MCP tools`)
+    .refine((list) => new Set(list.map((t) => `${t.serverId}\n${t.tool}`)).size === list.length, 'names a tool twice'),
   llmSettings: llmSettingsSchema,
   // Which tools' calls wait for the owner's yes, and for how long (merged field by field, as llmSettings).
   toolApproval: toolApprovalSchema,

@@ -29,6 +29,13 @@ export function agentService(store: AgentStore, tools: ToolRegistry, limits: { m
     for (const key of Object.keys(input.toolApproval?.tools ?? {})) {
       if (!tools.canEnable(key)) throw badInput(`unknown tool "${key}" (see the tools list)`, ['toolApproval', 'tools', key]);
     }
+    // Only the owner's own servers: a server's sealed headers and its price are its owner's to use.
+    const servers = input.mcpTools?.map((t) => t.serverId) ?? [];
+    if (servers.length) {
+      const own = await store.ownMcpServers(viewer.id, servers);
+      const stranger = servers.findIndex((id) => !own.has(id));
+      if (stranger >= 0) throw badInput(`MCP server ${servers[stranger]} not found among yours`, ['mcpTools', stranger, 'serverId']);
+    }
     const loras = input.models?.map((m) => m.lora) ?? [];
     if (loras.length) {
       const ids = await store.usableModels(viewer, loras);

@@ -26,8 +26,17 @@ const keyTakenOr = <T>(write: Promise<T>) =>
 
 const withKey = (query: AgentQuery = {}) => ({ include: { user: true, ...query.include } }) as const;
 
-/** The agent's own columns of a patch: its key and image live on its creator row, its settings are merged. */
-const columns = ({ key: _key, llmSettings: _llm, toolApproval: _approval, ...rest }: AgentPatch) => rest;
+/**
+ * The agent's own columns of a patch: its key and image live on its creator row, its settings are
+ * merged, and its MCP tools are rows of their own, replaced as a whole when given.
+ */
+const columns = ({ key: _key, llmSettings: _llm, toolApproval: _approval, mcpTools: _mcpTools, ...rest }: AgentPatch) => rest;
+
+/** The MCP tools of a patch as rows of the agent: on an update, in place of those it had. */
+const mcpToolRows = ({ mcpTools }: AgentPatch, replacing: boolean) =>
+  mcpTools && {
+    mcpTools: { ...(replacing && { deleteMany: {} }), create: mcpTools.map((t) => ({ serverId: t.serverId, tool: t.tool })) },
+  };
 
 /** Agents on Prisma: every read returns the agent with its key, and what `query` asks for. */
 export function agentStore(db: Db) {
@@ -39,6 +48,12 @@ export function agentStore(db: Db) {
     find: (id: string, query?: AgentQuery): Promise<AgentWithKey | null> => db.agent.findUnique({ where: { id }, ...withKey(query) }),
 
     ownerOf: async (id: string) => (await db.agent.findUnique({ where: { id }, select: { ownerId: true } }))?.ownerId ?? null,
+
+    /** Which of these MCP servers are the user's own. */
+    async ownMcpServers(userId: string, ids: string[]) {
+      const found = await db.mcpServer.findMany({ where: { id: { in: ids }, userId }, select: { id: true } });
+      return new Set(found.map((s) => s.id));
+    },
 
     /** Which of these models exist and the viewer may use. */
     async usableModels(viewer: Viewer, ids: string[]) {
@@ -59,6 +74,7 @@ export function agentStore(db: Db) {
         return tx.agent.create({
           data: {
             ...columns(input),
+            ...mcpToolRows(input, false),
             name: input.name,
             llmSettings: input.llmSettings ?? {},
             toolApproval: input.toolApproval ?? {},
@@ -98,6 +114,7 @@ export function agentStore(db: Db) {
           where: { id },
           data: {
             ...columns(patch),
+            ...mcpToolRows(patch, true),
             llmSettings: patch.llmSettings && { ...current?.llmSettings, ...patch.llmSettings },
             toolApproval: patch.toolApproval && { ...current?.toolApproval, ...patch.toolApproval },
           },

@@ -60,6 +60,20 @@ export interface SessionEventPayloads {
   assistant_token: { promptId: string; messageId: string; agentId: string; text: string };
   assistant_thinking: { promptId: string; messageId: string; agentId: string; text: string };
   assistant_message: { promptId: string; agentId: string; message: MessageView };
+  /**
+   * A tool call of a reply under way says how far it is: `progress` from 0 to 1, or null when the
+   * tool gives no total; `detail`, what it is doing (transports name it `message`, as tasks'
+   * progress does). Not saved: only its watchers see it.
+   */
+  tool_progress: {
+    promptId: string;
+    messageId: string;
+    agentId: string;
+    toolCallId: string;
+    tool: string;
+    progress: number | null;
+    detail: string | null;
+  };
   tool_complete: { promptId: string; messageId: string; agentId: string; toolCall: ToolCallView };
   tool_cancelled: { promptId: string; messageId: string; agentId: string; toolCall: ToolCallView };
   /**

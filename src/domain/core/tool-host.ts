@@ -65,7 +65,8 @@ export interface RecordedCalls {
  * reply paused at, once their approvals are settled.
  */
 export interface ToolHost {
-  offer(agentId: string, enabled: Record<string, boolean>): ChatTool[];
+  /** `withMcp`: the agent has tools of MCP servers enabled (without, none is looked for). */
+  offer(agentId: string, enabled: Record<string, boolean>, withMcp: boolean): Promise<ChatTool[]>;
   record(calls: RequestedToolCall[], context: ToolRunContext): Promise<RecordedCalls>;
   /** Runs the approved ones (charged as any call); the others' results tell the model why not (denied, and why). */
   resume(calls: PausedCall[], context: ToolRunContext): Promise<ToolResult[]>;
@@ -78,7 +79,7 @@ const noSuchTool = (c: RequestedToolCall): ToolResult => ({
 
 /** No tools: a model that asks for one anyway is told it does not exist. */
 export const noTools: ToolHost = {
-  offer: () => [],
+  offer: async () => [],
   record: async (calls) => ({ run: async () => ({ results: calls.map(noSuchTool), awaiting: [] }) }),
   resume: async (calls) => calls.map((c) => noSuchTool(c.call)),
 };

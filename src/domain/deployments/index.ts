@@ -6,4 +6,4 @@ export { deploySchema, platformSchema } from './inputs.ts';
 export { deploymentService, stateOf } from './service.ts';
 export type { DeploymentRow, DeploymentService } from './service.ts';
 export { deploymentStore } from './store.ts';
-export { type SealedKey, sealedKeysSql, sealedWhat } from './sealed-keys.ts';
+export { type SealedKey, type SealedTables, sealedKeysSql, sealedTablesSql, sealedWhat } from './sealed-keys.ts';

@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.ts';
 import type { Deployment, Prisma } from '../../generated/prisma/client.ts';
 import type { DeploymentPlatform } from '../../generated/prisma/enums.ts';
 import { newestFirst } from '../core/ordering.ts';
-import { type SealedKey, sealedKeysSql } from './sealed-keys.ts';
+import { type SealedKey, sealedKeysSql, type SealedTables, sealedTablesSql } from './sealed-keys.ts';
 import { newId } from '../core/ids.ts';
 import { isRecordGone, isUniqueViolation } from '../core/stores/prisma-errors.ts';
 
@@ -182,9 +182,9 @@ export function deploymentStore(db: Db): DeploymentStore {
       // `parley migrate` composes the services before it migrates: a database not migrated yet holds none.
       const [{ present }] = await db.$queryRaw<[{ present: boolean }]>`SELECT to_regclass('"Deployment"') IS NOT NULL AS "present"`;
       if (!present) return [];
-      // Webhooks' secrets are sealed with the same key (`webhooks/`), so a key that opens none of them is as missing.
-      const [{ webhooks }] = await db.$queryRaw<[{ webhooks: boolean }]>`SELECT to_regclass('"Webhook"') IS NOT NULL AS "webhooks"`;
-      return db.$queryRawUnsafe<SealedKey[]>(sealedKeysSql(webhooks));
+      // Webhooks' and MCP servers' secrets are sealed with the same key, so a key that opens none of them is as missing.
+      const [tables] = await db.$queryRawUnsafe<[SealedTables]>(sealedTablesSql);
+      return db.$queryRawUnsafe<SealedKey[]>(sealedKeysSql(tables));
     },
 
     async replaceSealed(id, from, to) {

@@ -15,6 +15,8 @@ export interface ReplyAgent {
   suggestions: unknown;
   llmSettings: unknown;
   user: { username: string };
+  /** How many tools of MCP servers its owner enabled on it: with none, no server is asked what it offers. */
+  mcpTools?: number;
 }
 
 /** A message of the conversation so far, with the username of whoever wrote it. */

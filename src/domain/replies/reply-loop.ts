@@ -15,16 +15,15 @@ export const MAX_CALLS_PER_REPLY = 8;
 /** What a reply's model calls are asked, before the agent's model, reasoning and tools are added. */
 export type ReplyRequest = Omit<ChatRequest, 'agent' | 'model' | 'reasoningEffort' | 'tools'>;
 
-/** The request every model call of this agent's reply starts from, and whether it shows its reasoning. */
+/** The request every model call of this agent's reply starts from (its tools aside), and whether it shows its reasoning. */
 function chatRequest(rt: ReplyRuntime, agent: ReplyAgent, thinking: boolean, request: ReplyRequest) {
   const { llm } = rt;
   const settings = agentLlmSettings(agent);
   const thinks = settings.thinkingPolicy === 'always' || (settings.thinkingPolicy !== 'off' && thinking);
-  const base: ChatRequest = {
+  const base: Omit<ChatRequest, 'tools'> = {
     ...request,
     model: (settings.modelProfile && llm.models[settings.modelProfile as keyof typeof llm.models]) || llm.models.default,
     reasoningEffort: thinks ? ((settings.thinkingEffortCap as ChatRequest['reasoningEffort']) ?? 'medium') : null,
-    tools: rt.tools.offer(agent.id, agentTools(agent)),
     agent: {
       name: agent.name,
       key: agent.user.username,
@@ -158,10 +157,12 @@ async function runReply(
   const { sink, close } = draftSink(rt, job, target, draft, thinks);
   const ended = rt.metrics.started();
   try {
+    // Inside: a tool source that fails (the database out of reach) fails the reply, which ends.
+    const tools = await rt.tools.offer(agent.id, agentTools(agent), Boolean(agent.mcpTools));
     for (let call = loop.call; ; call++) {
       signal.throwIfAborted();
       await reserveCall(rt, sessionId, call, draft);
-      const called = await streamCall(rt.provider, { ...base, messages }, signal, sink, limits, call);
+      const called = await streamCall(rt.provider, { ...base, tools, messages }, signal, sink, limits, call);
       draft.promptTokens += called.usage.prompt;
       draft.completionTokens += called.usage.completion;
       if (called.calls.length === 0) break;

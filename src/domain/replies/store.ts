@@ -20,7 +20,10 @@ export function replyStore(db: Db, sessions: Pick<ReplyStore, 'nameSessions'>): 
           where: { id: sessionId },
           select: {
             scenario: true,
-            agents: { orderBy: { position: 'asc' }, select: { agent: { include: { user: { select: { username: true } } } } } },
+            agents: {
+              orderBy: { position: 'asc' },
+              select: { agent: { include: { user: { select: { username: true } }, _count: { select: { mcpTools: true } } } } },
+            },
           },
         }),
         db.message.findMany({
@@ -33,7 +36,7 @@ export function replyStore(db: Db, sessions: Pick<ReplyStore, 'nameSessions'>): 
       if (!session) return null;
       return {
         scenario: session.scenario,
-        agents: session.agents.map((s) => s.agent),
+        agents: session.agents.map(({ agent: { _count, ...agent } }) => ({ ...agent, mcpTools: _count.mcpTools })),
         history: latest.reverse().map(({ sender, ...m }) => ({ message: toMessageView(m), senderName: sender?.username ?? null })),
       };
     },

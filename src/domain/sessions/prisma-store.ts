@@ -82,15 +82,22 @@ async function agentsForNewSessions(db: Db, asks: readonly AgentAsk[]) {
   const users = [...new Set(asks.filter((k) => k.recall).map((k) => k.userId))];
   const rows = await db.agent.findMany({
     where: { id: { in: [...new Set(asks.map((k) => k.agentId))] } },
-    include: { user: { select: { username: true } }, ...(users.length ? { memories: memoriesOf(users) } : {}) },
+    include: {
+      user: { select: { username: true } },
+      _count: { select: { mcpTools: true } },
+      ...(users.length ? { memories: memoriesOf(users) } : {}),
+    },
   });
   const byId = new Map(rows.map((r) => [r.id, r as typeof r & { memories?: { fact: string; userId: string }[] }]));
   const reads = new Map<AgentAsk, NewSessionAgent>();
   for (const ask of asks) {
     const row = byId.get(ask.agentId);
     if (!row) continue;
-    const { memories, ...agent } = row;
-    reads.set(ask, { agent, memories: ask.recall && memories ? recalledFacts(memories, ask.userId) : undefined });
+    const { memories, _count, ...agent } = row;
+    reads.set(ask, {
+      agent: { ...agent, mcpTools: _count.mcpTools },
+      memories: ask.recall && memories ? recalledFacts(memories, ask.userId) : undefined,
+    });
   }
   return reads;
 }

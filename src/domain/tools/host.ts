@@ -17,7 +17,7 @@ import { imageExecutor } from './executors/image.ts';
 import { searchExecutor } from './executors/search.ts';
 import { textExecutor } from './executors/text.ts';
 import type { Executor, ToolServiceClient } from './executors/types.ts';
-import type { ToolStore } from './ports.ts';
+import type { McpToolSource, OfferedTool, RunnableTool, ToolStore } from './ports.ts';
 import type { ToolRegistry } from './registry.ts';
 import { callRunner } from './run-call.ts';
 import type { ToolRunQueue } from './run-queue.ts';
@@ -38,7 +38,19 @@ export interface ToolHostDeps {
   queue: ToolRunQueue;
   /** Results keep the links they are stored with; the model is given them absolute, to show them. */
   links: MediaLinks;
+  /** Tools of the MCP servers agents' owners enabled on them (none without). */
+  mcp?: McpToolSource;
 }
+
+/** A registry tool as a reply's call runs it: checked against its parameters, priced by its estimate, run by its executor. */
+const registryTool = (tool: ToolDefinition, executor: Executor): RunnableTool => ({
+  key: tool.key,
+  check: (raw) => checkArguments(tool, raw),
+  cost: (args) => costOf(tool, args),
+  execute: ({ progress, ...run }) => executor({ tool, ...run, progress: (fraction, detail) => progress(fraction, detail) }),
+});
+
+const noMcpTools: McpToolSource = { forAgent: async () => new Map() };
 
 /**
  * Who runs each tool of the registry that has a handler: an executor built in, or a service
@@ -76,11 +88,11 @@ function overCap(index: number, position: number, work: ToolHostDeps['work']) {
 }
 
 /** Whether a call must wait for approval: a usable tool, good arguments, and the agent's rule says so. */
-function approvalPrice(tool: ToolDefinition | undefined, call: RequestedToolCall, setting: ToolApproval): Manna | null {
+function approvalPrice(tool: RunnableTool | undefined, call: RequestedToolCall, setting: ToolApproval): Manna | null {
   if (!tool) return null;
-  const checked = checkArguments(tool, call.arguments);
+  const checked = tool.check(call.arguments);
   if ('error' in checked) return null;
-  const cost = costOf(tool, checked.args);
+  const cost = tool.cost(checked.args);
   return needsApproval(setting, tool.key, cost) ? cost : null;
 }
 
@@ -99,7 +111,8 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
   const { store, registry, bus, log, work, executors, queue } = deps;
   const emit = (sessionId: string, event: SessionEventPayload) =>
     bus.publish(sessionId, event).catch((err) => log.error({ err }, 'could not publish a tool event'));
-  const calls = callRunner({ store, executors, queue, search: deps.search, emit, log, metrics: deps.metrics });
+  const calls = callRunner({ store, queue, search: deps.search, emit, log, metrics: deps.metrics });
+  const mcp = deps.mcp ?? noMcpTools;
 
   const usable = (tool: ToolDefinition | undefined, enabled: Record<string, boolean>): tool is ToolDefinition =>
     Boolean(
@@ -119,19 +132,34 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
       payer: payers.ownerPays === 'full' ? payers.agentOwnerId : payers.sessionOwnerId,
       enabled: payers.tools as Record<string, boolean>,
       approval: toolApprovalOf(payers.toolApproval),
+      withMcp: Boolean(payers.mcpTools),
     };
   }
 
+  /**
+   * Every tool the agent may call now, by the name the model calls it: its enabled registry tools,
+   * then its MCP tools whose names no registry tool of it takes.
+   */
+  async function offered(agentId: string, enabled: Record<string, boolean>, withMcp: boolean) {
+    const all = new Map<string, OfferedTool>();
+    for (const t of registry.all())
+      if (usable(t, enabled))
+        all.set(t.key, {
+          chat: { type: 'function', function: { name: t.key, description: t.description, parameters: parametersJsonSchema(t) } },
+          tool: registryTool(t, executors.get(t.key)!),
+        });
+    if (withMcp) for (const [name, tool] of await mcp.forAgent(agentId)) if (!all.has(name)) all.set(name, tool);
+    return all;
+  }
+
   return {
-    offer(_agentId, enabled): ChatTool[] {
-      return registry
-        .all()
-        .filter((t) => usable(t, enabled))
-        .map((t) => ({ type: 'function', function: { name: t.key, description: t.description, parameters: parametersJsonSchema(t) } }));
+    async offer(agentId, enabled, withMcp): Promise<ChatTool[]> {
+      return [...(await offered(agentId, enabled, withMcp)).values()].map((t) => t.chat);
     },
 
     async record(requested, ctx) {
-      const { payer, enabled, approval } = await payerOf(ctx);
+      const { payer, enabled, approval, withMcp } = await payerOf(ctx);
+      const tools = await offered(ctx.agentId, enabled, withMcp);
       const rows = await store.record({ messageId: ctx.messageId, sessionId: ctx.sessionId, agentId: ctx.agentId, payer }, requested);
       return {
         async run() {
@@ -141,7 +169,7 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
               const over = overCap(i, row.position, work);
               if (over) return toModel(requested[i]!.id, await calls.refuse(row, ctx, over));
               const call = requested[i]!;
-              const tool = usable(registry.get(call.name), enabled) ? registry.get(call.name) : undefined;
+              const tool = tools.get(call.name)?.tool;
               const price = approvalPrice(tool, call, approval);
               if (price !== null) {
                 // Not run now: it has no result until it is answered (null when the call is gone meanwhile).
@@ -161,19 +189,19 @@ export function createToolHost(deps: ToolHostDeps): ToolHost {
     },
 
     async resume(paused, ctx) {
-      const { payer, enabled } = await payerOf(ctx);
+      const { payer, enabled, withMcp } = await payerOf(ctx);
       const outcomes = new Map((await store.approvalOutcomes(paused.map((p) => p.taskId))).map((o) => [o.id, o]));
+      const approved = paused.some((p) => outcomes.get(p.taskId)?.status === 'pending');
+      const tools = approved ? await offered(ctx.agentId, enabled, withMcp) : new Map<string, OfferedTool>();
       return Promise.all(
         paused.map(async ({ call, taskId, position }) => {
           const outcome = outcomes.get(taskId);
           // Approved: it runs as any call does, charged as it starts; the owner may have turned the tool off meanwhile.
-          if (outcome?.status === 'pending') {
-            const tool = registry.get(call.name);
+          if (outcome?.status === 'pending')
             return toModel(
               call.id,
-              await calls.run({ id: taskId, position, tool: call.name }, call, usable(tool, enabled) ? tool : undefined, ctx, payer),
+              await calls.run({ id: taskId, position, tool: call.name }, call, tools.get(call.name)?.tool, ctx, payer),
             );
-          }
           return toModel(call.id, { error: outcome?.error ?? 'The tool call was not approved' });
         }),
       );

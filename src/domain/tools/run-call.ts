@@ -5,17 +5,13 @@ import type { Manna } from '../core/manna.ts';
 import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
 import type { RequestedToolCall, ToolRunContext } from '../core/tool-host.ts';
 import type { SearchService } from '../search/service.ts';
-import { checkArguments } from './arguments.ts';
-import { costOf } from './cost-of.ts';
-import type { ToolDefinition } from './definition.ts';
-import { ToolError, type Executor, type ToolOutput } from './executors/types.ts';
-import type { CallCreation, HoldRefused, RecordedCall, Settlement, ToolStore } from './ports.ts';
+import { ToolError, type ToolOutput } from './executors/types.ts';
+import type { CallCreation, HoldRefused, RecordedCall, RunnableTool, Settlement, ToolStore } from './ports.ts';
 import type { ToolRunQueue } from './run-queue.ts';
 
 /** What running a call takes. */
 export interface CallRunnerDeps {
   store: ToolStore;
-  executors: ReadonlyMap<string, Executor>;
   queue: ToolRunQueue;
   search: Pick<SearchService, 'indexCreations'>;
   emit(sessionId: string, event: SessionEventPayload): Promise<unknown>;
@@ -27,6 +23,8 @@ export interface CallRunnerDeps {
 type Refusal = { error: string };
 
 const NOT_ENOUGH_MANNA = 'Not enough manna:';
+/** The most progress events one call sends its session's watchers; later reports are not shown. */
+export const MOST_PROGRESS_EVENTS = 200;
 const DAILY_CAP_REACHED = "The deployment's daily manna cap is reached";
 
 const refusalText = (why: HoldRefused, cost: Manna) =>
@@ -43,7 +41,7 @@ export const isPaymentRefusal = (error: string) =>
   error === BUDGET_EXCEEDED.manna || error === DAILY_CAP_REACHED || error.startsWith(NOT_ENOUGH_MANNA);
 
 /** The media a tool produced, as creations of the user. */
-const creationsOf = (output: ToolOutput, tool: ToolDefinition, args: Record<string, unknown>, ctx: ToolRunContext): CallCreation[] =>
+const creationsOf = (output: ToolOutput, tool: RunnableTool, args: Record<string, unknown>, ctx: ToolRunContext): CallCreation[] =>
   (output.media ?? []).map((m) => ({
     id: m.id,
     userId: ctx.userId,
@@ -81,10 +79,31 @@ export function callRunner(deps: CallRunnerDeps) {
   const refuse = (row: RecordedCall, ctx: ToolRunContext, error: string): Promise<Refusal> =>
     finish(row, ctx, { status: 'failed', error }, false).then(() => ({ error }));
 
+  /**
+   * The call's progress, live on its session (not saved: a settled call says it is done). At most
+   * `MOST_PROGRESS_EVENTS` a call: a tool that reports without end does not flood the watchers.
+   */
+  const progressOf = (row: RecordedCall, ctx: ToolRunContext) => {
+    let told = 0;
+    return (fraction: number | null, detail?: string): void => {
+      if (++told > MOST_PROGRESS_EVENTS) return;
+      void deps.emit(ctx.sessionId, {
+        type: 'tool_progress',
+        promptId: ctx.promptId,
+        messageId: ctx.messageId,
+        agentId: ctx.agentId,
+        toolCallId: row.id,
+        tool: row.tool,
+        progress: fraction,
+        detail: detail === undefined ? null : detail.slice(0, 500),
+      });
+    };
+  };
+
   /** Charged, run and settled, with the call's turn held throughout. */
   async function runHeld(
     row: RecordedCall,
-    tool: ToolDefinition,
+    tool: RunnableTool,
     args: Record<string, unknown>,
     cost: Manna,
     ctx: ToolRunContext,
@@ -93,13 +112,13 @@ export function callRunner(deps: CallRunnerDeps) {
     const refused = await store.hold(row, cost, payer, { sessionId: ctx.sessionId, messageId: ctx.messageId });
     if (refused) return refuse(row, ctx, refusalText(refused, cost));
     try {
-      const output = await deps.executors.get(tool.key)!({
-        tool,
+      const output = await tool.execute({
         args,
         userId: ctx.userId,
         agentId: ctx.agentId,
         sessionId: ctx.sessionId,
         signal: ctx.signal,
+        progress: progressOf(row, ctx),
       });
       const settled = await finish(row, ctx, { status: 'completed', result: output.result }, true, creationsOf(output, tool, args, ctx));
       // Settled elsewhere meanwhile (its session deleted, or its reply taken for dead and its hold
@@ -122,11 +141,11 @@ export function callRunner(deps: CallRunnerDeps) {
   }
 
   /** Runs a call of a tool the agent may use (`tool`, or undefined when it may not); the result goes to the model. */
-  async function run(row: RecordedCall, call: RequestedToolCall, tool: ToolDefinition | undefined, ctx: ToolRunContext, payer: string) {
+  async function run(row: RecordedCall, call: RequestedToolCall, tool: RunnableTool | undefined, ctx: ToolRunContext, payer: string) {
     if (!tool) return refuse(row, ctx, `There is no tool named "${call.name}" for this agent`);
-    const checked = checkArguments(tool, call.arguments);
+    const checked = tool.check(call.arguments);
     if ('error' in checked) return refuse(row, ctx, checked.error);
-    const cost = costOf(tool, checked.args);
+    const cost = tool.cost(checked.args);
     // The turn is taken before the charge: a call waiting for one costs nothing until it runs.
     let release: () => void;
     try {

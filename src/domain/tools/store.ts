@@ -33,7 +33,10 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }, tasks: T
   return {
     async payers(agentId, sessionId) {
       const [agent, session] = await Promise.all([
-        db.agent.findUniqueOrThrow({ where: { id: agentId }, select: { tools: true, toolApproval: true, ownerPays: true, ownerId: true } }),
+        db.agent.findUniqueOrThrow({
+          where: { id: agentId },
+          select: { tools: true, toolApproval: true, ownerPays: true, ownerId: true, _count: { select: { mcpTools: true } } },
+        }),
         db.session.findUniqueOrThrow({ where: { id: sessionId }, select: { ownerId: true } }),
       ]);
       return {
@@ -42,6 +45,7 @@ export function toolStore(db: Db, caps: { deploymentDailyCap: number }, tasks: T
         ownerPays: agent.ownerPays,
         agentOwnerId: agent.ownerId,
         sessionOwnerId: session.ownerId,
+        mcpTools: agent._count.mcpTools,
       };
     },
 

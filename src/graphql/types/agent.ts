@@ -15,6 +15,7 @@ import {
 import type { Agent as AgentRow } from '../../generated/prisma/client.ts';
 import { builder } from '../builder.ts';
 import { maybeViewer, viewerOf, type GraphQLContext } from '../context.ts';
+import { AgentMcpToolInput } from './agent-mcp-tool.ts';
 import { ModelProfileEnum, OwnerPaysEnum, ThinkingEffortCapEnum, ThinkingPolicyEnum } from './enums.ts';
 import { nodeInterfaces, RAW_ID } from './node.ts';
 
@@ -155,6 +156,10 @@ const agentInputFields = (required: boolean) =>
       suggestions: t.field({ type: [SuggestionInput] }),
       ownerPays: t.field({ type: OwnerPaysEnum }),
       tools: t.field({ type: 'JSON' }),
+      mcpTools: t.field({
+        type: [AgentMcpToolInput],
+        description: 'Tools of your MCP servers to enable: the whole list, replacing the one before.',
+      }),
       llmSettings: t.field({ type: LlmSettingsInput }),
       toolApproval: t.field({ type: ToolApprovalInput }),
     }),

@@ -35,6 +35,7 @@ const loaders: Record<string, Loader> = {
   Trigger: (ctx, id, info) => ctx.services.triggers.get(viewerOf(ctx), id, planFor(ctx, info, 'Trigger')),
   Task: (ctx, id, info) => ctx.services.tasks.get(viewerOf(ctx), id, planFor(ctx, info, 'Task')),
   Webhook: (ctx, id) => ctx.services.webhooks.get(viewerOf(ctx), id),
+  McpServer: (ctx, id) => ctx.services.mcpServers.get(viewerOf(ctx), id),
   Message: (ctx, id) => ctx.services.sessions.message(viewerOf(ctx), id),
   // A share is public by its id, as `share(shareId:)` is.
   Share: (ctx, id) => ctx.services.shares.read(id),

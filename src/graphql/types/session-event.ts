@@ -73,6 +73,19 @@ const eventTypes: { [T in SessionEventType]: EventTypeSpec<T> } = {
       message: t.field({ type: Message, resolve: (e) => e.message }),
     }),
   },
+  tool_progress: {
+    name: 'ToolProgress',
+    description: 'A tool call of a reply under way says how far it is (not saved: only watchers see it).',
+    fields: (t) => ({
+      promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+      messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
+      agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
+      toolCallId: t.exposeID('toolCallId', { description: 'The ToolCall.id it will settle as.' }),
+      tool: t.exposeString('tool'),
+      progress: t.exposeFloat('progress', { nullable: true, description: 'From 0 to 1; null when the tool gives no total.' }),
+      message: t.string({ nullable: true, description: 'What it is doing.', resolve: (e) => e.detail }),
+    }),
+  },
   tool_complete: {
     name: 'ToolCompleted',
     description: 'A tool call of a reply finished (or failed).',

@@ -109,6 +109,8 @@ export function memoryAgentStore(c: Catalog): AgentStore {
       return agent ? withKey(agent) : null;
     },
     ownerOf: async (id) => c.agents.get(id)?.ownerId ?? null,
+    // The catalog holds no MCP servers: every id given is a stranger's.
+    ownMcpServers: async () => new Set<string>(),
     usableModels: async (viewer, wanted) =>
       new Set(wanted.filter((id) => c.models.has(id) && visible(viewer, c.models.get(id)!, c.models.get(id)!.userId))),
     createWithin: async (ownerId: string, cap: number, input: AgentPatch & { name: string; key: string }) => {

@@ -151,7 +151,7 @@ export function memoryDeploymentStore(d: Deployments): DeploymentStore {
     async sealedKeys() {
       const counts = new Map<string, number>();
       for (const r of d.rows.values()) if (r.sealed) counts.set(r.sealed.split('.')[1]!, (counts.get(r.sealed.split('.')[1]!) ?? 0) + 1);
-      return [...counts].map(([keyId, deployments]) => ({ keyId, deployments, webhooks: 0 }));
+      return [...counts].map(([keyId, deployments]) => ({ keyId, deployments, webhooks: 0, mcpServers: 0 }));
     },
   };
 }

@@ -1,0 +1,29 @@
+import type { AgentMcpToolView } from '../../domain/agents/index.ts';
+import { builder } from '../builder.ts';
+import { maybeViewer, viewerOf } from '../context.ts';
+import { McpServer } from './mcp-server.ts';
+
+const AgentMcpTool = builder.objectRef<AgentMcpToolView>('AgentMcpTool').implement({
+  description: "A tool of one of your MCP servers enabled on your agent: the model sees it as `<server's name>__<tool>`.",
+  fields: (t) => ({
+    server: t.field({ type: McpServer, resolve: (row, _args, ctx) => ctx.services.mcpServers.get(viewerOf(ctx), row.serverId) }),
+    tool: t.exposeString('tool', { description: 'The name its server lists it under.' }),
+  }),
+});
+
+export const AgentMcpToolInput = builder.inputType('AgentMcpToolInput', {
+  fields: (t) => ({
+    serverId: t.id({ required: true, description: 'One of your MCP servers.' }),
+    tool: t.string({ required: true, description: 'The name its server lists the tool under.' }),
+  }),
+});
+
+builder.prismaObjectField('Agent', 'mcpTools', (t) =>
+  t.field({
+    type: [AgentMcpTool],
+    nullable: true,
+    description: 'Tools of your MCP servers enabled on the agent; null unless you own it.',
+    select: { mcpTools: { orderBy: [{ serverId: 'asc' }, { tool: 'asc' }] } },
+    resolve: (agent, _args, ctx) => (maybeViewer(ctx)?.id === agent.ownerId ? agent.mcpTools : null),
+  }),
+);
