@@ -25,7 +25,10 @@ let bob: TestUser;
 setUp(async (start) => {
   const dir = await start.service(mkdtemp(join(tmpdir(), 'parley-mcp-key-')), (d) => rm(d, { recursive: true, force: true }));
   // The guard as in production (https, no address inside), and a key file of its own, which a rotation replaces.
-  t = await start.app({ secrets: { key: undefined, previous: [], keyFile: join(dir, 'secrets.key'), shared: false } });
+  t = await start.app({
+    outbound: { allowHttp: false, allowPrivate: false },
+    secrets: { key: undefined, previous: [], keyFile: join(dir, 'secrets.key'), shared: false },
+  });
   alice = await t.createUser('alice');
   bob = await t.createUser('bob');
 });
