@@ -1,8 +1,10 @@
 /** The GraphQL the playground sends; every field it shows comes from here. */
 
+const TOOL_CALL = 'id tool args status result error cost approval';
+
 const MESSAGE = `id role content thought status error promptId createdAt
   agent { id name } sender { username }
-  toolCalls { id tool args status result error }
+  toolCalls { ${TOOL_CALL} }
   reactions { reaction count reactedByMe }`;
 
 export const ME = `query Me { me { id username balance } }`;
@@ -25,6 +27,9 @@ export const REACT = `mutation React($messageId: ID!, $reaction: String!) { reac
 
 export const CANCEL = `mutation Cancel($sessionId: ID!) { cancelReplies(sessionId: $sessionId) }`;
 
+/** Approves or denies a tool call that waits for the viewer's answer (they pay for it). */
+export const SETTLE_APPROVAL = `mutation SettleApproval($input: SettleToolApprovalInput!) { settleToolApproval(input: $input) { ${TOOL_CALL} } }`;
+
 export const SHARE = `mutation Share($id: ID!) { shareSession(id: $id) { shareId } }`;
 
 export const SHARED = `query Shared($shareId: ID!) { share(shareId: $shareId) {
@@ -37,8 +42,9 @@ export const EVENTS = `subscription Events($sessionId: ID!, $after: Seq) { sessi
   ... on PromptStarted { promptId replyIds agentIds message { ${MESSAGE} } }
   ... on AssistantToken { messageId agentId text }
   ... on AssistantThinking { messageId agentId text }
-  ... on ToolCompleted { messageId toolCall { id tool args status result error } }
-  ... on ToolCancelled { messageId toolCall { id tool args status result error } }
+  ... on ToolCompleted { messageId toolCall { ${TOOL_CALL} } }
+  ... on ToolCancelled { messageId toolCall { ${TOOL_CALL} } }
+  ... on ToolApprovalRequested { messageId agentId expiresAt toolCall { ${TOOL_CALL} } }
   ... on AssistantMessage { message { ${MESSAGE} } }
   ... on ReplyFailed { error message { ${MESSAGE} } }
   ... on ReplyRemoved { messageId }
@@ -53,6 +59,11 @@ export interface ToolCall {
   status: string;
   result: unknown;
   error: string | null;
+  /** Charged, or while it waits for approval its price. */
+  cost: number | null;
+  approval: 'REQUESTED' | 'APPROVED' | 'DENIED' | 'EXPIRED' | null;
+  /** When a call that waits counts as denied, as its live event told (not kept on the message). */
+  expiresAt?: string;
 }
 export interface Reaction {
   reaction: string;
@@ -91,5 +102,6 @@ export type SessionEvent = { __typename: string; seq: number } & Partial<{
   error: string;
   message: Message;
   toolCall: ToolCall;
+  expiresAt: string;
   reactions: Reaction[];
 }>;

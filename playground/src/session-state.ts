@@ -32,6 +32,10 @@ const placeholder = (id: string, agent: { id: string; name: string } | null): Me
   reactions: [],
 });
 
+/** The calls with `call` in its place (or added last), as it stands now. */
+export const withCall = (calls: ToolCall[], call: ToolCall) =>
+  calls.some((c) => c.id === call.id) ? calls.map((c) => (c.id === call.id ? { ...c, ...call } : c)) : [...calls, call];
+
 export function applyEvent(state: SessionState, event: SessionEvent, agentName: (id: string) => string): SessionState {
   if (state.seq !== null && event.seq <= state.seq) return state;
   const messages = { ...state.messages };
@@ -61,10 +65,11 @@ export function applyEvent(state: SessionState, event: SessionEvent, agentName: 
       break;
     }
     case 'ToolCompleted':
-    case 'ToolCancelled': {
-      const m = reply(event.messageId!);
-      const call = event.toolCall as ToolCall;
-      put({ ...m, toolCalls: [...m.toolCalls.filter((c) => c.id !== call.id), call] });
+    case 'ToolCancelled':
+    case 'ToolApprovalRequested': {
+      const m = reply(event.messageId!, event.agentId);
+      const call = { ...(event.toolCall as ToolCall), ...(event.expiresAt ? { expiresAt: event.expiresAt } : {}) };
+      put({ ...m, toolCalls: withCall(m.toolCalls, call) });
       break;
     }
     case 'AssistantMessage':

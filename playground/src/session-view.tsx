@@ -1,8 +1,20 @@
 import type { Client } from 'graphql-ws';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeProblem, type Problem, problemOf, request } from './api.ts';
-import { type Agent, CANCEL, EVENTS, type Message, REACT, SEND, SESSION, type SessionEvent, SHARE, type ToolCall } from './operations.ts';
-import { applyEvent, forget, fromMessages, type SessionState, save, saved } from './session-state.ts';
+import {
+  type Agent,
+  CANCEL,
+  EVENTS,
+  type Message,
+  REACT,
+  SEND,
+  SESSION,
+  type SessionEvent,
+  SETTLE_APPROVAL,
+  SHARE,
+  type ToolCall,
+} from './operations.ts';
+import { applyEvent, forget, fromMessages, type SessionState, save, saved, withCall } from './session-state.ts';
 
 // Text, not emoji: the page must read the same where no emoji font is installed.
 const REACTIONS: [string, string][] = [
@@ -17,13 +29,61 @@ function pictures(result: unknown): string[] {
   return Array.isArray(media) ? media.flatMap((m) => ((m.thumbnail ?? m.url) ? [(m.thumbnail ?? m.url)!] : [])) : [];
 }
 
-function ToolCallView({ call }: { call: ToolCall }) {
+const OUTCOMES: Record<string, string> = {
+  APPROVED: 'approved',
+  DENIED: 'denied',
+  EXPIRED: 'not answered in time: denied',
+};
+
+/** A call that waits for the viewer's yes: its price, when it counts as denied, and Approve / Deny (with a reason). */
+function ApprovalCard({ call, onSettle }: { call: ToolCall; onSettle: (approve: boolean, reason: string) => Promise<void> }) {
+  const [reason, setReason] = useState('');
+  const [busy, setBusy] = useState(false);
+  const settle = async (approve: boolean) => {
+    setBusy(true);
+    try {
+      await onSettle(approve, reason.trim());
+    } finally {
+      setBusy(false);
+    }
+  };
   return (
-    <details class="tool-call" data-tool={call.tool} data-status={call.status} open>
+    <div class="approval-card" data-call-id={call.id}>
+      <p>
+        Waits for your approval: <strong>{call.tool}</strong> for <span class="price">{call.cost ?? '?'} manna</span>.
+      </p>
+      <p class="muted expires">
+        {call.expiresAt
+          ? `Unanswered by ${new Date(call.expiresAt).toLocaleString()}, it counts as denied.`
+          : "Unanswered before the agent's timeout, it counts as denied."}
+      </p>
+      <input
+        name="reason"
+        placeholder="Why (optional, told to the agent on a denial)"
+        value={reason}
+        maxLength={1000}
+        onInput={(e) => setReason(e.currentTarget.value)}
+      />
+      <button type="button" name="approve" disabled={busy} onClick={() => settle(true)}>
+        Approve
+      </button>
+      <button type="button" name="deny" disabled={busy} onClick={() => settle(false)}>
+        Deny
+      </button>
+    </div>
+  );
+}
+
+function ToolCallView({ call, onSettle }: { call: ToolCall; onSettle: (approve: boolean, reason: string) => Promise<void> }) {
+  const outcome = call.approval ? OUTCOMES[call.approval] : undefined;
+  return (
+    <details class="tool-call" data-tool={call.tool} data-status={call.status} data-approval={call.approval ?? ''} open>
       <summary>
-        🛠 {call.tool} <span class="muted">{call.status.toLowerCase()}</span>
+        🛠 {call.tool} <span class="muted">{call.status.toLowerCase().replace('_', ' ')}</span>
+        {outcome && <span class="approval-outcome"> ({outcome})</span>}
       </summary>
       <pre>{JSON.stringify(call.args, null, 2)}</pre>
+      {call.status === 'AWAITING_APPROVAL' && <ApprovalCard call={call} onSettle={onSettle} />}
       {call.error && <p class="error">{call.error}</p>}
       {pictures(call.result).map((src) => (
         <img key={src} src={src} alt={`made by ${call.tool}`} loading="lazy" />
@@ -35,7 +95,17 @@ function ToolCallView({ call }: { call: ToolCall }) {
   );
 }
 
-function MessageView({ message, waiting, onReact }: { message: Message; waiting: boolean; onReact: (reaction: string) => void }) {
+function MessageView({
+  message,
+  waiting,
+  onReact,
+  onSettle,
+}: {
+  message: Message;
+  waiting: boolean;
+  onReact: (reaction: string) => void;
+  onSettle: (callId: string, approve: boolean, reason: string) => Promise<void>;
+}) {
   const mine = message.role === 'USER';
   const who = mine ? (message.sender?.username ?? 'you') : (message.agent?.name ?? message.role.toLowerCase());
   return (
@@ -57,7 +127,7 @@ function MessageView({ message, waiting, onReact }: { message: Message; waiting:
         </details>
       )}
       {message.toolCalls.map((c) => (
-        <ToolCallView key={c.id} call={c} />
+        <ToolCallView key={c.id} call={c} onSettle={(approve, reason) => onSettle(c.id, approve, reason)} />
       ))}
       <div class="content">{message.content}</div>
       {/* A reply stopped by a newer prompt is how the person wanted it, not a failure. */}
@@ -303,6 +373,23 @@ export function SessionView({
             message={m}
             waiting={queued.has(m.id)}
             onReact={(reaction) => act(REACT, { messageId: m.id, reaction })}
+            onSettle={async (callId, approve, reason) => {
+              const input = { sessionId, callId, approve, ...(reason ? { reason } : {}) };
+              const data = (await act(SETTLE_APPROVAL, { input })) as { settleToolApproval: ToolCall } | null;
+              // Shown settled at once; the reply's events then carry it on.
+              if (data)
+                setState((s) =>
+                  s?.messages[m.id]
+                    ? {
+                        ...s,
+                        messages: {
+                          ...s.messages,
+                          [m.id]: { ...s.messages[m.id]!, toolCalls: withCall(s.messages[m.id]!.toolCalls, data.settleToolApproval) },
+                        },
+                      }
+                    : s,
+                );
+            }}
           />
         ))}
       </div>

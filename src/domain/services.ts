@@ -13,6 +13,7 @@ import { creatorService, creatorStore } from './creators/index.ts';
 import { deploymentAnnouncer } from './deployments/announce.ts';
 import { type Answers, type Connector, noSealer, type SecretSealer } from './deployments/ports.ts';
 import { type Conversations, relayRules } from './deployments/relay.ts';
+import type { ChatSettle } from './deployments/chat-approvals.ts';
 import { reportedDeployments } from './deployments/reported.ts';
 import { deploymentRuntime } from './deployments/runtime.ts';
 import { deploymentRuntimeStore } from './deployments/runtime-store.ts';
@@ -299,6 +300,7 @@ export function createServices(db: Db, registry: ToolRegistry, dependencies: Ser
     bus,
     sessions,
     answers: outcomes,
+    approvals: { settle: (ownerId, sessionId, callId, approve) => approvals.settle({ id: ownerId }, sessionId, callId, { approve }) },
     instanceId,
     links,
     log: { warn: warnings.warn, error: (obj, msg) => log.error(obj, msg), info: (obj, msg) => log.info?.(obj, msg) },
@@ -393,6 +395,7 @@ function composeDeployments(
     bus: EventBus;
     sessions: ReturnType<typeof sessionService>;
     answers: Answers;
+    approvals: ChatSettle;
     instanceId: string;
     links: MediaLinks;
     log: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void; info(obj: unknown, msg?: string): void };
@@ -416,7 +419,14 @@ function composeDeployments(
   const announce = deploymentAnnouncer(parts.bus, parts.log);
   const runtime = deploymentRuntime({
     store,
-    relay: relayRules({ store, conversations, answers: parts.answers, defaults: dependencies.config.deployments, links: parts.links }),
+    relay: relayRules({
+      store,
+      conversations,
+      answers: parts.answers,
+      defaults: dependencies.config.deployments,
+      links: parts.links,
+      approvals: parts.approvals,
+    }),
     connectors,
     sealer,
     instanceId: parts.instanceId,

@@ -7,6 +7,7 @@ import {
   type Connector,
   type Conversation,
   type InboundMessage,
+  type InboundPress,
   type PlatformSecrets,
   PlatformUnreachable,
   type ReceiveHooks,
@@ -146,6 +147,7 @@ function telegramDouble(fake: FakeTelegram): PlatformDouble {
 /** What the receiver told its hooks, in order. */
 type Heard =
   | { hook: 'take'; messages: InboundMessage[]; cursor: string }
+  | { hook: 'press'; press: InboundPress }
   | { hook: 'revoked'; reason: string }
   | { hook: 'fault'; reason: string; retryInMs: number }
   | { hook: 'healthy' };
@@ -170,6 +172,9 @@ function listening(cursor: string | null, accept: (batch: number) => boolean = (
     async take(messages, to) {
       note({ hook: 'take', messages, cursor: to });
       return accept(takes().length);
+    },
+    async press(press) {
+      note({ hook: 'press', press });
     },
     async revoked(reason) {
       note({ hook: 'revoked', reason });

@@ -9,9 +9,13 @@ import { changes } from './until.ts';
  * `{ok: true, result}` or `{ok: false, error_code, description, parameters?: {retry_after}}`.
  * `getMe`; `getUpdates` long-polling with `offset` (confirming what lies below it), `limit` and
  * `timeout`, a second concurrent poll of one bot ending the first with 409 as Telegram does;
- * `sendMessage` (with `reply_parameters`), `editMessageText` ("message is not modified" when
- * nothing changes), `sendChatAction`. Tests write as people (`message`), revoke tokens, inject
- * errors (`failNext`), take the network down, and read what the bot did.
+ * `sendMessage` (with `reply_parameters` and an inline keyboard in `reply_markup`),
+ * `editMessageText` ("message is not modified" when nothing changes; the keyboard is the one
+ * given, none when none is), `editMessageReplyMarkup`, `answerCallbackQuery`, `sendChatAction`.
+ * `allowed_updates` of a poll holds until the next poll that gives it, as on Telegram: a press
+ * of a button reaches the bot only when it asked for `callback_query`. Tests write as people
+ * (`message`), press buttons (`press`), revoke tokens, inject errors (`failNext`), take the
+ * network down, and read what the bot did.
  */
 
 export interface TgUser {
@@ -36,6 +40,23 @@ export interface BotMessage {
   times: number[];
   /** Its texts, first to last. */
   texts: string[];
+  /** Its inline keyboard now, as the bot last set it (null: none). */
+  keyboard: InlineButton[][] | null;
+}
+/** A button of an inline keyboard, as the Bot API takes it (only callback buttons and links here). */
+export interface InlineButton {
+  text: string;
+  callback_data?: string;
+  url?: string;
+}
+/** A press of a button, and how the bot answered it (null: not yet). */
+export interface Press {
+  id: string;
+  chatId: number;
+  messageId: number;
+  from: TgUser;
+  data: string;
+  answer: { text: string | null; show_alert: boolean } | null;
 }
 export interface RecordedCall {
   token: string;
@@ -48,7 +69,8 @@ export interface RecordedCall {
 }
 interface Update {
   update_id: number;
-  message: { message_id: number; date: number; chat: TgChat; from: TgUser & { is_bot: false }; text: string };
+  message?: { message_id: number; date: number; chat: TgChat; from: TgUser & { is_bot: false }; text: string };
+  callback_query?: { id: string; from: TgUser & { is_bot: false }; message: object; chat_instance: string; data: string };
 }
 interface Poll {
   respond(status: number, body: object): void;
@@ -66,6 +88,8 @@ interface Bot {
   maxPolling: number;
   conflicts: number;
   faults: { method: string; status: number; description: string; retryAfter?: number }[];
+  /** The update types its polls asked for (Telegram remembers the last list given); null: the default (all but a few). */
+  allowed: string[] | null;
 }
 
 const ok = (result: unknown) => ({ ok: true, result });
@@ -76,6 +100,36 @@ const fail = (error_code: number, description: string, retryAfter?: number) => (
   ...(retryAfter !== undefined ? { parameters: { retry_after: retryAfter } } : {}),
 });
 
+/** Keyboards as the Bot API checks them: rows of buttons, each with its text and one action. */
+function keyboardOf(raw: unknown): { keyboard: InlineButton[][] | null } | { error: string } {
+  let markup: any = raw;
+  if (typeof raw === 'string') {
+    try {
+      markup = JSON.parse(raw);
+    } catch {
+      return { error: "can't parse reply keyboard markup JSON object" };
+    }
+  }
+  if (!markup || typeof markup !== 'object' || !Array.isArray(markup.inline_keyboard))
+    return { error: "can't parse reply keyboard markup JSON object" };
+  for (const row of markup.inline_keyboard) {
+    if (!Array.isArray(row)) return { error: "can't parse reply keyboard markup JSON object" };
+    for (const b of row) {
+      if (typeof b?.text !== 'string' || !b.text)
+        return { error: "can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard" };
+      const data = b.callback_data;
+      if (data === undefined && typeof b.url !== 'string')
+        return { error: "can't parse inline keyboard button: Text buttons are unallowed in the inline keyboard" };
+      if (data !== undefined && (typeof data !== 'string' || Buffer.byteLength(data) < 1 || Buffer.byteLength(data) > 64))
+        return { error: 'BUTTON_DATA_INVALID' };
+    }
+  }
+  const rows = (markup.inline_keyboard as InlineButton[][]).filter((r) => r.length);
+  return { keyboard: rows.length ? rows.map((r) => r.map((b) => ({ ...b }))) : null };
+}
+
+const sameKeyboard = (a: InlineButton[][] | null, b: InlineButton[][] | null) => JSON.stringify(a) === JSON.stringify(b);
+
 export async function startFakeTelegram() {
   const bots = new Map<string, Bot>();
   const calls: RecordedCall[] = [];
@@ -83,6 +137,7 @@ export async function startFakeTelegram() {
   const chatMessageIds = new Map<number, number>();
   const sent: BotMessage[] = [];
   const actions: { chatId: number; action: string; at: number }[] = [];
+  const presses: Press[] = [];
   const seen = changes();
   let nextUpdate = 100_000 + Math.floor(Math.random() * 1000);
   let down = false;
@@ -110,10 +165,13 @@ export async function startFakeTelegram() {
     chat: { id: m.chatId, type: 'private' },
     from: bot.user,
     text: m.text,
+    ...(m.keyboard ? { reply_markup: { inline_keyboard: m.keyboard } } : {}),
   });
 
   function getUpdates(bot: Bot, params: Record<string, any>, respond: Poll['respond'], gone: (drop: () => void) => void) {
     const offset = params.offset === undefined ? 0 : Number(params.offset);
+    const allowed = typeof params.allowed_updates === 'string' ? JSON.parse(params.allowed_updates) : params.allowed_updates;
+    if (Array.isArray(allowed)) bot.allowed = allowed.length ? allowed.map(String) : null;
     // Telegram forgets what lies below the offset asked for: those updates are confirmed.
     if (offset) bot.updates = bot.updates.filter((u) => u.update_id >= offset);
     const limit = Math.min(100, Number(params.limit ?? 100));
@@ -153,6 +211,13 @@ export async function startFakeTelegram() {
   function call(bot: Bot, method: string, p: Record<string, any>): { status: number; body: object } | 'poll' {
     const chatId = Number(p.chat_id);
     const text = typeof p.text === 'string' ? p.text : '';
+    const markup = p.reply_markup === undefined ? { keyboard: null } : keyboardOf(p.reply_markup);
+    if ('error' in markup) return { status: 400, body: fail(400, `Bad Request: ${markup.error}`) };
+    const target = () => sent.find((s) => s.chatId === chatId && s.message_id === Number(p.message_id));
+    const notModified = fail(
+      400,
+      'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+    );
     switch (method) {
       case 'getMe':
         return { status: 200, body: ok(bot.user) };
@@ -172,27 +237,42 @@ export async function startFakeTelegram() {
           replyTo: reply?.message_id ?? (p.reply_to_message_id ? Number(p.reply_to_message_id) : null),
           times: [Date.now()],
           texts: [text],
+          keyboard: markup.keyboard,
         };
         sent.push(m);
         return { status: 200, body: ok(messageOf(m, bot)) };
       }
       case 'editMessageText': {
-        const m = sent.find((s) => s.chatId === chatId && s.message_id === Number(p.message_id));
+        const m = target();
         if (!m) return { status: 400, body: fail(400, 'Bad Request: message to edit not found') };
         if (!text.trim()) return { status: 400, body: fail(400, 'Bad Request: message text is empty') };
         if (text.length > 4096) return { status: 400, body: fail(400, 'Bad Request: MESSAGE_TOO_LONG') };
-        if (m.text === text)
-          return {
-            status: 400,
-            body: fail(
-              400,
-              'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
-            ),
-          };
-        m.text = text;
-        m.texts.push(text);
+        // The keyboard is the one given with the edit: none when none is.
+        if (m.text === text && sameKeyboard(m.keyboard, markup.keyboard)) return { status: 400, body: notModified };
+        m.keyboard = markup.keyboard;
+        if (m.text !== text) {
+          m.text = text;
+          m.texts.push(text);
+        }
         m.times.push(Date.now());
         return { status: 200, body: ok(messageOf(m, bot)) };
+      }
+      case 'editMessageReplyMarkup': {
+        const m = target();
+        if (!m) return { status: 400, body: fail(400, 'Bad Request: message to edit not found') };
+        if (sameKeyboard(m.keyboard, markup.keyboard)) return { status: 400, body: notModified };
+        m.keyboard = markup.keyboard;
+        m.times.push(Date.now());
+        return { status: 200, body: ok(messageOf(m, bot)) };
+      }
+      case 'answerCallbackQuery': {
+        const press = presses.find((q) => q.id === String(p.callback_query_id ?? ''));
+        if (!press || press.answer)
+          return { status: 400, body: fail(400, 'Bad Request: query is too old and response timeout expired or query ID is invalid') };
+        if (p.text !== undefined && (typeof p.text !== 'string' || p.text.length > 200))
+          return { status: 400, body: fail(400, 'Bad Request: MESSAGE_TOO_LONG') };
+        press.answer = { text: typeof p.text === 'string' ? p.text : null, show_alert: p.show_alert === true || p.show_alert === 'true' };
+        return { status: 200, body: ok(true) };
       }
       default:
         return { status: 404, body: fail(404, 'Not Found') };
@@ -256,6 +336,15 @@ export async function startFakeTelegram() {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  /** Ends the bot's open poll with what is ready for it. */
+  const deliver = (bot: Bot) => {
+    const poll = bot.poll;
+    if (poll) {
+      const ready = bot.updates.filter((u) => u.update_id >= poll.offset).slice(0, poll.limit);
+      if (ready.length) poll.respond(200, ok(ready));
+    }
+    changed();
+  };
   const botNamed = (token: string) => {
     const bot = bots.get(token);
     if (!bot) throw new Error('no such bot');
@@ -282,6 +371,7 @@ export async function startFakeTelegram() {
         maxPolling: 0,
         conflicts: 0,
         faults: [],
+        allowed: null,
       });
       return token;
     },
@@ -323,14 +413,44 @@ export async function startFakeTelegram() {
         update_id: nextUpdate++,
         message: { message_id, date: Math.floor(Date.now() / 1000), chat, from: { ...from, is_bot: false }, text },
       });
-      const poll = bot.poll;
-      if (poll) {
-        const ready = bot.updates.filter((u) => u.update_id >= poll.offset).slice(0, poll.limit);
-        if (ready.length) poll.respond(200, ok(ready));
-      }
-      changed();
+      deliver(bot);
       return message_id;
     },
+    /**
+     * A person presses the button labelled `label` under the bot's message `messageId`: a
+     * `callback_query` update, delivered only if the bot's polls asked for those. Its id.
+     * `shown`: the keyboard as the person's screen still shows it, a moment behind the bot's edit.
+     */
+    press(token: string, chat: TgChat, from: TgUser, messageId: number, label: string, shown?: InlineButton[][]): string {
+      const bot = botNamed(token);
+      const m = sent.find((s) => s.chatId === chat.id && s.message_id === messageId);
+      const button = (shown ?? m?.keyboard)?.flat().find((b) => b.text === label);
+      if (!m || !button?.callback_data) throw new Error(`no button "${label}" under message ${messageId}`);
+      const press: Press = {
+        id: String(4_000_000_000_000 + presses.length * 7919),
+        chatId: chat.id,
+        messageId,
+        from,
+        data: button.callback_data,
+        answer: null,
+      };
+      presses.push(press);
+      if (bot.allowed && !bot.allowed.includes('callback_query')) return press.id;
+      bot.updates.push({
+        update_id: nextUpdate++,
+        callback_query: {
+          id: press.id,
+          from: { ...from, is_bot: false },
+          message: { ...messageOf(m, bot), chat },
+          chat_instance: String(chat.id * 31),
+          data: button.callback_data,
+        },
+      });
+      deliver(bot);
+      return press.id;
+    },
+    /** A press, with how the bot answered it. */
+    pressed: (id: string) => presses.find((q) => q.id === id),
     /** What the bot sent in a chat, in order. */
     sentIn: (chatId: number) => sent.filter((m) => m.chatId === chatId),
     /** The bot's answers to one message of a chat. */

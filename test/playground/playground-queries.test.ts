@@ -72,6 +72,8 @@ const realistic: Record<string, () => Record<string, unknown>> = {
   Send: () => ({ input: { agentIds: [ids.agent], content: 'Hello there' } }),
   React: () => ({ messageId: ids.message, reaction: '❤️' }),
   Cancel: () => ({ sessionId: ids.session }),
+  // Run in Chromium (tool-approvals-browser.test.ts): it needs a reply paused at a call.
+  SettleApproval: () => ({ input: { sessionId: ids.session, callId: ids.session, approve: false, reason: 'too pricey today' } }),
   Share: () => ({ id: ids.session }),
   Shared: () => ({ shareId: ids.share }),
   Events: () => ({ sessionId: ids.session, after: 3 }),

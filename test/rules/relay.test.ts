@@ -37,6 +37,7 @@ function world(defaults = { dailyMannaCap: 100, chatMessagesPerMinute: 3 }) {
     answers: r.answers(),
     defaults,
     links: mediaLinks(() => 'https://parley.example'),
+    approvals: { settle: () => Promise.reject(new Error('no call waits for approval in these rules')) },
   });
   const controller = new AbortController();
   const run: DeploymentRun = {

@@ -49,9 +49,18 @@ export interface TelegramMessage {
   from?: TelegramUser;
   text?: string;
 }
+/** A press of an inline keyboard's button. */
+export interface TelegramCallbackQuery {
+  id: string;
+  from: TelegramUser;
+  /** The message the button was under (absent when too old for Telegram to send). */
+  message?: TelegramMessage;
+  data?: string;
+}
 export interface TelegramUpdate {
   update_id: number;
   message?: TelegramMessage;
+  callback_query?: TelegramCallbackQuery;
 }
 
 export type BotApi = ReturnType<typeof botApi>;

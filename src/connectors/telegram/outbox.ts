@@ -58,6 +58,21 @@ export function messageParts(text: string): string[] {
   return parts.filter((p) => p.trim() !== '');
 }
 
+/**
+ * What an Approve or Deny button carries: the call it answers, no more (64 bytes at most). A
+ * press is taken only from the deployment's approver, and only for a call of the session of the
+ * chat it was pressed in, so data made up by a client names nothing else it could settle.
+ */
+export const pressData = {
+  approve: (callId: string) => `approve:${callId}`,
+  deny: (callId: string) => `deny:${callId}`,
+  /** The answer a button's data gives; null for data no button of ours carries. */
+  read(data: string | undefined): { callId: string; approve: boolean } | null {
+    const [, verb, callId] = /^(approve|deny):([\w-]{1,60})$/.exec(data ?? '') ?? [];
+    return verb && callId ? { callId, approve: verb === 'approve' } : null;
+  },
+};
+
 const notModified = (e: unknown) => e instanceof BotApiError && e.code === 400 && /not modified/i.test(e.description);
 const editGone = (e: unknown) =>
   e instanceof BotApiError && e.code === 400 && /message to edit not found|message can't be edited/i.test(e.description);
@@ -69,6 +84,44 @@ export function telegramOutbox(api: BotApi, chatId: string, pace: Pacer): Outbox
 
   return {
     answer: (to) => answerOut(api, chat_id, pace, to, reply(to.messageRef)),
+
+    async askApproval({ callId, text, buttons }, replyTo) {
+      const keyboard = buttons
+        ? {
+            reply_markup: {
+              inline_keyboard: [
+                [
+                  { text: 'Approve', callback_data: pressData.approve(callId) },
+                  { text: 'Deny', callback_data: pressData.deny(callId) },
+                ],
+              ],
+            },
+          }
+        : {};
+      const sent = await pace.send(() =>
+        api.call<TelegramMessage>('sendMessage', { chat_id, text: text.slice(0, MESSAGE_LIMIT), ...keyboard, ...reply(replyTo) }),
+      );
+      return String(sent.message_id);
+    },
+
+    async approvalSettled(messageRef, text) {
+      const message_id = Number(messageRef);
+      try {
+        // An edit with no reply_markup leaves the message with no buttons.
+        await pace.send(() =>
+          text === null
+            ? api.call('editMessageReplyMarkup', { chat_id, message_id })
+            : api.call('editMessageText', { chat_id, message_id, text: text.slice(0, MESSAGE_LIMIT) }),
+        );
+      } catch (e) {
+        // Settled twice over (a press, and the reply that went on), or deleted by the person.
+        if (!notModified(e) && !editGone(e)) throw e;
+      }
+    },
+
+    async answerPress(pressId, text) {
+      await api.call('answerCallbackQuery', { callback_query_id: pressId, text: text.slice(0, 200) });
+    },
 
     async notice(text, replyTo) {
       for (let attempt = 1; ; attempt++) {

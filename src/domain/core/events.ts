@@ -17,6 +17,11 @@ export interface ToolCallView {
   approval: ToolApprovalState | null;
 }
 
+/** A reply's tool call that waits for its payer's answer (until `expiresAt`), or that ended: what a follower of the reply is told. */
+export type ToolCallChange =
+  | { type: 'approval_requested'; toolCall: ToolCallView; expiresAt: string }
+  | { type: 'ended'; toolCall: ToolCallView };
+
 /** Who reacted how: user id → reactions, as the original service stored them. */
 export type ReactionsView = Record<string, string[]>;
 

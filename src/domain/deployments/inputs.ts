@@ -21,6 +21,22 @@ const channelItem = z.object({
 
 const MAX_ALLOWLIST = 500;
 
+/** The Telegram user who may press Approve / Deny under a tool call in the deployment's chats (a number, or its digits). */
+const approverUserId = z
+  .union(
+    [
+      z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+      z
+        .string()
+        .trim()
+        .regex(/^\d{1,20}$/),
+    ],
+    {
+      error: 'must be a Telegram user id (a positive whole number)',
+    },
+  )
+  .transform(String);
+
 /**
  * What a chat's message does while the agent still answers the one before (`docs/sessions.md`):
  * not `reject`, which would drop what the person wrote, who cannot send it again another way.
@@ -29,14 +45,18 @@ const chatWhileReplying = [WhileReplying.enqueue, WhileReplying.interrupt, While
 
 /**
  * A deployment's `config`. `telegram.topic_allowlist`: when it lists chats, only those are
- * answered. `daily_manna_cap` and `chat_messages_per_minute` override the service's defaults
+ * answered. `telegram.approver_user_id`: the owner's Telegram user, the one who may answer a tool
+ * call that waits for approval with the buttons under it in a chat. `daily_manna_cap` and `chat_messages_per_minute` override the service's defaults
  * (`DEPLOYMENT_DAILY_MANNA_CAP`, `DEPLOYMENT_CHAT_RATE`); null goes back to them. `while_replying`:
  * what a message does while the agent still answers the chat's one before (`enqueue` unless set).
  * Other keys are dropped.
  */
 export const deploymentConfigSchema = z.object({
   telegram: z
-    .object({ topic_allowlist: z.array(allowlistItem).max(MAX_ALLOWLIST, `must list at most ${MAX_ALLOWLIST} chats`).optional() })
+    .object({
+      topic_allowlist: z.array(allowlistItem).max(MAX_ALLOWLIST, `must list at most ${MAX_ALLOWLIST} chats`).optional(),
+      approver_user_id: approverUserId.optional(),
+    })
     .optional(),
   discord: z
     .object({ channel_allowlist: z.array(channelItem).max(MAX_ALLOWLIST, `must list at most ${MAX_ALLOWLIST} channels`).optional() })

@@ -1,3 +1,4 @@
+import type { ToolCallChange } from '../core/events.ts';
 import type { DeploymentPlatform } from '../core/vocabulary.ts';
 
 /**
@@ -43,6 +44,18 @@ export interface InboundMessage {
   text: string;
 }
 
+/** A person pressed a button under one of the bot's messages (Telegram: a callback query). */
+export interface InboundPress {
+  /** The platform's id of the press, to answer it. */
+  pressId: string;
+  conversation: Conversation;
+  /** The message the button was under. */
+  messageRef: string;
+  sender: { ref: string; name: string };
+  /** The answer the button gives to a call that waits for approval; null for a button that gives none. */
+  choice: { callId: string; approve: boolean } | null;
+}
+
 /** What a running receiver is given: where to resume, and where each batch goes. */
 export interface ReceiveHooks {
   /** Where reading resumes (null: from what the platform still holds). */
@@ -54,6 +67,11 @@ export interface ReceiveHooks {
    * not be recorded (the rules have said why): the receiver reads it again after a growing pause.
    */
   take(messages: InboundMessage[], cursor: string): Promise<boolean>;
+  /**
+   * A press of a button, handed on once its batch was taken (never recorded: a press is answered
+   * at once or not at all, and the person presses again).
+   */
+  press(press: InboundPress): Promise<void>;
   /** The platform refused the secrets: the receiver has stopped, for good. */
   revoked(reason: string): Promise<void>;
   /** A fault it will retry after `retryInMs` (network, the platform's rate limit): for the owner to see. */
@@ -85,6 +103,15 @@ export interface AnswerOut {
   close(): void;
 }
 
+/** A tool call that waits for its payer's answer, as a chat is told of it. */
+export interface ApprovalAsk {
+  callId: string;
+  /** What the chat reads: the tool, its arguments, its price, when it counts as denied. */
+  text: string;
+  /** Whether the chat gets Approve / Deny buttons (an approver is set), or is only told. */
+  buttons: boolean;
+}
+
 export interface Outbox {
   /**
    * An answer to `messageRef`. `refs` are the messages an earlier attempt already sent (edited,
@@ -93,6 +120,12 @@ export interface Outbox {
   answer(to: { messageRef: string; refs: string[]; sent(refs: string[]): Promise<void> }): AnswerOut;
   /** A short message (why something was refused). */
   notice(text: string, replyTo: string): Promise<void>;
+  /** Tells the chat a call waits for approval, with buttons when `ask.buttons`; the message's ref. */
+  askApproval(ask: ApprovalAsk, replyTo: string): Promise<string>;
+  /** The call of message `messageRef` was settled: it now reads `text` (null: as it did), with no buttons. */
+  approvalSettled(messageRef: string, text: string | null): Promise<void>;
+  /** Answers a press (Telegram shows `text` briefly above the chat). */
+  answerPress(pressId: string, text: string): Promise<void>;
 }
 
 /** One platform, as the deployments' rules use it. */
@@ -186,6 +219,8 @@ export interface Answers {
     promptId: string;
     after: number | null;
     onText?: (text: string) => void;
+    /** Each of its tool calls that waits for approval, or that ended (after `after`, or from when the wait started). */
+    onToolCall?: (change: ToolCallChange) => void;
     signal: AbortSignal;
   }): Promise<RelayedPrompt | 'gone' | 'stopped'>;
 }

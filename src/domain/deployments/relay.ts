@@ -6,6 +6,8 @@ import { answerText } from './answer-text.ts';
 import { chatRateOf, type LimitDefaults, RATE_WINDOW_MS, type Refusal, rateRefusal, refusalBeforeCounting } from './limits.ts';
 import { type AnswerOut, type Answers, type Connector, type Outbox, type PlatformSecrets, SecretsRefused } from './ports.ts';
 import type { DeploymentRuntimeStore, HeldDeployment, RecordedUpdate, RelayContext } from './runtime-store.ts';
+import { answerPress, approverOf, type ChatSettle, followApprovals } from './chat-approvals.ts';
+import type { InboundPress } from './ports.ts';
 
 /** Times an update whose reply was cut off by a process stopping is answered again. */
 const ANSWER_AGAIN = 2;
@@ -57,6 +59,8 @@ export interface RelayDependencies {
   defaults: LimitDefaults;
   /** Makes the links in tools' results absolute: a chat reaches the media where the service is now. */
   links: MediaLinks;
+  /** Answers tool calls that wait for approval, as the deployment's owner. */
+  approvals: ChatSettle;
 }
 
 /**
@@ -67,7 +71,7 @@ export interface RelayDependencies {
  * already sent. Calls `saved` once the prompt is in its session (or the update was refused), so
  * the chat's next update may be saved meanwhile; returns when it is answered, or throws LeftForLater.
  */
-export function relayRules({ store, conversations, answers, defaults, links }: RelayDependencies) {
+export function relayRules({ store, conversations, answers, defaults, links, approvals }: RelayDependencies) {
   async function refusalFor(run: DeploymentRun, ctx: RelayContext, chatId: string, update: RecordedUpdate): Promise<Refusal | null> {
     const spentToday = await store.spentToday(run.deployment.id);
     const before = refusalBeforeCounting({
@@ -164,11 +168,20 @@ export function relayRules({ store, conversations, answers, defaults, links }: R
       refs: update.replyRefs,
       sent: (refs) => store.setReplyRefs(update.id, refs),
     });
+    // A call that waits for approval is told in the chat; the reply stays followed while it waits.
+    const asked = followApprovals(outbox, update.messageRef, approverOf(ctx.platform, ctx.config));
     try {
       for (let attempts = update.attempts; ; attempts++) {
         out.typing();
-        const state = await answers.awaitOutcome({ ...at, promptId, onText: (text) => out.show(text.trim()), signal: run.signal });
+        const state = await answers.awaitOutcome({
+          ...at,
+          promptId,
+          onText: (text) => out.show(text.trim()),
+          onToolCall: asked.change,
+          signal: run.signal,
+        });
         if (typeof state === 'string' || !run.holds()) throw new LeftForLater();
+        await asked.done();
         const reply = state.replies[0] ?? null;
         if (reply?.interrupted && attempts < ANSWER_AGAIN) {
           const next = newId();
@@ -187,7 +200,17 @@ export function relayRules({ store, conversations, answers, defaults, links }: R
     }
   }
 
-  return { answer };
+  /** A press of a button in one of the deployment's chats. */
+  async function press(run: DeploymentRun, p: InboundPress) {
+    const outbox = run.connector.deliver(run.secrets, p.conversation);
+    const ctx = await store.relayContext(run.deployment.id);
+    if (!ctx?.running || !ctx.valid) return;
+    const chat = await store.chat(run.deployment.id, p.conversation);
+    const approver = approverOf(ctx.platform, ctx.config);
+    await answerPress(p, { outbox, ownerId: ctx.userId, approver, sessionId: chat.sessionId }, approvals);
+  }
+
+  return { answer, press };
 }
 
 export type RelayRules = ReturnType<typeof relayRules>;

@@ -181,6 +181,8 @@ export function startRunner(
       await queuePending();
       return true;
     },
+    press: (p) =>
+      relay.press(run, p).catch((err) => log.error({ err, deployment: held.id }, 'could not answer a press in a chat of a deployment')),
     revoked: (reason) => run.revoked(reason),
     fault(reason, retryInMs) {
       log.warn({ deployment: held.id, retryInMs }, reason);

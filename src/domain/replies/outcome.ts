@@ -1,4 +1,5 @@
 import type { EventBus } from '../core/bus.ts';
+import type { ToolCallChange } from '../core/events.ts';
 import { isStreamEnd } from '../core/bus.ts';
 import { failureOf, SHUTTING_DOWN } from './endings.ts';
 import type { PromptOutcome, PromptOutcomes, SavedReply } from './ports.ts';
@@ -26,6 +27,8 @@ export interface OutcomeWait {
   after: number | null;
   /** The replies' text as it grows (with `after` only), each time the whole of it so far. */
   onText?: (text: string) => void;
+  /** Its tool calls that wait for approval, and that end (from when the wait follows them). */
+  onToolCall?: (change: ToolCallChange) => void;
   /** Stops the wait: `awaitOutcome` then resolves to 'stopped'. */
   signal: AbortSignal;
 }
@@ -52,7 +55,7 @@ export function promptOutcomes(deps: { bus: Pick<EventBus, 'subscribe' | 'positi
 
   const settled = async (promptId: string): Promise<WaitEnd> => (await outcome(promptId)) ?? 'gone';
 
-  async function awaitOutcome({ sessionId, promptId, after, onText, signal }: OutcomeWait): Promise<WaitEnd> {
+  async function awaitOutcome({ sessionId, promptId, after, onText, onToolCall, signal }: OutcomeWait): Promise<WaitEnd> {
     if (signal.aborted) return 'stopped';
     const from = after ?? (await deps.bus.position(sessionId));
     if (after === null) {
@@ -88,6 +91,10 @@ export function promptOutcomes(deps: { bus: Pick<EventBus, 'subscribe' | 'positi
         if (event.type === 'session_deleted') break;
         if (!('promptId' in event) || event.promptId !== promptId) continue;
         if (event.type === 'end_prompt') break;
+        if (event.type === 'tool_approval_requested')
+          onToolCall?.({ type: 'approval_requested', toolCall: event.toolCall, expiresAt: event.expiresAt });
+        else if (event.type === 'tool_complete' || event.type === 'tool_cancelled')
+          onToolCall?.({ type: 'ended', toolCall: event.toolCall });
         if (after === null || !onText) continue;
         if (event.type === 'assistant_token') text += event.text;
         else if (event.type === 'assistant_message') text = event.message.content;

@@ -190,7 +190,7 @@ export function fakePlatform() {
 /** What a chat was told, in order: notices and finished answers. */
 export interface Said {
   conversation: string;
-  kind: 'notice' | 'answer';
+  kind: 'notice' | 'answer' | 'approval';
   text: string;
   replyTo: string;
 }
@@ -208,6 +208,12 @@ export function listeningPlatform(said: Said[]): Connector {
         async notice(text, replyTo) {
           said.push({ conversation: conversation.id, kind: 'notice', text, replyTo });
         },
+        async askApproval({ callId, text }, replyTo) {
+          said.push({ conversation: conversation.id, kind: 'approval', text, replyTo });
+          return `${callId}-asked`;
+        },
+        async approvalSettled() {},
+        async answerPress() {},
         answer({ messageRef, sent }) {
           return {
             typing() {},
