@@ -301,6 +301,9 @@ describe('the MCP servers panel, as a person uses it', () => {
     await page.type('.add-mcp-server input[name="mcp-authorization"]', MCP_TOKEN);
     await page.type('.add-mcp-server textarea[name="mcp-headers"]', 'X-Team: blue');
     await page.focus('.add-mcp-server input[name="mcp-price"]');
+    await page.keyboard.down('Control');
+    await page.keyboard.press('KeyA');
+    await page.keyboard.up('Control');
     await page.keyboard.press('Backspace');
     await page.type('.add-mcp-server input[name="mcp-price"]', '3');
     expect(await page.$eval('.add-mcp-server input[name="mcp-authorization"]', (el) => (el as HTMLInputElement).type)).toBe('password');
