@@ -4,6 +4,7 @@ import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { type ConnectionState, liveClient, type Problem, problemOf, request } from './api.ts';
 import { CollectionsView } from './collections-view.tsx';
 import { DeployPanel } from './deploy-panel.tsx';
+import { McpView } from './mcp-view.tsx';
 import { AGENTS, type Agent, CREATE_AGENT, ME, SEND, SESSIONS } from './operations.ts';
 import { AutonomySwitch } from './autonomy-switch.tsx';
 import { save } from './session-state.ts';
@@ -39,6 +40,7 @@ const useRoute = () => {
   if (deployId) return { kind: 'deploy', id: decodeURIComponent(deployId) };
   if (hash === '#/tasks') return { kind: 'tasks', id: undefined };
   if (hash === '#/webhooks') return { kind: 'webhooks', id: undefined };
+  if (hash === '#/mcp') return { kind: 'mcp', id: undefined };
   const [, kind, id] = hash.match(/^#\/(session|share|triggers)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
@@ -273,6 +275,13 @@ function Workspace({
         </section>
         <section>
           <h3>
+            <a href="#/mcp" class={route.kind === 'mcp' ? 'current' : ''}>
+              MCP servers
+            </a>
+          </h3>
+        </section>
+        <section>
+          <h3>
             Sessions <a href="#/">+ new</a>
           </h3>
           <ul class="sessions">
@@ -298,6 +307,8 @@ function Workspace({
           <DeployPanel key={route.id} apiKey={apiKey} client={client} agentId={route.id} onChats={loadSessions} onProblem={onProblem} />
         ) : route.kind === 'webhooks' ? (
           <WebhooksView apiKey={apiKey} onProblem={onProblem} />
+        ) : route.kind === 'mcp' ? (
+          <McpView apiKey={apiKey} onProblem={onProblem} />
         ) : route.kind === 'tasks' ? (
           <TasksView apiKey={apiKey} client={client} onProblem={onProblem} onBalance={onBalance} />
         ) : route.kind === 'triggers' && route.id ? (

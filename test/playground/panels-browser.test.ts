@@ -2,6 +2,7 @@ import type { Browser, Page } from 'puppeteer-core';
 import { describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { launchChromium, recordingPage } from '../helpers/browser.ts';
+import { type McpToolServer, startMcpToolServer } from '../helpers/mcp-tool-server.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -15,10 +16,14 @@ let t: TestApp;
 let alice: TestUser;
 let browser: Browser;
 let receiver: Receiver;
+let tools: McpToolServer;
+/** The MCP server's authorization header: typed once into the MCP panel, never shown back. */
+const MCP_TOKEN = 'Bearer panel-secret-5d2e';
 
 setUp(async (start) => {
   receiver = await start.service(startReceiver());
-  // The webhook the panel makes points at a receiver on loopback: allowed as on a private network.
+  tools = await start.service(startMcpToolServer({ authorization: MCP_TOKEN }));
+  // The webhook and MCP server the panels add are on loopback: allowed as on a private network.
   t = await start.app({
     llm: { offlineTokenDelayMs: 40 },
     outbound: { allowHttp: true, allowPrivate: true },
@@ -274,6 +279,102 @@ describe('each panel of the playground, as a person opens it', () => {
     for (const url of requested) expect(new URL(url).origin).toBe(origin);
     expect(problems).toEqual([]);
     expect(await headerBalance()).toBe(19.65);
+    await page.close();
+  });
+});
+
+describe('the MCP servers panel, as a person uses it', () => {
+  it('registers a server with its authorization once, shows its tools and schemas, says why another cannot be reached, and enables a tool on an agent that a reload shows ticked', async () => {
+    const made = await t.rest('POST', '/v2/agents', { key: alice.apiKey, body: { name: 'Lamplighter', key: 'lamplighter-mcp' } });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const { page, problems } = await recordingPage(browser, { width: 1280, height: 900 });
+    const noBanner = async () =>
+      expect(await page.$$eval('[role="alert"]', (els) => els.map((el) => (el as HTMLElement).innerText))).toEqual([]);
+    await page.evaluateOnNewDocument((key) => localStorage.setItem('parley.apiKey', key), alice.apiKey);
+    await page.goto(`${t.url}/playground/`, { waitUntil: 'load' });
+    await page.waitForSelector('.whoami[data-username="alice"]', SHOWN);
+    await page.click('aside a[href="#/mcp"]');
+    await page.waitForSelector('.mcp h2', SHOWN);
+
+    await page.type('.add-mcp-server input[name="mcp-name"]', 'loop');
+    await page.type('.add-mcp-server input[name="mcp-url"]', tools.url);
+    await page.type('.add-mcp-server input[name="mcp-authorization"]', MCP_TOKEN);
+    await page.type('.add-mcp-server textarea[name="mcp-headers"]', 'X-Team: blue');
+    await page.focus('.add-mcp-server input[name="mcp-price"]');
+    await page.keyboard.down('Control');
+    await page.keyboard.press('KeyA');
+    await page.keyboard.up('Control');
+    await page.keyboard.press('Backspace');
+    await page.type('.add-mcp-server input[name="mcp-price"]', '3');
+    expect(await page.$eval('.add-mcp-server input[name="mcp-authorization"]', (el) => (el as HTMLInputElement).type)).toBe('password');
+    await page.click('.add-mcp-server button[type="submit"]');
+    const loop = '.mcp-server[data-mcp-server="loop"]';
+    await page.waitForSelector(`${loop} .mcp-tools li[data-tool="echo"]`, SHOWN);
+    const card = await page.$eval(loop, (el) => (el as HTMLElement).innerText.replace(/\s+/g, ' '));
+    expect(card).toContain(tools.url);
+    expect(card).toContain('3 manna a call');
+    expect(card).toContain('authorization kept (sealed)');
+    expect(card).toContain('x-team: blue');
+    // The server was asked with the header; the page shows it nowhere and keeps it in no field.
+    expect(tools.requests.some((h) => h.authorization === MCP_TOKEN)).toBe(true);
+    expect(await page.content()).not.toContain('panel-secret-5d2e');
+    expect(await page.$eval('.add-mcp-server input[name="mcp-authorization"]', (el) => (el as HTMLInputElement).value)).toBe('');
+    // Each tool with its description and its input schema, folded until opened.
+    const echo = `${loop} li[data-tool="echo"]`;
+    expect(await page.$eval(`${echo} .description`, (el) => (el as HTMLElement).innerText)).toBe('Says the text back');
+    expect(await page.$eval(`${echo} details.input-schema`, (el) => (el as HTMLDetailsElement).open)).toBe(false);
+    await page.click(`${echo} details.input-schema summary`);
+    const schema = JSON.parse(await page.$eval(`${echo} details.input-schema pre`, (el) => (el as HTMLElement).innerText));
+    expect(schema).toMatchObject({ type: 'object', properties: { text: { type: 'string', maxLength: 200 } }, required: ['text'] });
+    expect(await page.$$eval(`${loop} .mcp-tools li[data-tool]`, (els) => els.map((el) => el.getAttribute('data-tool')))).toEqual(
+      expect.arrayContaining(['echo', 'slow', 'paced', 'fail', 'snapshot', 'hang']),
+    );
+    await noBanner();
+
+    // Nothing listens on port 1 of loopback: the server's own card says why, and no banner goes up.
+    await page.type('.add-mcp-server input[name="mcp-name"]', 'dead');
+    await page.type('.add-mcp-server input[name="mcp-url"]', 'http://127.0.0.1:1/mcp');
+    await page.click('.add-mcp-server button[type="submit"]');
+    const reason = await page.waitForSelector('.mcp-server[data-mcp-server="dead"] .unreachable', SHOWN);
+    expect(await reason!.evaluate((el) => (el as HTMLElement).innerText)).toBe(
+      'The MCP server dead could not be used: the connection was refused',
+    );
+    await noBanner();
+
+    const agentOption = async () =>
+      page.$$eval('.agent-mcp-tools select[name="mcp-agent"] option', (els) =>
+        els.find((el) => (el as HTMLOptionElement).text === 'Lamplighter')?.getAttribute('value'),
+      );
+    const pick = async () => {
+      await page.waitForSelector('.agent-mcp-tools select[name="mcp-agent"]', SHOWN);
+      const value = await agentOption();
+      expect(value).toBeTruthy();
+      await page.select('.agent-mcp-tools select[name="mcp-agent"]', value!);
+      await page.waitForSelector(`.agent-mcp-tools[data-agent-id="${value}"][data-loaded="true"] fieldset[data-mcp-server="loop"]`, SHOWN);
+    };
+    await pick();
+    const tick = '.agent-mcp-tools fieldset[data-mcp-server="loop"] input[name="mcp-tool-echo"]';
+    await page.waitForSelector(tick, SHOWN);
+    await page.click(tick);
+    await page.click('.agent-mcp-tools button[name="save-mcp-tools"]');
+    await page.waitForSelector('.agent-mcp-tools .saved', SHOWN);
+    await noBanner();
+
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForSelector('.mcp h2', SHOWN);
+    await pick();
+    await page.waitForSelector(tick, SHOWN);
+    const checked = await page.$$eval('.agent-mcp-tools fieldset[data-mcp-server="loop"] input[type="checkbox"]', (els) =>
+      els.filter((el) => (el as HTMLInputElement).checked).map((el) => el.getAttribute('name')),
+    );
+    expect(checked).toEqual(['mcp-tool-echo']);
+    const server = (await t.rest('GET', '/v2/mcp/servers', { key: alice.apiKey })).body.servers.find(
+      (s: { name: string }) => s.name === 'loop',
+    );
+    const shown = await t.rest('GET', `/v2/agents/${made.body.agentId}`, { key: alice.apiKey });
+    expect(shown.body.agent.mcp_tools).toEqual([{ server_id: server.id, tool: 'echo' }]);
+    await noBanner();
+    expect(problems).toEqual([]);
     await page.close();
   });
 });

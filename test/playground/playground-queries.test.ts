@@ -118,6 +118,24 @@ const realistic: Record<string, () => Record<string, unknown>> = {
   RotateWebhook: () => ({ id: ids.webhook }),
   RedeliverWebhook: () => ({ id: ids.webhook, deliveryId: ids.delivery }),
   DeleteWebhook: () => ({ id: ids.webhook }),
+  MyMcpServers: () => ({}),
+  // Asks the server for its tools: run in Chromium (panels-browser.test.ts) against a loopback MCP server.
+  McpServerTools: () => ({ id: ids.mcpServer }),
+  CreateMcpServer: () => ({
+    input: {
+      name: 'search',
+      url: 'http://127.0.0.1:9/mcp',
+      headers: [
+        { name: 'x-team', value: 'blue' },
+        { name: 'authorization', value: 'Bearer queries-3b1f' },
+      ],
+      pricePerCall: 2,
+    },
+  }),
+  DeleteMcpServer: () => ({ id: ids.mcpServer }),
+  MyAgents: () => ({}),
+  AgentMcpTools: () => ({ id: ids.agent }),
+  SetAgentMcpTools: () => ({ id: ids.agent, input: { mcpTools: [{ serverId: ids.mcpServer, tool: 'search' }] } }),
 };
 
 describe("the playground's GraphQL documents", () => {
@@ -157,6 +175,7 @@ describe("the playground's GraphQL documents", () => {
       'share',
       'webhook',
       'delivery',
+      'mcpServer',
     ])
       ids[name] ??= 'placeholder';
     const problems = documents.flatMap((doc) => {
@@ -216,5 +235,13 @@ describe("the playground's GraphQL documents", () => {
     await run('RotateWebhook');
     await run('SetWebhookEnabled');
     await run('DeleteWebhook');
+    ids.mcpServer = (await run('CreateMcpServer')).createMcpServer.id;
+    expect((await run('MyMcpServers')).me.mcpServers).toEqual([
+      expect.objectContaining({ name: 'search', pricePerCall: 2, hasAuthorization: true, headers: [{ name: 'x-team', value: 'blue' }] }),
+    ]);
+    expect((await run('MyAgents')).me.agents.edges.map((e: { node: { id: string } }) => e.node.id)).toContain(ids.agent);
+    await run('SetAgentMcpTools');
+    expect((await run('AgentMcpTools')).agent.mcpTools).toEqual([{ server: { id: ids.mcpServer }, tool: 'search' }]);
+    await run('DeleteMcpServer');
   });
 });
