@@ -5,6 +5,7 @@ import { type ConnectionState, liveClient, type Problem, problemOf, request } fr
 import { CollectionsView } from './collections-view.tsx';
 import { DeployPanel } from './deploy-panel.tsx';
 import { AGENTS, type Agent, CREATE_AGENT, ME, SEND, SESSIONS } from './operations.ts';
+import { ApprovalsPanel } from './approvals-panel.tsx';
 import { AutonomySwitch } from './autonomy-switch.tsx';
 import { save } from './session-state.ts';
 import { SessionView } from './session-view.tsx';
@@ -39,7 +40,7 @@ const useRoute = () => {
   if (deployId) return { kind: 'deploy', id: decodeURIComponent(deployId) };
   if (hash === '#/tasks') return { kind: 'tasks', id: undefined };
   if (hash === '#/webhooks') return { kind: 'webhooks', id: undefined };
-  const [, kind, id] = hash.match(/^#\/(session|share|triggers)\/([^/]+)$/) ?? [];
+  const [, kind, id] = hash.match(/^#\/(session|share|triggers|approvals)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
 
@@ -243,6 +244,10 @@ function Workspace({
                     <a class="deploy-link" href={`#/deploy/${encodeURIComponent(a.id)}`}>
                       telegram
                     </a>
+                    {' · '}
+                    <a class="approvals-link" href={`#/approvals/${encodeURIComponent(a.id)}`}>
+                      approvals
+                    </a>
                   </span>
                 )}
               </li>
@@ -302,6 +307,8 @@ function Workspace({
           <TasksView apiKey={apiKey} client={client} onProblem={onProblem} onBalance={onBalance} />
         ) : route.kind === 'triggers' && route.id ? (
           <TriggersPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
+        ) : route.kind === 'approvals' && route.id ? (
+          <ApprovalsPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
         ) : route.kind === 'session' && route.id ? (
           <>
             <AutonomySwitch key={`autonomy-${route.id}`} apiKey={apiKey} client={client} sessionId={route.id} onProblem={onProblem} />
