@@ -53,9 +53,8 @@ function refusalOf(tools: Loaded['tools'], choices: Record<string, Choice>, wait
 
 /**
  * Which of an agent's tools wait for its owner's approval before they run, and how long a call
- * waits before it counts as denied (`updateAgent` with `toolApproval`). The service checks every
- * value and its refusal is shown as it says it; rules for tools the agent no longer has enabled are
- * kept as they are, since the rules are replaced as a whole.
+ * waits before it counts as denied (`updateAgent` with `toolApproval`). Rules for tools the agent
+ * no longer has enabled are sent back as they were, since the rules are replaced as a whole.
  */
 export function ApprovalsPanel({
   apiKey,

@@ -154,7 +154,10 @@ async function openApprovals() {
 }
 
 const retype = async (page: Page, selector: string, text: string) => {
-  await page.click(selector, { count: 3 });
+  await page.click(selector);
+  await page.keyboard.down('Control');
+  await page.keyboard.press('a');
+  await page.keyboard.up('Control');
   await page.type(selector, text);
 };
 
