@@ -203,7 +203,7 @@ describe("an agent's approval settings, in the playground", () => {
     await session.page.close();
   });
 
-  it("refuses a negative price with the service's reason and changes nothing", async () => {
+  it('refuses a negative price in words and changes nothing', async () => {
     const before = await approvalOf(thrifty.id);
     const { page, problems } = await openApprovals();
     const shown = await shownSetting(page);
