@@ -6,6 +6,7 @@ import { CollectionsView } from './collections-view.tsx';
 import { DeployPanel } from './deploy-panel.tsx';
 import { McpView } from './mcp-view.tsx';
 import { AGENTS, type Agent, CREATE_AGENT, ME, SEND, SESSIONS } from './operations.ts';
+import { ApprovalsPanel } from './approvals-panel.tsx';
 import { AutonomySwitch } from './autonomy-switch.tsx';
 import { save } from './session-state.ts';
 import { SessionView } from './session-view.tsx';
@@ -41,7 +42,7 @@ const useRoute = () => {
   if (hash === '#/tasks') return { kind: 'tasks', id: undefined };
   if (hash === '#/webhooks') return { kind: 'webhooks', id: undefined };
   if (hash === '#/mcp') return { kind: 'mcp', id: undefined };
-  const [, kind, id] = hash.match(/^#\/(session|share|triggers)\/([^/]+)$/) ?? [];
+  const [, kind, id] = hash.match(/^#\/(session|share|triggers|approvals)\/([^/]+)$/) ?? [];
   return { kind, id: id && decodeURIComponent(id) };
 };
 
@@ -245,6 +246,10 @@ function Workspace({
                     <a class="deploy-link" href={`#/deploy/${encodeURIComponent(a.id)}`}>
                       telegram
                     </a>
+                    {' · '}
+                    <a class="approvals-link" href={`#/approvals/${encodeURIComponent(a.id)}`}>
+                      approvals
+                    </a>
                   </span>
                 )}
               </li>
@@ -313,6 +318,8 @@ function Workspace({
           <TasksView apiKey={apiKey} client={client} onProblem={onProblem} onBalance={onBalance} />
         ) : route.kind === 'triggers' && route.id ? (
           <TriggersPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
+        ) : route.kind === 'approvals' && route.id ? (
+          <ApprovalsPanel key={route.id} apiKey={apiKey} agentId={route.id} onProblem={onProblem} />
         ) : route.kind === 'session' && route.id ? (
           <>
             <AutonomySwitch key={`autonomy-${route.id}`} apiKey={apiKey} client={client} sessionId={route.id} onProblem={onProblem} />

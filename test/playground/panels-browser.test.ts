@@ -83,7 +83,7 @@ describe('each panel of the playground, as a person opens it', () => {
     const item = await page.waitForSelector(`li[data-agent="${agent}"]`, SHOWN);
     // The words a person reads, each apart: it ran "yourstriggerstelegram" together.
     expect(await item!.evaluate((el) => (el as HTMLElement).innerText.replace(/\s+/g, ' ').trim())).toBe(
-      `${agent} yours · triggers · telegram`,
+      `${agent} yours · triggers · telegram · approvals`,
     );
     await noBanner();
   });

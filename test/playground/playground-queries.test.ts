@@ -111,6 +111,8 @@ const realistic: Record<string, () => Record<string, unknown>> = {
   UpdateTrigger: () => ({ id: ids.trigger, input: { status: 'PAUSED' } }),
   RunTrigger: () => ({ id: ids.trigger }),
   DeleteTrigger: () => ({ id: ids.trigger }),
+  AgentApprovals: () => ({ id: ids.agent }),
+  SetApprovals: () => ({ id: ids.agent, input: { toolApproval: { rules: [], timeoutSeconds: 120 } } }),
   MyWebhooks: () => ({}),
   CreateWebhook: () => ({ input: { url: 'http://127.0.0.1:9/hook', eventTypes: ['WEBHOOK_TEST', 'TASK_FAILED'] } }),
   SetWebhookEnabled: () => ({ id: ids.webhook, input: { enabled: false } }),
@@ -228,6 +230,8 @@ describe("the playground's GraphQL documents", () => {
     expect(triggers.edges[0].node.runs.edges.length).toBeGreaterThan(0);
     await run('Cancel');
     await run('DeleteTrigger');
+    await run('SetApprovals');
+    expect((await run('AgentApprovals')).agent.toolApproval).toEqual({ rules: [], timeoutSeconds: 120 });
     ids.webhook = (await run('CreateWebhook')).createWebhook.webhook.id;
     ids.delivery = (await run('TestWebhook')).testWebhook.rawId;
     await run('RedeliverWebhook');

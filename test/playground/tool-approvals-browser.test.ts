@@ -21,6 +21,7 @@ let svc: Awaited<ReturnType<typeof startFakeToolService>>;
 let alice: TestUser;
 let browser: Browser;
 let careful: { id: string };
+let thrifty: { id: string };
 
 const toolAnswer = (r: RecordedRequest) => r.body.messages.find((m) => m.role === 'tool')?.content as string | undefined;
 
@@ -37,6 +38,7 @@ setUp(async (start) => {
     tools: { remote_maker: true },
     toolApproval: { tools: { remote_maker: 'always' } },
   });
+  thrifty = await fixtures(t).agent(alice, { name: 'Thrifty', key: 'thrifty', tools: { remote_maker: true } });
   llm.choose((r) => {
     if (r.body.messages.at(-1)?.role === 'tool') return { tokens: ['Here', ' it', ' is', '.'] };
     const said = String(r.body.messages.at(-1)?.content ?? '');
@@ -130,6 +132,90 @@ describe('a tool call that waits for approval, in the playground', () => {
     expect(JSON.parse(toolAnswer(told!)!)).toEqual({ error: 'Denied by the user who pays for it: too pricey today' });
     expect(svc.calls).toHaveLength(0);
     await noProblemShown(page, problems);
+    await page.close();
+  });
+});
+
+/** The agent's approval setting as REST reads it back: what the panel saved, not what it shows. */
+const approvalOf = async (agentId: string) => {
+  const res = await t.rest('GET', `/v2/agents/${encodeURIComponent(agentId)}`, { key: alice.apiKey });
+  expect(res.status).toBe(200);
+  return res.body.agent.tool_approval;
+};
+
+async function openApprovals() {
+  const { page, problems } = await recordingPage(browser, { width: 1280, height: 900 });
+  await page.evaluateOnNewDocument((key) => localStorage.setItem('parley.apiKey', key), alice.apiKey);
+  await page.goto(`${t.url}/playground/#/`);
+  await page.waitForSelector('li[data-agent="Thrifty"] a.approvals-link', { timeout: 30_000 });
+  await page.click('li[data-agent="Thrifty"] a.approvals-link');
+  await page.waitForSelector('form.approvals .approval-rule[data-tool="remote_maker"]', { timeout: 30_000 });
+  return { page, problems };
+}
+
+const retype = async (page: Page, selector: string, text: string) => {
+  await page.click(selector);
+  await page.keyboard.down('Control');
+  await page.keyboard.press('a');
+  await page.keyboard.up('Control');
+  await page.type(selector, text);
+};
+
+const shownSetting = (page: Page) =>
+  page.$eval('form.approvals', (form) => ({
+    mode: (form.querySelector('select[name="mode-remote_maker"]') as HTMLSelectElement).value,
+    above: (form.querySelector('input[name="above-remote_maker"]') as HTMLInputElement | null)?.value ?? null,
+    wait: (form.querySelector('input[name="wait"]') as HTMLInputElement).value,
+    unit: (form.querySelector('select[name="wait-unit"]') as HTMLSelectElement).value,
+  }));
+
+describe("an agent's approval settings, in the playground", () => {
+  it('sets a tool to ask above 1 manna with a 2-minute wait: saved, shown after a reload, and a dearer call waits for approval', async () => {
+    svc.reset();
+    expect(await approvalOf(thrifty.id)).toEqual({ tools: {}, timeout_seconds: 600 });
+    const { page, problems } = await openApprovals();
+    expect(await shownSetting(page)).toEqual({ mode: 'never', above: null, wait: '10', unit: 'minutes' });
+
+    await page.select('select[name="mode-remote_maker"]', 'above');
+    await page.type('input[name="above-remote_maker"]', '1');
+    await retype(page, 'input[name="wait"]', '2');
+    await page.select('select[name="wait-unit"]', 'minutes');
+    await page.click('form.approvals button[name="save"]');
+    await page.waitForSelector('form.approvals .saved', { timeout: 30_000 });
+    expect(await approvalOf(thrifty.id)).toEqual({ tools: { remote_maker: { above: 1 } }, timeout_seconds: 120 });
+
+    await page.reload();
+    await page.waitForSelector('form.approvals .approval-rule[data-mode="above"]', { timeout: 30_000 });
+    expect(await shownSetting(page)).toEqual({ mode: 'above', above: '1', wait: '2', unit: 'minutes' });
+    await noProblemShown(page, problems);
+    await page.close();
+
+    const sent = await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [thrifty.id], content: 'draw two owls' } });
+    const sessionId = sent.body.session_id as string;
+    const task = await until('the call to wait', () => t.db.task.findFirst({ where: { sessionId, status: 'awaiting_approval' } }));
+    const session = await openSession(sessionId);
+    await session.page.waitForSelector(`.approval-card[data-call-id="${task.id}"]`, { timeout: 30_000 });
+    const card = await session.page.$eval('.approval-card', (el) => el.closest('.tool-call')?.textContent ?? '');
+    expect(card).toContain('remote_maker');
+    expect(card).toContain('2 manna');
+    expect(svc.calls).toHaveLength(0);
+    await noProblemShown(session.page, session.problems);
+    await session.page.close();
+  });
+
+  it('refuses a negative price in words and changes nothing', async () => {
+    const before = await approvalOf(thrifty.id);
+    const { page, problems } = await openApprovals();
+    const shown = await shownSetting(page);
+    if (shown.mode !== 'above') await page.select('select[name="mode-remote_maker"]', 'above');
+    await retype(page, 'input[name="above-remote_maker"]', '-3');
+    await page.click('form.approvals button[name="save"]');
+    const problem = await page.waitForSelector('[data-problem]', { timeout: 30_000 });
+    const said = await problem!.evaluate((el) => el.textContent ?? '');
+    expect(said).toContain('cannot ask above -3 manna: the amount must be at least 0.');
+    expect(await page.$('form.approvals .saved')).toBeNull();
+    expect(await approvalOf(thrifty.id)).toEqual(before);
+    expect(problems).toEqual([]);
     await page.close();
   });
 });
