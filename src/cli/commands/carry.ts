@@ -12,7 +12,9 @@ import { keyIdOf, readKeyFile } from '../../secrets/keyring.ts';
 /** The key ids deployments' and webhooks' secrets are sealed with in the database `sql` reads, and how many of each. */
 export async function sealedKeysIn(sql: Sql): Promise<SealedKey[]> {
   const [[webhooks, mcpServers]] = (await sql.rows(sealedTablesSql)) as [[unknown, unknown]];
-  const present = { webhooks: webhooks === true || webhooks === 'true', mcpServers: mcpServers === true || mcpServers === 'true' };
+  // The commands' SQL reads values as PostgreSQL prints them: a boolean is 't' or 'f'.
+  const yes = (v: unknown) => v === true || v === 't' || v === 'true';
+  const present = { webhooks: yes(webhooks), mcpServers: yes(mcpServers) };
   const rows = (await sql.rows(sealedKeysSql(present))) as [string, ...(string | number)[]][];
   return rows.map(([keyId, d, w, m]) => ({ keyId, deployments: Number(d), webhooks: Number(w), mcpServers: Number(m) }));
 }
