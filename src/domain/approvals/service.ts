@@ -5,8 +5,8 @@ import { canNameARow } from '../core/ids.ts';
 import type { JobQueue } from '../core/jobs.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Viewer } from '../core/viewer.ts';
-import type { TaskStatus, ToolApprovalState } from '../core/vocabulary.ts';
 import type { ApprovalDeadline, ApprovalTimers } from '../replies/runtime.ts';
+import type { ApprovalAnswer, ApprovalRow } from '../tasks/index.ts';
 import { type SettleApprovalInput, settleApprovalSchema } from './inputs.ts';
 
 /** Each call's timeout: a delayed job that denies the call if it still waits then. */
@@ -19,23 +19,10 @@ const RESUMES_PER_INSTANCE = 4;
 export const APPROVAL_NOT_FOUND = 'No tool call awaiting approval with that id in this session';
 export const NOT_THE_PAYER = 'Only the user who pays for this reply can approve or deny its tool calls';
 
-/** A call whose approval was asked, as settling it reads it. */
-export interface ApprovalRow {
-  id: string;
-  sessionId: string;
-  messageId: string;
-  promptId: string | null;
-  agentId: string | null;
-  userId: string;
-  status: TaskStatus;
-  approval: ToolApprovalState;
-  tool: string;
-}
-
 /** The statements approvals need (`tasks/approval-store.ts`). */
 export interface ApprovalStore {
   find(sessionId: string, id: string): Promise<ApprovalRow | null>;
-  answer(id: string, answer: { approval: 'approved' } | { approval: 'denied' | 'expired'; error: string }): Promise<ToolCallView | null>;
+  answer(id: string, answer: ApprovalAnswer): Promise<ToolCallView | null>;
 }
 
 interface ExpiryJob {
