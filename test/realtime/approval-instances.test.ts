@@ -7,8 +7,8 @@ import { freshPostgresDatabase } from '../helpers/postgres-server.ts';
 import { startRedis } from '../helpers/redis.ts';
 import { settledSession } from '../helpers/sessions.ts';
 import { setUp } from '../helpers/set-up.ts';
+import { openSse } from '../helpers/sse.ts';
 import { toolRegistryWith, httpTool } from '../helpers/tool-registry.ts';
-import { until } from '../helpers/until.ts';
 
 /**
  * A reply paused for approval on one instance goes on on another: two instances over one
@@ -46,11 +46,17 @@ it('paused on a, approved on b with a gone: b runs the tool once, charged, and f
     if (last?.role === 'tool') return { tokens: [' Afloat.'] };
     return undefined;
   });
-  const sent = await a.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [agentId], content: 'build a boat' } });
-  const sessionId = sent.body.session_id as string;
-  const call = await until('the call to wait for approval', () =>
-    a.db.task.findFirst({ where: { sessionId, status: 'awaiting_approval' } }),
-  );
+  // The prompt's own stream on a: its tool_approval_requested comes once the pause is saved,
+  // not only the call marked (a closed between the two would end the reply as any shutdown does).
+  const watch = await openSse(`${a.url}/v2/sessions`, {
+    method: 'POST',
+    headers: { 'x-api-key': alice.apiKey, 'content-type': 'application/json' },
+    body: JSON.stringify({ stream: true, agent_ids: [agentId], content: 'build a boat' }),
+  });
+  const requested = (await watch.waitFor((f) => f.data?.data?.type === 'tool_approval_requested')).data.data;
+  watch.close();
+  const sessionId = requested.session_id as string;
+  const call = { id: requested.tool_call.id as string };
   await a.close();
 
   const approved = await b.rest('POST', `/v2/sessions/${sessionId}/approvals/${call.id}`, { key: alice.apiKey, body: { approve: true } });
