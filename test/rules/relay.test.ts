@@ -49,7 +49,7 @@ function world(defaults = { dailyMannaCap: 100, chatMessagesPerMinute: 3 }) {
     accepting: () => true,
     revoked: async () => {},
   };
-  const answer = (update: ReturnType<Relayed['update']>) => relay.answer(run, update, async () => {});
+  const answer = (update: ReturnType<Relayed['update']>, saved?: () => void) => relay.answer(run, update, async () => {}, saved);
   return { r, said, answer, run };
 }
 
@@ -91,6 +91,22 @@ describe('a message in a chat the deployment answers', () => {
     // Answered again is not counted again against the chat's pace.
     expect(r.chatOf('1')!.windowCount).toBe(1);
     expect(said.filter((s) => s.kind === 'answer')).toHaveLength(2);
+  });
+
+  it('asks again a prompt whose reply a stop cut, before the chat’s next message may be saved', async () => {
+    const { r, said, answer } = world();
+    const cut = { status: 'failed' as const, content: 'Once upon a', error: 'The server stopped', toolCalls: [], interrupted: true };
+    r.reply = () => cut;
+    const story = r.update({ id: '1' }, 'Tell me a story');
+    // The process that saved the prompt stopped in its reply, before it could ask again.
+    await expect(answer(story)).rejects.toBeInstanceOf(LeftForLater);
+    r.reply = (text) => ({ status: 'complete', content: `Told: ${text}`, error: null, toolCalls: [], interrupted: false });
+    r.retries = true;
+    const promptsWhenSaved: string[][] = [];
+    await answer(story, () => promptsWhenSaved.push([...r.prompts.values()].map((p) => p.reply.content)));
+    expect(promptsWhenSaved[0]).toEqual(['Once upon a', 'Told: Tell me a story']);
+    expect(said.map((s) => s.text)).toEqual(['Told: Tell me a story']);
+    expect(r.settled.get(story.id)).toBe('answered');
   });
 
   it('goes on in a new session when the owner deleted the chat’s', async () => {

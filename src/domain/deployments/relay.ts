@@ -69,7 +69,8 @@ export interface RelayDependencies {
  * it grows. Safe to run again for the same update at any point (a restart, another instance):
  * the prompt is saved under the update's prompt id, so only once; the answer edits the messages
  * already sent. Calls `saved` once the prompt is in its session (or the update was refused), so
- * the chat's next update may be saved meanwhile; returns when it is answered, or throws LeftForLater.
+ * the chat's next update may be saved meanwhile; for a prompt saved before, once its reply ended
+ * or was asked again. Returns when it is answered, or throws LeftForLater.
  */
 export function relayRules({ store, conversations, answers, defaults, links, approvals }: RelayDependencies) {
   async function refusalFor(run: DeploymentRun, ctx: RelayContext, chatId: string, update: RecordedUpdate): Promise<Refusal | null> {
@@ -161,8 +162,10 @@ export function relayRules({ store, conversations, answers, defaults, links, app
         return;
       }
       at = await relay(run, ctx, chat, update, promptId);
+      saved();
     }
-    saved();
+    // A prompt saved before (a restart, a lease taken over) holds the chat's next update until its
+    // reply ends or is asked again: a re-asked prompt comes before what the person wrote after it.
     const out = outbox.answer({
       messageRef: update.messageRef,
       refs: update.replyRefs,
@@ -188,8 +191,10 @@ export function relayRules({ store, conversations, answers, defaults, links, app
           if (!(await store.retryUpdate(update.id, promptId, next))) throw new LeftForLater();
           promptId = next;
           at = await relay(run, ctx, chat, update, promptId);
+          saved();
           continue;
         }
+        saved();
         await finish(run, out, answerText(reply, links), wait);
         await store.finishUpdate(update.id, reply?.status === 'complete' ? 'answered' : 'failed');
         return;

@@ -258,6 +258,8 @@ export class Relayed {
     config: {} as DeploymentConfig,
   };
   spent = 0;
+  /** Whether an update may take a new prompt id (false: another runner took it first). */
+  retries = false;
   readonly chats = new Map<string, MemChat>();
   readonly senders = new Map<string, string>();
   readonly sessions = new Map<string, { ownerId: string; agentId: string; title: string }>();
@@ -356,7 +358,7 @@ export class Relayed {
       finishUpdate: async (updateId, status) => {
         if (!this.settled.has(updateId)) this.settled.set(updateId, status);
       },
-      retryUpdate: async () => false,
+      retryUpdate: async () => this.retries,
     };
   }
 
