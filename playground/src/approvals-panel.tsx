@@ -2,7 +2,10 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 import { type Problem, problemOf, request } from './api.ts';
 
 const APPROVAL = 'toolApproval { rules { tool always aboveManna } timeoutSeconds }';
-const AGENT_APPROVALS = `query AgentApprovals($id: ID!) { agent(id: $id) { id name tools ${APPROVAL} } tools { key name } }`;
+const AGENT_APPROVALS = `query AgentApprovals($id: ID!) {
+  agent(id: $id) { id name tools mcpTools { functionName tool server { name } } ${APPROVAL} }
+  tools { key name }
+}`;
 const SET_APPROVALS = `mutation SetApprovals($id: ID!, $input: UpdateAgentInput!) { updateAgent(id: $id, input: $input) { id ${APPROVAL} } }`;
 
 interface Rule {
@@ -16,7 +19,7 @@ interface Setting {
 }
 interface Loaded {
   name: string;
-  /** The agent's enabled tools, with the names the service gives them. */
+  /** The agent's enabled tools, its MCP servers' too (keyed as the model calls them), with the names the person knows them by. */
   tools: { key: string; name: string }[];
   setting: Setting;
 }
@@ -79,12 +82,20 @@ export function ApprovalsPanel({
   const load = useCallback(async () => {
     try {
       const data = await request<{
-        agent: { name: string; tools: Record<string, unknown>; toolApproval: Setting };
+        agent: {
+          name: string;
+          tools: Record<string, unknown>;
+          mcpTools: { functionName: string; tool: string; server: { name: string } }[] | null;
+          toolApproval: Setting;
+        };
         tools: { key: string; name: string }[];
       }>(apiKey, AGENT_APPROVALS, { id: agentId });
-      const enabled = Object.entries(data.agent.tools ?? {})
-        .filter(([, on]) => on === true)
-        .map(([key]) => ({ key, name: data.tools.find((t) => t.key === key)?.name ?? key }));
+      const enabled = [
+        ...Object.entries(data.agent.tools ?? {})
+          .filter(([, on]) => on === true)
+          .map(([key]) => ({ key, name: data.tools.find((t) => t.key === key)?.name ?? key })),
+        ...(data.agent.mcpTools ?? []).map((t) => ({ key: t.functionName, name: `${t.tool} (MCP server ${t.server.name})` })),
+      ];
       setFailed(null);
       show(data.agent.name, enabled, data.agent.toolApproval);
     } catch (err) {

@@ -13,6 +13,8 @@ export interface McpToolServer {
   url: string;
   /** The headers of every request it was sent, in order. */
   requests: IncomingHttpHeaders[];
+  /** The texts `echo` was called with, in order. */
+  echoed: string[];
   /** Calls of `hang` under way (each ends when its caller gives it up or the server closes). */
   hanging(): number;
   /** Lets the calls of `paced` waiting after their first progress notification go on to finish. */
@@ -24,6 +26,7 @@ export interface McpToolServer {
 
 /** The tools every session of the server offers; `extra` ones added later are registered on each. */
 interface State {
+  echoed: string[];
   hanging: number;
   /** Calls of `paced` waiting to be released. */
   paced: (() => void)[];
@@ -32,9 +35,10 @@ interface State {
 function register(server: McpServer, state: State, extra: string[]) {
   const tools: RegisteredTool[] = [];
   tools.push(
-    server.registerTool('echo', { description: 'Says the text back', inputSchema: { text: z.string().max(200) } }, async ({ text }) => ({
-      content: [{ type: 'text', text: `echo: ${text}` }],
-    })),
+    server.registerTool('echo', { description: 'Says the text back', inputSchema: { text: z.string().max(200) } }, async ({ text }) => {
+      state.echoed.push(text);
+      return { content: [{ type: 'text', text: `echo: ${text}` }] };
+    }),
     server.registerTool(
       'slow',
       { description: 'Counts to `steps`, a progress notification each', inputSchema: { steps: z.number().int().min(1).max(20) } },
@@ -107,7 +111,7 @@ async function body(request: IncomingMessage): Promise<unknown> {
 export async function startMcpToolServer(options: { authorization?: string } = {}): Promise<McpToolServer> {
   const sessions = new Map<string, { server: McpServer; transport: StreamableHTTPServerTransport }>();
   const requests: IncomingHttpHeaders[] = [];
-  const state: State = { hanging: 0, paced: [] };
+  const state: State = { echoed: [], hanging: 0, paced: [] };
   const extra: string[] = [];
 
   async function handle(request: IncomingMessage, response: ServerResponse) {
@@ -145,6 +149,7 @@ export async function startMcpToolServer(options: { authorization?: string } = {
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     requests,
+    echoed: state.echoed,
     hanging: () => state.hanging,
     release: () => {
       for (const resolve of state.paced.splice(0)) resolve();

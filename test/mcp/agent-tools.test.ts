@@ -254,3 +254,79 @@ describe('a reply calling MCP tools', () => {
     expect(await ledgerMismatches(t.db)).toEqual([]);
   });
 });
+
+describe('approvals of MCP tools', () => {
+  const patchAgent = (body: unknown, key = alice.apiKey) => t.rest('PATCH', `/v2/agents/${agentId}`, { key, body });
+  afterAll(async () => {
+    await patchAgent({ tool_approval: { tools: {} } });
+  });
+
+  it('are written under the name the model calls the tool, on a server of the owner’s, and shown with it on GraphQL', async () => {
+    const set = await patchAgent({ tool_approval: { tools: { loop__echo: 'always' }, timeout_seconds: 60 } });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    expect(set.body.agent.tool_approval).toEqual({ tools: { loop__echo: 'always' }, timeout_seconds: 60 });
+    const bobs = await t.rest('POST', '/v2/mcp/servers', { key: bob.apiKey, body: { name: 'bobs', url: tools.url } });
+    expect(bobs.status).toBe(201);
+    for (const key of ['bobs__echo', 'nowhere__echo']) {
+      const refused = await patchAgent({ tool_approval: { tools: { [key]: 'always' } } });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toBe(
+        `tool_approval.tools.${key}: unknown tool "${key}" (see the tools list; an MCP tool is named <server>__<tool>, on a server of yours)`,
+      );
+    }
+    expect((await t.rest('GET', `/v2/agents/${agentId}`, { key: alice.apiKey })).body.agent.tool_approval.tools).toEqual({
+      loop__echo: 'always',
+    });
+    const shown = await t.gql(
+      parse('query($id: ID!) { agent(id: $id) { mcpTools { functionName tool } } }') as TypedDocumentNode<any, Record<string, unknown>>,
+      { id: agentId },
+      alice.apiKey,
+    );
+    expect(shown.data.agent.mcpTools).toContainEqual({ functionName: 'loop__echo', tool: 'echo' });
+  });
+
+  it('pause a reply at the call before anything is sent to the server or held; approved, it runs once and is charged', async () => {
+    modelCalls('loop__echo', { text: 'only if you say so' });
+    const before = await balance();
+    const s = await send('call echo with care');
+    const requested = (await s.waitFor((f) => f.data?.data?.type === 'tool_approval_requested')).data.data;
+    expect(requested.tool_call).toMatchObject({ tool: 'loop__echo', status: 'awaiting_approval', cost: PRICE, approval: 'requested' });
+    expect(tools.echoed).not.toContain('only if you say so');
+    expect(await balance()).toBe(before);
+
+    const approved = await t.rest('POST', `/v2/sessions/${requested.session_id}/approvals/${requested.tool_call.id}`, {
+      key: alice.apiKey,
+      body: { approve: true },
+    });
+    expect(approved.status, JSON.stringify(approved.body)).toBe(200);
+    const frames = updates(await s.done);
+    expect(frames.at(-1)?.type).toBe('end_prompt');
+    expect(completed(frames)).toMatchObject({ tool: 'loop__echo', status: 'completed', approval: 'approved', cost: PRICE });
+    expect(tools.echoed.filter((text) => text === 'only if you say so')).toHaveLength(1);
+    expect(toldModel()).toEqual({ text: 'echo: only if you say so' });
+    expect(await balance()).toBe(before - PRICE);
+    expect(await ledgerMismatches(t.db)).toEqual([]);
+  });
+
+  it('denied, the server is never called and nothing is charged; a rename that would let calls run unasked is refused', async () => {
+    modelCalls('loop__echo', { text: 'never sent' });
+    const before = await balance();
+    const s = await send('call echo, to be denied');
+    const requested = (await s.waitFor((f) => f.data?.data?.type === 'tool_approval_requested')).data.data;
+    const denied = await t.rest('POST', `/v2/sessions/${requested.session_id}/approvals/${requested.tool_call.id}`, {
+      key: alice.apiKey,
+      body: { approve: false, reason: 'not today' },
+    });
+    expect(denied.status).toBe(200);
+    expect(updates(await s.done).at(-1)?.type).toBe('end_prompt');
+    expect(tools.echoed).not.toContain('never sent');
+    expect(await balance()).toBe(before);
+
+    const renamed = await t.rest('PATCH', `/v2/mcp/servers/${serverId}`, { key: alice.apiKey, body: { name: 'loopy' } });
+    expect(renamed.status).toBe(409);
+    expect(renamed.body.error).toBe(
+      "The approval rules of your agents name this server's tools by its name: Toolsmith (loop__echo). Change those rules first, or their calls would run without asking",
+    );
+    expect((await t.rest('GET', `/v2/mcp/servers/${serverId}`, { key: alice.apiKey })).body.server.name).toBe('loop');
+  });
+});

@@ -5,6 +5,7 @@ import { launchChromium, recordingPage } from '../helpers/browser.ts';
 import type { FakeOpenAI, RecordedRequest } from '../helpers/fake-openai.ts';
 import { startFakeToolService } from '../helpers/fake-tool-service.ts';
 import { fixtures } from '../helpers/fixtures.ts';
+import { type McpToolServer, startMcpToolServer } from '../helpers/mcp-tool-server.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { httpTool, toolRegistryWith } from '../helpers/tool-registry.ts';
 import { until } from '../helpers/until.ts';
@@ -18,6 +19,7 @@ import { until } from '../helpers/until.ts';
 let t: TestApp;
 let llm: FakeOpenAI;
 let svc: Awaited<ReturnType<typeof startFakeToolService>>;
+let mcp: McpToolServer;
 let alice: TestUser;
 let browser: Browser;
 let careful: { id: string };
@@ -29,7 +31,9 @@ setUp(async (start) => {
   llm = await start.fakeOpenAI({ tokens: ['Hello', '.'] });
   svc = await start.service(startFakeToolService({ answer: { result: { made: 'a picture' } } }));
   const toolsDir = await toolRegistryWith({ remote_maker: httpTool('remote_maker', svc.url) });
-  t = await start.app({ llm: { baseUrl: llm.baseUrl }, toolsDir });
+  mcp = await start.service(startMcpToolServer());
+  // The MCP server is on loopback, over http: what an operator allows for tests and private networks.
+  t = await start.app({ llm: { baseUrl: llm.baseUrl }, toolsDir, outbound: { allowHttp: true, allowPrivate: true } });
   alice = await t.createUser('alice');
   await t.services.manna.grant('alice', '100', 'forever');
   careful = await fixtures(t).agent(alice, {
@@ -201,6 +205,26 @@ describe("an agent's approval settings, in the playground", () => {
     expect(svc.calls).toHaveLength(0);
     await noProblemShown(session.page, session.problems);
     await session.page.close();
+  });
+
+  it('lists the MCP tools enabled on the agent by the name the model calls them; "always asks" is saved under it', async () => {
+    const server = await t.rest('POST', '/v2/mcp/servers', { key: alice.apiKey, body: { name: 'loop', url: mcp.url } });
+    expect(server.status, JSON.stringify(server.body)).toBe(201);
+    const enabled = await t.rest('PATCH', `/v2/agents/${thrifty.id}`, {
+      key: alice.apiKey,
+      body: { mcp_tools: [{ server_id: server.body.server.id, tool: 'echo' }] },
+    });
+    expect(enabled.status).toBe(200);
+    const before = await approvalOf(thrifty.id);
+    const { page, problems } = await openApprovals();
+    const row = await page.waitForSelector('form.approvals .approval-rule[data-tool="loop__echo"]', { timeout: 30_000 });
+    expect(await row!.evaluate((el) => el.textContent ?? '')).toContain('echo (MCP server loop)');
+    await page.select('select[name="mode-loop__echo"]', 'always');
+    await page.click('form.approvals button[name="save"]');
+    await page.waitForSelector('form.approvals .saved', { timeout: 30_000 });
+    expect(await approvalOf(thrifty.id)).toEqual({ ...before, tools: { ...before.tools, loop__echo: 'always' } });
+    await noProblemShown(page, problems);
+    await page.close();
   });
 
   it('refuses a negative price in words and changes nothing', async () => {

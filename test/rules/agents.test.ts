@@ -354,6 +354,25 @@ describe('tools whose calls wait for the owner’s approval', () => {
     );
   });
 
+  it('names an MCP tool as the model calls it, <server>__<tool>, on a server of the owner’s own', async () => {
+    const { c, agents, owner, stranger } = world();
+    c.mcpServerNames.set(owner.id, ['loop']);
+    c.mcpServerNames.set(stranger.id, ['theirs']);
+    const made = await agents.create(owner, { name: 'Ada', key: 'ada' });
+    const rules = { loop__echo: 'always' as const, flux_dev: { above: 2 } };
+    expect(agentToolApproval(await agents.update(owner, made.id, { toolApproval: { tools: rules } })).tools).toEqual(rules);
+    const writes = c.writes.length;
+    for (const key of ['theirs__echo', 'gone__echo', 'loop__', 'loop_echo', 'Loop__echo', `loop__${'x'.repeat(60)}`])
+      await expect(agents.update(owner, made.id, { toolApproval: { tools: { [key]: 'always' } } })).rejects.toEqual(
+        refusal(
+          'BAD_USER_INPUT',
+          `unknown tool "${key}" (see the tools list; an MCP tool is named <server>__<tool>, on a server of yours)`,
+          ['toolApproval', 'tools', key],
+        ),
+      );
+    expect(c.writes.length).toBe(writes);
+  });
+
   it('lets only the owner change them', async () => {
     const { c, agents, owner, stranger } = world();
     const made = await agents.create(owner, { name: 'Ada', key: 'ada', public: true });

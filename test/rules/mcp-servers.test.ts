@@ -16,7 +16,7 @@ const stranger: Viewer = { id: 'stranger' };
 const TOKEN = 'Bearer s3cret-token-value';
 
 function world(options: { refuse?: string; problem?: string; perUser?: number; failing?: string } = {}) {
-  const { store, rows } = memoryMcpServerStore();
+  const { store, rows, rules } = memoryMcpServerStore();
   const reached: McpEndpoint[] = [];
   const forgotten: string[] = [];
   const clients = {
@@ -38,7 +38,7 @@ function world(options: { refuse?: string; problem?: string; perUser?: number; f
     },
   };
   const servers = mcpServerService({ store, sealer, guard, clients, limits: { perUser: options.perUser ?? 3 } });
-  return { servers, rows, sealer, checked, reached, forgotten };
+  return { servers, store, rows, rules, sealer, checked, reached, forgotten };
 }
 
 const refusal = (code: string, message: string | RegExp, fieldPath?: (string | number)[]) =>
@@ -172,6 +172,35 @@ describe('changing a server', () => {
     await expect(servers.update(owner, id, {})).rejects.toEqual(refusal('BAD_USER_INPUT', /^names nothing to change/, []));
     await expect(servers.update(owner, id, { name: 'other' })).rejects.toEqual(refusal('CONFLICT', /named other$/));
     expect(rows.get(id)).toEqual(before);
+  });
+});
+
+describe('renaming a server', () => {
+  it('is refused while approval rules of the owner’s agents name its tools by its name, and changes nothing', async () => {
+    const { servers, rows, rules } = world();
+    const { id } = await servers.create(owner, input);
+    rules.push({ userId: owner.id, agent: 'Ada', tool: 'search__web' }, { userId: stranger.id, agent: 'Eve', tool: 'other__web' });
+    const before = structuredClone(rows.get(id));
+    await expect(servers.update(owner, id, { name: 'finder', pricePerCall: 3 })).rejects.toEqual(
+      refusal('CONFLICT', /name this server's tools by its name: Ada \(search__web\)\. Change those rules first/),
+    );
+    expect(rows.get(id)).toEqual(before);
+    // What keeps its name is not a rename; and once the rules are gone, the name may change.
+    await expect(servers.update(owner, id, { name: 'search', pricePerCall: 3 })).resolves.toMatchObject({ pricePerCall: 3 });
+    rules.splice(0, 1);
+    await expect(servers.update(owner, id, { name: 'finder' })).resolves.toMatchObject({ name: 'finder' });
+  });
+
+  it('is not found when the server is deleted while the change is made', async () => {
+    const { servers, store, rows } = world();
+    const { id } = await servers.create(owner, input);
+    const update = store.update;
+    store.update = async (...args) => {
+      rows.delete(id);
+      return update(...args);
+    };
+    await expect(servers.update(owner, id, { pricePerCall: 1 })).rejects.toEqual(refusal('NOT_FOUND', MCP_SERVER_NOT_FOUND));
+    expect(rows.size).toBe(0);
   });
 });
 

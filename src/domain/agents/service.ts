@@ -13,6 +13,11 @@ export type { AgentQuery, AgentWithKey } from './store.ts';
 export const AGENT_NOT_FOUND = 'Agent not found';
 export const AGENT_KEY_TAKEN = 'An agent with this key already exists';
 
+/** An MCP tool's name as the model calls it: a server's name, `__`, the tool's name; 64 characters at most. */
+const MCP_FUNCTION_NAME = /^(?=.{4,64}$)[a-z0-9][a-z0-9_-]{0,23}__[A-Za-z0-9_-]+$/;
+const UNKNOWN_APPROVAL_TOOL = (key: string) =>
+  `unknown tool "${key}" (see the tools list; an MCP tool is named <server>__<tool>, on a server of yours)`;
+
 /** A private persona is shown only to the agent's owner. */
 export const visiblePersona = (viewer: Viewer | null, agent: { persona: string; isPersonaPublic: boolean; ownerId: string }) =>
   agent.isPersonaPublic || viewer?.id === agent.ownerId ? agent.persona : null;
@@ -21,14 +26,27 @@ export const canReadAgent = (viewer: Viewer | null, agent: { public: boolean; ow
   isVisibleTo(viewer, agent, agent.ownerId);
 
 export function agentService(store: AgentStore, tools: ToolRegistry, limits: { maxAgentsPerUser: number }) {
+  /**
+   * An approval rule names a registry tool by its key, or an MCP tool by the name the model calls
+   * it (`<server>__<tool>`) with the server one of the caller's own: the tool itself need not be
+   * enabled yet, nor listed by its server now.
+   */
+  async function checkApprovalKeys(viewer: Viewer, keys: string[]) {
+    const mcp = keys.filter((key) => !tools.canEnable(key));
+    const malformed = mcp.find((key) => !MCP_FUNCTION_NAME.test(key));
+    if (malformed !== undefined) throw badInput(UNKNOWN_APPROVAL_TOOL(malformed), ['toolApproval', 'tools', malformed]);
+    if (!mcp.length) return;
+    const own = await store.ownMcpServerNames(viewer.id, [...new Set(mcp.map((key) => key.split('__')[0]!))]);
+    const stranger = mcp.find((key) => !own.has(key.split('__')[0]!));
+    if (stranger !== undefined) throw badInput(UNKNOWN_APPROVAL_TOOL(stranger), ['toolApproval', 'tools', stranger]);
+  }
+
   /** References inside agent input must point at things that exist and the caller may use. */
   async function checkReferences(viewer: Viewer, input: AgentPatch) {
     for (const key of Object.keys(input.tools ?? {})) {
       if (!tools.canEnable(key)) throw badInput(`unknown tool "${key}" (see the tools list)`, ['tools', key]);
     }
-    for (const key of Object.keys(input.toolApproval?.tools ?? {})) {
-      if (!tools.canEnable(key)) throw badInput(`unknown tool "${key}" (see the tools list)`, ['toolApproval', 'tools', key]);
-    }
+    await checkApprovalKeys(viewer, Object.keys(input.toolApproval?.tools ?? {}));
     // Only the owner's own servers: a server's sealed headers and its price are its owner's to use.
     const servers = input.mcpTools?.map((t) => t.serverId) ?? [];
     if (servers.length) {

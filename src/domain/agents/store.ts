@@ -55,6 +55,12 @@ export function agentStore(db: Db) {
       return new Set(found.map((s) => s.id));
     },
 
+    /** Which of these names are of MCP servers of the user's own. */
+    async ownMcpServerNames(userId: string, names: string[]) {
+      const found = await db.mcpServer.findMany({ where: { name: { in: names }, userId }, select: { name: true } });
+      return new Set(found.map((s) => s.name));
+    },
+
     /** Which of these models exist and the viewer may use. */
     async usableModels(viewer: Viewer, ids: string[]) {
       const found = await db.model.findMany({ where: { id: { in: ids }, ...visibleToFilter(viewer, 'userId') }, select: { id: true } });

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.ts';
-import { isUniqueViolation } from '../core/stores/prisma-errors.ts';
+import { isRecordGone, isUniqueViolation } from '../core/stores/prisma-errors.ts';
+import { toolApprovalOf } from '../tools/approval.ts';
 import type { McpServerStore, McpServerView } from './store.ts';
 
 const select = {
@@ -61,8 +62,25 @@ export function prismaMcpServerStore(db: Db): McpServerStore {
       return row && serverView(row);
     },
     async update(id, changes) {
-      const changed = await unlessNameTaken(() => db.mcpServer.update({ where: { id }, data: changes, select }));
-      return changed && serverView(changed);
+      try {
+        const changed = await unlessNameTaken(() => db.mcpServer.update({ where: { id }, data: changes, select }));
+        return changed && serverView(changed);
+      } catch (e) {
+        if (isRecordGone(e)) return 'gone';
+        throw e;
+      }
+    },
+    async approvalRulesNaming(userId, serverName) {
+      const agents = await db.agent.findMany({
+        where: { ownerId: userId },
+        orderBy: { name: 'asc' },
+        select: { name: true, toolApproval: true },
+      });
+      return agents.flatMap(({ name, toolApproval }) =>
+        Object.keys(toolApprovalOf(toolApproval).tools)
+          .filter((tool) => tool.startsWith(`${serverName}__`))
+          .map((tool) => ({ agent: name, tool })),
+      );
     },
     async remove(id) {
       await db.mcpServer.deleteMany({ where: { id } });

@@ -74,6 +74,19 @@ export function mcpServerService(deps: {
 
   const endpointOf = mcpEndpoint(store, sealer);
 
+  /**
+   * Approval rules name a server's tools by its name (`<server>__<tool>`, as the model calls
+   * them): a new name would let those calls run unasked, so the rules are changed first.
+   */
+  async function checkRenamable(viewer: Viewer, server: McpServerView) {
+    const rules = await store.approvalRulesNaming(viewer.id, server.name);
+    if (!rules.length) return;
+    const named = rules.map((r) => `${r.agent} (${r.tool})`).join(', ');
+    throw conflict(
+      `The approval rules of your agents name this server's tools by its name: ${named}. Change those rules first, or their calls would run without asking`,
+    );
+  }
+
   return {
     async create(viewer: Viewer, raw: CreateMcpServerInput): Promise<McpServerView> {
       const input = parseInput(createMcpServerInput, raw);
@@ -102,6 +115,7 @@ export function mcpServerService(deps: {
     async update(viewer: Viewer, id: string, raw: UpdateMcpServerInput): Promise<McpServerView> {
       const input = parseInput(updateMcpServerInput, raw);
       const server = await own(viewer, id);
+      if (input.name !== undefined && input.name !== server.name) await checkRenamable(viewer, server);
       if (input.url !== undefined) await checkUrl(input.url);
       let headers: Record<string, string> | undefined;
       let authorization: string | null | undefined;
@@ -124,6 +138,7 @@ export function mcpServerService(deps: {
         authorization,
         pricePerCall: input.pricePerCall,
       });
+      if (changed === 'gone') throw notFound(MCP_SERVER_NOT_FOUND);
       if (!changed) throw nameTaken(input.name!);
       clients.forget(id);
       return changed;

@@ -29,14 +29,16 @@ export interface McpServerStore {
   /** The owner's servers, by name. */
   list(userId: string): Promise<McpServerView[]>;
   byId(id: string): Promise<McpServerView | null>;
-  /** Null: the owner has another server of the new name. `authorization` undefined keeps the one kept. */
+  /** Null: the owner has another server of the new name; 'gone': it was deleted meanwhile. `authorization` undefined keeps the one kept. */
   update(
     id: string,
     changes: { name?: string; url?: string; headers?: Record<string, string>; authorization?: string | null; pricePerCall?: number },
-  ): Promise<McpServerView | null>;
+  ): Promise<McpServerView | null | 'gone'>;
   remove(id: string): Promise<void>;
   /** The authorization header's value, sealed, or null. */
   sealedAuthorization(id: string): Promise<string | null>;
+  /** The approval rules of the owner's agents that name the server's tools (`<server>__…`), with each rule's agent. */
+  approvalRulesNaming(userId: string, serverName: string): Promise<{ agent: string; tool: string }[]>;
   /** The tools enabled on an agent, each with its server. */
   enabledOn(agentId: string): Promise<{ server: McpServerView; tool: string }[]>;
 }

@@ -1,4 +1,5 @@
 import type { AgentMcpToolView } from '../../domain/agents/index.ts';
+import { functionName } from '../../domain/mcp-servers/index.ts';
 import { builder } from '../builder.ts';
 import { maybeViewer, viewerOf } from '../context.ts';
 import { McpServer } from './mcp-server.ts';
@@ -8,6 +9,10 @@ const AgentMcpTool = builder.objectRef<AgentMcpToolView>('AgentMcpTool').impleme
   fields: (t) => ({
     server: t.field({ type: McpServer, resolve: (row, _args, ctx) => ctx.services.mcpServers.get(viewerOf(ctx), row.serverId) }),
     tool: t.exposeString('tool', { description: 'The name its server lists it under.' }),
+    functionName: t.string({
+      description: "The name the model calls it by, and the key of its rule in the agent's `toolApproval`.",
+      resolve: async (row, _args, ctx) => functionName((await ctx.services.mcpServers.get(viewerOf(ctx), row.serverId)).name, row.tool),
+    }),
   }),
 });
 

@@ -49,6 +49,8 @@ export class Catalog {
   readonly agents = new Map<string, MemAgent>();
   readonly models = new Map<string, MemModel>();
   readonly creations = new Map<string, MemCreation>();
+  /** The names of each user's MCP servers (their ids are never anyone's here). */
+  readonly mcpServerNames = new Map<string, string[]>();
   /** `creationId userId` of each like. */
   readonly likes = new Set<string>();
   /** Every write the stores made, in order: a refused request adds none. */
@@ -109,8 +111,9 @@ export function memoryAgentStore(c: Catalog): AgentStore {
       return agent ? withKey(agent) : null;
     },
     ownerOf: async (id) => c.agents.get(id)?.ownerId ?? null,
-    // The catalog holds no MCP servers: every id given is a stranger's.
+    // The catalog holds MCP servers by name only: every id given is a stranger's.
     ownMcpServers: async () => new Set<string>(),
+    ownMcpServerNames: async (userId, names) => new Set((c.mcpServerNames.get(userId) ?? []).filter((n) => names.includes(n))),
     usableModels: async (viewer, wanted) =>
       new Set(wanted.filter((id) => c.models.has(id) && visible(viewer, c.models.get(id)!, c.models.get(id)!.userId))),
     createWithin: async (ownerId: string, cap: number, input: AgentPatch & { name: string; key: string }) => {

@@ -9,6 +9,8 @@ interface Row extends Omit<McpServerView, 'hasAuthorization'> {
 /** MCP servers in memory, for the rules test; `rows` shows what was stored. One name per owner, as the table's unique index. */
 export function memoryMcpServerStore() {
   const rows = new Map<string, Row>();
+  /** Approval rules of the owners' agents, as the agents' rows would hold them. */
+  const rules: { userId: string; agent: string; tool: string }[] = [];
   const view = ({ authorization, ...row }: Row): McpServerView => ({
     ...row,
     headers: { ...row.headers },
@@ -36,7 +38,7 @@ export function memoryMcpServerStore() {
     },
     async update(id, changes) {
       const row = rows.get(id);
-      if (!row) throw new Error(`no MCP server ${id}`);
+      if (!row) return 'gone';
       if (changes.name !== undefined && taken(row.userId, changes.name, id)) return null;
       for (const [key, value] of Object.entries(changes)) if (value !== undefined) Object.assign(row, { [key]: value });
       row.updatedAt = new Date();
@@ -46,10 +48,12 @@ export function memoryMcpServerStore() {
       rows.delete(id);
     },
     sealedAuthorization: async (id) => rows.get(id)?.authorization ?? null,
+    approvalRulesNaming: async (userId, serverName) =>
+      rules.filter((r) => r.userId === userId && r.tool.startsWith(`${serverName}__`)).map(({ agent, tool }) => ({ agent, tool })),
     // Agents are not kept here: the rules of their tools are tested on the app (test/mcp/agent-tools.test.ts).
     enabledOn: async () => [],
   };
-  return { store, rows };
+  return { store, rows, rules };
 }
 
 /** Seals by writing the row it is bound to beside the text, so a test can tell what was sealed for which row. */
