@@ -374,6 +374,11 @@ export const settings = {
       default: 30_000,
       meaning: "a request to a user's MCP server (connecting, listing its tools, a call) with no answer within this fails, with the reason",
     }),
+    offerWaitMs: setting('MCP_OFFER_WAIT_MS', positiveInt, {
+      default: 5_000,
+      meaning:
+        "how long a reply waits for a user's MCP server's list of tools before it starts without them (the list is still taken, for the next reply)",
+    }),
     toolsTtlS: setting('MCP_TOOLS_TTL_S', positiveInt, {
       default: 300,
       meaning: "seconds a user's MCP server's list of tools is kept; it is replaced sooner when the server says it changed",

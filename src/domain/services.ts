@@ -183,7 +183,14 @@ function composeMcpServers(db: Db, dependencies: ServiceDependencies, parts: { m
       limits: { perUser: dependencies.config.mcp.serversPerUser },
     }),
     /** Their tools as agents' replies offer and run them. */
-    agentTools: mcpAgentTools({ store, endpointOf: mcpEndpoint(store, sealer), clients, media: parts.media, log: parts.log }),
+    agentTools: mcpAgentTools({
+      store,
+      endpointOf: mcpEndpoint(store, sealer),
+      clients,
+      media: parts.media,
+      log: parts.log,
+      offerWaitMs: dependencies.config.mcp.offerWaitMs,
+    }),
   };
 }
 

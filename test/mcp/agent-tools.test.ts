@@ -1,5 +1,7 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { parse } from 'graphql';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { type FakeOpenAI, isMemoryRequest, isTitleRequest, type RecordedRequest, type Script } from '../helpers/fake-openai.ts';
@@ -23,6 +25,7 @@ const PRICE = 2;
 let t: TestApp;
 let llm: FakeOpenAI;
 let tools: McpToolServer;
+let stuck: Awaited<ReturnType<typeof startStuckServer>>;
 let alice: TestUser;
 let bob: TestUser;
 let serverId: string;
@@ -33,6 +36,7 @@ const streams: SseClient[] = [];
 setUp(async (start) => {
   llm = await start.fakeOpenAI({ tokens: ['Done.'] });
   tools = await start.service(startMcpToolServer({ authorization: TOKEN }));
+  stuck = await start.service(startStuckServer());
   // The server is on loopback, over http: what an operator allows for tests and private networks.
   t = await start.app({ llm: { baseUrl: llm.baseUrl }, outbound: { allowHttp: true, allowPrivate: true }, mcp: { timeoutMs: TIMEOUT_MS } });
   alice = await t.createUser('alice');
@@ -55,6 +59,21 @@ afterAll(async () => {
   for (const s of streams) s.close();
   await ws.disposeAll();
 });
+
+/** An HTTP server that takes every request and never answers it (until it closes): an MCP server that hangs. */
+async function startStuckServer() {
+  const held: ServerResponse[] = [];
+  const http = createServer((_request, response) => void held.push(response));
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    asked: () => held.length,
+    async close() {
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
 
 /** Each reply request asks for the call its prompt names, once; after the tool's result, the model answers. */
 function modelCalls(name: string, args: unknown) {
@@ -238,6 +257,37 @@ describe('a reply calling MCP tools', () => {
     expect(await balance()).toBe(before);
     expect((await ledgerRows(call.id)).map((r) => r.amount.toNumber())).toEqual([-PRICE, PRICE]);
     expect(await ledgerMismatches(t.db)).toEqual([]);
+  });
+
+  it('starts without the tools of a server that hangs, and asks it only once for the replies that follow', async () => {
+    const server = await t.rest('POST', '/v2/mcp/servers', { key: alice.apiKey, body: { name: 'stuck', url: stuck.url } });
+    const agent = await t.rest('POST', '/v2/agents', {
+      key: alice.apiKey,
+      body: {
+        name: 'Patient',
+        key: 'patient',
+        mcp_tools: [
+          { server_id: server.body.server.id, tool: 'anything' },
+          { server_id: serverId, tool: 'echo' },
+        ],
+      },
+    });
+    expect(agent.status, JSON.stringify(agent.body)).toBe(201);
+    llm.reset();
+    for (const content of ['first while it hangs', 'second while it hangs']) {
+      const s = await openSse(`${t.url}/v2/sessions`, {
+        method: 'POST',
+        headers: { 'x-api-key': alice.apiKey, 'content-type': 'application/json' },
+        body: JSON.stringify({ stream: true, agent_ids: [agent.body.agentId], content }),
+      });
+      streams.push(s);
+      const frames = updates(await s.done);
+      expect(frames.at(-1)?.type).toBe('end_prompt');
+      expect(frames.find((f) => f.type === 'assistant_message')?.content).toBe('Done.');
+    }
+    const offered = llm.replyRequests().map((r) => (r.body.tools as { function: { name: string } }[]).map((f) => f.function.name));
+    expect(offered).toEqual([['loop__echo'], ['loop__echo']]);
+    expect(stuck.asked()).toBe(1);
   });
 
   it('refuses a call whose arguments break the input schema before anything is held or sent, and tells the model why', async () => {

@@ -1,7 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Viewer } from '../../src/domain/core/viewer.ts';
 import { type McpEndpoint, McpServerFailed } from '../../src/domain/mcp-servers/ports.ts';
+import { mcpAgentTools, UNREACHABLE_FOR_MS } from '../../src/domain/mcp-servers/agent-tools.ts';
 import { MCP_SERVER_NOT_FOUND, mcpServerService } from '../../src/domain/mcp-servers/service.ts';
+import type { McpServerView } from '../../src/domain/mcp-servers/store.ts';
 import { memoryMcpSealer, memoryMcpServerStore } from './support/mcp-servers.ts';
 
 /**
@@ -263,5 +265,87 @@ describe("a server's tools", () => {
     await servers.update(owner, id, { pricePerCall: 1 });
     await servers.remove(owner, id);
     expect(forgotten).toEqual([id, id]);
+  });
+});
+
+describe("a server's tools offered in replies", () => {
+  const server = (updatedAt = new Date('2026-01-01T00:00:00Z')): McpServerView => ({
+    id: 'server-1',
+    userId: owner.id,
+    name: 'search',
+    url: input.url,
+    headers: {},
+    hasAuthorization: false,
+    pricePerCall: 1,
+    createdAt: updatedAt,
+    updatedAt,
+  });
+  const echo = { name: 'echo', title: null, description: 'Says it back', inputSchema: { type: 'object' } };
+
+  /**
+   * The agent has `echo` of one server enabled; each listing the clients are asked for answers
+   * as `answer` says when asked: held (settled by the test), a list, or a failure.
+   */
+  function replies() {
+    let current = server();
+    const held: { resolve: (tools: (typeof echo)[]) => void }[] = [];
+    const state = { asked: 0, answer: 'hold' as 'hold' | (typeof echo)[] | Error };
+    const warned: string[] = [];
+    const source = mcpAgentTools({
+      store: { enabledOn: async () => [{ server: current, tool: 'echo' }] },
+      endpointOf: async (s) => ({ id: s.id, url: s.url, headers: {}, version: s.updatedAt.toISOString() }),
+      clients: {
+        tools: () => {
+          state.asked++;
+          const { answer } = state;
+          if (answer instanceof Error) return Promise.reject(answer);
+          return answer === 'hold' ? new Promise((resolve) => held.push({ resolve })) : Promise.resolve(answer);
+        },
+        call: async () => ({ isError: false, text: '', images: [] }),
+        check: () => null,
+        forget: () => {},
+      },
+      media: { write: async () => {} } as never,
+      log: { warn: (_obj, msg) => void warned.push(String(msg)), error: () => {} },
+      offerWaitMs: 20,
+    });
+    const offered = async () => [...(await source.forAgent('agent')).keys()];
+    return { offered, state, held, warned, change: () => (current = server(new Date(current.updatedAt.getTime() + 1000))) };
+  }
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('start without a list that is late, which goes on once for the replies that wait meanwhile, and is offered when it comes', async () => {
+    const { offered, state, held, warned } = replies();
+    expect(await offered()).toEqual([]);
+    expect(await offered()).toEqual([]);
+    expect(state.asked).toBe(1);
+    expect(warned).toEqual([
+      'an MCP server’s tools are not offered in this reply: not listed in time',
+      'an MCP server’s tools are not offered in this reply: not listed in time',
+    ]);
+    state.answer = [echo];
+    held[0]!.resolve([echo]);
+    expect(await offered()).toEqual(['search__echo']);
+    expect(warned).toHaveLength(2);
+  });
+
+  it('leave out a server that could not list them for a while, then ask it again; at once when the server was changed', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const { offered, state, change } = replies();
+    state.answer = new McpServerFailed('no answer within 30000 ms');
+    expect(await offered()).toEqual([]);
+    expect(await offered()).toEqual([]);
+    expect(state.asked).toBe(1);
+    vi.setSystemTime(Date.now() + UNREACHABLE_FOR_MS);
+    expect(await offered()).toEqual([]);
+    expect(state.asked).toBe(2);
+    state.answer = [echo];
+    expect(await offered()).toEqual([]);
+    change();
+    expect(await offered()).toEqual(['search__echo']);
+    expect(state.asked).toBe(3);
   });
 });

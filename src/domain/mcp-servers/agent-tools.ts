@@ -46,12 +46,25 @@ async function keepImages(media: MediaStore, images: McpCallResult['images'], na
   return kept;
 }
 
+/** How long a server whose tools could not be listed is left out of replies before one asks it again. */
+export const UNREACHABLE_FOR_MS = 30_000;
+
 interface AgentToolsDeps {
   store: Pick<McpServerStore, 'enabledOn'>;
   endpointOf(server: McpServerView): Promise<McpEndpoint>;
   clients: McpClients;
   media: MediaStore;
   log: { warn?(obj: unknown, msg?: string): void; error(obj: unknown, msg?: string): void };
+  /** How long a reply waits for a server's list of tools before it starts without them (the listing goes on, for the next reply). */
+  offerWaitMs: number;
+}
+
+/** A server's list of tools as replies wait for it: one listing at a time, and a failure remembered a while. */
+interface Listing {
+  version: number;
+  /** Null when it failed. */
+  done: Promise<{ endpoint: McpEndpoint; listed: McpTool[] } | null>;
+  failedUntil?: number;
 }
 
 /**
@@ -111,17 +124,46 @@ export function mcpAgentTools(deps: AgentToolsDeps): McpToolSource {
     }
   }
 
-  /** One server's enabled tools that it lists now; none when it cannot be reached. */
+  const warn = (obj: unknown, msg: string) => (deps.log.warn ?? deps.log.error)(obj, msg);
+  const listings = new Map<string, Listing>();
+
+  /**
+   * The server's tools, listed once for every reply that waits meanwhile (the clients keep the
+   * list for MCP_TOOLS_TTL_S); a failure is remembered for UNREACHABLE_FOR_MS, so a server that is
+   * down or hangs costs one reply its wait, not each of them.
+   */
+  function listingOf(server: McpServerView): Listing {
+    const version = server.updatedAt.getTime();
+    const known = listings.get(server.id);
+    if (known?.version === version && (known.failedUntil === undefined || Date.now() < known.failedUntil)) return known;
+    for (const [id, old] of listings) if (old.failedUntil !== undefined && Date.now() >= old.failedUntil) listings.delete(id);
+    const listing: Listing = { version, done: Promise.resolve(null) };
+    listing.done = (async () => {
+      try {
+        const endpoint = await deps.endpointOf(server);
+        const listed = await clients.tools(endpoint);
+        if (listings.get(server.id) === listing) listings.delete(server.id);
+        return { endpoint, listed };
+      } catch (err) {
+        listing.failedUntil = Date.now() + UNREACHABLE_FOR_MS;
+        warn({ err, server: server.id }, 'an MCP server’s tools are not offered in replies for a while');
+        return null;
+      }
+    })();
+    listings.set(server.id, listing);
+    return listing;
+  }
+
+  /** One server's enabled tools that it lists now; none when it cannot be reached, or not in time. */
   async function offersOf(server: McpServerView, names: string[]): Promise<OfferedTool[]> {
-    let endpoint: McpEndpoint;
-    let listed: McpTool[];
-    try {
-      endpoint = await deps.endpointOf(server);
-      listed = await clients.tools(endpoint);
-    } catch (err) {
-      (deps.log.warn ?? deps.log.error)({ err, server: server.id }, 'an MCP server’s tools are not offered in this reply');
-      return [];
-    }
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), deps.offerWaitMs)));
+    const got = await Promise.race([listingOf(server).done, late]);
+    clearTimeout(timer);
+    if (got === 'late')
+      warn({ server: server.id, waitedMs: deps.offerWaitMs }, 'an MCP server’s tools are not offered in this reply: not listed in time');
+    if (!got || got === 'late') return [];
+    const { endpoint, listed } = got;
     return names.flatMap((wanted) => {
       const tool = listed.find((t) => t.name === wanted);
       if (!tool) return [];
