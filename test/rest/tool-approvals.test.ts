@@ -133,6 +133,10 @@ describe('a tool call that waits for approval', () => {
     expect(svc.calls).toHaveLength(1);
     expect(JSON.parse(toolAnswer(llm.replyRequests().at(-1)!)!)).toEqual({ made: 'a picture' });
     expect(await ledgerAddsUp(alice)).toBe(before - 2);
+    // The session's first exchange ended once approved: it is named then, as any other.
+    await expect
+      .poll(async () => (await t.rest('GET', `/v2/sessions/${sessionId}`, { key: alice.apiKey })).body.session.title)
+      .toEqual(expect.stringMatching(/\S/));
 
     // Once: a second answer, either way, is a conflict and changes nothing.
     expect((await settle(alice, sessionId, callId, { approve: true })).status).toBe(409);

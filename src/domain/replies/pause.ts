@@ -27,7 +27,14 @@ export async function pauseReply(rt: ReplyRuntime, job: ReplyJob, target: Target
   await rt.approvals.schedule(deadlines);
   const paused: PausedReply = {
     ...state,
-    job: { sessionId, promptId, userId: job.userId, thinking: job.thinking, excludeMemory: job.excludeMemory },
+    job: {
+      sessionId,
+      promptId,
+      userId: job.userId,
+      thinking: job.thinking,
+      excludeMemory: job.excludeMemory,
+      generateTitle: job.generateTitle,
+    },
     target: { ...target, createdAt: target.createdAt.toISOString() },
     replyIds: job.replies.map((r) => r.messageId),
     waiting: awaiting.map((a) => ({ call: a.call, taskId: a.toolCall.id, position: a.position })),

@@ -1,6 +1,8 @@
+import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
 import { ReplyStopped, SESSION_GONE } from './endings.ts';
 import { HISTORY_LIMIT, remember } from './answer-prompt.ts';
 import { continueReply, PAUSED } from './reply-loop.ts';
+import { nameSession } from './title.ts';
 import type { PausedReply, ReplyJob, ReplyRuntime, Target } from './runtime.ts';
 
 /** A paused reply's job and target, as the rest of the engine takes them. */
@@ -9,11 +11,15 @@ export function pausedJob(paused: PausedReply): { job: ReplyJob; target: Target 
   return { job: { ...paused.job, replies: [target], generateTitle: false }, target };
 }
 
-/** `end_prompt` once the last reply to the prompt has ended: the others may have ended while this one waited. */
+/**
+ * `end_prompt` once the last reply to the prompt has ended: the others may have ended while this
+ * one waited. True when it was the last.
+ */
 async function endPromptIfLast(rt: ReplyRuntime, paused: PausedReply) {
   const others = paused.replyIds.filter((id) => id !== paused.target.messageId);
-  if (others.length && (await rt.store.stillWriting(others)).length) return;
+  if (others.length && (await rt.store.stillWriting(others)).length) return false;
   await rt.emit(paused.job.sessionId, { type: 'end_prompt', promptId: paused.job.promptId });
+  return true;
 }
 
 /**
@@ -39,8 +45,13 @@ export async function goOn(rt: ReplyRuntime, paused: PausedReply, signal: AbortS
   const saved = await continueReply(rt, job, target, agent, paused, signal);
   if (saved === PAUSED) return;
   if (signal.aborted && signal.reason === SESSION_GONE) return;
-  remember(rt, job, agent.id, conversation.history.find((h) => h.message.id === job.promptId)?.message, saved);
-  await endPromptIfLast(rt, paused);
+  const prompt = conversation.history.find((h) => h.message.id === job.promptId)?.message;
+  remember(rt, job, agent.id, prompt, saved);
+  if (!(await endPromptIfLast(rt, paused)) || !paused.job.generateTitle || !prompt) return;
+  // The session's first exchange ended here, not where the prompt was answered: it is named now.
+  await nameSession(rt, job, conversation.scenario, prompt.content, saved?.content, signal).catch((e) => {
+    if (!isDatabaseUnavailable(e)) throw e;
+  });
 }
 
 /** Ends a paused reply a cancel or a newer prompt stopped (taken with `claimPausedIn`): saved as asked, its waiting calls cancelled. */

@@ -47,7 +47,8 @@ export type Written = Pick<Outcome, 'content' | 'thought' | 'promptTokens' | 'co
  * needs to go on, on whichever instance takes it (plain JSON).
  */
 export interface PausedReply {
-  job: Pick<ReplyJob, 'sessionId' | 'promptId' | 'userId' | 'thinking' | 'excludeMemory'>;
+  /** `generateTitle` is absent on replies paused before it was kept: they are not named. */
+  job: Pick<ReplyJob, 'sessionId' | 'promptId' | 'userId' | 'thinking' | 'excludeMemory'> & { generateTitle?: boolean };
   target: Omit<Target, 'createdAt'> & { createdAt: string };
   /** Every reply to the prompt: the last of them to end ends the prompt (`end_prompt`). */
   replyIds: string[];
