@@ -314,22 +314,30 @@ describe("a server's tools offered in replies", () => {
   }
 
   afterEach(() => {
+    vi.restoreAllMocks();
     vi.useRealTimers();
   });
 
-  it('start without a list that is late, which goes on once for the replies that wait meanwhile, and is offered when it comes', async () => {
+  it('start without a list that is late, waited for by the first reply only, and offered once it comes', async () => {
     const { offered, state, held, warned } = replies();
     expect(await offered()).toEqual([]);
+    expect(warned).toEqual(['an MCP server’s tools are not offered in replies: not listed in time']);
+    // The replies after it neither wait for the same listing (a timer of none) nor start another.
+    const waits: number[] = [];
+    const setTimeout = globalThis.setTimeout;
+    vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
+      waits.push(ms ?? 0);
+      return setTimeout(fn, ms);
+    }) as typeof globalThis.setTimeout);
     expect(await offered()).toEqual([]);
+    expect(await offered()).toEqual([]);
+    vi.restoreAllMocks();
+    expect(waits).toEqual([0, 0]);
     expect(state.asked).toBe(1);
-    expect(warned).toEqual([
-      'an MCP server’s tools are not offered in this reply: not listed in time',
-      'an MCP server’s tools are not offered in this reply: not listed in time',
-    ]);
     state.answer = [echo];
     held[0]!.resolve([echo]);
     expect(await offered()).toEqual(['search__echo']);
-    expect(warned).toHaveLength(2);
+    expect(warned).toHaveLength(1);
   });
 
   it('leave out a server that could not list them for a while, then ask it again; at once when the server was changed', async () => {

@@ -59,11 +59,19 @@ interface AgentToolsDeps {
   offerWaitMs: number;
 }
 
+/** A server's tools as listed, and how to reach it for their calls. */
+interface Listed {
+  endpoint: McpEndpoint;
+  listed: McpTool[];
+}
+
 /** A server's list of tools as replies wait for it: one listing at a time, and a failure remembered a while. */
 interface Listing {
   version: number;
   /** Null when it failed. */
-  done: Promise<{ endpoint: McpEndpoint; listed: McpTool[] } | null>;
+  done: Promise<Listed | null>;
+  /** Set once a reply gave up waiting for it: the replies after it do not wait for it again. */
+  late: boolean;
   failedUntil?: number;
 }
 
@@ -128,16 +136,17 @@ export function mcpAgentTools(deps: AgentToolsDeps): McpToolSource {
   const listings = new Map<string, Listing>();
 
   /**
-   * The server's tools, listed once for every reply that waits meanwhile (the clients keep the
-   * list for MCP_TOOLS_TTL_S); a failure is remembered for UNREACHABLE_FOR_MS, so a server that is
-   * down or hangs costs one reply its wait, not each of them.
+   * The server's tools, listed once for every reply that starts meanwhile (the clients keep the
+   * list for MCP_TOOLS_TTL_S). Only the first reply waits for a listing that is late, and a
+   * failure is remembered for UNREACHABLE_FOR_MS: a server that is down or hangs costs one reply
+   * its wait, not each of them.
    */
   function listingOf(server: McpServerView): Listing {
     const version = server.updatedAt.getTime();
     const known = listings.get(server.id);
     if (known?.version === version && (known.failedUntil === undefined || Date.now() < known.failedUntil)) return known;
     for (const [id, old] of listings) if (old.failedUntil !== undefined && Date.now() >= old.failedUntil) listings.delete(id);
-    const listing: Listing = { version, done: Promise.resolve(null) };
+    const listing: Listing = { version, done: Promise.resolve(null), late: false };
     listing.done = (async () => {
       try {
         const endpoint = await deps.endpointOf(server);
@@ -156,12 +165,15 @@ export function mcpAgentTools(deps: AgentToolsDeps): McpToolSource {
 
   /** One server's enabled tools that it lists now; none when it cannot be reached, or not in time. */
   async function offersOf(server: McpServerView, names: string[]): Promise<OfferedTool[]> {
+    const listing = listingOf(server);
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), deps.offerWaitMs)));
-    const got = await Promise.race([listingOf(server).done, late]);
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), listing.late ? 0 : deps.offerWaitMs)));
+    const got = await Promise.race([listing.done, late]);
     clearTimeout(timer);
-    if (got === 'late')
-      warn({ server: server.id, waitedMs: deps.offerWaitMs }, 'an MCP server’s tools are not offered in this reply: not listed in time');
+    if (got === 'late' && !listing.late) {
+      listing.late = true;
+      warn({ server: server.id, waitedMs: deps.offerWaitMs }, 'an MCP server’s tools are not offered in replies: not listed in time');
+    }
     if (!got || got === 'late') return [];
     const { endpoint, listed } = got;
     return names.flatMap((wanted) => {
