@@ -16,6 +16,7 @@ import {
   type AgentWithKey,
 } from '../domain/agents/index.ts';
 import type { Viewer } from '../domain/core/viewer.ts';
+import { functionName } from '../domain/mcp-servers/index.ts';
 import type { User } from '../generated/prisma/client.ts';
 import type { RestErrorStyle } from '../http/errors.ts';
 import { restCreatorRefSchema, toRestCreatorRef } from './creators.ts';
@@ -76,7 +77,13 @@ export const restAgentSchema = z
           "parley's extension: the tools whose calls wait for the owner's approval (`always`, or `{above}` a cost in manna) and how long a call waits (600 s unless set)",
       }),
     mcp_tools: z
-      .array(z.object({ server_id: z.string(), tool: z.string() }))
+      .array(
+        z.object({
+          server_id: z.string(),
+          tool: z.string(),
+          function_name: z.string().meta({ description: 'The name the model calls it by: its rule’s key in `tool_approval.tools`' }),
+        }),
+      )
       .nullable()
       .meta({ description: 'Tools of your MCP servers enabled on the agent (a parley extension); null unless you own the agent' }),
     llm_settings: z.object({
@@ -92,10 +99,16 @@ export const restAgentSchema = z
   .meta({ id: 'Agent' });
 
 /** An agent read with its owner's row, which REST shows populated. */
-export type RestAgentRow = AgentWithKey & { owner: User; mcpTools: AgentMcpToolView[] };
+export type RestAgentRow = AgentWithKey & { owner: User; mcpTools: (AgentMcpToolView & { server: { name: string } })[] };
 /** What `services.agents` is asked to load for a REST answer. */
 export const restAgentQuery = {
-  include: { owner: true as const, mcpTools: { orderBy: [{ serverId: 'asc' as const }, { tool: 'asc' as const }] } },
+  include: {
+    owner: true as const,
+    mcpTools: {
+      orderBy: [{ serverId: 'asc' as const }, { tool: 'asc' as const }],
+      include: { server: { select: { name: true as const } } },
+    },
+  },
 };
 
 export function toRestAgent(agent: RestAgentRow, viewer: Viewer): z.input<typeof restAgentSchema> {
@@ -128,7 +141,10 @@ export function toRestAgent(agent: RestAgentRow, viewer: Viewer): z.input<typeof
     ),
     tools_enabled: tools,
     tool_approval: { tools: approval.tools, timeout_seconds: approval.timeoutSeconds },
-    mcp_tools: viewer.id === agent.ownerId ? agent.mcpTools.map((t) => ({ server_id: t.serverId, tool: t.tool })) : null,
+    mcp_tools:
+      viewer.id === agent.ownerId
+        ? agent.mcpTools.map((t) => ({ server_id: t.serverId, tool: t.tool, function_name: functionName(t.server.name, t.tool) }))
+        : null,
     llm_settings: {
       model_profile: llm.modelProfile ?? null,
       thinking_policy: llm.thinkingPolicy ?? null,

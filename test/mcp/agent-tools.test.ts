@@ -113,7 +113,7 @@ describe('enabling MCP tools on an agent', () => {
   it('shows them to the owner only, and refuses a server id that is not the owner’s own with 400 naming it, changing nothing', async () => {
     const shown = await t.rest('GET', `/v2/agents/${agentId}`, { key: alice.apiKey });
     expect(shown.body.agent.mcp_tools).toHaveLength(5);
-    expect(shown.body.agent.mcp_tools).toContainEqual({ server_id: serverId, tool: 'paced' });
+    expect(shown.body.agent.mcp_tools).toContainEqual({ server_id: serverId, tool: 'paced', function_name: 'loop__paced' });
     expect((await t.rest('GET', `/v2/agents/${agentId}`, { key: bob.apiKey })).body.agent.mcp_tools).toBeNull();
 
     const bobs = await t.rest('POST', '/v2/mcp/servers', { key: bob.apiKey, body: { name: 'mine', url: tools.url } });

@@ -372,7 +372,7 @@ describe('the MCP servers panel, as a person uses it', () => {
       (s: { name: string }) => s.name === 'loop',
     );
     const shown = await t.rest('GET', `/v2/agents/${made.body.agentId}`, { key: alice.apiKey });
-    expect(shown.body.agent.mcp_tools).toEqual([{ server_id: server.id, tool: 'echo' }]);
+    expect(shown.body.agent.mcp_tools).toEqual([{ server_id: server.id, tool: 'echo', function_name: 'loop__echo' }]);
     await noBanner();
     expect(problems).toEqual([]);
     await page.close();
