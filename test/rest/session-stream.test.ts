@@ -123,6 +123,9 @@ describe('POST /v2/sessions with stream: true', () => {
   });
 
   it('takes a streamed prompt to a new session in with three statements before its first token, and no transaction', async () => {
+    // A process's first prompt also fills its cache of the users who write (shown on each
+    // message): what is counted is a prompt's own work, as every prompt after the first does it.
+    await (await prompt(alice, { agent_ids: [muse.id], content: 'Warm the caches' })).done;
     const held = deferred();
     llm.enqueue({ tokens: ['first', ' rest'], gate: (i) => (i === 1 ? held.promise : undefined) });
     // Earlier sessions are named after their reply has ended: those writes must not fall in the count.
