@@ -8,12 +8,10 @@
 // the p50 and the worst of each and their ratios to the baseline, and counts replies that failed
 // (no first token, an error frame) or did not end (no `end_prompt` within `--deadline`).
 // `--timeout` is MCP_TIMEOUT_MS: the wait for a hanging server before its listing fails.
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { startTestApp } from '../test/helpers/app.ts';
 import { startFakeOpenAI } from '../test/helpers/fake-openai.ts';
-import { startMcpToolServer } from '../test/helpers/mcp-tool-server.ts';
+import { startMcpToolServer, startStuckServer } from '../test/helpers/mcp-tool-server.ts';
 import { openSse } from '../test/helpers/sse.ts';
 import { quantile } from './streaming.ts';
 
@@ -29,23 +27,9 @@ const REPLIES = Number(values.replies);
 const ROUNDS = Number(values.rounds);
 const DEADLINE_MS = Number(values.deadline);
 
-/** Takes every request and never answers it: an MCP server that hangs. */
-async function stuckServer() {
-  const held: ServerResponse[] = [];
-  const http = createServer((_request, response) => void held.push(response));
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
-    close: () => {
-      http.closeAllConnections();
-      http.close();
-    },
-  };
-}
-
 const llm = await startFakeOpenAI({ tokens: ['Ready', '.'] });
 const healthy = await startMcpToolServer();
-const stuck = await stuckServer();
+const stuck = await startStuckServer();
 const t = await startTestApp({
   llm: { baseUrl: llm.baseUrl },
   outbound: { allowHttp: true, allowPrivate: true },
@@ -124,6 +108,6 @@ for (let round = 1; round <= ROUNDS; round++) {
 }
 await t.close();
 await healthy.close();
-stuck.close();
+await stuck.close();
 await llm.close();
 process.exit(Object.values(results).some((r) => r.failed.length) ? 1 : 0);

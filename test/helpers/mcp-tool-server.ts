@@ -170,3 +170,19 @@ export async function startMcpToolServer(options: { authorization?: string } = {
     },
   };
 }
+
+/** An HTTP server that takes every request and never answers it (until it closes): an MCP server that hangs. */
+export async function startStuckServer() {
+  const held: ServerResponse[] = [];
+  const http = createServer((_request, response) => void held.push(response));
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    /** How many requests it holds. */
+    asked: () => held.length,
+    async close() {
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}

@@ -1,13 +1,11 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { parse } from 'graphql';
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TestApp, TestUser } from '../helpers/app.ts';
 import { type FakeOpenAI, isMemoryRequest, isTitleRequest, type RecordedRequest, type Script } from '../helpers/fake-openai.ts';
 import { graphqlWsClients, wsSubscribe } from '../helpers/graphql-ws.ts';
 import { ledgerMismatches } from '../helpers/ledger.ts';
-import { type McpToolServer, PNG_1x1, startMcpToolServer } from '../helpers/mcp-tool-server.ts';
+import { type McpToolServer, PNG_1x1, startMcpToolServer, startStuckServer } from '../helpers/mcp-tool-server.ts';
 import { setUp } from '../helpers/set-up.ts';
 import { openSse, type SseClient, updates } from '../helpers/sse.ts';
 
@@ -59,21 +57,6 @@ afterAll(async () => {
   for (const s of streams) s.close();
   await ws.disposeAll();
 });
-
-/** An HTTP server that takes every request and never answers it (until it closes): an MCP server that hangs. */
-async function startStuckServer() {
-  const held: ServerResponse[] = [];
-  const http = createServer((_request, response) => void held.push(response));
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
-    asked: () => held.length,
-    async close() {
-      http.closeAllConnections();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    },
-  };
-}
 
 /** Each reply request asks for the call its prompt names, once; after the tool's result, the model answers. */
 function modelCalls(name: string, args: unknown) {
