@@ -45,6 +45,7 @@ export const EVENTS = `subscription Events($sessionId: ID!, $after: Seq) { sessi
   ... on ToolCompleted { messageId toolCall { ${TOOL_CALL} } }
   ... on ToolCancelled { messageId toolCall { ${TOOL_CALL} } }
   ... on ToolApprovalRequested { messageId agentId expiresAt toolCall { ${TOOL_CALL} } }
+  ... on ToolApprovalSettled { messageId agentId toolCall { ${TOOL_CALL} } }
   ... on AssistantMessage { message { ${MESSAGE} } }
   ... on ReplyFailed { error message { ${MESSAGE} } }
   ... on ReplyRemoved { messageId }

@@ -66,7 +66,9 @@ export function applyEvent(state: SessionState, event: SessionEvent, agentName: 
     }
     case 'ToolCompleted':
     case 'ToolCancelled':
-    case 'ToolApprovalRequested': {
+    case 'ToolApprovalRequested':
+    // Answered here, in another tab, in a chat or by its timeout: the card goes at once.
+    case 'ToolApprovalSettled': {
       const m = reply(event.messageId!, event.agentId);
       const call = { ...(event.toolCall as ToolCall), ...(event.expiresAt ? { expiresAt: event.expiresAt } : {}) };
       put({ ...m, toolCalls: withCall(m.toolCalls, call) });

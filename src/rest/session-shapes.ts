@@ -263,11 +263,11 @@ const streamedText = <T extends 'assistant_token' | 'assistant_thinking'>(type: 
       text: e.text,
     }),
   );
-const settledToolCall = <T extends 'tool_complete' | 'tool_cancelled'>(type: T) =>
+const settledToolCall = <T extends 'tool_complete' | 'tool_cancelled' | 'tool_approval_settled'>(type: T) =>
   restEvent(
     type,
     { ...ofPrompt, message_id: z.string(), agent: z.string(), tool_call: restToolCallSchema },
-    (e: SessionEventOf<'tool_complete' | 'tool_cancelled'>, _senders, links) => ({
+    (e: SessionEventOf<'tool_complete' | 'tool_cancelled' | 'tool_approval_settled'>, _senders, links) => ({
       session_id: e.sessionId,
       prompt_id: e.promptId,
       message_id: e.messageId,
@@ -331,6 +331,7 @@ const restEvents: { [T in SessionEventType]: RestEvent<T> } = {
   ),
   tool_complete: settledToolCall('tool_complete'),
   tool_cancelled: settledToolCall('tool_cancelled'),
+  tool_approval_settled: settledToolCall('tool_approval_settled'),
   tool_approval_requested: restEvent(
     'tool_approval_requested',
     {

@@ -138,6 +138,29 @@ describe('a tool call that waits for approval, in the playground', () => {
     await noProblemShown(page, problems);
     await page.close();
   });
+
+  it('approved elsewhere (another tab, a chat, REST): the card goes at once, before the tool has run', async () => {
+    svc.reset();
+    let release!: () => void;
+    svc.enqueue({ answer: { result: { made: 'a picture' } }, gate: new Promise<void>((resolve) => (release = resolve)) });
+    const sent = await t.rest('POST', '/v2/sessions', { key: alice.apiKey, body: { agent_ids: [careful.id], content: 'draw a heron' } });
+    const sessionId = sent.body.session_id as string;
+    const task = await until('the call to wait', () => t.db.task.findFirst({ where: { sessionId, status: 'awaiting_approval' } }));
+    const { page, problems } = await openSession(sessionId);
+    await page.waitForSelector(`.approval-card[data-call-id="${task.id}"]`, { timeout: 30_000 });
+
+    const approved = await t.rest('POST', `/v2/sessions/${sessionId}/approvals/${task.id}`, { key: alice.apiKey, body: { approve: true } });
+    expect(approved.status).toBe(200);
+    await page.waitForSelector('.tool-call[data-approval="APPROVED"]', { timeout: 30_000 });
+    expect(await page.$('.approval-card')).toBeNull();
+    // The tool is still held: what took the card away was the answer, not the call's end.
+    await until('the tool to be called', () => svc.calls.length === 1 || null);
+    expect(await page.$eval('.tool-call', (el) => el.getAttribute('data-status'))).not.toBe('COMPLETED');
+    release();
+    await replyEnded(page, 'Here it is.');
+    await noProblemShown(page, problems);
+    await page.close();
+  });
 });
 
 /** The agent's approval setting as REST reads it back: what the panel saved, not what it shows. */

@@ -125,6 +125,14 @@ describe('a tool call that waits for approval', () => {
     expect(approved.status, JSON.stringify(approved.body)).toBe(200);
     expect(approved.body.tool_call).toMatchObject({ id: callId, approval: 'approved' });
     await watch.waitFor((f) => f.data?.data?.type === 'end_prompt');
+    // Its watchers were told of the answer at once, before the call ran.
+    const types = watch.frames.map((f) => f.data?.data?.type);
+    expect(types.indexOf('tool_approval_settled')).toBeGreaterThan(types.indexOf('tool_approval_requested'));
+    expect(types.indexOf('tool_approval_settled')).toBeLessThan(types.indexOf('tool_complete'));
+    expect(watch.frames.find((f) => f.data?.data?.type === 'tool_approval_settled')!.data.data).toMatchObject({
+      session_id: sessionId,
+      tool_call: { id: callId, status: 'pending', approval: 'approved' },
+    });
     const reply = (await settledSession(t, alice, sessionId)).messages.at(-1);
     expect(reply).toMatchObject({ status: 'complete', content: 'Let me make it.Here it is.' });
     expect(reply.tool_calls).toEqual([
@@ -158,6 +166,8 @@ describe('a tool call that waits for approval', () => {
     const denied = await settle(alice, sessionId, callId, { approve: false, reason: 'too pricey today' });
     expect(denied.status).toBe(200);
     expect(denied.body.tool_call).toMatchObject({ status: 'failed', approval: 'denied', cost: null });
+    const answered = await watch.waitFor((f) => f.data?.data?.type === 'tool_approval_settled');
+    expect(answered.data.data.tool_call).toMatchObject({ id: callId, status: 'failed', approval: 'denied' });
     const complete = await watch.waitFor((f) => f.data?.data?.type === 'tool_complete');
     expect(complete.data.data.tool_call).toMatchObject({ id: callId, status: 'failed', approval: 'denied' });
     const reply = (await settledSession(t, alice, sessionId)).messages.at(-1);
@@ -176,6 +186,10 @@ describe('a tool call that waits for approval', () => {
     const before = await ledgerAddsUp(alice);
     const { sessionId, watch, feed, callId } = await pausedReply(hasty, 'draw one fox', { prompt: 'a fox' });
     await watch.waitFor((f) => f.data?.data?.type === 'end_prompt');
+    expect(watch.frames.find((f) => f.data?.data?.type === 'tool_approval_settled')?.data.data.tool_call).toMatchObject({
+      id: callId,
+      approval: 'expired',
+    });
     const reply = (await settledSession(t, alice, sessionId)).messages.at(-1);
     expect(reply.status).toBe('complete');
     expect(reply.tool_calls).toEqual([
@@ -294,6 +308,7 @@ const Events = graphql(`
     sessionEvents(sessionId: $sessionId, after: $after) {
       __typename
       ... on ToolApprovalRequested { expiresAt toolCall { id tool args status approval cost } }
+      ... on ToolApprovalSettled { toolCall { id status approval } }
       ... on AssistantMessage { message { status content toolCalls { id status approval cost } } }
     }
   }
@@ -362,6 +377,8 @@ describe('over GraphQL', () => {
 
     const settled = expectData(await t.gql(Settle, { input: { sessionId, callId, approve: true } }, alice.apiKey));
     expect(settled.settleToolApproval).toMatchObject({ id: callId, approval: 'APPROVED' });
+    const answered = await events.waitFor((r) => r.data?.sessionEvents.__typename === 'ToolApprovalSettled');
+    expect(answered.data!.sessionEvents).toMatchObject({ toolCall: { id: callId, status: 'PENDING', approval: 'APPROVED' } });
     const done = await events.waitFor(
       (r) =>
         r.data?.sessionEvents.__typename === 'AssistantMessage' &&

@@ -59,11 +59,21 @@ export function approvalRules(deps: {
 
   const goOn = (messageId: string) => jobs.send(REPLY_RESUME_QUEUE, { messageId }, { key: messageId });
 
-  /** A denial (or a timeout) is the call's end: its session's watchers and its payer's feed are told. */
-  async function announceDenial(row: ApprovalRow, toolCall: ToolCallView) {
-    if (row.promptId && row.agentId)
+  /**
+   * An answer is told to the session's watchers at once, whoever gave it and wherever; a denial
+   * (or a timeout) is the call's end too, told to them and to its payer's feed.
+   */
+  async function announce(row: ApprovalRow, toolCall: ToolCallView) {
+    const ofReply =
+      row.promptId && row.agentId ? { promptId: row.promptId, messageId: row.messageId, agentId: row.agentId, toolCall } : null;
+    if (ofReply)
       await bus
-        .publish(row.sessionId, { type: 'tool_complete', promptId: row.promptId, messageId: row.messageId, agentId: row.agentId, toolCall })
+        .publish(row.sessionId, { type: 'tool_approval_settled', ...ofReply })
+        .catch((err) => log.error({ err }, 'could not publish an answered tool call'));
+    if (toolCall.approval === 'approved') return;
+    if (ofReply)
+      await bus
+        .publish(row.sessionId, { type: 'tool_complete', ...ofReply })
         .catch((err) => log.error({ err }, 'could not publish a denied tool call'));
     await bus.feeds
       .publish(row.userId, { type: 'task_failed', taskId: row.id, error: toolCall.error ?? 'Denied' })
@@ -92,7 +102,7 @@ export function approvalRules(deps: {
       answer.approve ? { approval: 'approved' } : { approval: 'denied', error: deniedText(answer.reason) },
     );
     if (!saved) throw conflict('This tool call was settled already');
-    if (!answer.approve) await announceDenial(row, saved);
+    await announce(row, saved);
     await goOn(row.messageId);
     return saved;
   }
@@ -103,7 +113,7 @@ export function approvalRules(deps: {
     if (!row) return;
     if (row.status === 'awaiting_approval') {
       const saved = await store.answer(taskId, { approval: 'expired', error: noAnswerIn(timeoutSeconds) });
-      if (saved) await announceDenial(row, saved);
+      if (saved) await announce(row, saved);
     }
     // Also when it was answered: a process that died between an answer and its job is caught up here.
     await goOn(messageId);

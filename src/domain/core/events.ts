@@ -20,6 +20,7 @@ export interface ToolCallView {
 /** A reply's tool call that waits for its payer's answer (until `expiresAt`), or that ended: what a follower of the reply is told. */
 export type ToolCallChange =
   | { type: 'approval_requested'; toolCall: ToolCallView; expiresAt: string }
+  | { type: 'approval_settled'; toolCall: ToolCallView }
   | { type: 'ended'; toolCall: ToolCallView };
 
 /** Who reacted how: user id → reactions, as the original service stored them. */
@@ -86,6 +87,12 @@ export interface SessionEventPayloads {
    * price as `cost`); it goes on once answered, or denied at `expiresAt`.
    */
   tool_approval_requested: { promptId: string; messageId: string; agentId: string; toolCall: ToolCallView; expiresAt: string };
+  /**
+   * A call that waited was answered (`toolCall.approval`: approved, denied, or expired when its
+   * timeout came), on whichever surface: told at once, before its reply goes on. A denied call
+   * ends then too (`tool_complete`); an approved one runs when its reply goes on.
+   */
+  tool_approval_settled: { promptId: string; messageId: string; agentId: string; toolCall: ToolCallView };
   /** One reply failed; `message` is the saved (failed) assistant message with its partial text. */
   error: { promptId: string; agentId: string; error: string; message: MessageView };
   end_prompt: { promptId: string };

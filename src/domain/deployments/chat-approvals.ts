@@ -72,7 +72,7 @@ export function followApprovals(outbox: Outbox, replyTo: string, approver: strin
   return {
     change(change: ToolCallChange) {
       const call = change.toolCall;
-      if (change.type === 'ended') return settle(call.id, call.approval);
+      if (change.type !== 'approval_requested') return settle(call.id, call.approval);
       if (asked.has(call.id)) return;
       const buttons = approver !== null;
       const ref = outbox

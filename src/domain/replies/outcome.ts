@@ -93,6 +93,7 @@ export function promptOutcomes(deps: { bus: Pick<EventBus, 'subscribe' | 'positi
         if (event.type === 'end_prompt') break;
         if (event.type === 'tool_approval_requested')
           onToolCall?.({ type: 'approval_requested', toolCall: event.toolCall, expiresAt: event.expiresAt });
+        else if (event.type === 'tool_approval_settled') onToolCall?.({ type: 'approval_settled', toolCall: event.toolCall });
         else if (event.type === 'tool_complete' || event.type === 'tool_cancelled')
           onToolCall?.({ type: 'ended', toolCall: event.toolCall });
         if (after === null || !onText) continue;

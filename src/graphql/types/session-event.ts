@@ -118,6 +118,17 @@ const eventTypes: { [T in SessionEventType]: EventTypeSpec<T> } = {
       expiresAt: t.field({ type: 'DateTime', description: 'When it counts as denied, unanswered.', resolve: (e) => new Date(e.expiresAt) }),
     }),
   },
+  tool_approval_settled: {
+    name: 'ToolApprovalSettled',
+    description:
+      'A tool call that waited was answered (toolCall.approval: APPROVED, DENIED, or EXPIRED at its timeout), on whichever surface; an approved call runs when its reply goes on.',
+    fields: (t) => ({
+      promptId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.promptId }) }),
+      messageId: t.globalID({ resolve: (e) => ({ type: 'Message', id: e.messageId }) }),
+      agentId: t.globalID({ resolve: (e) => ({ type: 'Agent', id: e.agentId }) }),
+      toolCall: t.field({ type: ToolCall, resolve: (e) => e.toolCall }),
+    }),
+  },
   error: {
     name: 'ReplyFailed',
     description: 'A reply broke off; message is the saved reply (status FAILED) with what was written.',
