@@ -1,5 +1,4 @@
 import type { MessageView } from '../core/events.ts';
-import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
 import { toMessageView } from '../core/stores/message-rows.ts';
 import { SESSION_GONE } from './endings.ts';
 import type { Conversation, ReplyAgent } from './ports.ts';
@@ -129,9 +128,5 @@ export async function answerPrompt(rt: ReplyRuntime, job: ReplyJob, signal: Abor
   if (results.includes(PAUSED)) return;
   await rt.emit(job.sessionId, { type: 'end_prompt', promptId: job.promptId });
   const first = results.find((r): r is MessageView => r !== null && r !== PAUSED);
-  // A title is a nicety: one that cannot be saved (the database went away) is left out.
-  if (job.generateTitle && prompt)
-    await nameSession(rt, job, conversation.scenario, prompt.content, first?.content, signal).catch((e) => {
-      if (!isDatabaseUnavailable(e)) throw e;
-    });
+  if (job.generateTitle && prompt) await nameSession(rt, job, conversation.scenario, prompt.content, first?.content, signal);
 }

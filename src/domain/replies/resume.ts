@@ -1,4 +1,3 @@
-import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
 import { ReplyStopped, SESSION_GONE } from './endings.ts';
 import { HISTORY_LIMIT, remember } from './answer-prompt.ts';
 import { continueReply, PAUSED } from './reply-loop.ts';
@@ -49,9 +48,7 @@ export async function goOn(rt: ReplyRuntime, paused: PausedReply, signal: AbortS
   remember(rt, job, agent.id, prompt, saved);
   if (!(await endPromptIfLast(rt, paused)) || !paused.job.generateTitle || !prompt) return;
   // The session's first exchange ended here, not where the prompt was answered: it is named now.
-  await nameSession(rt, job, conversation.scenario, prompt.content, saved?.content, signal).catch((e) => {
-    if (!isDatabaseUnavailable(e)) throw e;
-  });
+  await nameSession(rt, job, conversation.scenario, prompt.content, saved?.content, signal);
 }
 
 /** Ends a paused reply a cancel or a newer prompt stopped (taken with `claimPausedIn`): saved as asked, its waiting calls cancelled. */

@@ -1,3 +1,4 @@
+import { isDatabaseUnavailable } from '../core/stores/prisma-errors.ts';
 import type { ChatRequest } from '../core/chat.ts';
 import type { ReplyJob, ReplyRuntime } from './runtime.ts';
 
@@ -42,7 +43,8 @@ export const TITLE_INSTRUCTION =
 /**
  * Names a session after its first exchange: by a short model call, or from the prompt's words
  * offline; a call that fails falls back to the prompt's start. Told to the session's watchers
- * if this title was the one saved.
+ * if this title was the one saved. A title is a nicety: one that cannot be saved (the database
+ * went away) is left out.
  */
 export async function nameSession(
   rt: Pick<ReplyRuntime, 'provider' | 'offline' | 'llm' | 'writer' | 'emit'>,
@@ -71,5 +73,9 @@ export async function nameSession(
       text = fallbackTitle(prompt);
     }
   }
-  if (await rt.writer.title(job.sessionId, text)) await rt.emit(job.sessionId, { type: 'session_updated', title: text, scenario });
+  try {
+    if (await rt.writer.title(job.sessionId, text)) await rt.emit(job.sessionId, { type: 'session_updated', title: text, scenario });
+  } catch (e) {
+    if (!isDatabaseUnavailable(e)) throw e;
+  }
 }
