@@ -3,7 +3,7 @@ import type { TestApp, TestUser } from '../helpers/app.ts';
 import { fixtures } from '../helpers/fixtures.ts';
 import { expectNoInternals, rawRequest, expectError } from '../helpers/rest-helpers.ts';
 import { setUp } from '../helpers/set-up.ts';
-import { settledSession } from '../helpers/sessions.ts';
+import { settledSession, titledSession } from '../helpers/sessions.ts';
 import { unsafeUrls } from '../helpers/unsafe-urls.ts';
 import { openSse } from '../helpers/sse.ts';
 
@@ -424,7 +424,8 @@ describe('list-statements', () => {
       const start = async (n: number) => {
         for (let i = 0; i < n; i++) {
           const res = await t.rest('POST', '/v2/threads', { key: alice.apiKey, body: { agent_id: agent.id, content: `Hello ${i}` } });
-          await settledSession(t, alice, res.body.thread_id);
+          // Named once its reply has ended: the title's write must not fall into a count below.
+          await titledSession(t, alice, res.body.thread_id);
         }
       };
       await start(2);
